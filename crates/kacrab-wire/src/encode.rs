@@ -1,0 +1,51 @@
+//! Request framing through kafka-protocol's encoders.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::RequestHeader;
+use kafka_protocol::protocol::{Encodable, StrBytes};
+
+use crate::api::ApiKey;
+use crate::error::WireError;
+
+/// Encodes `length prefix + request header + body` into one buffer sized up front, so the
+/// body (a Produce request's record batches included) is copied exactly once.
+pub(crate) fn frame<B: Encodable>(
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&StrBytes>,
+    body: &B,
+) -> Result<Bytes, WireError> {
+    let err = |e: Box<dyn std::error::Error + Send + Sync>| WireError::Encode {
+        api,
+        version,
+        source: e,
+    };
+    let header = RequestHeader::default()
+        .with_request_api_key(api.id())
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(client_id.cloned());
+    let header_version = api.request_header_version(version);
+    let size = header
+        .compute_size(header_version)
+        .map_err(|e| err(e.into()))?
+        + body.compute_size(version).map_err(|e| err(e.into()))?;
+    let max = i32::MAX as usize;
+    if size > max {
+        return Err(WireError::FrameTooLarge { size, max });
+    }
+    let mut buf = BytesMut::with_capacity(4 + size);
+    buf.put_i32(size as i32);
+    header
+        .encode(&mut buf, header_version)
+        .map_err(|e| err(e.into()))?;
+    body.encode(&mut buf, version).map_err(|e| err(e.into()))?;
+    debug_assert_eq!(buf.len(), 4 + size, "compute_size disagrees with encode");
+    Ok(buf.freeze())
+}
+
+/// A `String` as kafka-protocol's string type, without copying its bytes.
+pub(crate) fn sb(s: String) -> StrBytes {
+    StrBytes::from_string(s)
+}

@@ -1,0 +1,546 @@
+#!/usr/bin/env bash
+# scripts/kafka.sh — run real Apache Kafka (KRaft, no ZooKeeper, no Docker) on
+# loopback for kacrab's integration tests and CI. See docs/real-kafka.md.
+#
+# Kafka comes from Maven Central as jars (mvn dependency:copy-dependencies)
+# and runs with plain `java -cp`. Nothing is installed outside the registries;
+# a missing Debian package (java, maven, time) is apt-get installed on demand.
+#
+#   scripts/kafka.sh fetch
+#   scripts/kafka.sh start-single [port]          # default 39092
+#   scripts/kafka.sh start-cluster [base-port]    # default 39192 (3 nodes)
+#   scripts/kafka.sh stop [all|single|cluster|node N]
+#   scripts/kafka.sh kill-node N | restart-node N
+#   scripts/kafka.sh create-topic <bootstrap> <topic> <partitions> <rf>
+#   scripts/kafka.sh describe-topic <bootstrap> <topic>
+#   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
+#   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID]
+#   scripts/kafka.sh features <bootstrap>
+#   scripts/kafka.sh status
+#
+# stdout carries only machine-readable output (KEY=VALUE lines, consumed
+# records, the perf summary); progress and diagnostics go to stderr; Kafka's
+# own logs go to files under the cache dir.
+set -euo pipefail
+
+# ---------------------------------------------------------------- settings
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(cd "$SCRIPT_DIR/.." && pwd)"
+HELPER_DIR="$SCRIPT_DIR/kafka"
+
+# Newest 4.x that resolves with its dependencies on Maven Central (checked
+# 4.4.0). log4j must match the log4j-core that kafka_2.13 itself pulls in.
+KAFKA_VERSION="${KACRAB_KAFKA_VERSION:-4.4.0}"
+LOG4J_VERSION="${KACRAB_KAFKA_LOG4J_VERSION:-2.25.5}"
+DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+
+KHOME="${KACRAB_KAFKA_HOME:-$REPO_DIR/.kafka}"
+DIST="$KHOME/kafka-$KAFKA_VERSION"
+LIBS="$DIST/libs"
+RUN="$KHOME/run"
+LOGS="$KHOME/logs"
+
+SINGLE_PORT_DEFAULT=39092      # controller: port+1
+CLUSTER_PORT_DEFAULT=39192     # brokers base..base+2, controllers base+100..
+START_TIMEOUT="${KACRAB_KAFKA_START_TIMEOUT:-180}"   # seconds
+STOP_TIMEOUT="${KACRAB_KAFKA_STOP_TIMEOUT:-30}"      # seconds before SIGKILL
+BROKER_HEAP="${KACRAB_KAFKA_HEAP_OPTS:--Xms256m -Xmx1G}"
+TOOL_HEAP="${KACRAB_KAFKA_TOOL_HEAP_OPTS:--Xmx512m}"
+
+BROKER_JVM_OPTS=(-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+  -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent
+  -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true)
+# Short-lived admin tools: start fast rather than run fast.
+ADMIN_JVM_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx256m -Djava.awt.headless=true)
+# Data-moving tools (perf, consume): full JIT.
+DATA_JVM_OPTS=(-XX:+UseG1GC -Djava.awt.headless=true)
+
+# ---------------------------------------------------------------- helpers
+log() { printf 'kafka.sh: %s\n' "$*" >&2; }
+die() { printf 'kafka.sh: error: %s\n' "$*" >&2; exit 1; }
+now_ms() { date +%s%3N; }
+secs_since() { # $1 = start ms -> "12.3"
+  local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
+
+usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+
+# ver_ge A B: true if version A >= B (numeric dotted).
+ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+apt_updated=0
+ensure_pkg() { # ensure_pkg <command-or-path> <debian-package>
+  if command -v "$1" >/dev/null 2>&1; then return 0; fi
+  log "installing Debian package $2 (missing $1)"
+  if [ "$apt_updated" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 \
+    || die "apt-get install -y $2 failed"
+  command -v "$1" >/dev/null 2>&1 || die "$2 installed but $1 still missing"
+}
+
+ensure_java() {
+  ensure_pkg java openjdk-17-jre-headless
+  local v
+  v="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
+  [ "${v%%.*}" -ge 17 ] 2>/dev/null || die "Kafka $KAFKA_VERSION needs Java >= 17 (java here is $v)"
+}
+
+fetched() { [ -f "$DIST/.fetched" ] && [ -f "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" ]; }
+
+ensure_fetched() {
+  ensure_java
+  fetched || cmd_fetch >/dev/null
+}
+
+# run_tool <admin|data> <main-class> args...  (stdout = the tool's stdout)
+run_tool() {
+  local kind="$1" main="$2"; shift 2
+  local -a opts
+  if [ "$kind" = admin ]; then opts=("${ADMIN_JVM_OPTS[@]}"); else
+    # shellcheck disable=SC2206
+    opts=($TOOL_HEAP "${DATA_JVM_OPTS[@]}"); fi
+  java "${opts[@]}" -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" \
+    -cp "$LIBS/*" "$main" "$@"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# pid_alive <pid>: a live Kafka broker JVM (guards against pid reuse).
+pid_alive() {
+  [ -n "${1:-}" ] && [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'
+}
+node_pid() { [ -f "$1/kafka.pid" ] && cat "$1/kafka.pid" || true; }
+
+# ---------------------------------------------------------------- fetch
+cmd_fetch() {
+  ensure_java
+  if fetched; then
+    log "Kafka $KAFKA_VERSION already fetched in $LIBS ($(ls "$LIBS" | wc -l) jars)"
+    echo "KACRAB_KAFKA_VERSION=$KAFKA_VERSION"; echo "KACRAB_KAFKA_LIBS=$LIBS"
+    return 0
+  fi
+  ensure_pkg mvn maven
+  local t0; t0=$(now_ms)
+  mkdir -p "$DIST" "$LOGS"
+  cat >"$DIST/pom.xml" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- generated by scripts/kafka.sh: the jars of Apache Kafka $KAFKA_VERSION -->
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kacrab.local</groupId>
+  <artifactId>kafka-runtime</artifactId>
+  <version>$KAFKA_VERSION</version>
+  <packaging>pom</packaging>
+  <dependencyManagement>
+    <dependencies>
+      <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-api</artifactId><version>$LOG4J_VERSION</version></dependency>
+      <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$LOG4J_VERSION</version></dependency>
+    </dependencies>
+  </dependencyManagement>
+  <dependencies>
+    <!-- broker: kafka.Kafka, kafka.tools.StorageTool -->
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <!-- tools: TopicCommand, ConsoleConsumer, ProducerPerformance, FeatureCommand -->
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <!-- logging: Kafka logs through slf4j 1.7; bind it to log4j2 (as the Kafka distribution does) -->
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$LOG4J_VERSION</version></dependency>
+  </dependencies>
+</project>
+EOF
+  local -a mvn_args=(-B -q -f "$DIST/pom.xml")
+  [ -n "${KACRAB_KAFKA_M2:-}" ] && mvn_args+=("-Dmaven.repo.local=$KACRAB_KAFKA_M2")
+  rm -rf "$LIBS.tmp"
+  log "fetching Kafka $KAFKA_VERSION jars with mvn (log: $LOGS/fetch.log)"
+  if ! mvn "${mvn_args[@]}" "$DEP_PLUGIN:copy-dependencies" \
+      -DoutputDirectory="$LIBS.tmp" -DincludeScope=runtime >"$LOGS/fetch.log" 2>&1; then
+    tail -n 40 "$LOGS/fetch.log" >&2
+    die "mvn could not fetch org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
+  fi
+  [ -f "$LIBS.tmp/kafka_2.13-$KAFKA_VERSION.jar" ] || die "kafka_2.13-$KAFKA_VERSION.jar missing after mvn"
+  rm -rf "$LIBS"; mv "$LIBS.tmp" "$LIBS"
+  date -u +%FT%TZ >"$DIST/.fetched"
+  log "fetched Kafka $KAFKA_VERSION: $(ls "$LIBS" | wc -l) jars, $(du -sh "$LIBS" | cut -f1) in $(secs_since "$t0")s"
+  echo "KACRAB_KAFKA_VERSION=$KAFKA_VERSION"; echo "KACRAB_KAFKA_LIBS=$LIBS"
+}
+
+# ---------------------------------------------------------------- nodes
+# write_config <dir> <node-id> <broker-port> <controller-port> <voters> <rf> <min-isr>
+write_config() {
+  local dir="$1" id="$2" bport="$3" cport="$4" voters="$5" rf="$6" isr="$7"
+  mkdir -p "$dir/data" "$dir/logs"
+  cat >"$dir/server.properties" <<EOF
+# generated by scripts/kafka.sh
+process.roles=broker,controller
+node.id=$id
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+auto.create.topics.enable=false
+default.replication.factor=$rf
+min.insync.replicas=$isr
+offsets.topic.replication.factor=$rf
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$isr
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+log.retention.hours=24
+EOF
+  # Extra broker settings from the caller, one key=value per line.
+  if [ -n "${KACRAB_KAFKA_BROKER_PROPS:-}" ]; then
+    printf '%s\n' "$KACRAB_KAFKA_BROKER_PROPS" >>"$dir/server.properties"
+  fi
+}
+
+format_node() { # format_node <dir> <cluster-id>
+  if ! java "${ADMIN_JVM_OPTS[@]}" -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" \
+      -cp "$LIBS/*" kafka.tools.StorageTool format -t "$2" -c "$1/server.properties" \
+      >"$1/logs/format.log" 2>&1; then
+    cat "$1/logs/format.log" >&2
+    die "formatting storage of $1 failed"
+  fi
+}
+
+launch_node() { # launch_node <dir>   (background; pid -> <dir>/kafka.pid)
+  local dir="$1"
+  # shellcheck disable=SC2086
+  nohup java $BROKER_HEAP "${BROKER_JVM_OPTS[@]}" \
+    -Dkafka.logs.dir="$dir/logs" \
+    -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-broker.properties" \
+    -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+    </dev/null >"$dir/logs/stdout.log" 2>&1 &
+  echo $! >"$dir/kafka.pid"
+}
+
+dump_logs() { # dump_logs <dir>...
+  local d
+  for d in "$@"; do
+    log "---- tail of $d/logs/server.log"
+    tail -n 40 "$d/logs/server.log" >&2 2>/dev/null || true
+    if [ -s "$d/logs/stdout.log" ]; then
+      log "---- tail of $d/logs/stdout.log"; tail -n 20 "$d/logs/stdout.log" >&2 || true
+    fi
+  done
+}
+
+# wait_ready <dirs...> -- <ports...>: every broker listed in the cluster
+# metadata and answering ApiVersions (BrokerApiVersionsCommand connects to
+# each broker the metadata names).
+wait_ready() {
+  local -a dirs=() ports=()
+  while [ "$1" != -- ]; do dirs+=("$1"); shift; done; shift
+  ports=("$@")
+  local deadline=$(( $(date +%s) + START_TIMEOUT )) d p ok out bs
+  bs="$(printf '127.0.0.1:%s,' "${ports[@]}")"; bs="${bs%,}"
+  while :; do
+    for d in "${dirs[@]}"; do
+      pid_alive "$(node_pid "$d")" || { log "broker in $d exited during startup"; dump_logs "$d"; return 1; }
+    done
+    ok=1
+    for p in "${ports[@]}"; do port_open "$p" || { ok=0; break; }; done
+    if [ "$ok" = 1 ]; then
+      out="$(timeout 30 java "${ADMIN_JVM_OPTS[@]}" -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" \
+        -cp "$LIBS/*" org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$bs" 2>/dev/null || true)"
+      for p in "${ports[@]}"; do
+        grep -q "^127\.0\.0\.1:$p (id: " <<<"$out" || { ok=0; break; }
+      done
+      [ "$ok" = 1 ] && return 0
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "brokers not ready after ${START_TIMEOUT}s"; dump_logs "${dirs[@]}"; return 1
+    fi
+    sleep 1
+  done
+}
+
+check_ports_free() {
+  local p
+  for p in "$@"; do port_open "$p" && die "port 127.0.0.1:$p is already in use"; done; return 0
+}
+
+random_cluster_id() { # a Kafka Uuid: 16 random bytes, base64url, no padding, not starting with '-'
+  local id
+  while :; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+    case "$id" in -*) continue ;; *) echo "$id"; return ;; esac
+  done
+}
+
+report_features() { # report_features <bootstrap>: KACRAB_KAFKA_TRANSACTION_VERSION=...
+  local out tv
+  out="$(run_tool admin org.apache.kafka.tools.FeatureCommand --bootstrap-server "$1" describe 2>/dev/null || true)"
+  printf '%s\n' "$out" >"$RUN/features.txt"
+  tv="$(printf '%s\n' "$out" | grep -E '^Feature: transaction\.version' | sed -n 's/.*FinalizedVersionLevel: *\([0-9]*\).*/\1/p')"
+  log "finalized features: $(printf '%s\n' "$out" | sed -n 's/^Feature: \([^[:space:]]*\).*FinalizedVersionLevel: *\([^[:space:]]*\).*/\1=\2/p' | tr '\n' ' ')"
+  echo "KACRAB_KAFKA_TRANSACTION_VERSION=${tv:-unknown}"
+}
+
+# ---------------------------------------------------------------- start-single
+cmd_start_single() {
+  local port="${1:-$SINGLE_PORT_DEFAULT}" dir="$RUN/single"
+  local cport=$((port + 1))
+  ensure_fetched
+  mkdir -p "$RUN"
+  if pid_alive "$(node_pid "$dir")"; then
+    local old; old="$(cat "$dir/port")"
+    [ "$old" = "$port" ] || die "a single broker is already running on port $old (scripts/kafka.sh stop single)"
+    log "single broker already running (pid $(node_pid "$dir"))"
+    echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"; echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
+    return 0
+  fi
+  check_ports_free "$port" "$cport"
+  local t0; t0=$(now_ms)
+  rm -rf "$dir"; mkdir -p "$dir"
+  write_config "$dir" 1 "$port" "$cport" "1@127.0.0.1:$cport" 1 1
+  echo "$port" >"$dir/port"
+  format_node "$dir" "$(random_cluster_id)"
+  launch_node "$dir"
+  if ! wait_ready "$dir" -- "$port"; then
+    stop_dirs "$dir" >/dev/null 2>&1 || true
+    die "single broker failed to start (logs in $dir/logs)"
+  fi
+  log "single broker up on 127.0.0.1:$port (pid $(node_pid "$dir")) in $(secs_since "$t0")s; logs: $dir/logs"
+  echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"
+  echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
+  report_features "127.0.0.1:$port"
+}
+
+# ---------------------------------------------------------------- start-cluster
+cluster_dir() { echo "$RUN/cluster/node$1"; }
+cluster_base() { [ -f "$RUN/cluster/base-port" ] || die "no cluster was started (scripts/kafka.sh start-cluster)"; cat "$RUN/cluster/base-port"; }
+cluster_ports() { local b="$1"; echo "$b $((b + 1)) $((b + 2))"; }
+
+cmd_start_cluster() {
+  local base="${1:-$CLUSTER_PORT_DEFAULT}" n
+  ensure_fetched
+  mkdir -p "$RUN"
+  local -a dirs=() ports=() pids=()
+  for n in 1 2 3; do
+    dirs+=("$(cluster_dir $n)"); ports+=($((base + n - 1)))
+  done
+  local running=0
+  for n in 1 2 3; do pid_alive "$(node_pid "${dirs[n-1]}")" && running=$((running + 1)); done
+  if [ "$running" -gt 0 ]; then
+    [ "$(cluster_base)" = "$base" ] || die "a cluster is already running at base port $(cluster_base) (scripts/kafka.sh stop cluster)"
+    [ "$running" = 3 ] || die "cluster partly running ($running/3 nodes); restart-node or stop cluster first"
+    log "cluster already running"
+  else
+    check_ports_free "${ports[@]}" $((base + 100)) $((base + 101)) $((base + 102))
+    local t0; t0=$(now_ms)
+    rm -rf "$RUN/cluster"; mkdir -p "$RUN/cluster"
+    echo "$base" >"$RUN/cluster/base-port"
+    local voters="1@127.0.0.1:$((base + 100)),2@127.0.0.1:$((base + 101)),3@127.0.0.1:$((base + 102))"
+    local cid; cid="$(random_cluster_id)"; echo "$cid" >"$RUN/cluster/cluster-id"
+    for n in 1 2 3; do
+      write_config "${dirs[n-1]}" "$n" "${ports[n-1]}" $((base + 99 + n)) "$voters" 3 2
+    done
+    # Format all three (same cluster id) in parallel, then launch together:
+    # the controllers need a quorum of 2 before any broker can register.
+    for n in 1 2 3; do format_node "${dirs[n-1]}" "$cid" & done
+    wait_all_bg || die "formatting cluster storage failed"
+    for n in 1 2 3; do launch_node "${dirs[n-1]}"; done
+    if ! wait_ready "${dirs[@]}" -- "${ports[@]}"; then
+      stop_dirs "${dirs[@]}" >/dev/null 2>&1 || true
+      die "cluster failed to start (logs in $RUN/cluster/node*/logs)"
+    fi
+    log "3-node cluster up in $(secs_since "$t0")s; logs: $RUN/cluster/node{1,2,3}/logs"
+  fi
+  for n in 1 2 3; do pids+=("$(node_pid "${dirs[n-1]}")"); done
+  local bs; bs="$(printf '127.0.0.1:%s,' "${ports[@]}")"; bs="${bs%,}"
+  echo "KACRAB_KAFKA_CLUSTER=$bs"
+  echo "KACRAB_KAFKA_CLUSTER_PIDS=$(IFS=,; echo "${pids[*]}")"
+  report_features "$bs"
+}
+
+wait_all_bg() { local rc=0 j; for j in $(jobs -p); do wait "$j" || rc=1; done; return $rc; }
+
+# ---------------------------------------------------------------- stop / kill
+# stop_dirs <dir>...: SIGTERM all at once (a KRaft quorum must outlive the
+# brokers' controlled shutdown), then SIGKILL whatever is left after
+# STOP_TIMEOUT seconds.
+stop_dirs() {
+  local -a live=()
+  local d pid
+  for d in "$@"; do
+    pid="$(node_pid "$d")"
+    if pid_alive "$pid"; then kill -TERM "$pid" 2>/dev/null || true; live+=("$d"); else rm -f "$d/kafka.pid"; fi
+  done
+  [ "${#live[@]}" -gt 0 ] || return 0
+  local deadline=$(( $(date +%s) + STOP_TIMEOUT )) left
+  while :; do
+    left=0
+    for d in "${live[@]}"; do pid_alive "$(node_pid "$d")" && left=1; done
+    [ "$left" = 0 ] && break
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      for d in "${live[@]}"; do
+        pid="$(node_pid "$d")"
+        if pid_alive "$pid"; then log "pid $pid ($d) ignored SIGTERM for ${STOP_TIMEOUT}s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
+      done
+      sleep 0.5
+      break
+    fi
+    sleep 0.3
+  done
+  for d in "${live[@]}"; do log "stopped $(basename "$d") (pid $(node_pid "$d"))"; rm -f "$d/kafka.pid"; done
+}
+
+cmd_stop() {
+  local what="${1:-all}"
+  case "$what" in
+    all) stop_dirs "$RUN/single" "$(cluster_dir 1)" "$(cluster_dir 2)" "$(cluster_dir 3)" ;;
+    single) stop_dirs "$RUN/single" ;;
+    cluster) stop_dirs "$(cluster_dir 1)" "$(cluster_dir 2)" "$(cluster_dir 3)" ;;
+    node) check_node "${2:-}"; stop_dirs "$(cluster_dir "$2")" ;;
+    *) die "stop [all|single|cluster|node N]" ;;
+  esac
+}
+
+check_node() { case "${1:-}" in 1|2|3) ;; *) die "node must be 1, 2 or 3" ;; esac; }
+
+cmd_kill_node() {
+  check_node "${1:-}"
+  local d; d="$(cluster_dir "$1")"
+  local pid; pid="$(node_pid "$d")"
+  pid_alive "$pid" || die "cluster node $1 is not running"
+  kill -KILL "$pid"
+  local i; for i in $(seq 50); do pid_alive "$pid" || break; sleep 0.1; done
+  rm -f "$d/kafka.pid"
+  log "SIGKILLed cluster node $1 (pid $pid)"
+}
+
+cmd_restart_node() {
+  check_node "${1:-}"
+  local base; base="$(cluster_base)"
+  local d; d="$(cluster_dir "$1")"
+  pid_alive "$(node_pid "$d")" && stop_dirs "$d"
+  local t0; t0=$(now_ms)
+  launch_node "$d"
+  local -a ports; read -r -a ports <<<"$(cluster_ports "$base")"
+  wait_ready "$d" -- "${ports[@]}" || die "node $1 failed to rejoin (logs in $d/logs)"
+  log "cluster node $1 back (pid $(node_pid "$d")) in $(secs_since "$t0")s"
+  echo "KACRAB_KAFKA_NODE${1}_PID=$(node_pid "$d")"
+}
+
+cmd_status() {
+  local d pid
+  for d in "$RUN/single" "$(cluster_dir 1)" "$(cluster_dir 2)" "$(cluster_dir 3)"; do
+    [ -d "$d" ] || continue
+    pid="$(node_pid "$d")"
+    if pid_alive "$pid"; then echo "$(basename "$d") running pid=$pid"; else echo "$(basename "$d") stopped"; fi
+  done
+}
+
+# ---------------------------------------------------------------- tools
+cmd_create_topic() {
+  [ $# -eq 4 ] || die "create-topic <bootstrap> <topic> <partitions> <rf>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --create \
+    --topic "$2" --partitions "$3" --replication-factor "$4" >&2
+}
+
+cmd_describe_topic() {
+  [ $# -eq 2 ] || die "describe-topic <bootstrap> <topic>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --describe --topic "$2"
+}
+
+cmd_features() {
+  [ $# -eq 1 ] || die "features <bootstrap>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.FeatureCommand --bootstrap-server "$1" describe
+}
+
+# consume: one line per record, "partition<TAB>offset<TAB>key<TAB>value"
+# (null key/value print as "null"); the count goes to stderr.
+cmd_consume() {
+  [ $# -ge 3 ] || die "consume <bootstrap> <topic> <max-records> [--isolation read_committed|read_uncommitted]"
+  local bs="$1" topic="$2" max="$3"; shift 3
+  local iso=read_uncommitted
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --isolation) iso="${2:?--isolation needs a value}"; shift 2 ;;
+      --isolation=*) iso="${1#*=}"; shift ;;
+      *) die "unknown consume option $1" ;;
+    esac
+  done
+  ensure_fetched
+  local fp=--formatter-property
+  ver_ge "$KAFKA_VERSION" 4.2 || fp=--property
+  run_tool data org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bs" \
+    --topic "$topic" --from-beginning --max-messages "$max" \
+    --timeout-ms "${KACRAB_KAFKA_CONSUME_TIMEOUT_MS:-15000}" --isolation-level "$iso" \
+    "$fp" print.partition=true "$fp" print.offset=true "$fp" print.key=true \
+    | sed -u -E 's/^Partition:([0-9]+)\tOffset:([0-9]+)\t/\1\t\2\t/'
+}
+
+cmd_perf() {
+  [ $# -ge 4 ] || die "perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID]"
+  local bs="$1" topic="$2" n="$3" size="$4" tput=-1; shift 4
+  local -a extra=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --throughput) tput="${2:?--throughput needs a value}"; shift 2 ;;
+      --transactional-id) extra+=(--transactional-id "${2:?--transactional-id needs a value}"); shift 2 ;;
+      *) die "unknown perf option $1" ;;
+    esac
+  done
+  ensure_fetched
+  mkdir -p "$LOGS"
+  local out="$LOGS/perf-$topic.log" tv="$LOGS/perf-$topic.time" pp=--command-property
+  ver_ge "$KAFKA_VERSION" 4.2 || pp=--producer-props
+  local -a cmd=(java $TOOL_HEAP "${DATA_JVM_OPTS[@]}"
+    -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" -cp "$LIBS/*"
+    org.apache.kafka.tools.ProducerPerformance --bootstrap-server "$bs" --topic "$topic"
+    --num-records "$n" --record-size "$size" --throughput "$tput" ${extra[@]+"${extra[@]}"}
+    "$pp" acks=all enable.idempotence=true)
+  local t0 rc=0 rss=""; t0=$(now_ms)
+  if [ -x /usr/bin/time ] || ensure_pkg /usr/bin/time time 2>/dev/null; then
+    /usr/bin/time -v -o "$tv" "${cmd[@]}" >"$out" 2>&1 || rc=$?
+    rss="$(sed -n 's/^[[:space:]]*Maximum resident set size (kbytes): *//p' "$tv")"
+  else
+    # Fallback: sample the JVM's VmHWM (peak RSS) while it runs.
+    "${cmd[@]}" >"$out" 2>&1 & local jp=$!
+    while kill -0 "$jp" 2>/dev/null; do
+      rss="$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$jp/status" 2>/dev/null || true)"; sleep 0.2
+    done
+    wait "$jp" || rc=$?
+  fi
+  local el; el="$(secs_since "$t0")"
+  if [ "$rc" != 0 ]; then tail -n 30 "$out" >&2; die "ProducerPerformance failed (rc=$rc; log $out)"; fi
+  grep -E 'records sent.*50th' "$out" | tail -n 1
+  echo "KACRAB_PERF_PEAK_RSS_KB=${rss:-unknown}"
+  echo "KACRAB_PERF_ELAPSED_S=$el"
+}
+
+# ---------------------------------------------------------------- main
+main() {
+  [ $# -ge 1 ] || usage
+  local sub="$1"; shift
+  case "$sub" in
+    fetch) cmd_fetch "$@" ;;
+    start-single) cmd_start_single "$@" ;;
+    start-cluster) cmd_start_cluster "$@" ;;
+    stop) cmd_stop "$@" ;;
+    kill-node) cmd_kill_node "$@" ;;
+    restart-node) cmd_restart_node "$@" ;;
+    create-topic) cmd_create_topic "$@" ;;
+    describe-topic) cmd_describe_topic "$@" ;;
+    consume) cmd_consume "$@" ;;
+    perf) cmd_perf "$@" ;;
+    features) cmd_features "$@" ;;
+    status) cmd_status ;;
+    -h|--help|help) usage 0 ;;
+    *) log "unknown command: $sub"; usage ;;
+  esac
+}
+main "$@"

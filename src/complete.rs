@@ -1,0 +1,393 @@
+//! Answers to Produce requests, per partition (Java's `Sender.completeBatch`): success,
+//! the retry decision (`canRetry`), splitting on MESSAGE_TOO_LARGE, and failure
+//! (`handleFailedBatch`). One partition's answer never touches another's batch.
+
+use alloc::vec::Vec;
+
+use crate::batch::{BatchData, ProducerBatch, Stamp, WriteState};
+use crate::error::{DeliveryError, ErrorClass, InputError, KafkaError};
+use crate::io::{PartitionResponse, ProduceResponse, RequestFailure};
+use crate::producer::{IdState, OutstandingKind, Producer};
+use crate::record;
+use crate::types::{BatchId, RequestId, Timestamp};
+
+impl Producer {
+    /// Feeds the answer to the [`Request::Produce`](crate::Request::Produce) with id
+    /// `request`. Each partition completes on its own.
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when no such produce request is outstanding (it
+    /// was already answered, failed or timed out); nothing changes.
+    pub fn handle_produce_response(
+        &mut self,
+        request: RequestId,
+        response: &ProduceResponse,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        self.observe(now);
+        let pos = self
+            .outstanding
+            .binary_search_by_key(&request, |o| o.id)
+            .ok()
+            .filter(|&pos| matches!(self.outstanding[pos].kind, OutstandingKind::Produce { .. }))
+            .ok_or(InputError::UnknownRequest(request))?;
+        let o = self.outstanding.remove(pos).expect("found above");
+        let OutstandingKind::Produce { node, batches } = o.kind else { unreachable!() };
+        let now = self.now;
+        let n = self.node_mut(node);
+        n.in_flight = n.in_flight.saturating_sub(1);
+        if !response.throttle.is_zero() {
+            n.throttled_until = Some(now + response.throttle);
+        }
+        for id in batches {
+            let Some(b) = self.batches.get(id) else { continue };
+            let tp = &self.partitions[b.partition as usize].tp;
+            match response.partitions.iter().find(|r| &r.partition == tp) {
+                Some(r) => self.complete_batch(id, r),
+                // An answer that leaves a partition out says nothing about it: treat it
+                // as lost in transit, so possibly written.
+                None => self.lost_in_transit(id, RequestFailure::Disconnected),
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells the producer that a request will get no answer. For a produce request,
+    /// every batch in it is retried (or failed), and with
+    /// [`RequestFailure::Disconnected`] treated as possibly written. The leaders of its
+    /// partitions are forgotten, so the retry waits for fresh metadata rather than
+    /// going back to a dead broker.
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not outstanding (for example the
+    /// core already timed it out); nothing changes.
+    pub fn handle_request_failed(
+        &mut self,
+        request: RequestId,
+        failure: RequestFailure,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        self.observe(now);
+        let o = self.take_outstanding(request).ok_or(InputError::UnknownRequest(request))?;
+        match o.kind {
+            OutstandingKind::Produce { node, batches } => {
+                let n = self.node_mut(node);
+                n.in_flight = n.in_flight.saturating_sub(1);
+                for id in batches {
+                    self.lost_in_transit(id, failure);
+                }
+            }
+            OutstandingKind::InitProducerId => {
+                if self.id_state == IdState::Requested(request) {
+                    self.id_state = IdState::Needed;
+                    self.retry_producer_id();
+                }
+            }
+            OutstandingKind::Metadata => {
+                if self.metadata_in_flight == Some(request) {
+                    self.metadata_in_flight = None;
+                    self.metadata_attempts += 1;
+                    self.metadata_retry_at =
+                        Some(self.now + self.backoff.delay(self.metadata_attempts));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes batch `id` off the wire; returns false when it was already reported (an
+    /// expired batch whose request was still out), after freeing it.
+    fn land(&mut self, id: BatchId) -> bool {
+        let Some(b) = self.batches.get_mut(id) else { return false };
+        b.on_wire = None;
+        let (p, done) = (b.partition, b.done);
+        self.partitions[p as usize].remove_on_wire(id);
+        if done {
+            self.batches.remove(id);
+            return false;
+        }
+        true
+    }
+
+    fn lost_in_transit(&mut self, id: BatchId, failure: RequestFailure) {
+        if !self.land(id) {
+            return;
+        }
+        let b = self.batches.get_mut(id).expect("landed batch is live");
+        if failure == RequestFailure::Disconnected {
+            b.write_state = WriteState::Maybe;
+        }
+        let p = b.partition;
+        // The burst-wedge fix: forget the leader so the retry is re-routed by fresh
+        // metadata, and a dead broker cannot hold healthy partitions hostage.
+        self.invalidate_leader(p);
+        self.retry_or_fail(id, KafkaError::NetworkException, -1, false);
+    }
+
+    pub(crate) fn invalidate_leader(&mut self, p: u32) {
+        self.partitions[p as usize].leader = None;
+        self.metadata_needed = true;
+    }
+
+    fn complete_batch(&mut self, id: BatchId, r: &PartitionResponse) {
+        let b = self.batches.get(id).expect("batch in request is live");
+        if b.done {
+            // Expired while on the wire. A late success still advances the sequencing
+            // state (Java's handleCompletedBatch runs for it too); an error is ignored.
+            if matches!(r.error.class(), ErrorClass::Success | ErrorClass::Duplicate) {
+                self.record_ack(id, r.base_offset);
+            }
+            self.land(id);
+            return;
+        }
+        self.land(id);
+        match r.error.class() {
+            ErrorClass::Success => {
+                self.record_ack(id, r.base_offset);
+                let offset = (r.base_offset >= 0).then_some(r.base_offset);
+                self.report(id, Ok(offset));
+            }
+            _ if r.error == KafkaError::MessageTooLarge && self.splittable(id) => {
+                self.split_batch(id);
+            }
+            class => {
+                let b = self.batches.get_mut(id).expect("live");
+                let state =
+                    if r.error.may_have_appended() { WriteState::Maybe } else { WriteState::Rejected };
+                b.write_state = b.write_state.max(state);
+                let p = b.partition;
+                let mut leader_moved = false;
+                if class == ErrorClass::Leadership {
+                    match r.current_leader {
+                        Some(hint) if hint.leader_epoch > self.partitions[p as usize].leader_epoch => {
+                            let part = &mut self.partitions[p as usize];
+                            part.leader = Some(hint.leader);
+                            part.leader_epoch = hint.leader_epoch;
+                            leader_moved = true;
+                        }
+                        _ => self.invalidate_leader(p),
+                    }
+                }
+                if class == ErrorClass::Duplicate && !self.can_retry(id, r.error, r.log_start_offset) {
+                    // DUPLICATE_SEQUENCE_NUMBER: already written; success without offset.
+                    self.record_ack(id, -1);
+                    self.report(id, Ok(None));
+                    return;
+                }
+                self.retry_or_fail(id, r.error, r.log_start_offset, leader_moved);
+            }
+        }
+    }
+
+    fn retry_or_fail(&mut self, id: BatchId, error: KafkaError, log_start: i64, leader_moved: bool) {
+        if self.can_retry(id, error, log_start) {
+            self.reenqueue(id, leader_moved);
+            return;
+        }
+        let b = self.batches.get(id).expect("live");
+        let p = b.partition;
+        let tp = self.partitions[p as usize].tp.clone();
+        let timed_out = self.now >= b.created + self.config.delivery_timeout();
+        let adjust = b.attempts < self.config.retries();
+        let delivery_error = if timed_out && error.is_retriable() {
+            DeliveryError::Timeout { partition: tp }
+        } else if error == KafkaError::MessageTooLarge {
+            DeliveryError::RecordTooLarge { partition: tp }
+        } else if error.class() == ErrorClass::Fatal {
+            DeliveryError::Fatal(error)
+        } else {
+            DeliveryError::Broker { partition: tp, error }
+        };
+        self.fail_batch(id, delivery_error, Some(error), adjust);
+        if error.class() == ErrorClass::Fatal {
+            self.enter_fatal(error);
+        }
+    }
+
+    /// Java's `Sender.canRetry` plus `TransactionManager.canRetry` (A.5). May request an
+    /// epoch bump as a side effect, exactly where Java does.
+    fn can_retry(&mut self, id: BatchId, error: KafkaError, log_start: i64) -> bool {
+        let b = self.batches.get(id).expect("live");
+        if b.done
+            || self.now >= b.created + self.config.delivery_timeout()
+            || b.attempts >= self.config.retries()
+        {
+            return false;
+        }
+        if !self.is_idempotent() {
+            return error.is_retriable();
+        }
+        let p = b.partition;
+        let reopened = b.reopened;
+        let base = b.stamp.map(|s| s.base_sequence);
+        let part = &self.partitions[p as usize];
+        match error {
+            KafkaError::UnknownProducerId => {
+                if log_start == -1 || reopened {
+                    return true;
+                }
+                // Truncated log head (retention) or lost state: either way the idempotent
+                // producer bumps the epoch and retries.
+                self.request_bump(p);
+                true
+            }
+            KafkaError::OutOfOrderSequenceNumber => {
+                let Some(base) = base else { return true };
+                if part.unresolved.is_none() && (reopened || !part.is_next_sequence(base)) {
+                    // Not the next batch: an earlier one failed or is being retried.
+                    return true;
+                }
+                if part.unresolved.is_none_or(|u| u == base) {
+                    self.request_bump(p);
+                }
+                true
+            }
+            e => e.is_retriable(),
+        }
+    }
+
+    /// Java's `reenqueue` + `insertInSequenceOrder`.
+    fn reenqueue(&mut self, id: BatchId, leader_moved: bool) {
+        let b = self.batches.get_mut(id).expect("live");
+        b.attempts += 1;
+        let attempts = b.attempts;
+        let p = b.partition;
+        let delay = self.backoff_for(attempts);
+        let now = self.now;
+        let b = self.batches.get_mut(id).expect("live");
+        b.retry_at = if leader_moved { None } else { Some(now + delay) };
+        self.partitions[p as usize].reenqueue(id, &self.batches);
+        self.stats.retries += 1;
+        self.list(p);
+    }
+
+    /// Java's `handleCompletedBatch`: advance last acked sequence and offset.
+    pub(crate) fn record_ack(&mut self, id: BatchId, base_offset: i64) {
+        let b = self.batches.get(id).expect("live");
+        let p = b.partition;
+        let count = i64::from(b.record_count);
+        let stamp = b.stamp;
+        let last = b.last_sequence();
+        let part = &mut self.partitions[p as usize];
+        // Only acks under the partition's current identity move its sequence window; a
+        // late ack from before a rewrite would otherwise corrupt the new numbering.
+        if let (Some(stamp), Some(last)) = (stamp, last) {
+            if stamp.id == part.producer_id {
+                part.update_last_acked_sequence(last);
+            }
+        }
+        if base_offset >= 0 {
+            part.update_last_acked_offset(base_offset + count - 1);
+        }
+        part.remove_inflight(id);
+    }
+
+    /// Java's `failBatch` + `handleFailedBatch`, with one deliberate strengthening: a
+    /// sequenced batch whose fate is unknown never leaves a silent gap. It is marked
+    /// unresolved, and the partition is bumped unless later acks prove it landed.
+    pub(crate) fn fail_batch(
+        &mut self,
+        id: BatchId,
+        error: DeliveryError,
+        kafka_error: Option<KafkaError>,
+        adjust: bool,
+    ) {
+        let Some(b) = self.batches.get(id) else { return };
+        let p = b.partition;
+        let stamped = b.stamp.is_some();
+        let maybe_written = b.write_state == WriteState::Maybe;
+        let expected_after = b.last_sequence().map(|s| s.add(1));
+        self.partitions[p as usize].remove_inflight(id);
+        self.report(id, Err(error));
+        if self.fatal.is_some() || !self.is_idempotent() || !stamped {
+            return;
+        }
+        let sequence_error = matches!(
+            kafka_error,
+            Some(KafkaError::OutOfOrderSequenceNumber | KafkaError::UnknownProducerId)
+        );
+        if sequence_error || (adjust && !maybe_written && kafka_error.is_some()) {
+            self.request_bump(p);
+        } else if let Some(after) = expected_after {
+            self.mark_unresolved(p, after);
+        }
+    }
+
+    fn splittable(&self, id: BatchId) -> bool {
+        self.batches.get(id).is_some_and(|b| {
+            b.record_count > 1 && self.now < b.created + self.config.delivery_timeout()
+        })
+    }
+
+    /// MESSAGE_TOO_LARGE on a multi-record batch: split it in halves. The pieces keep
+    /// the batch's place: consecutive sequences from its base, same identity, in its
+    /// position in the in-flight order. `next_sequence` does not move.
+    fn split_batch(&mut self, id: BatchId) {
+        let (p, target, adjust) = {
+            let b = self.batches.get(id).expect("live");
+            (b.partition, (b.data.len() / 2).max(1), b.attempts < self.config.retries())
+        };
+        let split = record::split(self.batches.get(id).expect("live").data.as_slice(), target);
+        let pieces = match split {
+            Ok(pieces) if pieces.len() > 1 => pieces,
+            _ => {
+                // A multi-record batch of our own always splits; if it somehow did not,
+                // fail it as too large rather than loop.
+                let tp = self.partitions[p as usize].tp.clone();
+                let error = DeliveryError::RecordTooLarge { partition: tp };
+                self.fail_batch(id, error, Some(KafkaError::MessageTooLarge), adjust);
+                return;
+            }
+        };
+        let b = self.batches.remove(id).expect("live");
+        self.stats.splits += 1;
+        let transactional = self.config.is_transactional();
+        let mut records = b.records.into_iter();
+        let mut seq = b.stamp.map(|s| s.base_sequence);
+        let mut ids: Vec<BatchId> = Vec::with_capacity(pieces.len());
+        for data in pieces {
+            let count = record::read_header(&data).map_or(0, |h| h.record_count);
+            let piece_records: Vec<_> = records.by_ref().take(count as usize).collect();
+            let nid = self.batches.next_id();
+            let mut piece = ProducerBatch {
+                id: nid,
+                partition: p,
+                record_count: piece_records.len() as i32,
+                records: piece_records,
+                data: BatchData::Owned(data),
+                created: b.created,
+                attempts: b.attempts,
+                retry_at: None,
+                last_leader_epoch: b.last_leader_epoch,
+                stamp: None,
+                reopened: b.reopened,
+                on_wire: None,
+                write_state: b.write_state,
+                done: false,
+            };
+            if let (Some(s), Some(stamp)) = (seq, b.stamp) {
+                piece.stamp = Some(Stamp { id: stamp.id, base_sequence: s });
+                seq = Some(s.add(piece.record_count));
+                piece.write_stamp(transactional);
+            }
+            self.batches.insert(piece);
+            ids.push(nid);
+        }
+        debug_assert!(records.next().is_none(), "split lost records");
+        let part = &mut self.partitions[p as usize];
+        if let Some(pos) = part.inflight.iter().position(|&x| x == id) {
+            part.inflight.remove(pos);
+            for (k, &nid) in ids.iter().enumerate() {
+                part.inflight.insert(pos + k, nid);
+            }
+        }
+        for &nid in ids.iter().rev() {
+            if b.stamp.is_some() {
+                self.partitions[p as usize].reenqueue(nid, &self.batches);
+            } else {
+                self.partitions[p as usize].queue.push_front(nid);
+            }
+        }
+        self.list(p);
+    }
+}

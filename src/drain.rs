@@ -1,0 +1,286 @@
+//! `poll_request`: everything the producer wants sent, in Java's Sender order
+//! (resolve unresolved sequences, bump the epoch, get a producer id, then drain), and
+//! the drain itself (Java's `RecordAccumulator.drain` with the idempotence gates).
+
+use alloc::vec::Vec;
+
+use crate::batch::Stamp;
+use crate::config::Acks;
+use crate::io::{InitProducerIdRequest, MetadataRequest, ProduceBatch, ProduceRequest, Request};
+use crate::producer::{IdState, Lifecycle, Outstanding, OutstandingKind, Producer};
+use crate::types::{BatchId, NodeId, Timestamp, Topic};
+
+/// Why a partition's head batch cannot go now. Only used to decide; never surfaced.
+#[derive(Debug, PartialEq, Eq)]
+enum Head {
+    /// The head batch may be drained to this node.
+    Ready(NodeId),
+    NotReady,
+}
+
+impl Producer {
+    /// The next request the driver must send, if any. Stamping happens here: a batch
+    /// gets its (producer id, epoch, sequence) when it is first drained.
+    ///
+    /// Call it until it returns `None` after every input and application call.
+    pub fn poll_request(&mut self, now: Timestamp) -> Option<Request> {
+        self.observe(now);
+        if let Some(node) = self.close_queue.pop_front() {
+            return Some(Request::CloseConnection { node });
+        }
+        if self.fatal.is_some() {
+            return None;
+        }
+        if self.flushing && self.is_idle() && self.lifecycle == Lifecycle::Open {
+            self.flushing = false;
+        }
+        self.maybe_resolve_sequences();
+        self.maybe_apply_epoch_bump();
+        if let Some(r) = self.maybe_request_producer_id() {
+            return Some(r);
+        }
+        if let Some(r) = self.maybe_request_metadata() {
+            return Some(r);
+        }
+        self.drain_one_request()
+    }
+
+    fn maybe_request_producer_id(&mut self) -> Option<Request> {
+        if self.id_state != IdState::Needed || self.id_retry_at.is_some_and(|t| t > self.now) {
+            return None;
+        }
+        let id = self.next_request_id();
+        self.id_state = IdState::Requested(id);
+        self.outstanding.push_back(Outstanding {
+            id,
+            kind: OutstandingKind::InitProducerId,
+            deadline: self.now + self.config.request_timeout(),
+        });
+        Some(Request::InitProducerId(InitProducerIdRequest {
+            id,
+            transactional_id: None,
+            transaction_timeout: self.config.transaction_timeout(),
+            current: crate::types::ProducerIdAndEpoch::NONE,
+        }))
+    }
+
+    fn maybe_request_metadata(&mut self) -> Option<Request> {
+        if self.metadata_in_flight.is_some()
+            || self.metadata_retry_at.is_some_and(|t| t > self.now)
+        {
+            return None;
+        }
+        let mut topics: Vec<Topic> = Vec::new();
+        for &p in &self.pending {
+            let part = &self.partitions[p as usize];
+            if part.leader.is_none() && !topics.contains(&part.tp.topic) {
+                topics.push(part.tp.topic.clone());
+            }
+        }
+        if topics.is_empty() {
+            self.metadata_needed = false;
+            return None;
+        }
+        topics.sort();
+        let id = self.next_request_id();
+        self.metadata_in_flight = Some(id);
+        self.stats.metadata_requests += 1;
+        self.outstanding.push_back(Outstanding {
+            id,
+            kind: OutstandingKind::Metadata,
+            deadline: self.now + self.config.request_timeout(),
+        });
+        Some(Request::Metadata(MetadataRequest { id, topics }))
+    }
+
+    fn node_has_capacity(&self, node: NodeId) -> bool {
+        let max = self.config.max_in_flight_requests_per_connection();
+        match self.nodes.iter().find(|n| n.id == node) {
+            None => true,
+            Some(n) => n.in_flight < max && n.throttled_until.is_none_or(|t| t <= self.now),
+        }
+    }
+
+    /// Whether partition `p`'s head batch may be drained now, and to which node. The
+    /// gates are Java's `shouldStopDrainBatchesForPartition` plus backoff and linger.
+    fn head(&self, p: u32) -> Head {
+        let part = &self.partitions[p as usize];
+        if part.awaiting_rewrite {
+            return Head::NotReady;
+        }
+        let Some(node) = part.leader else { return Head::NotReady };
+        if !self.node_has_capacity(node) {
+            return Head::NotReady;
+        }
+        let idempotent = self.is_idempotent();
+        let max_in_flight = self.config.max_in_flight_requests_per_connection() as usize;
+        let new_batch_allowed = || {
+            if part.on_wire.len() >= max_in_flight {
+                return false;
+            }
+            if !idempotent {
+                return true;
+            }
+            // Don't mix epochs: old-epoch batches must finish before new-epoch ones.
+            let stale = part.producer_id != self.producer_id && !part.inflight.is_empty();
+            !stale && part.unresolved.is_none()
+        };
+        match part.queue.front() {
+            Some(&head) => {
+                let Some(b) = self.batches.get(head) else { return Head::NotReady };
+                if let Some(at) = b.retry_at {
+                    let leader_moved = b.last_leader_epoch != Some(part.leader_epoch);
+                    if at > self.now && !leader_moved {
+                        return Head::NotReady;
+                    }
+                }
+                if b.stamp.is_some() {
+                    // Only the lowest outstanding sequence may be resent.
+                    if part.inflight.front() != Some(&head) {
+                        return Head::NotReady;
+                    }
+                    if !idempotent && part.on_wire.len() >= max_in_flight {
+                        return Head::NotReady;
+                    }
+                } else if !new_batch_allowed() {
+                    return Head::NotReady;
+                }
+                Head::Ready(node)
+            }
+            None => {
+                let Some(open) = &part.open else { return Head::NotReady };
+                let lingered = open.created + self.config.linger() <= self.now;
+                let full = open.builder.size_in_bytes() >= self.config.batch_size();
+                if !(lingered || full || self.flushing) || !new_batch_allowed() {
+                    return Head::NotReady;
+                }
+                Head::Ready(node)
+            }
+        }
+    }
+
+    /// Builds one Produce request: the node of the first drainable partition in
+    /// rotation order, and at most one head batch from each other partition it leads,
+    /// within max.request.size.
+    fn drain_one_request(&mut self) -> Option<Request> {
+        if self.is_idempotent() && self.id_state != IdState::Ready {
+            return None;
+        }
+        let max_size = self.config.max_request_size();
+        let mut node: Option<NodeId> = None;
+        let mut taken: Vec<BatchId> = Vec::new();
+        let mut size = 0usize;
+        let mut first_pos: Option<usize> = None;
+        let mut i = 0;
+        while i < self.pending.len() {
+            let p = self.pending[i];
+            if !self.partitions[p as usize].has_queued() {
+                self.partitions[p as usize].listed = false;
+                self.pending.remove(i);
+                continue;
+            }
+            match self.head(p) {
+                Head::Ready(n) if node.is_none_or(|cur| cur == n) => {
+                    let head_size = self.head_size(p);
+                    if node.is_some() && size + head_size > max_size {
+                        i += 1;
+                        continue;
+                    }
+                    node = Some(n);
+                    first_pos.get_or_insert(i);
+                    size += head_size;
+                    taken.push(self.take_head(p));
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let node = node?;
+        // Round robin: next time, start after the first partition served now.
+        if let Some(pos) = first_pos {
+            let len = self.pending.len();
+            if len > 0 {
+                self.pending.rotate_left((pos + 1).min(len));
+            }
+        }
+        Some(self.send_batches(node, taken))
+    }
+
+    fn head_size(&self, p: u32) -> usize {
+        let part = &self.partitions[p as usize];
+        match part.queue.front() {
+            Some(&id) => self.batches.get(id).map_or(0, |b| b.data.len()),
+            None => part.open.as_ref().map_or(0, |o| o.builder.size_in_bytes()),
+        }
+    }
+
+    /// Takes partition `p`'s head batch off its queue and stamps it if it is new.
+    fn take_head(&mut self, p: u32) -> BatchId {
+        if self.partitions[p as usize].queue.is_empty() {
+            self.close_open(p);
+        }
+        let id = self.partitions[p as usize].queue.pop_front().expect("head exists");
+        let idempotent = self.is_idempotent();
+        let global = self.producer_id;
+        let transactional = self.config.is_transactional();
+        let part = &mut self.partitions[p as usize];
+        let b = self.batches.get_mut(id).expect("queued batch is live");
+        if b.stamp.is_none() && idempotent {
+            // Java's maybeUpdateProducerIdAndEpoch: a stale partition with nothing in
+            // flight restarts at sequence 0 under the current identity (KAFKA-12152).
+            if part.producer_id != global && part.inflight.is_empty() {
+                part.producer_id = global;
+                part.next_sequence = crate::types::Sequence::ZERO;
+                part.last_acked_sequence = None;
+            }
+            debug_assert_eq!(part.producer_id, global);
+            b.stamp = Some(Stamp { id: global, base_sequence: part.next_sequence });
+            part.next_sequence = part.next_sequence.add(b.record_count);
+            part.inflight.push_back(id);
+            b.write_stamp(transactional);
+        }
+        b.reopened = false;
+        b.last_leader_epoch = Some(part.leader_epoch);
+        id
+    }
+
+    fn send_batches(&mut self, node: NodeId, taken: Vec<BatchId>) -> Request {
+        let id = self.next_request_id();
+        let acks = self.config.acks();
+        let mut batches = Vec::with_capacity(taken.len());
+        for &b in &taken {
+            let batch = self.batches.get_mut(b).expect("taken batch is live");
+            let data = batch.data.share();
+            let p = batch.partition;
+            if acks != Acks::None {
+                batch.on_wire = Some(id);
+                self.partitions[p as usize].on_wire.push_back(b);
+            }
+            batches.push(ProduceBatch { partition: self.partitions[p as usize].tp.clone(), data });
+        }
+        self.stats.produce_requests += 1;
+        let ticket = self.tickets.reserve(1);
+        if acks == Acks::None {
+            // No answer will come: the batches count as delivered once handed out.
+            for b in taken {
+                self.report(b, Ok(None));
+            }
+        } else {
+            self.node_mut(node).in_flight += 1;
+            self.outstanding.push_back(Outstanding {
+                id,
+                kind: OutstandingKind::Produce { node, batches: taken },
+                deadline: self.now + self.config.request_timeout(),
+            });
+        }
+        Request::Produce(ProduceRequest {
+            id,
+            node,
+            ticket,
+            acks,
+            timeout: self.config.request_timeout(),
+            transactional_id: None,
+            batches,
+        })
+    }
+}

@@ -1,0 +1,382 @@
+//! Kafka's error codes, their classification, and the core's own errors.
+
+use crate::types::TopicPartition;
+
+macro_rules! kafka_errors {
+    ($( $(#[$m:meta])* $name:ident = $code:literal => $kafka:literal ),* $(,)?) => {
+        /// A Kafka protocol error code, as carried by Produce, InitProducerId and the
+        /// transactional RPCs.
+        ///
+        /// Codes this crate does not name are kept as [`KafkaError::Unknown`] so that
+        /// nothing a broker says is dropped.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+        #[non_exhaustive]
+        pub enum KafkaError {
+            $( $(#[$m])* $name, )*
+            /// A code this crate does not name, kept as received.
+            Unknown(i16),
+        }
+
+        impl KafkaError {
+            /// The error for a wire code. `0` is [`KafkaError::None`].
+            #[must_use]
+            pub const fn from_code(code: i16) -> Self {
+                match code {
+                    $( $code => Self::$name, )*
+                    other => Self::Unknown(other),
+                }
+            }
+
+            /// The wire code.
+            #[must_use]
+            pub const fn code(self) -> i16 {
+                match self {
+                    $( Self::$name => $code, )*
+                    Self::Unknown(c) => c,
+                }
+            }
+
+            /// Kafka's upper-case name, e.g. `OUT_OF_ORDER_SEQUENCE_NUMBER`.
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( Self::$name => $kafka, )*
+                    Self::Unknown(_) => "UNKNOWN",
+                }
+            }
+        }
+    };
+}
+
+kafka_errors! {
+    /// The server experienced an unexpected error.
+    UnknownServerError = -1 => "UNKNOWN_SERVER_ERROR",
+    /// No error.
+    None = 0 => "NONE",
+    /// The message failed its CRC check or is otherwise corrupt (retriable).
+    CorruptMessage = 2 => "CORRUPT_MESSAGE",
+    /// This server does not host this topic-partition (retriable; stale metadata).
+    UnknownTopicOrPartition = 3 => "UNKNOWN_TOPIC_OR_PARTITION",
+    /// There is no leader for this partition right now (retriable; stale metadata).
+    LeaderNotAvailable = 5 => "LEADER_NOT_AVAILABLE",
+    /// This broker is not the leader (retriable; stale metadata).
+    NotLeaderOrFollower = 6 => "NOT_LEADER_OR_FOLLOWER",
+    /// The broker timed out waiting for replication; the write may have landed (retriable).
+    RequestTimedOut = 7 => "REQUEST_TIMED_OUT",
+    /// The replica is not available (retriable; stale metadata).
+    ReplicaNotAvailable = 9 => "REPLICA_NOT_AVAILABLE",
+    /// The batch is larger than the broker accepts.
+    MessageTooLarge = 10 => "MESSAGE_TOO_LARGE",
+    /// The connection was lost (retriable; stale metadata).
+    NetworkException = 13 => "NETWORK_EXCEPTION",
+    /// The coordinator is loading (retriable).
+    CoordinatorLoadInProgress = 14 => "COORDINATOR_LOAD_IN_PROGRESS",
+    /// The coordinator is not available (retriable).
+    CoordinatorNotAvailable = 15 => "COORDINATOR_NOT_AVAILABLE",
+    /// This broker is not the coordinator (retriable).
+    NotCoordinator = 16 => "NOT_COORDINATOR",
+    /// The topic name is invalid.
+    InvalidTopicException = 17 => "INVALID_TOPIC_EXCEPTION",
+    /// The request is larger than the broker accepts.
+    RecordListTooLarge = 18 => "RECORD_LIST_TOO_LARGE",
+    /// Too few in-sync replicas; nothing was appended (retriable).
+    NotEnoughReplicas = 19 => "NOT_ENOUGH_REPLICAS",
+    /// Appended, but too few in-sync replicas acknowledged it (retriable; maybe written).
+    NotEnoughReplicasAfterAppend = 20 => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    /// acks is not -1, 0 or 1.
+    InvalidRequiredAcks = 21 => "INVALID_REQUIRED_ACKS",
+    /// The consumer group generation is stale.
+    IllegalGeneration = 22 => "ILLEGAL_GENERATION",
+    /// The member id is unknown to the group.
+    UnknownMemberId = 25 => "UNKNOWN_MEMBER_ID",
+    /// Not authorized to write to the topic.
+    TopicAuthorizationFailed = 29 => "TOPIC_AUTHORIZATION_FAILED",
+    /// Not authorized for the group.
+    GroupAuthorizationFailed = 30 => "GROUP_AUTHORIZATION_FAILED",
+    /// Not authorized for idempotent writes on the cluster (fatal).
+    ClusterAuthorizationFailed = 31 => "CLUSTER_AUTHORIZATION_FAILED",
+    /// A record timestamp is out of the accepted range.
+    InvalidTimestamp = 32 => "INVALID_TIMESTAMP",
+    /// The broker does not support this request version (fatal).
+    UnsupportedVersion = 35 => "UNSUPPORTED_VERSION",
+    /// The request is invalid.
+    InvalidRequest = 42 => "INVALID_REQUEST",
+    /// The message format does not support this request.
+    UnsupportedForMessageFormat = 43 => "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+    /// The broker expected another sequence number.
+    OutOfOrderSequenceNumber = 45 => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    /// The batch was already written (success without an offset).
+    DuplicateSequenceNumber = 46 => "DUPLICATE_SEQUENCE_NUMBER",
+    /// The producer epoch is older than the broker's.
+    InvalidProducerEpoch = 47 => "INVALID_PRODUCER_EPOCH",
+    /// The transactional state does not allow this request.
+    InvalidTxnState = 48 => "INVALID_TXN_STATE",
+    /// The producer id does not match the transactional id (fatal).
+    InvalidProducerIdMapping = 49 => "INVALID_PRODUCER_ID_MAPPING",
+    /// The transaction timeout is out of the broker's range.
+    InvalidTransactionTimeout = 50 => "INVALID_TRANSACTION_TIMEOUT",
+    /// Another transactional operation is in progress (retriable).
+    ConcurrentTransactions = 51 => "CONCURRENT_TRANSACTIONS",
+    /// The transaction coordinator was fenced.
+    TransactionCoordinatorFenced = 52 => "TRANSACTION_COORDINATOR_FENCED",
+    /// Not authorized for the transactional id.
+    TransactionalIdAuthorizationFailed = 53 => "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    /// The broker did not attempt this operation because another failed.
+    OperationNotAttempted = 55 => "OPERATION_NOT_ATTEMPTED",
+    /// The broker had a disk error (retriable; stale metadata).
+    KafkaStorageError = 56 => "KAFKA_STORAGE_ERROR",
+    /// The broker has no state for this producer id.
+    UnknownProducerId = 59 => "UNKNOWN_PRODUCER_ID",
+    /// The group id is unknown.
+    GroupIdNotFound = 69 => "GROUP_ID_NOT_FOUND",
+    /// The leader epoch is older than the broker's (retriable; stale metadata).
+    FencedLeaderEpoch = 74 => "FENCED_LEADER_EPOCH",
+    /// The leader epoch is newer than the broker's (retriable).
+    UnknownLeaderEpoch = 75 => "UNKNOWN_LEADER_EPOCH",
+    /// The static member was fenced.
+    FencedInstanceId = 82 => "FENCED_INSTANCE_ID",
+    /// The record was rejected by the broker's validation.
+    InvalidRecord = 87 => "INVALID_RECORD",
+    /// The request was throttled (retriable).
+    ThrottlingQuotaExceeded = 89 => "THROTTLING_QUOTA_EXCEEDED",
+    /// Another producer with the same transactional id fenced this one (fatal).
+    ProducerFenced = 90 => "PRODUCER_FENCED",
+    /// The topic id is unknown (retriable; stale metadata).
+    UnknownTopicId = 100 => "UNKNOWN_TOPIC_ID",
+    /// The topic id does not match (retriable; stale metadata).
+    InconsistentTopicId = 103 => "INCONSISTENT_TOPIC_ID",
+    /// The member epoch is stale.
+    StaleMemberEpoch = 113 => "STALE_MEMBER_EPOCH",
+    /// The transaction must be aborted (KIP-890).
+    TransactionAbortable = 120 => "TRANSACTION_ABORTABLE",
+}
+
+/// How the idempotent producer reacts to an error, before the per-error rules of
+/// Java's `canRetry` (which can still turn a retriable error into a failure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// No error.
+    Success,
+    /// Retry with the same sequence after a backoff.
+    Retriable,
+    /// Retry with the same sequence; the leader moved, so refresh metadata first.
+    Leadership,
+    /// `DUPLICATE_SEQUENCE_NUMBER`: the batch was already written; success without offset.
+    Duplicate,
+    /// `OUT_OF_ORDER_SEQUENCE_NUMBER`: decided by the canRetry rule (A.5).
+    OutOfOrder,
+    /// `UNKNOWN_PRODUCER_ID`: decided by the canRetry rule (A.5).
+    UnknownProducer,
+    /// The producer can never recover: every later operation fails.
+    Fatal,
+    /// Transactional producers abort the transaction; idempotent producers fail the batch.
+    Abortable,
+    /// The batch fails; the producer goes on.
+    NonRetriable,
+}
+
+impl KafkaError {
+    /// Whether Java's client classifies this as a `RetriableException`.
+    #[must_use]
+    pub const fn is_retriable(self) -> bool {
+        matches!(
+            self,
+            Self::CorruptMessage
+                | Self::UnknownTopicOrPartition
+                | Self::LeaderNotAvailable
+                | Self::NotLeaderOrFollower
+                | Self::RequestTimedOut
+                | Self::ReplicaNotAvailable
+                | Self::NetworkException
+                | Self::CoordinatorLoadInProgress
+                | Self::CoordinatorNotAvailable
+                | Self::NotCoordinator
+                | Self::NotEnoughReplicas
+                | Self::NotEnoughReplicasAfterAppend
+                | Self::ConcurrentTransactions
+                | Self::KafkaStorageError
+                | Self::FencedLeaderEpoch
+                | Self::UnknownLeaderEpoch
+                | Self::ThrottlingQuotaExceeded
+                | Self::UnknownTopicId
+                | Self::InconsistentTopicId
+        )
+    }
+
+    /// Whether the error means our view of partition leadership is stale
+    /// (Java's `InvalidMetadataException` family).
+    #[must_use]
+    pub const fn invalidates_metadata(self) -> bool {
+        matches!(
+            self,
+            Self::UnknownTopicOrPartition
+                | Self::LeaderNotAvailable
+                | Self::NotLeaderOrFollower
+                | Self::ReplicaNotAvailable
+                | Self::NetworkException
+                | Self::KafkaStorageError
+                | Self::FencedLeaderEpoch
+                | Self::UnknownTopicId
+                | Self::InconsistentTopicId
+        )
+    }
+
+    /// Whether a Produce answered with this error may still have appended the batch.
+    ///
+    /// `NOT_ENOUGH_REPLICAS_AFTER_APPEND` and `REQUEST_TIMED_OUT` are answered after the
+    /// leader appended; the rest are rejections before the append. A batch keeps the
+    /// ambiguity of every earlier attempt: a later rejection does not erase it.
+    #[must_use]
+    pub const fn may_have_appended(self) -> bool {
+        matches!(
+            self,
+            Self::None
+                | Self::NotEnoughReplicasAfterAppend
+                | Self::RequestTimedOut
+                | Self::NetworkException
+                | Self::DuplicateSequenceNumber
+                | Self::UnknownServerError
+                | Self::Unknown(_)
+        )
+    }
+
+    /// The classification the core acts on (for a Produce response).
+    #[must_use]
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            Self::None => ErrorClass::Success,
+            Self::DuplicateSequenceNumber => ErrorClass::Duplicate,
+            Self::OutOfOrderSequenceNumber => ErrorClass::OutOfOrder,
+            Self::UnknownProducerId => ErrorClass::UnknownProducer,
+            Self::ClusterAuthorizationFailed
+            | Self::TransactionalIdAuthorizationFailed
+            | Self::ProducerFenced
+            | Self::UnsupportedVersion
+            | Self::InvalidProducerIdMapping => ErrorClass::Fatal,
+            Self::InvalidProducerEpoch
+            | Self::InvalidTxnState
+            | Self::TransactionAbortable => ErrorClass::Abortable,
+            e if e.invalidates_metadata() => ErrorClass::Leadership,
+            e if e.is_retriable() => ErrorClass::Retriable,
+            _ => ErrorClass::NonRetriable,
+        }
+    }
+}
+
+impl core::fmt::Display for KafkaError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Unknown(c) => write!(f, "unknown Kafka error code {c}"),
+            e => write!(f, "{} ({})", e.name(), e.code()),
+        }
+    }
+}
+
+impl core::error::Error for KafkaError {}
+
+/// Why a record was not delivered. Carried by [`Event::Failed`](crate::Event::Failed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeliveryError {
+    /// The broker answered with an error the producer does not retry (or retries ran out).
+    #[error("broker rejected the batch for {partition}: {error}")]
+    Broker {
+        /// The partition.
+        partition: TopicPartition,
+        /// The broker's error.
+        error: KafkaError,
+    },
+    /// `delivery.timeout.ms` passed before the record was acknowledged.
+    #[error("delivery timeout expired for {partition}")]
+    Timeout {
+        /// The partition.
+        partition: TopicPartition,
+    },
+    /// A single record is larger than the broker accepts.
+    #[error("record too large for {partition}")]
+    RecordTooLarge {
+        /// The partition.
+        partition: TopicPartition,
+    },
+    /// The producer hit a fatal error; nothing more will be delivered.
+    #[error("producer is in a fatal state: {0}")]
+    Fatal(KafkaError),
+    /// The producer was closed with [`Producer::abort`](crate::Producer::abort).
+    #[error("producer was aborted before the record was delivered")]
+    Aborted,
+}
+
+/// Why [`Producer::send`](crate::Producer::send) refused a record. Nothing was queued.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// [`Producer::close`](crate::Producer::close) was called.
+    #[error("the producer is closed")]
+    Closed,
+    /// The producer hit a fatal error earlier.
+    #[error("the producer is in a fatal state: {0}")]
+    Fatal(KafkaError),
+    /// The record alone is larger than `max.request.size`.
+    #[error("record of {size} bytes is larger than max.request.size {max}")]
+    RecordTooLarge {
+        /// The record's encoded size.
+        size: usize,
+        /// `max.request.size`.
+        max: usize,
+    },
+    /// The partition number is negative.
+    #[error("invalid partition {0}")]
+    InvalidPartition(i32),
+    /// `buffer.memory` is used up; try again after deliveries complete.
+    #[error("buffer.memory exhausted: {buffered} bytes buffered")]
+    BufferFull {
+        /// Bytes currently buffered.
+        buffered: usize,
+    },
+}
+
+/// A protocol input the core could not accept. The core's state is unchanged; a driver
+/// should log it (and, for a response it cannot match, close that connection).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// No request with this id is outstanding (already answered, failed or timed out).
+    #[error("no outstanding request {0}")]
+    UnknownRequest(crate::RequestId),
+    /// The response does not match the request it answers.
+    #[error("response does not match request {request}: {reason}")]
+    Mismatch {
+        /// The request.
+        request: crate::RequestId,
+        /// What did not match.
+        reason: &'static str,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_unknown_is_kept() {
+        for code in -1..200 {
+            assert_eq!(KafkaError::from_code(code).code(), code);
+        }
+        assert_eq!(KafkaError::from_code(999), KafkaError::Unknown(999));
+        assert_eq!(KafkaError::from_code(45), KafkaError::OutOfOrderSequenceNumber);
+    }
+
+    #[test]
+    fn classification() {
+        assert_eq!(KafkaError::NotLeaderOrFollower.class(), ErrorClass::Leadership);
+        assert_eq!(KafkaError::NotEnoughReplicas.class(), ErrorClass::Retriable);
+        assert_eq!(KafkaError::DuplicateSequenceNumber.class(), ErrorClass::Duplicate);
+        assert_eq!(KafkaError::ClusterAuthorizationFailed.class(), ErrorClass::Fatal);
+        assert_eq!(KafkaError::TopicAuthorizationFailed.class(), ErrorClass::NonRetriable);
+        assert_eq!(KafkaError::Unknown(4242).class(), ErrorClass::NonRetriable);
+        assert!(KafkaError::NotEnoughReplicasAfterAppend.may_have_appended());
+        assert!(!KafkaError::NotEnoughReplicas.may_have_appended());
+    }
+}

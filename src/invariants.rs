@@ -1,0 +1,138 @@
+//! `assert_invariants`: every invariant documented on the producer's fields, checked in
+//! one place. Property tests and the simulator call it after every step.
+
+use alloc::vec::Vec;
+
+use crate::producer::{OutstandingKind, Producer};
+use crate::types::BatchId;
+
+impl Producer {
+    /// Checks every internal invariant and panics with a description of the first one
+    /// violated. Meant for tests and fuzzing (it walks all state, so it is not cheap);
+    /// a panic here is a bug in this crate, never the caller's or a broker's fault.
+    pub fn assert_invariants(&self) {
+        // Partition list.
+        let mut seen = alloc::vec![false; self.partitions.len()];
+        for &p in &self.pending {
+            assert!(!seen[p as usize], "partition {p} listed twice");
+            seen[p as usize] = true;
+        }
+        for (i, part) in self.partitions.iter().enumerate() {
+            assert_eq!(part.listed, seen[i], "{}: listed flag out of sync", part.tp);
+            if part.has_queued() {
+                assert!(part.listed, "{}: has queued batches but is not listed", part.tp);
+            }
+        }
+
+        // Outstanding requests: sorted, and every produce batch on the wire exactly once.
+        let mut wired: Vec<BatchId> = Vec::new();
+        for w in self.outstanding.iter().collect::<Vec<_>>().windows(2) {
+            assert!(w[0].id < w[1].id, "outstanding requests out of order");
+        }
+        for n in &self.nodes {
+            let count = self
+                .outstanding
+                .iter()
+                .filter(|o| matches!(o.kind, OutstandingKind::Produce { node, .. } if node == n.id))
+                .count();
+            assert_eq!(n.in_flight as usize, count, "node {} in-flight count", n.id);
+            assert!(
+                n.in_flight <= self.config.max_in_flight_requests_per_connection(),
+                "node {} exceeds max.in.flight",
+                n.id
+            );
+        }
+        for o in &self.outstanding {
+            if let OutstandingKind::Produce { batches, .. } = &o.kind {
+                let mut parts = Vec::new();
+                for &b in batches {
+                    let batch = self.batches.get(b).expect("batch of an outstanding request is live");
+                    assert_eq!(batch.on_wire, Some(o.id), "batch on_wire does not name its request");
+                    assert!(!parts.contains(&batch.partition), "two batches of one partition in a request");
+                    parts.push(batch.partition);
+                    wired.push(b);
+                }
+            }
+        }
+
+        let mut records_unreported = 0u64;
+        for (i, part) in self.partitions.iter().enumerate() {
+            let p = i as u32;
+            for &b in &part.on_wire {
+                assert!(wired.contains(&b), "{}: on_wire batch not in any request", part.tp);
+            }
+            // Queue: live, not done, not on the wire, this partition's; sequenced first in
+            // in-flight order.
+            let mut last_rank: Option<usize> = None;
+            let mut unsequenced_seen = false;
+            for &b in &part.queue {
+                let batch = self.batches.get(b).expect("queued batch is live");
+                assert_eq!(batch.partition, p);
+                assert!(!batch.done, "{}: reported batch still queued", part.tp);
+                assert!(batch.on_wire.is_none(), "{}: queued batch also on the wire", part.tp);
+                records_unreported += batch.records.len() as u64;
+                match part.inflight.iter().position(|&x| x == b) {
+                    Some(rank) => {
+                        assert!(!unsequenced_seen, "{}: sequenced batch behind a new one", part.tp);
+                        assert!(last_rank.is_none_or(|r| r < rank), "{}: queue out of sequence order", part.tp);
+                        last_rank = Some(rank);
+                    }
+                    None => {
+                        if self.is_idempotent() {
+                            assert!(batch.stamp.is_none(), "{}: stamped batch not in flight", part.tp);
+                        }
+                        unsequenced_seen = true;
+                    }
+                }
+            }
+            if let Some(open) = &part.open {
+                records_unreported += open.records.len() as u64;
+                assert_eq!(open.records.len() as i32, open.builder.record_count());
+            }
+            for &b in &part.on_wire {
+                let batch = self.batches.get(b).expect("on-wire batch is live");
+                if !batch.done {
+                    records_unreported += batch.records.len() as u64;
+                }
+            }
+            // In flight: stamped, not done; contiguous sequences within one identity,
+            // ending at next_sequence for the partition's identity.
+            let mut prev: Option<(crate::batch::Stamp, i32)> = None;
+            for &b in &part.inflight {
+                let batch = self.batches.get(b).expect("in-flight batch is live");
+                assert!(!batch.done, "{}: reported batch still in flight", part.tp);
+                assert_eq!(batch.records.len() as i32, batch.record_count);
+                let stamp = batch.stamp.expect("in-flight batch is stamped");
+                if let Some((ps, pc)) = prev {
+                    if ps.id == stamp.id {
+                        assert_eq!(
+                            ps.base_sequence.add(pc),
+                            stamp.base_sequence,
+                            "{}: gap or overlap in in-flight sequences",
+                            part.tp
+                        );
+                    } else {
+                        assert!(ps.id < stamp.id || ps.id.id != stamp.id.id, "{}: identities out of order", part.tp);
+                    }
+                }
+                prev = Some((stamp, batch.record_count));
+            }
+            if let Some((s, c)) = prev {
+                if s.id == part.producer_id && !part.awaiting_rewrite {
+                    assert_eq!(s.base_sequence.add(c), part.next_sequence, "{}: next_sequence", part.tp);
+                }
+            }
+            assert_eq!(
+                part.unresolved.is_some(),
+                self.unresolved.contains(&p),
+                "{}: unresolved list out of sync",
+                part.tp
+            );
+            assert_eq!(part.awaiting_rewrite, self.rewrite.contains(&p), "{}: rewrite set", part.tp);
+        }
+        assert_eq!(records_unreported, self.unreported_records, "unreported record count");
+        if self.fatal.is_some() {
+            assert_eq!(self.unreported_records, 0, "fatal producer still holds records");
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! What goes in and out of the [`Producer`](crate::Producer): requests for the driver to
+//! send, responses and failures it feeds back, and events for the application.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use crate::config::Acks;
+use crate::error::{DeliveryError, KafkaError};
+use crate::ticket::Ticket;
+use crate::types::{NodeId, ProducerIdAndEpoch, RecordId, RequestId, Topic, TopicPartition};
+
+/// Something the driver must do on the network. Returned by
+/// [`Producer::poll_request`](crate::Producer::poll_request).
+#[derive(Clone, Debug)]
+#[must_use]
+pub enum Request {
+    /// Send a Produce request to `node`.
+    Produce(ProduceRequest),
+    /// Send InitProducerId to any broker (the least loaded one).
+    InitProducerId(InitProducerIdRequest),
+    /// Send a Metadata request for these topics to any broker.
+    Metadata(MetadataRequest),
+    /// Close the connection to `node`: a request on it timed out. The core has already
+    /// treated every request outstanding on that connection as possibly written; answers
+    /// still in the socket must be dropped, not fed back.
+    CloseConnection {
+        /// The broker.
+        node: NodeId,
+    },
+}
+
+/// A Produce request: at most one batch per partition, all led by `node`.
+#[derive(Clone, Debug)]
+pub struct ProduceRequest {
+    /// Feed the response back with this id.
+    pub id: RequestId,
+    /// The broker leading every partition in the request.
+    pub node: NodeId,
+    /// The request's place in the enqueue order, for drivers that write from several
+    /// tasks (see [`ticket`](crate::ticket)).
+    pub ticket: Ticket,
+    /// `acks`. With [`Acks::None`] the broker sends no response and the core has
+    /// already reported the batches delivered.
+    pub acks: Acks,
+    /// The broker-side timeout (`request.timeout.ms`).
+    pub timeout: Duration,
+    /// The transactional id, if any.
+    pub transactional_id: Option<String>,
+    /// The batches, ready to go on the wire as they are.
+    pub batches: Vec<ProduceBatch>,
+}
+
+/// One partition's record batch inside a [`ProduceRequest`].
+#[derive(Clone, Debug)]
+pub struct ProduceBatch {
+    /// The partition.
+    pub partition: TopicPartition,
+    /// An encoded, stamped RecordBatch v2. Shared, never copied.
+    pub data: Bytes,
+}
+
+/// An InitProducerId request.
+#[derive(Clone, Debug)]
+pub struct InitProducerIdRequest {
+    /// Feed the answer back with this id.
+    pub id: RequestId,
+    /// The transactional id, if any.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms`.
+    pub transaction_timeout: Duration,
+    /// The current id and epoch for a KIP-360 bump, or [`ProducerIdAndEpoch::NONE`].
+    pub current: ProducerIdAndEpoch,
+}
+
+/// A Metadata request.
+#[derive(Clone, Debug)]
+pub struct MetadataRequest {
+    /// Feed the answer back with this id.
+    pub id: RequestId,
+    /// The topics whose partition leaders the core needs.
+    pub topics: Vec<Topic>,
+}
+
+/// The answer to a [`ProduceRequest`], one entry per partition.
+#[derive(Clone, Debug, Default)]
+pub struct ProduceResponse {
+    /// Per partition.
+    pub partitions: Vec<PartitionResponse>,
+    /// How long the broker asked us to hold off (`throttle_time_ms`).
+    pub throttle: Duration,
+}
+
+/// One partition's answer inside a [`ProduceResponse`].
+#[derive(Clone, Debug)]
+pub struct PartitionResponse {
+    /// The partition.
+    pub partition: TopicPartition,
+    /// The error, or [`KafkaError::None`].
+    pub error: KafkaError,
+    /// The offset of the batch's first record, or -1.
+    pub base_offset: i64,
+    /// The partition's log start offset, or -1 (needed for UNKNOWN_PRODUCER_ID).
+    pub log_start_offset: i64,
+    /// The log append time, or -1 for create time.
+    pub log_append_time: i64,
+    /// KIP-951: the new leader, when the broker knows it.
+    pub current_leader: Option<LeaderHint>,
+}
+
+impl PartitionResponse {
+    /// A success at `base_offset`.
+    #[must_use]
+    pub fn ok(partition: TopicPartition, base_offset: i64) -> Self {
+        Self {
+            partition,
+            error: KafkaError::None,
+            base_offset,
+            log_start_offset: 0,
+            log_append_time: -1,
+            current_leader: None,
+        }
+    }
+
+    /// An error answer.
+    #[must_use]
+    pub fn error(partition: TopicPartition, error: KafkaError) -> Self {
+        Self {
+            partition,
+            error,
+            base_offset: -1,
+            log_start_offset: -1,
+            log_append_time: -1,
+            current_leader: None,
+        }
+    }
+}
+
+/// A partition's leader and leader epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaderHint {
+    /// The leader.
+    pub leader: NodeId,
+    /// Its leader epoch.
+    pub leader_epoch: i32,
+}
+
+/// Partition leadership learned from a Metadata response.
+#[derive(Clone, Debug, Default)]
+pub struct Metadata {
+    /// Partitions and their leaders.
+    pub partitions: Vec<PartitionMetadata>,
+    /// Topics the broker reported an error for (unknown topic, not authorized).
+    pub topic_errors: Vec<(Topic, KafkaError)>,
+}
+
+/// One partition inside [`Metadata`].
+#[derive(Clone, Debug)]
+pub struct PartitionMetadata {
+    /// The partition.
+    pub partition: TopicPartition,
+    /// Its leader, if it has one.
+    pub leader: Option<NodeId>,
+    /// The leader epoch (-1 when unknown).
+    pub leader_epoch: i32,
+}
+
+/// How a request failed without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum RequestFailure {
+    /// The request never left this process (no connection, or the write failed before
+    /// any byte was sent). Nothing it carried can have been written.
+    NotSent,
+    /// The connection failed after the request was written: the broker may have applied
+    /// it. Every batch in it is possibly written.
+    Disconnected,
+}
+
+/// Something the application should learn. Returned by
+/// [`Producer::poll_event`](crate::Producer::poll_event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Event {
+    /// These records were acknowledged, in this order, at consecutive offsets.
+    Delivered {
+        /// The partition.
+        partition: TopicPartition,
+        /// The records, in send (and log) order.
+        records: Vec<RecordId>,
+        /// The offset of the first record, or `None` when the broker reported a
+        /// duplicate without an offset (or `acks=0`).
+        base_offset: Option<i64>,
+    },
+    /// These records will not be delivered by this producer.
+    Failed {
+        /// The partition.
+        partition: TopicPartition,
+        /// The records.
+        records: Vec<RecordId>,
+        /// Why.
+        error: DeliveryError,
+        /// Whether some attempt may have reached the log. A failed record may be in the
+        /// log at most once, never out of order.
+        possibly_written: bool,
+    },
+    /// The producer id or epoch changed (assigned, or bumped after a sequence problem).
+    ProducerIdChanged {
+        /// The new identity.
+        id: ProducerIdAndEpoch,
+    },
+    /// The producer hit a fatal error; every pending and later record fails.
+    Fatal {
+        /// The error.
+        error: KafkaError,
+    },
+}

@@ -1,0 +1,189 @@
+//! Per-partition state: the accumulator's queue for the partition and its sequencing
+//! entry (Java's `TxnPartitionEntry`).
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use crate::batch::BatchSlab;
+use crate::record::BatchBuilder;
+use crate::types::{BatchId, NodeId, ProducerIdAndEpoch, RecordId, Sequence, Timestamp, TopicPartition};
+
+/// The batch still open for appends at the tail of a partition's queue.
+#[derive(Debug)]
+pub(crate) struct OpenBatch {
+    pub(crate) builder: BatchBuilder,
+    pub(crate) records: Vec<RecordId>,
+    pub(crate) created: Timestamp,
+}
+
+/// Everything the producer tracks for one partition.
+#[derive(Debug)]
+pub(crate) struct PartitionState {
+    pub(crate) tp: TopicPartition,
+    /// The leader to route to; `None` until metadata says, or after a wire failure
+    /// invalidated it (the retry then waits for fresh metadata instead of wedging).
+    pub(crate) leader: Option<NodeId>,
+    pub(crate) leader_epoch: i32,
+
+    /// Closed batches waiting for their first send or a retry. Invariant: sequenced
+    /// batches come first, in the order of `inflight`; unsequenced ones follow in
+    /// append order.
+    pub(crate) queue: VecDeque<BatchId>,
+    /// The batch being filled; logically the last element of the queue.
+    pub(crate) open: Option<OpenBatch>,
+    /// Whether this partition is on the producer's `pending` list.
+    pub(crate) listed: bool,
+
+    /// The identity this partition's sequences belong to (Java's per-partition
+    /// `producerIdAndEpoch`). Stale when it differs from the producer's; a stale
+    /// partition restarts at sequence 0 once nothing is in flight (KAFKA-12152).
+    pub(crate) producer_id: ProducerIdAndEpoch,
+    /// The base sequence the next new batch gets.
+    pub(crate) next_sequence: Sequence,
+    /// The last sequence of the highest acknowledged batch, under `producer_id`.
+    pub(crate) last_acked_sequence: Option<Sequence>,
+    /// The highest acknowledged offset; not reset by epoch bumps. Tells retention
+    /// (log start moved past it) apart from lost state for UNKNOWN_PRODUCER_ID.
+    pub(crate) last_acked_offset: Option<i64>,
+    /// Every sequenced batch not yet completed or failed, in stamp order (which is
+    /// sequence order within one identity, and robust to the i32 wrap). Invariant:
+    /// consecutive entries of one identity have contiguous sequences.
+    pub(crate) inflight: VecDeque<BatchId>,
+    /// After a batch failed or expired with its outcome unknown: the sequence expected
+    /// after it (Java's `partitionsWithUnresolvedSequences`). No new batch is stamped
+    /// while set.
+    pub(crate) unresolved: Option<Sequence>,
+    /// Batches of this partition in outstanding requests, in send order.
+    pub(crate) on_wire: VecDeque<BatchId>,
+    /// In the set of partitions an epoch bump must rewrite; nothing drains meanwhile.
+    pub(crate) awaiting_rewrite: bool,
+}
+
+impl PartitionState {
+    pub(crate) fn new(tp: TopicPartition) -> Self {
+        Self {
+            tp,
+            leader: None,
+            leader_epoch: -1,
+            queue: VecDeque::new(),
+            open: None,
+            listed: false,
+            producer_id: ProducerIdAndEpoch::NONE,
+            next_sequence: Sequence::ZERO,
+            last_acked_sequence: None,
+            last_acked_offset: None,
+            inflight: VecDeque::new(),
+            unresolved: None,
+            on_wire: VecDeque::new(),
+            awaiting_rewrite: false,
+        }
+    }
+
+    /// Whether anything is queued or open.
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.queue.is_empty() || self.open.is_some()
+    }
+
+    /// Java's `isNextSequence`: `seq` directly follows the last acknowledged sequence.
+    /// Wrap-aware (a deliberate deviation: Java compares plain ints).
+    pub(crate) fn is_next_sequence(&self, seq: Sequence) -> bool {
+        match self.last_acked_sequence {
+            None => seq == Sequence::ZERO,
+            Some(last) => last.add(1) == seq,
+        }
+    }
+
+    /// Java's `maybeUpdateLastAckedSequence`: keeps the highest. Acks of one partition
+    /// arrive at most a few batches apart, so "higher" is decided modulo the wrap.
+    pub(crate) fn update_last_acked_sequence(&mut self, last: Sequence) {
+        let newer = match self.last_acked_sequence {
+            None => true,
+            Some(cur) => seq_newer(last, cur),
+        };
+        if newer {
+            self.last_acked_sequence = Some(last);
+        }
+    }
+
+    /// Java's `updateLastAckedOffset`: keeps the highest.
+    pub(crate) fn update_last_acked_offset(&mut self, offset: i64) {
+        if self.last_acked_offset.is_none_or(|cur| offset > cur) {
+            self.last_acked_offset = Some(offset);
+        }
+    }
+
+    /// Java's `markSequenceUnresolved`: remember the sequence expected after `next`.
+    pub(crate) fn mark_unresolved(&mut self, expected_after: Sequence) {
+        self.unresolved = Some(match self.unresolved {
+            Some(cur) if seq_newer(cur, expected_after) => cur,
+            _ => expected_after,
+        });
+    }
+
+    pub(crate) fn remove_inflight(&mut self, id: BatchId) {
+        if let Some(pos) = self.inflight.iter().position(|&b| b == id) {
+            self.inflight.remove(pos);
+        }
+    }
+
+    pub(crate) fn remove_on_wire(&mut self, id: BatchId) {
+        if let Some(pos) = self.on_wire.iter().position(|&b| b == id) {
+            self.on_wire.remove(pos);
+        }
+    }
+
+    /// Puts a retried batch back in sequence order (Java's `insertInSequenceOrder`):
+    /// before the first queued batch that is unsequenced or stamped after it.
+    pub(crate) fn reenqueue(&mut self, id: BatchId, slab: &BatchSlab) {
+        let rank = |b: BatchId| self.inflight.iter().position(|&x| x == b);
+        let my_rank = rank(id);
+        let at = match my_rank {
+            None => 0,
+            Some(mine) => self
+                .queue
+                .iter()
+                .position(|&q| match rank(q) {
+                    None => true,
+                    Some(r) => r > mine,
+                })
+                .unwrap_or(self.queue.len()),
+        };
+        debug_assert!(slab.get(id).is_some());
+        self.queue.insert(at, id);
+    }
+}
+
+/// Whether sequence `a` is after `b`, modulo Kafka's wrap at `i32::MAX`: the forward
+/// distance from `b` to `a` is less than half the sequence space.
+pub(crate) fn seq_newer(a: Sequence, b: Sequence) -> bool {
+    let space = i64::from(i32::MAX) + 1;
+    let d = (i64::from(a.0) - i64::from(b.0)).rem_euclid(space);
+    d != 0 && d < space / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seq_newer_handles_wrap() {
+        assert!(seq_newer(Sequence(5), Sequence(4)));
+        assert!(!seq_newer(Sequence(4), Sequence(5)));
+        assert!(!seq_newer(Sequence(4), Sequence(4)));
+        assert!(seq_newer(Sequence(0), Sequence(i32::MAX)));
+        assert!(seq_newer(Sequence(3), Sequence(i32::MAX - 2)));
+        assert!(!seq_newer(Sequence(i32::MAX), Sequence(0)));
+    }
+
+    #[test]
+    fn next_sequence_after_wrap() {
+        let mut p = PartitionState::new(TopicPartition::new("t", 0));
+        assert!(p.is_next_sequence(Sequence(0)));
+        p.update_last_acked_sequence(Sequence(i32::MAX));
+        assert!(p.is_next_sequence(Sequence(0)));
+        p.update_last_acked_sequence(Sequence(4));
+        assert_eq!(p.last_acked_sequence, Some(Sequence(4)));
+        p.update_last_acked_sequence(Sequence(2));
+        assert_eq!(p.last_acked_sequence, Some(Sequence(4)), "max rule");
+    }
+}

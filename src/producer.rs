@@ -1,0 +1,758 @@
+//! The [`Producer`]: application commands, the event and timer outputs, and the state
+//! that ties the accumulator, the sequencing entries and the outstanding requests
+//! together. Draining lives in `drain.rs`, response handling in `complete.rs`, epoch
+//! bumps and unresolved sequences in `sequencing.rs`.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::batch::{BatchData, BatchSlab, ProducerBatch, WriteState};
+use crate::config::ProducerConfig;
+use crate::error::{DeliveryError, InputError, KafkaError, SendError};
+use crate::io::{Event, Metadata};
+use crate::partition::{OpenBatch, PartitionState};
+use crate::record::{BatchBuilder, Compression, Record, RECORD_BATCH_OVERHEAD};
+use crate::ticket::TicketSequencer;
+use crate::types::{
+    BatchId, NodeId, ProducerIdAndEpoch, RecordId, RequestId, Sequence, Timestamp, TopicPartition,
+};
+
+/// Counters for reports and tests. They never influence behaviour.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Records accepted by `send`.
+    pub records_sent: u64,
+    /// Produce requests handed to the driver.
+    pub produce_requests: u64,
+    /// Batches put back in the queue for another attempt.
+    pub retries: u64,
+    /// Epoch bumps applied (KIP-360), including new producer ids after exhaustion.
+    pub epoch_bumps: u64,
+    /// Batches split after MESSAGE_TOO_LARGE.
+    pub splits: u64,
+    /// Batches failed by delivery.timeout.ms.
+    pub expired_batches: u64,
+    /// Requests the core timed out (request.timeout.ms).
+    pub request_timeouts: u64,
+    /// Metadata requests emitted.
+    pub metadata_requests: u64,
+}
+
+/// One partition's sequencing state, as [`Producer::sequence_state`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SequenceState {
+    /// The identity the partition's sequences belong to.
+    pub producer_id: ProducerIdAndEpoch,
+    /// The base sequence the next new batch gets.
+    pub next_sequence: Sequence,
+    /// The last sequence of the highest acknowledged batch.
+    pub last_acked_sequence: Option<Sequence>,
+    /// The highest acknowledged offset.
+    pub last_acked_offset: Option<i64>,
+    /// The base sequence of the oldest unfinished batch.
+    pub first_in_flight_sequence: Option<Sequence>,
+    /// Batches stamped and not yet finished (on the wire or waiting for a retry).
+    pub in_flight_batches: usize,
+    /// The sequence expected after a batch whose fate is unknown.
+    pub unresolved: Option<Sequence>,
+    /// The leader the partition is routed to.
+    pub leader: Option<NodeId>,
+}
+
+/// Where the producer is with its producer id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdState {
+    /// Idempotence is off: batches are not stamped.
+    Disabled,
+    /// An InitProducerId is needed (at start, or after the epoch was exhausted).
+    Needed,
+    /// InitProducerId is outstanding.
+    Requested(RequestId),
+    /// `producer_id` is valid.
+    Ready,
+}
+
+/// The lifecycle the application drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lifecycle {
+    Open,
+    /// `close` was called: no new sends, everything drains without linger.
+    Closing,
+}
+
+#[derive(Debug)]
+pub(crate) enum OutstandingKind {
+    Produce { node: NodeId, batches: Vec<BatchId> },
+    InitProducerId,
+    Metadata,
+}
+
+/// A request handed to the driver and not yet answered.
+#[derive(Debug)]
+pub(crate) struct Outstanding {
+    pub(crate) id: RequestId,
+    pub(crate) kind: OutstandingKind,
+    /// request.timeout.ms after it was handed out.
+    pub(crate) deadline: Timestamp,
+}
+
+#[derive(Debug)]
+pub(crate) struct NodeState {
+    pub(crate) id: NodeId,
+    /// Produce requests outstanding on this node's connection.
+    pub(crate) in_flight: u32,
+    pub(crate) throttled_until: Option<Timestamp>,
+}
+
+/// A sans-IO Kafka idempotent producer.
+///
+/// See the [crate documentation](crate) for the driving contract. In short: call the
+/// application methods and `handle_*` inputs, then drain [`Producer::poll_request`] and
+/// [`Producer::poll_event`] until both return `None`, then sleep until
+/// [`Producer::poll_timeout`] or the next input.
+#[derive(Debug)]
+pub struct Producer {
+    pub(crate) config: ProducerConfig,
+    pub(crate) backoff: Backoff,
+    /// The latest time seen. Invariant: never decreases.
+    pub(crate) now: Timestamp,
+    pub(crate) lifecycle: Lifecycle,
+    pub(crate) flushing: bool,
+    /// Set once; every later operation fails with it.
+    pub(crate) fatal: Option<KafkaError>,
+
+    pub(crate) partition_index: BTreeMap<TopicPartition, u32>,
+    pub(crate) partitions: Vec<PartitionState>,
+    /// Partitions that have queued or open batches, in drain rotation order.
+    /// Invariant: `partitions[i].listed` iff `i` is in here (once).
+    pub(crate) pending: VecDeque<u32>,
+    pub(crate) batches: BatchSlab,
+
+    /// The producer's current identity (Java's global `producerIdAndEpoch`).
+    pub(crate) producer_id: ProducerIdAndEpoch,
+    pub(crate) id_state: IdState,
+    pub(crate) id_retry_at: Option<Timestamp>,
+    pub(crate) id_attempts: u32,
+    /// Partitions an epoch bump must rewrite. The bump waits until none of them has a
+    /// batch on the wire, so no answer can arrive for a batch after it was renumbered.
+    pub(crate) rewrite: Vec<u32>,
+    pub(crate) bump_required: bool,
+    /// Partitions with `unresolved` set.
+    pub(crate) unresolved: Vec<u32>,
+
+    /// Outstanding requests, ordered by id.
+    pub(crate) outstanding: VecDeque<Outstanding>,
+    pub(crate) nodes: Vec<NodeState>,
+    pub(crate) next_request_id: u64,
+    pub(crate) tickets: TicketSequencer,
+    pub(crate) metadata_needed: bool,
+    pub(crate) metadata_in_flight: Option<RequestId>,
+    pub(crate) metadata_retry_at: Option<Timestamp>,
+    pub(crate) metadata_attempts: u32,
+    pub(crate) close_queue: VecDeque<NodeId>,
+
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) next_record_id: u64,
+    /// Records accepted and not yet reported.
+    pub(crate) unreported_records: u64,
+    /// Bytes of batches not yet reported (buffer.memory accounting).
+    pub(crate) buffered_bytes: usize,
+    pub(crate) stats: Stats,
+}
+
+impl Producer {
+    /// A producer with this configuration, at time `now`.
+    #[must_use]
+    pub fn new(config: ProducerConfig, now: Timestamp) -> Self {
+        let backoff =
+            Backoff::new(config.retry_backoff(), config.retry_backoff_max(), config.jitter_seed());
+        let id_state =
+            if config.enable_idempotence() { IdState::Needed } else { IdState::Disabled };
+        Self {
+            config,
+            backoff,
+            now,
+            lifecycle: Lifecycle::Open,
+            flushing: false,
+            fatal: None,
+            partition_index: BTreeMap::new(),
+            partitions: Vec::new(),
+            pending: VecDeque::new(),
+            batches: BatchSlab::default(),
+            producer_id: ProducerIdAndEpoch::NONE,
+            id_state,
+            id_retry_at: None,
+            id_attempts: 0,
+            rewrite: Vec::new(),
+            bump_required: false,
+            unresolved: Vec::new(),
+            outstanding: VecDeque::new(),
+            nodes: Vec::new(),
+            next_request_id: 0,
+            tickets: TicketSequencer::new(),
+            metadata_needed: false,
+            metadata_in_flight: None,
+            metadata_retry_at: None,
+            metadata_attempts: 0,
+            close_queue: VecDeque::new(),
+            events: VecDeque::new(),
+            next_record_id: 0,
+            unreported_records: 0,
+            buffered_bytes: 0,
+            stats: Stats::default(),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ProducerConfig {
+        &self.config
+    }
+
+    /// The producer's current id and epoch ([`ProducerIdAndEpoch::NONE`] before the
+    /// first InitProducerId answer).
+    #[must_use]
+    pub fn producer_id(&self) -> ProducerIdAndEpoch {
+        self.producer_id
+    }
+
+    /// A snapshot of one partition's sequencing state (Java's `TxnPartitionEntry`), for
+    /// observability and tests. `None` for a partition the producer never saw.
+    #[must_use]
+    pub fn sequence_state(&self, partition: &TopicPartition) -> Option<SequenceState> {
+        let p = *self.partition_index.get(partition)?;
+        let part = &self.partitions[p as usize];
+        Some(SequenceState {
+            producer_id: part.producer_id,
+            next_sequence: part.next_sequence,
+            last_acked_sequence: part.last_acked_sequence,
+            last_acked_offset: part.last_acked_offset,
+            first_in_flight_sequence: part
+                .inflight
+                .front()
+                .and_then(|&b| self.batches.get(b))
+                .and_then(|b| b.stamp)
+                .map(|s| s.base_sequence),
+            in_flight_batches: part.inflight.len(),
+            unresolved: part.unresolved,
+            leader: part.leader,
+        })
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The fatal error, once the producer has hit one.
+    #[must_use]
+    pub fn fatal_error(&self) -> Option<KafkaError> {
+        self.fatal
+    }
+
+    /// Records accepted by `send` that have no outcome yet.
+    #[must_use]
+    pub fn unreported_records(&self) -> u64 {
+        self.unreported_records
+    }
+
+    /// Whether every accepted record has an outcome.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.unreported_records == 0
+    }
+
+    /// Whether `close` was called and every record has an outcome.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.lifecycle == Lifecycle::Closing && self.is_idle()
+    }
+
+    pub(crate) fn observe(&mut self, now: Timestamp) {
+        debug_assert!(now >= self.now, "time went backwards: {now:?} < {:?}", self.now);
+        if now > self.now {
+            self.now = now;
+        }
+    }
+
+    pub(crate) fn is_idempotent(&self) -> bool {
+        self.id_state != IdState::Disabled
+    }
+
+    pub(crate) fn next_request_id(&mut self) -> RequestId {
+        let id = RequestId(self.next_request_id);
+        self.next_request_id += 1;
+        id
+    }
+
+    pub(crate) fn partition_for(&mut self, tp: &TopicPartition) -> u32 {
+        if let Some(&i) = self.partition_index.get(tp) {
+            return i;
+        }
+        let i = u32::try_from(self.partitions.len()).unwrap_or(u32::MAX);
+        self.partitions.push(PartitionState::new(tp.clone()));
+        self.partition_index.insert(tp.clone(), i);
+        i
+    }
+
+    pub(crate) fn list(&mut self, p: u32) {
+        let part = &mut self.partitions[p as usize];
+        if !part.listed {
+            part.listed = true;
+            self.pending.push_back(p);
+        }
+    }
+
+    pub(crate) fn node_mut(&mut self, node: NodeId) -> &mut NodeState {
+        let pos = match self.nodes.iter().position(|n| n.id == node) {
+            Some(pos) => pos,
+            None => {
+                self.nodes.push(NodeState { id: node, in_flight: 0, throttled_until: None });
+                self.nodes.len() - 1
+            }
+        };
+        &mut self.nodes[pos]
+    }
+
+    // ---------------------------------------------------------------- application
+
+    /// Queues `record` for `partition` and returns its id. The record's outcome arrives
+    /// later as exactly one [`Event::Delivered`] or [`Event::Failed`] naming this id.
+    ///
+    /// # Errors
+    /// The record was not queued: the producer is closed or fatal, the record is larger
+    /// than `max.request.size`, or `buffer.memory` is used up.
+    pub fn send(
+        &mut self,
+        partition: &TopicPartition,
+        record: &Record,
+        now: Timestamp,
+    ) -> Result<RecordId, SendError> {
+        self.observe(now);
+        if let Some(e) = self.fatal {
+            return Err(SendError::Fatal(e));
+        }
+        if self.lifecycle == Lifecycle::Closing {
+            return Err(SendError::Closed);
+        }
+        if partition.partition < 0 {
+            return Err(SendError::InvalidPartition(partition.partition));
+        }
+        let size = BatchBuilder::estimated_record_size(record);
+        if size + RECORD_BATCH_OVERHEAD > self.config.max_request_size() {
+            return Err(SendError::RecordTooLarge {
+                size: size + RECORD_BATCH_OVERHEAD,
+                max: self.config.max_request_size(),
+            });
+        }
+        if self.buffered_bytes > 0 && self.buffered_bytes + size > self.config.buffer_memory() {
+            return Err(SendError::BufferFull { buffered: self.buffered_bytes });
+        }
+        let p = self.partition_for(partition);
+        let batch_size = self.config.batch_size();
+        let needs_new = match &self.partitions[p as usize].open {
+            Some(open) => !open.builder.has_room_for(record, batch_size),
+            None => true,
+        };
+        if needs_new {
+            self.close_open(p);
+            let capacity = batch_size.max(size + RECORD_BATCH_OVERHEAD);
+            self.partitions[p as usize].open = Some(OpenBatch {
+                builder: BatchBuilder::new(Compression::None, capacity),
+                records: Vec::new(),
+                created: self.now,
+            });
+        }
+        let id = RecordId(self.next_record_id);
+        self.next_record_id += 1;
+        let open = self.partitions[p as usize].open.as_mut().expect("opened above");
+        open.builder.append(record);
+        open.records.push(id);
+        let full = open.builder.size_in_bytes() >= batch_size;
+        if full {
+            self.close_open(p);
+        }
+        if self.partitions[p as usize].leader.is_none() {
+            self.metadata_needed = true;
+        }
+        self.buffered_bytes += size;
+        self.unreported_records += 1;
+        self.stats.records_sent += 1;
+        self.list(p);
+        Ok(id)
+    }
+
+    /// Makes every queued record ready to send now, ignoring `linger.ms`, until the
+    /// producer is idle. Wait for [`Producer::is_idle`] to know the flush completed.
+    pub fn flush(&mut self) {
+        self.flushing = true;
+    }
+
+    /// Stops accepting records and sends everything queued without waiting for linger.
+    /// The producer is closed once [`Producer::is_closed`] is true.
+    pub fn close(&mut self) {
+        self.lifecycle = Lifecycle::Closing;
+        self.flushing = true;
+    }
+
+    /// Fails every record without an outcome with [`DeliveryError::Aborted`] and closes
+    /// the producer (Java's forced close). Records already on the wire may still be
+    /// written; they are reported `possibly_written`.
+    pub fn abort(&mut self) {
+        self.lifecycle = Lifecycle::Closing;
+        self.fail_everything(&DeliveryError::Aborted);
+    }
+
+    /// The next event for the application, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The next time the producer needs [`Producer::handle_timeout`], if any. Drivers
+    /// compare their clock with it themselves and call `handle_timeout` once it passed.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let now = self.now;
+        let mut next: Option<Timestamp> = None;
+        let mut consider = |t: Timestamp| {
+            if next.is_none_or(|n| t < n) {
+                next = Some(t);
+            }
+        };
+        let delivery = self.config.delivery_timeout();
+        let linger = self.config.linger();
+        for &p in &self.pending {
+            let part = &self.partitions[p as usize];
+            if let Some(open) = &part.open {
+                consider(open.created + delivery);
+                if part.queue.is_empty() && !self.flushing {
+                    let t = open.created + linger;
+                    if t > now {
+                        consider(t);
+                    }
+                }
+            }
+            if let Some(&head) = part.queue.front() {
+                if let Some(at) = self.batches.get(head).and_then(|b| b.retry_at) {
+                    if at > now {
+                        consider(at);
+                    }
+                }
+            }
+        }
+        for b in self.batches.iter() {
+            if !b.done {
+                consider(b.created + delivery);
+            }
+        }
+        for o in &self.outstanding {
+            consider(o.deadline);
+        }
+        for t in [self.metadata_retry_at, self.id_retry_at].into_iter().flatten() {
+            if t > now {
+                consider(t);
+            }
+        }
+        for n in &self.nodes {
+            if let Some(t) = n.throttled_until.filter(|&t| t > now) {
+                consider(t);
+            }
+        }
+        next
+    }
+
+    /// Tells the producer the time is `now`: expires requests past `request.timeout.ms`
+    /// and batches past `delivery.timeout.ms`. Then drain the `poll_*` outputs.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.observe(now);
+        self.expire_requests();
+        self.expire_batches();
+    }
+
+    /// Feeds partition leadership learned from a Metadata response. `request` is the id
+    /// of the [`Request::Metadata`] it answers, or `None` for metadata the driver
+    /// fetched on its own (bootstrap).
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not outstanding; the leadership
+    /// it carries is still applied (it is just information).
+    pub fn handle_metadata(
+        &mut self,
+        request: Option<RequestId>,
+        metadata: &Metadata,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        self.observe(now);
+        let known = match request {
+            Some(id) => self.take_outstanding(id).is_some(),
+            None => true,
+        };
+        if request.is_some() && request == self.metadata_in_flight {
+            self.metadata_in_flight = None;
+        }
+        for pm in &metadata.partitions {
+            let p = self.partition_for(&pm.partition);
+            let part = &mut self.partitions[p as usize];
+            let Some(leader) = pm.leader else {
+                if pm.leader_epoch >= part.leader_epoch {
+                    part.leader = None;
+                }
+                continue;
+            };
+            if part.leader.is_none() || pm.leader_epoch >= part.leader_epoch {
+                part.leader = Some(leader);
+                part.leader_epoch = part.leader_epoch.max(pm.leader_epoch);
+            }
+        }
+        let still_unknown =
+            self.pending.iter().any(|&p| self.partitions[p as usize].leader.is_none());
+        if still_unknown || !metadata.topic_errors.is_empty() {
+            self.metadata_attempts += 1;
+            self.metadata_retry_at = Some(self.now + self.backoff.delay(self.metadata_attempts));
+            self.metadata_needed = still_unknown;
+        } else {
+            self.metadata_attempts = 0;
+            self.metadata_retry_at = None;
+            self.metadata_needed = false;
+        }
+        if known { Ok(()) } else { Err(InputError::UnknownRequest(request.unwrap_or(RequestId(0)))) }
+    }
+
+    /// Feeds the answer to a [`Request::InitProducerId`].
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not the outstanding
+    /// InitProducerId; nothing changes.
+    pub fn handle_producer_id(
+        &mut self,
+        request: RequestId,
+        result: Result<ProducerIdAndEpoch, KafkaError>,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        self.observe(now);
+        if self.id_state != IdState::Requested(request) {
+            return Err(InputError::UnknownRequest(request));
+        }
+        self.take_outstanding(request);
+        match result {
+            Ok(id) if id.is_valid() && id.epoch.0 >= 0 => {
+                self.producer_id = id;
+                self.id_state = IdState::Ready;
+                self.id_attempts = 0;
+                self.id_retry_at = None;
+                if self.bump_required {
+                    // The new id doubles as the bump the epoch exhaustion asked for.
+                    self.apply_rewrites();
+                }
+                self.events.push_back(Event::ProducerIdChanged { id });
+            }
+            Ok(_) => {
+                self.id_state = IdState::Needed;
+                self.retry_producer_id();
+                return Err(InputError::Mismatch {
+                    request,
+                    reason: "InitProducerId answered without a valid producer id",
+                });
+            }
+            Err(e) if e.is_retriable() => {
+                self.id_state = IdState::Needed;
+                self.retry_producer_id();
+            }
+            Err(e @ (KafkaError::ClusterAuthorizationFailed | KafkaError::TransactionalIdAuthorizationFailed)) => {
+                // KAFKA-13668: not fatal. What waits for an id fails; the id is asked for
+                // again after a backoff, so a fixed ACL lets the producer recover.
+                self.id_state = IdState::Needed;
+                self.retry_producer_id();
+                self.fail_unsent(&e);
+            }
+            Err(e) => self.enter_fatal(e),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn retry_producer_id(&mut self) {
+        self.id_attempts += 1;
+        self.id_retry_at = Some(self.now + self.backoff.delay(self.id_attempts));
+    }
+
+    pub(crate) fn take_outstanding(&mut self, id: RequestId) -> Option<Outstanding> {
+        let pos = self.outstanding.binary_search_by_key(&id, |o| o.id).ok()?;
+        self.outstanding.remove(pos)
+    }
+
+    /// Closes the open batch of partition `p` into its queue.
+    pub(crate) fn close_open(&mut self, p: u32) {
+        let Some(open) = self.partitions[p as usize].open.take() else { return };
+        if open.builder.is_empty() {
+            return;
+        }
+        let id = self.batches.next_id();
+        let record_count = open.builder.record_count();
+        let batch = ProducerBatch {
+            id,
+            partition: p,
+            records: open.records,
+            record_count,
+            data: BatchData::Owned(open.builder.finish()),
+            created: open.created,
+            attempts: 0,
+            retry_at: None,
+            last_leader_epoch: None,
+            stamp: None,
+            reopened: false,
+            on_wire: None,
+            write_state: WriteState::Never,
+            done: false,
+        };
+        self.batches.insert(batch);
+        self.partitions[p as usize].queue.push_back(id);
+    }
+
+    /// Reports a batch's records and drops its buffer accounting. The batch stays in the
+    /// slab while a request still carries it.
+    pub(crate) fn report(&mut self, id: BatchId, outcome: Result<Option<i64>, DeliveryError>) {
+        let Some(b) = self.batches.get_mut(id) else { return };
+        debug_assert!(!b.done, "batch {id:?} reported twice");
+        if b.done {
+            return;
+        }
+        b.done = true;
+        let records = core::mem::take(&mut b.records);
+        let possibly_written = b.write_state == WriteState::Maybe;
+        let data_len = b.data.len();
+        let p = b.partition;
+        let on_wire = b.on_wire.is_some();
+        let partition = self.partitions[p as usize].tp.clone();
+        self.unreported_records -= records.len() as u64;
+        self.buffered_bytes = self.buffered_bytes.saturating_sub(data_len);
+        self.events.push_back(match outcome {
+            Ok(base_offset) => Event::Delivered { partition, records, base_offset },
+            Err(error) => Event::Failed { partition, records, error, possibly_written },
+        });
+        if !on_wire {
+            self.batches.remove(id);
+        }
+    }
+
+    pub(crate) fn enter_fatal(&mut self, error: KafkaError) {
+        if self.fatal.is_some() {
+            return;
+        }
+        self.fatal = Some(error);
+        self.events.push_back(Event::Fatal { error });
+        self.fail_everything(&DeliveryError::Fatal(error));
+    }
+
+    /// Fails every batch that was never stamped (they all wait for a producer id).
+    fn fail_unsent(&mut self, error: &KafkaError) {
+        for p in 0..self.partitions.len() as u32 {
+            self.close_open(p);
+            let part = &mut self.partitions[p as usize];
+            let tp = part.tp.clone();
+            let unsent: Vec<BatchId> = part
+                .queue
+                .iter()
+                .copied()
+                .filter(|&id| self.batches.get(id).is_some_and(|b| b.stamp.is_none() && b.on_wire.is_none()))
+                .collect();
+            part.queue.retain(|id| !unsent.contains(id));
+            for id in unsent {
+                self.report(id, Err(DeliveryError::Broker { partition: tp.clone(), error: *error }));
+            }
+        }
+    }
+
+    /// Fails every record without an outcome (fatal error or forced close).
+    pub(crate) fn fail_everything(&mut self, error: &DeliveryError) {
+        for p in 0..self.partitions.len() as u32 {
+            self.close_open(p);
+            let part = &mut self.partitions[p as usize];
+            let queued: Vec<BatchId> = part.queue.drain(..).collect();
+            part.inflight.clear();
+            part.unresolved = None;
+            let wired: Vec<BatchId> = part.on_wire.iter().copied().collect();
+            for id in queued.into_iter().chain(wired) {
+                if self.batches.get(id).is_some_and(|b| !b.done) {
+                    self.report(id, Err(error.clone()));
+                }
+            }
+        }
+        self.unresolved.clear();
+        self.rewrite.clear();
+        self.bump_required = false;
+        for part in &mut self.partitions {
+            part.awaiting_rewrite = false;
+        }
+    }
+
+    /// Expires batches past delivery.timeout.ms: queued ones and ones on the wire (the
+    /// request stays outstanding; its late answer only updates sequencing state).
+    fn expire_batches(&mut self) {
+        let delivery = self.config.delivery_timeout();
+        let now = self.now;
+        for p in 0..self.partitions.len() as u32 {
+            let part = &self.partitions[p as usize];
+            if !part.has_queued() && part.on_wire.is_empty() {
+                continue;
+            }
+            if part.open.as_ref().is_some_and(|o| o.created + delivery <= now) {
+                self.close_open(p);
+            }
+            let part = &self.partitions[p as usize];
+            let expired: Vec<BatchId> = part
+                .queue
+                .iter()
+                .chain(part.on_wire.iter())
+                .copied()
+                .filter(|&id| {
+                    self.batches.get(id).is_some_and(|b| !b.done && b.created + delivery <= now)
+                })
+                .collect();
+            for id in expired {
+                let part = &mut self.partitions[p as usize];
+                if let Some(pos) = part.queue.iter().position(|&q| q == id) {
+                    part.queue.remove(pos);
+                }
+                self.stats.expired_batches += 1;
+                let tp = self.partitions[p as usize].tp.clone();
+                self.fail_batch(id, DeliveryError::Timeout { partition: tp }, None, false);
+            }
+        }
+    }
+
+    /// Times out requests past request.timeout.ms. A produce request's connection must
+    /// be closed, which fails every request on it as possibly written (Java's
+    /// NetworkClient does the same).
+    fn expire_requests(&mut self) {
+        let now = self.now;
+        while let Some(pos) = self.outstanding.iter().position(|o| o.deadline <= now) {
+            let o = &self.outstanding[pos];
+            let id = o.id;
+            self.stats.request_timeouts += 1;
+            if let OutstandingKind::Produce { node, .. } = o.kind {
+                self.close_queue.push_back(node);
+                let same_node: Vec<RequestId> = self
+                    .outstanding
+                    .iter()
+                    .filter(|o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node))
+                    .map(|o| o.id)
+                    .collect();
+                for rid in same_node {
+                    let _ = self.handle_request_failed(rid, crate::io::RequestFailure::Disconnected, now);
+                }
+            } else {
+                let _ = self.handle_request_failed(id, crate::io::RequestFailure::Disconnected, now);
+            }
+        }
+    }
+
+    /// How long `retry.backoff` says to wait before attempt `attempts + 1`.
+    pub(crate) fn backoff_for(&mut self, attempts: u32) -> Duration {
+        self.backoff.delay(attempts)
+    }
+}

@@ -1,0 +1,757 @@
+//! Kafka's RecordBatch format, magic v2, as the broker stores it on disk.
+//!
+//! The producer builds each batch once with [`BatchBuilder`], leaving the producer fields
+//! unset, and [`stamp`]s (producer id, epoch, base sequence, transactional bit) into the
+//! finished bytes every time the batch is (re)sent: an epoch bump or a resequence after
+//! `OUT_OF_ORDER_SEQUENCE_NUMBER` rewrites 14 header bytes and the CRC, never the records.
+//! [`read_header`], [`decode_records`] and [`split`] take arbitrary bytes and never panic:
+//! they serve `MESSAGE_TOO_LARGE` splits, tests and fuzzing, not the hot path.
+//!
+//! Batch header, big-endian, with byte offsets:
+//!
+//! | offset | field                | type | notes                                         |
+//! |-------:|----------------------|------|-----------------------------------------------|
+//! |      0 | baseOffset           | i64  | 0 from a producer; the broker assigns offsets |
+//! |      8 | batchLength          | i32  | bytes after this field                        |
+//! |     12 | partitionLeaderEpoch | i32  | -1 from a producer                            |
+//! |     16 | magic                | i8   | 2                                             |
+//! |     17 | crc                  | u32  | CRC-32C of bytes 21.. (attributes to the end) |
+//! |     21 | attributes           | i16  | bits 0-2 codec, 3 timestamp type, 4 txn, 5 control |
+//! |     23 | lastOffsetDelta      | i32  | record count - 1                              |
+//! |     27 | baseTimestamp        | i64  | first record's timestamp                      |
+//! |     35 | maxTimestamp         | i64  | largest record timestamp                      |
+//! |     43 | producerId           | i64  |                                               |
+//! |     51 | producerEpoch        | i16  |                                               |
+//! |     53 | baseSequence         | i32  |                                               |
+//! |     57 | recordCount          | i32  |                                               |
+//! |     61 | records              |      |                                               |
+//!
+//! Each record: length (zigzag varint, bytes after itself), attributes (i8, 0),
+//! timestampDelta (zigzag varlong), offsetDelta (zigzag varint), key length (varint, -1 for
+//! null) and key, value length and value, header count (varint), and per header: key length
+//! and key (never null), value length (-1 for null) and value.
+
+use alloc::vec::Vec;
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::types::{ProducerEpoch, ProducerId, ProducerIdAndEpoch, Sequence};
+
+const BASE_OFFSET: usize = 0;
+const BATCH_LENGTH: usize = 8;
+const PARTITION_LEADER_EPOCH: usize = 12;
+const MAGIC: usize = 16;
+const CRC: usize = 17;
+const ATTRIBUTES: usize = 21;
+const LAST_OFFSET_DELTA: usize = 23;
+const BASE_TIMESTAMP: usize = 27;
+const MAX_TIMESTAMP: usize = 35;
+const PRODUCER_ID: usize = 43;
+const PRODUCER_EPOCH: usize = 51;
+const BASE_SEQUENCE: usize = 53;
+const RECORD_COUNT: usize = 57;
+
+/// Size of a v2 batch header: the bytes a batch occupies before its first record.
+pub const RECORD_BATCH_OVERHEAD: usize = 61;
+
+/// baseOffset and batchLength, which batchLength does not count.
+const LOG_OVERHEAD: usize = 12;
+const MAGIC_V2: i8 = 2;
+const CODEC_MASK: i16 = 0x07;
+const TRANSACTIONAL_BIT: i16 = 1 << 4;
+const CONTROL_BIT: i16 = 1 << 5;
+const NO_PARTITION_LEADER_EPOCH: i32 = -1;
+const NO_SEQUENCE: i32 = -1;
+const NO_TIMESTAMP: i64 = -1;
+const MAX_VARINT_LEN: usize = 5;
+const MAX_VARLONG_LEN: usize = 10;
+/// Smallest possible record: seven one-byte fields. Bounds pre-allocation from a count read
+/// off untrusted bytes, so a forged count cannot make the decoder reserve gigabytes.
+const MIN_RECORD_LEN: usize = 7;
+/// Smallest possible header: an empty key and a null value.
+const MIN_HEADER_LEN: usize = 2;
+
+type HeaderBytes = [u8; RECORD_BATCH_OVERHEAD];
+
+/// One record header.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// The key. UTF-8 by Kafka's convention; not checked here because the broker does not
+    /// check it either and the bytes are only copied through.
+    pub key: Bytes,
+    /// The value; `None` is encoded as length -1, distinct from an empty value.
+    pub value: Option<Bytes>,
+}
+
+/// One record as the producer sends it: a `ProducerRecord`'s payload, after serialization.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Record {
+    /// The key; `None` (length -1) differs from an empty key for compaction and partitioning.
+    pub key: Option<Bytes>,
+    /// The value; `None` is a tombstone.
+    pub value: Option<Bytes>,
+    /// Headers, in order. Duplicate keys are allowed, as in Kafka.
+    pub headers: Vec<Header>,
+    /// Milliseconds since the Unix epoch (CreateTime), as given by the application.
+    pub timestamp: i64,
+}
+
+impl Record {
+    /// A record with a value and no key or headers.
+    #[must_use]
+    pub fn from_value(value: Bytes, timestamp: i64) -> Self {
+        Self { key: None, value: Some(value), headers: Vec::new(), timestamp }
+    }
+
+    /// A record with a key and a value.
+    #[must_use]
+    pub fn new(key: Option<Bytes>, value: Option<Bytes>, timestamp: i64) -> Self {
+        Self { key, value, headers: Vec::new(), timestamp }
+    }
+}
+
+/// Compression codec of a batch (attribute bits 0-2).
+///
+/// Only [`Compression::None`] exists today. A codec would plug in at [`BatchBuilder::finish`]:
+/// records are still appended uncompressed, then the records section is compressed as a
+/// whole and the codec's bits set in the attributes, as Kafka does. [`stamp`] works
+/// unchanged on compressed batches because it only touches the header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Records are stored as they are (codec 0).
+    #[default]
+    None,
+}
+
+impl Compression {
+    /// The codec's value in attribute bits 0-2.
+    const fn attribute_bits(self) -> i16 {
+        match self {
+            Self::None => 0,
+        }
+    }
+}
+
+/// Why a byte string is not a batch this module can read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The bytes end before the structure they describe does.
+    #[error("record batch is truncated")]
+    Truncated,
+    /// The magic byte is not 2; v0/v1 message sets are not produced by this crate.
+    #[error("unsupported record batch magic {0}, only v2 is supported")]
+    BadMagic(i8),
+    /// The stored CRC does not match the bytes.
+    #[error(
+        "record batch CRC mismatch: header has {expected:#010x}, bytes hash to {actual:#010x}"
+    )]
+    BadCrc {
+        /// The CRC stored in the batch header.
+        expected: u32,
+        /// The CRC-32C computed over the batch's bytes.
+        actual: u32,
+    },
+    /// The bytes are framed correctly but their content is inconsistent.
+    #[error("malformed record batch: {0}")]
+    Malformed(&'static str),
+    /// The batch is compressed; records can only be decoded (and so split) uncompressed.
+    #[error("record batch is compressed, cannot decode its records")]
+    Compressed,
+}
+
+/// Builds one v2 batch into a single [`BytesMut`].
+///
+/// The header's 61 bytes are reserved up front and written by [`BatchBuilder::finish`], so
+/// records are encoded straight into their final place and never moved.
+#[derive(Debug)]
+pub struct BatchBuilder {
+    buf: BytesMut,
+    compression: Compression,
+    record_count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+}
+
+impl BatchBuilder {
+    /// An empty builder whose buffer starts with room for `capacity_hint` bytes (at least
+    /// the header), so a batch filled up to `batch.size` never reallocates.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity_hint` cannot be allocated.
+    #[must_use]
+    pub fn new(compression: Compression, capacity_hint: usize) -> Self {
+        let mut buf = BytesMut::with_capacity(capacity_hint.max(RECORD_BATCH_OVERHEAD));
+        buf.put_bytes(0, RECORD_BATCH_OVERHEAD);
+        Self {
+            buf,
+            compression,
+            record_count: 0,
+            base_timestamp: NO_TIMESTAMP,
+            max_timestamp: NO_TIMESTAMP,
+        }
+    }
+
+    /// An upper bound of `record`'s encoded size, length prefix included, whatever batch it
+    /// lands in: the timestamp and offset deltas are assumed to take their longest encodings.
+    /// Fit for sizing buffers before a batch exists (Kafka's `estimateSizeInBytesUpperBound`).
+    #[must_use]
+    pub fn estimated_record_size(record: &Record) -> usize {
+        let body = 1 + MAX_VARLONG_LEN + MAX_VARINT_LEN + payload_len(record);
+        len_prefix_len(body) + body
+    }
+
+    /// Whether `record` fits without the batch growing past `batch_size` bytes.
+    ///
+    /// As in Kafka's `MemoryRecordsBuilder.hasRoomFor`, an empty builder always has room, so
+    /// a record larger than `batch.size` still gets a batch of its own, and the size checked
+    /// is the exact one the record would take here (its real deltas), so a batch packs as
+    /// many records as Kafka's would.
+    #[must_use]
+    pub fn has_room_for(&self, record: &Record, batch_size: usize) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let body = self.body_len(record);
+        let needed = len_prefix_len(body) + body;
+        self.size_in_bytes().saturating_add(needed) <= batch_size
+    }
+
+    /// Appends `record` with the next offset delta; its timestamp delta is taken from the
+    /// first record's timestamp, which becomes the batch's base timestamp.
+    ///
+    /// Writes only into the builder's buffer: one `reserve` (no-op while the capacity hint
+    /// suffices), no other allocation.
+    ///
+    /// # Panics
+    ///
+    /// If a key, value, header or the record is longer than `i32::MAX` bytes, or the batch
+    /// would hold more than `i32::MAX` records: Kafka cannot represent either, and the
+    /// producer's `max.request.size` check rejects such records before they get here.
+    pub fn append(&mut self, record: &Record) {
+        if self.record_count == 0 {
+            self.base_timestamp = record.timestamp;
+            self.max_timestamp = record.timestamp;
+        } else {
+            self.max_timestamp = self.max_timestamp.max(record.timestamp);
+        }
+        // Kafka computes the delta in wrapping 64-bit arithmetic; the reader adds it back the
+        // same way, so every pair of timestamps round trips.
+        let timestamp_delta = record.timestamp.wrapping_sub(self.base_timestamp);
+        let offset_delta = self.record_count;
+        let body = self.body_len(record);
+        let body_i32 = to_i32(body);
+
+        let buf = &mut self.buf;
+        buf.reserve(varint_len(body_i32) + body);
+        put_varint(buf, body_i32);
+        buf.put_i8(0);
+        put_varlong(buf, timestamp_delta);
+        put_varint(buf, offset_delta);
+        put_nullable(buf, record.key.as_deref());
+        put_nullable(buf, record.value.as_deref());
+        put_varint(buf, to_i32(record.headers.len()));
+        for header in &record.headers {
+            put_varint(buf, to_i32(header.key.len()));
+            buf.put_slice(&header.key);
+            put_nullable(buf, header.value.as_deref());
+        }
+        self.record_count = self
+            .record_count
+            .checked_add(1)
+            .expect("a batch holds at most i32::MAX records");
+    }
+
+    /// Records appended so far.
+    #[must_use]
+    pub fn record_count(&self) -> i32 {
+        self.record_count
+    }
+
+    /// The size the finished batch will have, header included.
+    #[must_use]
+    pub fn size_in_bytes(&self) -> usize {
+        // With a codec this would become an estimate of the compressed size.
+        self.buf.len()
+    }
+
+    /// Whether no record was appended.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.record_count == 0
+    }
+
+    /// Writes the header and returns the batch, ready for [`stamp`].
+    ///
+    /// The header is a fresh producer's: baseOffset 0, partitionLeaderEpoch -1, no producer id,
+    /// epoch or sequence (-1), CreateTime, not transactional, not control. The CRC is
+    /// computed here, once; [`stamp`] recomputes it after writing the producer fields.
+    /// An empty builder yields a valid batch with recordCount 0 and timestamps -1.
+    ///
+    /// # Panics
+    ///
+    /// If the batch is longer than `i32::MAX` bytes (see [`BatchBuilder::append`]).
+    #[must_use]
+    pub fn finish(self) -> BytesMut {
+        let Self {
+            mut buf,
+            compression,
+            record_count,
+            base_timestamp,
+            max_timestamp,
+        } = self;
+        // A codec would compress buf[RECORD_BATCH_OVERHEAD..] here, before the length is known.
+        let batch_length = to_i32(buf.len() - LOG_OVERHEAD);
+        if let Some(h) = buf.first_chunk_mut::<RECORD_BATCH_OVERHEAD>() {
+            put_at(h, BASE_OFFSET, 0i64.to_be_bytes());
+            put_at(h, BATCH_LENGTH, batch_length.to_be_bytes());
+            put_at(
+                h,
+                PARTITION_LEADER_EPOCH,
+                NO_PARTITION_LEADER_EPOCH.to_be_bytes(),
+            );
+            put_at(h, MAGIC, MAGIC_V2.to_be_bytes());
+            put_at(h, ATTRIBUTES, compression.attribute_bits().to_be_bytes());
+            put_at(
+                h,
+                LAST_OFFSET_DELTA,
+                (record_count - 1).max(0).to_be_bytes(),
+            );
+            put_at(h, BASE_TIMESTAMP, base_timestamp.to_be_bytes());
+            put_at(h, MAX_TIMESTAMP, max_timestamp.to_be_bytes());
+            put_at(h, PRODUCER_ID, ProducerId::NONE.0.to_be_bytes());
+            put_at(h, PRODUCER_EPOCH, ProducerEpoch::NONE.0.to_be_bytes());
+            put_at(h, BASE_SEQUENCE, NO_SEQUENCE.to_be_bytes());
+            put_at(h, RECORD_COUNT, record_count.to_be_bytes());
+        }
+        write_crc(&mut buf);
+        buf
+    }
+
+    /// Encoded size of `record` after the length prefix, were it appended next.
+    fn body_len(&self, record: &Record) -> usize {
+        let timestamp_delta = record.timestamp.wrapping_sub(self.base_timestamp);
+        1 + varlong_len(timestamp_delta) + varint_len(self.record_count) + payload_len(record)
+    }
+}
+
+/// Header fields read back from a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BatchHeader {
+    /// First offset; 0 in a producer's batch.
+    pub base_offset: i64,
+    /// Bytes after the batchLength field; the batch is `batch_length + 12` bytes long.
+    pub batch_length: i32,
+    /// Producer id, [`ProducerId::NONE`] if unstamped.
+    pub producer_id: ProducerId,
+    /// Producer epoch, [`ProducerEpoch::NONE`] if unstamped.
+    pub producer_epoch: ProducerEpoch,
+    /// Sequence of the first record, -1 if unstamped.
+    pub base_sequence: i32,
+    /// Number of records.
+    pub record_count: i32,
+    /// Attribute bit 4: the batch belongs to a transaction.
+    pub transactional: bool,
+    /// Attribute bit 5: a broker-written commit/abort marker batch.
+    pub control: bool,
+    /// The stored CRC (verified by [`read_header`]).
+    pub crc: u32,
+    /// Offset delta of the last record.
+    pub last_offset_delta: i32,
+    /// Timestamp of the first record.
+    pub base_timestamp: i64,
+    /// Largest record timestamp.
+    pub max_timestamp: i64,
+}
+
+/// Reads and checks a batch's header: exact length, magic 2, CRC, non-negative count.
+///
+/// `batch` must be exactly one batch (no trailing bytes), as the producer hands them around.
+pub fn read_header(batch: &[u8]) -> Result<BatchHeader, RecordError> {
+    let h = check_frame(batch)?;
+    let expected = u32::from_be_bytes(get_at(h, CRC));
+    let actual = crc32c::crc32c(batch.get(ATTRIBUTES..).unwrap_or_default());
+    if expected != actual {
+        return Err(RecordError::BadCrc { expected, actual });
+    }
+    let attributes = i16::from_be_bytes(get_at(h, ATTRIBUTES));
+    Ok(BatchHeader {
+        base_offset: i64::from_be_bytes(get_at(h, BASE_OFFSET)),
+        batch_length: i32::from_be_bytes(get_at(h, BATCH_LENGTH)),
+        producer_id: ProducerId(i64::from_be_bytes(get_at(h, PRODUCER_ID))),
+        producer_epoch: ProducerEpoch(i16::from_be_bytes(get_at(h, PRODUCER_EPOCH))),
+        base_sequence: i32::from_be_bytes(get_at(h, BASE_SEQUENCE)),
+        record_count: i32::from_be_bytes(get_at(h, RECORD_COUNT)),
+        transactional: attributes & TRANSACTIONAL_BIT != 0,
+        control: attributes & CONTROL_BIT != 0,
+        crc: expected,
+        last_offset_delta: i32::from_be_bytes(get_at(h, LAST_OFFSET_DELTA)),
+        base_timestamp: i64::from_be_bytes(get_at(h, BASE_TIMESTAMP)),
+        max_timestamp: i64::from_be_bytes(get_at(h, MAX_TIMESTAMP)),
+    })
+}
+
+/// Writes (producer id, epoch, base sequence, transactional bit) into an encoded batch in
+/// place and recomputes the CRC. No record bytes are copied or moved, nothing is allocated.
+///
+/// The frame is checked as [`read_header`] does (length, magic, count) but the old CRC is not
+/// verified: it is about to be replaced, and checking it would hash the batch twice on the
+/// path every retry takes. Any identity may be stamped, [`ProducerIdAndEpoch::NONE`] and
+/// sequence -1 included, which make the batch unstamped again.
+pub fn stamp(
+    batch: &mut [u8],
+    id: ProducerIdAndEpoch,
+    base_sequence: Sequence,
+    transactional: bool,
+) -> Result<(), RecordError> {
+    check_frame(batch)?;
+    let h = batch
+        .first_chunk_mut::<RECORD_BATCH_OVERHEAD>()
+        .ok_or(RecordError::Truncated)?;
+    put_at(h, PRODUCER_ID, id.id.0.to_be_bytes());
+    put_at(h, PRODUCER_EPOCH, id.epoch.0.to_be_bytes());
+    put_at(h, BASE_SEQUENCE, base_sequence.0.to_be_bytes());
+    let attributes = i16::from_be_bytes(get_at(h, ATTRIBUTES));
+    let attributes = if transactional {
+        attributes | TRANSACTIONAL_BIT
+    } else {
+        attributes & !TRANSACTIONAL_BIT
+    };
+    put_at(h, ATTRIBUTES, attributes.to_be_bytes());
+    write_crc(batch);
+    Ok(())
+}
+
+/// Decodes the records of an uncompressed batch this module wrote (used for
+/// `MESSAGE_TOO_LARGE` splits and by tests).
+///
+/// Checks everything [`read_header`] does, then that every record is well formed, that
+/// offset deltas are 0, 1, 2, ... as a producer writes them (the sequences of a split rely on
+/// it), that lastOffsetDelta agrees, and that no bytes follow the last record. The returned
+/// keys, values and headers are slices of one copy of the records section.
+pub fn decode_records(batch: &[u8]) -> Result<Vec<Record>, RecordError> {
+    decode(batch).map(|(_, records)| records)
+}
+
+/// Splits a batch into batches of at most `target_size` bytes each (at least one record per
+/// batch, so a record larger than `target_size` gets a batch of its own), preserving record
+/// order, keys, values, headers and timestamps.
+///
+/// Outputs are unstamped (producer id -1, sequence -1, not transactional) whatever the input
+/// was; the caller stamps them with consecutive sequences. A batch with no records splits
+/// into none. Control batches are refused: brokers write them, producers never resend them.
+pub fn split(batch: &[u8], target_size: usize) -> Result<Vec<BytesMut>, RecordError> {
+    let (header, records) = decode(batch)?;
+    if header.control {
+        return Err(RecordError::Malformed("control batches cannot be split"));
+    }
+    // No part is larger than the whole plus a header, whatever target_size says; bounding the
+    // hint keeps a huge target_size from reserving memory that will never be used.
+    let hint = target_size.min(batch.len());
+    let mut parts = Vec::new();
+    let mut builder = BatchBuilder::new(Compression::None, hint);
+    for record in &records {
+        if !builder.has_room_for(record, target_size) {
+            let full = core::mem::replace(&mut builder, BatchBuilder::new(Compression::None, hint));
+            parts.push(full.finish());
+        }
+        builder.append(record);
+    }
+    if !builder.is_empty() {
+        parts.push(builder.finish());
+    }
+    Ok(parts)
+}
+
+/// Header and records of an uncompressed batch.
+fn decode(batch: &[u8]) -> Result<(BatchHeader, Vec<Record>), RecordError> {
+    let header = read_header(batch)?;
+    let attributes = i16::from_be_bytes(get_at(check_frame(batch)?, ATTRIBUTES));
+    if attributes & CODEC_MASK != 0 {
+        return Err(RecordError::Compressed);
+    }
+    let expected_last = header.record_count.saturating_sub(1).max(0);
+    if header.last_offset_delta != expected_last {
+        return Err(RecordError::Malformed(
+            "lastOffsetDelta does not match recordCount",
+        ));
+    }
+    // One copy of the records section; every key, value and header is a slice of it.
+    let section = Bytes::copy_from_slice(batch.get(RECORD_BATCH_OVERHEAD..).unwrap_or_default());
+    let count = usize::try_from(header.record_count).unwrap_or(0);
+    let mut records = Vec::with_capacity(count.min(section.len() / MIN_RECORD_LEN));
+    let mut reader = Reader {
+        data: &section,
+        pos: 0,
+        end: section.len(),
+        eof: RecordError::Truncated,
+    };
+    for index in 0..header.record_count {
+        let len = reader.length()?;
+        let end = reader
+            .pos
+            .checked_add(len)
+            .filter(|&e| e <= reader.end)
+            .ok_or(RecordError::Truncated)?;
+        let mut r = Reader {
+            data: &section,
+            pos: reader.pos,
+            end,
+            eof: RecordError::Malformed("record fields run past the record's length"),
+        };
+        reader.pos = end;
+        records.push(r.record(index, header.base_timestamp)?);
+        if r.pos != end {
+            return Err(RecordError::Malformed("record length exceeds its fields"));
+        }
+    }
+    if reader.pos != reader.end {
+        return Err(RecordError::Malformed("bytes after the last record"));
+    }
+    Ok((header, records))
+}
+
+/// Checks framing (header present, magic 2, batchLength matches the slice exactly,
+/// recordCount non-negative) and returns the header bytes.
+fn check_frame(batch: &[u8]) -> Result<&HeaderBytes, RecordError> {
+    let h = batch
+        .first_chunk::<RECORD_BATCH_OVERHEAD>()
+        .ok_or(RecordError::Truncated)?;
+    let magic = i8::from_be_bytes(get_at(h, MAGIC));
+    if magic != MAGIC_V2 {
+        return Err(RecordError::BadMagic(magic));
+    }
+    let batch_length = i32::from_be_bytes(get_at(h, BATCH_LENGTH));
+    let total = usize::try_from(batch_length)
+        .ok()
+        .and_then(|l| l.checked_add(LOG_OVERHEAD))
+        .filter(|&t| t >= RECORD_BATCH_OVERHEAD)
+        .ok_or(RecordError::Malformed(
+            "batchLength is shorter than the batch header",
+        ))?;
+    if batch.len() < total {
+        return Err(RecordError::Truncated);
+    }
+    if batch.len() > total {
+        return Err(RecordError::Malformed("bytes after the end of the batch"));
+    }
+    if i32::from_be_bytes(get_at(h, RECORD_COUNT)) < 0 {
+        return Err(RecordError::Malformed("negative recordCount"));
+    }
+    Ok(h)
+}
+
+/// Recomputes the CRC over attributes..end and stores it.
+fn write_crc(batch: &mut [u8]) {
+    let crc = crc32c::crc32c(batch.get(ATTRIBUTES..).unwrap_or_default());
+    if let Some(h) = batch.first_chunk_mut::<RECORD_BATCH_OVERHEAD>() {
+        put_at(h, CRC, crc.to_be_bytes());
+    }
+}
+
+/// Copies `N` header bytes at `at` (a constant offset inside the header).
+fn get_at<const N: usize>(h: &HeaderBytes, at: usize) -> [u8; N] {
+    let mut out = [0; N];
+    out.copy_from_slice(&h[at..at + N]);
+    out
+}
+
+/// Stores `N` bytes at `at` (a constant offset inside the header).
+fn put_at<const N: usize>(h: &mut HeaderBytes, at: usize, bytes: [u8; N]) {
+    h[at..at + N].copy_from_slice(&bytes);
+}
+
+/// Encoded size of a record's key, value and headers: everything but length, attributes
+/// and the two deltas.
+fn payload_len(record: &Record) -> usize {
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|h| len_prefix_len(h.key.len()) + h.key.len() + nullable_len(h.value.as_deref()))
+        .sum();
+    nullable_len(record.key.as_deref())
+        + nullable_len(record.value.as_deref())
+        + len_prefix_len(record.headers.len())
+        + headers
+}
+
+fn nullable_len(bytes: Option<&[u8]>) -> usize {
+    bytes.map_or(1, |b| len_prefix_len(b.len()) + b.len())
+}
+
+/// Size of a non-negative length as a zigzag varint. Takes `usize` so estimates never need
+/// a fallible conversion; beyond `i32::MAX` it keeps growing, which is still an upper bound.
+fn len_prefix_len(len: usize) -> usize {
+    uvarint_len((len as u64).saturating_mul(2))
+}
+
+const fn uvarint_len(v: u64) -> usize {
+    // 7 payload bits per byte; `| 1` makes 0 take one byte.
+    ((70 - (v | 1).leading_zeros()) / 7) as usize
+}
+
+fn varint_len(v: i32) -> usize {
+    uvarint_len(u64::from(zigzag32(v)))
+}
+
+fn varlong_len(v: i64) -> usize {
+    uvarint_len(zigzag64(v))
+}
+
+const fn zigzag32(v: i32) -> u32 {
+    ((v << 1) ^ (v >> 31)) as u32
+}
+
+const fn zigzag64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn put_uvarint(buf: &mut BytesMut, mut v: u64) {
+    if v < 0x80 {
+        buf.put_u8(v as u8);
+        return;
+    }
+    let mut tmp = [0u8; MAX_VARLONG_LEN];
+    let mut n = 0;
+    while v >= 0x80 && n < MAX_VARLONG_LEN - 1 {
+        tmp[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    tmp[n] = v as u8;
+    buf.put_slice(&tmp[..=n]);
+}
+
+fn put_varint(buf: &mut BytesMut, v: i32) {
+    put_uvarint(buf, u64::from(zigzag32(v)));
+}
+
+fn put_varlong(buf: &mut BytesMut, v: i64) {
+    put_uvarint(buf, zigzag64(v));
+}
+
+fn put_nullable(buf: &mut BytesMut, bytes: Option<&[u8]>) {
+    match bytes {
+        Some(b) => {
+            put_varint(buf, to_i32(b.len()));
+            buf.put_slice(b);
+        }
+        None => put_varint(buf, -1),
+    }
+}
+
+fn to_i32(len: usize) -> i32 {
+    i32::try_from(len).expect("Kafka lengths and counts fit in an i32")
+}
+
+/// A bounds-checked cursor over `data[pos..end]`; every read fails with `eof` instead of
+/// panicking when the bytes run out.
+struct Reader<'a> {
+    data: &'a Bytes,
+    pos: usize,
+    end: usize,
+    eof: RecordError,
+}
+
+impl Reader<'_> {
+    fn u8(&mut self) -> Result<u8, RecordError> {
+        if self.pos >= self.end {
+            return Err(self.eof.clone());
+        }
+        let b = self
+            .data
+            .get(self.pos)
+            .copied()
+            .ok_or(RecordError::Truncated)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn uvarint(&mut self, max_len: usize) -> Result<u64, RecordError> {
+        let mut value = 0u64;
+        for i in 0..max_len {
+            let b = self.u8()?;
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                // Only a 10-byte varlong's last byte can carry bits past 64.
+                if i == MAX_VARLONG_LEN - 1 && b > 1 {
+                    return Err(RecordError::Malformed("varlong overflows 64 bits"));
+                }
+                return Ok(value);
+            }
+        }
+        Err(RecordError::Malformed(
+            "varint longer than its maximum length",
+        ))
+    }
+
+    fn varint(&mut self) -> Result<i32, RecordError> {
+        let raw = u32::try_from(self.uvarint(MAX_VARINT_LEN)?)
+            .map_err(|_| RecordError::Malformed("varint overflows 32 bits"))?;
+        Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+    }
+
+    fn varlong(&mut self) -> Result<i64, RecordError> {
+        let raw = self.uvarint(MAX_VARLONG_LEN)?;
+        Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+    }
+
+    /// A length that must not be negative.
+    fn length(&mut self) -> Result<usize, RecordError> {
+        usize::try_from(self.varint()?).map_err(|_| RecordError::Malformed("negative length"))
+    }
+
+    fn bytes(&mut self, len: usize) -> Result<Bytes, RecordError> {
+        let end = self
+            .pos
+            .checked_add(len)
+            .filter(|&e| e <= self.end)
+            .ok_or_else(|| self.eof.clone())?;
+        let out = self.data.slice(self.pos..end);
+        self.pos = end;
+        Ok(out)
+    }
+
+    /// Length-prefixed bytes where length -1 means null.
+    fn nullable(&mut self) -> Result<Option<Bytes>, RecordError> {
+        match self.varint()? {
+            -1 => Ok(None),
+            len => match usize::try_from(len) {
+                Ok(len) => self.bytes(len).map(Some),
+                Err(_) => Err(RecordError::Malformed("length below -1")),
+            },
+        }
+    }
+
+    /// One record's fields after its length prefix.
+    fn record(&mut self, index: i32, base_timestamp: i64) -> Result<Record, RecordError> {
+        let _attributes = self.u8()?; // unused by Kafka in v2
+        let timestamp_delta = self.varlong()?;
+        if self.varint()? != index {
+            return Err(RecordError::Malformed(
+                "offset delta does not match the record's position",
+            ));
+        }
+        let key = self.nullable()?;
+        let value = self.nullable()?;
+        let count = self.length()?;
+        let room = self.end.saturating_sub(self.pos) / MIN_HEADER_LEN;
+        let mut headers = Vec::with_capacity(count.min(room));
+        for _ in 0..count {
+            let key = self.length()?;
+            let key = self.bytes(key)?;
+            let value = self.nullable()?;
+            headers.push(Header { key, value });
+        }
+        Ok(Record {
+            key,
+            value,
+            headers,
+            timestamp: base_timestamp.wrapping_add(timestamp_delta),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

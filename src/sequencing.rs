@@ -1,0 +1,107 @@
+//! Epoch bumps (KIP-360) and unresolved sequences: Java's `requestIdempotentEpochBump`,
+//! `bumpIdempotentProducerEpoch`, `startSequencesAtBeginning`, `markSequenceUnresolved`
+//! and `maybeResolveSequences`, for the idempotent producer.
+
+use crate::io::Event;
+use crate::producer::{IdState, Producer};
+use crate::types::{ProducerIdAndEpoch, Sequence};
+
+impl Producer {
+    /// Asks for an epoch bump that rewrites partition `p`'s in-flight sequences.
+    pub(crate) fn request_bump(&mut self, p: u32) {
+        self.bump_required = true;
+        let part = &mut self.partitions[p as usize];
+        if !part.awaiting_rewrite {
+            part.awaiting_rewrite = true;
+            self.rewrite.push(p);
+        }
+    }
+
+    pub(crate) fn mark_unresolved(&mut self, p: u32, expected_after: Sequence) {
+        let part = &mut self.partitions[p as usize];
+        if part.unresolved.is_none() {
+            self.unresolved.push(p);
+        }
+        part.mark_unresolved(expected_after);
+    }
+
+    /// Java's `maybeResolveSequences`: once an unresolved partition has nothing in
+    /// flight, either later acks prove the lost batch landed (the last ack is the last
+    /// sequence handed out), or nobody knows, and only a new epoch makes the next
+    /// sequence safe.
+    pub(crate) fn maybe_resolve_sequences(&mut self) {
+        let mut i = 0;
+        while i < self.unresolved.len() {
+            let p = self.unresolved[i];
+            let part = &self.partitions[p as usize];
+            if !part.inflight.is_empty() || !part.on_wire.is_empty() {
+                i += 1;
+                continue;
+            }
+            // A stale partition with nothing in flight restarts at 0 under the current
+            // identity anyway, so its old sequences no longer matter.
+            let stale = part.producer_id != self.producer_id;
+            let landed = stale || part.is_next_sequence(part.next_sequence);
+            self.partitions[p as usize].unresolved = None;
+            self.unresolved.swap_remove(i);
+            if !landed {
+                self.request_bump(p);
+            }
+        }
+    }
+
+    /// Java's `bumpIdempotentEpochAndResetIdIfNeeded`, deferred until no partition to
+    /// rewrite has a batch on the wire: after that no answer can arrive for a batch
+    /// under its old numbering, and no batch on the wire is renumbered behind the
+    /// broker's back.
+    pub(crate) fn maybe_apply_epoch_bump(&mut self) {
+        if !self.bump_required || self.id_state != IdState::Ready {
+            return;
+        }
+        if self.rewrite.iter().any(|&p| !self.partitions[p as usize].on_wire.is_empty()) {
+            return;
+        }
+        match self.producer_id.epoch.next() {
+            Some(epoch) => {
+                self.producer_id = ProducerIdAndEpoch { id: self.producer_id.id, epoch };
+                self.apply_rewrites();
+                self.events.push_back(Event::ProducerIdChanged { id: self.producer_id });
+            }
+            _ => {
+                // Epochs do not wrap: a new producer id is needed. The rewrite waits for
+                // it (partitions stay blocked), so nothing goes out stamped with no id.
+                self.producer_id = ProducerIdAndEpoch::NONE;
+                self.id_state = IdState::Needed;
+            }
+        }
+    }
+
+    /// Java's `startSequencesAtBeginning` for every partition awaiting a rewrite: its
+    /// in-flight batches (all back in its queue) are renumbered from 0 under the new
+    /// identity, in their order, and marked reopened.
+    pub(crate) fn apply_rewrites(&mut self) {
+        let global = self.producer_id;
+        let transactional = self.config.is_transactional();
+        for p in core::mem::take(&mut self.rewrite) {
+            let part = &mut self.partitions[p as usize];
+            let mut seq = Sequence::ZERO;
+            for &id in &part.inflight {
+                let b = self.batches.get_mut(id).expect("in-flight batch is live");
+                debug_assert!(b.on_wire.is_none(), "rewrite of a batch on the wire");
+                b.stamp = Some(crate::batch::Stamp { id: global, base_sequence: seq });
+                b.reopened = true;
+                seq = seq.add(b.record_count);
+                b.write_stamp(transactional);
+            }
+            part.producer_id = global;
+            part.next_sequence = seq;
+            part.last_acked_sequence = None;
+            part.awaiting_rewrite = false;
+            if part.unresolved.take().is_some() {
+                self.unresolved.retain(|&u| u != p);
+            }
+        }
+        self.bump_required = false;
+        self.stats.epoch_bumps += 1;
+    }
+}
