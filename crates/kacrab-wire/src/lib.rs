@@ -100,6 +100,9 @@ pub mod messages;
 mod reader;
 mod versions;
 
+/// The `bytes` crate this API speaks ([`bytes::Bytes`] frames and record batches).
+pub use bytes;
+
 pub use api::{ApiKey, VersionRange};
 pub use connection::{Connection, DecodedResponse, EncodedRequest, InFlight};
 pub use error::{DecodeError, WireError};
