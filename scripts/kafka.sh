@@ -13,6 +13,7 @@
 #   scripts/kafka.sh kill-node N | restart-node N
 #   scripts/kafka.sh create-topic <bootstrap> <topic> <partitions> <rf>
 #   scripts/kafka.sh describe-topic <bootstrap> <topic>
+#   scripts/kafka.sh wait-leaders <bootstrap> <topic> [--not N] [--timeout S]
 #   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
 #   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID]
 #   scripts/kafka.sh features <bootstrap>
@@ -62,7 +63,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -196,9 +197,14 @@ num.io.threads=4
 num.recovery.threads.per.data.dir=1
 log.retention.hours=24
 EOF
-  # Extra broker settings from the caller, one key=value per line.
+  # Extra broker settings from the caller: key=value words separated by
+  # spaces or newlines; later keys override the ones above.
   if [ -n "${KACRAB_KAFKA_BROKER_PROPS:-}" ]; then
-    printf '%s\n' "$KACRAB_KAFKA_BROKER_PROPS" >>"$dir/server.properties"
+    local kv
+    set -f
+    # shellcheck disable=SC2086
+    for kv in $KACRAB_KAFKA_BROKER_PROPS; do printf '%s\n' "$kv"; done >>"$dir/server.properties"
+    set +f
   fi
 }
 
@@ -213,6 +219,9 @@ format_node() { # format_node <dir> <cluster-id>
 
 launch_node() { # launch_node <dir>   (background; pid -> <dir>/kafka.pid)
   local dir="$1"
+  # wait_ready looks for "Kafka Server started" in server.log: keep the
+  # previous run's log aside (restart-node).
+  if [ -f "$dir/logs/server.log" ]; then mv -f "$dir/logs/server.log" "$dir/logs/server.log.prev"; fi
   # shellcheck disable=SC2086
   nohup java $BROKER_HEAP "${BROKER_JVM_OPTS[@]}" \
     -Dkafka.logs.dir="$dir/logs" \
@@ -247,7 +256,13 @@ wait_ready() {
       pid_alive "$(node_pid "$d")" || { log "broker in $d exited during startup"; dump_logs "$d"; return 1; }
     done
     ok=1
-    for p in "${ports[@]}"; do port_open "$p" || { ok=0; break; }; done
+    # Cheap checks first (every JVM poll costs ~1 s of CPU on 2 cores): the
+    # node logged "Kafka Server started" (KRaft: after it was unfenced) and
+    # its port accepts connections.
+    for d in "${dirs[@]}"; do
+      grep -q 'Kafka Server started' "$d/logs/server.log" 2>/dev/null || { ok=0; break; }
+    done
+    if [ "$ok" = 1 ]; then for p in "${ports[@]}"; do port_open "$p" || { ok=0; break; }; done; fi
     if [ "$ok" = 1 ]; then
       out="$(timeout 30 java "${ADMIN_JVM_OPTS[@]}" -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" \
         -cp "$LIBS/*" org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$bs" 2>/dev/null || true)"
@@ -259,7 +274,7 @@ wait_ready() {
     if [ "$(date +%s)" -ge "$deadline" ]; then
       log "brokers not ready after ${START_TIMEOUT}s"; dump_logs "${dirs[@]}"; return 1
     fi
-    sleep 1
+    sleep 0.5
   done
 }
 
@@ -296,6 +311,7 @@ cmd_start_single() {
     [ "$old" = "$port" ] || die "a single broker is already running on port $old (scripts/kafka.sh stop single)"
     log "single broker already running (pid $(node_pid "$dir"))"
     echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"; echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
+    report_features "127.0.0.1:$port"
     return 0
   fi
   check_ports_free "$port" "$cport"
@@ -454,6 +470,37 @@ cmd_describe_topic() {
   run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --describe --topic "$2"
 }
 
+# wait-leaders: poll TopicCommand --describe until every partition has a
+# leader (and, with --not N, none is led by node N: after kill-node N the
+# controller moves leadership only once N's broker session times out,
+# broker.session.timeout.ms = 9 s, plus a KRaft election if N was the active
+# controller). Prints the final description.
+cmd_wait_leaders() {
+  [ $# -ge 2 ] || die "wait-leaders <bootstrap> <topic> [--not N] [--timeout S]"
+  local bs="$1" topic="$2" not="" tmo=60; shift 2
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --not) not="${2:?--not needs a node id}"; shift 2 ;;
+      --timeout) tmo="${2:?--timeout needs seconds}"; shift 2 ;;
+      *) die "unknown wait-leaders option $1" ;;
+    esac
+  done
+  ensure_fetched
+  local deadline=$(( $(date +%s) + tmo )) out t0; t0=$(now_ms)
+  while :; do
+    out="$(run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$bs" --describe --topic "$topic" 2>/dev/null || true)"
+    if grep -q 'Partition: ' <<<"$out" \
+        && ! grep -Eq 'Leader: (none|-1)([[:space:]]|$)' <<<"$out" \
+        && { [ -z "$not" ] || ! grep -Eq "Leader: $not([[:space:]]|\$)" <<<"$out"; }; then
+      printf '%s\n' "$out"
+      log "leaders of $topic settled in $(secs_since "$t0")s"
+      return 0
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || { printf '%s\n' "$out" >&2; die "leaders of $topic not settled after ${tmo}s"; }
+    sleep 1
+  done
+}
+
 cmd_features() {
   [ $# -eq 1 ] || die "features <bootstrap>"
   ensure_fetched
@@ -495,6 +542,10 @@ cmd_perf() {
     esac
   done
   ensure_fetched
+  # auto.create.topics.enable=false: a missing topic would make every send()
+  # block for max.block.ms (60 s), i.e. forever for a million records.
+  run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$bs" --describe \
+    --topic "$topic" >/dev/null 2>&1 || die "topic $topic does not exist on $bs (create-topic first)"
   mkdir -p "$LOGS"
   local out="$LOGS/perf-$topic.log" tv="$LOGS/perf-$topic.time" pp=--command-property
   ver_ge "$KAFKA_VERSION" 4.2 || pp=--producer-props
@@ -537,10 +588,11 @@ main() {
     describe-topic) cmd_describe_topic "$@" ;;
     consume) cmd_consume "$@" ;;
     perf) cmd_perf "$@" ;;
+    wait-leaders) cmd_wait_leaders "$@" ;;
     features) cmd_features "$@" ;;
     status) cmd_status ;;
     -h|--help|help) usage 0 ;;
     *) log "unknown command: $sub"; usage ;;
   esac
 }
-main "$@"
+main "$@"; exit $?   # on one line: bash never reads past it, even if this file is edited while running

@@ -11,13 +11,23 @@ use crate::reader::{Reader, R};
 pub const UNSUPPORTED_VERSION: i16 = 35;
 
 /// ApiVersions request. The software name and version go on the wire from v3 on; brokers
-/// reject (INVALID_REQUEST) names outside `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+/// reject (INVALID_REQUEST) values outside `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`,
+/// empty ones included. The default names this crate: `kacrab` and its version.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiVersionsRequest {
     /// The client's software name (v3+).
     pub client_software_name: String,
     /// The client's software version (v3+).
     pub client_software_version: String,
+}
+
+impl Default for ApiVersionsRequest {
+    fn default() -> Self {
+        Self {
+            client_software_name: "kacrab".into(),
+            client_software_version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
 }
 
 impl ApiVersionsRequest {

@@ -41,7 +41,6 @@ use crate::reader::{Reader, R};
 
 /// Any request this crate encodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[allow(clippy::large_enum_variant)]
 pub enum Request {
     /// ApiVersions.
     ApiVersions(ApiVersionsRequest),

@@ -1,0 +1,94 @@
+//! Sans-IO glue between the producer core and the Kafka wire.
+//!
+//! A [`Session`] owns the core [`Producer`](kacrab_idempotence::Producer) and one
+//! [`kacrab_wire::Connection`] per broker socket. It routes the core's requests to
+//! connections, negotiates versions with ApiVersions, turns response frames into the
+//! core's inputs, and keeps the broker addresses that Metadata reports. It opens no
+//! socket, reads no clock and makes no retry, sequence or batching decision: those are
+//! the core's. A driver (Tokio tasks, or a plain loop over `std::net`) only moves bytes
+//! and time:
+//!
+//! ```text
+//! loop {
+//!     while let Some(out) = session.poll_output(now) {
+//!         match out {
+//!             Output::Connect { conn, addr } => open a socket to addr, then
+//!                 session.handle_connected(conn, now) (or handle_connect_failed),
+//!             Output::Transmit { conn, frame } => write frame to conn's socket, in order,
+//!             Output::Close { conn } => close conn's socket,
+//!         }
+//!     }
+//!     while let Some(event) = session.poll_event() { deliver it to the application }
+//!     wait for bytes (session.handle_bytes), a disconnect (session.handle_disconnected),
+//!     an application call, or session.poll_timeout() (session.handle_timeout)
+//! }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod convert;
+mod session;
+
+pub use session::{ConnId, Output, Session};
+
+/// Java-compatible murmur2 partitioning for keyed records: the partition Kafka's default
+/// partitioner picks for `key` among `partitions` partitions.
+#[must_use]
+pub fn partition_for_key(key: &[u8], partitions: i32) -> i32 {
+    let positive = murmur2(key) & 0x7fff_ffff;
+    positive % partitions.max(1)
+}
+
+/// Kafka's murmur2 hash (`Utils.murmur2`), seed `0x9747b28c`.
+#[must_use]
+pub fn murmur2(data: &[u8]) -> i32 {
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let len = data.len();
+    let mut h: u32 = 0x9747_b28c ^ (len as u32);
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let rest = chunks.remainder();
+    if rest.len() >= 3 {
+        h ^= u32::from(rest[2]) << 16;
+    }
+    if rest.len() >= 2 {
+        h ^= u32::from(rest[1]) << 8;
+    }
+    if !rest.is_empty() {
+        h ^= u32::from(rest[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values from Kafka's `UtilsTest.testMurmur2`.
+    #[test]
+    fn murmur2_matches_kafka() {
+        let cases: [(&[u8], i32); 6] = [
+            (b"21", -973_932_308),
+            (b"foobar", -790_332_482),
+            (b"a-little-bit-long-string", -985_981_536),
+            (b"a-little-bit-longer-string", -1_486_304_829),
+            (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58_897_971),
+            (b"abc", 479_470_107),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(murmur2(input), expected, "{}", String::from_utf8_lossy(input));
+        }
+    }
+}

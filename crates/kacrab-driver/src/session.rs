@@ -1,0 +1,476 @@
+//! The [`Session`]: connections, routing and the core's inputs from response frames.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::Bytes;
+use kacrab_idempotence::{
+    Event, KafkaError, Producer, ProducerConfig, ProducerIdAndEpoch, Request, RequestFailure,
+    RequestId, Timestamp,
+};
+use kacrab_wire::messages::{ApiVersionsRequest, MetadataRequest};
+use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
+
+use crate::convert;
+
+/// Names one connection for the life of a session. Never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+/// What the driver must do on the network.
+#[derive(Clone, Debug)]
+#[must_use]
+pub enum Output {
+    /// Open a TCP connection to `addr` (`host:port`), then call
+    /// [`Session::handle_connected`] or [`Session::handle_connect_failed`].
+    Connect {
+        /// The connection.
+        conn: ConnId,
+        /// Where to connect.
+        addr: String,
+    },
+    /// Write `frame` to the connection's socket, after every frame written before it.
+    Transmit {
+        /// The connection.
+        conn: ConnId,
+        /// A whole size-prefixed Kafka frame.
+        frame: Bytes,
+    },
+    /// Close the connection and drop what is still in its socket. Do not call
+    /// [`Session::handle_disconnected`] for it: the session already has.
+    Close {
+        /// The connection.
+        conn: ConnId,
+    },
+}
+
+/// Tags at or above this value name session-owned requests (ApiVersions, bootstrap
+/// metadata); below it, a tag is the core's `RequestId`.
+const SESSION_TAG: u64 = 1 << 63;
+
+#[derive(Debug, PartialEq, Eq)]
+enum ConnState {
+    Connecting,
+    /// ApiVersions sent at this version.
+    Negotiating(i16),
+    Ready,
+}
+
+#[derive(Debug)]
+struct Conn {
+    id: ConnId,
+    /// The broker's node id, or `None` for a bootstrap address.
+    node: Option<i32>,
+    addr: String,
+    state: ConnState,
+    wire: Connection,
+    frames: FrameDecoder,
+    versions: Option<Versions>,
+    /// Requests waiting for the connection to be ready, in order.
+    queued: VecDeque<Pending>,
+}
+
+/// A request waiting for its connection's version negotiation.
+#[derive(Debug)]
+enum Pending {
+    /// The core's.
+    Core(Request),
+    /// The session's own (bootstrap metadata), with its tag.
+    Session(kacrab_wire::Request, u64),
+}
+
+/// The sans-IO producer session: the core plus everything between it and the sockets.
+#[derive(Debug)]
+pub struct Session {
+    core: Producer,
+    client_id: Option<String>,
+    bootstrap: Vec<String>,
+    next_bootstrap: usize,
+    brokers: BTreeMap<i32, String>,
+    partition_counts: BTreeMap<String, i32>,
+    conns: Vec<Conn>,
+    next_conn: u64,
+    next_session_tag: u64,
+    out: VecDeque<Output>,
+}
+
+impl Session {
+    /// A session for `config`, reaching the cluster through `bootstrap` (`host:port`s).
+    #[must_use]
+    pub fn new(config: ProducerConfig, bootstrap: Vec<String>, client_id: Option<String>, now: Timestamp) -> Self {
+        Self {
+            core: Producer::new(config, now),
+            client_id,
+            bootstrap,
+            next_bootstrap: 0,
+            brokers: BTreeMap::new(),
+            partition_counts: BTreeMap::new(),
+            conns: Vec::new(),
+            next_conn: 0,
+            next_session_tag: SESSION_TAG,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// The core, for `send`, `flush`, `close` and getters.
+    pub fn producer(&mut self) -> &mut Producer {
+        &mut self.core
+    }
+
+    /// The core, read-only.
+    #[must_use]
+    pub fn producer_ref(&self) -> &Producer {
+        &self.core
+    }
+
+    /// Partition count of `topic`, once metadata for it arrived.
+    #[must_use]
+    pub fn partition_count(&self, topic: &str) -> Option<i32> {
+        self.partition_counts.get(topic).copied()
+    }
+
+    /// Asks for metadata of `topics` (for example to learn partition counts before the
+    /// first send). Answers update the core's leaders and [`Session::partition_count`].
+    pub fn request_metadata(&mut self, topics: &[&str], now: Timestamp) {
+        let tag = self.next_session_tag;
+        self.next_session_tag += 1;
+        let request = MetadataRequest::topics(topics.iter().map(|t| (*t).to_owned()));
+        let conn = self.any_conn();
+        self.send_session_request(conn, kacrab_wire::Request::Metadata(request), tag, now);
+    }
+
+    /// The next thing the driver must do, if any. Drains the core's requests into
+    /// connections first.
+    pub fn poll_output(&mut self, now: Timestamp) -> Option<Output> {
+        while let Some(request) = self.core.poll_request(now) {
+            self.route(request, now);
+        }
+        self.out.pop_front()
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.core.poll_event()
+    }
+
+    /// When [`Session::handle_timeout`] is next needed.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.core.poll_timeout()
+    }
+
+    /// The clock passed a deadline.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.core.handle_timeout(now);
+    }
+
+    /// The connection is open: negotiate versions.
+    pub fn handle_connected(&mut self, conn: ConnId, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        if c.state != ConnState::Connecting {
+            return;
+        }
+        let version = ApiVersionsRequest::FIRST_VERSION;
+        c.state = ConnState::Negotiating(version);
+        self.send_api_versions(conn, version, now);
+    }
+
+    /// The connection could not be opened: nothing queued on it was sent.
+    pub fn handle_connect_failed(&mut self, conn: ConnId, now: Timestamp) {
+        self.drop_conn(conn, now, false);
+    }
+
+    /// The connection failed after it was open. Requests written on it may have been
+    /// applied by the broker; the core treats them so.
+    pub fn handle_disconnected(&mut self, conn: ConnId, now: Timestamp) {
+        self.drop_conn(conn, now, false);
+    }
+
+    /// Bytes read from the connection's socket.
+    pub fn handle_bytes(&mut self, conn: ConnId, bytes: &[u8], now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        c.frames.extend(bytes);
+        loop {
+            let Some(c) = self.conn_mut(conn) else { return };
+            match c.frames.decode() {
+                Ok(Some(frame)) => self.handle_frame(conn, frame, now),
+                Ok(None) => return,
+                Err(_) => {
+                    // A malformed frame: nothing more on this connection can be trusted.
+                    self.drop_conn(conn, now, true);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn handle_frame(&mut self, conn: ConnId, frame: Bytes, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        let decoded = match c.wire.decode(frame) {
+            Ok(d) => d,
+            Err(_) => {
+                self.drop_conn(conn, now, true);
+                return;
+            }
+        };
+        if let Response::ApiVersions(answer) = &decoded.response {
+            self.handle_api_versions(conn, answer, now);
+            return;
+        }
+        let tag = decoded.tag;
+        match decoded.response {
+            Response::Produce(r) => {
+                let _ = self.core.handle_produce_response(RequestId(tag), &convert::produce_response(&r), now);
+                for ep in &r.node_endpoints {
+                    self.learn_broker(ep.node_id, &ep.host, ep.port, now);
+                }
+            }
+            Response::InitProducerId(r) => {
+                let result = if r.error_code == 0 {
+                    Ok(ProducerIdAndEpoch::new(r.producer_id, r.producer_epoch))
+                } else {
+                    Err(KafkaError::from_code(r.error_code))
+                };
+                let _ = self.core.handle_producer_id(RequestId(tag), result, now);
+            }
+            Response::Metadata(r) => {
+                for b in &r.brokers {
+                    self.learn_broker(b.node_id, &b.host, b.port, now);
+                }
+                for t in &r.topics {
+                    if let (Some(name), 0) = (&t.name, t.error_code) {
+                        self.partition_counts.insert(name.clone(), t.partitions.len() as i32);
+                    }
+                }
+                let md = convert::metadata(&r);
+                let id = (tag < SESSION_TAG).then_some(RequestId(tag));
+                let _ = self.core.handle_metadata(id, &md, now);
+            }
+            _ => {}
+        }
+    }
+
+    fn handle_api_versions(&mut self, conn: ConnId, answer: &kacrab_wire::messages::ApiVersionsResponse, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        let ConnState::Negotiating(sent) = c.state else { return };
+        if answer.error_code == kacrab_wire::messages::UNSUPPORTED_VERSION {
+            match answer.retry_version(sent) {
+                Some(v) => {
+                    c.state = ConnState::Negotiating(v);
+                    self.send_api_versions(conn, v, now);
+                }
+                None => self.drop_conn(conn, now, true),
+            }
+            return;
+        }
+        match Versions::from_response(answer) {
+            Ok(versions) if answer.error_code == 0 => {
+                c.versions = Some(versions);
+                c.state = ConnState::Ready;
+                let queued: Vec<Pending> = c.queued.drain(..).collect();
+                for p in queued {
+                    match p {
+                        Pending::Core(r) => self.write_core_request(conn, r, now),
+                        Pending::Session(r, tag) => self.send_session_request(conn, r, tag, now),
+                    }
+                }
+            }
+            _ => self.drop_conn(conn, now, true),
+        }
+    }
+
+    fn learn_broker(&mut self, node: i32, host: &str, port: i32, now: Timestamp) {
+        let addr = format!("{host}:{port}");
+        if self.brokers.get(&node) == Some(&addr) {
+            return;
+        }
+        self.brokers.insert(node, addr);
+        // A broker that moved: its old connection goes.
+        let stale: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|c| c.node == Some(node) && self.brokers.get(&node) != Some(&c.addr))
+            .map(|c| c.id)
+            .collect();
+        for id in stale {
+            self.drop_conn(id, now, true);
+        }
+    }
+
+    fn route(&mut self, request: Request, now: Timestamp) {
+        match &request {
+            Request::Produce(r) => {
+                let node = r.node.0;
+                match self.node_conn(node) {
+                    Some(conn) => self.enqueue(conn, request, now),
+                    // No address for the leader: the request never leaves. The core
+                    // forgets the leader and asks for metadata.
+                    None => {
+                        let _ = self.core.handle_request_failed(r.id, RequestFailure::NotSent, now);
+                    }
+                }
+            }
+            Request::InitProducerId(_) | Request::Metadata(_) => {
+                let conn = self.any_conn();
+                self.enqueue(conn, request, now);
+            }
+            Request::CloseConnection { node } => {
+                let ids: Vec<ConnId> = self.conns.iter().filter(|c| c.node == Some(node.0)).map(|c| c.id).collect();
+                for id in ids {
+                    self.drop_conn(id, now, true);
+                }
+            }
+        }
+    }
+
+    fn enqueue(&mut self, conn: ConnId, request: Request, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        if c.state == ConnState::Ready {
+            self.write_core_request(conn, request, now);
+        } else {
+            c.queued.push_back(Pending::Core(request));
+        }
+    }
+
+    fn write_core_request(&mut self, conn: ConnId, request: Request, now: Timestamp) {
+        let (id, wire_request) = match &request {
+            Request::Produce(r) => (r.id, kacrab_wire::Request::Produce(convert::produce_request(r))),
+            Request::InitProducerId(r) => (r.id, kacrab_wire::Request::InitProducerId(convert::init_producer_id_request(r))),
+            Request::Metadata(r) => (r.id, kacrab_wire::Request::Metadata(convert::metadata_request(&r.topics))),
+            Request::CloseConnection { .. } => return,
+        };
+        let Some(c) = self.conn_mut(conn) else { return };
+        let versions = c.versions.as_ref().expect("ready connection has versions");
+        let encoded = versions
+            .version_for(&wire_request)
+            .and_then(|v| c.wire.encode(wire_request, v, id.0));
+        match encoded {
+            // With acks=0 nothing comes back; the core already reported those batches.
+            Ok(e) => self.out.push_back(Output::Transmit { conn, frame: e.frame }),
+            Err(_) => {
+                // No version both sides speak: answer the request as the broker would.
+                match request {
+                    Request::Produce(r) => {
+                        let response = kacrab_idempotence::ProduceResponse {
+                            partitions: r
+                                .batches
+                                .iter()
+                                .map(|b| kacrab_idempotence::PartitionResponse::error(b.partition.clone(), KafkaError::UnsupportedVersion))
+                                .collect(),
+                            throttle: std::time::Duration::ZERO,
+                        };
+                        let _ = self.core.handle_produce_response(r.id, &response, now);
+                    }
+                    Request::InitProducerId(r) => {
+                        let _ = self.core.handle_producer_id(r.id, Err(KafkaError::UnsupportedVersion), now);
+                    }
+                    _ => {
+                        let _ = self.core.handle_request_failed(id, RequestFailure::NotSent, now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn send_api_versions(&mut self, conn: ConnId, version: i16, now: Timestamp) {
+        let tag = self.next_session_tag;
+        self.next_session_tag += 1;
+        let Some(c) = self.conn_mut(conn) else { return };
+        let hello = ApiVersionsRequest {
+            client_software_name: "kacrab".into(),
+            client_software_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        match c.wire.encode(hello, version, tag) {
+            Ok(e) => self.out.push_back(Output::Transmit { conn, frame: e.frame }),
+            Err(_) => self.drop_conn(conn, now, true),
+        }
+    }
+
+    fn send_session_request(&mut self, conn: ConnId, request: kacrab_wire::Request, tag: u64, _now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        let Some(versions) = c.versions.as_ref() else {
+            c.queued.push_back(Pending::Session(request, tag));
+            return;
+        };
+        if let Ok(e) = versions.version_for(&request).and_then(|v| c.wire.encode(request, v, tag)) {
+            self.out.push_back(Output::Transmit { conn, frame: e.frame });
+        }
+    }
+
+    /// The connection to `node`, opened if needed; `None` if its address is unknown.
+    fn node_conn(&mut self, node: i32) -> Option<ConnId> {
+        if let Some(c) = self.conns.iter().find(|c| c.node == Some(node)) {
+            return Some(c.id);
+        }
+        let addr = self.brokers.get(&node)?.clone();
+        Some(self.open(Some(node), addr))
+    }
+
+    /// Any connection for cluster-wide requests: a ready one with the fewest requests
+    /// in flight, else one being opened, else a new one to a known broker or bootstrap.
+    fn any_conn(&mut self) -> ConnId {
+        if let Some(c) = self
+            .conns
+            .iter()
+            .filter(|c| c.state == ConnState::Ready)
+            .min_by_key(|c| c.wire.in_flight_count() + c.queued.len())
+        {
+            return c.id;
+        }
+        if let Some(c) = self.conns.first() {
+            return c.id;
+        }
+        if let Some((&node, addr)) = self.brokers.iter().next() {
+            let addr = addr.clone();
+            return self.open(Some(node), addr);
+        }
+        let addr = self.bootstrap[self.next_bootstrap % self.bootstrap.len().max(1)].clone();
+        self.next_bootstrap += 1;
+        self.open(None, addr)
+    }
+
+    fn open(&mut self, node: Option<i32>, addr: String) -> ConnId {
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.conns.push(Conn {
+            id,
+            node,
+            addr: addr.clone(),
+            state: ConnState::Connecting,
+            wire: Connection::new(self.client_id.clone()),
+            frames: FrameDecoder::new(),
+            versions: None,
+            queued: VecDeque::new(),
+        });
+        self.out.push_back(Output::Connect { conn: id, addr });
+        id
+    }
+
+    fn conn_mut(&mut self, conn: ConnId) -> Option<&mut Conn> {
+        self.conns.iter_mut().find(|c| c.id == conn)
+    }
+
+    /// Forgets a connection. Requests written on it are possibly written; queued ones
+    /// never left. With `tell_driver`, the driver is asked to close the socket.
+    fn drop_conn(&mut self, conn: ConnId, now: Timestamp, tell_driver: bool) {
+        let Some(pos) = self.conns.iter().position(|c| c.id == conn) else { return };
+        let mut c = self.conns.remove(pos);
+        if tell_driver {
+            self.out.push_back(Output::Close { conn });
+        }
+        for f in c.wire.take_in_flight() {
+            if f.tag < SESSION_TAG {
+                let _ = self.core.handle_request_failed(RequestId(f.tag), RequestFailure::Disconnected, now);
+            }
+        }
+        for p in c.queued.drain(..) {
+            let Pending::Core(r) = p else { continue };
+            let id = match &r {
+                Request::Produce(p) => p.id,
+                Request::InitProducerId(i) => i.id,
+                Request::Metadata(m) => m.id,
+                Request::CloseConnection { .. } => continue,
+            };
+            let _ = self.core.handle_request_failed(id, RequestFailure::NotSent, now);
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! The broker side of the [`Cluster`]: what a request does when it reaches a broker,
+//! the faults drawn there, crashes, restarts and leadership moves.
+//!
+//! The per-partition rules (dedup, epoch and sequence checks) are the model broker's
+//! ([`PartitionState::append`](crate::broker::PartitionState::append)); this module
+//! only decides whether this broker leads the partition, which lie it tells around the
+//! append, and what the response looks like on the wire.
+
+use std::time::Duration;
+
+use kacrab_idempotence::{
+    Acks, KafkaError, LeaderHint, Metadata, MetadataRequest, NodeId, PartitionMetadata,
+    PartitionResponse, ProduceRequest, ProduceResponse, ProducerIdAndEpoch, RequestId,
+};
+
+use crate::batch;
+use crate::broker::{self, StateTransfer};
+use crate::cluster::Cluster;
+use crate::faults::{FaultKind, PartitionFault, Script};
+use crate::net::{ToBroker, ToClient};
+
+impl Cluster {
+    /// The request at the head of `node`'s connection reaches the broker.
+    pub(crate) fn deliver_request(&mut self, node: NodeId) {
+        let Some(t) = self.net.pop_request(node) else { return };
+        let id = t.msg.id();
+        let gps = match &t.msg {
+            ToBroker::Produce(r) => self.request_partitions(r),
+            _ => Vec::new(),
+        };
+        let scripted = self
+            .take_script(|s| matches!(s, Script::LoseRequest { partition } if gps.contains(partition)))
+            .is_some();
+        if scripted || self.fault_rng.chance(self.rates.request_lost) {
+            self.faults.add(FaultKind::RequestLost);
+            self.trace_line(|| format!("FAULT req {id} lost before node {node} applied it"));
+            self.connection_lost(node, Some(id));
+        } else {
+            match t.msg {
+                ToBroker::Produce(r) => self.broker_produce(node, &r, &gps),
+                ToBroker::InitProducerId(r) => {
+                    let result = if self.fault_rng.chance(self.rates.coordinator_error) {
+                        self.faults.add(FaultKind::CoordinatorError);
+                        Err(KafkaError::CoordinatorNotAvailable)
+                    } else {
+                        let pid = self.next_producer_id;
+                        self.next_producer_id += 1;
+                        Ok(ProducerIdAndEpoch::new(pid, 0))
+                    };
+                    self.trace_line(|| format!("node {node} InitProducerId req {}: {result:?}", r.id));
+                    self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
+                }
+                ToBroker::Metadata(r) => {
+                    let md = self.metadata(&r);
+                    self.respond(node, r.id, ToClient::Metadata(r.id, md), &[]);
+                }
+            }
+        }
+        self.after_input();
+    }
+
+    fn request_partitions(&self, r: &ProduceRequest) -> Vec<usize> {
+        r.batches.iter().filter_map(|b| self.partition_index(&b.partition)).collect()
+    }
+
+    pub(crate) fn take_script(&mut self, pred: impl Fn(&Script) -> bool) -> Option<Script> {
+        let pos = self.scripts.iter().position(|(s, _)| pred(s))?;
+        let (script, times) = &mut self.scripts[pos];
+        let script = *script;
+        *times -= 1;
+        if *times == 0 {
+            self.scripts.remove(pos);
+        }
+        Some(script)
+    }
+
+    fn broker_produce(&mut self, node: NodeId, r: &ProduceRequest, gps: &[usize]) {
+        if self.fault_rng.chance(self.rates.leader_move) {
+            self.random_leader_move();
+        }
+        let crash = self.fault_rng.chance(self.rates.broker_crash) && self.live_brokers() > 1;
+        let crash_before = crash && self.fault_rng.chance(0.5);
+        if crash_before {
+            self.random_crash(node, r.id, "before applying");
+            return;
+        }
+        let resp = self.answer_produce(node, r, gps);
+        if crash {
+            self.random_crash(node, r.id, "after applying");
+            return;
+        }
+        if r.acks == Acks::None {
+            return;
+        }
+        self.respond(node, r.id, ToClient::Produce(r.id, resp), gps);
+    }
+
+    fn random_crash(&mut self, node: NodeId, current: RequestId, when: &str) {
+        let lo = self.config.downtime_min.as_micros() as u64;
+        let hi = self.config.downtime_max.as_micros() as u64;
+        let downtime = Duration::from_micros(self.fault_rng.range(lo, hi));
+        self.trace_line(|| format!("FAULT node {node} crashes {when} req {current}, down for {downtime:?}"));
+        self.crash_inner(node, Some(current), Some(downtime));
+    }
+
+    /// Sends a response back on `node`'s connection, drawing the response faults.
+    fn respond(&mut self, node: NodeId, id: RequestId, msg: ToClient, gps: &[usize]) {
+        let scripted_loss = self
+            .take_script(|s| matches!(s, Script::LoseResponseAfterApply { partition } if gps.contains(partition)))
+            .is_some();
+        if scripted_loss || self.fault_rng.chance(self.rates.response_lost) {
+            self.faults.add(FaultKind::ResponseLostAfterApply);
+            self.trace_line(|| format!("FAULT node {node} applied req {id}, response lost, connection drops"));
+            self.connection_lost(node, Some(id));
+            return;
+        }
+        let mut delay = self.one_way(node);
+        let timeout = self.config.producer.request_timeout();
+        let scripted = self.take_script(|s| matches!(s, Script::DelayResponse { partition, .. } if gps.contains(partition)));
+        if let Some(Script::DelayResponse { by, .. }) = scripted {
+            let kind = if by >= timeout { FaultKind::ResponseTimeout } else { FaultKind::ResponseDelay };
+            self.faults.add(kind);
+            delay += by;
+        } else if self.fault_rng.chance(self.rates.response_timeout) {
+            self.faults.add(FaultKind::ResponseTimeout);
+            let half = (timeout.as_micros() as u64 / 2).max(1);
+            delay += timeout + Duration::from_micros(self.fault_rng.range(1, half));
+        } else if self.fault_rng.chance(self.rates.response_delay) {
+            self.faults.add(FaultKind::ResponseDelay);
+            let max = self.config.response_delay_max.as_micros() as u64;
+            delay += Duration::from_micros(self.fault_rng.range(1, max.max(1)));
+        }
+        self.trace_line(|| format!("node {node} answers req {id}, arriving in {delay:?}"));
+        self.net.send_response(node, self.now, delay, msg);
+    }
+
+    /// The broker's answer to a produce request, partition by partition.
+    fn answer_produce(&mut self, node: NodeId, r: &ProduceRequest, gps: &[usize]) -> ProduceResponse {
+        let now_ms = self.now.as_millis();
+        let expiration = u64::try_from(self.config.producer_id_expiration.as_millis()).unwrap_or(u64::MAX);
+        let mut resp = ProduceResponse::default();
+        for pb in &r.batches {
+            let tp = pb.partition.clone();
+            let Some(gp) = self.partition_index(&tp) else {
+                resp.partitions.push(PartitionResponse::error(tp, KafkaError::UnknownTopicOrPartition));
+                continue;
+            };
+            let (leader, leader_epoch) = (self.partitions[gp].leader, self.partitions[gp].leader_epoch);
+            let hint = LeaderHint { leader, leader_epoch };
+            if leader != node {
+                self.stats.stale_leader_answers += 1;
+                let mut pr = PartitionResponse::error(tp, KafkaError::NotLeaderOrFollower);
+                if self.is_up(leader) && self.fault_rng.chance(0.5) {
+                    pr.current_leader = Some(hint);
+                }
+                resp.partitions.push(pr);
+                continue;
+            }
+            let shrunk = self.partitions[gp].isr_shrunk_until.is_some_and(|t| t > self.now);
+            let fault = match self.take_script(|s| matches!(s, Script::PartitionError { partition, .. } if *partition == gp)) {
+                Some(Script::PartitionError { fault, .. }) => Some(fault),
+                _ if shrunk => Some(PartitionFault::NotEnoughReplicas),
+                _ if self.fault_rng.chance(self.rates.isr_shrink) => {
+                    let lo = self.config.isr_shrink_min.as_micros() as u64;
+                    let hi = self.config.isr_shrink_max.as_micros() as u64;
+                    let until = self.now + Duration::from_micros(self.fault_rng.range(lo, hi));
+                    self.partitions[gp].isr_shrunk_until = Some(until);
+                    self.faults.add(FaultKind::IsrShrink);
+                    self.trace_line(|| format!("FAULT ISR of {tp} shrinks until {until:?}"));
+                    Some(PartitionFault::NotEnoughReplicasAfterAppend)
+                }
+                _ if self.fault_rng.chance(self.rates.partition_error) => Some(match self.fault_rng.below(4) {
+                    0 => PartitionFault::NotLeader { hint: self.fault_rng.chance(0.5) },
+                    1 => PartitionFault::NotEnoughReplicas,
+                    2 => PartitionFault::NotEnoughReplicasAfterAppend,
+                    _ => PartitionFault::RequestTimedOutAfterAppend,
+                }),
+                _ => None,
+            };
+            if let Some(f) = fault {
+                self.faults.add(f.kind());
+                if !f.appends() {
+                    let (error, hint) = match f {
+                        PartitionFault::NotLeader { hint: h } => (KafkaError::NotLeaderOrFollower, h.then_some(hint)),
+                        _ => (KafkaError::NotEnoughReplicas, None),
+                    };
+                    self.trace_line(|| format!("FAULT node {node} answers {tp}: {error}"));
+                    let mut pr = PartitionResponse::error(tp, error);
+                    pr.log_start_offset = self.partitions[gp].state.log_start_offset();
+                    pr.current_leader = hint;
+                    resp.partitions.push(pr);
+                    continue;
+                }
+            }
+            let state = &mut self.partitions[gp].state;
+            state.expire_producers(now_ms, expiration);
+            let header = batch::decode_header(&pb.data).ok();
+            let unknown = header.is_some_and(|h| h.producer_id >= 0 && state.producer(h.producer_id).is_none());
+            let refuse = self.config.strict_first_sequence && unknown && header.is_some_and(|h| h.base_sequence != 0);
+            let appended = if refuse {
+                Err(broker::AppendError {
+                    code: broker::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    log_start_offset: state.log_start_offset(),
+                    reason: "unknown producer must start at sequence 0 (strict_first_sequence)",
+                })
+            } else {
+                state.append(&pb.data, now_ms)
+            };
+            let pr = match appended {
+                Ok(outcome) => {
+                    if outcome.is_duplicate() {
+                        self.stats.duplicate_batches += 1;
+                    } else {
+                        self.stats.appended_batches += 1;
+                        if unknown && header.is_some_and(|h| h.base_sequence != 0) {
+                            self.stats.unknown_producer_accepts += 1;
+                            let seq = header.map_or(0, |h| h.base_sequence);
+                            self.trace_line(|| format!("node {node} knows no state for the producer on {tp}: sequence {seq} accepted (KIP-360)"));
+                        }
+                    }
+                    match fault {
+                        Some(f) => {
+                            let error = match f {
+                                PartitionFault::RequestTimedOutAfterAppend => KafkaError::RequestTimedOut,
+                                _ => KafkaError::NotEnoughReplicasAfterAppend,
+                            };
+                            self.trace_line(|| format!("FAULT node {node} appended {tp} at {}, answers {error}", outcome.base_offset()));
+                            let mut pr = PartitionResponse::error(tp, error);
+                            pr.log_start_offset = outcome.log_start_offset();
+                            pr
+                        }
+                        None => {
+                            let mut pr = PartitionResponse::ok(tp, outcome.base_offset());
+                            pr.log_start_offset = outcome.log_start_offset();
+                            pr
+                        }
+                    }
+                }
+                Err(e) => {
+                    match e.code {
+                        broker::OUT_OF_ORDER_SEQUENCE_NUMBER => self.stats.out_of_order_answers += 1,
+                        broker::INVALID_PRODUCER_EPOCH => self.stats.invalid_epoch_answers += 1,
+                        _ => {}
+                    }
+                    let mut pr = PartitionResponse::error(tp, KafkaError::from_code(e.code));
+                    pr.log_start_offset = e.log_start_offset;
+                    pr
+                }
+            };
+            resp.partitions.push(pr);
+        }
+        let scripted = self.take_script(|s| matches!(s, Script::Throttle { partition, .. } if gps.contains(partition)));
+        if let Some(Script::Throttle { by, .. }) = scripted {
+            self.faults.add(FaultKind::Throttle);
+            resp.throttle = by;
+        } else if self.fault_rng.chance(self.rates.throttle) {
+            self.faults.add(FaultKind::Throttle);
+            resp.throttle = Duration::from_millis(self.fault_rng.range(1, 100));
+        }
+        resp
+    }
+
+    /// Leaders of every partition of the requested topics, as the cluster sees them now.
+    fn metadata(&self, r: &MetadataRequest) -> Metadata {
+        let mut md = Metadata::default();
+        for topic in &r.topics {
+            if !self.topics.contains(topic) {
+                md.topic_errors.push((topic.clone(), KafkaError::UnknownTopicOrPartition));
+                continue;
+            }
+            for p in self.partitions.iter().filter(|p| &p.tp.topic == topic) {
+                md.partitions.push(PartitionMetadata {
+                    partition: p.tp.clone(),
+                    leader: self.is_up(p.leader).then_some(p.leader),
+                    leader_epoch: p.leader_epoch,
+                });
+            }
+        }
+        md
+    }
+
+    fn live_brokers(&self) -> usize {
+        self.brokers.iter().filter(|b| b.up).count()
+    }
+
+    /// Another live broker than `not`, chosen at random.
+    fn other_live(&mut self, not: NodeId) -> Option<NodeId> {
+        let live: Vec<NodeId> = self.brokers.iter().filter(|b| b.up && b.id != not).map(|b| b.id).collect();
+        self.fault_rng.pick(live.len()).map(|i| live[i])
+    }
+
+    fn random_leader_move(&mut self) {
+        let Some(gp) = self.fault_rng.pick(self.partitions.len()) else { return };
+        let Some(to) = self.other_live(self.partitions[gp].leader) else { return };
+        self.faults.add(FaultKind::LeaderMove);
+        self.set_leader(gp, to, StateTransfer::Replicated);
+    }
+
+    /// Moves the leadership of partition `gp` to `to` with a bumped leader epoch. The
+    /// producer state moves with it as a replicated follower has it (the full history).
+    fn set_leader(&mut self, gp: usize, to: NodeId, mode: StateTransfer) {
+        let part = &mut self.partitions[gp];
+        part.leader = to;
+        part.leader_epoch += 1;
+        // The log is one per partition (fully replicated), so the new leader has it
+        // already; only the producer state is re-derived, as `transfer_from` would.
+        match mode {
+            StateTransfer::Replicated => {
+                let states = part.state.snapshot_producer_state(true);
+                part.state.restore_producer_state(states);
+            }
+            StateTransfer::SnapshotRestore => part.state.restart_from_snapshot(),
+        }
+        let (tp, epoch) = (part.tp.clone(), part.leader_epoch);
+        self.stats.leader_changes += 1;
+        self.trace_line(|| format!("leader of {tp} is now node {to} (epoch {epoch})"));
+    }
+
+    /// Moves partition `gp`'s leadership to `to` (a leadership move without a crash).
+    pub fn move_leader(&mut self, gp: usize, to: NodeId) {
+        self.faults.add(FaultKind::LeaderMove);
+        self.set_leader(gp, to, StateTransfer::Replicated);
+    }
+
+    /// Drops the connection to `node` now; everything in flight on it is reported
+    /// `Disconnected` at the next step.
+    pub fn drop_connection(&mut self, node: NodeId) {
+        self.faults.add(FaultKind::ConnectionDrop);
+        self.connection_lost(node, None);
+    }
+
+    /// Crashes `node` (no automatic restart): its connection drops and its partitions
+    /// move to other live brokers.
+    pub fn crash(&mut self, node: NodeId) {
+        self.crash_inner(node, None, None);
+    }
+
+    fn crash_inner(&mut self, node: NodeId, current: Option<RequestId>, restart_after: Option<Duration>) {
+        self.faults.add(FaultKind::BrokerCrash);
+        let now = self.now;
+        if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
+            b.up = false;
+            b.restart_at = restart_after.map(|d| now + d);
+        }
+        self.connection_lost(node, current);
+        let mode = if self.config.snapshot_restore { StateTransfer::SnapshotRestore } else { StateTransfer::Replicated };
+        for gp in 0..self.partitions.len() {
+            if self.partitions[gp].leader == node {
+                if let Some(to) = self.other_live(node) {
+                    self.set_leader(gp, to, mode);
+                }
+            }
+        }
+    }
+
+    /// Restarts a crashed `node`. It leads nothing until leadership moves back to it.
+    pub fn restart(&mut self, node: NodeId) {
+        if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
+            b.up = true;
+            b.restart_at = None;
+        }
+        self.trace_line(|| format!("node {node} restarted"));
+    }
+
+    /// Restarts every crashed broker.
+    pub fn restart_all(&mut self) {
+        let down: Vec<NodeId> = self.brokers.iter().filter(|b| !b.up).map(|b| b.id).collect();
+        for node in down {
+            self.restart(node);
+        }
+    }
+
+    /// Ends every fault (the start of a quiet phase): no more random faults, scripted
+    /// ones dropped, crashed brokers restarted, ISR shrink episodes over. Messages
+    /// already delayed on the network keep their delay.
+    pub fn heal(&mut self) {
+        self.set_fault_rates(crate::faults::FaultRates::NONE);
+        self.clear_scripts();
+        self.restart_all();
+        for p in &mut self.partitions {
+            p.isr_shrunk_until = None;
+        }
+        self.trace_line(|| "faults stop".to_string());
+    }
+}

@@ -1,0 +1,334 @@
+//! The lies the network and the brokers tell: fault kinds, the rates at which the
+//! simulator draws them, the counters it keeps, and scripted one-shot faults for
+//! deterministic unit tests.
+
+use core::fmt;
+use std::time::Duration;
+
+/// One kind of fault the simulator can inject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultKind {
+    /// The broker applied the request, then the connection dropped before the response
+    /// left: the response and everything else in flight on the connection are lost.
+    ResponseLostAfterApply,
+    /// The connection dropped while the request travelled to the broker: it (and every
+    /// request behind it) is never applied.
+    RequestLost,
+    /// The driver found the connection broken when writing a request: that request was
+    /// never sent (`NotSent`), the others in flight are `Disconnected`.
+    ConnectionDrop,
+    /// The response is held past `request.timeout.ms` (the core closes the connection).
+    ResponseTimeout,
+    /// The response gets an extra random delay (reorders across connections).
+    ResponseDelay,
+    /// A broker crashes (its connections drop, its partitions get new leaders) and
+    /// restarts later.
+    BrokerCrash,
+    /// A partition's leadership moves to another live broker, without a crash.
+    LeaderMove,
+    /// The leader answers NOT_LEADER_OR_FOLLOWER without appending (a transient).
+    NotLeader,
+    /// The leader answers NOT_ENOUGH_REPLICAS without appending.
+    NotEnoughReplicas,
+    /// The leader appends, then answers NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+    NotEnoughReplicasAfterAppend,
+    /// The leader appends, then answers REQUEST_TIMED_OUT (Kafka's produce timeout).
+    RequestTimedOutAfterAppend,
+    /// The response asks the client to back off (`throttle_time_ms`).
+    Throttle,
+    /// InitProducerId answered with a retriable coordinator error.
+    CoordinatorError,
+    /// A partition's in-sync replicas shrink below `min.insync.replicas` for a while:
+    /// the append that notices answers NOT_ENOUGH_REPLICAS_AFTER_APPEND, every later
+    /// one NOT_ENOUGH_REPLICAS until the episode ends.
+    IsrShrink,
+}
+
+impl FaultKind {
+    /// Every kind, in report order.
+    pub const ALL: [FaultKind; 14] = [
+        FaultKind::ResponseLostAfterApply,
+        FaultKind::RequestLost,
+        FaultKind::ConnectionDrop,
+        FaultKind::ResponseTimeout,
+        FaultKind::ResponseDelay,
+        FaultKind::BrokerCrash,
+        FaultKind::LeaderMove,
+        FaultKind::NotLeader,
+        FaultKind::NotEnoughReplicas,
+        FaultKind::NotEnoughReplicasAfterAppend,
+        FaultKind::RequestTimedOutAfterAppend,
+        FaultKind::Throttle,
+        FaultKind::CoordinatorError,
+        FaultKind::IsrShrink,
+    ];
+
+    /// A short stable name for reports.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::ResponseLostAfterApply => "response lost after apply",
+            FaultKind::RequestLost => "request lost before apply",
+            FaultKind::ConnectionDrop => "connection drop on write",
+            FaultKind::ResponseTimeout => "response past request.timeout",
+            FaultKind::ResponseDelay => "response delayed (reorder)",
+            FaultKind::BrokerCrash => "broker crash + restart",
+            FaultKind::LeaderMove => "leadership move",
+            FaultKind::NotLeader => "NOT_LEADER_OR_FOLLOWER",
+            FaultKind::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            FaultKind::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            FaultKind::RequestTimedOutAfterAppend => "REQUEST_TIMED_OUT after append",
+            FaultKind::Throttle => "throttle",
+            FaultKind::CoordinatorError => "InitProducerId coordinator error",
+            FaultKind::IsrShrink => "ISR shrink episode",
+        }
+    }
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|&k| k == self).unwrap_or(0)
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Probabilities of each fault, each drawn at its own opportunity (per request, per
+/// response or per partition in a produce request).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FaultRates {
+    /// Per produce request reaching its broker: apply, then lose the response and drop
+    /// the connection.
+    pub response_lost: f64,
+    /// Per request reaching a broker: the connection drops first, nothing is applied.
+    pub request_lost: f64,
+    /// Per request the driver writes: the connection is found broken.
+    pub connection_drop: f64,
+    /// Per response: held past `request.timeout.ms`.
+    pub response_timeout: f64,
+    /// Per response: an extra random delay.
+    pub response_delay: f64,
+    /// Per produce request reaching a broker: that broker crashes (before or after
+    /// applying it).
+    pub broker_crash: f64,
+    /// Per produce request reaching a broker: some partition's leadership moves.
+    pub leader_move: f64,
+    /// Per partition in a produce request on its leader: one of NOT_LEADER_OR_FOLLOWER,
+    /// NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT.
+    pub partition_error: f64,
+    /// Per produce response: a throttle time.
+    pub throttle: f64,
+    /// Per InitProducerId: a retriable coordinator error.
+    pub coordinator_error: f64,
+    /// Per produce request reaching a broker: an ISR shrink episode starts on one of
+    /// its partitions.
+    pub isr_shrink: f64,
+}
+
+impl FaultRates {
+    /// No faults at all (the quiet phase, and scripted tests).
+    pub const NONE: FaultRates = FaultRates {
+        response_lost: 0.0,
+        request_lost: 0.0,
+        connection_drop: 0.0,
+        response_timeout: 0.0,
+        response_delay: 0.0,
+        broker_crash: 0.0,
+        leader_move: 0.0,
+        partition_error: 0.0,
+        throttle: 0.0,
+        coordinator_error: 0.0,
+        isr_shrink: 0.0,
+    };
+
+    /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
+    /// (timeouts, crashes) are rarer than the cheap ones, so that at a rate of 0.05 a run
+    /// sees every kind without spending all its virtual time waiting on timeouts.
+    #[must_use]
+    pub fn uniform(rate: f64) -> FaultRates {
+        let r = rate.clamp(0.0, 1.0);
+        FaultRates {
+            response_lost: r / 4.0,
+            request_lost: r / 4.0,
+            connection_drop: r / 4.0,
+            response_timeout: r / 25.0,
+            response_delay: r,
+            broker_crash: r / 60.0,
+            leader_move: r / 8.0,
+            partition_error: r / 2.0,
+            throttle: r / 4.0,
+            coordinator_error: r,
+            isr_shrink: r / 40.0,
+        }
+    }
+
+    /// Whether every rate is zero.
+    #[must_use]
+    pub fn is_quiet(&self) -> bool {
+        *self == FaultRates::NONE
+    }
+}
+
+impl Default for FaultRates {
+    fn default() -> Self {
+        FaultRates::NONE
+    }
+}
+
+/// How many faults of each kind were injected.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    counts: [u64; FaultKind::ALL.len()],
+}
+
+impl FaultCounts {
+    /// Counts one fault.
+    pub fn add(&mut self, kind: FaultKind) {
+        self.counts[kind.index()] += 1;
+    }
+
+    /// Faults of `kind` so far.
+    #[must_use]
+    pub fn get(&self, kind: FaultKind) -> u64 {
+        self.counts[kind.index()]
+    }
+
+    /// All faults so far.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// `(kind, count)` for every kind, in report order.
+    pub fn iter(&self) -> impl Iterator<Item = (FaultKind, u64)> + '_ {
+        FaultKind::ALL.iter().map(|&k| (k, self.get(k)))
+    }
+
+    /// Adds another set of counters to this one.
+    pub fn merge(&mut self, other: &FaultCounts) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+    }
+}
+
+/// An error a scripted broker answers for one partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionFault {
+    /// NOT_LEADER_OR_FOLLOWER, nothing appended (with a KIP-951 hint if `hint`).
+    NotLeader {
+        /// Whether the answer carries the current leader.
+        hint: bool,
+    },
+    /// NOT_ENOUGH_REPLICAS, nothing appended.
+    NotEnoughReplicas,
+    /// Appended, then NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+    NotEnoughReplicasAfterAppend,
+    /// Appended, then REQUEST_TIMED_OUT.
+    RequestTimedOutAfterAppend,
+}
+
+impl PartitionFault {
+    /// The fault kind it is counted as.
+    #[must_use]
+    pub fn kind(self) -> FaultKind {
+        match self {
+            PartitionFault::NotLeader { .. } => FaultKind::NotLeader,
+            PartitionFault::NotEnoughReplicas => FaultKind::NotEnoughReplicas,
+            PartitionFault::NotEnoughReplicasAfterAppend => FaultKind::NotEnoughReplicasAfterAppend,
+            PartitionFault::RequestTimedOutAfterAppend => FaultKind::RequestTimedOutAfterAppend,
+        }
+    }
+
+    /// Whether the broker appends the batch before answering the error.
+    #[must_use]
+    pub fn appends(self) -> bool {
+        matches!(
+            self,
+            PartitionFault::NotEnoughReplicasAfterAppend | PartitionFault::RequestTimedOutAfterAppend
+        )
+    }
+}
+
+/// A fault the test script asks for, applied at the next matching opportunity and
+/// then consumed (`times` opportunities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Script {
+    /// The next produce request carrying `partition` (a global partition index) that
+    /// reaches its broker: apply it, then lose the response and drop the connection.
+    LoseResponseAfterApply {
+        /// Global partition index.
+        partition: usize,
+    },
+    /// The next produce request carrying `partition` is lost before the broker applies
+    /// it (the connection drops).
+    LoseRequest {
+        /// Global partition index.
+        partition: usize,
+    },
+    /// The next `times` produce attempts for `partition` on its leader get `fault`.
+    PartitionError {
+        /// Global partition index.
+        partition: usize,
+        /// The answer.
+        fault: PartitionFault,
+        /// How many attempts.
+        times: u32,
+    },
+    /// The response to the next produce request carrying `partition` is delayed by
+    /// `by` (past `request.timeout.ms` if `by` is large enough).
+    DelayResponse {
+        /// Global partition index.
+        partition: usize,
+        /// Extra delay.
+        by: Duration,
+    },
+    /// The next produce response carrying `partition` asks for a throttle of `by`.
+    Throttle {
+        /// Global partition index.
+        partition: usize,
+        /// Throttle time.
+        by: Duration,
+    },
+}
+
+impl Script {
+    /// The partition the script waits for.
+    #[must_use]
+    pub fn partition(&self) -> usize {
+        match *self {
+            Script::LoseResponseAfterApply { partition }
+            | Script::LoseRequest { partition }
+            | Script::PartitionError { partition, .. }
+            | Script::DelayResponse { partition, .. }
+            | Script::Throttle { partition, .. } => partition,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_kind() {
+        let mut c = FaultCounts::default();
+        c.add(FaultKind::Throttle);
+        c.add(FaultKind::Throttle);
+        c.add(FaultKind::BrokerCrash);
+        assert_eq!(c.get(FaultKind::Throttle), 2);
+        assert_eq!(c.total(), 3);
+        assert_eq!(c.iter().count(), FaultKind::ALL.len());
+        let mut d = FaultCounts::default();
+        d.merge(&c);
+        assert_eq!(d, c);
+    }
+
+    #[test]
+    fn uniform_zero_is_quiet() {
+        assert!(FaultRates::uniform(0.0).is_quiet());
+        assert!(!FaultRates::uniform(0.1).is_quiet());
+    }
+}

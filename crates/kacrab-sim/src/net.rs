@@ -1,0 +1,312 @@
+//! The simulated network: one TCP-like connection per broker, each a FIFO of requests
+//! travelling to the broker and a FIFO of responses travelling back, every message
+//! stamped with its delivery time.
+//!
+//! The lies are told by the [`Cluster`](crate::Cluster), which decides delays and drops;
+//! this module only keeps the two rules a real connection keeps: messages on one
+//! connection arrive in the order they were written, and when a connection drops,
+//! everything still in it is gone. A request lost with its connection is never applied
+//! later (the broker only applies what it read before the drop): this is the
+//! assumption every Kafka client relies on when it retries after a disconnect.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use kacrab_idempotence::{
+    InitProducerIdRequest, KafkaError, Metadata, MetadataRequest, NodeId, ProduceRequest,
+    ProduceResponse, ProducerIdAndEpoch, RequestId, Timestamp,
+};
+
+/// A request on its way to a broker.
+#[derive(Clone, Debug)]
+pub enum ToBroker {
+    /// Produce.
+    Produce(ProduceRequest),
+    /// InitProducerId.
+    InitProducerId(InitProducerIdRequest),
+    /// Metadata.
+    Metadata(MetadataRequest),
+}
+
+impl ToBroker {
+    /// The request id.
+    #[must_use]
+    pub fn id(&self) -> RequestId {
+        match self {
+            ToBroker::Produce(r) => r.id,
+            ToBroker::InitProducerId(r) => r.id,
+            ToBroker::Metadata(r) => r.id,
+        }
+    }
+
+    /// Whether this is a produce request.
+    #[must_use]
+    pub fn is_produce(&self) -> bool {
+        matches!(self, ToBroker::Produce(_))
+    }
+}
+
+/// A response on its way back to the client.
+#[derive(Clone, Debug)]
+pub enum ToClient {
+    /// The answer to a produce request.
+    Produce(RequestId, ProduceResponse),
+    /// The answer to InitProducerId.
+    InitProducerId(RequestId, Result<ProducerIdAndEpoch, KafkaError>),
+    /// The answer to Metadata.
+    Metadata(RequestId, Metadata),
+}
+
+impl ToClient {
+    /// The id of the request answered.
+    #[must_use]
+    pub fn id(&self) -> RequestId {
+        match self {
+            ToClient::Produce(id, _) | ToClient::InitProducerId(id, _) | ToClient::Metadata(id, _) => {
+                *id
+            }
+        }
+    }
+
+    /// Whether this answers a produce request.
+    #[must_use]
+    pub fn is_produce(&self) -> bool {
+        matches!(self, ToClient::Produce(..))
+    }
+}
+
+/// A message in flight with its delivery time.
+#[derive(Clone, Debug)]
+pub struct Timed<T> {
+    /// When it arrives.
+    pub at: Timestamp,
+    /// Global write order, to break ties deterministically.
+    pub seq: u64,
+    /// The message.
+    pub msg: T,
+}
+
+/// A request that was in flight on a connection when it dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lost {
+    /// The request.
+    pub id: RequestId,
+    /// Whether it was a produce request.
+    pub produce: bool,
+    /// Whether the broker applied it (its response was lost, not the request).
+    pub applied: bool,
+}
+
+/// One connection from the client to a broker.
+#[derive(Clone, Debug, Default)]
+pub struct Connection {
+    /// Incremented on every (re)connect.
+    pub generation: u64,
+    to_broker: VecDeque<Timed<ToBroker>>,
+    to_client: VecDeque<Timed<ToClient>>,
+    /// Arrival time of the last request written (FIFO floor).
+    last_request_at: Timestamp,
+    /// Arrival time of the last response written (FIFO floor).
+    last_response_at: Timestamp,
+}
+
+impl Connection {
+    /// Requests and responses still in flight.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.to_broker.len() + self.to_client.len()
+    }
+}
+
+/// Which way a message travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Client to broker.
+    ToBroker,
+    /// Broker to client.
+    ToClient,
+}
+
+/// The network: a connection slot per broker (node ids `1..=n`), open or not.
+#[derive(Clone, Debug)]
+pub struct Net {
+    conns: Vec<Option<Connection>>,
+    latency: Vec<Duration>,
+    generations: Vec<u64>,
+    next_seq: u64,
+}
+
+impl Net {
+    /// A network to `brokers` brokers with these one-way base latencies (one per broker).
+    #[must_use]
+    pub fn new(latency: Vec<Duration>) -> Self {
+        let n = latency.len();
+        Self { conns: vec![None; n], latency, generations: vec![0; n], next_seq: 0 }
+    }
+
+    fn slot(node: NodeId) -> usize {
+        usize::try_from(node.0 - 1).expect("node ids start at 1")
+    }
+
+    /// The one-way base latency to `node`.
+    #[must_use]
+    pub fn latency(&self, node: NodeId) -> Duration {
+        self.latency[Self::slot(node)]
+    }
+
+    /// Changes the one-way base latency to `node`.
+    pub fn set_latency(&mut self, node: NodeId, latency: Duration) {
+        self.latency[Self::slot(node)] = latency;
+    }
+
+    /// Whether a connection to `node` is open.
+    #[must_use]
+    pub fn is_open(&self, node: NodeId) -> bool {
+        self.conns[Self::slot(node)].is_some()
+    }
+
+    /// The connection to `node`, if open.
+    #[must_use]
+    pub fn connection(&self, node: NodeId) -> Option<&Connection> {
+        self.conns[Self::slot(node)].as_ref()
+    }
+
+    /// Opens a connection to `node` if none is open. Returns its generation.
+    pub fn connect(&mut self, node: NodeId) -> u64 {
+        let s = Self::slot(node);
+        if self.conns[s].is_none() {
+            self.generations[s] += 1;
+            self.conns[s] = Some(Connection { generation: self.generations[s], ..Connection::default() });
+        }
+        self.generations[s]
+    }
+
+    /// Writes a request on the (open) connection to `node`, arriving after `delay`
+    /// but never before a request written earlier on the same connection.
+    pub fn send_request(&mut self, node: NodeId, now: Timestamp, delay: Duration, msg: ToBroker) {
+        let seq = self.bump_seq();
+        let c = self.conns[Self::slot(node)].as_mut().expect("connection open");
+        let at = (now + delay).max(c.last_request_at);
+        c.last_request_at = at;
+        c.to_broker.push_back(Timed { at, seq, msg });
+    }
+
+    /// Writes a response on the (open) connection to `node`, arriving after `delay`
+    /// but never before a response written earlier on the same connection.
+    pub fn send_response(&mut self, node: NodeId, now: Timestamp, delay: Duration, msg: ToClient) {
+        let seq = self.bump_seq();
+        let c = self.conns[Self::slot(node)].as_mut().expect("connection open");
+        let at = (now + delay).max(c.last_response_at);
+        c.last_response_at = at;
+        c.to_client.push_back(Timed { at, seq, msg });
+    }
+
+    fn bump_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    /// The earliest pending delivery: its time, node and direction.
+    #[must_use]
+    pub fn next_delivery(&self) -> Option<(Timestamp, NodeId, Direction)> {
+        let mut best: Option<(Timestamp, u64, NodeId, Direction)> = None;
+        for (i, c) in self.conns.iter().enumerate() {
+            let Some(c) = c else { continue };
+            let node = NodeId(i as i32 + 1);
+            let heads = [
+                c.to_broker.front().map(|t| (t.at, t.seq, Direction::ToBroker)),
+                c.to_client.front().map(|t| (t.at, t.seq, Direction::ToClient)),
+            ];
+            for (at, seq, dir) in heads.into_iter().flatten() {
+                if best.is_none_or(|(bat, bseq, ..)| (at, seq) < (bat, bseq)) {
+                    best = Some((at, seq, node, dir));
+                }
+            }
+        }
+        best.map(|(at, _, node, dir)| (at, node, dir))
+    }
+
+    /// Takes the request at the head of `node`'s connection.
+    pub fn pop_request(&mut self, node: NodeId) -> Option<Timed<ToBroker>> {
+        self.conns[Self::slot(node)].as_mut()?.to_broker.pop_front()
+    }
+
+    /// Takes the response at the head of `node`'s connection.
+    pub fn pop_response(&mut self, node: NodeId) -> Option<Timed<ToClient>> {
+        self.conns[Self::slot(node)].as_mut()?.to_client.pop_front()
+    }
+
+    /// Drops the connection to `node`. Returns every request still in flight on it
+    /// (requests not yet read by the broker, and responses not yet read by the client),
+    /// in the order they were written.
+    pub fn drop_connection(&mut self, node: NodeId) -> Vec<Lost> {
+        let Some(c) = self.conns[Self::slot(node)].take() else { return Vec::new() };
+        let mut lost: Vec<Lost> = c
+            .to_broker
+            .iter()
+            .map(|t| Lost { id: t.msg.id(), produce: t.msg.is_produce(), applied: false })
+            .chain(c.to_client.iter().map(|t| Lost {
+                id: t.msg.id(),
+                produce: t.msg.is_produce(),
+                applied: true,
+            }))
+            .collect();
+        lost.sort_by_key(|l| l.id);
+        lost
+    }
+
+    /// Messages in flight on every connection.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.conns.iter().flatten().map(Connection::in_flight).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn md(id: u64) -> ToBroker {
+        ToBroker::Metadata(MetadataRequest { id: RequestId(id), topics: vec![] })
+    }
+
+    #[test]
+    fn fifo_per_connection_and_earliest_first() {
+        let mut net = Net::new(vec![Duration::from_millis(10), Duration::from_millis(1)]);
+        net.connect(NodeId(1));
+        net.connect(NodeId(2));
+        let t0 = Timestamp::ZERO;
+        net.send_request(NodeId(1), t0, Duration::from_millis(10), md(1));
+        // Written later with a shorter delay: still behind request 1 on its connection.
+        net.send_request(NodeId(1), t0, Duration::from_millis(2), md(2));
+        net.send_request(NodeId(2), t0, Duration::from_millis(1), md(3));
+        let (at, node, dir) = net.next_delivery().unwrap();
+        assert_eq!((at, node, dir), (Timestamp::from_millis(1), NodeId(2), Direction::ToBroker));
+        assert_eq!(net.pop_request(NodeId(2)).unwrap().msg.id(), RequestId(3));
+        let first = net.pop_request(NodeId(1)).unwrap();
+        let second = net.pop_request(NodeId(1)).unwrap();
+        assert_eq!(first.msg.id(), RequestId(1));
+        assert_eq!(second.msg.id(), RequestId(2));
+        assert!(second.at >= first.at);
+    }
+
+    #[test]
+    fn drop_loses_everything_in_flight() {
+        let mut net = Net::new(vec![Duration::from_millis(1)]);
+        let g1 = net.connect(NodeId(1));
+        net.send_request(NodeId(1), Timestamp::ZERO, Duration::from_millis(1), md(5));
+        net.send_response(
+            NodeId(1),
+            Timestamp::ZERO,
+            Duration::from_millis(1),
+            ToClient::Metadata(RequestId(4), Metadata::default()),
+        );
+        let lost = net.drop_connection(NodeId(1));
+        assert_eq!(lost.len(), 2);
+        assert_eq!(lost[0], Lost { id: RequestId(4), produce: false, applied: true });
+        assert_eq!(lost[1], Lost { id: RequestId(5), produce: false, applied: false });
+        assert!(!net.is_open(NodeId(1)));
+        assert!(net.next_delivery().is_none());
+        assert!(net.connect(NodeId(1)) > g1);
+    }
+}
