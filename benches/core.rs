@@ -141,7 +141,7 @@ mod stamp_ack {
 
     /// Per batch: `send` → `poll_request` (stamp) → `handle_produce_response` OK →
     /// `poll_event` until `None`. One batch per request; partition `i % N`.
-    #[divan::bench(args = PARTITIONS, sample_count = 200, sample_size = 64)]
+    #[divan::bench(args = PARTITIONS, sample_count = 500, sample_size = 64)]
     fn send_stamp_ack(bencher: Bencher, n: usize) {
         let now = Timestamp::ZERO;
         let tps = partitions(n);
@@ -173,7 +173,7 @@ mod stamp_ack {
     /// One batch queued on each of N partitions (not timed), then timed: `poll_request`
     /// until `None` (stamps every batch), the answers, every event. Time per batch is
     /// the reported time divided by N.
-    #[divan::bench(args = PARTITIONS, sample_count = 40)]
+    #[divan::bench(args = PARTITIONS, sample_count = 100)]
     fn prequeued(bencher: Bencher, n: usize) {
         let now = Timestamp::ZERO;
         let tps = partitions(n);
@@ -211,7 +211,7 @@ mod phases {
     }
 
     /// `poll_request`: the drain, the stamp (header + CRC), the request.
-    #[divan::bench(sample_count = 200)]
+    #[divan::bench(sample_count = 500)]
     fn poll_request(bencher: Bencher) {
         let tps = partitions(1);
         let response = ok_all(&tps);
@@ -221,7 +221,7 @@ mod phases {
     }
 
     /// `handle_produce_response` (OK) for a request of one batch the driver has dropped.
-    #[divan::bench(sample_count = 200)]
+    #[divan::bench(sample_count = 500)]
     fn handle_produce_response(bencher: Bencher) {
         let tps = partitions(1);
         let response = ok_all(&tps);
@@ -240,7 +240,7 @@ mod phases {
     }
 
     /// `poll_event` until `None` after the ack (one `Delivered`).
-    #[divan::bench(sample_count = 200)]
+    #[divan::bench(sample_count = 500)]
     fn poll_event(bencher: Bencher) {
         let tps = partitions(1);
         let response = ok_all(&tps);
@@ -258,7 +258,7 @@ mod phases {
     }
 
     /// `poll_request` when there is nothing to send (the driver's last call of a drain).
-    #[divan::bench(sample_count = 200)]
+    #[divan::bench(sample_count = 500)]
     fn poll_request_idle(bencher: Bencher) {
         let tps = partitions(1);
         let response = ok_all(&tps);
@@ -374,7 +374,7 @@ mod restamp {
         delivered
     }
 
-    #[divan::bench(sample_count = 200)]
+    #[divan::bench(sample_count = 500)]
     fn epoch_bump_5_in_flight_to_first_resend(bencher: Bencher) {
         bencher
             .counter(ItemsCount::new(5usize))
@@ -382,7 +382,7 @@ mod restamp {
             .bench_local_refs(|s| recover_to_first_resend(s));
     }
 
-    #[divan::bench(sample_count = 200)]
+    #[divan::bench(sample_count = 500)]
     fn epoch_bump_5_in_flight_to_all_delivered(bencher: Bencher) {
         bencher
             .counter(ItemsCount::new(5usize))
@@ -404,7 +404,7 @@ mod restamp {
     }
 
     /// `record::stamp` alone on 5 batches of ~16 KiB: 14 header bytes and a CRC-32C each.
-    #[divan::bench(sample_count = 200)]
+    #[divan::bench(sample_count = 500)]
     fn stamp_5_batches_16k(bencher: Bencher) {
         let mut batches = five_batches();
         let bytes: usize = batches.iter().map(BytesMut::len).sum();
@@ -508,7 +508,26 @@ mod encode {
         capacity(records)
     }
 
-    #[divan::bench(args = SIZES, sample_count = 200)]
+    /// The floor any encoder pays: the keys and values copied into one buffer of the
+    /// batch's size, then one CRC-32C over it. No framing at all.
+    #[divan::bench(args = SIZES, sample_count = 500)]
+    fn floor_copy_and_crc(bencher: Bencher, size: usize) {
+        let records = records(size);
+        let cap = capacity(&records);
+        bencher
+            .counter(BytesCount::new(total_bytes(&records)))
+            .bench_local(|| {
+                let mut buf = BytesMut::with_capacity(cap);
+                for r in black_box(&records) {
+                    buf.extend_from_slice(r.key.as_deref().unwrap_or_default());
+                    buf.extend_from_slice(r.value.as_deref().unwrap_or_default());
+                }
+                let crc = crc32c::crc32c(&buf);
+                (buf, crc)
+            });
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 500)]
     fn kacrab_build(bencher: Bencher, size: usize) {
         let records = records(size);
         let cap = capacity(&records);
@@ -517,7 +536,7 @@ mod encode {
             .bench_local(|| ours(black_box(&records), cap));
     }
 
-    #[divan::bench(args = SIZES, sample_count = 200)]
+    #[divan::bench(args = SIZES, sample_count = 500)]
     fn kacrab_build_and_stamp(bencher: Bencher, size: usize) {
         let records = records(size);
         let cap = capacity(&records);
@@ -526,7 +545,7 @@ mod encode {
             .bench_local(|| ours_stamped(black_box(&records), cap));
     }
 
-    #[divan::bench(args = SIZES, sample_count = 200)]
+    #[divan::bench(args = SIZES, sample_count = 500)]
     fn kafka_protocol_encoder(bencher: Bencher, size: usize) {
         let records = records(size);
         let cap = capacity(&records);

@@ -70,7 +70,8 @@ pub struct Scenario {
     pub probes: bool,
     /// A step bound: a run that takes more steps is a liveness failure.
     pub max_steps: u64,
-    /// Call the progress callback every this many steps.
+    /// Call the progress callback every time this many more records were sent (and at
+    /// every phase change).
     pub progress_every: u64,
 }
 
@@ -86,7 +87,7 @@ impl Scenario {
             interval: Duration::from_millis(1),
             probes: true,
             max_steps: records.saturating_mul(400).saturating_add(200_000),
-            progress_every: 50_000,
+            progress_every: (records / 10).max(1),
         }
     }
 
@@ -115,7 +116,7 @@ impl Scenario {
             if !c.step() {
                 break;
             }
-            if c.steps() >= next_progress {
+            if c.checker().records().len() as u64 >= next_progress {
                 next_progress += every;
                 progress(&snapshot(&c, Phase::Chaos));
             }
