@@ -277,7 +277,7 @@ impl Producer {
             }
         }
         if base_offset >= 0 {
-            part.update_last_acked_offset(base_offset + count - 1);
+            part.update_last_acked_offset(base_offset.saturating_add(count - 1));
         }
         part.remove_inflight(id);
     }
