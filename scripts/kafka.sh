@@ -17,7 +17,7 @@
 #   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
 #   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID]
 #   scripts/kafka.sh features <bootstrap>
-#   scripts/kafka.sh status
+#   scripts/kafka.sh status | clean
 #
 # stdout carries only machine-readable output (KEY=VALUE lines, consumed
 # records, the perf summary); progress and diagnostics go to stderr; Kafka's
@@ -63,7 +63,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -110,15 +110,15 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # pid_alive <pid>: a live Kafka broker JVM (guards against pid reuse).
 pid_alive() {
-  [ -n "${1:-}" ] && [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'
+  [ -n "${1:-}" ] && grep -qa 'kafka\.Kafka' "/proc/$1/cmdline" 2>/dev/null
 }
-node_pid() { [ -f "$1/kafka.pid" ] && cat "$1/kafka.pid" || true; }
+node_pid() { if [ -f "$1/kafka.pid" ]; then cat "$1/kafka.pid" 2>/dev/null || true; fi; }
 
 # ---------------------------------------------------------------- fetch
 cmd_fetch() {
   ensure_java
   if fetched; then
-    log "Kafka $KAFKA_VERSION already fetched in $LIBS ($(ls "$LIBS" | wc -l) jars)"
+    log "Kafka $KAFKA_VERSION already fetched in $LIBS ($(find "$LIBS" -name '*.jar' | wc -l) jars)"
     echo "KACRAB_KAFKA_VERSION=$KAFKA_VERSION"; echo "KACRAB_KAFKA_LIBS=$LIBS"
     return 0
   fi
@@ -162,7 +162,7 @@ EOF
   [ -f "$LIBS.tmp/kafka_2.13-$KAFKA_VERSION.jar" ] || die "kafka_2.13-$KAFKA_VERSION.jar missing after mvn"
   rm -rf "$LIBS"; mv "$LIBS.tmp" "$LIBS"
   date -u +%FT%TZ >"$DIST/.fetched"
-  log "fetched Kafka $KAFKA_VERSION: $(ls "$LIBS" | wc -l) jars, $(du -sh "$LIBS" | cut -f1) in $(secs_since "$t0")s"
+  log "fetched Kafka $KAFKA_VERSION: $(find "$LIBS" -name '*.jar' | wc -l) jars, $(du -sh "$LIBS" | cut -f1) in $(secs_since "$t0")s"
   echo "KACRAB_KAFKA_VERSION=$KAFKA_VERSION"; echo "KACRAB_KAFKA_LIBS=$LIBS"
 }
 
@@ -381,9 +381,15 @@ cmd_start_cluster() {
 wait_all_bg() { local rc=0 j; for j in $(jobs -p); do wait "$j" || rc=1; done; return $rc; }
 
 # ---------------------------------------------------------------- stop / kill
-# stop_dirs <dir>...: SIGTERM all at once (a KRaft quorum must outlive the
-# brokers' controlled shutdown), then SIGKILL whatever is left after
-# STOP_TIMEOUT seconds.
+# stop_dirs <dir>...: SIGTERM all at once, then SIGKILL whatever is left
+# after STOP_TIMEOUT seconds. A combined node shuts its broker down first
+# (controlled shutdown, which needs an active controller) and its controller
+# after; so once fewer than 2 of the 3 cluster nodes are alive the quorum is
+# gone and a cluster node still shutting down would wait for nothing: it gets
+# QUORUM_GRACE seconds, then SIGKILL.
+QUORUM_GRACE=3
+cluster_alive() { local n c=0; for n in 1 2 3; do pid_alive "$(node_pid "$(cluster_dir $n)")" && c=$((c + 1)); done; echo $c; }
+
 stop_dirs() {
   local -a live=()
   local d pid
@@ -392,20 +398,32 @@ stop_dirs() {
     if pid_alive "$pid"; then kill -TERM "$pid" 2>/dev/null || true; live+=("$d"); else rm -f "$d/kafka.pid"; fi
   done
   [ "${#live[@]}" -gt 0 ] || return 0
-  local deadline=$(( $(date +%s) + STOP_TIMEOUT )) left
+  local deadline=$(( $(date +%s) + STOP_TIMEOUT )) left cl lost_at="" why _
   while :; do
-    left=0
-    for d in "${live[@]}"; do pid_alive "$(node_pid "$d")" && left=1; done
+    left=0 cl=0
+    for d in "${live[@]}"; do
+      if pid_alive "$(node_pid "$d")"; then left=1; case "$d" in "$RUN/cluster/"*) cl=1 ;; esac; fi
+    done
     [ "$left" = 0 ] && break
     if [ "$(date +%s)" -ge "$deadline" ]; then
-      for d in "${live[@]}"; do
-        pid="$(node_pid "$d")"
-        if pid_alive "$pid"; then log "pid $pid ($d) ignored SIGTERM for ${STOP_TIMEOUT}s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
-      done
-      sleep 0.5
-      break
+      why="ignored SIGTERM for ${STOP_TIMEOUT}s"
+    elif [ "$cl" = 1 ] && [ "$(cluster_alive)" -lt 2 ]; then
+      lost_at="${lost_at:-$(date +%s)}"
+      [ $(( $(date +%s) - lost_at )) -ge "$QUORUM_GRACE" ] || { sleep 0.3; continue; }
+      why="cannot finish shutting down without a controller quorum"
+    else
+      sleep 0.3; continue
     fi
-    sleep 0.3
+    for d in "${live[@]}"; do
+      pid="$(node_pid "$d")"
+      case "$why" in ignored*) ;; *) case "$d" in "$RUN/cluster/"*) ;; *) continue ;; esac ;; esac
+      if pid_alive "$pid"; then log "$(basename "$d") (pid $pid) $why: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
+    done
+    for _ in $(seq 30); do
+      left=0; for d in "${live[@]}"; do pid_alive "$(node_pid "$d")" && left=1; done
+      [ "$left" = 0 ] && break; sleep 0.1
+    done
+    case "$why" in ignored*) break ;; esac
   done
   for d in "${live[@]}"; do log "stopped $(basename "$d") (pid $(node_pid "$d"))"; rm -f "$d/kafka.pid"; done
 }
@@ -429,7 +447,7 @@ cmd_kill_node() {
   local pid; pid="$(node_pid "$d")"
   pid_alive "$pid" || die "cluster node $1 is not running"
   kill -KILL "$pid"
-  local i; for i in $(seq 50); do pid_alive "$pid" || break; sleep 0.1; done
+  local _; for _ in $(seq 50); do pid_alive "$pid" || break; sleep 0.1; done
   rm -f "$d/kafka.pid"
   log "SIGKILLed cluster node $1 (pid $pid)"
 }
@@ -445,6 +463,12 @@ cmd_restart_node() {
   wait_ready "$d" -- "${ports[@]}" || die "node $1 failed to rejoin (logs in $d/logs)"
   log "cluster node $1 back (pid $(node_pid "$d")) in $(secs_since "$t0")s"
   echo "KACRAB_KAFKA_NODE${1}_PID=$(node_pid "$d")"
+}
+
+cmd_clean() { # stop everything, then drop all broker data and logs (keeps the jars)
+  cmd_stop all
+  rm -rf "$RUN" "$LOGS"
+  log "removed $RUN and $LOGS"
 }
 
 cmd_status() {
@@ -527,7 +551,7 @@ cmd_consume() {
     --topic "$topic" --from-beginning --max-messages "$max" \
     --timeout-ms "${KACRAB_KAFKA_CONSUME_TIMEOUT_MS:-15000}" --isolation-level "$iso" \
     "$fp" print.partition=true "$fp" print.offset=true "$fp" print.key=true \
-    | sed -u -E 's/^Partition:([0-9]+)\tOffset:([0-9]+)\t/\1\t\2\t/'
+    | sed -E 's/^Partition:([0-9]+)\tOffset:([0-9]+)\t/\1\t\2\t/'
 }
 
 cmd_perf() {
@@ -549,6 +573,7 @@ cmd_perf() {
   mkdir -p "$LOGS"
   local out="$LOGS/perf-$topic.log" tv="$LOGS/perf-$topic.time" pp=--command-property
   ver_ge "$KAFKA_VERSION" 4.2 || pp=--producer-props
+  # shellcheck disable=SC2206  # TOOL_HEAP is a list of JVM flags
   local -a cmd=(java $TOOL_HEAP "${DATA_JVM_OPTS[@]}"
     -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" -cp "$LIBS/*"
     org.apache.kafka.tools.ProducerPerformance --bootstrap-server "$bs" --topic "$topic"
@@ -591,6 +616,7 @@ main() {
     wait-leaders) cmd_wait_leaders "$@" ;;
     features) cmd_features "$@" ;;
     status) cmd_status ;;
+    clean) cmd_clean ;;
     -h|--help|help) usage 0 ;;
     *) log "unknown command: $sub"; usage ;;
   esac

@@ -36,6 +36,12 @@ pub(crate) enum BatchData {
 }
 
 impl BatchData {
+    /// Takes a finished batch. [`record::BatchBuilder`] builds into a reference-counted
+    /// buffer, so sharing it with requests later is a reference-count increment.
+    pub(crate) fn new(finished: BytesMut) -> Self {
+        Self::Owned(finished)
+    }
+
     pub(crate) fn len(&self) -> usize {
         match self {
             Self::Owned(b) => b.len(),

@@ -354,7 +354,7 @@ impl Producer {
                 partition: p,
                 record_count: piece_records.len() as i32,
                 records: piece_records,
-                data: BatchData::Owned(data),
+                data: BatchData::new(data),
                 created: b.created,
                 attempts: b.attempts,
                 retry_at: None,

@@ -426,8 +426,10 @@ impl Producer {
         };
         let delivery = self.config.delivery_timeout();
         let linger = self.config.linger();
-        for &p in &self.pending {
-            let part = &self.partitions[p as usize];
+        // Per partition, batches sit in creation order (retries, older, at the queue's
+        // front; the open batch newest), so the first not-done batch of each list is the
+        // one whose delivery timeout comes first: no scan over every batch.
+        for part in &self.partitions {
             if let Some(open) = &part.open {
                 consider(open.created + delivery);
                 if part.queue.is_empty() && !self.flushing {
@@ -437,16 +439,15 @@ impl Producer {
                     }
                 }
             }
-            if let Some(&head) = part.queue.front() {
-                if let Some(at) = self.batches.get(head).and_then(|b| b.retry_at) {
-                    if at > now {
-                        consider(at);
-                    }
+            if let Some(b) = part.queue.front().and_then(|&head| self.batches.get(head)) {
+                consider(b.created + delivery);
+                if let Some(at) = b.retry_at.filter(|&at| at > now) {
+                    consider(at);
                 }
             }
-        }
-        for b in self.batches.iter() {
-            if !b.done {
+            let first_live_on_wire =
+                part.on_wire.iter().filter_map(|&id| self.batches.get(id)).find(|b| !b.done);
+            if let Some(b) = first_live_on_wire {
                 consider(b.created + delivery);
             }
         }
@@ -598,7 +599,7 @@ impl Producer {
             partition: p,
             records: open.records,
             record_count,
-            data: BatchData::Owned(open.builder.finish()),
+            data: BatchData::new(open.builder.finish()),
             created: open.created,
             attempts: 0,
             retry_at: None,

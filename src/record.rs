@@ -183,6 +183,10 @@ impl BatchBuilder {
     #[must_use]
     pub fn new(compression: Compression, capacity_hint: usize) -> Self {
         let mut buf = BytesMut::with_capacity(capacity_hint.max(RECORD_BATCH_OVERHEAD));
+        // Make the buffer reference-counted now, while the batch is being built: a
+        // Vec-backed buffer would allocate its shared header on the first clone, which
+        // happens when the batch is first drained, on the stamp path.
+        drop(buf.split_to(0));
         buf.put_bytes(0, RECORD_BATCH_OVERHEAD);
         Self {
             buf,
