@@ -107,6 +107,10 @@ pub(crate) struct ProducerBatch {
     pub(crate) stamp: Option<Stamp>,
     /// Rewritten by an epoch bump and not sent since (Java's `sequenceHasBeenReset`).
     pub(crate) reopened: bool,
+    /// The current stamp has never been on the wire (set by a rewrite or a split,
+    /// cleared when sent). If such a batch fails, its sequences were never used and the
+    /// batches stamped after it under the same identity (all unsent too) move down.
+    pub(crate) stamp_unsent: bool,
     /// The outstanding request carrying this batch, if any.
     pub(crate) on_wire: Option<RequestId>,
     pub(crate) write_state: WriteState,
@@ -210,9 +214,5 @@ impl BatchSlab {
         self.free.push(index);
         self.live -= 1;
         Some(batch)
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &ProducerBatch> {
-        self.slots.iter().filter_map(|s| s.batch.as_ref())
     }
 }

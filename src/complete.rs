@@ -292,14 +292,22 @@ impl Producer {
         kafka_error: Option<KafkaError>,
         adjust: bool,
     ) {
-        let Some(b) = self.batches.get(id) else { return };
+        let Some(b) = self.batches.get_mut(id) else { return };
+        if b.on_wire.is_some() {
+            // An attempt is still out (the batch expired on the wire): it may yet land.
+            b.write_state = WriteState::Maybe;
+        }
         let p = b.partition;
         let stamped = b.stamp.is_some();
         let maybe_written = b.write_state == WriteState::Maybe;
         let expected_after = b.last_sequence().map(|s| s.add(1));
+        let unsent = b.stamp.filter(|_| b.stamp_unsent).map(|s| (s, b.record_count));
+        if let Some((stamp, count)) = unsent {
+            self.release_unsent_sequences(p, id, stamp, count);
+        }
         self.partitions[p as usize].remove_inflight(id);
         self.report(id, Err(error));
-        if self.fatal.is_some() || !self.is_idempotent() || !stamped {
+        if self.fatal.is_some() || !self.is_idempotent() || !stamped || unsent.is_some() {
             return;
         }
         let sequence_error = matches!(
@@ -310,6 +318,27 @@ impl Producer {
             self.request_bump(p);
         } else if let Some(after) = expected_after {
             self.mark_unresolved(p, after);
+        }
+    }
+
+    /// A batch whose current stamp never reached the wire failed: its sequences were
+    /// never used under that identity, and neither were those of the batches stamped
+    /// after it (only the first in-flight batch may be sent, and new batches queue
+    /// behind them). They move down by its count, so the run on the wire stays gap-free
+    /// (Java's `adjustSequencesDueToFailedBatch`, applied only where it is safe).
+    fn release_unsent_sequences(&mut self, p: u32, id: BatchId, stamp: Stamp, count: i32) {
+        let transactional = self.config.is_transactional();
+        let part = &mut self.partitions[p as usize];
+        let Some(pos) = part.inflight.iter().position(|&b| b == id) else { return };
+        for &later in part.inflight.iter().skip(pos + 1) {
+            let Some(b) = self.batches.get_mut(later) else { continue };
+            let Some(s) = b.stamp.filter(|s| s.id == stamp.id) else { continue };
+            debug_assert!(b.stamp_unsent && b.on_wire.is_none(), "a later batch was sent before an earlier one");
+            b.stamp = Some(Stamp { id: s.id, base_sequence: s.base_sequence.sub(count) });
+            b.write_stamp(transactional);
+        }
+        if part.producer_id == stamp.id {
+            part.next_sequence = part.next_sequence.sub(count);
         }
     }
 
@@ -361,6 +390,7 @@ impl Producer {
                 last_leader_epoch: b.last_leader_epoch,
                 stamp: None,
                 reopened: b.reopened,
+                stamp_unsent: true,
                 on_wire: None,
                 write_state: b.write_state,
                 done: false,

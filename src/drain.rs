@@ -123,7 +123,11 @@ impl Producer {
             }
             // Don't mix epochs: old-epoch batches must finish before new-epoch ones.
             let stale = part.producer_id != self.producer_id && !part.inflight.is_empty();
-            !stale && part.unresolved.is_none()
+            // Until the first ack under the partition's identity, one batch at a time: a
+            // broker with no state for the producer accepts any first sequence (KIP-360),
+            // so a pipelined later batch could land before a refused first one.
+            let first_unacked = part.last_acked_sequence.is_none() && !part.on_wire.is_empty();
+            !stale && !first_unacked && part.unresolved.is_none()
         };
         match part.queue.front() {
             Some(&head) => {
@@ -240,6 +244,7 @@ impl Producer {
             b.write_stamp(transactional);
         }
         b.reopened = false;
+        b.stamp_unsent = false;
         b.last_leader_epoch = Some(part.leader_epoch);
         id
     }

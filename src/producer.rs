@@ -606,6 +606,7 @@ impl Producer {
             last_leader_epoch: None,
             stamp: None,
             reopened: false,
+            stamp_unsent: false,
             on_wire: None,
             write_state: WriteState::Never,
             done: false,

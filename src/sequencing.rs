@@ -90,6 +90,7 @@ impl Producer {
                 debug_assert!(b.on_wire.is_none(), "rewrite of a batch on the wire");
                 b.stamp = Some(crate::batch::Stamp { id: global, base_sequence: seq });
                 b.reopened = true;
+                b.stamp_unsent = true;
                 seq = seq.add(b.record_count);
                 b.write_stamp(transactional);
             }

@@ -94,6 +94,17 @@ impl Sequence {
         }
     }
 
+    /// `self - n`, the inverse of [`Sequence::add`] (wrapping below 0 to `i32::MAX`).
+    #[must_use]
+    pub const fn sub(self, n: i32) -> Self {
+        debug_assert!(self.0 >= 0 && n >= 0);
+        if self.0 >= n {
+            Self(self.0 - n)
+        } else {
+            Self(i32::MAX - (n - self.0) + 1)
+        }
+    }
+
     /// The last sequence of a batch of `count` records starting here, computed the way
     /// the Java client's `ProducerBatch.lastSequence` does: without wrapping, as an `i64`
     /// so it never overflows.
@@ -286,6 +297,14 @@ mod tests {
         assert_eq!(s, Sequence(99));
         let s = s.add(i32::MAX);
         assert_eq!(s, Sequence(98));
+    }
+
+    #[test]
+    fn sub_inverts_add() {
+        for (s, n) in [(0, 1), (5, 5), (3, 7), (i32::MAX, 1), (10, i32::MAX)] {
+            assert_eq!(Sequence(s).add(n).sub(n), Sequence(s));
+        }
+        assert_eq!(Sequence(0).sub(1), Sequence(i32::MAX));
     }
 
     /// Port of `TransactionManagerTest.testDefaultSequenceNumber`.

@@ -95,6 +95,7 @@ fn defect1_tickets_follow_sequence_order_across_brokers() {
         h.now,
     )
     .unwrap();
+    h.warm(1); // pipelining starts after a partition's first ack
     h.send(0, "a");
     h.send(1, "b");
     // p1 moves to broker 7 before c is sent.
@@ -122,8 +123,9 @@ fn defect1_tickets_follow_sequence_order_across_brokers() {
         h.outstanding.iter().find(|r| r.node == NodeId(8)).unwrap().ticket,
         h.outstanding.iter().rev().find(|r| r.node == NodeId(7)).unwrap().ticket,
     );
-    for r in h.outstanding.iter().filter(|r| r.ticket < tb) {
-        gate.enqueued(r.ticket);
+    // Every earlier request (warm-up, a) was enqueued in its turn.
+    for seq in 0..tb.seq {
+        gate.enqueued(ticket::Ticket { seq, parts: 1 });
     }
     assert!(!gate.may_enqueue(tc), "c must wait for b");
     gate.enqueued(tb);

@@ -46,6 +46,7 @@ fn producer_id_reset() {
 #[test]
 fn bump_epoch_and_reset_sequence_numbers_after_unknown_producer_id() {
     let mut h = harness(13131, 1);
+    h.warm(0);
     for i in 0..5 {
         h.send(0, &i.to_string());
     }
@@ -94,6 +95,8 @@ fn batch_failure_after_producer_reset() {
 #[test]
 fn batch_completed_after_producer_reset() {
     let mut h = harness(13131, i16::MAX);
+    h.warm(0);
+    h.warm(1);
     h.send(0, "b1");
     h.send(0, "b2");
     h.send(1, "c1");
@@ -101,10 +104,10 @@ fn batch_completed_after_producer_reset() {
     h.next_pid = ProducerIdAndEpoch::new(13132, 0);
     h.respond(rid[2], &[(1, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.producer_id(), ProducerIdAndEpoch::new(13132, 0));
-    h.respond(rid[0], &[(0, KafkaError::None, 0)]);
+    h.respond(rid[0], &[(0, KafkaError::None, 1)]);
     let s = h.state(0);
-    assert_eq!((s.next_sequence, s.last_acked_sequence), (Sequence(2), Some(Sequence(0))));
-    h.respond(rid[1], &[(0, KafkaError::None, 1)]);
+    assert_eq!((s.next_sequence, s.last_acked_sequence), (Sequence(3), Some(Sequence(1))));
+    h.respond(rid[1], &[(0, KafkaError::None, 2)]);
     h.send(0, "b3");
     let s = h.state(0);
     assert_eq!((s.producer_id, s.next_sequence, s.last_acked_sequence), (ProducerIdAndEpoch::new(13132, 0), Sequence(1), None));
@@ -153,6 +156,7 @@ fn no_producer_id_reset_after_last_in_flight_batch_succeeds() {
     let mut h = Harness::new(
         config().request_timeout(Duration::from_millis(1000)).delivery_timeout(Duration::from_millis(1000)).retry_backoff(Duration::from_secs(5)).retry_backoff_max(Duration::from_secs(5)).build().unwrap(),
     );
+    h.warm(0);
     let a = h.send(0, "a");
     let b = h.send(0, "b");
     h.advance(500);
@@ -162,13 +166,13 @@ fn no_producer_id_reset_after_last_in_flight_batch_succeeds() {
     h.respond(rid[1], &[(0, KafkaError::NotEnoughReplicasAfterAppend, -1)]);
     h.advance(500);
     assert!(h.failed(a).is_some() && h.failed(b).is_some());
-    assert_eq!(h.state(0).unresolved, Some(Sequence(2)));
+    assert_eq!(h.state(0).unresolved, Some(Sequence(3)));
     assert_eq!(h.p.stats().epoch_bumps, 0, "no bump while c is in flight");
-    h.respond(rid[2], &[(0, KafkaError::None, 2)]);
-    assert_eq!(h.delivered(c), Some(Some(2)));
+    h.respond(rid[2], &[(0, KafkaError::None, 3)]);
+    assert_eq!(h.delivered(c), Some(Some(3)));
     assert_eq!(h.state(0).unresolved, None);
     assert_eq!(h.p.stats().epoch_bumps, 0);
-    assert_eq!(h.state(0).next_sequence, Sequence(3));
+    assert_eq!(h.state(0).next_sequence, Sequence(4));
 }
 
 /// Port of `TransactionManagerTest.testEpochBumpAfterLastInflightBatchFailsIdempotentProducer`:
@@ -179,12 +183,13 @@ fn epoch_bump_after_last_inflight_batch_fails() {
         config().request_timeout(Duration::from_millis(1000)).delivery_timeout(Duration::from_millis(1000)).retry_backoff(Duration::from_secs(5)).retry_backoff_max(Duration::from_secs(5)).build().unwrap(),
         ProducerIdAndEpoch::new(15, 1),
     );
+    h.warm(0);
     let a = h.send(0, "a");
     let b = h.send(0, "b");
     let c = h.send(0, "c");
     let rid = ids(&h);
     h.respond(rid[0], &[(0, KafkaError::NotEnoughReplicasAfterAppend, -1)]);
-    h.respond(rid[1], &[(0, KafkaError::None, 1)]);
+    h.respond(rid[1], &[(0, KafkaError::None, 2)]);
     h.respond(rid[2], &[(0, KafkaError::NotEnoughReplicasAfterAppend, -1)]);
     h.advance(1000);
     assert!(h.failed(a).is_some() && h.delivered(b).is_some() && h.failed(c).is_some());
@@ -216,6 +221,8 @@ fn no_failed_batch_handling_when_in_fatal_error() {
 #[test]
 fn healthy_partition_retries_during_epoch_bump() {
     let mut h = harness(13131, 1);
+    h.warm(0);
+    h.warm(1);
     for i in 0..3 {
         h.send(0, &format!("a{i}"));
     }
@@ -223,20 +230,20 @@ fn healthy_partition_retries_during_epoch_bump() {
     h.send(1, "b2");
     let rid = ids(&h);
     // Order: a1, a2, a3, b1, b2.
-    h.respond(rid[0], &[(0, KafkaError::None, 0)]);
-    h.respond(rid[3], &[(1, KafkaError::None, 0)]);
+    h.respond(rid[0], &[(0, KafkaError::None, 1)]);
+    h.respond(rid[3], &[(1, KafkaError::None, 1)]);
     h.respond_with(rid[1], &[(0, KafkaError::UnknownProducerId, -1)], 0);
     h.respond(rid[2], &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(2));
     let s0 = h.state(0);
     assert_eq!((s0.producer_id.epoch, s0.first_in_flight_sequence), (ProducerEpoch(2), Some(Sequence(0))));
     let s1 = h.state(1);
-    assert_eq!((s1.producer_id.epoch, s1.next_sequence), (ProducerEpoch(1), Sequence(2)));
+    assert_eq!((s1.producer_id.epoch, s1.next_sequence), (ProducerEpoch(1), Sequence(3)));
     let b3 = h.p.send(&tp(1), &record("b3"), h.now).unwrap();
     h.respond(rid[4], &[(1, KafkaError::NotLeaderOrFollower, -1)]);
     h.advance(60);
     let all: Vec<Wire> = h.outstanding.iter().flat_map(wire).collect();
-    assert!(all.contains(&Wire { partition: 1, producer_id: 13131, epoch: 1, base_sequence: 1, count: 1 }), "{all:?}");
+    assert!(all.contains(&Wire { partition: 1, producer_id: 13131, epoch: 1, base_sequence: 2, count: 1 }), "{all:?}");
     assert!(!all.iter().any(|w| w.partition == 1 && w.epoch == 2), "b3 must wait: {all:?}");
     let r = h.outstanding.iter().find(|r| wire(r).iter().any(|w| w.partition == 1)).unwrap().clone();
     let answers: Vec<_> = wire(&r).iter().map(|w| (w.partition, KafkaError::None, 1)).collect();
@@ -256,11 +263,13 @@ fn healthy_partition_retries_during_epoch_bump() {
 #[test]
 fn failed_inflight_batch_after_epoch_bump() {
     let mut h = harness(13131, 1);
+    h.warm(0);
+    h.warm(1);
     h.send(0, "a1");
     h.send(0, "a2");
     h.send(1, "b1");
     let rid = ids(&h);
-    h.respond(rid[0], &[(0, KafkaError::None, 0)]);
+    h.respond(rid[0], &[(0, KafkaError::None, 1)]);
     h.respond(rid[1], &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(2));
     h.respond(rid[2], &[(1, KafkaError::RequestTimedOut, -1)]);

@@ -92,6 +92,18 @@ impl Harness {
         h
     }
 
+    /// Sends one record to `partition` and acknowledges it at offset 0, so the partition
+    /// has an ack under the current identity. The core sends one batch at a time on a
+    /// partition until its first ack (a broker without state for the producer accepts
+    /// any first sequence, KIP-360), so scenarios that need pipelining start warm; their
+    /// sequences and offsets then start at 1.
+    pub fn warm(&mut self, partition: i32) {
+        self.send(partition, "warm-up");
+        let r = self.outstanding.back().expect("warm-up sent").clone();
+        self.respond(r.id, &[(partition, KafkaError::None, 0)]);
+        self.events.clear();
+    }
+
     pub fn send(&mut self, partition: i32, value: &str) -> RecordId {
         let id = self.p.send(&tp(partition), &record(value), self.now).expect("send accepted");
         self.pump();
