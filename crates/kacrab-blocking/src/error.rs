@@ -1,0 +1,112 @@
+//! The blocking producer's errors.
+
+use std::time::Duration;
+
+use kacrab_idempotence::{ConfigError, DeliveryError};
+
+/// Why [`Producer::from_properties`](crate::Producer::from_properties) refused a
+/// configuration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A key the core rejected, or a value out of range (see
+    /// [`ProducerConfigBuilder::set`](kacrab_idempotence::ProducerConfigBuilder::set)).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `bootstrap.servers` is missing or empty.
+    #[error("bootstrap.servers is required")]
+    MissingBootstrap,
+    /// A value of a key this adapter handles itself did not parse.
+    #[error("invalid value {value:?} for {key}: {reason}")]
+    InvalidValue {
+        /// The key.
+        key: &'static str,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A key this adapter does not support (`transactional.id`: the session has no
+    /// transaction coordinator support).
+    #[error("{0} is not supported by the blocking producer")]
+    Unsupported(&'static str),
+    /// The I/O thread could not be started.
+    #[error("could not start the I/O thread: {0}")]
+    Spawn(String),
+}
+
+/// Why [`Producer::send`](crate::Producer::send) refused a record. Nothing was queued and
+/// the record will never have another outcome.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The core refused it: the producer is closed or fatal, the record is larger than
+    /// `max.request.size`, or its partition is negative.
+    #[error(transparent)]
+    Rejected(#[from] kacrab_idempotence::SendError),
+    /// `buffer.memory` stayed full for `max.block.ms`.
+    #[error("buffer.memory stayed full for max.block.ms ({0:?})")]
+    Timeout(Duration),
+    /// The producer's I/O thread has stopped.
+    #[error("the producer's I/O thread has stopped")]
+    Terminated,
+}
+
+/// Why a record sent with [`Producer::send`](crate::Producer::send) has no
+/// [`RecordMetadata`](crate::RecordMetadata).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProduceError {
+    /// The core gave up on the record (broker error, `delivery.timeout.ms`, fatal error).
+    #[error("{error}")]
+    Delivery {
+        /// Why.
+        error: DeliveryError,
+        /// Whether some attempt may have reached the log. A failed record is in the log
+        /// at most once, and never out of order.
+        possibly_written: bool,
+    },
+    /// The record was refused before it was queued, for a reason the calling thread could
+    /// not see yet (the producer turned fatal or closed meanwhile, the record is too large,
+    /// or `buffer.memory` stayed full for `max.block.ms`).
+    #[error("record refused: {0}")]
+    Send(SendError),
+    /// The producer's I/O thread stopped (it panicked) before the record had an outcome.
+    /// The record may have been written.
+    #[error("the producer's I/O thread stopped before the record had an outcome")]
+    Terminated,
+}
+
+impl ProduceError {
+    /// Whether the record may be in the log: a delivery failure whose attempts may have
+    /// landed, or an outcome lost with the I/O thread. `false` when it certainly is not.
+    #[must_use]
+    pub fn possibly_written(&self) -> bool {
+        match self {
+            Self::Send(_) => false,
+            Self::Delivery {
+                possibly_written, ..
+            } => *possibly_written,
+            Self::Terminated => true,
+        }
+    }
+}
+
+/// Why a blocking call ([`Producer::flush`](crate::Producer::flush),
+/// [`Producer::close`](crate::Producer::close),
+/// [`Producer::partition_count`](crate::Producer::partition_count)) returned without its
+/// result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WaitError {
+    /// The time allowed passed.
+    #[error("timed out")]
+    Timeout,
+    /// Called from a delivery callback, which runs on the I/O thread: waiting there would
+    /// wait for the thread that is waiting.
+    #[error("cannot wait on the producer's own I/O thread (called from a delivery callback)")]
+    OnIoThread,
+    /// The producer's I/O thread has stopped without a `close`.
+    #[error("the producer's I/O thread has stopped")]
+    Terminated,
+}

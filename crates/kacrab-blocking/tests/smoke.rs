@@ -1,0 +1,335 @@
+//! The blocking producer against krafka's FakeBroker on loopback, checked against the
+//! broker's own log. FakeBroker needs Tokio: it runs on a runtime of its own (background
+//! worker threads); the producer under test uses none.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kacrab_blocking::{
+    ProduceError, Producer, ProducerRecord, RecordMetadata, SendError, WaitError,
+};
+use krafka::testing::{ApiKey, Control, FakeBroker};
+
+struct Fake {
+    broker: FakeBroker,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn fake(brokers: usize) -> Fake {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let broker = rt.block_on(FakeBroker::start_cluster(brokers)).unwrap();
+    Fake { broker, _rt: rt }
+}
+
+fn producer(f: &Fake, extra: &[(&str, &str)]) -> Producer {
+    let bootstrap = f.broker.bootstrap_servers();
+    let mut props = vec![
+        ("bootstrap.servers", bootstrap.as_str()),
+        ("client.id", "smoke"),
+    ];
+    props.extend_from_slice(extra);
+    Producer::from_properties(&props).unwrap()
+}
+
+/// Every acknowledged record exactly once, in send order, at the offset reported.
+fn check_log(f: &Fake, topic: &str, sent: &BTreeMap<i32, Vec<(String, RecordMetadata)>>) {
+    let records = f.broker.all_records(topic).unwrap();
+    let mut log: BTreeMap<i32, Vec<(String, i64)>> = BTreeMap::new();
+    for r in records {
+        let key = String::from_utf8(r.key.unwrap().to_vec()).unwrap();
+        log.entry(r.partition).or_default().push((key, r.offset));
+    }
+    for (partition, acked) in sent {
+        let got = log.remove(partition).unwrap_or_default();
+        let got_keys: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
+        let want_keys: Vec<&str> = acked.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            got_keys, want_keys,
+            "partition {partition}: log differs from acknowledged sends"
+        );
+        for ((key, md), (_, offset)) in acked.iter().zip(&got) {
+            if let Some(o) = md.offset {
+                assert_eq!(
+                    o, *offset,
+                    "partition {partition} key {key}: reported offset differs"
+                );
+            }
+        }
+    }
+    assert!(
+        log.is_empty(),
+        "records in partitions nothing was sent to: {log:?}"
+    );
+}
+
+#[test]
+fn ten_thousand_records_six_partitions_exactly_once() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("smoke", 6));
+    let p = producer(&f, &[("linger.ms", "5")]);
+    let mut handles = Vec::new();
+    for i in 0..10_000u32 {
+        let record = ProducerRecord::new("smoke", (i % 6) as i32, format!("value-{i}"))
+            .with_key(i.to_string());
+        handles.push((i, p.send(record).unwrap()));
+    }
+    p.flush().unwrap();
+    let mut sent: BTreeMap<i32, Vec<(String, RecordMetadata)>> = BTreeMap::new();
+    for (i, h) in handles {
+        assert!(
+            h.is_done(),
+            "flush returned before record {i} had an outcome"
+        );
+        let md = h.wait().unwrap();
+        assert_eq!(md.partition, (i % 6) as i32);
+        sent.entry(md.partition)
+            .or_default()
+            .push((i.to_string(), md));
+    }
+    p.close().unwrap();
+    check_log(&f, "smoke", &sent);
+    let stats = p.io_stats();
+    assert_eq!(stats.stale_deadlines, 0, "{stats:?}");
+}
+
+#[test]
+fn callbacks_apply_then_disconnect_and_leader_moves() {
+    let f = fake(3);
+    assert!(f.broker.create_topic("moves", 6));
+    // Every 7th Produce is applied, then its connection dropped before the answer.
+    let n = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&n);
+    f.broker.on(ApiKey::Produce, move |_| {
+        if counter.fetch_add(1, Ordering::Relaxed) % 7 == 3 {
+            Control::ApplyThen(Box::new(Control::Disconnect))
+        } else {
+            Control::Pass
+        }
+    });
+    let p = producer(&f, &[("linger.ms", "2"), ("retry.backoff.ms", "10")]);
+    type Outcomes = Arc<Mutex<Vec<(u32, Result<RecordMetadata, ProduceError>)>>>;
+    let results: Outcomes = Arc::default();
+    for i in 0..6_000u32 {
+        if i == 2_000 || i == 4_000 {
+            for part in 0..6 {
+                f.broker
+                    .set_leader("moves", part, (i as i32 / 2_000 + part) % 3);
+            }
+        }
+        let record = ProducerRecord::new("moves", (i % 6) as i32, "v").with_key(i.to_string());
+        let results = Arc::clone(&results);
+        p.send_with_callback(record, move |r| results.lock().unwrap().push((i, r)))
+            .unwrap();
+    }
+    p.close().unwrap();
+    let mut results = std::mem::take(&mut *results.lock().unwrap());
+    assert_eq!(results.len(), 6_000, "every send resolved once");
+    results.sort_by_key(|(i, _)| *i);
+    let mut sent: BTreeMap<i32, Vec<(String, RecordMetadata)>> = BTreeMap::new();
+    for (i, r) in results {
+        let md = r.unwrap_or_else(|e| panic!("record {i}: {e}"));
+        sent.entry(md.partition)
+            .or_default()
+            .push((i.to_string(), md));
+    }
+    check_log(&f, "moves", &sent);
+    assert!(n.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn close_then_send_fails_and_flush_is_ok() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("c", 1));
+    let p = producer(&f, &[]);
+    let md = p
+        .send(ProducerRecord::new("c", 0, "x"))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(md.offset, Some(0));
+    let q = p.clone();
+    p.close().unwrap();
+    assert!(matches!(
+        q.send(ProducerRecord::new("c", 0, "y")),
+        Err(SendError::Rejected(kacrab_idempotence::SendError::Closed))
+    ));
+    q.flush().unwrap();
+    q.close().unwrap();
+}
+
+#[test]
+fn partition_count_and_keyed_records() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("k", 4));
+    let p = producer(&f, &[("max.block.ms", "3000")]);
+    assert_eq!(p.partition_count("k").unwrap(), 4);
+    let r = ProducerRecord::keyed("k", 4, "foobar", "v");
+    assert_eq!(r.partition, kacrab_driver::partition_for_key(b"foobar", 4));
+    let md = p.send(r.clone()).unwrap().wait().unwrap();
+    assert_eq!(md.partition, r.partition);
+    // FakeBroker creates unknown topics on Metadata, so no Timeout can be provoked here.
+    let _ = WaitError::Timeout;
+    p.close().unwrap();
+}
+
+#[test]
+fn record_too_large_is_reported_through_the_handle() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("big", 1));
+    let p = producer(&f, &[("max.request.size", "1000")]);
+    let err = p
+        .send(ProducerRecord::new("big", 0, vec![0u8; 5000]))
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        ProduceError::Send(SendError::Rejected(
+            kacrab_idempotence::SendError::RecordTooLarge { .. }
+        ))
+    ));
+    assert!(!err.possibly_written());
+    p.close().unwrap();
+}
+
+#[test]
+fn buffer_full_blocks_then_times_out() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("slow", 1));
+    // Nothing is answered: the buffer fills and stays full.
+    f.broker.on(ApiKey::Produce, |_| Control::Silence);
+    let p = producer(
+        &f,
+        &[
+            ("buffer.memory", "20000"),
+            ("batch.size", "1000"),
+            ("max.block.ms", "300"),
+            ("linger.ms", "0"),
+        ],
+    );
+    let mut handles = Vec::new();
+    let mut refused = None;
+    for i in 0..1000 {
+        match p.send(ProducerRecord::new("slow", 0, vec![b'x'; 500])) {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (i, e) = refused.expect("send blocked and timed out");
+    assert_eq!(e, SendError::Timeout(Duration::from_millis(300)));
+    assert!(i > 10, "refused too early: {i}");
+    p.close_timeout(Duration::from_millis(100)).unwrap();
+    for h in handles {
+        assert!(h.wait().is_err());
+    }
+}
+
+#[test]
+fn bootstrap_must_name_host_and_port() {
+    for bad in ["", " , ", "localhost", "host:port", ":9092"] {
+        assert!(
+            Producer::from_properties(&[("bootstrap.servers", bad)]).is_err(),
+            "{bad:?}"
+        );
+    }
+    let p = Producer::from_properties(&[("bootstrap.servers", "localhost:1, [::1]:2")]).unwrap();
+    p.close().unwrap();
+    assert!(matches!(
+        Producer::from_properties(&[("bootstrap.servers", "a:1"), ("no.such.key", "1")]),
+        Err(kacrab_blocking::BuildError::Config(_))
+    ));
+    assert!(matches!(
+        Producer::from_properties(&[("bootstrap.servers", "a:1"), ("transactional.id", "t")]),
+        Err(kacrab_blocking::BuildError::Unsupported(_))
+    ));
+}
+
+#[test]
+fn producer_is_send_sync_clone() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<Producer>();
+}
+
+#[test]
+fn callbacks_cannot_wait_and_may_panic_and_drop_closes_in_the_background() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("cb", 1));
+    let p = producer(&f, &[]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A callback runs on the I/O thread: flush and close refuse to wait there.
+    let q = p.clone();
+    let t = tx.clone();
+    p.send_with_callback(ProducerRecord::new("cb", 0, "a"), move |r| {
+        t.send((r.is_ok(), q.flush(), q.close())).unwrap();
+    })
+    .unwrap();
+    let (ok, flushed, closed) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(ok);
+    assert_eq!(flushed, Err(WaitError::OnIoThread));
+    assert_eq!(closed, Err(WaitError::OnIoThread));
+    // A panicking callback does not take the I/O thread down.
+    p.send_with_callback(ProducerRecord::new("cb", 0, "b"), |_| {
+        panic!("callback panics")
+    })
+    .unwrap();
+    let md = p
+        .send(ProducerRecord::new("cb", 0, "c"))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(md.offset, Some(2));
+    // Dropping every handle without close still delivers what was sent.
+    let t = tx.clone();
+    p.send_with_callback(ProducerRecord::new("cb", 0, "d"), move |r| {
+        t.send((r.is_ok(), Ok(()), Ok(()))).unwrap();
+    })
+    .unwrap();
+    drop(p);
+    let (ok, _, _) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(ok);
+    assert_eq!(f.broker.all_records("cb").unwrap().len(), 4);
+}
+
+#[test]
+fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
+    // A port nothing listens on: every connect fails; the core keeps asking for metadata
+    // until delivery.timeout.ms fails the record.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    drop(listener);
+    let p = Producer::from_properties(&[
+        ("bootstrap.servers", addr.as_str()),
+        ("request.timeout.ms", "200"),
+        ("delivery.timeout.ms", "500"),
+        ("linger.ms", "0"),
+    ])
+    .unwrap();
+    let err = p
+        .send(ProducerRecord::new("t", 0, "x"))
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProduceError::Delivery {
+                error: kacrab_idempotence::DeliveryError::Timeout { .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let stats = p.io_stats();
+    assert!(stats.connect_failures > 0, "{stats:?}");
+    eprintln!("{stats:?}");
+    p.close().unwrap();
+}

@@ -1,0 +1,279 @@
+//! Property tests of the core against the deterministic cluster simulator
+//! (`kacrab-sim`): random clusters, workloads, producer configurations and fault
+//! rates; every run checks, after every step, that each partition's log holds every
+//! acknowledged record exactly once and in send order, that no record is logged twice
+//! or out of order, that every record resolves exactly once, that sequences on the
+//! wire never skip per (producer id, epoch, partition), that acknowledged offsets are
+//! the logged ones, and that the core's invariants hold; and at the end that the
+//! producer drained everything once faults stopped (liveness).
+//!
+//! Cases: `KACRAB_SIM_CASES` (default 2,000 for the main property, a quarter of that
+//! for the others); e.g. `KACRAB_SIM_CASES=100000 cargo test --release --test
+//! sim_properties` for a long run. The case generator is seeded with
+//! `KACRAB_SIM_SEED` (a number, or `random`; default fixed, so CI is reproducible).
+//! A failure is shrunk and printed with its minimal input; re-run it with
+//! [`run_params`] and `trace: true` to see every step.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use kacrab_sim::{FaultRates, Report, Scenario, SimConfig};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+
+/// Everything a case varies. Small and plain so that shrinking works on it.
+#[derive(Clone, Debug)]
+struct Params {
+    seed: u64,
+    brokers: u32,
+    topics: u32,
+    partitions: u32,
+    records: u64,
+    fault_rate: f64,
+    isr_shrink_rate: f64,
+    max_in_flight: u32,
+    linger_ms: u64,
+    batch_size: usize,
+    burst: u32,
+    interval_us: u64,
+    value_size: usize,
+    request_timeout_ms: u64,
+    delivery_timeout_ms: u64,
+    /// See `SimConfig::strict_first_sequence`.
+    strict_first_sequence: bool,
+}
+
+/// The main strategy: any cluster and workload, Kafka's broker rules, timeouts long
+/// next to the outages (request 1 s, delivery 30 s, ISR episodes up to 5 s).
+///
+/// Known core bug 1 (see tests/sim_regressions.rs): a broker without state for the
+/// producer accepts any first sequence (KIP-360), so a pipelined later batch can
+/// overtake a failed first one. Until the core gates the first batch of a partition,
+/// this strategy runs the brokers with `strict_first_sequence`, which emulates that
+/// gate; `properties_hold_kafka_rules` below runs without it (ignored until fixed).
+fn params() -> impl Strategy<Value = Params> {
+    (
+        (any::<u64>(), 3u32..=5, 1u32..=3, 1u32..=12, 1u64..=300),
+        (
+            0.0f64..0.4,
+            0.0f64..0.02,
+            1u32..=5,
+            0u64..=20,
+            40usize..=16_384,
+        ),
+        (1u32..=20, 0u64..=5_000, 8usize..=64),
+    )
+        .prop_map(|(a, b, c)| Params {
+            seed: a.0,
+            brokers: a.1,
+            topics: a.2,
+            partitions: a.3,
+            records: a.4,
+            fault_rate: b.0,
+            isr_shrink_rate: b.1,
+            max_in_flight: b.2,
+            linger_ms: b.3,
+            batch_size: b.4,
+            burst: c.0,
+            interval_us: c.1,
+            value_size: c.2,
+            request_timeout_ms: 1_000,
+            delivery_timeout_ms: 30_000,
+            strict_first_sequence: true,
+        })
+}
+
+/// The full-strength strategy: Kafka's rules exactly, short timeouts (so batches
+/// expire while their fate is unknown, on the wire and in retry) and frequent ISR
+/// shrink episodes.
+fn params_kafka_rules() -> impl Strategy<Value = Params> {
+    (params(), 0usize..3, 0usize..4, 0.0f64..0.1).prop_map(|(mut p, rt, dt, isr)| {
+        p.request_timeout_ms = [200, 500, 1_000][rt];
+        p.delivery_timeout_ms = [1_500, 3_000, 8_000, 30_000][dt];
+        p.isr_shrink_rate = isr;
+        p.strict_first_sequence = false;
+        p
+    })
+}
+
+/// Builds and runs the scenario `p` describes.
+fn run_params(p: &Params, trace: bool) -> Report {
+    let mut sim = SimConfig::new(p.seed);
+    sim.brokers = p.brokers;
+    sim.topics = p.topics;
+    sim.partitions = p.partitions;
+    sim.faults = FaultRates::uniform(p.fault_rate);
+    sim.faults.isr_shrink = p.isr_shrink_rate;
+    sim.value_size = p.value_size;
+    sim.strict_first_sequence = p.strict_first_sequence;
+    sim.trace = trace;
+    let mut producer = SimConfig::producer_config(p.seed);
+    producer
+        .max_in_flight_requests_per_connection(p.max_in_flight)
+        .linger(Duration::from_millis(p.linger_ms))
+        .batch_size(p.batch_size)
+        .request_timeout(Duration::from_millis(p.request_timeout_ms))
+        .delivery_timeout(Duration::from_millis(
+            p.delivery_timeout_ms
+                .max(p.request_timeout_ms + p.linger_ms),
+        ));
+    sim.producer = producer.build().expect("valid producer configuration");
+    let mut scenario = Scenario::new(sim, p.records);
+    scenario.burst_max = p.burst;
+    scenario.interval = Duration::from_micros(p.interval_us);
+    scenario.run()
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("KACRAB_SIM_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn runner(cases: u32) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 4_096,
+        ..Config::default()
+    };
+    let seed = match std::env::var("KACRAB_SIM_SEED").ok().as_deref() {
+        Some("random") => return TestRunner::new(config),
+        Some(s) => s
+            .parse::<u64>()
+            .expect("KACRAB_SIM_SEED is a number or `random`"),
+        None => 0x6b61_6372_6162,
+    };
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+fn check(report: &Report) -> Result<(), TestCaseError> {
+    if report.is_clean() {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "{} violations; {}\n",
+        report.violation_count,
+        report.chaos_line()
+    );
+    for v in report.violations.iter().take(8) {
+        msg.push_str(&format!("  {v}\n"));
+    }
+    Err(TestCaseError::fail(msg))
+}
+
+fn run_property(name: &str, strategy: impl Strategy<Value = Params>, cases: u32) {
+    let steps = AtomicU64::new(0);
+    let runs = AtomicU64::new(0);
+    let faults = AtomicU64::new(0);
+    let started = Instant::now();
+    let result = runner(cases).run(&strategy, |p| {
+        let report = run_params(&p, false);
+        steps.fetch_add(report.sim.steps, Ordering::Relaxed);
+        runs.fetch_add(1, Ordering::Relaxed);
+        faults.fetch_add(report.faults.total(), Ordering::Relaxed);
+        check(&report)
+    });
+    eprintln!(
+        "{name}: {} runs (cases asked: {cases}), {} simulated steps, {} faults injected, {:.2?}",
+        runs.load(Ordering::Relaxed),
+        steps.load(Ordering::Relaxed),
+        faults.load(Ordering::Relaxed),
+        started.elapsed()
+    );
+    if let Err(e) = result {
+        panic!("{name} failed: {e}");
+    }
+}
+
+#[test]
+fn properties_hold() {
+    run_property("properties_hold", params(), cases(2_000));
+}
+
+/// The same properties under Kafka's exact rules, with short timeouts and frequent
+/// ISR shrink episodes. Fails today on core bugs 1, 2 and 3 (tests/sim_regressions.rs).
+#[test]
+#[ignore = "core bugs 1-3 (see tests/sim_regressions.rs); run with --ignored"]
+fn properties_hold_kafka_rules() {
+    run_property(
+        "properties_hold_kafka_rules",
+        params_kafka_rules(),
+        cases(2_000),
+    );
+}
+
+/// Arbitrary operation sequences (the fuzz target's decoder) hold the properties too.
+/// Like `properties_hold`, with the workarounds for core bugs 1 to 3 (the gate emulated
+/// by the brokers, and a delivery timeout longer than anything the operations delay);
+/// the fuzz target runs without them.
+#[test]
+fn op_sequences_hold() {
+    let steps = AtomicU64::new(0);
+    let strategy = proptest::collection::vec(any::<u8>(), 0..600);
+    let result = runner(cases(2_000) / 4).run(&strategy, |data| {
+        let options = kacrab_sim::ops::Options {
+            strict_first_sequence: true,
+            delivery_timeout: Duration::from_secs(120),
+        };
+        let report = kacrab_sim::ops::run_with(&data, options);
+        steps.fetch_add(report.sim.steps, Ordering::Relaxed);
+        check(&report)
+    });
+    eprintln!(
+        "op_sequences_hold: {} simulated steps",
+        steps.load(Ordering::Relaxed)
+    );
+    if let Err(e) = result {
+        panic!("op_sequences_hold failed: {e}");
+    }
+}
+
+/// A faults-free run is boring and must stay so: everything acknowledged, no retry.
+#[test]
+fn quiet_cluster_delivers_everything() {
+    let p = Params {
+        seed: 7,
+        brokers: 3,
+        topics: 2,
+        partitions: 6,
+        records: 3_000,
+        fault_rate: 0.0,
+        isr_shrink_rate: 0.0,
+        max_in_flight: 5,
+        linger_ms: 5,
+        batch_size: 16_384,
+        burst: 8,
+        interval_us: 1_000,
+        value_size: 16,
+        request_timeout_ms: 1_000,
+        delivery_timeout_ms: 30_000,
+        strict_first_sequence: false,
+    };
+    let report = run_params(&p, false);
+    assert!(report.is_clean(), "{}", report.render());
+    assert_eq!(report.tally.acked, 3_000);
+    assert_eq!(report.producer.retries, 0);
+    assert_eq!(report.producer.epoch_bumps, 0);
+    assert_eq!(report.sim.duplicate_batches, 0);
+}
+
+/// The same parameters give the same run, step for step.
+#[test]
+fn runs_are_deterministic() {
+    let mut rng = TestRunner::deterministic();
+    for _ in 0..5 {
+        let p = params_kafka_rules()
+            .new_tree(&mut rng)
+            .expect("a case")
+            .current();
+        let a = run_params(&p, true);
+        let b = run_params(&p, true);
+        assert_eq!(a.trace, b.trace, "{p:?}");
+        assert_eq!(a, b);
+    }
+}
