@@ -191,6 +191,10 @@ impl Producer {
                         continue;
                     }
                     node = Some(n);
+                    if first_pos.is_none() {
+                        // Sized once, on the first batch: an empty poll allocates nothing.
+                        taken.reserve_exact(self.pending.len() - i);
+                    }
                     first_pos.get_or_insert(i);
                     size += head_size;
                     taken.push(self.take_head(p));

@@ -599,7 +599,13 @@ impl Producer {
             partition: p,
             records: open.records,
             record_count,
-            data: BatchData::new(open.builder.finish()),
+            // An idempotent batch is stamped before it is sent, and stamping writes the
+            // CRC: computing it here too would hash every batch twice.
+            data: BatchData::new(if self.is_idempotent() {
+                open.builder.finish_unsealed()
+            } else {
+                open.builder.finish()
+            }),
             created: open.created,
             attempts: 0,
             retry_at: None,

@@ -298,6 +298,14 @@ impl BatchBuilder {
     /// If the batch is longer than `i32::MAX` bytes (see [`BatchBuilder::append`]).
     #[must_use]
     pub fn finish(self) -> BytesMut {
+        let mut buf = self.finish_unsealed();
+        write_crc(&mut buf);
+        buf
+    }
+
+    /// [`BatchBuilder::finish`] without the CRC, for a batch that will be [`stamp`]ed
+    /// (which writes the CRC) before anyone reads it: the idempotent producer's path.
+    pub(crate) fn finish_unsealed(self) -> BytesMut {
         let Self {
             mut buf,
             compression,
@@ -329,7 +337,6 @@ impl BatchBuilder {
             put_at(h, BASE_SEQUENCE, NO_SEQUENCE.to_be_bytes());
             put_at(h, RECORD_COUNT, record_count.to_be_bytes());
         }
-        write_crc(&mut buf);
         buf
     }
 
@@ -614,6 +621,12 @@ const fn zigzag64(v: i64) -> u64 {
 fn put_uvarint(buf: &mut BytesMut, mut v: u64) {
     if v < 0x80 {
         buf.put_u8(v as u8);
+        return;
+    }
+    if v < 0x4000 {
+        // Lengths of 128 B to 16 KiB, the common multi-byte case: no temporary copy.
+        buf.put_u8((v as u8) | 0x80);
+        buf.put_u8((v >> 7) as u8);
         return;
     }
     let mut tmp = [0u8; MAX_VARLONG_LEN];

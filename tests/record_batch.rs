@@ -234,11 +234,15 @@ proptest! {
             prop_assert!(read_header(&batch).is_ok());
             if let Ok(decoded) = decode_records(&batch) {
                 prop_assert_eq!(decode_records(&build(&decoded)).unwrap(), decoded.clone());
-                let mut joined = Vec::new();
-                for part in split(&batch, target).unwrap() {
-                    joined.extend(decode_records(&part).unwrap());
+                // A corrupted attribute byte can make it a control batch, which is never
+                // split (a producer never sends one).
+                if !read_header(&batch).unwrap().control {
+                    let mut joined = Vec::new();
+                    for part in split(&batch, target).unwrap() {
+                        joined.extend(decode_records(&part).unwrap());
+                    }
+                    prop_assert_eq!(joined, decoded);
                 }
-                prop_assert_eq!(joined, decoded);
             }
         }
     }
