@@ -121,7 +121,8 @@ pub(crate) struct ProducerBatch {
 
 impl ProducerBatch {
     pub(crate) fn last_sequence(&self) -> Option<Sequence> {
-        self.stamp.map(|s| s.base_sequence.add(self.record_count - 1))
+        self.stamp
+            .map(|s| s.base_sequence.add(self.record_count - 1))
     }
 
     /// Writes the stamp into the encoded bytes (in place; copy-on-write if shared).
@@ -152,7 +153,9 @@ pub(crate) struct BatchSlab {
 
 impl core::fmt::Debug for BatchSlab {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("BatchSlab").field("live", &self.live).finish()
+        f.debug_struct("BatchSlab")
+            .field("live", &self.live)
+            .finish()
     }
 }
 
@@ -178,7 +181,10 @@ impl BatchSlab {
         if let Some(i) = self.free.pop() {
             self.slots[i as usize].batch = Some(batch);
         } else {
-            self.slots.push(Slot { generation: 0, batch: Some(batch) });
+            self.slots.push(Slot {
+                generation: 0,
+                batch: Some(batch),
+            });
         }
         debug_assert!(self.slots[index as usize].batch.is_some());
         self.live += 1;

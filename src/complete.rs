@@ -32,7 +32,9 @@ impl Producer {
             .filter(|&pos| matches!(self.outstanding[pos].kind, OutstandingKind::Produce { .. }))
             .ok_or(InputError::UnknownRequest(request))?;
         let o = self.outstanding.remove(pos).expect("found above");
-        let OutstandingKind::Produce { node, batches } = o.kind else { unreachable!() };
+        let OutstandingKind::Produce { node, batches } = o.kind else {
+            unreachable!()
+        };
         let now = self.now;
         let n = self.node_mut(node);
         n.in_flight = n.in_flight.saturating_sub(1);
@@ -40,7 +42,9 @@ impl Producer {
             n.throttled_until = Some(now + response.throttle);
         }
         for (i, id) in batches.into_iter().enumerate() {
-            let Some(b) = self.batches.get(id) else { continue };
+            let Some(b) = self.batches.get(id) else {
+                continue;
+            };
             let tp = &self.partitions[b.partition as usize].tp;
             // Brokers answer partitions in request order: try the batch's own position
             // first, so a request of n partitions is matched in O(n), not O(n^2).
@@ -74,7 +78,9 @@ impl Producer {
         now: Timestamp,
     ) -> Result<(), InputError> {
         self.observe(now);
-        let o = self.take_outstanding(request).ok_or(InputError::UnknownRequest(request))?;
+        let o = self
+            .take_outstanding(request)
+            .ok_or(InputError::UnknownRequest(request))?;
         match o.kind {
             OutstandingKind::Produce { node, batches } => {
                 let n = self.node_mut(node);
@@ -104,7 +110,9 @@ impl Producer {
     /// Takes batch `id` off the wire; returns false when it was already reported (an
     /// expired batch whose request was still out), after freeing it.
     fn land(&mut self, id: BatchId) -> bool {
-        let Some(b) = self.batches.get_mut(id) else { return false };
+        let Some(b) = self.batches.get_mut(id) else {
+            return false;
+        };
         b.on_wire = None;
         let (p, done) = (b.partition, b.done);
         self.partitions[p as usize].remove_on_wire(id);
@@ -158,14 +166,19 @@ impl Producer {
             }
             class => {
                 let b = self.batches.get_mut(id).expect("live");
-                let state =
-                    if r.error.may_have_appended() { WriteState::Maybe } else { WriteState::Rejected };
+                let state = if r.error.may_have_appended() {
+                    WriteState::Maybe
+                } else {
+                    WriteState::Rejected
+                };
                 b.write_state = b.write_state.max(state);
                 let p = b.partition;
                 let mut leader_moved = false;
                 if class == ErrorClass::Leadership {
                     match r.current_leader {
-                        Some(hint) if hint.leader_epoch > self.partitions[p as usize].leader_epoch => {
+                        Some(hint)
+                            if hint.leader_epoch > self.partitions[p as usize].leader_epoch =>
+                        {
                             let part = &mut self.partitions[p as usize];
                             part.leader = Some(hint.leader);
                             part.leader_epoch = hint.leader_epoch;
@@ -174,7 +187,9 @@ impl Producer {
                         _ => self.invalidate_leader(p),
                     }
                 }
-                if class == ErrorClass::Duplicate && !self.can_retry(id, r.error, r.log_start_offset) {
+                if class == ErrorClass::Duplicate
+                    && !self.can_retry(id, r.error, r.log_start_offset)
+                {
                     // DUPLICATE_SEQUENCE_NUMBER: already written; success without offset.
                     self.record_ack(id, -1);
                     self.report(id, Ok(None));
@@ -185,7 +200,13 @@ impl Producer {
         }
     }
 
-    fn retry_or_fail(&mut self, id: BatchId, error: KafkaError, log_start: i64, leader_moved: bool) {
+    fn retry_or_fail(
+        &mut self,
+        id: BatchId,
+        error: KafkaError,
+        log_start: i64,
+        leader_moved: bool,
+    ) {
         if self.can_retry(id, error, log_start) {
             self.reenqueue(id, leader_moved);
             return;
@@ -202,7 +223,10 @@ impl Producer {
         } else if error.class() == ErrorClass::Fatal {
             DeliveryError::Fatal(error)
         } else {
-            DeliveryError::Broker { partition: tp, error }
+            DeliveryError::Broker {
+                partition: tp,
+                error,
+            }
         };
         self.fail_batch(id, delivery_error, Some(error), adjust);
         if error.class() == ErrorClass::Fatal {
@@ -261,7 +285,11 @@ impl Producer {
         let delay = self.backoff_for(attempts);
         let now = self.now;
         let b = self.batches.get_mut(id).expect("live");
-        b.retry_at = if leader_moved { None } else { Some(now + delay) };
+        b.retry_at = if leader_moved {
+            None
+        } else {
+            Some(now + delay)
+        };
         self.partitions[p as usize].reenqueue(id, &self.batches);
         self.stats.retries += 1;
         self.list(p);
@@ -298,7 +326,9 @@ impl Producer {
         kafka_error: Option<KafkaError>,
         adjust: bool,
     ) {
-        let Some(b) = self.batches.get_mut(id) else { return };
+        let Some(b) = self.batches.get_mut(id) else {
+            return;
+        };
         if b.on_wire.is_some() {
             // An attempt is still out (the batch expired on the wire): it may yet land.
             b.write_state = WriteState::Maybe;
@@ -307,7 +337,10 @@ impl Producer {
         let stamped = b.stamp.is_some();
         let maybe_written = b.write_state == WriteState::Maybe;
         let expected_after = b.last_sequence().map(|s| s.add(1));
-        let unsent = b.stamp.filter(|_| b.stamp_unsent).map(|s| (s, b.record_count));
+        let unsent = b
+            .stamp
+            .filter(|_| b.stamp_unsent)
+            .map(|s| (s, b.record_count));
         if let Some((stamp, count)) = unsent {
             self.release_unsent_sequences(p, id, stamp, count);
         }
@@ -335,12 +368,24 @@ impl Producer {
     fn release_unsent_sequences(&mut self, p: u32, id: BatchId, stamp: Stamp, count: i32) {
         let transactional = self.config.is_transactional();
         let part = &mut self.partitions[p as usize];
-        let Some(pos) = part.inflight.iter().position(|&b| b == id) else { return };
+        let Some(pos) = part.inflight.iter().position(|&b| b == id) else {
+            return;
+        };
         for &later in part.inflight.iter().skip(pos + 1) {
-            let Some(b) = self.batches.get_mut(later) else { continue };
-            let Some(s) = b.stamp.filter(|s| s.id == stamp.id) else { continue };
-            debug_assert!(b.stamp_unsent && b.on_wire.is_none(), "a later batch was sent before an earlier one");
-            b.stamp = Some(Stamp { id: s.id, base_sequence: s.base_sequence.sub(count) });
+            let Some(b) = self.batches.get_mut(later) else {
+                continue;
+            };
+            let Some(s) = b.stamp.filter(|s| s.id == stamp.id) else {
+                continue;
+            };
+            debug_assert!(
+                b.stamp_unsent && b.on_wire.is_none(),
+                "a later batch was sent before an earlier one"
+            );
+            b.stamp = Some(Stamp {
+                id: s.id,
+                base_sequence: s.base_sequence.sub(count),
+            });
             b.write_stamp(transactional);
         }
         if part.producer_id == stamp.id {
@@ -360,7 +405,11 @@ impl Producer {
     fn split_batch(&mut self, id: BatchId) {
         let (p, target, adjust) = {
             let b = self.batches.get(id).expect("live");
-            (b.partition, (b.data.len() / 2).max(1), b.attempts < self.config.retries())
+            (
+                b.partition,
+                (b.data.len() / 2).max(1),
+                b.attempts < self.config.retries(),
+            )
         };
         let split = record::split(self.batches.get(id).expect("live").data.as_slice(), target);
         let pieces = match split {
@@ -402,7 +451,10 @@ impl Producer {
                 done: false,
             };
             if let (Some(s), Some(stamp)) = (seq, b.stamp) {
-                piece.stamp = Some(Stamp { id: stamp.id, base_sequence: s });
+                piece.stamp = Some(Stamp {
+                    id: stamp.id,
+                    base_sequence: s,
+                });
                 seq = Some(s.add(piece.record_count));
                 piece.write_stamp(transactional);
             }

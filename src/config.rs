@@ -357,9 +357,9 @@ impl ProducerConfigBuilder {
             keys::MAX_REQUEST_SIZE => {
                 self.max_request_size(to_usize(parse_int(keys::MAX_REQUEST_SIZE, value)?))
             }
-            keys::BUFFER_MEMORY => {
-                self.buffer_memory(usize::try_from(parse_long(keys::BUFFER_MEMORY, value)?).unwrap_or(usize::MAX))
-            }
+            keys::BUFFER_MEMORY => self.buffer_memory(
+                usize::try_from(parse_long(keys::BUFFER_MEMORY, value)?).unwrap_or(usize::MAX),
+            ),
             keys::RETRY_BACKOFF => self.retry_backoff(ms(parse_long(keys::RETRY_BACKOFF, value)?)),
             keys::RETRY_BACKOFF_MAX => {
                 self.retry_backoff_max(ms(parse_long(keys::RETRY_BACKOFF_MAX, value)?))

@@ -65,8 +65,7 @@ impl Producer {
     }
 
     fn maybe_request_metadata(&mut self) -> Option<Request> {
-        if self.metadata_in_flight.is_some()
-            || self.metadata_retry_at.is_some_and(|t| t > self.now)
+        if self.metadata_in_flight.is_some() || self.metadata_retry_at.is_some_and(|t| t > self.now)
         {
             return None;
         }
@@ -108,7 +107,9 @@ impl Producer {
         if part.awaiting_rewrite {
             return Head::NotReady;
         }
-        let Some(node) = part.leader else { return Head::NotReady };
+        let Some(node) = part.leader else {
+            return Head::NotReady;
+        };
         if !self.node_has_capacity(node) {
             return Head::NotReady;
         }
@@ -131,7 +132,9 @@ impl Producer {
         };
         match part.queue.front() {
             Some(&head) => {
-                let Some(b) = self.batches.get(head) else { return Head::NotReady };
+                let Some(b) = self.batches.get(head) else {
+                    return Head::NotReady;
+                };
                 if let Some(at) = b.retry_at {
                     let leader_moved = b.last_leader_epoch != Some(part.leader_epoch);
                     if at > self.now && !leader_moved {
@@ -152,7 +155,9 @@ impl Producer {
                 Head::Ready(node)
             }
             None => {
-                let Some(open) = &part.open else { return Head::NotReady };
+                let Some(open) = &part.open else {
+                    return Head::NotReady;
+                };
                 let lingered = open.created + self.config.linger() <= self.now;
                 let full = open.builder.size_in_bytes() >= self.config.batch_size();
                 if !(lingered || full || self.flushing) || !new_batch_allowed() {
@@ -227,7 +232,10 @@ impl Producer {
         if self.partitions[p as usize].queue.is_empty() {
             self.close_open(p);
         }
-        let id = self.partitions[p as usize].queue.pop_front().expect("head exists");
+        let id = self.partitions[p as usize]
+            .queue
+            .pop_front()
+            .expect("head exists");
         let idempotent = self.is_idempotent();
         let global = self.producer_id;
         let transactional = self.config.is_transactional();
@@ -242,7 +250,10 @@ impl Producer {
                 part.last_acked_sequence = None;
             }
             debug_assert_eq!(part.producer_id, global);
-            b.stamp = Some(Stamp { id: global, base_sequence: part.next_sequence });
+            b.stamp = Some(Stamp {
+                id: global,
+                base_sequence: part.next_sequence,
+            });
             part.next_sequence = part.next_sequence.add(b.record_count);
             part.inflight.push_back(id);
             b.write_stamp(transactional);
@@ -265,7 +276,10 @@ impl Producer {
                 batch.on_wire = Some(id);
                 self.partitions[p as usize].on_wire.push_back(b);
             }
-            batches.push(ProduceBatch { partition: self.partitions[p as usize].tp.clone(), data });
+            batches.push(ProduceBatch {
+                partition: self.partitions[p as usize].tp.clone(),
+                data,
+            });
         }
         self.stats.produce_requests += 1;
         let ticket = self.tickets.reserve(1);
@@ -278,7 +292,10 @@ impl Producer {
             self.node_mut(node).in_flight += 1;
             self.outstanding.push_back(Outstanding {
                 id,
-                kind: OutstandingKind::Produce { node, batches: taken },
+                kind: OutstandingKind::Produce {
+                    node,
+                    batches: taken,
+                },
                 deadline: self.now + self.config.request_timeout(),
             });
         }

@@ -255,9 +255,9 @@ impl KafkaError {
             | Self::ProducerFenced
             | Self::UnsupportedVersion
             | Self::InvalidProducerIdMapping => ErrorClass::Fatal,
-            Self::InvalidProducerEpoch
-            | Self::InvalidTxnState
-            | Self::TransactionAbortable => ErrorClass::Abortable,
+            Self::InvalidProducerEpoch | Self::InvalidTxnState | Self::TransactionAbortable => {
+                ErrorClass::Abortable
+            }
             e if e.invalidates_metadata() => ErrorClass::Leadership,
             e if e.is_retriable() => ErrorClass::Retriable,
             _ => ErrorClass::NonRetriable,
@@ -365,16 +365,31 @@ mod tests {
             assert_eq!(KafkaError::from_code(code).code(), code);
         }
         assert_eq!(KafkaError::from_code(999), KafkaError::Unknown(999));
-        assert_eq!(KafkaError::from_code(45), KafkaError::OutOfOrderSequenceNumber);
+        assert_eq!(
+            KafkaError::from_code(45),
+            KafkaError::OutOfOrderSequenceNumber
+        );
     }
 
     #[test]
     fn classification() {
-        assert_eq!(KafkaError::NotLeaderOrFollower.class(), ErrorClass::Leadership);
+        assert_eq!(
+            KafkaError::NotLeaderOrFollower.class(),
+            ErrorClass::Leadership
+        );
         assert_eq!(KafkaError::NotEnoughReplicas.class(), ErrorClass::Retriable);
-        assert_eq!(KafkaError::DuplicateSequenceNumber.class(), ErrorClass::Duplicate);
-        assert_eq!(KafkaError::ClusterAuthorizationFailed.class(), ErrorClass::Fatal);
-        assert_eq!(KafkaError::TopicAuthorizationFailed.class(), ErrorClass::NonRetriable);
+        assert_eq!(
+            KafkaError::DuplicateSequenceNumber.class(),
+            ErrorClass::Duplicate
+        );
+        assert_eq!(
+            KafkaError::ClusterAuthorizationFailed.class(),
+            ErrorClass::Fatal
+        );
+        assert_eq!(
+            KafkaError::TopicAuthorizationFailed.class(),
+            ErrorClass::NonRetriable
+        );
         assert_eq!(KafkaError::Unknown(4242).class(), ErrorClass::NonRetriable);
         assert!(KafkaError::NotEnoughReplicasAfterAppend.may_have_appended());
         assert!(!KafkaError::NotEnoughReplicas.may_have_appended());

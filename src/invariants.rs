@@ -20,7 +20,11 @@ impl Producer {
         for (i, part) in self.partitions.iter().enumerate() {
             assert_eq!(part.listed, seen[i], "{}: listed flag out of sync", part.tp);
             if part.has_queued() {
-                assert!(part.listed, "{}: has queued batches but is not listed", part.tp);
+                assert!(
+                    part.listed,
+                    "{}: has queued batches but is not listed",
+                    part.tp
+                );
             }
         }
 
@@ -46,9 +50,19 @@ impl Producer {
             if let OutstandingKind::Produce { batches, .. } = &o.kind {
                 let mut parts = Vec::new();
                 for &b in batches {
-                    let batch = self.batches.get(b).expect("batch of an outstanding request is live");
-                    assert_eq!(batch.on_wire, Some(o.id), "batch on_wire does not name its request");
-                    assert!(!parts.contains(&batch.partition), "two batches of one partition in a request");
+                    let batch = self
+                        .batches
+                        .get(b)
+                        .expect("batch of an outstanding request is live");
+                    assert_eq!(
+                        batch.on_wire,
+                        Some(o.id),
+                        "batch on_wire does not name its request"
+                    );
+                    assert!(
+                        !parts.contains(&batch.partition),
+                        "two batches of one partition in a request"
+                    );
                     parts.push(batch.partition);
                     wired.push(b);
                 }
@@ -59,7 +73,11 @@ impl Producer {
         for (i, part) in self.partitions.iter().enumerate() {
             let p = i as u32;
             for &b in &part.on_wire {
-                assert!(wired.contains(&b), "{}: on_wire batch not in any request", part.tp);
+                assert!(
+                    wired.contains(&b),
+                    "{}: on_wire batch not in any request",
+                    part.tp
+                );
             }
             // Queue: live, not done, not on the wire, this partition's; sequenced first in
             // in-flight order.
@@ -69,17 +87,33 @@ impl Producer {
                 let batch = self.batches.get(b).expect("queued batch is live");
                 assert_eq!(batch.partition, p);
                 assert!(!batch.done, "{}: reported batch still queued", part.tp);
-                assert!(batch.on_wire.is_none(), "{}: queued batch also on the wire", part.tp);
+                assert!(
+                    batch.on_wire.is_none(),
+                    "{}: queued batch also on the wire",
+                    part.tp
+                );
                 records_unreported += batch.records.len() as u64;
                 match part.inflight.iter().position(|&x| x == b) {
                     Some(rank) => {
-                        assert!(!unsequenced_seen, "{}: sequenced batch behind a new one", part.tp);
-                        assert!(last_rank.is_none_or(|r| r < rank), "{}: queue out of sequence order", part.tp);
+                        assert!(
+                            !unsequenced_seen,
+                            "{}: sequenced batch behind a new one",
+                            part.tp
+                        );
+                        assert!(
+                            last_rank.is_none_or(|r| r < rank),
+                            "{}: queue out of sequence order",
+                            part.tp
+                        );
                         last_rank = Some(rank);
                     }
                     None => {
                         if self.is_idempotent() {
-                            assert!(batch.stamp.is_none(), "{}: stamped batch not in flight", part.tp);
+                            assert!(
+                                batch.stamp.is_none(),
+                                "{}: stamped batch not in flight",
+                                part.tp
+                            );
                         }
                         unsequenced_seen = true;
                     }
@@ -114,7 +148,11 @@ impl Producer {
                             part.tp
                         );
                     } else {
-                        assert!(ps.id < stamp.id || ps.id.id != stamp.id.id, "{}: identities out of order", part.tp);
+                        assert!(
+                            ps.id < stamp.id || ps.id.id != stamp.id.id,
+                            "{}: identities out of order",
+                            part.tp
+                        );
                     }
                 }
                 prev = Some((stamp, batch.record_count));
@@ -123,7 +161,8 @@ impl Producer {
                 if s.id == part.producer_id && !part.awaiting_rewrite {
                     let end = s.base_sequence.add(c);
                     assert!(
-                        end == part.next_sequence || crate::partition::seq_newer(part.next_sequence, end),
+                        end == part.next_sequence
+                            || crate::partition::seq_newer(part.next_sequence, end),
                         "{}: in-flight batch ends past next_sequence",
                         part.tp
                     );
@@ -135,11 +174,22 @@ impl Producer {
                 "{}: unresolved list out of sync",
                 part.tp
             );
-            assert_eq!(part.awaiting_rewrite, self.rewrite.contains(&p), "{}: rewrite set", part.tp);
+            assert_eq!(
+                part.awaiting_rewrite,
+                self.rewrite.contains(&p),
+                "{}: rewrite set",
+                part.tp
+            );
         }
-        assert_eq!(records_unreported, self.unreported_records, "unreported record count");
+        assert_eq!(
+            records_unreported, self.unreported_records,
+            "unreported record count"
+        );
         if self.fatal.is_some() {
-            assert_eq!(self.unreported_records, 0, "fatal producer still holds records");
+            assert_eq!(
+                self.unreported_records, 0,
+                "fatal producer still holds records"
+            );
         }
     }
 }

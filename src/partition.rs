@@ -6,7 +6,9 @@ use alloc::vec::Vec;
 
 use crate::batch::BatchSlab;
 use crate::record::BatchBuilder;
-use crate::types::{BatchId, NodeId, ProducerIdAndEpoch, RecordId, Sequence, Timestamp, TopicPartition};
+use crate::types::{
+    BatchId, NodeId, ProducerIdAndEpoch, RecordId, Sequence, Timestamp, TopicPartition,
+};
 
 /// The batch still open for appends at the tail of a partition's queue.
 #[derive(Debug)]

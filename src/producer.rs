@@ -168,10 +168,16 @@ impl Producer {
     /// A producer with this configuration, at time `now`.
     #[must_use]
     pub fn new(config: ProducerConfig, now: Timestamp) -> Self {
-        let backoff =
-            Backoff::new(config.retry_backoff(), config.retry_backoff_max(), config.jitter_seed());
-        let id_state =
-            if config.enable_idempotence() { IdState::Needed } else { IdState::Disabled };
+        let backoff = Backoff::new(
+            config.retry_backoff(),
+            config.retry_backoff_max(),
+            config.jitter_seed(),
+        );
+        let id_state = if config.enable_idempotence() {
+            IdState::Needed
+        } else {
+            IdState::Disabled
+        };
         Self {
             config,
             backoff,
@@ -274,7 +280,11 @@ impl Producer {
     }
 
     pub(crate) fn observe(&mut self, now: Timestamp) {
-        debug_assert!(now >= self.now, "time went backwards: {now:?} < {:?}", self.now);
+        debug_assert!(
+            now >= self.now,
+            "time went backwards: {now:?} < {:?}",
+            self.now
+        );
         if now > self.now {
             self.now = now;
         }
@@ -312,7 +322,11 @@ impl Producer {
         let pos = match self.nodes.iter().position(|n| n.id == node) {
             Some(pos) => pos,
             None => {
-                self.nodes.push(NodeState { id: node, in_flight: 0, throttled_until: None });
+                self.nodes.push(NodeState {
+                    id: node,
+                    in_flight: 0,
+                    throttled_until: None,
+                });
                 self.nodes.len() - 1
             }
         };
@@ -351,7 +365,9 @@ impl Producer {
             });
         }
         if self.buffered_bytes > 0 && self.buffered_bytes + size > self.config.buffer_memory() {
-            return Err(SendError::BufferFull { buffered: self.buffered_bytes });
+            return Err(SendError::BufferFull {
+                buffered: self.buffered_bytes,
+            });
         }
         let p = self.partition_for(partition);
         let batch_size = self.config.batch_size();
@@ -370,7 +386,10 @@ impl Producer {
         }
         let id = RecordId(self.next_record_id);
         self.next_record_id += 1;
-        let open = self.partitions[p as usize].open.as_mut().expect("opened above");
+        let open = self.partitions[p as usize]
+            .open
+            .as_mut()
+            .expect("opened above");
         open.builder.append(record);
         open.records.push(id);
         let full = open.builder.size_in_bytes() >= batch_size;
@@ -445,8 +464,11 @@ impl Producer {
                     consider(at);
                 }
             }
-            let first_live_on_wire =
-                part.on_wire.iter().filter_map(|&id| self.batches.get(id)).find(|b| !b.done);
+            let first_live_on_wire = part
+                .on_wire
+                .iter()
+                .filter_map(|&id| self.batches.get(id))
+                .find(|b| !b.done);
             if let Some(b) = first_live_on_wire {
                 consider(b.created + delivery);
             }
@@ -454,7 +476,10 @@ impl Producer {
         for o in &self.outstanding {
             consider(o.deadline);
         }
-        for t in [self.metadata_retry_at, self.id_retry_at].into_iter().flatten() {
+        for t in [self.metadata_retry_at, self.id_retry_at]
+            .into_iter()
+            .flatten()
+        {
             if t > now {
                 consider(t);
             }
@@ -510,8 +535,10 @@ impl Producer {
                 part.leader_epoch = part.leader_epoch.max(pm.leader_epoch);
             }
         }
-        let still_unknown =
-            self.pending.iter().any(|&p| self.partitions[p as usize].leader.is_none());
+        let still_unknown = self
+            .pending
+            .iter()
+            .any(|&p| self.partitions[p as usize].leader.is_none());
         if still_unknown || !metadata.topic_errors.is_empty() {
             self.metadata_attempts += 1;
             self.metadata_retry_at = Some(self.now + self.backoff.delay(self.metadata_attempts));
@@ -521,7 +548,11 @@ impl Producer {
             self.metadata_retry_at = None;
             self.metadata_needed = false;
         }
-        if known { Ok(()) } else { Err(InputError::UnknownRequest(request.unwrap_or(RequestId(0)))) }
+        if known {
+            Ok(())
+        } else {
+            Err(InputError::UnknownRequest(request.unwrap_or(RequestId(0))))
+        }
     }
 
     /// Feeds the answer to a [`Request::InitProducerId`].
@@ -564,7 +595,10 @@ impl Producer {
                 self.id_state = IdState::Needed;
                 self.retry_producer_id();
             }
-            Err(e @ (KafkaError::ClusterAuthorizationFailed | KafkaError::TransactionalIdAuthorizationFailed)) => {
+            Err(
+                e @ (KafkaError::ClusterAuthorizationFailed
+                | KafkaError::TransactionalIdAuthorizationFailed),
+            ) => {
                 // KAFKA-13668: not fatal. What waits for an id fails; the id is asked for
                 // again after a backoff, so a fixed ACL lets the producer recover.
                 self.id_state = IdState::Needed;
@@ -588,7 +622,9 @@ impl Producer {
 
     /// Closes the open batch of partition `p` into its queue.
     pub(crate) fn close_open(&mut self, p: u32) {
-        let Some(open) = self.partitions[p as usize].open.take() else { return };
+        let Some(open) = self.partitions[p as usize].open.take() else {
+            return;
+        };
         if open.builder.is_empty() {
             return;
         }
@@ -624,7 +660,9 @@ impl Producer {
     /// Reports a batch's records and drops its buffer accounting. The batch stays in the
     /// slab while a request still carries it.
     pub(crate) fn report(&mut self, id: BatchId, outcome: Result<Option<i64>, DeliveryError>) {
-        let Some(b) = self.batches.get_mut(id) else { return };
+        let Some(b) = self.batches.get_mut(id) else {
+            return;
+        };
         debug_assert!(!b.done, "batch {id:?} reported twice");
         if b.done {
             return;
@@ -639,8 +677,17 @@ impl Producer {
         self.unreported_records -= records.len() as u64;
         self.buffered_bytes = self.buffered_bytes.saturating_sub(data_len);
         self.events.push_back(match outcome {
-            Ok(base_offset) => Event::Delivered { partition, records, base_offset },
-            Err(error) => Event::Failed { partition, records, error, possibly_written },
+            Ok(base_offset) => Event::Delivered {
+                partition,
+                records,
+                base_offset,
+            },
+            Err(error) => Event::Failed {
+                partition,
+                records,
+                error,
+                possibly_written,
+            },
         });
         if !on_wire {
             self.batches.remove(id);
@@ -666,11 +713,21 @@ impl Producer {
                 .queue
                 .iter()
                 .copied()
-                .filter(|&id| self.batches.get(id).is_some_and(|b| b.stamp.is_none() && b.on_wire.is_none()))
+                .filter(|&id| {
+                    self.batches
+                        .get(id)
+                        .is_some_and(|b| b.stamp.is_none() && b.on_wire.is_none())
+                })
                 .collect();
             part.queue.retain(|id| !unsent.contains(id));
             for id in unsent {
-                self.report(id, Err(DeliveryError::Broker { partition: tp.clone(), error: *error }));
+                self.report(
+                    id,
+                    Err(DeliveryError::Broker {
+                        partition: tp.clone(),
+                        error: *error,
+                    }),
+                );
             }
         }
     }
@@ -708,7 +765,11 @@ impl Producer {
             if !part.has_queued() && part.on_wire.is_empty() {
                 continue;
             }
-            if part.open.as_ref().is_some_and(|o| o.created + delivery <= now) {
+            if part
+                .open
+                .as_ref()
+                .is_some_and(|o| o.created + delivery <= now)
+            {
                 self.close_open(p);
             }
             let part = &self.partitions[p as usize];
@@ -718,7 +779,9 @@ impl Producer {
                 .chain(part.on_wire.iter())
                 .copied()
                 .filter(|&id| {
-                    self.batches.get(id).is_some_and(|b| !b.done && b.created + delivery <= now)
+                    self.batches
+                        .get(id)
+                        .is_some_and(|b| !b.done && b.created + delivery <= now)
                 })
                 .collect();
             for id in expired {
@@ -747,14 +810,21 @@ impl Producer {
                 let same_node: Vec<RequestId> = self
                     .outstanding
                     .iter()
-                    .filter(|o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node))
+                    .filter(
+                        |o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node),
+                    )
                     .map(|o| o.id)
                     .collect();
                 for rid in same_node {
-                    let _ = self.handle_request_failed(rid, crate::io::RequestFailure::Disconnected, now);
+                    let _ = self.handle_request_failed(
+                        rid,
+                        crate::io::RequestFailure::Disconnected,
+                        now,
+                    );
                 }
             } else {
-                let _ = self.handle_request_failed(id, crate::io::RequestFailure::Disconnected, now);
+                let _ =
+                    self.handle_request_failed(id, crate::io::RequestFailure::Disconnected, now);
             }
         }
     }

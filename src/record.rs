@@ -99,13 +99,23 @@ impl Record {
     /// A record with a value and no key or headers.
     #[must_use]
     pub fn from_value(value: Bytes, timestamp: i64) -> Self {
-        Self { key: None, value: Some(value), headers: Vec::new(), timestamp }
+        Self {
+            key: None,
+            value: Some(value),
+            headers: Vec::new(),
+            timestamp,
+        }
     }
 
     /// A record with a key and a value.
     #[must_use]
     pub fn new(key: Option<Bytes>, value: Option<Bytes>, timestamp: i64) -> Self {
-        Self { key, value, headers: Vec::new(), timestamp }
+        Self {
+            key,
+            value,
+            headers: Vec::new(),
+            timestamp,
+        }
     }
 }
 

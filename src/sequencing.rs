@@ -58,14 +58,23 @@ impl Producer {
         if !self.bump_required || self.id_state != IdState::Ready {
             return;
         }
-        if self.rewrite.iter().any(|&p| !self.partitions[p as usize].on_wire.is_empty()) {
+        if self
+            .rewrite
+            .iter()
+            .any(|&p| !self.partitions[p as usize].on_wire.is_empty())
+        {
             return;
         }
         match self.producer_id.epoch.next() {
             Some(epoch) => {
-                self.producer_id = ProducerIdAndEpoch { id: self.producer_id.id, epoch };
+                self.producer_id = ProducerIdAndEpoch {
+                    id: self.producer_id.id,
+                    epoch,
+                };
                 self.apply_rewrites();
-                self.events.push_back(Event::ProducerIdChanged { id: self.producer_id });
+                self.events.push_back(Event::ProducerIdChanged {
+                    id: self.producer_id,
+                });
             }
             _ => {
                 // Epochs do not wrap: a new producer id is needed. The rewrite waits for
@@ -88,7 +97,10 @@ impl Producer {
             for &id in &part.inflight {
                 let b = self.batches.get_mut(id).expect("in-flight batch is live");
                 debug_assert!(b.on_wire.is_none(), "rewrite of a batch on the wire");
-                b.stamp = Some(crate::batch::Stamp { id: global, base_sequence: seq });
+                b.stamp = Some(crate::batch::Stamp {
+                    id: global,
+                    base_sequence: seq,
+                });
                 b.reopened = true;
                 b.stamp_unsent = true;
                 seq = seq.add(b.record_count);

@@ -40,12 +40,19 @@ impl TicketSequencer {
     /// A sequencer whose first ticket is 0.
     #[must_use]
     pub const fn new() -> Self {
-        Self { next: 0, serving: 0, serving_done: 0 }
+        Self {
+            next: 0,
+            serving: 0,
+            serving_done: 0,
+        }
     }
 
     /// Reserves the next ticket, covering `parts` requests (`parts` of 0 counts as 1).
     pub fn reserve(&mut self, parts: u32) -> Ticket {
-        let t = Ticket { seq: self.next, parts: parts.max(1) };
+        let t = Ticket {
+            seq: self.next,
+            parts: parts.max(1),
+        };
         self.next += 1;
         t
     }
@@ -62,7 +69,10 @@ impl TicketSequencer {
     /// of the serving ticket is in. Calls for tickets already served (retries) or not yet
     /// serving (a contract violation, ignored in release builds) change nothing.
     pub fn enqueued(&mut self, ticket: Ticket) {
-        debug_assert!(ticket.seq <= self.serving, "ticket enqueued before its turn");
+        debug_assert!(
+            ticket.seq <= self.serving,
+            "ticket enqueued before its turn"
+        );
         if ticket.seq != self.serving {
             return;
         }
@@ -118,7 +128,10 @@ mod tests {
         let spanning = s.reserve(2);
         let later = s.reserve(1);
         s.enqueued(spanning); // broker 7's part is on its socket
-        assert!(!s.may_enqueue(later), "later ticket must not overtake broker 8's part");
+        assert!(
+            !s.may_enqueue(later),
+            "later ticket must not overtake broker 8's part"
+        );
         s.enqueued(spanning); // broker 8's part
         assert!(s.may_enqueue(later));
     }

@@ -48,12 +48,18 @@ pub struct ProducerIdAndEpoch {
 
 impl ProducerIdAndEpoch {
     /// No identity yet (Kafka's `ProducerIdAndEpoch.NONE`).
-    pub const NONE: Self = Self { id: ProducerId::NONE, epoch: ProducerEpoch::NONE };
+    pub const NONE: Self = Self {
+        id: ProducerId::NONE,
+        epoch: ProducerEpoch::NONE,
+    };
 
     /// Build one from raw parts.
     #[must_use]
     pub const fn new(id: i64, epoch: i16) -> Self {
-        Self { id: ProducerId(id), epoch: ProducerEpoch(epoch) }
+        Self {
+            id: ProducerId(id),
+            epoch: ProducerEpoch(epoch),
+        }
     }
 
     /// Whether a producer id has been assigned.
@@ -169,7 +175,10 @@ impl TopicPartition {
     /// `topic`-`partition`.
     #[must_use]
     pub fn new(topic: impl Into<Topic>, partition: i32) -> Self {
-        Self { topic: topic.into(), partition }
+        Self {
+            topic: topic.into(),
+            partition,
+        }
     }
 }
 
@@ -325,6 +334,9 @@ mod tests {
         let t = Timestamp::from_millis(5);
         assert_eq!(t.as_micros(), 5000);
         assert_eq!((t + Duration::from_millis(2)).as_millis(), 7);
-        assert_eq!(t.saturating_duration_since(Timestamp::from_millis(9)), Duration::ZERO);
+        assert_eq!(
+            t.saturating_duration_since(Timestamp::from_millis(9)),
+            Duration::ZERO
+        );
     }
 }

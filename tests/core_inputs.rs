@@ -12,19 +12,54 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Input {
-    Send { partition: i32, size: usize },
-    Answer { pick: usize, error: i16, offset: i64, log_start: i64, hint: Option<(i32, i32)>, drop_one: bool, extra: bool },
-    Fail { pick: usize, written: bool },
-    Metadata { partition: i32, leader: Option<i32>, epoch: i32 },
-    Advance { ms: u64 },
+    Send {
+        partition: i32,
+        size: usize,
+    },
+    Answer {
+        pick: usize,
+        error: i16,
+        offset: i64,
+        log_start: i64,
+        hint: Option<(i32, i32)>,
+        drop_one: bool,
+        extra: bool,
+    },
+    Fail {
+        pick: usize,
+        written: bool,
+    },
+    Metadata {
+        partition: i32,
+        leader: Option<i32>,
+        epoch: i32,
+    },
+    Advance {
+        ms: u64,
+    },
     Flush,
     Close,
 }
 
 fn input() -> impl Strategy<Value = Input> {
     let codes = prop_oneof![
-        Just(0i16), Just(6), Just(7), Just(10), Just(19), Just(20), Just(29), Just(31), Just(35),
-        Just(43), Just(45), Just(46), Just(47), Just(59), Just(87), Just(-1), any::<i16>(),
+        Just(0i16),
+        Just(6),
+        Just(7),
+        Just(10),
+        Just(19),
+        Just(20),
+        Just(29),
+        Just(31),
+        Just(35),
+        Just(43),
+        Just(45),
+        Just(46),
+        Just(47),
+        Just(59),
+        Just(87),
+        Just(-1),
+        any::<i16>(),
     ];
     prop_oneof![
         4 => (0..4i32, 0..3000usize).prop_map(|(partition, size)| Input::Send { partition, size }),
@@ -58,7 +93,10 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
     let mut outstanding: Vec<ProduceRequest> = Vec::new();
     let mut sent: u64 = 0;
     let mut outcomes: std::collections::HashMap<RecordId, u32> = Default::default();
-    let pump = |p: &mut Producer, now: Timestamp, outstanding: &mut Vec<ProduceRequest>, outcomes: &mut std::collections::HashMap<RecordId, u32>| {
+    let pump = |p: &mut Producer,
+                now: Timestamp,
+                outstanding: &mut Vec<ProduceRequest>,
+                outcomes: &mut std::collections::HashMap<RecordId, u32>| {
         while let Some(r) = p.poll_request(now) {
             match r {
                 Request::Produce(r) => outstanding.push(r),
@@ -66,8 +104,21 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                     let _ = p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(1, 0)), now);
                 }
                 Request::Metadata(r) => {
-                    let partitions = (0..4).map(|i| PartitionMetadata { partition: tp(i), leader: Some(NodeId(i % 2)), leader_epoch: 0 }).collect();
-                    let _ = p.handle_metadata(Some(r.id), &Metadata { partitions, topic_errors: vec![] }, now);
+                    let partitions = (0..4)
+                        .map(|i| PartitionMetadata {
+                            partition: tp(i),
+                            leader: Some(NodeId(i % 2)),
+                            leader_epoch: 0,
+                        })
+                        .collect();
+                    let _ = p.handle_metadata(
+                        Some(r.id),
+                        &Metadata {
+                            partitions,
+                            topic_errors: vec![],
+                        },
+                        now,
+                    );
                 }
                 Request::CloseConnection { node } => outstanding.retain(|o| o.node != node),
             }
@@ -89,7 +140,15 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                     sent += 1;
                 }
             }
-            Input::Answer { pick, error, offset, log_start, hint, drop_one, extra } => {
+            Input::Answer {
+                pick,
+                error,
+                offset,
+                log_start,
+                hint,
+                drop_one,
+                extra,
+            } => {
                 if outstanding.is_empty() {
                     continue;
                 }
@@ -103,7 +162,10 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                         base_offset: offset,
                         log_start_offset: log_start,
                         log_append_time: -1,
-                        current_leader: hint.map(|(l, e)| LeaderHint { leader: NodeId(l), leader_epoch: e }),
+                        current_leader: hint.map(|(l, e)| LeaderHint {
+                            leader: NodeId(l),
+                            leader_epoch: e,
+                        }),
                     })
                     .collect();
                 if drop_one && !partitions.is_empty() {
@@ -112,19 +174,38 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 if extra {
                     partitions.push(PartitionResponse::ok(tp(99), 5));
                 }
-                let _ = p.handle_produce_response(r.id, &ProduceResponse { partitions, throttle: Duration::from_millis(offset.rem_euclid(50) as u64) }, now);
+                let _ = p.handle_produce_response(
+                    r.id,
+                    &ProduceResponse {
+                        partitions,
+                        throttle: Duration::from_millis(offset.rem_euclid(50) as u64),
+                    },
+                    now,
+                );
             }
             Input::Fail { pick, written } => {
                 if outstanding.is_empty() {
                     continue;
                 }
                 let r = outstanding.remove(pick % outstanding.len());
-                let failure = if written { RequestFailure::Disconnected } else { RequestFailure::NotSent };
+                let failure = if written {
+                    RequestFailure::Disconnected
+                } else {
+                    RequestFailure::NotSent
+                };
                 let _ = p.handle_request_failed(r.id, failure, now);
             }
-            Input::Metadata { partition, leader, epoch } => {
+            Input::Metadata {
+                partition,
+                leader,
+                epoch,
+            } => {
                 let md = Metadata {
-                    partitions: vec![PartitionMetadata { partition: tp(partition), leader: leader.map(NodeId), leader_epoch: epoch }],
+                    partitions: vec![PartitionMetadata {
+                        partition: tp(partition),
+                        leader: leader.map(NodeId),
+                        leader_epoch: epoch,
+                    }],
                     topic_errors: vec![],
                 };
                 let _ = p.handle_metadata(None, &md, now);
@@ -146,16 +227,38 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
         }
         let batch: Vec<ProduceRequest> = std::mem::take(&mut outstanding);
         for r in batch {
-            let partitions = r.batches.iter().map(|b| PartitionResponse::ok(b.partition.clone(), 0)).collect();
-            let _ = p.handle_produce_response(r.id, &ProduceResponse { partitions, throttle: Duration::ZERO }, now);
+            let partitions = r
+                .batches
+                .iter()
+                .map(|b| PartitionResponse::ok(b.partition.clone(), 0))
+                .collect();
+            let _ = p.handle_produce_response(
+                r.id,
+                &ProduceResponse {
+                    partitions,
+                    throttle: Duration::ZERO,
+                },
+                now,
+            );
         }
         now = now + Duration::from_millis(500);
         p.handle_timeout(now);
         pump(&mut p, now, &mut outstanding, &mut outcomes);
     }
-    assert!(p.is_idle() || p.fatal_error().is_some(), "producer did not drain: {} unreported", p.unreported_records());
-    assert_eq!(outcomes.len() as u64, sent, "every accepted record has an outcome");
-    assert!(outcomes.values().all(|&n| n == 1), "a record got two outcomes");
+    assert!(
+        p.is_idle() || p.fatal_error().is_some(),
+        "producer did not drain: {} unreported",
+        p.unreported_records()
+    );
+    assert_eq!(
+        outcomes.len() as u64,
+        sent,
+        "every accepted record has an outcome"
+    );
+    assert!(
+        outcomes.values().all(|&n| n == 1),
+        "a record got two outcomes"
+    );
 }
 
 proptest! {

@@ -24,7 +24,16 @@ fn sequence_number_increment() {
     let mut h = idempotent();
     let r = h.send(0, "a");
     let sent = h.outstanding.front().unwrap().clone();
-    assert_eq!(wire(&sent), vec![Wire { partition: 0, producer_id: 343434, epoch: 0, base_sequence: 0, count: 1 }]);
+    assert_eq!(
+        wire(&sent),
+        vec![Wire {
+            partition: 0,
+            producer_id: 343434,
+            epoch: 0,
+            base_sequence: 0,
+            count: 1
+        }]
+    );
     h.respond_oldest(0, 0, KafkaError::None, 0);
     let s = h.state(0);
     assert_eq!(s.last_acked_sequence, Some(Sequence(0)));
@@ -46,7 +55,10 @@ fn idempotence_with_multiple_inflights() {
     assert_eq!(h.state(0).last_acked_sequence, Some(Sequence(1)));
     h.respond_oldest(0, 2, KafkaError::None, 2);
     assert_eq!(h.state(0).last_acked_sequence, Some(Sequence(2)));
-    assert_eq!((h.delivered(a), h.delivered(b)), (Some(Some(1)), Some(Some(2))));
+    assert_eq!(
+        (h.delivered(a), h.delivered(b)),
+        (Some(Some(1)), Some(Some(2)))
+    );
 }
 
 /// The core's first-batch gate: on a partition with no ack under the current identity,
@@ -61,7 +73,10 @@ fn first_batch_of_a_partition_goes_alone() {
     h.respond_oldest(0, 0, KafkaError::None, 0);
     assert_eq!(h.outstanding.len(), 1);
     h.respond_oldest(0, 1, KafkaError::None, 1);
-    assert_eq!((h.delivered(a), h.delivered(b)), (Some(Some(0)), Some(Some(1))));
+    assert_eq!(
+        (h.delivered(a), h.delivered(b)),
+        (Some(Some(0)), Some(Some(1)))
+    );
 }
 
 /// Port of `SenderTest.testIdempotenceWithMultipleInflightsRetriedInOrder`: #0 gets a
@@ -79,16 +94,30 @@ fn idempotence_with_multiple_inflights_retried_in_order() {
     h.respond(rid[1], &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     h.respond(rid[2], &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     let fourth = h.send(0, "3");
-    assert!(h.outstanding.is_empty(), "nothing goes out during the backoff");
-    assert_eq!(h.state(0).next_sequence, Sequence(4), "the new batch is not stamped");
+    assert!(
+        h.outstanding.is_empty(),
+        "nothing goes out during the backoff"
+    );
+    assert_eq!(
+        h.state(0).next_sequence,
+        Sequence(4),
+        "the new batch is not stamped"
+    );
     h.advance(60);
     for expected in 1..3 {
-        assert_eq!(h.outstanding.len(), 1, "one request in flight while retrying");
+        assert_eq!(
+            h.outstanding.len(),
+            1,
+            "one request in flight while retrying"
+        );
         h.respond_oldest(0, expected, KafkaError::None, i64::from(expected));
     }
     // The last retry is first in flight again; the new batch may pipeline behind it.
     let w: Vec<Wire> = h.outstanding.iter().flat_map(wire).collect();
-    assert_eq!(w.iter().map(|w| w.base_sequence).collect::<Vec<_>>(), vec![3, 4]);
+    assert_eq!(
+        w.iter().map(|w| w.base_sequence).collect::<Vec<_>>(),
+        vec![3, 4]
+    );
     h.respond_oldest(0, 3, KafkaError::None, 3);
     h.respond_oldest(0, 4, KafkaError::None, 4);
     for (i, r) in recs.iter().chain([&fourth]).enumerate() {
@@ -108,7 +137,10 @@ fn first_fails_fatally_and_sequence_of_future_batches_is_adjusted() {
     let b = h.send(0, "b");
     let rid = ids(&h);
     h.respond(rid[0], &[(0, KafkaError::MessageTooLarge, -1)]);
-    assert!(matches!(h.failed(a), Some(DeliveryError::RecordTooLarge { .. })));
+    assert!(matches!(
+        h.failed(a),
+        Some(DeliveryError::RecordTooLarge { .. })
+    ));
     h.respond(rid[1], &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.producer_id(), ProducerIdAndEpoch::new(343434, 1));
     h.advance(60);
@@ -156,9 +188,23 @@ fn epoch_bump_on_out_of_order_sequence_when_there_is_no_batch_in_flight() {
     h.respond_oldest(0, 1, KafkaError::OutOfOrderSequenceNumber, -1);
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(1));
     let s0 = h.state(0);
-    assert_eq!((s0.producer_id.epoch, s0.next_sequence, s0.last_acked_sequence), (ProducerEpoch(1), Sequence(1), None));
+    assert_eq!(
+        (
+            s0.producer_id.epoch,
+            s0.next_sequence,
+            s0.last_acked_sequence
+        ),
+        (ProducerEpoch(1), Sequence(1), None)
+    );
     let s1 = h.state(1);
-    assert_eq!((s1.producer_id.epoch, s1.next_sequence, s1.last_acked_sequence), (ProducerEpoch(0), Sequence(1), Some(Sequence(0))));
+    assert_eq!(
+        (
+            s1.producer_id.epoch,
+            s1.next_sequence,
+            s1.last_acked_sequence
+        ),
+        (ProducerEpoch(0), Sequence(1), Some(Sequence(0)))
+    );
     h.advance(60);
     h.respond_oldest(0, 0, KafkaError::None, 1);
     h.send(1, "b1");
@@ -184,10 +230,33 @@ fn epoch_bump_when_batch_in_flight_fails() {
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(1));
     h.respond(rid[1], &[(1, KafkaError::NotLeaderOrFollower, -1)]);
     h.advance(60);
-    let retry = h.outstanding.iter().find(|r| wire(r).iter().any(|w| w.partition == 1)).unwrap().clone();
-    assert!(wire(&retry).contains(&Wire { partition: 1, producer_id: 343434, epoch: 0, base_sequence: 1, count: 1 }));
-    assert!(wire(&retry).contains(&Wire { partition: 0, producer_id: 343434, epoch: 1, base_sequence: 0, count: 1 }));
-    h.respond(retry.id, &[(0, KafkaError::None, 1), (1, KafkaError::NotLeaderOrFollower, -1)]);
+    let retry = h
+        .outstanding
+        .iter()
+        .find(|r| wire(r).iter().any(|w| w.partition == 1))
+        .unwrap()
+        .clone();
+    assert!(wire(&retry).contains(&Wire {
+        partition: 1,
+        producer_id: 343434,
+        epoch: 0,
+        base_sequence: 1,
+        count: 1
+    }));
+    assert!(wire(&retry).contains(&Wire {
+        partition: 0,
+        producer_id: 343434,
+        epoch: 1,
+        base_sequence: 0,
+        count: 1
+    }));
+    h.respond(
+        retry.id,
+        &[
+            (0, KafkaError::None, 1),
+            (1, KafkaError::NotLeaderOrFollower, -1),
+        ],
+    );
     assert!(h.failed(b1).is_some());
     h.advance(60);
     h.send(1, "b2");
@@ -213,7 +282,10 @@ fn correct_handling_of_out_of_order_responses() {
     h.respond_oldest(0, 1, KafkaError::None, 1);
     assert_eq!(h.outstanding.len(), 1);
     h.respond_oldest(0, 2, KafkaError::None, 2);
-    assert_eq!((h.delivered(a), h.delivered(b)), (Some(Some(1)), Some(Some(2))));
+    assert_eq!(
+        (h.delivered(a), h.delivered(b)),
+        (Some(Some(1)), Some(Some(2)))
+    );
     assert_eq!(h.p.stats().epoch_bumps, 0);
 }
 
@@ -249,7 +321,10 @@ fn correct_handling_of_duplicate_sequence_error() {
     h.respond(rid[0], &[(0, KafkaError::DuplicateSequenceNumber, -1)]);
     assert_eq!(h.delivered(a), Some(None));
     let s = h.state(0);
-    assert_eq!((s.last_acked_sequence, s.last_acked_offset), (Some(Sequence(2)), Some(1000)));
+    assert_eq!(
+        (s.last_acked_sequence, s.last_acked_offset),
+        (Some(Sequence(2)), Some(1000))
+    );
 }
 
 fn timeouts(request_ms: u64, delivery_ms: u64, backoff_ms: u64) -> Harness {
@@ -292,7 +367,11 @@ fn expiry_of_first_batch_should_not_cause_unresolved_sequences_if_future_batches
     assert!(matches!(h.failed(a), Some(DeliveryError::Timeout { .. })));
     assert_eq!(h.state(0).unresolved, Some(Sequence(2)));
     let c = h.send(0, "c");
-    assert_eq!(h.outstanding.len(), 1, "new batch held back while unresolved");
+    assert_eq!(
+        h.outstanding.len(),
+        1,
+        "new batch held back while unresolved"
+    );
     h.respond(rid[1], &[(0, KafkaError::None, 2)]);
     assert_eq!(h.state(0).unresolved, None);
     assert_eq!(h.p.stats().epoch_bumps, 0);
@@ -317,7 +396,11 @@ fn expiry_of_first_batch_should_cause_epoch_bump_if_future_batches_fail() {
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(1));
     let s = h.state(0);
     assert_eq!((s.next_sequence, s.unresolved), (Sequence(1), None));
-    assert_eq!(h.outcomes(b), 0, "#1 is retried under the new epoch, not failed");
+    assert_eq!(
+        h.outcomes(b),
+        0,
+        "#1 is retried under the new epoch, not failed"
+    );
     assert_eq!(h.state(0).first_in_flight_sequence, Some(Sequence(0)));
 }
 
@@ -342,7 +425,10 @@ fn expiry_of_all_sent_batches_should_cause_unresolved_sequences() {
 /// still resent with it and acked.
 #[test]
 fn reset_of_producer_state_should_allow_queued_batches_to_drain() {
-    let mut h = Harness::with_pid(config().build().unwrap(), ProducerIdAndEpoch::new(343434, i16::MAX));
+    let mut h = Harness::with_pid(
+        config().build().unwrap(),
+        ProducerIdAndEpoch::new(343434, i16::MAX),
+    );
     h.p.flush();
     h.p.send(&tp(0), &record("a"), h.now).unwrap();
     h.p.send(&tp(1), &record("b"), h.now).unwrap();
@@ -350,13 +436,31 @@ fn reset_of_producer_state_should_allow_queued_batches_to_drain() {
     assert_eq!(h.outstanding.len(), 1, "both partitions in one request");
     let r = h.outstanding.front().unwrap().id;
     h.next_pid = ProducerIdAndEpoch::new(343435, 0);
-    h.respond(r, &[(1, KafkaError::NotLeaderOrFollower, -1), (0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    h.respond(
+        r,
+        &[
+            (1, KafkaError::NotLeaderOrFollower, -1),
+            (0, KafkaError::OutOfOrderSequenceNumber, -1),
+        ],
+    );
     assert_eq!(h.init_requests, 2);
     assert_eq!(h.p.producer_id(), ProducerIdAndEpoch::new(343435, 0));
     h.advance(60);
     let sent: Vec<Wire> = h.outstanding.iter().flat_map(wire).collect();
-    assert!(sent.contains(&Wire { partition: 1, producer_id: 343434, epoch: i16::MAX, base_sequence: 0, count: 1 }));
-    assert!(sent.contains(&Wire { partition: 0, producer_id: 343435, epoch: 0, base_sequence: 0, count: 1 }));
+    assert!(sent.contains(&Wire {
+        partition: 1,
+        producer_id: 343434,
+        epoch: i16::MAX,
+        base_sequence: 0,
+        count: 1
+    }));
+    assert!(sent.contains(&Wire {
+        partition: 0,
+        producer_id: 343435,
+        epoch: 0,
+        base_sequence: 0,
+        count: 1
+    }));
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0), (1, KafkaError::None, 10)]);
     assert_eq!(h.state(1).next_sequence, Sequence(1));
@@ -371,13 +475,34 @@ fn batches_drained_with_old_producer_id_should_succeed_on_subsequent_retry() {
     let b = h.p.send(&tp(1), &record("b"), h.now).unwrap();
     h.pump();
     let r = h.outstanding.front().unwrap().id;
-    h.respond(r, &[(0, KafkaError::OutOfOrderSequenceNumber, -1), (1, KafkaError::NotLeaderOrFollower, -1)]);
+    h.respond(
+        r,
+        &[
+            (0, KafkaError::OutOfOrderSequenceNumber, -1),
+            (1, KafkaError::NotLeaderOrFollower, -1),
+        ],
+    );
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(1));
     h.advance(60);
-    let retry1 = h.outstanding.iter().find(|r| wire(r).iter().any(|w| w.partition == 1)).unwrap().clone();
-    let w = wire(&retry1).into_iter().find(|w| w.partition == 1).unwrap();
-    assert_eq!((w.epoch, w.base_sequence), (0, 0), "old epoch kept for the retry");
-    let answers: Vec<(i32, KafkaError, i64)> = wire(&retry1).iter().map(|w| (w.partition, KafkaError::None, 0)).collect();
+    let retry1 = h
+        .outstanding
+        .iter()
+        .find(|r| wire(r).iter().any(|w| w.partition == 1))
+        .unwrap()
+        .clone();
+    let w = wire(&retry1)
+        .into_iter()
+        .find(|w| w.partition == 1)
+        .unwrap();
+    assert_eq!(
+        (w.epoch, w.base_sequence),
+        (0, 0),
+        "old epoch kept for the retry"
+    );
+    let answers: Vec<(i32, KafkaError, i64)> = wire(&retry1)
+        .iter()
+        .map(|w| (w.partition, KafkaError::None, 0))
+        .collect();
     h.respond(retry1.id, &answers);
     assert!(h.delivered(b).is_some());
     assert_eq!(h.state(1).next_sequence, Sequence(1));
@@ -387,7 +512,10 @@ fn batches_drained_with_old_producer_id_should_succeed_on_subsequent_retry() {
 /// the same sequence (the batch may have been written).
 #[test]
 fn retry_when_producer_id_changes() {
-    let mut h = Harness::with_pid(config().build().unwrap(), ProducerIdAndEpoch::new(343434, i16::MAX));
+    let mut h = Harness::with_pid(
+        config().build().unwrap(),
+        ProducerIdAndEpoch::new(343434, i16::MAX),
+    );
     h.send(0, "a");
     let r = h.outstanding.front().unwrap().id;
     h.fail(r, RequestFailure::Disconnected);
@@ -418,7 +546,11 @@ fn idempotent_unknown_producer_handling_when_retention_limit_reached() {
     h.p.flush();
     h.pump();
     h.p.flush();
-    h.respond_with(h.outstanding.front().unwrap().id, &[(0, KafkaError::None, 1000)], 10);
+    h.respond_with(
+        h.outstanding.front().unwrap().id,
+        &[(0, KafkaError::None, 1000)],
+        10,
+    );
     h.p.send(&tp(0), &record("b"), h.now).unwrap();
     h.p.send(&tp(0), &record("c"), h.now).unwrap();
     h.p.flush();
@@ -431,7 +563,10 @@ fn idempotent_unknown_producer_handling_when_retention_limit_reached() {
     assert_eq!((w[0].epoch, w[0].base_sequence, w[0].count), (1, 0, 2));
     h.respond_oldest(0, 0, KafkaError::None, 1011);
     let s = h.state(0);
-    assert_eq!((s.last_acked_sequence, s.last_acked_offset), (Some(Sequence(1)), Some(1012)));
+    assert_eq!(
+        (s.last_acked_sequence, s.last_acked_offset),
+        (Some(Sequence(1)), Some(1012))
+    );
 }
 
 /// Port of `SenderTest.testUnknownProducerErrorShouldBeRetriedWhenLogStartOffsetIsUnknown`.
@@ -453,7 +588,11 @@ fn unknown_producer_error_should_be_retried_when_log_start_offset_is_unknown() {
 fn unknown_producer_error_should_be_retried_for_future_batches_when_first_fails() {
     let mut h = idempotent();
     h.send(0, "a");
-    h.respond_with(h.outstanding.front().unwrap().id, &[(0, KafkaError::None, 1000)], 0);
+    h.respond_with(
+        h.outstanding.front().unwrap().id,
+        &[(0, KafkaError::None, 1000)],
+        0,
+    );
     let b = h.send(0, "b");
     let c = h.send(0, "c");
     let rid = ids(&h);
@@ -465,7 +604,10 @@ fn unknown_producer_error_should_be_retried_for_future_batches_when_first_fails(
     h.respond_oldest(0, 0, KafkaError::None, 1011);
     h.advance(60);
     h.respond_oldest(0, 1, KafkaError::None, 1012);
-    assert_eq!((h.delivered(b), h.delivered(c)), (Some(Some(1011)), Some(Some(1012))));
+    assert_eq!(
+        (h.delivered(b), h.delivered(c)),
+        (Some(Some(1011)), Some(Some(1012)))
+    );
 }
 
 /// Port of `SenderTest.testShouldRaiseOutOfOrderSequenceExceptionToUserIfLogWasNotTruncated`:
@@ -474,9 +616,17 @@ fn unknown_producer_error_should_be_retried_for_future_batches_when_first_fails(
 fn unknown_producer_when_log_was_not_truncated_still_bumps() {
     let mut h = idempotent();
     h.send(0, "a");
-    h.respond_with(h.outstanding.front().unwrap().id, &[(0, KafkaError::None, 1000)], 0);
+    h.respond_with(
+        h.outstanding.front().unwrap().id,
+        &[(0, KafkaError::None, 1000)],
+        0,
+    );
     let b = h.send(0, "b");
-    h.respond_with(h.outstanding.front().unwrap().id, &[(0, KafkaError::UnknownProducerId, -1)], 10);
+    h.respond_with(
+        h.outstanding.front().unwrap().id,
+        &[(0, KafkaError::UnknownProducerId, -1)],
+        10,
+    );
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(1));
     assert_eq!(h.state(0).last_acked_sequence, None);
     assert_eq!(h.outcomes(b), 0);
@@ -489,9 +639,18 @@ fn cluster_authorization_exception_in_produce_request() {
     let mut h = idempotent();
     let a = h.send(0, "a");
     h.respond_oldest(0, 0, KafkaError::ClusterAuthorizationFailed, -1);
-    assert!(matches!(h.failed(a), Some(DeliveryError::Fatal(KafkaError::ClusterAuthorizationFailed))));
-    assert_eq!(h.p.fatal_error(), Some(KafkaError::ClusterAuthorizationFailed));
-    assert!(matches!(h.p.send(&tp(0), &record("b"), h.now), Err(SendError::Fatal(_))));
+    assert!(matches!(
+        h.failed(a),
+        Some(DeliveryError::Fatal(KafkaError::ClusterAuthorizationFailed))
+    ));
+    assert_eq!(
+        h.p.fatal_error(),
+        Some(KafkaError::ClusterAuthorizationFailed)
+    );
+    assert!(matches!(
+        h.p.send(&tp(0), &record("b"), h.now),
+        Err(SendError::Fatal(_))
+    ));
 }
 
 /// Port of `SenderTest.testCancelInFlightRequestAfterFatalError`: a fatal error fails the
@@ -515,7 +674,13 @@ fn unsupported_for_message_format_in_produce_request() {
     let mut h = idempotent();
     let a = h.send(0, "a");
     h.respond_oldest(0, 0, KafkaError::UnsupportedForMessageFormat, -1);
-    assert!(matches!(h.failed(a), Some(DeliveryError::Broker { error: KafkaError::UnsupportedForMessageFormat, .. })));
+    assert!(matches!(
+        h.failed(a),
+        Some(DeliveryError::Broker {
+            error: KafkaError::UnsupportedForMessageFormat,
+            ..
+        })
+    ));
     assert_eq!(h.p.fatal_error(), None);
 }
 
@@ -534,16 +699,28 @@ fn unsupported_version_in_produce_request() {
 fn cluster_authorization_exception_in_init_producer_id_request() {
     let mut p = Producer::new(config().build().unwrap(), Timestamp::ZERO);
     let r = p.send(&tp(0), &record("a"), Timestamp::ZERO).unwrap();
-    let Some(Request::InitProducerId(init)) = p.poll_request(Timestamp::ZERO) else { panic!("expected InitProducerId") };
-    p.handle_producer_id(init.id, Err(KafkaError::ClusterAuthorizationFailed), Timestamp::ZERO).unwrap();
+    let Some(Request::InitProducerId(init)) = p.poll_request(Timestamp::ZERO) else {
+        panic!("expected InitProducerId")
+    };
+    p.handle_producer_id(
+        init.id,
+        Err(KafkaError::ClusterAuthorizationFailed),
+        Timestamp::ZERO,
+    )
+    .unwrap();
     assert_eq!(p.fatal_error(), None);
     assert_eq!(p.producer_id(), ProducerIdAndEpoch::NONE);
     let ev: Vec<Event> = std::iter::from_fn(|| p.poll_event()).collect();
-    assert!(ev.iter().any(|e| matches!(e, Event::Failed { records, .. } if records.contains(&r))));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Event::Failed { records, .. } if records.contains(&r))));
     let later = Timestamp::from_millis(1000);
     p.handle_timeout(later);
-    let Some(Request::InitProducerId(init)) = p.poll_request(later) else { panic!("InitProducerId is retried") };
-    p.handle_producer_id(init.id, Ok(ProducerIdAndEpoch::new(5, 0)), later).unwrap();
+    let Some(Request::InitProducerId(init)) = p.poll_request(later) else {
+        panic!("InitProducerId is retried")
+    };
+    p.handle_producer_id(init.id, Ok(ProducerIdAndEpoch::new(5, 0)), later)
+        .unwrap();
     assert_eq!(p.producer_id(), ProducerIdAndEpoch::new(5, 0));
 }
 
@@ -566,13 +743,23 @@ fn idempotent_split_batch_and_send() {
     assert_eq!(h.state(0).last_acked_sequence, Some(Sequence(0)));
     h.respond_oldest(0, 1, KafkaError::None, 1);
     assert_eq!(h.state(0).last_acked_sequence, Some(Sequence(1)));
-    assert_eq!((h.delivered(a), h.delivered(b)), (Some(Some(0)), Some(Some(1))));
+    assert_eq!(
+        (h.delivered(a), h.delivered(b)),
+        (Some(Some(0)), Some(Some(1)))
+    );
 }
 
 /// Port of `SenderTest.testExpiredBatchDoesNotSplitOnMessageTooLargeError`.
 #[test]
 fn expired_batch_does_not_split_on_message_too_large_error() {
-    let mut h = Harness::new(config().linger(Duration::from_millis(10)).request_timeout(Duration::from_millis(1000)).delivery_timeout(Duration::from_millis(1010)).build().unwrap());
+    let mut h = Harness::new(
+        config()
+            .linger(Duration::from_millis(10))
+            .request_timeout(Duration::from_millis(1000))
+            .delivery_timeout(Duration::from_millis(1010))
+            .build()
+            .unwrap(),
+    );
     let a = h.p.send(&tp(0), &record("a"), h.now).unwrap();
     h.p.send(&tp(0), &record("b"), h.now).unwrap();
     h.advance(10);
@@ -627,14 +814,34 @@ fn expired_batches_in_multiple_partitions() {
 /// COORDINATOR_LOAD_IN_PROGRESS is retried after the backoff, not before.
 #[test]
 fn sender_should_retry_with_backoff_on_retriable_error() {
-    let cfg = config().retry_backoff(Duration::from_millis(100)).retry_backoff_max(Duration::from_millis(100)).build().unwrap();
+    let cfg = config()
+        .retry_backoff(Duration::from_millis(100))
+        .retry_backoff_max(Duration::from_millis(100))
+        .build()
+        .unwrap();
     let mut p = Producer::new(cfg, Timestamp::ZERO);
-    let Some(Request::InitProducerId(init)) = p.poll_request(Timestamp::ZERO) else { panic!() };
-    p.handle_producer_id(init.id, Err(KafkaError::CoordinatorLoadInProgress), Timestamp::ZERO).unwrap();
-    assert!(p.poll_request(Timestamp::from_millis(50)).is_none(), "not before the backoff");
+    let Some(Request::InitProducerId(init)) = p.poll_request(Timestamp::ZERO) else {
+        panic!()
+    };
+    p.handle_producer_id(
+        init.id,
+        Err(KafkaError::CoordinatorLoadInProgress),
+        Timestamp::ZERO,
+    )
+    .unwrap();
+    assert!(
+        p.poll_request(Timestamp::from_millis(50)).is_none(),
+        "not before the backoff"
+    );
     let due = p.poll_timeout().expect("a retry deadline");
-    assert!(due >= Timestamp::from_millis(80) && due <= Timestamp::from_millis(120), "{due:?}");
-    assert!(matches!(p.poll_request(due), Some(Request::InitProducerId(_))));
+    assert!(
+        due >= Timestamp::from_millis(80) && due <= Timestamp::from_millis(120),
+        "{due:?}"
+    );
+    assert!(matches!(
+        p.poll_request(due),
+        Some(Request::InitProducerId(_))
+    ));
 }
 
 /// Port of `SenderTest.testProducerBatchRetriesWhenPartitionLeaderChanges`: a new leader
@@ -645,9 +852,20 @@ fn producer_batch_retries_when_partition_leader_changes() {
     h.send(0, "a");
     let r = h.outstanding.front().unwrap().id;
     let mut pr = PartitionResponse::error(tp(0), KafkaError::NotLeaderOrFollower);
-    pr.current_leader = Some(LeaderHint { leader: NodeId(2), leader_epoch: 1 });
+    pr.current_leader = Some(LeaderHint {
+        leader: NodeId(2),
+        leader_epoch: 1,
+    });
     h.outstanding.clear();
-    h.p.handle_produce_response(r, &ProduceResponse { partitions: vec![pr], throttle: Duration::ZERO }, h.now).unwrap();
+    h.p.handle_produce_response(
+        r,
+        &ProduceResponse {
+            partitions: vec![pr],
+            throttle: Duration::ZERO,
+        },
+        h.now,
+    )
+    .unwrap();
     let out = h.pump();
     assert_eq!(out.len(), 1, "retried immediately");
     assert_eq!(out[0].node, NodeId(2));
@@ -658,7 +876,10 @@ fn producer_batch_retries_when_partition_leader_changes() {
 /// graceful close still drains everything.
 #[test]
 fn close_with_producer_id_reset() {
-    let mut h = Harness::with_pid(config().build().unwrap(), ProducerIdAndEpoch::new(343434, i16::MAX));
+    let mut h = Harness::with_pid(
+        config().build().unwrap(),
+        ProducerIdAndEpoch::new(343434, i16::MAX),
+    );
     let a = h.send(0, "a");
     h.p.close();
     h.next_pid = ProducerIdAndEpoch::new(343435, 0);
@@ -674,7 +895,10 @@ fn close_with_producer_id_reset() {
 /// everything without waiting.
 #[test]
 fn force_close_with_producer_id_reset() {
-    let mut h = Harness::with_pid(config().build().unwrap(), ProducerIdAndEpoch::new(343434, i16::MAX));
+    let mut h = Harness::with_pid(
+        config().build().unwrap(),
+        ProducerIdAndEpoch::new(343434, i16::MAX),
+    );
     let a = h.send(0, "a");
     h.respond_oldest(0, 0, KafkaError::OutOfOrderSequenceNumber, -1);
     h.p.abort();

@@ -34,18 +34,32 @@ fn defect2_no_sequence_reuse_after_maybe_appended_batch_times_out() {
         }
     }
     let failed = h.events.iter().find_map(|e| match e {
-        Event::Failed { records, possibly_written, .. } if records.contains(&a) => Some(*possibly_written),
+        Event::Failed {
+            records,
+            possibly_written,
+            ..
+        } if records.contains(&a) => Some(*possibly_written),
         _ => None,
     });
-    assert_eq!(failed, Some(true), "the record may be in the log and must say so");
+    assert_eq!(
+        failed,
+        Some(true),
+        "the record may be in the log and must say so"
+    );
     h.advance(60);
     h.send(0, "x");
     let x = wire(h.outstanding.back().expect("x is sent"))[0].clone();
     assert!(
-        !(x.producer_id == first.producer_id && x.epoch == first.epoch && x.base_sequence == first.base_sequence),
+        !(x.producer_id == first.producer_id
+            && x.epoch == first.epoch
+            && x.base_sequence == first.base_sequence),
         "x reuses a's (producer id, epoch, sequence): {x:?}"
     );
-    assert_eq!((x.epoch, x.base_sequence), (1, 0), "a new epoch makes sequence 0 safe again");
+    assert_eq!(
+        (x.epoch, x.base_sequence),
+        (1, 0),
+        "a new epoch makes sequence 0 safe again"
+    );
 }
 
 /// Defect 3: group-level retry. One request carries p0 and p1; the broker appends p0 and
@@ -61,14 +75,27 @@ fn defect3_one_partition_error_never_resends_an_acknowledged_partition() {
         let sent = h.pump();
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].batches.len(), 2, "both partitions in one request");
-        h.respond(sent[0].id, &[(0, KafkaError::None, 0), (1, KafkaError::NotLeaderOrFollower, -1)]);
+        h.respond(
+            sent[0].id,
+            &[
+                (0, KafkaError::None, 0),
+                (1, KafkaError::NotLeaderOrFollower, -1),
+            ],
+        );
         assert_eq!(h.delivered(a), Some(Some(0)));
         let mut resent = Vec::new();
         for _ in 0..3 {
             resent.extend(h.advance(100));
         }
-        let partitions: Vec<i32> = resent.iter().flat_map(|r| r.batches.iter().map(|b| b.partition.partition)).collect();
-        assert_eq!(partitions, vec![1], "only p1 is retried (idempotence {idempotence})");
+        let partitions: Vec<i32> = resent
+            .iter()
+            .flat_map(|r| r.batches.iter().map(|b| b.partition.partition))
+            .collect();
+        assert_eq!(
+            partitions,
+            vec![1],
+            "only p1 is retried (idempotence {idempotence})"
+        );
         h.respond(resent[0].id, &[(1, KafkaError::None, 0)]);
         assert_eq!((h.outcomes(a), h.outcomes(b)), (1, 1));
     }
@@ -87,8 +114,16 @@ fn defect1_tickets_follow_sequence_order_across_brokers() {
         None,
         &Metadata {
             partitions: vec![
-                PartitionMetadata { partition: tp(0), leader: Some(NodeId(7)), leader_epoch: 0 },
-                PartitionMetadata { partition: tp(1), leader: Some(NodeId(8)), leader_epoch: 0 },
+                PartitionMetadata {
+                    partition: tp(0),
+                    leader: Some(NodeId(7)),
+                    leader_epoch: 0,
+                },
+                PartitionMetadata {
+                    partition: tp(1),
+                    leader: Some(NodeId(8)),
+                    leader_epoch: 0,
+                },
             ],
             topic_errors: vec![],
         },
@@ -102,7 +137,11 @@ fn defect1_tickets_follow_sequence_order_across_brokers() {
     h.p.handle_metadata(
         None,
         &Metadata {
-            partitions: vec![PartitionMetadata { partition: tp(1), leader: Some(NodeId(7)), leader_epoch: 1 }],
+            partitions: vec![PartitionMetadata {
+                partition: tp(1),
+                leader: Some(NodeId(7)),
+                leader_epoch: 1,
+            }],
             topic_errors: vec![],
         },
         h.now,
@@ -112,16 +151,33 @@ fn defect1_tickets_follow_sequence_order_across_brokers() {
     let p1: Vec<(u64, i32, NodeId)> = h
         .outstanding
         .iter()
-        .flat_map(|r| wire(r).into_iter().filter(|w| w.partition == 1).map(move |w| (r.ticket.seq, w.base_sequence, r.node)))
+        .flat_map(|r| {
+            wire(r)
+                .into_iter()
+                .filter(|w| w.partition == 1)
+                .map(move |w| (r.ticket.seq, w.base_sequence, r.node))
+        })
         .collect();
     assert_eq!(p1.len(), 2);
-    assert!(p1[0].0 < p1[1].0 && p1[0].1 < p1[1].1, "tickets and sequences rise together: {p1:?}");
+    assert!(
+        p1[0].0 < p1[1].0 && p1[0].1 < p1[1].1,
+        "tickets and sequences rise together: {p1:?}"
+    );
     assert_ne!(p1[0].2, p1[1].2, "the two requests go to different brokers");
     // A driver that honours the tickets enqueues b (broker 8) before c (broker 7).
     let mut gate = ticket::TicketSequencer::new();
     let (tb, tc) = (
-        h.outstanding.iter().find(|r| r.node == NodeId(8)).unwrap().ticket,
-        h.outstanding.iter().rev().find(|r| r.node == NodeId(7)).unwrap().ticket,
+        h.outstanding
+            .iter()
+            .find(|r| r.node == NodeId(8))
+            .unwrap()
+            .ticket,
+        h.outstanding
+            .iter()
+            .rev()
+            .find(|r| r.node == NodeId(7))
+            .unwrap()
+            .ticket,
     );
     // Every earlier request (warm-up, a) was enqueued in its turn.
     for seq in 0..tb.seq {

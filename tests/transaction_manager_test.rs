@@ -13,7 +13,10 @@ fn ids(h: &Harness) -> Vec<RequestId> {
 }
 
 fn harness(pid: i64, epoch: i16) -> Harness {
-    Harness::with_pid(config().build().unwrap(), ProducerIdAndEpoch::new(pid, epoch))
+    Harness::with_pid(
+        config().build().unwrap(),
+        ProducerIdAndEpoch::new(pid, epoch),
+    )
 }
 
 /// Port of `TransactionManagerTest.testProducerIdReset`: at epoch MAX a bump needs a new
@@ -28,16 +31,30 @@ fn producer_id_reset() {
     }
     while let Some(r) = h.outstanding.front().cloned() {
         let w = wire(&r)[0].clone();
-        h.respond(r.id, &[(w.partition, KafkaError::None, i64::from(w.base_sequence))]);
+        h.respond(
+            r.id,
+            &[(w.partition, KafkaError::None, i64::from(w.base_sequence))],
+        );
     }
-    assert_eq!((h.state(0).next_sequence, h.state(1).next_sequence), (Sequence(3), Sequence(3)));
+    assert_eq!(
+        (h.state(0).next_sequence, h.state(1).next_sequence),
+        (Sequence(3), Sequence(3))
+    );
     h.next_pid = ProducerIdAndEpoch::new(16, 0);
     h.send(0, "c");
     h.respond_oldest(0, 3, KafkaError::OutOfOrderSequenceNumber, -1);
     assert_eq!(h.p.producer_id(), ProducerIdAndEpoch::new(16, 0));
-    assert_eq!(h.state(0).next_sequence, Sequence(1), "tp0 renumbered from 0 (one batch in flight)");
+    assert_eq!(
+        h.state(0).next_sequence,
+        Sequence(1),
+        "tp0 renumbered from 0 (one batch in flight)"
+    );
     assert_eq!(h.state(0).producer_id, ProducerIdAndEpoch::new(16, 0));
-    assert_eq!(h.state(1).next_sequence, Sequence(3), "tp1 untouched until it drains");
+    assert_eq!(
+        h.state(1).next_sequence,
+        Sequence(3),
+        "tp1 untouched until it drains"
+    );
 }
 
 /// Port of `TransactionManagerTest.testBumpEpochAndResetSequenceNumbersAfterUnknownProducerId`:
@@ -63,7 +80,10 @@ fn bump_epoch_and_reset_sequence_numbers_after_unknown_producer_id() {
         h.advance(60);
         let w = wire(h.outstanding.front().unwrap());
         assert_eq!((w[0].epoch, w[0].base_sequence), (2, expected));
-        h.respond(h.outstanding.front().unwrap().id, &[(0, KafkaError::None, 501 + i64::from(expected))]);
+        h.respond(
+            h.outstanding.front().unwrap().id,
+            &[(0, KafkaError::None, 501 + i64::from(expected))],
+        );
     }
 }
 
@@ -106,11 +126,17 @@ fn batch_completed_after_producer_reset() {
     assert_eq!(h.p.producer_id(), ProducerIdAndEpoch::new(13132, 0));
     h.respond(rid[0], &[(0, KafkaError::None, 1)]);
     let s = h.state(0);
-    assert_eq!((s.next_sequence, s.last_acked_sequence), (Sequence(3), Some(Sequence(1))));
+    assert_eq!(
+        (s.next_sequence, s.last_acked_sequence),
+        (Sequence(3), Some(Sequence(1)))
+    );
     h.respond(rid[1], &[(0, KafkaError::None, 2)]);
     h.send(0, "b3");
     let s = h.state(0);
-    assert_eq!((s.producer_id, s.next_sequence, s.last_acked_sequence), (ProducerIdAndEpoch::new(13132, 0), Sequence(1), None));
+    assert_eq!(
+        (s.producer_id, s.next_sequence, s.last_acked_sequence),
+        (ProducerIdAndEpoch::new(13132, 0), Sequence(1), None)
+    );
 }
 
 /// Port of `TransactionManagerTest.testDuplicateSequenceAfterProducerReset`: a batch
@@ -119,7 +145,11 @@ fn batch_completed_after_producer_reset() {
 #[test]
 fn duplicate_sequence_after_producer_reset() {
     let mut h = Harness::new(
-        config().request_timeout(Duration::from_secs(10)).delivery_timeout(Duration::from_secs(15)).build().unwrap(),
+        config()
+            .request_timeout(Duration::from_secs(10))
+            .delivery_timeout(Duration::from_secs(15))
+            .build()
+            .unwrap(),
     );
     let a = h.send(0, "a");
     h.advance(10_000); // request timeout: retried with the same sequence
@@ -127,7 +157,11 @@ fn duplicate_sequence_after_producer_reset() {
     assert_eq!(wire(h.outstanding.front().unwrap())[0].base_sequence, 0);
     h.advance(5_000); // delivery timeout while the retry is on the wire
     assert!(matches!(h.failed(a), Some(DeliveryError::Timeout { .. })));
-    assert_eq!(h.p.producer_id().epoch, ProducerEpoch(0), "no bump while the request is out");
+    assert_eq!(
+        h.p.producer_id().epoch,
+        ProducerEpoch(0),
+        "no bump while the request is out"
+    );
     h.advance(5_000); // the retry's request times out: nothing is on the wire any more
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(1));
     h.send(0, "b");
@@ -139,7 +173,11 @@ fn duplicate_sequence_after_producer_reset() {
 #[test]
 fn bump_epoch_after_timeout_without_pending_inflight_requests() {
     let mut h = Harness::with_pid(
-        config().request_timeout(Duration::from_millis(1000)).delivery_timeout(Duration::from_millis(1000)).build().unwrap(),
+        config()
+            .request_timeout(Duration::from_millis(1000))
+            .delivery_timeout(Duration::from_millis(1000))
+            .build()
+            .unwrap(),
         ProducerIdAndEpoch::new(15, 5),
     );
     let a = h.send(0, "a");
@@ -154,7 +192,13 @@ fn bump_epoch_after_timeout_without_pending_inflight_requests() {
 #[test]
 fn no_producer_id_reset_after_last_in_flight_batch_succeeds() {
     let mut h = Harness::new(
-        config().request_timeout(Duration::from_millis(1000)).delivery_timeout(Duration::from_millis(1000)).retry_backoff(Duration::from_secs(5)).retry_backoff_max(Duration::from_secs(5)).build().unwrap(),
+        config()
+            .request_timeout(Duration::from_millis(1000))
+            .delivery_timeout(Duration::from_millis(1000))
+            .retry_backoff(Duration::from_secs(5))
+            .retry_backoff_max(Duration::from_secs(5))
+            .build()
+            .unwrap(),
     );
     h.warm(0);
     let a = h.send(0, "a");
@@ -180,7 +224,13 @@ fn no_producer_id_reset_after_last_in_flight_batch_succeeds() {
 #[test]
 fn epoch_bump_after_last_inflight_batch_fails() {
     let mut h = Harness::with_pid(
-        config().request_timeout(Duration::from_millis(1000)).delivery_timeout(Duration::from_millis(1000)).retry_backoff(Duration::from_secs(5)).retry_backoff_max(Duration::from_secs(5)).build().unwrap(),
+        config()
+            .request_timeout(Duration::from_millis(1000))
+            .delivery_timeout(Duration::from_millis(1000))
+            .retry_backoff(Duration::from_secs(5))
+            .retry_backoff_max(Duration::from_secs(5))
+            .build()
+            .unwrap(),
         ProducerIdAndEpoch::new(15, 1),
     );
     h.warm(0);
@@ -236,22 +286,77 @@ fn healthy_partition_retries_during_epoch_bump() {
     h.respond(rid[2], &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.producer_id().epoch, ProducerEpoch(2));
     let s0 = h.state(0);
-    assert_eq!((s0.producer_id.epoch, s0.first_in_flight_sequence), (ProducerEpoch(2), Some(Sequence(0))));
+    assert_eq!(
+        (s0.producer_id.epoch, s0.first_in_flight_sequence),
+        (ProducerEpoch(2), Some(Sequence(0)))
+    );
     let s1 = h.state(1);
-    assert_eq!((s1.producer_id.epoch, s1.next_sequence), (ProducerEpoch(1), Sequence(3)));
+    assert_eq!(
+        (s1.producer_id.epoch, s1.next_sequence),
+        (ProducerEpoch(1), Sequence(3))
+    );
     let b3 = h.p.send(&tp(1), &record("b3"), h.now).unwrap();
     h.respond(rid[4], &[(1, KafkaError::NotLeaderOrFollower, -1)]);
     h.advance(60);
     let all: Vec<Wire> = h.outstanding.iter().flat_map(wire).collect();
-    assert!(all.contains(&Wire { partition: 1, producer_id: 13131, epoch: 1, base_sequence: 2, count: 1 }), "{all:?}");
-    assert!(!all.iter().any(|w| w.partition == 1 && w.epoch == 2), "b3 must wait: {all:?}");
-    let r = h.outstanding.iter().find(|r| wire(r).iter().any(|w| w.partition == 1)).unwrap().clone();
-    let answers: Vec<_> = wire(&r).iter().map(|w| (w.partition, KafkaError::None, 1)).collect();
+    assert!(
+        all.contains(&Wire {
+            partition: 1,
+            producer_id: 13131,
+            epoch: 1,
+            base_sequence: 2,
+            count: 1
+        }),
+        "{all:?}"
+    );
+    assert!(
+        !all.iter().any(|w| w.partition == 1 && w.epoch == 2),
+        "b3 must wait: {all:?}"
+    );
+    let r = h
+        .outstanding
+        .iter()
+        .find(|r| wire(r).iter().any(|w| w.partition == 1))
+        .unwrap()
+        .clone();
+    let answers: Vec<_> = wire(&r)
+        .iter()
+        .map(|w| (w.partition, KafkaError::None, 1))
+        .collect();
     h.respond(r.id, &answers);
-    let w: Vec<Wire> = h.outstanding.iter().flat_map(wire).filter(|w| w.partition == 1).collect();
-    assert_eq!(w, vec![Wire { partition: 1, producer_id: 13131, epoch: 2, base_sequence: 0, count: 1 }]);
-    let r = h.outstanding.iter().find(|r| wire(r).iter().any(|w| w.partition == 1)).unwrap().id;
-    let answers: Vec<_> = h.outstanding.iter().find(|x| x.id == r).map(|x| wire(x).iter().map(|w| (w.partition, KafkaError::None, 2)).collect::<Vec<_>>()).unwrap();
+    let w: Vec<Wire> = h
+        .outstanding
+        .iter()
+        .flat_map(wire)
+        .filter(|w| w.partition == 1)
+        .collect();
+    assert_eq!(
+        w,
+        vec![Wire {
+            partition: 1,
+            producer_id: 13131,
+            epoch: 2,
+            base_sequence: 0,
+            count: 1
+        }]
+    );
+    let r = h
+        .outstanding
+        .iter()
+        .find(|r| wire(r).iter().any(|w| w.partition == 1))
+        .unwrap()
+        .id;
+    let answers: Vec<_> = h
+        .outstanding
+        .iter()
+        .find(|x| x.id == r)
+        .map(|x| {
+            wire(x)
+                .iter()
+                .map(|w| (w.partition, KafkaError::None, 2))
+                .collect::<Vec<_>>()
+        })
+        .unwrap();
     h.respond(r, &answers);
     assert!(h.delivered(b3).is_some());
     assert_eq!(h.state(1).next_sequence, Sequence(1));
@@ -276,12 +381,18 @@ fn failed_inflight_batch_after_epoch_bump() {
     h.advance(60);
     let reqs: Vec<_> = h.outstanding.iter().cloned().collect();
     for r in reqs {
-        let answers: Vec<_> = wire(&r).iter().map(|w| (w.partition, KafkaError::None, 5)).collect();
+        let answers: Vec<_> = wire(&r)
+            .iter()
+            .map(|w| (w.partition, KafkaError::None, 5))
+            .collect();
         h.respond(r.id, &answers);
     }
     h.send(1, "b2");
     let w = wire(h.outstanding.back().unwrap());
     assert_eq!((w[0].partition, w[0].epoch, w[0].base_sequence), (1, 2, 0));
-    h.respond(h.outstanding.back().unwrap().id, &[(1, KafkaError::None, 6)]);
+    h.respond(
+        h.outstanding.back().unwrap().id,
+        &[(1, KafkaError::None, 6)],
+    );
     assert_eq!(h.state(1).next_sequence, Sequence(1));
 }

@@ -17,7 +17,12 @@ pub fn tp(p: i32) -> TopicPartition {
 }
 
 pub fn record(value: &str) -> Record {
-    Record { key: None, value: Some(Bytes::copy_from_slice(value.as_bytes())), headers: vec![], timestamp: 0 }
+    Record {
+        key: None,
+        value: Some(Bytes::copy_from_slice(value.as_bytes())),
+        headers: vec![],
+        timestamp: 0,
+    }
 }
 
 /// A stamped batch as seen on the wire.
@@ -105,13 +110,19 @@ impl Harness {
     }
 
     pub fn send(&mut self, partition: i32, value: &str) -> RecordId {
-        let id = self.p.send(&tp(partition), &record(value), self.now).expect("send accepted");
+        let id = self
+            .p
+            .send(&tp(partition), &record(value), self.now)
+            .expect("send accepted");
         self.pump();
         id
     }
 
     fn leader_of(&self, partition: i32) -> (i32, i32) {
-        self.leaders.iter().find(|l| l.0 == partition).map_or((1, 0), |l| (l.1, l.2))
+        self.leaders
+            .iter()
+            .find(|l| l.0 == partition)
+            .map_or((1, 0), |l| (l.1, l.2))
     }
 
     /// Drains every output. Returns the produce requests handed out by this call.
@@ -137,7 +148,10 @@ impl Harness {
                             for partition in 0..8 {
                                 let (node, epoch) = self.leader_of(partition);
                                 md.partitions.push(PartitionMetadata {
-                                    partition: TopicPartition { topic: topic.clone(), partition },
+                                    partition: TopicPartition {
+                                        topic: topic.clone(),
+                                        partition,
+                                    },
                                     leader: Some(NodeId(node)),
                                     leader_epoch: epoch,
                                 });
@@ -164,12 +178,25 @@ impl Harness {
     }
 
     /// Answers the outstanding request `id` with one entry per partition.
-    pub fn respond(&mut self, id: RequestId, answers: &[(i32, KafkaError, i64)]) -> Vec<ProduceRequest> {
+    pub fn respond(
+        &mut self,
+        id: RequestId,
+        answers: &[(i32, KafkaError, i64)],
+    ) -> Vec<ProduceRequest> {
         self.respond_with(id, answers, -1)
     }
 
-    pub fn respond_with(&mut self, id: RequestId, answers: &[(i32, KafkaError, i64)], log_start: i64) -> Vec<ProduceRequest> {
-        let pos = self.outstanding.iter().position(|r| r.id == id).expect("request outstanding");
+    pub fn respond_with(
+        &mut self,
+        id: RequestId,
+        answers: &[(i32, KafkaError, i64)],
+        log_start: i64,
+    ) -> Vec<ProduceRequest> {
+        let pos = self
+            .outstanding
+            .iter()
+            .position(|r| r.id == id)
+            .expect("request outstanding");
         self.outstanding.remove(pos);
         let mut response = ProduceResponse::default();
         for &(partition, error, offset) in answers {
@@ -184,22 +211,42 @@ impl Harness {
             }
             response.partitions.push(pr);
         }
-        self.p.handle_produce_response(id, &response, self.now).unwrap();
+        self.p
+            .handle_produce_response(id, &response, self.now)
+            .unwrap();
         self.pump()
     }
 
     /// Answers the oldest outstanding request, asserting it carries exactly one batch
     /// for `partition` with base sequence `seq` (SenderTest's `sendIdempotentProducerResponse`).
-    pub fn respond_oldest(&mut self, partition: i32, seq: i32, error: KafkaError, offset: i64) -> Vec<ProduceRequest> {
-        let r = self.outstanding.front().expect("a request is outstanding").clone();
+    pub fn respond_oldest(
+        &mut self,
+        partition: i32,
+        seq: i32,
+        error: KafkaError,
+        offset: i64,
+    ) -> Vec<ProduceRequest> {
+        let r = self
+            .outstanding
+            .front()
+            .expect("a request is outstanding")
+            .clone();
         let w = wire(&r);
         assert_eq!(w.len(), 1, "expected one batch, got {w:?}");
-        assert_eq!((w[0].partition, w[0].base_sequence), (partition, seq), "oldest request");
+        assert_eq!(
+            (w[0].partition, w[0].base_sequence),
+            (partition, seq),
+            "oldest request"
+        );
         self.respond(r.id, &[(partition, error, offset)])
     }
 
     pub fn fail(&mut self, id: RequestId, failure: RequestFailure) -> Vec<ProduceRequest> {
-        let pos = self.outstanding.iter().position(|r| r.id == id).expect("request outstanding");
+        let pos = self
+            .outstanding
+            .iter()
+            .position(|r| r.id == id)
+            .expect("request outstanding");
         self.outstanding.remove(pos);
         self.p.handle_request_failed(id, failure, self.now).unwrap();
         self.pump()
@@ -214,14 +261,21 @@ impl Harness {
     }
 
     pub fn state(&self, partition: i32) -> SequenceState {
-        self.p.sequence_state(&tp(partition)).expect("partition known")
+        self.p
+            .sequence_state(&tp(partition))
+            .expect("partition known")
     }
 
     pub fn delivered(&self, id: RecordId) -> Option<Option<i64>> {
         self.events.iter().find_map(|e| match e {
-            Event::Delivered { records, base_offset, .. } => {
-                records.iter().position(|&r| r == id).map(|i| base_offset.map(|b| b + i as i64))
-            }
+            Event::Delivered {
+                records,
+                base_offset,
+                ..
+            } => records
+                .iter()
+                .position(|&r| r == id)
+                .map(|i| base_offset.map(|b| b + i as i64)),
             _ => None,
         })
     }
@@ -237,7 +291,9 @@ impl Harness {
         self.events
             .iter()
             .filter(|e| match e {
-                Event::Delivered { records, .. } | Event::Failed { records, .. } => records.contains(&id),
+                Event::Delivered { records, .. } | Event::Failed { records, .. } => {
+                    records.contains(&id)
+                }
                 _ => false,
             })
             .count()
