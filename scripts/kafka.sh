@@ -7,8 +7,8 @@
 # a missing Debian package (java, maven, time) is apt-get installed on demand.
 #
 #   scripts/kafka.sh fetch
-#   scripts/kafka.sh start-single [port]          # default 39092
-#   scripts/kafka.sh start-cluster [base-port]    # default 39192 (3 nodes)
+#   scripts/kafka.sh start-single [port]          # default 29092
+#   scripts/kafka.sh start-cluster [base-port]    # default 29192 (3 nodes)
 #   scripts/kafka.sh stop [all|single|cluster|node N]
 #   scripts/kafka.sh kill-node N | restart-node N
 #   scripts/kafka.sh create-topic <bootstrap> <topic> <partitions> <rf>
@@ -41,8 +41,8 @@ LIBS="$DIST/libs"
 RUN="$KHOME/run"
 LOGS="$KHOME/logs"
 
-SINGLE_PORT_DEFAULT=39092      # controller: port+1
-CLUSTER_PORT_DEFAULT=39192     # brokers base..base+2, controllers base+100..
+SINGLE_PORT_DEFAULT=29092      # controller: port+1
+CLUSTER_PORT_DEFAULT=29192     # brokers base..base+2, controllers base+100..
 START_TIMEOUT="${KACRAB_KAFKA_START_TIMEOUT:-180}"   # seconds
 STOP_TIMEOUT="${KACRAB_KAFKA_STOP_TIMEOUT:-30}"      # seconds before SIGKILL
 BROKER_HEAP="${KACRAB_KAFKA_HEAP_OPTS:--Xms256m -Xmx1G}"

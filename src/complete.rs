@@ -463,10 +463,12 @@ impl Producer {
         }
         debug_assert!(records.next().is_none(), "split lost records");
         let part = &mut self.partitions[p as usize];
-        if let Some(pos) = part.inflight.iter().position(|&x| x == id) {
-            part.inflight.remove(pos);
-            for (k, &nid) in ids.iter().enumerate() {
-                part.inflight.insert(pos + k, nid);
+        for list in [&mut part.inflight, &mut part.window] {
+            if let Some(pos) = list.iter().position(|&x| x == id) {
+                list.remove(pos);
+                for (k, &nid) in ids.iter().enumerate() {
+                    list.insert(pos + k, nid);
+                }
             }
         }
         for &nid in ids.iter().rev() {

@@ -122,6 +122,13 @@ impl Producer {
             if !idempotent {
                 return true;
             }
+            // At most max.in.flight (<= 5) batches stamped since the oldest unfinished
+            // one, acknowledged or not: then at most four batches are appended after it,
+            // and its retry always finds it in the broker's five-batch dedup window
+            // instead of drawing OUT_OF_ORDER.
+            if part.window.len() >= max_in_flight {
+                return false;
+            }
             // Don't mix epochs: old-epoch batches must finish before new-epoch ones.
             let stale = part.producer_id != self.producer_id && !part.inflight.is_empty();
             // Until the first ack under the partition's identity, one batch at a time: a
@@ -256,6 +263,7 @@ impl Producer {
             });
             part.next_sequence = part.next_sequence.add(b.record_count);
             part.inflight.push_back(id);
+            part.window.push_back(id);
             b.write_stamp(transactional);
         }
         b.reopened = false;

@@ -55,6 +55,11 @@ pub(crate) struct PartitionState {
     /// after it (Java's `partitionsWithUnresolvedSequences`). No new batch is stamped
     /// while set.
     pub(crate) unresolved: Option<Sequence>,
+    /// Every batch stamped since the oldest unfinished one, finished or not, in stamp
+    /// order (its front is `inflight`'s front). Its length bounds how many batches can
+    /// be appended after the oldest unfinished batch, which must stay inside the
+    /// broker's five-batch dedup window until its retry lands.
+    pub(crate) window: VecDeque<BatchId>,
     /// Batches of this partition in outstanding requests, in send order.
     pub(crate) on_wire: VecDeque<BatchId>,
     /// In the set of partitions an epoch bump must rewrite; nothing drains meanwhile.
@@ -75,6 +80,7 @@ impl PartitionState {
             last_acked_sequence: None,
             last_acked_offset: None,
             inflight: VecDeque::new(),
+            window: VecDeque::new(),
             unresolved: None,
             on_wire: VecDeque::new(),
             awaiting_rewrite: false,
@@ -125,6 +131,17 @@ impl PartitionState {
     pub(crate) fn remove_inflight(&mut self, id: BatchId) {
         if let Some(pos) = self.inflight.iter().position(|&b| b == id) {
             self.inflight.remove(pos);
+        }
+        self.trim_window();
+    }
+
+    /// Drops finished batches from the front of `window`.
+    pub(crate) fn trim_window(&mut self) {
+        while let Some(&front) = self.window.front() {
+            if Some(&front) == self.inflight.front() {
+                break;
+            }
+            self.window.pop_front();
         }
     }
 

@@ -739,6 +739,7 @@ impl Producer {
             let part = &mut self.partitions[p as usize];
             let queued: Vec<BatchId> = part.queue.drain(..).collect();
             part.inflight.clear();
+            part.window.clear();
             part.unresolved = None;
             let wired: Vec<BatchId> = part.on_wire.iter().copied().collect();
             for id in queued.into_iter().chain(wired) {

@@ -906,3 +906,45 @@ fn force_close_with_producer_id_reset() {
     assert!(matches!(h.failed(a), Some(DeliveryError::Aborted)));
     assert!(h.p.is_closed());
 }
+
+/// Not a Java port: the scenario the testkit found against FakeBroker. A batch appended
+/// but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, again and again, must stay within the
+/// broker's 5-batch dedup window: new batches may pipeline behind its retry, but never
+/// more than max.in.flight unfinished batches per partition, so at most four are
+/// appended after it and its retry is answered as a duplicate, not OUT_OF_ORDER.
+#[test]
+fn repeated_append_then_error_keeps_the_retry_inside_the_dedup_window() {
+    let mut h = idempotent();
+    h.warm(0);
+    let first = h.send(0, "first");
+    let first_req = h.outstanding.back().unwrap().id;
+    h.respond(first_req, &[(0, KafkaError::NotEnoughReplicasAfterAppend, -1)]);
+    let mut later = Vec::new();
+    let mut offset = 2;
+    for round in 0..4 {
+        h.advance(60); // the retry goes out; new batches may pipeline behind it
+        for i in 0..6 {
+            later.push(h.send(0, &format!("r{round}-{i}")));
+        }
+        let unfinished = h.state(0).in_flight_batches;
+        assert!(unfinished <= 5, "{unfinished} unfinished batches on one partition");
+        // The retry is appended-then-refused again; everything behind it succeeds.
+        let reqs: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+        for r in reqs {
+            let w = wire(&r)[0].clone();
+            if w.base_sequence == 1 {
+                h.respond(r.id, &[(0, KafkaError::NotEnoughReplicasAfterAppend, -1)]);
+            } else {
+                h.respond(r.id, &[(0, KafkaError::None, offset)]);
+                offset += 1;
+            }
+        }
+    }
+    let appended_after_first = later.iter().filter(|&&r| h.delivered(r).is_some()).count();
+    assert!(appended_after_first <= 4, "{appended_after_first} batches appended after the retried one");
+    h.advance(60);
+    let retry = h.outstanding.iter().find(|r| wire(r)[0].base_sequence == 1).expect("the retry is out").id;
+    h.respond(retry, &[(0, KafkaError::None, 1)]);
+    assert_eq!(h.delivered(first), Some(Some(1)));
+    assert_eq!(h.p.stats().epoch_bumps, 0);
+}

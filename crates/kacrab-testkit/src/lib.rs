@@ -4,9 +4,55 @@
 //! [`scenarios`] start brokers, inject faults, drive the producer through the trait and
 //! check every partition's log: each acknowledged record exactly once, in send order,
 //! every send resolved once.
+//!
+//! * [`Cluster`]: a krafka FakeBroker cluster on its own Tokio runtime, driven from plain
+//!   threads: topics, leader moves, crashes, fault injection with counts, log reading.
+//! * [`Proxy`]: a lying TCP proxy (std threads) in front of any broker, FakeBroker or real
+//!   Kafka: drops responses after the write, delays them, cuts frames.
+//! * [`checker`]: the record format and the exactly-once / order check.
+//! * [`scenarios`]: the FakeBroker scenarios, one `pub fn` each; [`real_kafka`]: the
+//!   real-broker scenarios, skipped unless their environment variable is set.
+//!
+//! An adapter runs them all with one macro per family, which writes one `#[test]` per
+//! scenario:
+//!
+//! ```ignore
+//! fn factory(props: &[(&str, &str)]) -> Result<Box<dyn kacrab_testkit::TestProducer>, String> {
+//!     /* build the adapter's producer from the properties */
+//! #   unimplemented!()
+//! }
+//! kacrab_testkit::fake_broker_tests!(factory);
+//! kacrab_testkit::real_kafka_tests!(factory);
+//! ```
+//!
+//! Scenarios block the calling thread: call them from a plain `#[test]`, not from inside
+//! a Tokio runtime. Each FakeBroker scenario takes about a second (a few for the
+//! request-timeout one) and runs in parallel with the others.
+//!
+//! Environment:
+//!
+//! * `KACRAB_TESTKIT_SCALE`: multiply every FakeBroker burst (default 1: 6,000 records);
+//! * `KACRAB_TESTKIT_DEADLINE_S`: how long flush, the delivery waits and close may take
+//!   before a FakeBroker scenario fails as stuck (default 120);
+//! * `KACRAB_KAFKA_BOOTSTRAP`, `KACRAB_KAFKA_CLUSTER`: the real brokers (see [`real_kafka`]);
+//!   `KACRAB_REAL_RECORDS` overrides the real scenarios' record counts.
 #![warn(missing_docs)]
 
 use bytes::Bytes;
+
+pub mod burst;
+pub mod checker;
+pub mod cluster;
+pub mod proxy;
+pub mod real_kafka;
+pub mod scenarios;
+mod trigger;
+
+pub use checker::{check, Expect, LogRecord, Outcome, Summary};
+pub use cluster::{ApiKey, Cluster, Control, ErrorCode};
+pub use proxy::{Proxy, ProxyAction, ProxyStats};
+pub use scenarios::Report;
+pub use trigger::{Fired, Trigger};
 
 /// The outcome of one send, waited for by the scenario thread.
 pub struct Delivery(pub Box<dyn FnOnce() -> Result<DeliveryReport, String> + Send>);
@@ -41,3 +87,64 @@ pub trait TestProducer: Send {
 /// Builds a producer from Kafka property pairs (`bootstrap.servers`, `client.id`,
 /// `linger.ms`, `request.timeout.ms`, ...).
 pub type Factory<'a> = &'a dyn Fn(&[(&str, &str)]) -> Result<Box<dyn TestProducer>, String>;
+
+/// Writes one `#[test]` per FakeBroker scenario for `$factory` (a path to a function or
+/// closure usable as a [`Factory`]), plus one per extra scenario named after a `;` (e.g.
+/// `fake_broker_tests!(factory; out_of_order_sequence_all_acked)`).
+#[macro_export]
+macro_rules! fake_broker_tests {
+    ($factory:expr; $($extra:ident),+ $(,)?) => {
+        $crate::fake_broker_tests!($factory);
+        $crate::__scenario_tests!($factory, scenarios; $($extra),+);
+    };
+    ($factory:expr) => {
+        $crate::__scenario_tests!(
+            $factory, scenarios;
+            smoke,
+            leader_moves,
+            crash_restart,
+            crash_failover,
+            apply_then_disconnect,
+            not_leader_or_follower,
+            not_enough_replicas,
+            not_enough_replicas_after_append,
+            out_of_order_sequence,
+            unknown_producer_id,
+            throttled,
+            request_timeouts,
+            proxy_drop_after_write,
+            proxy_mixed,
+        );
+    };
+}
+
+/// Writes one `#[test]` per real-Kafka scenario for `$factory`; each skips (and passes)
+/// with a message when its environment variable is not set.
+#[macro_export]
+macro_rules! real_kafka_tests {
+    ($factory:expr) => {
+        $crate::__scenario_tests!(
+            $factory, real_kafka;
+            real_exactly_once,
+            real_leader_kill,
+            real_proxy_drops,
+        );
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __scenario_tests {
+    ($factory:expr, $module:ident; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let factory: $crate::Factory<'_> = &$factory;
+                match $crate::$module::$name(factory) {
+                    Ok(report) => println!("{report}"),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        )*
+    };
+}

@@ -1,0 +1,662 @@
+//! A lying TCP proxy for the Kafka protocol (std threads, loopback only, bounded).
+//!
+//! [`Proxy::start`] listens on one loopback port per upstream broker address. The
+//! producer bootstraps from [`Proxy::bootstrap`]; because Kafka clients learn broker
+//! addresses from Metadata, the proxy decodes Metadata responses (and FindCoordinator
+//! responses, and the leader endpoints of Produce responses, KIP-951) and rewrites every
+//! broker's host and port to a proxy listener for that broker, creating listeners as new
+//! brokers appear. So every connection the client makes goes through the proxy.
+//!
+//! Frames are read whole (4-byte length prefix). The proxy remembers each request's API
+//! key, version and correlation id per connection, so it knows which response answers
+//! which request. Per request it can, chosen by [`ProxyAction`] rules with a
+//! [`Trigger`]: forward it and then drop the response and the connection ("apply then
+//! drop"), delay the response, cut the response frame in the middle and close, or cut the
+//! request frame in the middle and close. It counts what it injected.
+//!
+//! It works in front of a FakeBroker node as well as in front of a real Kafka broker.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey as Kp, FindCoordinatorResponse, MetadataResponse, ProduceResponse, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use crate::cluster::ApiKey;
+use crate::trigger::{Fired, Trigger, TriggerState};
+
+/// Largest frame the proxy relays (either direction).
+const MAX_FRAME: usize = 128 * 1024 * 1024;
+
+/// What the proxy does to a request a rule picked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyAction {
+    /// Forward the request, wait for the broker's response, then throw the response away
+    /// and close the connection (both sides): the write happened, the client can't know.
+    DropResponse,
+    /// Forward the request and hold its response back this long (everything behind it on
+    /// the connection waits too, as Kafka responses are ordered per connection).
+    DelayResponse(Duration),
+    /// Forward the request, then send only the first half of the response frame and close.
+    CutResponse,
+    /// Send only the first half of the request frame to the broker, then close both sides.
+    CutRequest,
+}
+
+/// What the proxy has seen and done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProxyStats {
+    /// Client connections accepted (and connected upstream).
+    pub connections: u64,
+    /// Connections refused: at the bound, or the broker did not accept.
+    pub refused: u64,
+    /// Requests relayed.
+    pub requests: u64,
+    /// Responses relayed (whole, possibly late or rewritten).
+    pub responses: u64,
+    /// Responses dropped after the write ([`ProxyAction::DropResponse`]).
+    pub dropped: u64,
+    /// Responses delayed.
+    pub delayed: u64,
+    /// Responses cut in the middle.
+    pub cut_responses: u64,
+    /// Requests cut in the middle.
+    pub cut_requests: u64,
+    /// Responses whose broker addresses were rewritten.
+    pub rewritten: u64,
+    /// Responses that should have been rewritten but did not decode (relayed as they were).
+    pub rewrite_failures: u64,
+}
+
+impl ProxyStats {
+    /// Faults injected: dropped + delayed + cut responses + cut requests.
+    pub fn injected(&self) -> u64 {
+        self.dropped + self.delayed + self.cut_responses + self.cut_requests
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    connections: AtomicU64,
+    refused: AtomicU64,
+    requests: AtomicU64,
+    responses: AtomicU64,
+    dropped: AtomicU64,
+    delayed: AtomicU64,
+    cut_responses: AtomicU64,
+    cut_requests: AtomicU64,
+    rewritten: AtomicU64,
+    rewrite_failures: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+struct Rule {
+    api: Option<i16>,
+    action: ProxyAction,
+    trigger: TriggerState,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    rules: Mutex<Vec<Rule>>,
+    /// Upstream `host:port` → the proxy listener standing in for it.
+    listeners: Mutex<HashMap<String, SocketAddr>>,
+    /// Both sockets of every open connection, to shut them down on drop.
+    conns: Mutex<HashMap<u64, (TcpStream, TcpStream)>>,
+    next_conn: AtomicU64,
+    open: AtomicUsize,
+    max_connections: usize,
+    max_listeners: usize,
+    counters: Counters,
+}
+
+/// The lying proxy. Dropping it closes every listener and connection.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    bootstrap: Vec<SocketAddr>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("bootstrap", &self.bootstrap())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Proxy {
+    /// Starts a proxy in front of `upstream`, a bootstrap list (`host:port,...`), with one
+    /// loopback listener per address. At most 64 client connections at a time.
+    pub fn start(upstream: &str) -> Result<Self, String> {
+        Self::with_limits(upstream, 64)
+    }
+
+    /// As [`Proxy::start`], with a bound on concurrent client connections (two threads
+    /// each); connections over it are closed at once.
+    pub fn with_limits(upstream: &str, max_connections: usize) -> Result<Self, String> {
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            rules: Mutex::default(),
+            listeners: Mutex::default(),
+            conns: Mutex::default(),
+            next_conn: AtomicU64::new(0),
+            open: AtomicUsize::new(0),
+            max_connections: max_connections.max(1),
+            max_listeners: 32,
+            counters: Counters::default(),
+        });
+        let mut bootstrap = Vec::new();
+        for addr in upstream.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            bootstrap
+                .push(listener_for(&shared, addr).map_err(|e| format!("proxy for {addr}: {e}"))?);
+        }
+        if bootstrap.is_empty() {
+            return Err(format!("proxy: no upstream address in {upstream:?}"));
+        }
+        Ok(Self { shared, bootstrap })
+    }
+
+    /// The bootstrap list a client should use: the listeners for the upstream addresses.
+    pub fn bootstrap(&self) -> String {
+        let v: Vec<String> = self.bootstrap.iter().map(SocketAddr::to_string).collect();
+        v.join(",")
+    }
+
+    /// Every listener: upstream `host:port` → proxy address.
+    pub fn listeners(&self) -> Vec<(String, SocketAddr)> {
+        let mut v: Vec<_> = lock(&self.shared.listeners)
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Applies `action` to requests of `api` (every API if `None`) picked by `trigger`.
+    /// Rules are tried in the order they were added; the first that fires applies.
+    pub fn inject(&self, api: Option<ApiKey>, trigger: Trigger, action: ProxyAction) -> Fired {
+        let trigger = trigger.start();
+        let fired = trigger.fired.clone();
+        lock(&self.shared.rules).push(Rule {
+            api: api.map(ApiKey::to_i16),
+            action,
+            trigger,
+        });
+        fired
+    }
+
+    /// Removes every rule; the proxy relays faithfully from now on.
+    pub fn clear_rules(&self) {
+        lock(&self.shared.rules).clear();
+    }
+
+    /// What the proxy has seen and done so far.
+    pub fn stats(&self) -> ProxyStats {
+        let c = &self.shared.counters;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ProxyStats {
+            connections: g(&c.connections),
+            refused: g(&c.refused),
+            requests: g(&c.requests),
+            responses: g(&c.responses),
+            dropped: g(&c.dropped),
+            delayed: g(&c.delayed),
+            cut_responses: g(&c.cut_responses),
+            cut_requests: g(&c.cut_requests),
+            rewritten: g(&c.rewritten),
+            rewrite_failures: g(&c.rewrite_failures),
+        }
+    }
+
+    /// Faults injected so far (all kinds).
+    pub fn injected(&self) -> u64 {
+        self.stats().injected()
+    }
+
+    /// Closes every open connection now (the listeners stay).
+    pub fn disconnect_all(&self) {
+        for (c, u) in lock(&self.shared.conns).values() {
+            let _ = c.shutdown(Shutdown::Both);
+            let _ = u.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.disconnect_all();
+        // Wake every accept loop so it sees `stop`.
+        for addr in lock(&self.shared.listeners).values() {
+            let _ = TcpStream::connect_timeout(addr, Duration::from_millis(200));
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The listener for `upstream`, started on first use.
+fn listener_for(shared: &Arc<Shared>, upstream: &str) -> io::Result<SocketAddr> {
+    let mut listeners = lock(&shared.listeners);
+    if let Some(addr) = listeners.get(upstream) {
+        return Ok(*addr);
+    }
+    if listeners.len() >= shared.max_listeners {
+        return Err(io::Error::other("too many upstream brokers"));
+    }
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let local = listener.local_addr()?;
+    listeners.insert(upstream.to_string(), local);
+    let shared2 = Arc::clone(shared);
+    let upstream = upstream.to_string();
+    std::thread::Builder::new()
+        .name(format!("proxy-accept-{}", local.port()))
+        .spawn(move || accept_loop(listener, upstream, shared2))?;
+    Ok(local)
+}
+
+fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
+    for client in listener.incoming() {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(client) = client else { continue };
+        if shared.open.load(Ordering::SeqCst) >= shared.max_connections {
+            bump(&shared.counters.refused);
+            continue; // dropped: the client sees the connection close
+        }
+        let up = upstream
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .and_then(|a| TcpStream::connect_timeout(&a, Duration::from_secs(5)).ok());
+        let Some(up) = up else {
+            bump(&shared.counters.refused);
+            continue;
+        };
+        let _ = client.set_nodelay(true);
+        let _ = up.set_nodelay(true);
+        let (Ok(c2), Ok(u2), Ok(c3), Ok(u3)) = (
+            client.try_clone(),
+            up.try_clone(),
+            client.try_clone(),
+            up.try_clone(),
+        ) else {
+            continue;
+        };
+        let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+        shared.open.fetch_add(1, Ordering::SeqCst);
+        bump(&shared.counters.connections);
+        lock(&shared.conns).insert(id, (c3, u3));
+        let conn = Arc::new(Conn {
+            id,
+            pending: Mutex::default(),
+            closed: AtomicBool::new(false),
+            shared: Arc::clone(&shared),
+        });
+        let c1 = Arc::clone(&conn);
+        let spawned = std::thread::Builder::new()
+            .name(format!("proxy-req-{id}"))
+            .spawn(move || c1.requests(client, up))
+            .and_then(|_| {
+                std::thread::Builder::new()
+                    .name(format!("proxy-resp-{id}"))
+                    .spawn(move || conn.responses(u2, c2))
+            });
+        if spawned.is_err() {
+            // Out of threads: the half that runs (if any) closes the connection.
+            bump(&shared.counters.refused);
+        }
+    }
+}
+
+/// A request waiting for its response.
+struct Pending {
+    correlation: i32,
+    api: i16,
+    version: i16,
+    action: Option<ProxyAction>,
+}
+
+struct Conn {
+    id: u64,
+    pending: Mutex<VecDeque<Pending>>,
+    closed: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl Conn {
+    /// Shuts both sockets so the other pump returns too; forgets the connection once.
+    fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some((c, u)) = lock(&self.shared.conns).remove(&self.id) {
+            let _ = c.shutdown(Shutdown::Both);
+            let _ = u.shutdown(Shutdown::Both);
+        }
+        self.shared.open.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn choose(&self, api: i16) -> Option<ProxyAction> {
+        let mut rules = lock(&self.shared.rules);
+        rules
+            .iter_mut()
+            .filter(|r| r.api.is_none_or(|a| a == api))
+            .find_map(|r| r.trigger.fire().then_some(r.action))
+    }
+
+    /// Client → broker.
+    fn requests(self: Arc<Self>, mut client: TcpStream, mut up: TcpStream) {
+        let c = &self.shared.counters;
+        while let Ok(frame) = read_frame(&mut client) {
+            if frame.len() < 12 {
+                break;
+            }
+            let api = i16::from_be_bytes([frame[4], frame[5]]);
+            let version = i16::from_be_bytes([frame[6], frame[7]]);
+            let correlation = i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
+            let action = self.choose(api);
+            if action == Some(ProxyAction::CutRequest) {
+                bump(&c.cut_requests);
+                let _ = up.write_all(&frame[..frame.len() / 2]);
+                let _ = up.flush();
+                break;
+            }
+            lock(&self.pending).push_back(Pending {
+                correlation,
+                api,
+                version,
+                action,
+            });
+            if up.write_all(&frame).is_err() {
+                break;
+            }
+            bump(&c.requests);
+        }
+        self.close();
+    }
+
+    /// Broker → client.
+    fn responses(self: Arc<Self>, mut up: TcpStream, mut client: TcpStream) {
+        let c = &self.shared.counters;
+        while let Ok(frame) = read_frame(&mut up) {
+            if frame.len() < 8 {
+                break;
+            }
+            let correlation = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+            let pending = {
+                let mut q = lock(&self.pending);
+                // Requests without a response (acks=0) leave entries behind: skip them.
+                match q.iter().position(|p| p.correlation == correlation) {
+                    Some(i) => {
+                        q.drain(..i);
+                        q.pop_front()
+                    }
+                    None => None,
+                }
+            };
+            let mut out = frame;
+            if let Some(p) = &pending {
+                match p.action {
+                    Some(ProxyAction::DropResponse) => {
+                        bump(&c.dropped);
+                        break;
+                    }
+                    Some(ProxyAction::CutResponse) => {
+                        bump(&c.cut_responses);
+                        let _ = client.write_all(&out[..out.len() / 2]);
+                        let _ = client.flush();
+                        break;
+                    }
+                    Some(ProxyAction::DelayResponse(d)) => {
+                        bump(&c.delayed);
+                        let until = Instant::now() + d;
+                        while Instant::now() < until && !self.shared.stop.load(Ordering::SeqCst) {
+                            std::thread::sleep(
+                                (until - Instant::now()).min(Duration::from_millis(20)),
+                            );
+                        }
+                    }
+                    Some(ProxyAction::CutRequest) | None => {}
+                }
+                match rewrite(&self.shared, p, &out[4..]) {
+                    Ok(Some(body)) => {
+                        bump(&c.rewritten);
+                        out = body;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        bump(&c.rewrite_failures);
+                        eprintln!(
+                            "kacrab-testkit proxy: relaying api {} v{} unchanged: {e}",
+                            p.api, p.version
+                        );
+                    }
+                }
+            }
+            if client.write_all(&out).is_err() {
+                break;
+            }
+            bump(&c.responses);
+        }
+        self.close();
+    }
+}
+
+/// Reads one length-prefixed frame (prefix included).
+fn read_frame(s: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)?;
+    let n = i32::from_be_bytes(len);
+    if n < 0 || n as usize > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame length {n}"),
+        ));
+    }
+    let mut frame = vec![0u8; 4 + n as usize];
+    frame[..4].copy_from_slice(&len);
+    s.read_exact(&mut frame[4..])?;
+    Ok(frame)
+}
+
+/// The proxy's stand-in for an upstream broker as (host, port).
+fn stand_in(shared: &Arc<Shared>, host: &str, port: i32) -> Result<(StrBytes, i32), String> {
+    let local = listener_for(shared, &format!("{host}:{port}")).map_err(|e| e.to_string())?;
+    Ok((
+        StrBytes::from_string(local.ip().to_string()),
+        i32::from(local.port()),
+    ))
+}
+
+/// Rewrites broker addresses in a response `body` (header included, length prefix not),
+/// returning the new frame (length prefix included), or `None` if nothing needs it.
+fn rewrite(shared: &Arc<Shared>, p: &Pending, body: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let api = match Kp::try_from(p.api) {
+        Ok(k @ (Kp::Metadata | Kp::FindCoordinator)) => k,
+        Ok(Kp::Produce) if p.version >= 10 => Kp::Produce,
+        _ => return Ok(None),
+    };
+    let v = p.version;
+    let mut buf = Bytes::copy_from_slice(body);
+    let header = ResponseHeader::decode(&mut buf, api.response_header_version(v)).map_err(text)?;
+    let mut out = BytesMut::with_capacity(body.len() + 64);
+    out.put_i32(0);
+    header
+        .encode(&mut out, api.response_header_version(v))
+        .map_err(text)?;
+    match api {
+        Kp::Metadata => {
+            let mut m = MetadataResponse::decode(&mut buf, v).map_err(text)?;
+            for b in &mut m.brokers {
+                (b.host, b.port) = stand_in(shared, b.host.as_str(), b.port)?;
+            }
+            m.encode(&mut out, v).map_err(text)?;
+        }
+        Kp::FindCoordinator => {
+            let mut m = FindCoordinatorResponse::decode(&mut buf, v).map_err(text)?;
+            if v < 4 {
+                if m.node_id.0 < 0 || m.host.is_empty() {
+                    return Ok(None);
+                }
+                (m.host, m.port) = stand_in(shared, m.host.as_str(), m.port)?;
+            }
+            for c in &mut m.coordinators {
+                if c.node_id.0 >= 0 && !c.host.is_empty() {
+                    (c.host, c.port) = stand_in(shared, c.host.as_str(), c.port)?;
+                }
+            }
+            m.encode(&mut out, v).map_err(text)?;
+        }
+        _ => {
+            let mut m = ProduceResponse::decode(&mut buf, v).map_err(text)?;
+            if m.node_endpoints.is_empty() {
+                return Ok(None);
+            }
+            for n in &mut m.node_endpoints {
+                (n.host, n.port) = stand_in(shared, n.host.as_str(), n.port)?;
+            }
+            m.encode(&mut out, v).map_err(text)?;
+        }
+    }
+    let len = i32::try_from(out.len() - 4).map_err(|_| "response too large".to_string())?;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(Some(out.to_vec()))
+}
+
+/// kafka-protocol's errors are `anyhow::Error`: keep that type out of our signatures.
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Cluster;
+    use kafka_protocol::messages::{MetadataRequest, RequestHeader};
+
+    /// Sends Metadata v12 on `s`; returns the response frame (prefix included) or the error.
+    fn metadata(s: &mut TcpStream, correlation: i32) -> io::Result<Vec<u8>> {
+        let mut buf = BytesMut::new();
+        buf.put_i32(0);
+        let header = RequestHeader::default()
+            .with_request_api_key(Kp::Metadata as i16)
+            .with_request_api_version(12)
+            .with_correlation_id(correlation)
+            .with_client_id(Some(StrBytes::from_static_str("proxy-test")));
+        header
+            .encode(&mut buf, Kp::Metadata.request_header_version(12))
+            .unwrap();
+        MetadataRequest::default().encode(&mut buf, 12).unwrap();
+        let n = (buf.len() - 4) as i32;
+        buf[..4].copy_from_slice(&n.to_be_bytes());
+        s.write_all(&buf)?;
+        read_frame(s)
+    }
+
+    fn brokers(frame: &[u8]) -> Vec<(i32, String, i32)> {
+        let mut b = Bytes::copy_from_slice(&frame[4..]);
+        ResponseHeader::decode(&mut b, Kp::Metadata.response_header_version(12)).unwrap();
+        let m = MetadataResponse::decode(&mut b, 12).unwrap();
+        m.brokers
+            .iter()
+            .map(|x| (x.node_id.0, x.host.to_string(), x.port))
+            .collect()
+    }
+
+    #[test]
+    fn rewrites_metadata_and_injects_faults() {
+        let cluster = Cluster::start(3).unwrap();
+        let proxy = Proxy::start(&cluster.node_addrs()[0].to_string()).unwrap();
+        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+
+        // Every broker is advertised at a proxy listener, one per broker.
+        let seen = brokers(&metadata(&mut s, 1).unwrap());
+        let listeners = proxy.listeners();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(listeners.len(), 3);
+        for (node, host, port) in &seen {
+            assert_eq!(host, "127.0.0.1");
+            let upstream = cluster.node_addrs()[*node as usize].to_string();
+            assert!(
+                listeners.contains(&(upstream, SocketAddr::from(([127, 0, 0, 1], *port as u16)))),
+                "{seen:?} {listeners:?}"
+            );
+        }
+        // The listener for node 2 reaches node 2, also rewritten.
+        let mut s2 = TcpStream::connect(("127.0.0.1", seen[2].2 as u16)).unwrap();
+        assert_eq!(brokers(&metadata(&mut s2, 7).unwrap()), seen);
+
+        // Apply then drop: the response never arrives, the connection closes.
+        let dropped = proxy.inject(
+            Some(ApiKey::Metadata),
+            Trigger::always().times(1),
+            ProxyAction::DropResponse,
+        );
+        assert!(metadata(&mut s, 2).is_err());
+        assert_eq!(dropped.count(), 1);
+
+        // Cut response: half a frame, then EOF.
+        let cut = proxy.inject(None, Trigger::always().times(1), ProxyAction::CutResponse);
+        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
+        assert_eq!(
+            metadata(&mut s, 3).unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+        assert_eq!(cut.count(), 1);
+
+        // Delay: the response arrives late but whole.
+        proxy.inject(
+            None,
+            Trigger::always().times(1),
+            ProxyAction::DelayResponse(Duration::from_millis(300)),
+        );
+        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
+        let t = Instant::now();
+        assert_eq!(brokers(&metadata(&mut s, 4).unwrap()), seen);
+        assert!(t.elapsed() >= Duration::from_millis(300));
+
+        // Cut request: the broker sees half a request; the client sees the connection close.
+        proxy.inject(None, Trigger::always().times(1), ProxyAction::CutRequest);
+        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert!(metadata(&mut s, 5).is_err());
+
+        let st = proxy.stats();
+        assert_eq!(
+            (st.dropped, st.cut_responses, st.delayed, st.cut_requests),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(st.injected(), 4);
+        assert!(st.rewritten >= 3, "{st:?}");
+        assert_eq!(st.rewrite_failures, 0);
+    }
+
+    #[test]
+    fn bounds_connections() {
+        let cluster = Cluster::start(1).unwrap();
+        let proxy = Proxy::with_limits(&cluster.bootstrap(), 1).unwrap();
+        let mut a = TcpStream::connect(proxy.bootstrap()).unwrap();
+        assert!(metadata(&mut a, 1).is_ok());
+        let mut b = TcpStream::connect(proxy.bootstrap()).unwrap();
+        b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert!(metadata(&mut b, 1).is_err());
+        assert_eq!(proxy.stats().refused, 1);
+        drop(a);
+    }
+}
