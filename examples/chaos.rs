@@ -25,10 +25,17 @@ struct Args {
     fault_rate: f64,
 }
 
-const USAGE: &str = "usage: chaos [--seed N] [--records N] [--partitions N] [--brokers N] [--fault-rate F]";
+const USAGE: &str =
+    "usage: chaos [--seed N] [--records N] [--partitions N] [--brokers N] [--fault-rate F]";
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { seed: 1, records: 100_000, partitions: 6, brokers: 3, fault_rate: 0.05 };
+    let mut args = Args {
+        seed: 1,
+        records: 100_000,
+        partitions: 6,
+        brokers: 3,
+        fault_rate: 0.05,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
@@ -53,7 +60,9 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     if args.partitions == 0 || args.brokers == 0 {
-        return Err(format!("--partitions and --brokers must be at least 1\n{USAGE}"));
+        return Err(format!(
+            "--partitions and --brokers must be at least 1\n{USAGE}"
+        ));
     }
     if !(0.0..=1.0).contains(&args.fault_rate) {
         return Err(format!("--fault-rate must be within 0..=1\n{USAGE}"));

@@ -27,6 +27,20 @@ pub(crate) enum WriteState {
     Maybe,
 }
 
+/// What the broker may hold of a batch under its current stamp (an attempt on the wire
+/// counts as [`StampFate::Unknown`] separately, through `on_wire`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StampFate {
+    /// The stamp has never been on the wire: a rewrite or a split just assigned it, or
+    /// the batch is not stamped. If such a batch fails, its sequences were never used.
+    Unsent,
+    /// Sent, and every finished attempt was refused before the append (or answered
+    /// OUT_OF_ORDER, which proves the broker does not hold it).
+    Refused,
+    /// Some attempt under this stamp may have been appended.
+    Unknown,
+}
+
 /// The encoded bytes of a batch. Mutable until first handed to a driver; after that,
 /// shared with requests, and copied on write only if a restamp finds it still shared.
 #[derive(Debug)]
@@ -107,10 +121,10 @@ pub(crate) struct ProducerBatch {
     pub(crate) stamp: Option<Stamp>,
     /// Rewritten by an epoch bump and not sent since (Java's `sequenceHasBeenReset`).
     pub(crate) reopened: bool,
-    /// The current stamp has never been on the wire (set by a rewrite or a split,
-    /// cleared when sent). If such a batch fails, its sequences were never used and the
-    /// batches stamped after it under the same identity (all unsent too) move down.
-    pub(crate) stamp_unsent: bool,
+    /// What the broker may hold of this batch under its *current* stamp. An epoch bump
+    /// may renumber a batch only if no attempt under its stamp may have been appended:
+    /// resending it renumbered would write it twice.
+    pub(crate) fate: StampFate,
     /// The outstanding request carrying this batch, if any.
     pub(crate) on_wire: Option<RequestId>,
     pub(crate) write_state: WriteState,

@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use crate::batch::{BatchData, ProducerBatch, Stamp, WriteState};
+use crate::batch::{BatchData, ProducerBatch, Stamp, StampFate, WriteState};
 use crate::error::{DeliveryError, ErrorClass, InputError, KafkaError};
 use crate::io::{PartitionResponse, ProduceResponse, RequestFailure};
 use crate::producer::{IdState, OutstandingKind, Producer};
@@ -130,6 +130,7 @@ impl Producer {
         let b = self.batches.get_mut(id).expect("landed batch is live");
         if failure == RequestFailure::Disconnected {
             b.write_state = WriteState::Maybe;
+            b.fate = StampFate::Unknown;
         }
         let p = b.partition;
         // The burst-wedge fix: forget the leader so the retry is re-routed by fresh
@@ -172,6 +173,13 @@ impl Producer {
                     WriteState::Rejected
                 };
                 b.write_state = b.write_state.max(state);
+                if r.error.may_have_appended() {
+                    b.fate = StampFate::Unknown;
+                } else if r.error == KafkaError::OutOfOrderSequenceNumber {
+                    // The broker holds the last five batches of the partition, and at most
+                    // four are ever stamped after this one: OUT_OF_ORDER proves it absent.
+                    b.fate = StampFate::Refused;
+                }
                 let p = b.partition;
                 let mut leader_moved = false;
                 if class == ErrorClass::Leadership {
@@ -332,6 +340,7 @@ impl Producer {
         if b.on_wire.is_some() {
             // An attempt is still out (the batch expired on the wire): it may yet land.
             b.write_state = WriteState::Maybe;
+            b.fate = StampFate::Unknown;
         }
         let p = b.partition;
         let stamped = b.stamp.is_some();
@@ -339,14 +348,15 @@ impl Producer {
         let expected_after = b.last_sequence().map(|s| s.add(1));
         let unsent = b
             .stamp
-            .filter(|_| b.stamp_unsent)
+            .filter(|_| b.fate == StampFate::Unsent)
             .map(|s| (s, b.record_count));
-        if let Some((stamp, count)) = unsent {
-            self.release_unsent_sequences(p, id, stamp, count);
-        }
+        let released = match unsent {
+            Some((stamp, count)) => self.release_unsent_sequences(p, id, stamp, count),
+            None => false,
+        };
         self.partitions[p as usize].remove_inflight(id);
         self.report(id, Err(error));
-        if self.fatal.is_some() || !self.is_idempotent() || !stamped || unsent.is_some() {
+        if self.fatal.is_some() || !self.is_idempotent() || !stamped || released {
             return;
         }
         let sequence_error = matches!(
@@ -361,16 +371,28 @@ impl Producer {
     }
 
     /// A batch whose current stamp never reached the wire failed: its sequences were
-    /// never used under that identity, and neither were those of the batches stamped
-    /// after it (only the first in-flight batch may be sent, and new batches queue
-    /// behind them). They move down by its count, so the run on the wire stays gap-free
-    /// (Java's `adjustSequencesDueToFailedBatch`, applied only where it is safe).
-    fn release_unsent_sequences(&mut self, p: u32, id: BatchId, stamp: Stamp, count: i32) {
+    /// never used under that identity. If no batch stamped after it under the same
+    /// identity was sent either (the usual case: only the first in-flight batch may be
+    /// resent after a rewrite, and new batches queue behind), those move down by its
+    /// count and the run on the wire stays gap-free (Java's
+    /// `adjustSequencesDueToFailedBatch`, applied only where it is safe). Returns whether
+    /// it did; if a later batch is already out, nothing moves and the caller falls back
+    /// to marking the partition unresolved.
+    fn release_unsent_sequences(&mut self, p: u32, id: BatchId, stamp: Stamp, count: i32) -> bool {
         let transactional = self.config.is_transactional();
         let part = &mut self.partitions[p as usize];
         let Some(pos) = part.inflight.iter().position(|&b| b == id) else {
-            return;
+            return false;
         };
+        let later_sent = part.inflight.iter().skip(pos + 1).any(|&later| {
+            self.batches.get(later).is_some_and(|b| {
+                b.stamp.is_some_and(|s| s.id == stamp.id)
+                    && (b.fate != StampFate::Unsent || b.on_wire.is_some())
+            })
+        });
+        if later_sent {
+            return false;
+        }
         for &later in part.inflight.iter().skip(pos + 1) {
             let Some(b) = self.batches.get_mut(later) else {
                 continue;
@@ -378,10 +400,6 @@ impl Producer {
             let Some(s) = b.stamp.filter(|s| s.id == stamp.id) else {
                 continue;
             };
-            debug_assert!(
-                b.stamp_unsent && b.on_wire.is_none(),
-                "a later batch was sent before an earlier one"
-            );
             b.stamp = Some(Stamp {
                 id: s.id,
                 base_sequence: s.base_sequence.sub(count),
@@ -391,11 +409,18 @@ impl Producer {
         if part.producer_id == stamp.id {
             part.next_sequence = part.next_sequence.sub(count);
         }
+        true
     }
 
+    /// Java splits any multi-record batch on MESSAGE_TOO_LARGE. A batch that may already
+    /// be in the log (an earlier attempt's answer was lost; the broker checks the size
+    /// before deduplicating) is never split: its pieces would be new batches to the
+    /// broker and be written a second time. It fails as possibly written instead.
     fn splittable(&self, id: BatchId) -> bool {
         self.batches.get(id).is_some_and(|b| {
-            b.record_count > 1 && self.now < b.created + self.config.delivery_timeout()
+            b.record_count > 1
+                && b.write_state != WriteState::Maybe
+                && self.now < b.created + self.config.delivery_timeout()
         })
     }
 
@@ -445,7 +470,9 @@ impl Producer {
                 last_leader_epoch: b.last_leader_epoch,
                 stamp: None,
                 reopened: b.reopened,
-                stamp_unsent: true,
+                // The parent's sequences were on the wire (refused as too large); the
+                // pieces reuse them and share its fate.
+                fate: b.fate,
                 on_wire: None,
                 write_state: b.write_state,
                 done: false,

@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use crate::batch::Stamp;
+use crate::batch::{Stamp, StampFate};
 use crate::config::Acks;
 use crate::io::{InitProducerIdRequest, MetadataRequest, ProduceBatch, ProduceRequest, Request};
 use crate::producer::{IdState, Lifecycle, Outstanding, OutstandingKind, Producer};
@@ -104,7 +104,7 @@ impl Producer {
     /// gates are Java's `shouldStopDrainBatchesForPartition` plus backoff and linger.
     fn head(&self, p: u32) -> Head {
         let part = &self.partitions[p as usize];
-        if part.awaiting_rewrite {
+        if part.awaiting_rewrite && !self.may_resolve_before_rewrite(p) {
             return Head::NotReady;
         }
         let Some(node) = part.leader else {
@@ -172,6 +172,20 @@ impl Producer {
                 }
                 Head::Ready(node)
             }
+        }
+    }
+
+    /// While a bump waits to renumber partition `p`, one batch may still go: the first in
+    /// flight, when an earlier attempt of it may have been appended. Its answer (a
+    /// duplicate's ack, or OUT_OF_ORDER proving it absent) is what makes the renumbering
+    /// safe.
+    fn may_resolve_before_rewrite(&self, p: u32) -> bool {
+        let part = &self.partitions[p as usize];
+        match (part.queue.front(), part.inflight.front()) {
+            (Some(head), Some(first)) if head == first => {
+                self.batches.get(*head).is_some_and(|b| b.fate == StampFate::Unknown)
+            }
+            _ => false,
         }
     }
 
@@ -267,7 +281,9 @@ impl Producer {
             b.write_stamp(transactional);
         }
         b.reopened = false;
-        b.stamp_unsent = false;
+        if b.fate == StampFate::Unsent {
+            b.fate = StampFate::Refused;
+        }
         b.last_leader_epoch = Some(part.leader_epoch);
         id
     }

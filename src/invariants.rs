@@ -170,10 +170,19 @@ impl Producer {
             }
             // The window starts at the oldest unfinished batch and holds every in-flight
             // batch, in order.
-            assert_eq!(part.window.front(), part.inflight.front(), "{}: window front", part.tp);
+            assert_eq!(
+                part.window.front(),
+                part.inflight.front(),
+                "{}: window front",
+                part.tp
+            );
             let mut it = part.window.iter();
             for b in &part.inflight {
-                assert!(it.any(|w| w == b), "{}: in-flight batch missing from the window", part.tp);
+                assert!(
+                    it.any(|w| w == b),
+                    "{}: in-flight batch missing from the window",
+                    part.tp
+                );
             }
             assert_eq!(
                 part.unresolved.is_some(),

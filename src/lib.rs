@@ -124,7 +124,8 @@
 #![warn(missing_docs)]
 
 extern crate alloc;
-#[cfg(test)]
+// `arbitrary`'s derives need `std`; so do the tests.
+#[cfg(any(test, feature = "arbitrary"))]
 extern crate std;
 
 pub mod backoff;

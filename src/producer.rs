@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::backoff::Backoff;
-use crate::batch::{BatchData, BatchSlab, ProducerBatch, WriteState};
+use crate::batch::{BatchData, BatchSlab, ProducerBatch, StampFate, WriteState};
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
 use crate::io::{Event, Metadata};
@@ -648,7 +648,7 @@ impl Producer {
             last_leader_epoch: None,
             stamp: None,
             reopened: false,
-            stamp_unsent: false,
+            fate: StampFate::Unsent,
             on_wire: None,
             write_state: WriteState::Never,
             done: false,

@@ -2,6 +2,7 @@
 //! `bumpIdempotentProducerEpoch`, `startSequencesAtBeginning`, `markSequenceUnresolved`
 //! and `maybeResolveSequences`, for the idempotent producer.
 
+use crate::batch::StampFate;
 use crate::io::Event;
 use crate::producer::{IdState, Producer};
 use crate::types::{ProducerIdAndEpoch, Sequence};
@@ -58,11 +59,7 @@ impl Producer {
         if !self.bump_required || self.id_state != IdState::Ready {
             return;
         }
-        if self
-            .rewrite
-            .iter()
-            .any(|&p| !self.partitions[p as usize].on_wire.is_empty())
-        {
+        if self.rewrite.iter().any(|&p| !self.rewrite_is_safe(p)) {
             return;
         }
         match self.producer_id.epoch.next() {
@@ -85,6 +82,25 @@ impl Producer {
         }
     }
 
+    /// Whether partition `p`'s in-flight batches may be renumbered now: none is on the
+    /// wire, and none may be in the log under its current stamp. In stamp order, a batch
+    /// the broker refused proves the ones after it absent too (the broker accepts only
+    /// the next sequence), so only the batches before the first refused one matter.
+    fn rewrite_is_safe(&self, p: u32) -> bool {
+        let part = &self.partitions[p as usize];
+        if !part.on_wire.is_empty() {
+            return false;
+        }
+        for &id in &part.inflight {
+            match self.batches.get(id).map(|b| b.fate) {
+                Some(StampFate::Unknown) => return false,
+                Some(_) => return true,
+                None => {}
+            }
+        }
+        true
+    }
+
     /// Java's `startSequencesAtBeginning` for every partition awaiting a rewrite: its
     /// in-flight batches (all back in its queue) are renumbered from 0 under the new
     /// identity, in their order, and marked reopened.
@@ -102,7 +118,7 @@ impl Producer {
                     base_sequence: seq,
                 });
                 b.reopened = true;
-                b.stamp_unsent = true;
+                b.fate = StampFate::Unsent;
                 seq = seq.add(b.record_count);
                 b.write_stamp(transactional);
             }

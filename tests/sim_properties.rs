@@ -40,18 +40,17 @@ struct Params {
     value_size: usize,
     request_timeout_ms: u64,
     delivery_timeout_ms: u64,
+    /// The brokers' `max.message.bytes` (small values make the producer split batches).
+    max_message_bytes: usize,
+    /// The epoch new producer ids start at (near `i16::MAX`: epoch exhaustion).
+    initial_epoch: i16,
     /// See `SimConfig::strict_first_sequence`.
     strict_first_sequence: bool,
 }
 
 /// The main strategy: any cluster and workload, Kafka's broker rules, timeouts long
-/// next to the outages (request 1 s, delivery 30 s, ISR episodes up to 5 s).
-///
-/// Known core bug 1 (see tests/sim_regressions.rs): a broker without state for the
-/// producer accepts any first sequence (KIP-360), so a pipelined later batch can
-/// overtake a failed first one. Until the core gates the first batch of a partition,
-/// this strategy runs the brokers with `strict_first_sequence`, which emulates that
-/// gate; `properties_hold_kafka_rules` below runs without it (ignored until fixed).
+/// next to the outages (request 1 s, delivery 30 s, ISR episodes up to 5 s), random
+/// MESSAGE_TOO_LARGE. `properties_hold_kafka_rules` adds short timeouts.
 fn params() -> impl Strategy<Value = Params> {
     (
         (any::<u64>(), 3u32..=5, 1u32..=3, 1u32..=12, 1u64..=300),
@@ -63,8 +62,12 @@ fn params() -> impl Strategy<Value = Params> {
             40usize..=16_384,
         ),
         (1u32..=20, 0u64..=5_000, 8usize..=64),
+        (
+            prop_oneof![4 => Just(1_048_588usize), 1 => 200usize..3_000],
+            prop_oneof![4 => Just(0i16), 1 => 32_760i16..=i16::MAX],
+        ),
     )
-        .prop_map(|(a, b, c)| Params {
+        .prop_map(|(a, b, c, d)| Params {
             seed: a.0,
             brokers: a.1,
             topics: a.2,
@@ -80,7 +83,9 @@ fn params() -> impl Strategy<Value = Params> {
             value_size: c.2,
             request_timeout_ms: 1_000,
             delivery_timeout_ms: 30_000,
-            strict_first_sequence: true,
+            max_message_bytes: d.0,
+            initial_epoch: d.1,
+            strict_first_sequence: false,
         })
 }
 
@@ -107,6 +112,8 @@ fn run_params(p: &Params, trace: bool) -> Report {
     sim.faults.isr_shrink = p.isr_shrink_rate;
     sim.value_size = p.value_size;
     sim.strict_first_sequence = p.strict_first_sequence;
+    sim.max_message_bytes = p.max_message_bytes;
+    sim.initial_producer_epoch = p.initial_epoch;
     sim.trace = trace;
     let mut producer = SimConfig::producer_config(p.seed);
     producer
@@ -195,10 +202,9 @@ fn properties_hold() {
     run_property("properties_hold", params(), cases(2_000));
 }
 
-/// The same properties under Kafka's exact rules, with short timeouts and frequent
-/// ISR shrink episodes. Fails today on core bugs 1, 2 and 3 (tests/sim_regressions.rs).
+/// The same properties with short timeouts (batches expire on the wire and in retry,
+/// their fate unknown) and frequent ISR shrink episodes.
 #[test]
-#[ignore = "core bugs 1-3 (see tests/sim_regressions.rs); run with --ignored"]
 fn properties_hold_kafka_rules() {
     run_property(
         "properties_hold_kafka_rules",
@@ -208,17 +214,17 @@ fn properties_hold_kafka_rules() {
 }
 
 /// Arbitrary operation sequences (the fuzz target's decoder) hold the properties too.
-/// Like `properties_hold`, with the workarounds for core bugs 1 to 3 (the gate emulated
-/// by the brokers, and a delivery timeout longer than anything the operations delay);
-/// the fuzz target runs without them.
 #[test]
 fn op_sequences_hold() {
     let steps = AtomicU64::new(0);
     let strategy = proptest::collection::vec(any::<u8>(), 0..600);
     let result = runner(cases(2_000) / 4).run(&strategy, |data| {
         let options = kacrab_sim::ops::Options {
-            strict_first_sequence: true,
-            delivery_timeout: Duration::from_secs(120),
+            strict_first_sequence: false,
+            delivery_timeout: Duration::from_secs(10),
+            message_too_large: true,
+            small_max_message_bytes: true,
+            trace: false,
         };
         let report = kacrab_sim::ops::run_with(&data, options);
         steps.fetch_add(report.sim.steps, Ordering::Relaxed);
@@ -252,6 +258,8 @@ fn quiet_cluster_delivers_everything() {
         value_size: 16,
         request_timeout_ms: 1_000,
         delivery_timeout_ms: 30_000,
+        max_message_bytes: 1_048_588,
+        initial_epoch: 0,
         strict_first_sequence: false,
     };
     let report = run_params(&p, false);
@@ -276,4 +284,37 @@ fn runs_are_deterministic() {
         assert_eq!(a.trace, b.trace, "{p:?}");
         assert_eq!(a, b);
     }
+}
+
+/// Core bug 6, found by this property: a batch appended but answered
+/// REQUEST_TIMED_OUT waits for its retry when a later batch of the partition fails
+/// definitively (MESSAGE_TOO_LARGE, one record), which asks for an epoch bump. The bump
+/// renumbered the waiting batch under the new epoch and sent it again: written twice.
+/// The fix: a bump never renumbers a batch that may be in the log under its current
+/// stamp; that batch is resent as it is first (a duplicate's ack, or OUT_OF_ORDER
+/// proving it absent).
+#[test]
+fn bug6_bump_never_renumbers_a_possibly_written_batch() {
+    let p = Params {
+        seed: 8930136646094773062,
+        brokers: 5,
+        topics: 2,
+        partitions: 9,
+        records: 101,
+        fault_rate: 0.22823380230176352,
+        isr_shrink_rate: 0.016783828733328694,
+        max_in_flight: 2,
+        linger_ms: 20,
+        batch_size: 176,
+        burst: 1,
+        interval_us: 3240,
+        value_size: 8,
+        request_timeout_ms: 1000,
+        delivery_timeout_ms: 30000,
+        max_message_bytes: 1048588,
+        initial_epoch: 0,
+        strict_first_sequence: false,
+    };
+    let report = run_params(&p, false);
+    assert!(report.is_clean(), "{}", report.render());
 }

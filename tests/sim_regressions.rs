@@ -2,8 +2,8 @@
 //!
 //! * the three correctness defects the study reproduced in the previous client
 //!   (kacrab-study.md, section 5.1), which this core must not have;
-//! * the core bugs the simulator found, each minimised to a scripted sequence. They
-//!   fail today and are `#[ignore]`d with the reason; run them with
+//! * the core bugs the simulator found, each minimised to a scripted sequence and
+//!   `#[ignore]`d with the reason until the core is fixed; run them with
 //!   `cargo test --test sim_regressions -- --ignored`.
 //!
 //! Every test checks the simulator's properties after every step (exactly once, in
@@ -282,7 +282,6 @@ fn defect3_partition_error_does_not_resend_acknowledged_partition() {
 /// sends one batch at a time. `kacrab_sim::SimConfig::strict_first_sequence` emulates
 /// that gate on the broker side; with it this test passes.
 #[test]
-#[ignore = "core bug 1: pipelined batch overtakes a refused first batch (KIP-360 unknown producer), then duplicates"]
 fn bug1a_unknown_producer_overtake_then_duplicate() {
     let mut c = cluster(1, 2, |_, _| {});
     send(&mut c, 1); // a producer id and metadata, on another partition
@@ -318,7 +317,6 @@ fn bug1a_unknown_producer_overtake_then_duplicate() {
 /// The application saw b acknowledged (offset 0) and then a, sent before b, failed:
 /// the send order was not kept. With the first-batch gate of 1a, a is delivered first.
 #[test]
-#[ignore = "core bug 1: pipelined batch overtakes a refused first batch; the first then spins on OUT_OF_ORDER until it expires"]
 fn bug1b_unknown_producer_overtake_then_spin() {
     let mut c = cluster(1, 2, |_, _| {});
     send(&mut c, 1);
@@ -374,7 +372,6 @@ fn bug1b_unknown_producer_overtake_then_spin() {
 /// under it either, since only the first in-flight batch may be sent after a rewrite)
 /// — Java's `adjustSequencesDueToFailedBatch` — or bump again before sending them.
 #[test]
-#[ignore = "core bug 2: a rewritten batch that expires before its resend leaves a sequence gap under the new epoch"]
 fn bug2_expired_rewritten_batch_leaves_wire_gap() {
     let mut c = cluster(1, 1, |sim, p| {
         sim.latencies = Some(vec![Duration::from_millis(20)]);
@@ -421,7 +418,6 @@ fn bug2_expired_rewritten_batch_leaves_wire_gap() {
 /// The fix: a batch whose request is outstanding counts as possibly written when it
 /// is failed.
 #[test]
-#[ignore = "core bug 3: possibly_written=false for a batch expired while its request is outstanding (then appended)"]
 fn bug3_expired_on_the_wire_reported_not_written() {
     let mut c = cluster(1, 1, |_, p| {
         p.request_timeout(Duration::from_millis(800))
@@ -452,6 +448,121 @@ fn bug3_expired_on_the_wire_reported_not_written() {
         }
     );
     assert_clean(&mut c);
+}
+
+/// **Core bug 4: a batch that may already be in the log is split after
+/// MESSAGE_TOO_LARGE, and its records are written a second time.**
+///
+/// A four-record batch (seq 1..=4) is appended but its answer is lost with the
+/// connection. Before the retry, the topic's `max.message.bytes` is lowered (Kafka
+/// checks the batch size before the dedup, so even a duplicate is refused), and the
+/// retry gets MESSAGE_TOO_LARGE. The core splits the batch into four single-record
+/// batches with the same sequences; the first, (epoch 0, seq 1), is not an exact
+/// duplicate of the logged (1..=4), so the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER;
+/// it is the next sequence after the last acknowledged one, so the core bumps the
+/// epoch and re-sends all four pieces under epoch 1, which the broker appends: every
+/// record is in the log twice, and acknowledged at the second offset.
+/// ```text
+/// produce req 3 -> node 1: [t0-0 1000/0 seq 1+4 #1]
+/// FAULT node 1 applied req 3, response lost, connection drops
+/// produce req 5 -> node 1: [t0-0 1000/0 seq 1+4 #1] -> MESSAGE_TOO_LARGE
+/// produce req 6 -> node 1: [t0-0 1000/0 seq 1+1 #1] -> OUT_OF_ORDER_SEQUENCE_NUMBER
+/// producer id now 1000/1
+/// [t0-0 1000/1 seq 0+1 #1] -> @5, [seq 1+1 #2] -> @6, [seq 2+1 #3] -> @7, [seq 3+1 #4] -> @8
+/// Duplicate: t0-0: record #1 (id 1) logged again at offset 5  (x4)
+/// ```
+/// Java's client splits the same way (`completeBatch` does not look at earlier
+/// attempts). The fix: never split a batch that is possibly written (an attempt was
+/// disconnected, timed out or answered after the append); fail it as possibly written
+/// instead, which marks its sequence unresolved and bumps safely.
+#[test]
+fn bug4_split_of_a_possibly_written_batch_duplicates() {
+    let mut c = cluster(1, 1, |_, p| {
+        p.linger(Duration::from_millis(20));
+    });
+    send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(5)));
+    c.script(Script::LoseResponseAfterApply { partition: 0 });
+    let ids: Vec<RecordId> = (0..4).map(|_| send(&mut c, 0)).collect();
+    assert!(c.run_until(Duration::from_secs(5), |c| {
+        c.faults().get(FaultKind::ResponseLostAfterApply) == 1
+    }));
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::MessageTooLarge,
+        times: 1,
+    });
+    assert!(c.run_until_idle(Duration::from_secs(60)), "not idle");
+    assert_eq!(log_of(&c, 0), vec![0, 1, 2, 3, 4], "each record once");
+    for id in ids {
+        assert_ne!(outcome(&c, id), Outcome::Pending);
+    }
+    assert_clean(&mut c);
+}
+
+/// **Core bug 5 (in the working-tree fix for bug 2, `release_unsent_sequences`): a
+/// split piece that expires before it is sent renumbers a later batch that was already
+/// sent.** Debug builds panic on the fix's own `debug_assert!` ("a later batch was sent
+/// before an earlier one"); release builds send the later batch again under a lower
+/// sequence that does not follow the last one the broker has.
+///
+/// The fix assumes that when a batch whose current stamp was never sent fails, no
+/// batch stamped after it was sent either. A split breaks that: B (seq 1..=4) and C
+/// (seq 5), pipelined, are both on the wire when B is refused with MESSAGE_TOO_LARGE
+/// and split into pieces that are marked "stamp unsent" (seq 1, 2, 3, 4); C was sent
+/// (and refused). When the unsent pieces expire, C is moved down.
+/// ```text
+/// [220ms] produce req 3 -> node 1: [t0-0 1000/0 seq 1+4 #1]   (B)
+/// [245ms] produce req 4 -> node 1: [t0-0 1000/0 seq 5+1 #5]   (C, pipelined)
+/// [320ms] response req 3: MESSAGE_TOO_LARGE -> split into seq 1, 2, 3, 4
+/// [345ms] response req 4: NOT_ENOUGH_REPLICAS; the piece seq 1 is refused until it expires
+/// [1700ms] debug: panicked at src/complete.rs: a later batch was sent before an earlier one
+/// [1700ms] release: produce req 9 -> node 1: [t0-0 1000/0 seq 2+1 #5]  (C, renumbered)
+/// ```
+/// Found by the sim_ops fuzz target (Kafka rules, MESSAGE_TOO_LARGE from a constant
+/// `max.message.bytes` below the batch size). A fix: split pieces keep the
+/// "sent" status of the batch they come from (their sequences were on the wire), and
+/// renumbering stops at the first later batch that was sent.
+#[test]
+fn bug5_expired_split_piece_renumbers_a_sent_batch() {
+    let mut c = cluster(1, 1, |sim, p| {
+        sim.latencies = Some(vec![Duration::from_millis(50)]);
+        p.linger(Duration::from_millis(20))
+            .request_timeout(Duration::from_millis(1_000))
+            .delivery_timeout(Duration::from_millis(1_500));
+    });
+    send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(5)));
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::MessageTooLarge,
+        times: 1,
+    });
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotEnoughReplicas,
+        times: u32::MAX,
+    });
+    for _ in 0..4 {
+        send(&mut c, 0); // B
+    }
+    c.run_for(Duration::from_millis(25)); // B is on the wire
+    let late = send(&mut c, 0); // C, pipelined behind B
+    assert!(c.run_until(Duration::from_secs(5), |c| outcome(c, late)
+        != Outcome::Pending));
+    c.clear_scripts();
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    let c_on_wire: Vec<i32> = wire_of(&c, 0)
+        .iter()
+        .filter(|w| w.first_index == 5)
+        .map(|w| w.base_sequence)
+        .collect();
+    // C keeps the sequence it was sent with, or follows the last one appended (0).
+    assert!(
+        c_on_wire.iter().all(|&s| s == 5 || s == 1),
+        "C was renumbered out of line: {c_on_wire:?}"
+    );
 }
 
 /// The simulator's NodeId type is the core's.

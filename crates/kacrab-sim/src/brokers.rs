@@ -22,14 +22,18 @@ use crate::net::{ToBroker, ToClient};
 impl Cluster {
     /// The request at the head of `node`'s connection reaches the broker.
     pub(crate) fn deliver_request(&mut self, node: NodeId) {
-        let Some(t) = self.net.pop_request(node) else { return };
+        let Some(t) = self.net.pop_request(node) else {
+            return;
+        };
         let id = t.msg.id();
         let gps = match &t.msg {
             ToBroker::Produce(r) => self.request_partitions(r),
             _ => Vec::new(),
         };
         let scripted = self
-            .take_script(|s| matches!(s, Script::LoseRequest { partition } if gps.contains(partition)))
+            .take_script(
+                |s| matches!(s, Script::LoseRequest { partition } if gps.contains(partition)),
+            )
             .is_some();
         if scripted || self.fault_rng.chance(self.rates.request_lost) {
             self.faults.add(FaultKind::RequestLost);
@@ -45,9 +49,14 @@ impl Cluster {
                     } else {
                         let pid = self.next_producer_id;
                         self.next_producer_id += 1;
-                        Ok(ProducerIdAndEpoch::new(pid, 0))
+                        Ok(ProducerIdAndEpoch::new(
+                            pid,
+                            self.config.initial_producer_epoch,
+                        ))
                     };
-                    self.trace_line(|| format!("node {node} InitProducerId req {}: {result:?}", r.id));
+                    self.trace_line(|| {
+                        format!("node {node} InitProducerId req {}: {result:?}", r.id)
+                    });
                     self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
                 }
                 ToBroker::Metadata(r) => {
@@ -60,7 +69,10 @@ impl Cluster {
     }
 
     fn request_partitions(&self, r: &ProduceRequest) -> Vec<usize> {
-        r.batches.iter().filter_map(|b| self.partition_index(&b.partition)).collect()
+        r.batches
+            .iter()
+            .filter_map(|b| self.partition_index(&b.partition))
+            .collect()
     }
 
     pub(crate) fn take_script(&mut self, pred: impl Fn(&Script) -> bool) -> Option<Script> {
@@ -99,7 +111,9 @@ impl Cluster {
         let lo = self.config.downtime_min.as_micros() as u64;
         let hi = self.config.downtime_max.as_micros() as u64;
         let downtime = Duration::from_micros(self.fault_rng.range(lo, hi));
-        self.trace_line(|| format!("FAULT node {node} crashes {when} req {current}, down for {downtime:?}"));
+        self.trace_line(|| {
+            format!("FAULT node {node} crashes {when} req {current}, down for {downtime:?}")
+        });
         self.crash_inner(node, Some(current), Some(downtime));
     }
 
@@ -110,15 +124,23 @@ impl Cluster {
             .is_some();
         if scripted_loss || self.fault_rng.chance(self.rates.response_lost) {
             self.faults.add(FaultKind::ResponseLostAfterApply);
-            self.trace_line(|| format!("FAULT node {node} applied req {id}, response lost, connection drops"));
+            self.trace_line(|| {
+                format!("FAULT node {node} applied req {id}, response lost, connection drops")
+            });
             self.connection_lost(node, Some(id));
             return;
         }
         let mut delay = self.one_way(node);
         let timeout = self.config.producer.request_timeout();
-        let scripted = self.take_script(|s| matches!(s, Script::DelayResponse { partition, .. } if gps.contains(partition)));
+        let scripted = self.take_script(
+            |s| matches!(s, Script::DelayResponse { partition, .. } if gps.contains(partition)),
+        );
         if let Some(Script::DelayResponse { by, .. }) = scripted {
-            let kind = if by >= timeout { FaultKind::ResponseTimeout } else { FaultKind::ResponseDelay };
+            let kind = if by >= timeout {
+                FaultKind::ResponseTimeout
+            } else {
+                FaultKind::ResponseDelay
+            };
             self.faults.add(kind);
             delay += by;
         } else if self.fault_rng.chance(self.rates.response_timeout) {
@@ -135,18 +157,31 @@ impl Cluster {
     }
 
     /// The broker's answer to a produce request, partition by partition.
-    fn answer_produce(&mut self, node: NodeId, r: &ProduceRequest, gps: &[usize]) -> ProduceResponse {
+    fn answer_produce(
+        &mut self,
+        node: NodeId,
+        r: &ProduceRequest,
+        gps: &[usize],
+    ) -> ProduceResponse {
         let now_ms = self.now.as_millis();
-        let expiration = u64::try_from(self.config.producer_id_expiration.as_millis()).unwrap_or(u64::MAX);
+        let expiration =
+            u64::try_from(self.config.producer_id_expiration.as_millis()).unwrap_or(u64::MAX);
         let mut resp = ProduceResponse::default();
         for pb in &r.batches {
             let tp = pb.partition.clone();
             let Some(gp) = self.partition_index(&tp) else {
-                resp.partitions.push(PartitionResponse::error(tp, KafkaError::UnknownTopicOrPartition));
+                resp.partitions.push(PartitionResponse::error(
+                    tp,
+                    KafkaError::UnknownTopicOrPartition,
+                ));
                 continue;
             };
-            let (leader, leader_epoch) = (self.partitions[gp].leader, self.partitions[gp].leader_epoch);
-            let hint = LeaderHint { leader, leader_epoch };
+            let (leader, leader_epoch) =
+                (self.partitions[gp].leader, self.partitions[gp].leader_epoch);
+            let hint = LeaderHint {
+                leader,
+                leader_epoch,
+            };
             if leader != node {
                 self.stats.stale_leader_answers += 1;
                 let mut pr = PartitionResponse::error(tp, KafkaError::NotLeaderOrFollower);
@@ -156,10 +191,28 @@ impl Cluster {
                 resp.partitions.push(pr);
                 continue;
             }
-            let shrunk = self.partitions[gp].isr_shrunk_until.is_some_and(|t| t > self.now);
-            let fault = match self.take_script(|s| matches!(s, Script::PartitionError { partition, .. } if *partition == gp)) {
+            if pb.data.len() > self.config.max_message_bytes {
+                self.faults.add(FaultKind::MessageTooLarge);
+                let len = pb.data.len();
+                self.trace_line(|| {
+                    format!("node {node} refuses {tp}: batch of {len} bytes, MESSAGE_TOO_LARGE")
+                });
+                let mut pr = PartitionResponse::error(tp, KafkaError::MessageTooLarge);
+                pr.log_start_offset = self.partitions[gp].state.log_start_offset();
+                resp.partitions.push(pr);
+                continue;
+            }
+            let shrunk = self.partitions[gp]
+                .isr_shrunk_until
+                .is_some_and(|t| t > self.now);
+            let fault = match self.take_script(
+                |s| matches!(s, Script::PartitionError { partition, .. } if *partition == gp),
+            ) {
                 Some(Script::PartitionError { fault, .. }) => Some(fault),
                 _ if shrunk => Some(PartitionFault::NotEnoughReplicas),
+                _ if self.fault_rng.chance(self.rates.message_too_large) => {
+                    Some(PartitionFault::MessageTooLarge)
+                }
                 _ if self.fault_rng.chance(self.rates.isr_shrink) => {
                     let lo = self.config.isr_shrink_min.as_micros() as u64;
                     let hi = self.config.isr_shrink_max.as_micros() as u64;
@@ -169,19 +222,26 @@ impl Cluster {
                     self.trace_line(|| format!("FAULT ISR of {tp} shrinks until {until:?}"));
                     Some(PartitionFault::NotEnoughReplicasAfterAppend)
                 }
-                _ if self.fault_rng.chance(self.rates.partition_error) => Some(match self.fault_rng.below(4) {
-                    0 => PartitionFault::NotLeader { hint: self.fault_rng.chance(0.5) },
-                    1 => PartitionFault::NotEnoughReplicas,
-                    2 => PartitionFault::NotEnoughReplicasAfterAppend,
-                    _ => PartitionFault::RequestTimedOutAfterAppend,
-                }),
+                _ if self.fault_rng.chance(self.rates.partition_error) => {
+                    Some(match self.fault_rng.below(4) {
+                        0 => PartitionFault::NotLeader {
+                            hint: self.fault_rng.chance(0.5),
+                        },
+                        1 => PartitionFault::NotEnoughReplicas,
+                        2 => PartitionFault::NotEnoughReplicasAfterAppend,
+                        _ => PartitionFault::RequestTimedOutAfterAppend,
+                    })
+                }
                 _ => None,
             };
             if let Some(f) = fault {
                 self.faults.add(f.kind());
                 if !f.appends() {
                     let (error, hint) = match f {
-                        PartitionFault::NotLeader { hint: h } => (KafkaError::NotLeaderOrFollower, h.then_some(hint)),
+                        PartitionFault::NotLeader { hint: h } => {
+                            (KafkaError::NotLeaderOrFollower, h.then_some(hint))
+                        }
+                        PartitionFault::MessageTooLarge => (KafkaError::MessageTooLarge, None),
                         _ => (KafkaError::NotEnoughReplicas, None),
                     };
                     self.trace_line(|| format!("FAULT node {node} answers {tp}: {error}"));
@@ -195,8 +255,11 @@ impl Cluster {
             let state = &mut self.partitions[gp].state;
             state.expire_producers(now_ms, expiration);
             let header = batch::decode_header(&pb.data).ok();
-            let unknown = header.is_some_and(|h| h.producer_id >= 0 && state.producer(h.producer_id).is_none());
-            let refuse = self.config.strict_first_sequence && unknown && header.is_some_and(|h| h.base_sequence != 0);
+            let unknown = header
+                .is_some_and(|h| h.producer_id >= 0 && state.producer(h.producer_id).is_none());
+            let refuse = self.config.strict_first_sequence
+                && unknown
+                && header.is_some_and(|h| h.base_sequence != 0);
             let appended = if refuse {
                 Err(broker::AppendError {
                     code: broker::OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -221,10 +284,17 @@ impl Cluster {
                     match fault {
                         Some(f) => {
                             let error = match f {
-                                PartitionFault::RequestTimedOutAfterAppend => KafkaError::RequestTimedOut,
+                                PartitionFault::RequestTimedOutAfterAppend => {
+                                    KafkaError::RequestTimedOut
+                                }
                                 _ => KafkaError::NotEnoughReplicasAfterAppend,
                             };
-                            self.trace_line(|| format!("FAULT node {node} appended {tp} at {}, answers {error}", outcome.base_offset()));
+                            self.trace_line(|| {
+                                format!(
+                                    "FAULT node {node} appended {tp} at {}, answers {error}",
+                                    outcome.base_offset()
+                                )
+                            });
                             let mut pr = PartitionResponse::error(tp, error);
                             pr.log_start_offset = outcome.log_start_offset();
                             pr
@@ -238,7 +308,9 @@ impl Cluster {
                 }
                 Err(e) => {
                     match e.code {
-                        broker::OUT_OF_ORDER_SEQUENCE_NUMBER => self.stats.out_of_order_answers += 1,
+                        broker::OUT_OF_ORDER_SEQUENCE_NUMBER => {
+                            self.stats.out_of_order_answers += 1
+                        }
                         broker::INVALID_PRODUCER_EPOCH => self.stats.invalid_epoch_answers += 1,
                         _ => {}
                     }
@@ -249,7 +321,9 @@ impl Cluster {
             };
             resp.partitions.push(pr);
         }
-        let scripted = self.take_script(|s| matches!(s, Script::Throttle { partition, .. } if gps.contains(partition)));
+        let scripted = self.take_script(
+            |s| matches!(s, Script::Throttle { partition, .. } if gps.contains(partition)),
+        );
         if let Some(Script::Throttle { by, .. }) = scripted {
             self.faults.add(FaultKind::Throttle);
             resp.throttle = by;
@@ -260,19 +334,42 @@ impl Cluster {
         resp
     }
 
-    /// Leaders of every partition of the requested topics, as the cluster sees them now.
-    fn metadata(&self, r: &MetadataRequest) -> Metadata {
+    /// Leaders of every partition of the requested topics, as the cluster sees them now
+    /// (or, with a stale-metadata fault, one partition as it was before its last
+    /// leadership change).
+    fn metadata(&mut self, r: &MetadataRequest) -> Metadata {
         let mut md = Metadata::default();
+        let stale = if self.fault_rng.chance(self.rates.stale_metadata) {
+            self.fault_rng.pick(self.partitions.len()).filter(|&gp| {
+                self.partitions[gp].previous_leader.is_some()
+                    && r.topics.contains(&self.partitions[gp].tp.topic)
+            })
+        } else {
+            None
+        };
+        if let Some(gp) = stale {
+            self.faults.add(FaultKind::StaleMetadata);
+            let tp = self.partitions[gp].tp.clone();
+            self.trace_line(|| format!("FAULT metadata reports the previous leader of {tp}"));
+        }
         for topic in &r.topics {
             if !self.topics.contains(topic) {
-                md.topic_errors.push((topic.clone(), KafkaError::UnknownTopicOrPartition));
+                md.topic_errors
+                    .push((topic.clone(), KafkaError::UnknownTopicOrPartition));
                 continue;
             }
-            for p in self.partitions.iter().filter(|p| &p.tp.topic == topic) {
+            for (gp, p) in self.partitions.iter().enumerate() {
+                if &p.tp.topic != topic {
+                    continue;
+                }
+                let (leader, leader_epoch) = match p.previous_leader {
+                    Some(prev) if stale == Some(gp) => prev,
+                    _ => (p.leader, p.leader_epoch),
+                };
                 md.partitions.push(PartitionMetadata {
                     partition: p.tp.clone(),
-                    leader: self.is_up(p.leader).then_some(p.leader),
-                    leader_epoch: p.leader_epoch,
+                    leader: self.is_up(leader).then_some(leader),
+                    leader_epoch,
                 });
             }
         }
@@ -285,13 +382,22 @@ impl Cluster {
 
     /// Another live broker than `not`, chosen at random.
     fn other_live(&mut self, not: NodeId) -> Option<NodeId> {
-        let live: Vec<NodeId> = self.brokers.iter().filter(|b| b.up && b.id != not).map(|b| b.id).collect();
+        let live: Vec<NodeId> = self
+            .brokers
+            .iter()
+            .filter(|b| b.up && b.id != not)
+            .map(|b| b.id)
+            .collect();
         self.fault_rng.pick(live.len()).map(|i| live[i])
     }
 
     fn random_leader_move(&mut self) {
-        let Some(gp) = self.fault_rng.pick(self.partitions.len()) else { return };
-        let Some(to) = self.other_live(self.partitions[gp].leader) else { return };
+        let Some(gp) = self.fault_rng.pick(self.partitions.len()) else {
+            return;
+        };
+        let Some(to) = self.other_live(self.partitions[gp].leader) else {
+            return;
+        };
         self.faults.add(FaultKind::LeaderMove);
         self.set_leader(gp, to, StateTransfer::Replicated);
     }
@@ -300,6 +406,7 @@ impl Cluster {
     /// producer state moves with it as a replicated follower has it (the full history).
     fn set_leader(&mut self, gp: usize, to: NodeId, mode: StateTransfer) {
         let part = &mut self.partitions[gp];
+        part.previous_leader = Some((part.leader, part.leader_epoch));
         part.leader = to;
         part.leader_epoch += 1;
         // The log is one per partition (fully replicated), so the new leader has it
@@ -335,7 +442,12 @@ impl Cluster {
         self.crash_inner(node, None, None);
     }
 
-    fn crash_inner(&mut self, node: NodeId, current: Option<RequestId>, restart_after: Option<Duration>) {
+    fn crash_inner(
+        &mut self,
+        node: NodeId,
+        current: Option<RequestId>,
+        restart_after: Option<Duration>,
+    ) {
         self.faults.add(FaultKind::BrokerCrash);
         let now = self.now;
         if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
@@ -343,7 +455,11 @@ impl Cluster {
             b.restart_at = restart_after.map(|d| now + d);
         }
         self.connection_lost(node, current);
-        let mode = if self.config.snapshot_restore { StateTransfer::SnapshotRestore } else { StateTransfer::Replicated };
+        let mode = if self.config.snapshot_restore {
+            StateTransfer::SnapshotRestore
+        } else {
+            StateTransfer::Replicated
+        };
         for gp in 0..self.partitions.len() {
             if self.partitions[gp].leader == node {
                 if let Some(to) = self.other_live(node) {
@@ -364,7 +480,12 @@ impl Cluster {
 
     /// Restarts every crashed broker.
     pub fn restart_all(&mut self) {
-        let down: Vec<NodeId> = self.brokers.iter().filter(|b| !b.up).map(|b| b.id).collect();
+        let down: Vec<NodeId> = self
+            .brokers
+            .iter()
+            .filter(|b| !b.up)
+            .map(|b| b.id)
+            .collect();
         for node in down {
             self.restart(node);
         }

@@ -14,7 +14,8 @@
 //! * (d) a failed record is in the log at most once and never out of order: every
 //!   partition's log holds its records in strictly increasing send order;
 //! * (e) on the wire, per (producer id, epoch, partition), sequences start at 0 and
-//!   never skip, and a sequence sent twice carries the same record both times;
+//!   never skip, a new sequence never carries a record already sent under a lower one,
+//!   and a sequence a broker appended is never sent again with another record;
 //! * (g) an acknowledged offset is the record's offset in the log;
 //! * (h) a record failed with `possibly_written == false` never reaches the log.
 //!
@@ -101,7 +102,14 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[step {} t={}µs] {:?}: {}", self.step, self.at.as_micros(), self.kind, self.detail)
+        write!(
+            f,
+            "[step {} t={}µs] {:?}: {}",
+            self.step,
+            self.at.as_micros(),
+            self.kind,
+            self.detail
+        )
     }
 }
 
@@ -199,6 +207,8 @@ pub struct Checker {
     scanned: Vec<usize>,
     max_in_log: Vec<Option<u32>>,
     wire_runs: BTreeMap<(u32, i64, i16), Vec<u32>>,
+    /// (partition, producer id, epoch, sequence) → index of the record appended with it.
+    logged_sequences: BTreeMap<(u32, i64, i16, i32), u32>,
     wire_log: Vec<WireBatch>,
     violations: Vec<Violation>,
     violation_count: u64,
@@ -212,7 +222,12 @@ impl Checker {
     #[must_use]
     pub fn new(tps: Vec<TopicPartition>) -> Self {
         let n = tps.len();
-        let index_of = tps.iter().cloned().enumerate().map(|(i, tp)| (tp, i as u32)).collect();
+        let index_of = tps
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, tp)| (tp, i as u32))
+            .collect();
         Self {
             tps,
             index_of,
@@ -233,11 +248,16 @@ impl Checker {
     pub fn violation(&mut self, kind: ViolationKind, detail: impl Into<String>) {
         self.violation_count += 1;
         if self.violations.len() < MAX_KEPT {
-            self.violations.push(Violation { kind, step: self.step, at: self.now, detail: detail.into() });
+            self.violations.push(Violation {
+                kind,
+                step: self.step,
+                at: self.now,
+                detail: detail.into(),
+            });
         }
     }
 
-    /// The violations kept (the first [`MAX_KEPT`]).
+    /// The violations kept (the first 64; all are counted).
     #[must_use]
     pub fn violations(&self) -> &[Violation] {
         &self.violations
@@ -266,7 +286,10 @@ impl Checker {
         if id.0 != self.records.len() as u64 {
             self.violation(
                 ViolationKind::Protocol,
-                format!("record id {id} assigned out of order (expected {})", self.records.len()),
+                format!(
+                    "record id {id} assigned out of order (expected {})",
+                    self.records.len()
+                ),
             );
         }
         debug_assert_eq!(index as usize, self.by_index[partition].len());
@@ -317,7 +340,10 @@ impl Checker {
     pub fn on_wire(&mut self, node: i32, request: &ProduceRequest) {
         for pb in &request.batches {
             let Some(gp) = self.partition_index(&pb.partition) else {
-                self.violation(ViolationKind::Protocol, format!("produce for unknown partition {}", pb.partition));
+                self.violation(
+                    ViolationKind::Protocol,
+                    format!("produce for unknown partition {}", pb.partition),
+                );
                 continue;
             };
             let decoded = match batch::decode(&pb.data) {
@@ -337,7 +363,10 @@ impl Checker {
                 })
                 .collect();
             if indexes.contains(&u32::MAX) {
-                self.violation(ViolationKind::WrongRecord, format!("{}: batch carries a foreign record", pb.partition));
+                self.violation(
+                    ViolationKind::WrongRecord,
+                    format!("{}: batch carries a foreign record", pb.partition),
+                );
             }
             self.wire_log.push(WireBatch {
                 at: self.now,
@@ -353,7 +382,10 @@ impl Checker {
             if h.producer_id < 0 {
                 continue;
             }
-            let run = self.wire_runs.entry((gp, h.producer_id, h.producer_epoch)).or_default();
+            let run = self
+                .wire_runs
+                .entry((gp, h.producer_id, h.producer_epoch))
+                .or_default();
             let mut problems = Vec::new();
             if run.is_empty() && h.base_sequence != 0 {
                 problems.push(format!("run starts at sequence {}", h.base_sequence));
@@ -362,9 +394,16 @@ impl Checker {
                 let s = i64::from(h.base_sequence) + j as i64;
                 let len = run.len() as i64;
                 if s < len {
-                    let prev = run[s as usize];
-                    if prev != idx {
-                        problems.push(format!("sequence {s} reused: record #{prev} then #{idx}"));
+                    // A sequence sent before may be sent again with another record only
+                    // if no broker ever appended it (a refused batch's sequences are
+                    // free again, e.g. after a split); otherwise the broker could take
+                    // the new record for the old one.
+                    let key = (gp, h.producer_id, h.producer_epoch, s as i32);
+                    match self.logged_sequences.get(&key) {
+                        Some(&logged) if logged != idx => problems.push(format!(
+                            "sequence {s} reused for record #{idx} after it was appended for record #{logged}"
+                        )),
+                        _ => run[s as usize] = idx,
                     }
                 } else if s == len {
                     if run.last().is_some_and(|&last| last >= idx) {
@@ -384,7 +423,11 @@ impl Checker {
                     ViolationKind::WireSequence,
                     format!(
                         "{} pid {} epoch {} base {} count {}: {p}",
-                        pb.partition, h.producer_id, h.producer_epoch, h.base_sequence, h.record_count
+                        pb.partition,
+                        h.producer_id,
+                        h.producer_epoch,
+                        h.base_sequence,
+                        h.record_count
                     ),
                 );
             }
@@ -400,6 +443,12 @@ impl Checker {
             for entry in &entries[start..] {
                 let LogEntry::Batch(b) = entry else { continue };
                 for r in &b.records {
+                    if let Some((_, idx)) = r.value.as_deref().and_then(decode_value) {
+                        if r.producer_id >= 0 {
+                            let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
+                            self.logged_sequences.insert(key, idx);
+                        }
+                    }
                     self.on_logged(gp, r.offset, r.value.as_deref());
                 }
             }
@@ -409,11 +458,20 @@ impl Checker {
     fn on_logged(&mut self, gp: usize, offset: i64, value: Option<&[u8]>) {
         let tp = self.tps[gp].clone();
         let Some((p, idx)) = value.and_then(decode_value) else {
-            self.violation(ViolationKind::WrongRecord, format!("{tp}@{offset}: undecodable value"));
+            self.violation(
+                ViolationKind::WrongRecord,
+                format!("{tp}@{offset}: undecodable value"),
+            );
             return;
         };
-        let Some(&rid) = (p as usize == gp).then(|| self.by_index[gp].get(idx as usize)).flatten() else {
-            self.violation(ViolationKind::WrongRecord, format!("{tp}@{offset}: record p{p}#{idx} was never sent here"));
+        let Some(&rid) = (p as usize == gp)
+            .then(|| self.by_index[gp].get(idx as usize))
+            .flatten()
+        else {
+            self.violation(
+                ViolationKind::WrongRecord,
+                format!("{tp}@{offset}: record p{p}#{idx} was never sent here"),
+            );
             return;
         };
         let max = self.max_in_log[gp];
@@ -433,14 +491,23 @@ impl Checker {
             rec.out_of_order = true;
             self.violation(
                 ViolationKind::Reordered,
-                format!("{tp}: record #{idx} logged at offset {offset} after record #{}", max.unwrap_or_default()),
+                format!(
+                    "{tp}: record #{idx} logged at offset {offset} after record #{}",
+                    max.unwrap_or_default()
+                ),
             );
         }
         self.max_in_log[gp] = Some(max.map_or(idx, |m| m.max(idx)));
-        if outcome == (Outcome::Failed { possibly_written: false }) {
+        if outcome
+            == (Outcome::Failed {
+                possibly_written: false,
+            })
+        {
             self.violation(
                 ViolationKind::FailedButWritten,
-                format!("{tp}: record #{idx} (id {rid}) failed as not written, then logged at {offset}"),
+                format!(
+                    "{tp}: record #{idx} (id {rid}) failed as not written, then logged at {offset}"
+                ),
             );
         }
     }
@@ -448,13 +515,22 @@ impl Checker {
     /// An event the producer reported: properties (a), (c), (g), (h).
     pub fn on_event(&mut self, event: &Event) {
         match event {
-            Event::Delivered { partition, records, base_offset } => {
+            Event::Delivered {
+                partition,
+                records,
+                base_offset,
+            } => {
                 for (i, &rid) in records.iter().enumerate() {
                     let expected = base_offset.map(|b| b + i as i64);
                     self.resolve(partition, rid, Outcome::Delivered, expected);
                 }
             }
-            Event::Failed { partition, records, possibly_written, error } => {
+            Event::Failed {
+                partition,
+                records,
+                possibly_written,
+                error,
+            } => {
                 let reason = match error {
                     DeliveryError::Timeout { .. } => "delivery timeout".to_string(),
                     DeliveryError::Broker { error, .. } => error.name().to_string(),
@@ -465,26 +541,46 @@ impl Checker {
                 };
                 *self.failure_reasons.entry(reason).or_default() += records.len() as u64;
                 for &rid in records {
-                    let outcome = Outcome::Failed { possibly_written: *possibly_written };
+                    let outcome = Outcome::Failed {
+                        possibly_written: *possibly_written,
+                    };
                     self.resolve(partition, rid, outcome, None);
                 }
             }
             Event::Fatal { error } => {
-                self.violation(ViolationKind::Fatal, format!("producer went fatal: {error}"));
+                self.violation(
+                    ViolationKind::Fatal,
+                    format!("producer went fatal: {error}"),
+                );
             }
             Event::ProducerIdChanged { .. } => {}
         }
     }
 
-    fn resolve(&mut self, tp: &TopicPartition, rid: RecordId, outcome: Outcome, offset: Option<i64>) {
+    fn resolve(
+        &mut self,
+        tp: &TopicPartition,
+        rid: RecordId,
+        outcome: Outcome,
+        offset: Option<i64>,
+    ) {
         let gp = self.partition_index(tp);
-        let Some(rec) = usize::try_from(rid.0).ok().and_then(|i| self.records.get_mut(i)) else {
-            self.violation(ViolationKind::WrongRecord, format!("{tp}: outcome for unknown record {rid}"));
+        let Some(rec) = usize::try_from(rid.0)
+            .ok()
+            .and_then(|i| self.records.get_mut(i))
+        else {
+            self.violation(
+                ViolationKind::WrongRecord,
+                format!("{tp}: outcome for unknown record {rid}"),
+            );
             return;
         };
         if gp != Some(rec.partition) {
             let owner = rec.partition;
-            self.violation(ViolationKind::WrongRecord, format!("{tp}: outcome for record {rid} of partition {owner}"));
+            self.violation(
+                ViolationKind::WrongRecord,
+                format!("{tp}: outcome for record {rid} of partition {owner}"),
+            );
             return;
         }
         rec.resolutions += 1;
@@ -502,15 +598,22 @@ impl Checker {
         match outcome {
             Outcome::Delivered => {
                 if !logged {
-                    self.violation(ViolationKind::Lost, format!("{tp}: record #{idx} (id {rid}) acknowledged, not in the log"));
+                    self.violation(
+                        ViolationKind::Lost,
+                        format!("{tp}: record #{idx} (id {rid}) acknowledged, not in the log"),
+                    );
                 } else if offset.is_some_and(|o| Some(o) != log_offset) {
                     self.violation(
                         ViolationKind::OffsetMismatch,
-                        format!("{tp}: record #{idx} acked at {offset:?}, logged at {log_offset:?}"),
+                        format!(
+                            "{tp}: record #{idx} acked at {offset:?}, logged at {log_offset:?}"
+                        ),
                     );
                 }
             }
-            Outcome::Failed { possibly_written: false } if logged => {
+            Outcome::Failed {
+                possibly_written: false,
+            } if logged => {
                 self.violation(
                     ViolationKind::FailedButWritten,
                     format!("{tp}: record #{idx} (id {rid}) failed as not written, but logged at {log_offset:?}"),
@@ -533,7 +636,10 @@ impl Checker {
             let tp = self.tps[p as usize].clone();
             self.violation(
                 ViolationKind::Unresolved,
-                format!("{} records without an outcome, first: {tp} #{idx} (id {rid})", pending.len()),
+                format!(
+                    "{} records without an outcome, first: {tp} #{idx} (id {rid})",
+                    pending.len()
+                ),
             );
         }
     }
@@ -592,9 +698,17 @@ mod tests {
         let tp = TopicPartition::new("t", 0);
         let mut c = Checker::new(vec![tp.clone()]);
         c.on_sent(RecordId(0), 0, 0);
-        c.on_event(&Event::Delivered { partition: tp.clone(), records: vec![RecordId(0)], base_offset: Some(0) });
+        c.on_event(&Event::Delivered {
+            partition: tp.clone(),
+            records: vec![RecordId(0)],
+            base_offset: Some(0),
+        });
         assert_eq!(c.violations()[0].kind, ViolationKind::Lost);
-        c.on_event(&Event::Delivered { partition: tp, records: vec![RecordId(0)], base_offset: Some(0) });
+        c.on_event(&Event::Delivered {
+            partition: tp,
+            records: vec![RecordId(0)],
+            base_offset: Some(0),
+        });
         assert_eq!(c.violations()[1].kind, ViolationKind::ResolvedTwice);
         assert_eq!(c.tally(None).lost, 1);
     }

@@ -9,24 +9,24 @@
 //! producer (now), a broker restart, a network delivery, the workload's next send and
 //! `poll_timeout`; advance the clock to it and give that one input.
 //!
-//! The broker side (what a request does when it reaches a broker, crashes, leadership)
-//! lives in `brokers.rs`.
+//! The driver's side (routing requests, reporting failures, feeding answers back) lives
+//! in `driver.rs`, the brokers' side (what a request does when it reaches a broker,
+//! crashes, leadership) in `brokers.rs`.
 
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use kacrab_idempotence::record::Record;
 use kacrab_idempotence::{
-    Event, NodeId, Producer, ProducerConfig, RecordId, Request, RequestFailure, RequestId,
-    SendError, Timestamp, Topic, TopicPartition,
+    NodeId, Producer, ProducerConfig, RecordId, RequestFailure, RequestId, SendError, Timestamp,
+    Topic, TopicPartition,
 };
 
 use crate::broker::PartitionState;
 use crate::checker::{encode_value, Checker, ViolationKind};
 use crate::config::{SimConfig, SimStats};
-use crate::faults::{FaultCounts, FaultKind, FaultRates, Script};
-use crate::net::{Direction, Net, ToBroker, ToClient};
+use crate::faults::{FaultCounts, FaultRates, Script};
+use crate::net::{Direction, Net};
 use crate::rng::Rng;
 
 /// One model broker's liveness.
@@ -55,6 +55,9 @@ pub struct SimPartition {
     /// While set and in the future, the ISR is too small: appends are refused with
     /// NOT_ENOUGH_REPLICAS.
     pub isr_shrunk_until: Option<Timestamp>,
+    /// The leader and leader epoch before the last change (what a lagging metadata
+    /// cache still reports).
+    pub previous_leader: Option<(NodeId, i32)>,
 }
 
 /// An application sending records on a schedule, drawn from its own random stream.
@@ -101,7 +104,7 @@ pub struct Cluster {
     pub(crate) stats: SimStats,
     pub(crate) next_producer_id: i64,
     workload: Option<Workload>,
-    trace: Option<Vec<String>>,
+    pub(crate) trace: Option<Vec<String>>,
     /// `now` at which `handle_timeout` left `poll_timeout` in the past with no output.
     timer_stuck_at: Option<Timestamp>,
     timer_stuck_reported: bool,
@@ -131,7 +134,9 @@ impl Cluster {
                 .collect(),
         };
         let topics_n = config.topics.clamp(1, config.partitions);
-        let topics: Vec<Topic> = (0..topics_n).map(|t| Topic::new(&format!("t{t}"))).collect();
+        let topics: Vec<Topic> = (0..topics_n)
+            .map(|t| Topic::new(&format!("t{t}")))
+            .collect();
         let mut per_topic = vec![0i32; topics_n as usize];
         let mut partitions = Vec::new();
         for gp in 0..config.partitions {
@@ -142,17 +147,25 @@ impl Cluster {
                 Some(l) => l[gp as usize],
                 None => (gp % config.brokers) as i32 + 1,
             };
-            assert!((1..=config.brokers as i32).contains(&leader), "leader {leader} is not a broker");
+            assert!(
+                (1..=config.brokers as i32).contains(&leader),
+                "leader {leader} is not a broker"
+            );
             partitions.push(SimPartition {
                 tp,
                 leader: NodeId(leader),
                 leader_epoch: 0,
                 state: PartitionState::new(),
                 isr_shrunk_until: None,
+                previous_leader: None,
             });
         }
         let brokers = (1..=config.brokers as i32)
-            .map(|id| BrokerNode { id: NodeId(id), up: true, restart_at: None })
+            .map(|id| BrokerNode {
+                id: NodeId(id),
+                up: true,
+                restart_at: None,
+            })
             .collect();
         let checker = Checker::new(partitions.iter().map(|p| p.tp.clone()).collect());
         let producer = Producer::new(config.producer.clone(), Timestamp::ZERO);
@@ -174,7 +187,7 @@ impl Cluster {
             stats: SimStats::default(),
             next_producer_id: 1000,
             workload: None,
-            trace: config.trace.then(Vec::new),
+            trace: (config.trace || config.trace_live).then(Vec::new),
             timer_stuck_at: None,
             timer_stuck_reported: false,
             config,
@@ -321,7 +334,12 @@ impl Cluster {
 
     /// Starts an application workload sending `records` records in bursts.
     pub fn set_workload(&mut self, records: u64, burst_max: u32, interval: Duration) {
-        self.workload = Some(Workload { remaining: records, burst_max: burst_max.max(1), interval, next_at: self.now });
+        self.workload = Some(Workload {
+            remaining: records,
+            burst_max: burst_max.max(1),
+            interval,
+            next_at: self.now,
+        });
     }
 
     /// Stops the workload.
@@ -376,7 +394,9 @@ impl Cluster {
             self.after_input();
             return true;
         }
-        let Some((at, next)) = self.next_event() else { return false };
+        let Some((at, next)) = self.next_event() else {
+            return false;
+        };
         self.stats.steps += 1;
         self.now = self.now.max(at);
         self.checker.set_clock(self.stats.steps, self.now);
@@ -389,7 +409,8 @@ impl Cluster {
                 self.trace_line(|| "handle_timeout".to_string());
                 self.producer.handle_timeout(self.now);
                 let progress = self.after_input();
-                let stuck = !progress && self.producer.poll_timeout().is_some_and(|t| t <= self.now);
+                let stuck =
+                    !progress && self.producer.poll_timeout().is_some_and(|t| t <= self.now);
                 if stuck {
                     self.timer_stuck_at = Some(self.now);
                     if !self.timer_stuck_reported {
@@ -466,8 +487,13 @@ impl Cluster {
     }
 
     fn workload_step(&mut self) {
-        let Some(w) = self.workload.clone() else { return };
-        let burst = self.app_rng.range(1, u64::from(w.burst_max)).min(w.remaining);
+        let Some(w) = self.workload.clone() else {
+            return;
+        };
+        let burst = self
+            .app_rng
+            .range(1, u64::from(w.burst_max))
+            .min(w.remaining);
         let mut sent = 0;
         let mut retry_soon = false;
         for _ in 0..burst {
@@ -502,7 +528,8 @@ impl Cluster {
     /// After every input: drain requests, then events; check everything. Returns
     /// whether the producer produced any output.
     pub(crate) fn after_input(&mut self) -> bool {
-        self.checker.scan_logs(self.partitions.iter().map(|p| &p.state));
+        self.checker
+            .scan_logs(self.partitions.iter().map(|p| &p.state));
         let mut progress = false;
         while let Some(request) = self.producer.poll_request(self.now) {
             progress = true;
@@ -519,200 +546,17 @@ impl Cluster {
         progress
     }
 
-    fn on_event(&mut self, event: &Event) {
-        match event {
-            Event::Delivered { partition, records, base_offset } => {
-                self.stats.delivered_records += records.len() as u64;
-                self.trace_line(|| format!("delivered {partition} {} records at {base_offset:?}", records.len()));
-            }
-            Event::Failed { partition, records, error, possibly_written } => {
-                self.stats.failed_records += records.len() as u64;
-                self.trace_line(|| {
-                    format!("failed {partition} {} records: {error} (possibly written: {possibly_written})", records.len())
-                });
-            }
-            Event::ProducerIdChanged { id } => {
-                self.stats.producer_id_changes += 1;
-                self.trace_line(|| format!("producer id now {id}"));
-            }
-            Event::Fatal { error } => self.trace_line(|| format!("FATAL {error}")),
-        }
-        self.checker.on_event(event);
-    }
-
-    /// Routes one request from `poll_request`.
-    fn route(&mut self, request: Request) {
-        match request {
-            Request::Produce(r) => {
-                self.stats.produce_requests += 1;
-                self.checker.on_wire(r.node.0, &r);
-                if self.trace.is_some() {
-                    let mut s = format!("produce req {} -> node {}:", r.id, r.node);
-                    for line in self.checker.wire_log().iter().rev().take(r.batches.len()).rev() {
-                        let tp = &self.partitions[line.partition as usize].tp;
-                        let _ = write!(
-                            s,
-                            " [{tp} {}/{} seq {}+{} #{}]",
-                            line.producer_id, line.epoch, line.base_sequence, line.count, line.first_index
-                        );
-                    }
-                    self.trace_line(|| s);
-                }
-                let node = r.node;
-                if self.broker(node).is_none() {
-                    self.checker.violation(ViolationKind::Protocol, format!("produce to unknown node {node}"));
-                    self.local.push_back((r.id, RequestFailure::NotSent));
-                    return;
-                }
-                self.write(node, ToBroker::Produce(r));
-            }
-            Request::InitProducerId(r) => {
-                self.stats.init_producer_id_requests += 1;
-                self.write_any(ToBroker::InitProducerId(r));
-            }
-            Request::Metadata(r) => {
-                self.stats.metadata_requests += 1;
-                self.write_any(ToBroker::Metadata(r));
-            }
-            Request::CloseConnection { node } => self.close_connection(node),
-        }
-    }
-
-    pub(crate) fn broker(&self, node: NodeId) -> Option<&BrokerNode> {
-        self.brokers.iter().find(|b| b.id == node)
-    }
-
-    pub(crate) fn is_up(&self, node: NodeId) -> bool {
-        self.broker(node).is_some_and(|b| b.up)
-    }
-
-    /// Writes a request for "any broker" to a live one.
-    fn write_any(&mut self, msg: ToBroker) {
-        let live: Vec<NodeId> = self.brokers.iter().filter(|b| b.up).map(|b| b.id).collect();
-        match self.net_rng.pick(live.len()) {
-            Some(i) => self.write(live[i], msg),
-            None => {
-                self.trace_line(|| format!("req {} not sent: no live broker", msg.id()));
-                self.local.push_back((msg.id(), RequestFailure::NotSent));
-            }
-        }
-    }
-
-    /// Writes a request on the connection to `node`, opening it if needed.
-    fn write(&mut self, node: NodeId, msg: ToBroker) {
-        let id = msg.id();
-        if !self.is_up(node) {
-            self.trace_line(|| format!("req {id} not sent: node {node} is down"));
-            self.local.push_back((id, RequestFailure::NotSent));
-            return;
-        }
-        self.net.connect(node);
-        if self.fault_rng.chance(self.rates.connection_drop) {
-            self.faults.add(FaultKind::ConnectionDrop);
-            self.trace_line(|| format!("FAULT connection to node {node} broken on write of req {id}"));
-            self.connection_lost(node, None);
-            self.local.push_back((id, RequestFailure::NotSent));
-            return;
-        }
-        let delay = self.one_way(node);
-        self.net.send_request(node, self.now, delay, msg);
-    }
-
-    /// A one-way latency to `node`: its base latency plus jitter.
-    pub(crate) fn one_way(&mut self, node: NodeId) -> Duration {
-        let jitter = self.net_rng.range(0, self.config.jitter.as_micros() as u64);
-        self.net.latency(node) + Duration::from_micros(jitter)
-    }
-
-    /// The connection to `node` dropped (not at the producer's request): every request
-    /// in flight on it is reported `Disconnected`, and so is `current` (a request the
-    /// broker had already taken off the connection).
-    pub(crate) fn connection_lost(&mut self, node: NodeId, current: Option<RequestId>) {
-        let mut ids: Vec<RequestId> = self.net.drop_connection(node).into_iter().map(|l| l.id).collect();
-        ids.extend(current);
-        ids.sort();
-        self.trace_line(|| format!("connection to node {node} dropped, lost {ids:?}"));
-        for id in ids {
-            self.local.push_back((id, RequestFailure::Disconnected));
-        }
-    }
-
-    /// `Request::CloseConnection`: the producer already failed every produce request on
-    /// the connection; other requests on it are reported `Disconnected`.
-    fn close_connection(&mut self, node: NodeId) {
-        self.stats.close_connections += 1;
-        let lost = self.net.drop_connection(node);
-        self.trace_line(|| format!("close connection to node {node} (producer asked), dropping {lost:?}"));
-        for l in lost {
-            if l.produce {
-                // The core must have failed it already; feeding the failure again must be
-                // refused and change nothing.
-                let r = self.producer.handle_request_failed(l.id, RequestFailure::Disconnected, self.now);
-                if r.is_ok() {
-                    self.checker.violation(
-                        ViolationKind::Protocol,
-                        format!("produce request {} still outstanding after CloseConnection({node})", l.id),
-                    );
-                }
-            } else {
-                self.local.push_back((l.id, RequestFailure::Disconnected));
-            }
-        }
-    }
-
-    fn report_failure(&mut self, id: RequestId, failure: RequestFailure) {
-        match failure {
-            RequestFailure::NotSent => self.stats.not_sent_reports += 1,
-            RequestFailure::Disconnected => self.stats.disconnected_reports += 1,
-        }
-        self.trace_line(|| format!("report req {id} {failure:?}"));
-        // An InitProducerId or Metadata the producer already timed out is unknown to
-        // it by now; that is fine. Produce requests are never timed out without a
-        // CloseConnection, which removes them from the network first.
-        let _ = self.producer.handle_request_failed(id, failure, self.now);
-    }
-
-    fn deliver_response(&mut self, node: NodeId) {
-        let Some(t) = self.net.pop_response(node) else { return };
-        self.stats.responses += 1;
-        let now = self.now;
-        match t.msg {
-            ToClient::Produce(id, resp) => {
-                self.trace_line(|| {
-                    let mut s = format!("response req {id} from node {node}:");
-                    for p in &resp.partitions {
-                        let _ = write!(s, " [{} {} @{}]", p.partition, p.error, p.base_offset);
-                    }
-                    if !resp.throttle.is_zero() {
-                        let _ = write!(s, " throttle {:?}", resp.throttle);
-                    }
-                    s
-                });
-                if let Err(e) = self.producer.handle_produce_response(id, &resp, now) {
-                    self.checker.violation(ViolationKind::Protocol, format!("produce response refused: {e}"));
-                }
-            }
-            ToClient::InitProducerId(id, result) => {
-                self.trace_line(|| format!("response req {id}: producer id {result:?}"));
-                let _ = self.producer.handle_producer_id(id, result, now);
-            }
-            ToClient::Metadata(id, md) => {
-                self.trace_line(|| {
-                    let mut s = format!("response req {id}: metadata");
-                    for p in &md.partitions {
-                        let _ = write!(s, " {}={:?}/{}", p.partition, p.leader.map(|n| n.0), p.leader_epoch);
-                    }
-                    s
-                });
-                let _ = self.producer.handle_metadata(Some(id), &md, now);
-            }
-        }
-        self.after_input();
-    }
-
     pub(crate) fn trace_line(&mut self, line: impl FnOnce() -> String) {
         if self.trace.is_some() {
-            let s = format!("[{:>6} {:>10.3}ms] {}", self.stats.steps, self.now.as_micros() as f64 / 1000.0, line());
+            let s = format!(
+                "[{:>6} {:>10.3}ms] {}",
+                self.stats.steps,
+                self.now.as_micros() as f64 / 1000.0,
+                line()
+            );
+            if self.config.trace_live {
+                eprintln!("{s}");
+            }
             if let Some(t) = self.trace.as_mut() {
                 t.push(s);
             }
@@ -728,7 +572,8 @@ impl Cluster {
     /// The end-of-run checks: a last scan of the logs, and every record resolved.
     pub fn final_check(&mut self) {
         self.checker.set_clock(self.stats.steps, self.now);
-        self.checker.scan_logs(self.partitions.iter().map(|p| &p.state));
+        self.checker
+            .scan_logs(self.partitions.iter().map(|p| &p.state));
         self.checker.check_all_resolved();
     }
 }

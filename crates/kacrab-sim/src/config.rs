@@ -52,6 +52,12 @@ pub struct SimConfig {
     /// ack (franz-go's gate), which closes the overtaking hole that acceptance opens; it
     /// exists to look for other bugs behind that one.
     pub strict_first_sequence: bool,
+    /// The brokers' `max.message.bytes`: a larger batch is refused with
+    /// MESSAGE_TOO_LARGE. Kafka's default is 1,048,588.
+    pub max_message_bytes: usize,
+    /// The epoch InitProducerId hands out with a new producer id (0 in Kafka). Close to
+    /// `i16::MAX`, a few epoch bumps exhaust it and the producer needs a new id.
+    pub initial_producer_epoch: i16,
     /// `producer.id.expiration.ms` of the brokers (Kafka's default: one day).
     pub producer_id_expiration: Duration,
     /// The initial leader (node id) of each partition; round-robin when `None`.
@@ -62,6 +68,9 @@ pub struct SimConfig {
     pub value_size: usize,
     /// Keep a human-readable trace of every step (for minimising failures).
     pub trace: bool,
+    /// Also print every trace line to stderr as it happens (to see the steps before a
+    /// panic in the core).
+    pub trace_live: bool,
 }
 
 impl SimConfig {
@@ -86,11 +95,14 @@ impl SimConfig {
             downtime_max: Duration::from_millis(1_500),
             snapshot_restore: false,
             strict_first_sequence: false,
+            max_message_bytes: 1_048_588,
+            initial_producer_epoch: 0,
             producer_id_expiration: Duration::from_millis(86_400_000),
             leaders: None,
             latencies: None,
             value_size: 16,
             trace: false,
+            trace_live: false,
         }
     }
 

@@ -42,11 +42,17 @@ pub enum FaultKind {
     /// the append that notices answers NOT_ENOUGH_REPLICAS_AFTER_APPEND, every later
     /// one NOT_ENOUGH_REPLICAS until the episode ends.
     IsrShrink,
+    /// A metadata answer names a partition's previous leader and leader epoch (the
+    /// answering broker's cache lags behind a leadership change).
+    StaleMetadata,
+    /// A batch larger than the brokers' `max.message.bytes` is refused with
+    /// MESSAGE_TOO_LARGE (the producer splits it, or fails a single record).
+    MessageTooLarge,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 16] = [
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -61,6 +67,8 @@ impl FaultKind {
         FaultKind::Throttle,
         FaultKind::CoordinatorError,
         FaultKind::IsrShrink,
+        FaultKind::StaleMetadata,
+        FaultKind::MessageTooLarge,
     ];
 
     /// A short stable name for reports.
@@ -81,6 +89,8 @@ impl FaultKind {
             FaultKind::Throttle => "throttle",
             FaultKind::CoordinatorError => "InitProducerId coordinator error",
             FaultKind::IsrShrink => "ISR shrink episode",
+            FaultKind::StaleMetadata => "stale metadata",
+            FaultKind::MessageTooLarge => "MESSAGE_TOO_LARGE",
         }
     }
 
@@ -125,6 +135,11 @@ pub struct FaultRates {
     /// Per produce request reaching a broker: an ISR shrink episode starts on one of
     /// its partitions.
     pub isr_shrink: f64,
+    /// Per metadata answer: one partition is reported with its previous leader.
+    pub stale_metadata: f64,
+    /// Per partition in a produce request on its leader: MESSAGE_TOO_LARGE, as if the
+    /// topic's `max.message.bytes` had just been lowered below the batch.
+    pub message_too_large: f64,
 }
 
 impl FaultRates {
@@ -141,6 +156,8 @@ impl FaultRates {
         throttle: 0.0,
         coordinator_error: 0.0,
         isr_shrink: 0.0,
+        stale_metadata: 0.0,
+        message_too_large: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -161,6 +178,8 @@ impl FaultRates {
             throttle: r / 4.0,
             coordinator_error: r,
             isr_shrink: r / 40.0,
+            stale_metadata: r,
+            message_too_large: r / 40.0,
         }
     }
 
@@ -228,6 +247,9 @@ pub enum PartitionFault {
     NotEnoughReplicasAfterAppend,
     /// Appended, then REQUEST_TIMED_OUT.
     RequestTimedOutAfterAppend,
+    /// MESSAGE_TOO_LARGE, nothing appended (as after the topic's `max.message.bytes`
+    /// was lowered).
+    MessageTooLarge,
 }
 
 impl PartitionFault {
@@ -239,6 +261,7 @@ impl PartitionFault {
             PartitionFault::NotEnoughReplicas => FaultKind::NotEnoughReplicas,
             PartitionFault::NotEnoughReplicasAfterAppend => FaultKind::NotEnoughReplicasAfterAppend,
             PartitionFault::RequestTimedOutAfterAppend => FaultKind::RequestTimedOutAfterAppend,
+            PartitionFault::MessageTooLarge => FaultKind::MessageTooLarge,
         }
     }
 
@@ -247,7 +270,8 @@ impl PartitionFault {
     pub fn appends(self) -> bool {
         matches!(
             self,
-            PartitionFault::NotEnoughReplicasAfterAppend | PartitionFault::RequestTimedOutAfterAppend
+            PartitionFault::NotEnoughReplicasAfterAppend
+                | PartitionFault::RequestTimedOutAfterAppend
         )
     }
 }

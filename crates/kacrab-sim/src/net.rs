@@ -62,9 +62,9 @@ impl ToClient {
     #[must_use]
     pub fn id(&self) -> RequestId {
         match self {
-            ToClient::Produce(id, _) | ToClient::InitProducerId(id, _) | ToClient::Metadata(id, _) => {
-                *id
-            }
+            ToClient::Produce(id, _)
+            | ToClient::InitProducerId(id, _)
+            | ToClient::Metadata(id, _) => *id,
         }
     }
 
@@ -141,7 +141,12 @@ impl Net {
     #[must_use]
     pub fn new(latency: Vec<Duration>) -> Self {
         let n = latency.len();
-        Self { conns: vec![None; n], latency, generations: vec![0; n], next_seq: 0 }
+        Self {
+            conns: vec![None; n],
+            latency,
+            generations: vec![0; n],
+            next_seq: 0,
+        }
     }
 
     fn slot(node: NodeId) -> usize {
@@ -176,7 +181,10 @@ impl Net {
         let s = Self::slot(node);
         if self.conns[s].is_none() {
             self.generations[s] += 1;
-            self.conns[s] = Some(Connection { generation: self.generations[s], ..Connection::default() });
+            self.conns[s] = Some(Connection {
+                generation: self.generations[s],
+                ..Connection::default()
+            });
         }
         self.generations[s]
     }
@@ -185,7 +193,9 @@ impl Net {
     /// but never before a request written earlier on the same connection.
     pub fn send_request(&mut self, node: NodeId, now: Timestamp, delay: Duration, msg: ToBroker) {
         let seq = self.bump_seq();
-        let c = self.conns[Self::slot(node)].as_mut().expect("connection open");
+        let c = self.conns[Self::slot(node)]
+            .as_mut()
+            .expect("connection open");
         let at = (now + delay).max(c.last_request_at);
         c.last_request_at = at;
         c.to_broker.push_back(Timed { at, seq, msg });
@@ -195,7 +205,9 @@ impl Net {
     /// but never before a response written earlier on the same connection.
     pub fn send_response(&mut self, node: NodeId, now: Timestamp, delay: Duration, msg: ToClient) {
         let seq = self.bump_seq();
-        let c = self.conns[Self::slot(node)].as_mut().expect("connection open");
+        let c = self.conns[Self::slot(node)]
+            .as_mut()
+            .expect("connection open");
         let at = (now + delay).max(c.last_response_at);
         c.last_response_at = at;
         c.to_client.push_back(Timed { at, seq, msg });
@@ -214,8 +226,12 @@ impl Net {
             let Some(c) = c else { continue };
             let node = NodeId(i as i32 + 1);
             let heads = [
-                c.to_broker.front().map(|t| (t.at, t.seq, Direction::ToBroker)),
-                c.to_client.front().map(|t| (t.at, t.seq, Direction::ToClient)),
+                c.to_broker
+                    .front()
+                    .map(|t| (t.at, t.seq, Direction::ToBroker)),
+                c.to_client
+                    .front()
+                    .map(|t| (t.at, t.seq, Direction::ToClient)),
             ];
             for (at, seq, dir) in heads.into_iter().flatten() {
                 if best.is_none_or(|(bat, bseq, ..)| (at, seq) < (bat, bseq)) {
@@ -240,11 +256,17 @@ impl Net {
     /// (requests not yet read by the broker, and responses not yet read by the client),
     /// in the order they were written.
     pub fn drop_connection(&mut self, node: NodeId) -> Vec<Lost> {
-        let Some(c) = self.conns[Self::slot(node)].take() else { return Vec::new() };
+        let Some(c) = self.conns[Self::slot(node)].take() else {
+            return Vec::new();
+        };
         let mut lost: Vec<Lost> = c
             .to_broker
             .iter()
-            .map(|t| Lost { id: t.msg.id(), produce: t.msg.is_produce(), applied: false })
+            .map(|t| Lost {
+                id: t.msg.id(),
+                produce: t.msg.is_produce(),
+                applied: false,
+            })
             .chain(c.to_client.iter().map(|t| Lost {
                 id: t.msg.id(),
                 produce: t.msg.is_produce(),
@@ -267,7 +289,10 @@ mod tests {
     use super::*;
 
     fn md(id: u64) -> ToBroker {
-        ToBroker::Metadata(MetadataRequest { id: RequestId(id), topics: vec![] })
+        ToBroker::Metadata(MetadataRequest {
+            id: RequestId(id),
+            topics: vec![],
+        })
     }
 
     #[test]
@@ -281,7 +306,10 @@ mod tests {
         net.send_request(NodeId(1), t0, Duration::from_millis(2), md(2));
         net.send_request(NodeId(2), t0, Duration::from_millis(1), md(3));
         let (at, node, dir) = net.next_delivery().unwrap();
-        assert_eq!((at, node, dir), (Timestamp::from_millis(1), NodeId(2), Direction::ToBroker));
+        assert_eq!(
+            (at, node, dir),
+            (Timestamp::from_millis(1), NodeId(2), Direction::ToBroker)
+        );
         assert_eq!(net.pop_request(NodeId(2)).unwrap().msg.id(), RequestId(3));
         let first = net.pop_request(NodeId(1)).unwrap();
         let second = net.pop_request(NodeId(1)).unwrap();
@@ -303,8 +331,22 @@ mod tests {
         );
         let lost = net.drop_connection(NodeId(1));
         assert_eq!(lost.len(), 2);
-        assert_eq!(lost[0], Lost { id: RequestId(4), produce: false, applied: true });
-        assert_eq!(lost[1], Lost { id: RequestId(5), produce: false, applied: false });
+        assert_eq!(
+            lost[0],
+            Lost {
+                id: RequestId(4),
+                produce: false,
+                applied: true
+            }
+        );
+        assert_eq!(
+            lost[1],
+            Lost {
+                id: RequestId(5),
+                produce: false,
+                applied: false
+            }
+        );
         assert!(!net.is_open(NodeId(1)));
         assert!(net.next_delivery().is_none());
         assert!(net.connect(NodeId(1)) > g1);

@@ -101,7 +101,11 @@ impl Scenario {
     pub fn run_with(&self, progress: &mut dyn FnMut(&Progress)) -> Report {
         let mut c = Cluster::new(self.sim.clone());
         let partitions = c.partitions().len() as u64;
-        let probes = if self.probes { (self.records / 10).min(partitions) } else { 0 };
+        let probes = if self.probes {
+            (self.records / 10).min(partitions)
+        } else {
+            0
+        };
         c.set_workload(self.records - probes, self.burst_max, self.interval);
         let max_steps = self.max_steps;
         let every = self.progress_every.max(1);
@@ -110,7 +114,10 @@ impl Scenario {
         // 1. Chaos.
         while c.workload_remaining() > 0 {
             if c.steps() >= max_steps {
-                c.violation(ViolationKind::Liveness, format!("step bound {max_steps} reached while sending"));
+                c.violation(
+                    ViolationKind::Liveness,
+                    format!("step bound {max_steps} reached while sending"),
+                );
                 break;
             }
             if !c.step() {
@@ -136,7 +143,9 @@ impl Scenario {
             let pending = c.producer().unreported_records();
             c.violation(
                 ViolationKind::Liveness,
-                format!("{pending} records still without an outcome {bound:?} after faults stopped"),
+                format!(
+                    "{pending} records still without an outcome {bound:?} after faults stopped"
+                ),
             );
         }
 
@@ -147,28 +156,46 @@ impl Scenario {
             for gp in 0..probes as usize {
                 match c.send(gp) {
                     Ok(id) => ids.push(id),
-                    Err(e) => c.violation(ViolationKind::Liveness, format!("probe send refused: {e}")),
+                    Err(e) => {
+                        c.violation(ViolationKind::Liveness, format!("probe send refused: {e}"))
+                    }
                 }
             }
             c.flush();
-            let bound = pc.request_timeout() * 2 + pc.retry_backoff_max() * 4 + pc.linger() + Duration::from_secs(5);
+            let bound = pc.request_timeout() * 2
+                + pc.retry_backoff_max() * 4
+                + pc.linger()
+                + Duration::from_secs(5);
             if !c.run_until(bound, |c| c.is_idle() || c.steps() >= max_steps) {
-                c.violation(ViolationKind::Liveness, format!("probes not resolved within {bound:?} of quiet"));
+                c.violation(
+                    ViolationKind::Liveness,
+                    format!("probes not resolved within {bound:?} of quiet"),
+                );
             }
             for id in ids {
                 let outcome = c.checker().record(id).map(|r| r.outcome);
                 if outcome != Some(Outcome::Delivered) {
-                    c.violation(ViolationKind::Liveness, format!("probe record {id} not delivered: {outcome:?}"));
+                    c.violation(
+                        ViolationKind::Liveness,
+                        format!("probe record {id} not delivered: {outcome:?}"),
+                    );
                 }
             }
         }
 
         // 4. Close.
         c.close();
-        c.run_until(Duration::from_secs(60), |c| c.producer().is_closed() || c.steps() >= max_steps);
+        c.run_until(Duration::from_secs(60), |c| {
+            c.producer().is_closed() || c.steps() >= max_steps
+        });
         c.final_check();
         progress(&snapshot(&c, Phase::Done));
-        Report::new(&c, quiet_at.saturating_duration_since(Default::default()), drained_after, probes)
+        Report::new(
+            &c,
+            quiet_at.saturating_duration_since(Default::default()),
+            drained_after,
+            probes,
+        )
     }
 }
 
@@ -238,7 +265,12 @@ pub struct Report {
 impl Report {
     /// The report of the run `c` just finished.
     #[must_use]
-    pub fn new(c: &Cluster, quiet_at: Duration, drained_after: Option<Duration>, probes: u64) -> Self {
+    pub fn new(
+        c: &Cluster,
+        quiet_at: Duration,
+        drained_after: Option<Duration>,
+        probes: u64,
+    ) -> Self {
         let partitions = c
             .partitions()
             .iter()
@@ -306,7 +338,9 @@ impl Report {
         let _ = writeln!(
             s,
             "  {} produce requests, {} metadata requests, {} InitProducerId requests",
-            self.sim.produce_requests, self.sim.metadata_requests, self.sim.init_producer_id_requests
+            self.sim.produce_requests,
+            self.sim.metadata_requests,
+            self.sim.init_producer_id_requests
         );
         let _ = writeln!(
             s,
@@ -314,7 +348,8 @@ impl Report {
             self.virtual_time.as_secs_f64(),
             self.sim.steps,
             self.quiet_at.as_secs_f64(),
-            self.drained_after.map_or("never".to_string(), |d| format!("{:.3} s", d.as_secs_f64()))
+            self.drained_after
+                .map_or("never".to_string(), |d| format!("{:.3} s", d.as_secs_f64()))
         );
         let _ = writeln!(s, "== faults injected ({} in all)", self.faults.total());
         for (kind, n) in self.faults.iter() {
@@ -344,7 +379,8 @@ impl Report {
             sim.leader_changes
         );
         let _ = writeln!(s, "== deliveries");
-        let _ = writeln!(
+        let _ =
+            writeln!(
             s,
             "  acked {} ({:.2} %), failed {} ({} of them in the log once anyway), no outcome {}",
             t.acked,
@@ -362,7 +398,7 @@ impl Report {
             let ok = pt.duplicates == 0 && pt.reordered == 0 && pt.lost == 0;
             let _ = writeln!(
                 s,
-                "  {:<6} leader {} (epoch {:>3}) log {:>7} records: acked {:>7} once each, failed {:>5} ({} logged), dup {} reordered {} lost {}  {}",
+                "  {:<6} leader {} (epoch {:>3}) log {:>7} records: acked {:>7}, failed {:>5} ({} logged), dup {} reordered {} lost {}  {}",
                 pr.tp.to_string(),
                 pr.leader,
                 pr.leader_epoch,
@@ -377,8 +413,11 @@ impl Report {
             );
         }
         let _ = writeln!(s, "== properties: {} violations", self.violation_count);
-        for v in &self.violations {
+        for v in self.violations.iter().take(12) {
             let _ = writeln!(s, "  {v}");
+        }
+        if self.violation_count > 12 {
+            let _ = writeln!(s, "  ... and {} more", self.violation_count - 12);
         }
         s
     }
