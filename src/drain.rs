@@ -182,9 +182,10 @@ impl Producer {
     fn may_resolve_before_rewrite(&self, p: u32) -> bool {
         let part = &self.partitions[p as usize];
         match (part.queue.front(), part.inflight.front()) {
-            (Some(head), Some(first)) if head == first => {
-                self.batches.get(*head).is_some_and(|b| b.fate == StampFate::Unknown)
-            }
+            (Some(head), Some(first)) if head == first => self
+                .batches
+                .get(*head)
+                .is_some_and(|b| b.fate == StampFate::Unknown),
             _ => false,
         }
     }

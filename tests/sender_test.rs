@@ -918,7 +918,10 @@ fn repeated_append_then_error_keeps_the_retry_inside_the_dedup_window() {
     h.warm(0);
     let first = h.send(0, "first");
     let first_req = h.outstanding.back().unwrap().id;
-    h.respond(first_req, &[(0, KafkaError::NotEnoughReplicasAfterAppend, -1)]);
+    h.respond(
+        first_req,
+        &[(0, KafkaError::NotEnoughReplicasAfterAppend, -1)],
+    );
     let mut later = Vec::new();
     let mut offset = 2;
     for round in 0..4 {
@@ -927,7 +930,10 @@ fn repeated_append_then_error_keeps_the_retry_inside_the_dedup_window() {
             later.push(h.send(0, &format!("r{round}-{i}")));
         }
         let unfinished = h.state(0).in_flight_batches;
-        assert!(unfinished <= 5, "{unfinished} unfinished batches on one partition");
+        assert!(
+            unfinished <= 5,
+            "{unfinished} unfinished batches on one partition"
+        );
         // The retry is appended-then-refused again; everything behind it succeeds.
         let reqs: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
         for r in reqs {
@@ -941,9 +947,17 @@ fn repeated_append_then_error_keeps_the_retry_inside_the_dedup_window() {
         }
     }
     let appended_after_first = later.iter().filter(|&&r| h.delivered(r).is_some()).count();
-    assert!(appended_after_first <= 4, "{appended_after_first} batches appended after the retried one");
+    assert!(
+        appended_after_first <= 4,
+        "{appended_after_first} batches appended after the retried one"
+    );
     h.advance(60);
-    let retry = h.outstanding.iter().find(|r| wire(r)[0].base_sequence == 1).expect("the retry is out").id;
+    let retry = h
+        .outstanding
+        .iter()
+        .find(|r| wire(r)[0].base_sequence == 1)
+        .expect("the retry is out")
+        .id;
     h.respond(retry, &[(0, KafkaError::None, 1)]);
     assert_eq!(h.delivered(first), Some(Some(1)));
     assert_eq!(h.p.stats().epoch_bumps, 0);

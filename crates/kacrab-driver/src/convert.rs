@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use kacrab_idempotence as core;
-use kacrab_idempotence::{KafkaError, LeaderHint, NodeId, PartitionResponse, Topic, TopicPartition};
+use kacrab_idempotence::{
+    KafkaError, LeaderHint, NodeId, PartitionResponse, Topic, TopicPartition,
+};
 use kacrab_wire::messages as wire;
 
 /// A core Produce request as a wire Produce request (batches shared, not copied).
@@ -11,10 +13,16 @@ pub(crate) fn produce_request(r: &core::ProduceRequest) -> wire::ProduceRequest 
     let mut topics: Vec<wire::ProduceTopic> = Vec::new();
     for b in &r.batches {
         let name = b.partition.topic.as_str();
-        let partition = wire::ProducePartition { index: b.partition.partition, records: b.data.clone() };
+        let partition = wire::ProducePartition {
+            index: b.partition.partition,
+            records: b.data.clone(),
+        };
         match topics.iter_mut().find(|t| t.name == name) {
             Some(t) => t.partitions.push(partition),
-            None => topics.push(wire::ProduceTopic { name: name.to_owned(), partitions: vec![partition] }),
+            None => topics.push(wire::ProduceTopic {
+                name: name.to_owned(),
+                partitions: vec![partition],
+            }),
         }
     }
     wire::ProduceRequest {
@@ -25,10 +33,13 @@ pub(crate) fn produce_request(r: &core::ProduceRequest) -> wire::ProduceRequest 
     }
 }
 
-pub(crate) fn init_producer_id_request(r: &core::InitProducerIdRequest) -> wire::InitProducerIdRequest {
+pub(crate) fn init_producer_id_request(
+    r: &core::InitProducerIdRequest,
+) -> wire::InitProducerIdRequest {
     wire::InitProducerIdRequest {
         transactional_id: r.transactional_id.clone(),
-        transaction_timeout_ms: i32::try_from(r.transaction_timeout.as_millis()).unwrap_or(i32::MAX),
+        transaction_timeout_ms: i32::try_from(r.transaction_timeout.as_millis())
+            .unwrap_or(i32::MAX),
         producer_id: r.current.id.0,
         producer_epoch: r.current.epoch.0,
     }
@@ -44,7 +55,10 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
         let topic = Topic::new(&t.name);
         for p in &t.partitions {
             partitions.push(PartitionResponse {
-                partition: TopicPartition { topic: topic.clone(), partition: p.index },
+                partition: TopicPartition {
+                    topic: topic.clone(),
+                    partition: p.index,
+                },
                 error: KafkaError::from_code(p.error_code),
                 base_offset: p.base_offset,
                 log_start_offset: p.log_start_offset,
@@ -52,7 +66,10 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
                 current_leader: p
                     .current_leader
                     .filter(|l| l.leader_id >= 0)
-                    .map(|l| LeaderHint { leader: NodeId(l.leader_id), leader_epoch: l.leader_epoch }),
+                    .map(|l| LeaderHint {
+                        leader: NodeId(l.leader_id),
+                        leader_epoch: l.leader_epoch,
+                    }),
             });
         }
     }
@@ -68,12 +85,16 @@ pub(crate) fn metadata(r: &wire::MetadataResponse) -> core::Metadata {
         let Some(name) = &t.name else { continue };
         let topic = Topic::new(name);
         if t.error_code != 0 {
-            md.topic_errors.push((topic, KafkaError::from_code(t.error_code)));
+            md.topic_errors
+                .push((topic, KafkaError::from_code(t.error_code)));
             continue;
         }
         for p in &t.partitions {
             md.partitions.push(core::PartitionMetadata {
-                partition: TopicPartition { topic: topic.clone(), partition: p.partition_index },
+                partition: TopicPartition {
+                    topic: topic.clone(),
+                    partition: p.partition_index,
+                },
                 leader: (p.leader_id >= 0).then_some(NodeId(p.leader_id)),
                 leader_epoch: p.leader_epoch,
             });

@@ -14,7 +14,11 @@
 //!         match out {
 //!             Output::Connect { conn, addr } => open a socket to addr, then
 //!                 session.handle_connected(conn, now) (or handle_connect_failed),
-//!             Output::Transmit { conn, frame } => write frame to conn's socket, in order,
+//!             Output::Transmit { conn, frame, ticket } => write frame to conn's socket, in
+//!                 order (a driver writing from several tasks orders Produce frames across
+//!                 connections by their ticket, see kacrab_idempotence::ticket),
+//!             Output::Release { ticket } => that Produce will never be written: a
+//!                 ticket-ordering driver abandons its ticket; others ignore it,
 //!             Output::Close { conn } => close conn's socket,
 //!         }
 //!     }
@@ -84,11 +88,19 @@ mod tests {
             (b"foobar", -790_332_482),
             (b"a-little-bit-long-string", -985_981_536),
             (b"a-little-bit-longer-string", -1_486_304_829),
-            (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58_897_971),
+            (
+                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
+                -58_897_971,
+            ),
             (b"abc", 479_470_107),
         ];
         for (input, expected) in cases {
-            assert_eq!(murmur2(input), expected, "{}", String::from_utf8_lossy(input));
+            assert_eq!(
+                murmur2(input),
+                expected,
+                "{}",
+                String::from_utf8_lossy(input)
+            );
         }
     }
 }

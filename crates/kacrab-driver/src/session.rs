@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
+use kacrab_idempotence::ticket::Ticket;
 use kacrab_idempotence::{
     Event, KafkaError, Producer, ProducerConfig, ProducerIdAndEpoch, Request, RequestFailure,
     RequestId, Timestamp,
@@ -34,6 +35,25 @@ pub enum Output {
         conn: ConnId,
         /// A whole size-prefixed Kafka frame.
         frame: Bytes,
+        /// For a Produce request, the core's enqueue ticket
+        /// ([`ProduceRequest::ticket`](kacrab_idempotence::ProduceRequest::ticket)); `None`
+        /// for every other request. A driver writing from one loop ignores it; one that
+        /// writes each connection from its own task passes the frame to the socket only
+        /// when [`TicketSequencer::may_enqueue`](kacrab_idempotence::ticket::TicketSequencer::may_enqueue)
+        /// allows, so that a later Produce never overtakes an earlier one across
+        /// connections.
+        ticket: Option<Ticket>,
+    },
+    /// The Produce request holding `ticket` will never be transmitted (its leader has no
+    /// known address, its connection was dropped before the request could be written, or
+    /// no version can encode it); the core was told. A driver ordering writes with a
+    /// [`TicketSequencer`](kacrab_idempotence::ticket::TicketSequencer) must
+    /// [`abandon`](kacrab_idempotence::ticket::TicketSequencer::abandon) it, or later
+    /// tickets wait forever. Every Produce ticket the core hands out ends in exactly one
+    /// `Transmit` or one `Release`.
+    Release {
+        /// The ticket.
+        ticket: Ticket,
     },
     /// Close the connection and drop what is still in its socket. Do not call
     /// [`Session::handle_disconnected`] for it: the session already has.
@@ -67,6 +87,19 @@ struct Conn {
     versions: Option<Versions>,
     /// Requests waiting for the connection to be ready, in order.
     queued: VecDeque<Pending>,
+    /// When each request written on this connection and awaiting an answer times out
+    /// (written + request.timeout.ms), in write order: answers come back in that order.
+    deadlines: VecDeque<Timestamp>,
+}
+
+impl Conn {
+    /// Remembers the deadline of a request just encoded, if the wire expects an answer
+    /// (a Produce with acks=0 gets none). `in_flight_before` is the count before encoding.
+    fn written(&mut self, in_flight_before: usize, deadline: Timestamp) {
+        if self.wire.in_flight_count() > in_flight_before {
+            self.deadlines.push_back(deadline);
+        }
+    }
 }
 
 /// A request waiting for its connection's version negotiation.
@@ -95,8 +128,14 @@ pub struct Session {
 
 impl Session {
     /// A session for `config`, reaching the cluster through `bootstrap` (`host:port`s).
+    /// `bootstrap` must not be empty: the first cluster-wide request panics otherwise.
     #[must_use]
-    pub fn new(config: ProducerConfig, bootstrap: Vec<String>, client_id: Option<String>, now: Timestamp) -> Self {
+    pub fn new(
+        config: ProducerConfig,
+        bootstrap: Vec<String>,
+        client_id: Option<String>,
+        now: Timestamp,
+    ) -> Self {
         Self {
             core: Producer::new(config, now),
             client_id,
@@ -152,15 +191,36 @@ impl Session {
         self.core.poll_event()
     }
 
-    /// When [`Session::handle_timeout`] is next needed.
+    /// When [`Session::handle_timeout`] is next needed: the core's next deadline, or a
+    /// request on a connection reaching `request.timeout.ms` unanswered.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        self.core.poll_timeout()
+        let conns = self
+            .conns
+            .iter()
+            .filter_map(|c| c.deadlines.front().copied())
+            .min();
+        match (self.core.poll_timeout(), conns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// The clock passed a deadline.
+    /// The clock passed a deadline. Besides the core's timeouts, a connection with a
+    /// request unanswered for `request.timeout.ms` is closed (as Java's `NetworkClient`
+    /// does), whatever the request: a broker that accepts connections but never answers
+    /// ApiVersions, Metadata or InitProducerId must not hold the producer.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.core.handle_timeout(now);
+        let expired: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|c| c.deadlines.front().is_some_and(|&d| d <= now))
+            .map(|c| c.id)
+            .collect();
+        for conn in expired {
+            self.drop_conn(conn, now, true);
+        }
     }
 
     /// The connection is open: negotiate versions.
@@ -206,7 +266,10 @@ impl Session {
     fn handle_frame(&mut self, conn: ConnId, frame: Bytes, now: Timestamp) {
         let Some(c) = self.conn_mut(conn) else { return };
         let decoded = match c.wire.decode(frame) {
-            Ok(d) => d,
+            Ok(d) => {
+                c.deadlines.pop_front();
+                d
+            }
             Err(_) => {
                 self.drop_conn(conn, now, true);
                 return;
@@ -219,7 +282,11 @@ impl Session {
         let tag = decoded.tag;
         match decoded.response {
             Response::Produce(r) => {
-                let _ = self.core.handle_produce_response(RequestId(tag), &convert::produce_response(&r), now);
+                let _ = self.core.handle_produce_response(
+                    RequestId(tag),
+                    &convert::produce_response(&r),
+                    now,
+                );
                 for ep in &r.node_endpoints {
                     self.learn_broker(ep.node_id, &ep.host, ep.port, now);
                 }
@@ -238,7 +305,8 @@ impl Session {
                 }
                 for t in &r.topics {
                     if let (Some(name), 0) = (&t.name, t.error_code) {
-                        self.partition_counts.insert(name.clone(), t.partitions.len() as i32);
+                        self.partition_counts
+                            .insert(name.clone(), t.partitions.len() as i32);
                     }
                 }
                 let md = convert::metadata(&r);
@@ -249,9 +317,16 @@ impl Session {
         }
     }
 
-    fn handle_api_versions(&mut self, conn: ConnId, answer: &kacrab_wire::messages::ApiVersionsResponse, now: Timestamp) {
+    fn handle_api_versions(
+        &mut self,
+        conn: ConnId,
+        answer: &kacrab_wire::messages::ApiVersionsResponse,
+        now: Timestamp,
+    ) {
         let Some(c) = self.conn_mut(conn) else { return };
-        let ConnState::Negotiating(sent) = c.state else { return };
+        let ConnState::Negotiating(sent) = c.state else {
+            return;
+        };
         if answer.error_code == kacrab_wire::messages::UNSUPPORTED_VERSION {
             match answer.retry_version(sent) {
                 Some(v) => {
@@ -305,7 +380,10 @@ impl Session {
                     // No address for the leader: the request never leaves. The core
                     // forgets the leader and asks for metadata.
                     None => {
-                        let _ = self.core.handle_request_failed(r.id, RequestFailure::NotSent, now);
+                        self.out.push_back(Output::Release { ticket: r.ticket });
+                        let _ = self
+                            .core
+                            .handle_request_failed(r.id, RequestFailure::NotSent, now);
                     }
                 }
             }
@@ -314,7 +392,12 @@ impl Session {
                 self.enqueue(conn, request, now);
             }
             Request::CloseConnection { node } => {
-                let ids: Vec<ConnId> = self.conns.iter().filter(|c| c.node == Some(node.0)).map(|c| c.id).collect();
+                let ids: Vec<ConnId> = self
+                    .conns
+                    .iter()
+                    .filter(|c| c.node == Some(node.0))
+                    .map(|c| c.id)
+                    .collect();
                 for id in ids {
                     self.drop_conn(id, now, true);
                 }
@@ -332,21 +415,44 @@ impl Session {
     }
 
     fn write_core_request(&mut self, conn: ConnId, request: Request, now: Timestamp) {
+        let ticket = match &request {
+            Request::Produce(r) => Some(r.ticket),
+            _ => None,
+        };
         let (id, wire_request) = match &request {
-            Request::Produce(r) => (r.id, kacrab_wire::Request::Produce(convert::produce_request(r))),
-            Request::InitProducerId(r) => (r.id, kacrab_wire::Request::InitProducerId(convert::init_producer_id_request(r))),
-            Request::Metadata(r) => (r.id, kacrab_wire::Request::Metadata(convert::metadata_request(&r.topics))),
+            Request::Produce(r) => (
+                r.id,
+                kacrab_wire::Request::Produce(convert::produce_request(r)),
+            ),
+            Request::InitProducerId(r) => (
+                r.id,
+                kacrab_wire::Request::InitProducerId(convert::init_producer_id_request(r)),
+            ),
+            Request::Metadata(r) => (
+                r.id,
+                kacrab_wire::Request::Metadata(convert::metadata_request(&r.topics)),
+            ),
             Request::CloseConnection { .. } => return,
         };
+        let deadline = now + self.core.config().request_timeout();
         let Some(c) = self.conn_mut(conn) else { return };
         let versions = c.versions.as_ref().expect("ready connection has versions");
+        let before = c.wire.in_flight_count();
         let encoded = versions
             .version_for(&wire_request)
             .and_then(|v| c.wire.encode(wire_request, v, id.0));
+        c.written(before, deadline);
         match encoded {
             // With acks=0 nothing comes back; the core already reported those batches.
-            Ok(e) => self.out.push_back(Output::Transmit { conn, frame: e.frame }),
+            Ok(e) => self.out.push_back(Output::Transmit {
+                conn,
+                frame: e.frame,
+                ticket,
+            }),
             Err(_) => {
+                if let Some(ticket) = ticket {
+                    self.out.push_back(Output::Release { ticket });
+                }
                 // No version both sides speak: answer the request as the broker would.
                 match request {
                     Request::Produce(r) => {
@@ -354,17 +460,28 @@ impl Session {
                             partitions: r
                                 .batches
                                 .iter()
-                                .map(|b| kacrab_idempotence::PartitionResponse::error(b.partition.clone(), KafkaError::UnsupportedVersion))
+                                .map(|b| {
+                                    kacrab_idempotence::PartitionResponse::error(
+                                        b.partition.clone(),
+                                        KafkaError::UnsupportedVersion,
+                                    )
+                                })
                                 .collect(),
                             throttle: std::time::Duration::ZERO,
                         };
                         let _ = self.core.handle_produce_response(r.id, &response, now);
                     }
                     Request::InitProducerId(r) => {
-                        let _ = self.core.handle_producer_id(r.id, Err(KafkaError::UnsupportedVersion), now);
+                        let _ = self.core.handle_producer_id(
+                            r.id,
+                            Err(KafkaError::UnsupportedVersion),
+                            now,
+                        );
                     }
                     _ => {
-                        let _ = self.core.handle_request_failed(id, RequestFailure::NotSent, now);
+                        let _ = self
+                            .core
+                            .handle_request_failed(id, RequestFailure::NotSent, now);
                     }
                 }
             }
@@ -374,25 +491,49 @@ impl Session {
     fn send_api_versions(&mut self, conn: ConnId, version: i16, now: Timestamp) {
         let tag = self.next_session_tag;
         self.next_session_tag += 1;
+        let deadline = now + self.core.config().request_timeout();
         let Some(c) = self.conn_mut(conn) else { return };
         let hello = ApiVersionsRequest {
             client_software_name: "kacrab".into(),
             client_software_version: env!("CARGO_PKG_VERSION").into(),
         };
-        match c.wire.encode(hello, version, tag) {
-            Ok(e) => self.out.push_back(Output::Transmit { conn, frame: e.frame }),
+        let before = c.wire.in_flight_count();
+        let encoded = c.wire.encode(hello, version, tag);
+        c.written(before, deadline);
+        match encoded {
+            Ok(e) => self.out.push_back(Output::Transmit {
+                conn,
+                frame: e.frame,
+                ticket: None,
+            }),
             Err(_) => self.drop_conn(conn, now, true),
         }
     }
 
-    fn send_session_request(&mut self, conn: ConnId, request: kacrab_wire::Request, tag: u64, _now: Timestamp) {
+    fn send_session_request(
+        &mut self,
+        conn: ConnId,
+        request: kacrab_wire::Request,
+        tag: u64,
+        now: Timestamp,
+    ) {
+        let deadline = now + self.core.config().request_timeout();
         let Some(c) = self.conn_mut(conn) else { return };
         let Some(versions) = c.versions.as_ref() else {
             c.queued.push_back(Pending::Session(request, tag));
             return;
         };
-        if let Ok(e) = versions.version_for(&request).and_then(|v| c.wire.encode(request, v, tag)) {
-            self.out.push_back(Output::Transmit { conn, frame: e.frame });
+        let before = c.wire.in_flight_count();
+        let encoded = versions
+            .version_for(&request)
+            .and_then(|v| c.wire.encode(request, v, tag));
+        c.written(before, deadline);
+        if let Ok(e) = encoded {
+            self.out.push_back(Output::Transmit {
+                conn,
+                frame: e.frame,
+                ticket: None,
+            });
         }
     }
 
@@ -419,13 +560,25 @@ impl Session {
         if let Some(c) = self.conns.first() {
             return c.id;
         }
-        if let Some((&node, addr)) = self.brokers.iter().next() {
-            let addr = addr.clone();
-            return self.open(Some(node), addr);
+        // Round robin over every broker Metadata named, then the bootstrap servers: a
+        // dead broker (or bootstrap address) must not be the only one ever tried.
+        let candidates = self.brokers.len() + self.bootstrap.len();
+        assert!(
+            candidates > 0,
+            "a session needs at least one bootstrap server"
+        );
+        let pick = self.next_bootstrap % candidates;
+        self.next_bootstrap = self.next_bootstrap.wrapping_add(1);
+        match self.brokers.iter().nth(pick) {
+            Some((&node, addr)) => {
+                let addr = addr.clone();
+                self.open(Some(node), addr)
+            }
+            None => {
+                let addr = self.bootstrap[pick - self.brokers.len()].clone();
+                self.open(None, addr)
+            }
         }
-        let addr = self.bootstrap[self.next_bootstrap % self.bootstrap.len().max(1)].clone();
-        self.next_bootstrap += 1;
-        self.open(None, addr)
     }
 
     fn open(&mut self, node: Option<i32>, addr: String) -> ConnId {
@@ -440,6 +593,7 @@ impl Session {
             frames: FrameDecoder::new(),
             versions: None,
             queued: VecDeque::new(),
+            deadlines: VecDeque::new(),
         });
         self.out.push_back(Output::Connect { conn: id, addr });
         id
@@ -452,25 +606,36 @@ impl Session {
     /// Forgets a connection. Requests written on it are possibly written; queued ones
     /// never left. With `tell_driver`, the driver is asked to close the socket.
     fn drop_conn(&mut self, conn: ConnId, now: Timestamp, tell_driver: bool) {
-        let Some(pos) = self.conns.iter().position(|c| c.id == conn) else { return };
+        let Some(pos) = self.conns.iter().position(|c| c.id == conn) else {
+            return;
+        };
         let mut c = self.conns.remove(pos);
         if tell_driver {
             self.out.push_back(Output::Close { conn });
         }
         for f in c.wire.take_in_flight() {
             if f.tag < SESSION_TAG {
-                let _ = self.core.handle_request_failed(RequestId(f.tag), RequestFailure::Disconnected, now);
+                let _ = self.core.handle_request_failed(
+                    RequestId(f.tag),
+                    RequestFailure::Disconnected,
+                    now,
+                );
             }
         }
         for p in c.queued.drain(..) {
             let Pending::Core(r) = p else { continue };
             let id = match &r {
-                Request::Produce(p) => p.id,
+                Request::Produce(p) => {
+                    self.out.push_back(Output::Release { ticket: p.ticket });
+                    p.id
+                }
                 Request::InitProducerId(i) => i.id,
                 Request::Metadata(m) => m.id,
                 Request::CloseConnection { .. } => continue,
             };
-            let _ = self.core.handle_request_failed(id, RequestFailure::NotSent, now);
+            let _ = self
+                .core
+                .handle_request_failed(id, RequestFailure::NotSent, now);
         }
     }
 }

@@ -1,0 +1,72 @@
+//! The producer's errors.
+
+use kacrab_idempotence::{ConfigError, DeliveryError, SendError};
+
+/// Why a [`Producer`](crate::Producer) could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A core configuration key was unknown, malformed or out of range, or keys
+    /// conflict (Kafka's own validation rules).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `bootstrap.servers` was not given, or names no `host:port`.
+    #[error("bootstrap.servers is missing or names no host:port")]
+    MissingBootstrap,
+    /// An adapter key (`bootstrap.servers`, `client.id`, `max.block.ms`) has a value that
+    /// does not parse.
+    #[error("invalid value {value:?} for configuration {key}: {reason}")]
+    InvalidValue {
+        /// The key.
+        key: &'static str,
+        /// The rejected value.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The producer was built outside a Tokio runtime: it spawns its tasks on the current
+    /// one.
+    #[error("a kacrab-tokio Producer must be built inside a Tokio runtime")]
+    NoRuntime,
+}
+
+/// Why [`Producer::send`](crate::Producer::send) did not deliver a record.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProduceError {
+    /// The producer refused the record: nothing was queued and nothing was written.
+    /// [`SendError::BufferFull`] means `buffer.memory` stayed full for `max.block.ms`;
+    /// [`SendError::Closed`] that [`Producer::close`](crate::Producer::close) was called
+    /// (or every handle was dropped) before the record reached the producer.
+    #[error(transparent)]
+    Send(#[from] SendError),
+    /// The producer accepted the record but gave up on it.
+    #[error("{error} (possibly written: {possibly_written})")]
+    Delivery {
+        /// Why.
+        error: DeliveryError,
+        /// Whether some attempt may have reached the log. A record reported so is in the
+        /// log at most once, and never out of order; one reported `false` is certainly
+        /// not in it.
+        possibly_written: bool,
+    },
+    /// The producer's driver task ended (its runtime shut down, or it panicked) before
+    /// the record had an outcome. The record may have been written.
+    #[error("the producer's driver task ended before the record had an outcome")]
+    Terminated,
+}
+
+impl ProduceError {
+    /// Whether the record may be in the log: a delivery failure whose attempts may have
+    /// landed, or an outcome lost with the driver task. `false` when it certainly is not.
+    #[must_use]
+    pub fn possibly_written(&self) -> bool {
+        match self {
+            Self::Send(_) => false,
+            Self::Delivery {
+                possibly_written, ..
+            } => *possibly_written,
+            Self::Terminated => true,
+        }
+    }
+}

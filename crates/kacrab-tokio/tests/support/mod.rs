@@ -1,0 +1,65 @@
+//! The Tokio producer behind the testkit's [`TestProducer`] trait.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+use kacrab_tokio::{Producer, ProducerRecord};
+
+/// The producer with its own runtime: the scenarios run on a plain thread.
+pub struct TokioTestProducer {
+    runtime: Option<tokio::runtime::Runtime>,
+    producer: Producer,
+}
+
+impl TestProducer for TokioTestProducer {
+    fn send(&self, topic: &str, partition: i32, key: Bytes, value: Bytes) -> Delivery {
+        let record = ProducerRecord::new(topic, partition, value).with_key(key);
+        let delivery = self.producer.send(record);
+        let handle = self.runtime.as_ref().expect("runtime").handle().clone();
+        Delivery(Box::new(move || {
+            handle
+                .block_on(delivery)
+                .map(|m| DeliveryReport {
+                    partition: m.partition,
+                    offset: m.offset,
+                })
+                .map_err(|e| e.to_string())
+        }))
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        self.runtime
+            .as_ref()
+            .expect("runtime")
+            .block_on(self.producer.flush());
+        Ok(())
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), String> {
+        let runtime = self.runtime.take().expect("runtime");
+        runtime.block_on(self.producer.close());
+        if !self.producer.is_closed() {
+            return Err("the producer's driver task still runs after close".into());
+        }
+        runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+        Ok(())
+    }
+}
+
+/// The testkit's factory for the Tokio producer.
+pub fn factory(props: &[(&str, &str)]) -> Result<Box<dyn TestProducer>, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("kacrab-tokio-test")
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let producer = {
+        let _enter = runtime.enter();
+        Producer::from_properties(props).map_err(|e| e.to_string())?
+    };
+    Ok(Box::new(TokioTestProducer {
+        runtime: Some(runtime),
+        producer,
+    }))
+}
