@@ -22,7 +22,7 @@ use kacrab_idempotence::{Event, KafkaError, Record, RecordId, Timestamp, TopicPa
 
 use crate::error::{ProduceError, SendError};
 use crate::oneshot;
-use crate::record::RecordMetadata;
+use kacrab_driver::RecordMetadata;
 
 /// What a record's outcome goes to.
 pub(crate) type Outcome = Result<RecordMetadata, ProduceError>;

@@ -26,7 +26,7 @@
 //!
 //! // ...or pipeline many, each with a callback (run on the producer's I/O thread).
 //! for i in 0..1000 {
-//!     let record = ProducerRecord::keyed("events", 6, i.to_string(), "value");
+//!     let record = ProducerRecord::keyed("events", i.to_string(), "value", 6);
 //!     producer.send_with_callback(record, move |outcome| {
 //!         if let Err(e) = outcome {
 //!             eprintln!("record {i} failed: {e}");
@@ -109,7 +109,6 @@
 mod error;
 mod io;
 mod oneshot;
-mod record;
 
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle, ThreadId};
@@ -121,7 +120,7 @@ use kacrab_idempotence::{ProducerConfig, Record, Timestamp, TopicPartition};
 
 pub use error::{BuildError, ProduceError, SendError, WaitError};
 pub use io::IoStats;
-pub use record::{ProducerRecord, RecordMetadata};
+pub use kacrab_driver::{ProducerRecord, RecordMetadata};
 
 /// Re-exported from the core: a topic name, a record header.
 pub use kacrab_idempotence::{Header, Topic};

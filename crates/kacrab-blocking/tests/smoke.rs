@@ -169,7 +169,7 @@ fn partition_count_and_keyed_records() {
     assert!(f.broker.create_topic("k", 4));
     let p = producer(&f, &[("max.block.ms", "3000")]);
     assert_eq!(p.partition_count("k").unwrap(), 4);
-    let r = ProducerRecord::keyed("k", 4, "foobar", "v");
+    let r = ProducerRecord::keyed("k", "foobar", "v", 4);
     assert_eq!(r.partition, kacrab_driver::partition_for_key(b"foobar", 4));
     let md = p.send(r.clone()).unwrap().wait().unwrap();
     assert_eq!(md.partition, r.partition);

@@ -31,8 +31,10 @@
 #![warn(missing_docs)]
 
 mod convert;
+mod record;
 mod session;
 
+pub use record::{ProducerRecord, RecordMetadata};
 pub use session::{ConnId, Output, Session};
 
 /// Java-compatible murmur2 partitioning for keyed records: the partition Kafka's default

@@ -1,17 +1,15 @@
-//! What the application sends and what it gets back.
+//! What the application sends and what it gets back: shared by both adapters so a
+//! program can switch between them without touching its records.
 
 use bytes::Bytes;
 use kacrab_idempotence::{Header, Topic};
 
-/// A record to send: its topic and partition, key, value, headers and timestamp.
-///
-/// The partition is explicit; [`ProducerRecord::keyed`] picks it from the key the way
-/// Kafka's default partitioner does.
+/// One record to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProducerRecord {
-    /// The topic.
+    /// The topic. Cheap to clone: keep one [`Topic`] and build records from it.
     pub topic: Topic,
-    /// The partition (non-negative).
+    /// The partition (explicit; see [`ProducerRecord::keyed`]).
     pub partition: i32,
     /// The key; `None` differs from an empty key.
     pub key: Option<Bytes>,
@@ -19,13 +17,12 @@ pub struct ProducerRecord {
     pub value: Option<Bytes>,
     /// Headers, in order.
     pub headers: Vec<Header>,
-    /// CreateTime in milliseconds since the Unix epoch; `None` takes the time of `send`.
+    /// Milliseconds since the Unix epoch (CreateTime); `None` for the time of sending.
     pub timestamp: Option<i64>,
 }
 
 impl ProducerRecord {
-    /// A record with a value and no key, for `partition` of `topic`.
-    #[must_use]
+    /// A record with a value, no key, for `partition` of `topic`.
     pub fn new(topic: impl Into<Topic>, partition: i32, value: impl Into<Bytes>) -> Self {
         Self {
             topic: topic.into(),
@@ -37,22 +34,26 @@ impl ProducerRecord {
         }
     }
 
-    /// A keyed record whose partition is the one Kafka's default partitioner picks for
-    /// `key` among `partitions` partitions (murmur2, as the Java client;
-    /// [`Producer::partition_count`](crate::Producer::partition_count) tells `partitions`).
-    #[must_use]
+    /// A keyed record, for the partition Kafka's default partitioner picks for `key`
+    /// among `partitions` (murmur2, as the Java client).
     pub fn keyed(
         topic: impl Into<Topic>,
-        partitions: i32,
         key: impl Into<Bytes>,
         value: impl Into<Bytes>,
+        partitions: i32,
     ) -> Self {
         let key = key.into();
-        let partition = kacrab_driver::partition_for_key(&key, partitions);
-        Self::new(topic, partition, value).with_key(key)
+        Self {
+            topic: topic.into(),
+            partition: crate::partition_for_key(&key, partitions),
+            key: Some(key),
+            value: Some(value.into()),
+            headers: Vec::new(),
+            timestamp: None,
+        }
     }
 
-    /// Sets the key (it does not change the partition).
+    /// Sets the key (the partition stays as it is).
     #[must_use]
     pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
         self.key = Some(key.into());
@@ -61,18 +62,18 @@ impl ProducerRecord {
 
     /// Appends a header.
     #[must_use]
-    pub fn with_header(mut self, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Self {
+    pub fn with_header(mut self, key: impl Into<Bytes>, value: Option<Bytes>) -> Self {
         self.headers.push(Header {
             key: key.into(),
-            value: Some(value.into()),
+            value,
         });
         self
     }
 
-    /// Sets the CreateTime timestamp (milliseconds since the Unix epoch).
+    /// Sets the timestamp (milliseconds since the Unix epoch).
     #[must_use]
-    pub fn with_timestamp(mut self, timestamp_ms: i64) -> Self {
-        self.timestamp = Some(timestamp_ms);
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = Some(timestamp);
         self
     }
 }
@@ -84,8 +85,9 @@ pub struct RecordMetadata {
     pub topic: Topic,
     /// The partition.
     pub partition: i32,
-    /// The record's offset; `None` when the broker reported a duplicate without one.
+    /// The record's offset; `None` when the broker acknowledged a duplicate without
+    /// one (the record is in the log once), or with `acks=0`.
     pub offset: Option<i64>,
-    /// The record's CreateTime (milliseconds since the Unix epoch).
+    /// The record's timestamp as sent (CreateTime, milliseconds since the Unix epoch).
     pub timestamp: i64,
 }
