@@ -962,3 +962,164 @@ fn repeated_append_then_error_keeps_the_retry_inside_the_dedup_window() {
     assert_eq!(h.delivered(first), Some(Some(1)));
     assert_eq!(h.p.stats().epoch_bumps, 0);
 }
+
+/// Port of `SenderTest.testWhenFirstBatchExpireNoSendSecondBatchIfGuaranteeOrder`: with
+/// max.in.flight 1, a second batch is not sent while the first, expired on the wire, is
+/// still outstanding.
+#[test]
+fn when_first_batch_expires_no_send_second_batch_if_guarantee_order() {
+    let mut h = Harness::new(
+        config()
+            .max_in_flight_requests_per_connection(1)
+            .request_timeout(Duration::from_millis(1500))
+            .delivery_timeout(Duration::from_millis(1500))
+            .build()
+            .unwrap(),
+    );
+    h.warm(0);
+    let a = h.send(0, "a");
+    // a's first attempt is refused; its retry (at about 60 ms) is still out when a
+    // reaches delivery.timeout.ms at 1,500 ms.
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::NotEnoughReplicas, -1)]);
+    h.advance(60);
+    assert_eq!(h.outstanding.len(), 1, "a's retry is out");
+    h.advance(440);
+    let b = h.send(0, "b");
+    assert_eq!(
+        h.outstanding.len(),
+        1,
+        "b waits: one request per connection"
+    );
+    h.advance(1000);
+    assert!(matches!(h.failed(a), Some(DeliveryError::Timeout { .. })));
+    assert_eq!(
+        h.outstanding.len(),
+        1,
+        "a's request is still out: b still waits"
+    );
+    assert_eq!(h.outcomes(b), 0);
+}
+
+/// Port of `SenderTest.testRetries` (non-idempotent baseline): a retriable error is
+/// retried `retries` times, then the batch fails.
+#[test]
+fn retries_then_fail_without_idempotence() {
+    let mut h = Harness::new(
+        config()
+            .enable_idempotence(false)
+            .retries(1)
+            .build()
+            .unwrap(),
+    );
+    let a = h.send(0, "a");
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::NotEnoughReplicas, -1)]);
+    h.advance(60);
+    let r = h.outstanding.front().expect("retried once").id;
+    h.respond(r, &[(0, KafkaError::NotEnoughReplicas, -1)]);
+    assert!(matches!(
+        h.failed(a),
+        Some(DeliveryError::Broker {
+            error: KafkaError::NotEnoughReplicas,
+            ..
+        })
+    ));
+    assert_eq!(h.p.stats().retries, 1);
+    let w = wire(&h.outstanding.front().cloned().unwrap_or_else(|| {
+        h.send(0, "b");
+        h.outstanding.front().unwrap().clone()
+    }));
+    assert_eq!(
+        (w[0].producer_id, w[0].base_sequence),
+        (-1, -1),
+        "no stamp without idempotence"
+    );
+}
+
+/// Port of `SenderTest.testSendInOrder` (max.in.flight 1): the second batch goes only
+/// after the first is answered.
+#[test]
+fn send_in_order_with_one_in_flight() {
+    let mut h = Harness::new(
+        config()
+            .max_in_flight_requests_per_connection(1)
+            .build()
+            .unwrap(),
+    );
+    h.warm(0);
+    let a = h.send(0, "a");
+    let b = h.send(0, "b");
+    assert_eq!(h.outstanding.len(), 1);
+    h.respond_oldest(0, 1, KafkaError::None, 1);
+    assert_eq!(h.outstanding.len(), 1);
+    h.respond_oldest(0, 2, KafkaError::None, 2);
+    assert_eq!(
+        (h.delivered(a), h.delivered(b)),
+        (Some(Some(1)), Some(Some(2)))
+    );
+}
+
+/// Port of `SenderTest.testCanRetryWithoutIdempotence`: without idempotence a retriable
+/// error is retried, a non-retriable one fails the batch at once.
+#[test]
+fn can_retry_without_idempotence() {
+    let mut h = Harness::new(config().enable_idempotence(false).build().unwrap());
+    let a = h.send(0, "a");
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::NotLeaderOrFollower, -1)]);
+    h.advance(60);
+    let r = h.outstanding.front().expect("retried").id;
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    assert_eq!(h.delivered(a), Some(Some(0)));
+    let b = h.send(0, "b");
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::TopicAuthorizationFailed, -1)]);
+    assert!(matches!(
+        h.failed(b),
+        Some(DeliveryError::Broker {
+            error: KafkaError::TopicAuthorizationFailed,
+            ..
+        })
+    ));
+    assert_eq!(
+        h.p.producer_id(),
+        ProducerIdAndEpoch::NONE,
+        "no producer id without idempotence"
+    );
+    assert_eq!(h.init_requests, 0);
+}
+
+/// Port of `SenderTest.testInitProducerIdRequest`: the idempotent producer asks for a
+/// producer id before anything else, and sends nothing until it has one.
+#[test]
+fn init_producer_id_request_comes_first() {
+    let mut p = Producer::new(config().build().unwrap(), Timestamp::ZERO);
+    p.send(&tp(0), &record("a"), Timestamp::ZERO).unwrap();
+    let first = p.poll_request(Timestamp::ZERO).expect("a request");
+    let Request::InitProducerId(init) = first else {
+        panic!("InitProducerId first, got {first:?}")
+    };
+    assert_eq!(init.current, ProducerIdAndEpoch::NONE);
+    while let Some(r) = p.poll_request(Timestamp::ZERO) {
+        assert!(
+            !matches!(r, Request::Produce(_)),
+            "no produce before the producer id"
+        );
+    }
+}
+
+/// Port of `SenderTest.testTooLargeBatchesAreSafelyRemoved`: a one-record batch answered
+/// MESSAGE_TOO_LARGE fails and leaves nothing behind in flight.
+#[test]
+fn too_large_batches_are_safely_removed() {
+    let mut h = idempotent();
+    let a = h.send(0, "a");
+    h.respond_oldest(0, 0, KafkaError::MessageTooLarge, -1);
+    assert!(matches!(
+        h.failed(a),
+        Some(DeliveryError::RecordTooLarge { .. })
+    ));
+    assert_eq!(h.state(0).in_flight_batches, 0);
+    assert!(h.p.is_idle());
+}
