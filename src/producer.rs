@@ -501,7 +501,7 @@ impl Producer {
     }
 
     /// Feeds partition leadership learned from a Metadata response. `request` is the id
-    /// of the [`Request::Metadata`] it answers, or `None` for metadata the driver
+    /// of the [`Request::Metadata`](crate::Request::Metadata) it answers, or `None` for metadata the driver
     /// fetched on its own (bootstrap).
     ///
     /// # Errors
@@ -555,7 +555,7 @@ impl Producer {
         }
     }
 
-    /// Feeds the answer to a [`Request::InitProducerId`].
+    /// Feeds the answer to a [`Request::InitProducerId`](crate::Request::InitProducerId).
     ///
     /// # Errors
     /// [`InputError::UnknownRequest`] when `request` is not the outstanding
