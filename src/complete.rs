@@ -141,7 +141,6 @@ impl Producer {
 
     pub(crate) fn invalidate_leader(&mut self, p: u32) {
         self.partitions[p as usize].leader = None;
-        self.metadata_needed = true;
     }
 
     fn complete_batch(&mut self, id: BatchId, r: &PartitionResponse) {

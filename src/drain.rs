@@ -77,7 +77,6 @@ impl Producer {
             }
         }
         if topics.is_empty() {
-            self.metadata_needed = false;
             return None;
         }
         topics.sort();

@@ -134,6 +134,7 @@ mod complete;
 pub mod config;
 mod drain;
 pub mod error;
+mod expiry;
 mod invariants;
 pub mod io;
 mod partition;

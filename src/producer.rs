@@ -149,7 +149,6 @@ pub struct Producer {
     pub(crate) nodes: Vec<NodeState>,
     pub(crate) next_request_id: u64,
     pub(crate) tickets: TicketSequencer,
-    pub(crate) metadata_needed: bool,
     pub(crate) metadata_in_flight: Option<RequestId>,
     pub(crate) metadata_retry_at: Option<Timestamp>,
     pub(crate) metadata_attempts: u32,
@@ -200,7 +199,6 @@ impl Producer {
             nodes: Vec::new(),
             next_request_id: 0,
             tickets: TicketSequencer::new(),
-            metadata_needed: false,
             metadata_in_flight: None,
             metadata_retry_at: None,
             metadata_attempts: 0,
@@ -396,9 +394,6 @@ impl Producer {
         if full {
             self.close_open(p);
         }
-        if self.partitions[p as usize].leader.is_none() {
-            self.metadata_needed = true;
-        }
         self.buffered_bytes += size;
         self.unreported_records += 1;
         self.stats.records_sent += 1;
@@ -542,11 +537,9 @@ impl Producer {
         if still_unknown || !metadata.topic_errors.is_empty() {
             self.metadata_attempts += 1;
             self.metadata_retry_at = Some(self.now + self.backoff.delay(self.metadata_attempts));
-            self.metadata_needed = still_unknown;
         } else {
             self.metadata_attempts = 0;
             self.metadata_retry_at = None;
-            self.metadata_needed = false;
         }
         if known {
             Ok(())
@@ -753,80 +746,6 @@ impl Producer {
         self.bump_required = false;
         for part in &mut self.partitions {
             part.awaiting_rewrite = false;
-        }
-    }
-
-    /// Expires batches past delivery.timeout.ms: queued ones and ones on the wire (the
-    /// request stays outstanding; its late answer only updates sequencing state).
-    fn expire_batches(&mut self) {
-        let delivery = self.config.delivery_timeout();
-        let now = self.now;
-        for p in 0..self.partitions.len() as u32 {
-            let part = &self.partitions[p as usize];
-            if !part.has_queued() && part.on_wire.is_empty() {
-                continue;
-            }
-            if part
-                .open
-                .as_ref()
-                .is_some_and(|o| o.created + delivery <= now)
-            {
-                self.close_open(p);
-            }
-            let part = &self.partitions[p as usize];
-            let expired: Vec<BatchId> = part
-                .queue
-                .iter()
-                .chain(part.on_wire.iter())
-                .copied()
-                .filter(|&id| {
-                    self.batches
-                        .get(id)
-                        .is_some_and(|b| !b.done && b.created + delivery <= now)
-                })
-                .collect();
-            for id in expired {
-                let part = &mut self.partitions[p as usize];
-                if let Some(pos) = part.queue.iter().position(|&q| q == id) {
-                    part.queue.remove(pos);
-                }
-                self.stats.expired_batches += 1;
-                let tp = self.partitions[p as usize].tp.clone();
-                self.fail_batch(id, DeliveryError::Timeout { partition: tp }, None, false);
-            }
-        }
-    }
-
-    /// Times out requests past request.timeout.ms. A produce request's connection must
-    /// be closed, which fails every request on it as possibly written (Java's
-    /// NetworkClient does the same).
-    fn expire_requests(&mut self) {
-        let now = self.now;
-        while let Some(pos) = self.outstanding.iter().position(|o| o.deadline <= now) {
-            let o = &self.outstanding[pos];
-            let id = o.id;
-            self.stats.request_timeouts += 1;
-            if let OutstandingKind::Produce { node, .. } = o.kind {
-                self.close_queue.push_back(node);
-                let same_node: Vec<RequestId> = self
-                    .outstanding
-                    .iter()
-                    .filter(
-                        |o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node),
-                    )
-                    .map(|o| o.id)
-                    .collect();
-                for rid in same_node {
-                    let _ = self.handle_request_failed(
-                        rid,
-                        crate::io::RequestFailure::Disconnected,
-                        now,
-                    );
-                }
-            } else {
-                let _ =
-                    self.handle_request_failed(id, crate::io::RequestFailure::Disconnected, now);
-            }
         }
     }
 

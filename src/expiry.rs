@@ -1,0 +1,80 @@
+//! Time running out: `delivery.timeout.ms` for batches, `request.timeout.ms` for
+//! requests. Both run from `handle_timeout`.
+
+use alloc::vec::Vec;
+
+use crate::error::DeliveryError;
+use crate::io::RequestFailure;
+use crate::producer::{OutstandingKind, Producer};
+use crate::types::{BatchId, RequestId};
+
+impl Producer {
+    /// Expires batches past delivery.timeout.ms: queued ones and ones on the wire (the
+    /// request stays outstanding; its late answer only updates sequencing state).
+    pub(crate) fn expire_batches(&mut self) {
+        let delivery = self.config.delivery_timeout();
+        let now = self.now;
+        for p in 0..self.partitions.len() as u32 {
+            let part = &self.partitions[p as usize];
+            if !part.has_queued() && part.on_wire.is_empty() {
+                continue;
+            }
+            if part
+                .open
+                .as_ref()
+                .is_some_and(|o| o.created + delivery <= now)
+            {
+                self.close_open(p);
+            }
+            let part = &self.partitions[p as usize];
+            let expired: Vec<BatchId> = part
+                .queue
+                .iter()
+                .chain(part.on_wire.iter())
+                .copied()
+                .filter(|&id| {
+                    self.batches
+                        .get(id)
+                        .is_some_and(|b| !b.done && b.created + delivery <= now)
+                })
+                .collect();
+            for id in expired {
+                let part = &mut self.partitions[p as usize];
+                if let Some(pos) = part.queue.iter().position(|&q| q == id) {
+                    part.queue.remove(pos);
+                }
+                self.stats.expired_batches += 1;
+                let tp = self.partitions[p as usize].tp.clone();
+                self.fail_batch(id, DeliveryError::Timeout { partition: tp }, None, false);
+            }
+        }
+    }
+
+    /// Times out requests past request.timeout.ms. A produce request's connection must
+    /// be closed, which fails every request on it as possibly written (Java's
+    /// NetworkClient does the same).
+    pub(crate) fn expire_requests(&mut self) {
+        let now = self.now;
+        while let Some(pos) = self.outstanding.iter().position(|o| o.deadline <= now) {
+            let o = &self.outstanding[pos];
+            let id = o.id;
+            self.stats.request_timeouts += 1;
+            if let OutstandingKind::Produce { node, .. } = o.kind {
+                self.close_queue.push_back(node);
+                let same_node: Vec<RequestId> = self
+                    .outstanding
+                    .iter()
+                    .filter(
+                        |o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node),
+                    )
+                    .map(|o| o.id)
+                    .collect();
+                for rid in same_node {
+                    let _ = self.handle_request_failed(rid, RequestFailure::Disconnected, now);
+                }
+            } else {
+                let _ = self.handle_request_failed(id, RequestFailure::Disconnected, now);
+            }
+        }
+    }
+}
