@@ -163,6 +163,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
                 Request::CloseConnection { .. } => unreachable!("never put on the network"),
+                // Only a producer with a transactional.id asks for these.
+                other => unreachable!("not transactional: {other:?}"),
             }
         }
         // 5. handle_timeout once the clock reached the core's deadline.

@@ -95,6 +95,7 @@ impl Producer {
                     self.retry_producer_id();
                 }
             }
+            OutstandingKind::Transactional => self.txn_request_failed(request, failure),
             OutstandingKind::Metadata => {
                 if self.metadata_in_flight == Some(request) {
                     self.metadata_in_flight = None;
@@ -258,6 +259,18 @@ impl Producer {
         let reopened = b.reopened;
         let base = b.stamp.map(|s| s.base_sequence);
         let part = &self.partitions[p as usize];
+        if self.txn.is_some() {
+            // Transactional (A.5): no client-side bump; a sequence error that is not
+            // "an earlier batch failed" fails the batch, and the abort bumps the epoch.
+            return match error {
+                KafkaError::UnknownProducerId => log_start == -1 || reopened,
+                KafkaError::OutOfOrderSequenceNumber => {
+                    part.unresolved.is_none()
+                        && (reopened || base.is_some_and(|b| !part.is_next_sequence(b)))
+                }
+                e => e.is_retriable(),
+            };
+        }
         match error {
             KafkaError::UnknownProducerId => {
                 if log_start == -1 || reopened {
@@ -355,7 +368,16 @@ impl Producer {
         };
         self.partitions[p as usize].remove_inflight(id);
         self.report(id, Err(error));
-        if self.fatal.is_some() || !self.is_idempotent() || !stamped || released {
+        if self.fatal.is_some() || !self.is_idempotent() || released {
+            return;
+        }
+        if self.txn.is_some() {
+            // A failed batch makes the transaction abortable; the abort's epoch bump
+            // (KIP-360 for TV1, every EndTxn for TV2) restarts every sequence.
+            self.txn_abortable(kafka_error.unwrap_or(KafkaError::RequestTimedOut));
+            return;
+        }
+        if !stamped {
             return;
         }
         let sequence_error = matches!(

@@ -35,6 +35,11 @@ impl Producer {
             self.flushing = false;
         }
         self.maybe_resolve_sequences();
+        match self.poll_transactional(now) {
+            Ok(Some(r)) => return Some(r),
+            Err(()) => return None,
+            Ok(None) => {}
+        }
         self.maybe_apply_epoch_bump();
         if let Some(r) = self.maybe_request_producer_id() {
             return Some(r);
@@ -58,6 +63,7 @@ impl Producer {
         });
         Some(Request::InitProducerId(InitProducerIdRequest {
             id,
+            node: None,
             transactional_id: None,
             transaction_timeout: self.config.transaction_timeout(),
             current: crate::types::ProducerIdAndEpoch::NONE,
@@ -102,6 +108,9 @@ impl Producer {
     /// Whether partition `p`'s head batch may be drained now, and to which node. The
     /// gates are Java's `shouldStopDrainBatchesForPartition` plus backoff and linger.
     fn head(&self, p: u32) -> Head {
+        if !self.txn_allows_drain(p) {
+            return Head::NotReady;
+        }
         let part = &self.partitions[p as usize];
         if part.awaiting_rewrite && !self.may_resolve_before_rewrite(p) {
             return Head::NotReady;
@@ -329,7 +338,8 @@ impl Producer {
             ticket,
             acks,
             timeout: self.config.request_timeout(),
-            transactional_id: None,
+            transactional_id: self.txn.as_ref().map(|t| t.id.clone()),
+            transaction_v2: self.txn.as_ref().is_some_and(|t| t.v2),
             batches,
         })
     }

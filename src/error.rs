@@ -326,6 +326,10 @@ pub enum SendError {
         /// `max.request.size`.
         max: usize,
     },
+    /// A transactional producer sends only inside a transaction
+    /// ([`Producer::begin_transaction`](crate::Producer::begin_transaction)).
+    #[error("no transaction is open")]
+    NotInTransaction,
     /// The partition number is negative.
     #[error("invalid partition {0}")]
     InvalidPartition(i32),

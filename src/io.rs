@@ -9,6 +9,7 @@ use core::time::Duration;
 use crate::config::Acks;
 use crate::error::{DeliveryError, KafkaError};
 use crate::ticket::Ticket;
+use crate::txn::{ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, TxnError, TxnOp};
 use crate::types::{NodeId, ProducerIdAndEpoch, RecordId, RequestId, Topic, TopicPartition};
 
 /// Something the driver must do on the network. Returned by
@@ -22,6 +23,16 @@ pub enum Request {
     InitProducerId(InitProducerIdRequest),
     /// Send a Metadata request for these topics to any broker.
     Metadata(MetadataRequest),
+    /// Find a coordinator (transactions): send FindCoordinator to any broker.
+    FindCoordinator(FindCoordinatorRequest),
+    /// Send AddPartitionsToTxn (v3 or below) to the transaction coordinator.
+    AddPartitionsToTxn(AddPartitionsToTxnRequest),
+    /// Send AddOffsetsToTxn to the transaction coordinator.
+    AddOffsetsToTxn(AddOffsetsToTxnRequest),
+    /// Send TxnOffsetCommit to the group coordinator.
+    TxnOffsetCommit(TxnOffsetCommitRequest),
+    /// Send EndTxn to the transaction coordinator.
+    EndTxn(EndTxnRequest),
     /// Close the connection to `node`: a request on it timed out. The core has already
     /// treated every request outstanding on that connection as possibly written; answers
     /// still in the socket must be dropped, not fed back.
@@ -48,6 +59,8 @@ pub struct ProduceRequest {
     pub timeout: Duration,
     /// The transactional id, if any.
     pub transactional_id: Option<String>,
+    /// Transaction version 2 (KIP-890): Produce v12, which adds partitions implicitly.
+    pub transaction_v2: bool,
     /// The batches, ready to go on the wire as they are.
     pub batches: Vec<ProduceBatch>,
 }
@@ -66,12 +79,92 @@ pub struct ProduceBatch {
 pub struct InitProducerIdRequest {
     /// Feed the answer back with this id.
     pub id: RequestId,
+    /// The transaction coordinator, or `None` for any broker (idempotent producer).
+    pub node: Option<NodeId>,
     /// The transactional id, if any.
     pub transactional_id: Option<String>,
     /// `transaction.timeout.ms`.
     pub transaction_timeout: Duration,
     /// The current id and epoch for a KIP-360 bump, or [`ProducerIdAndEpoch::NONE`].
     pub current: ProducerIdAndEpoch,
+}
+
+/// A FindCoordinator request. Feed the answer back with
+/// [`Producer::handle_find_coordinator`](crate::Producer::handle_find_coordinator).
+#[derive(Clone, Debug)]
+pub struct FindCoordinatorRequest {
+    /// Feed the answer back with this id.
+    pub id: RequestId,
+    /// Which coordinator.
+    pub key_type: CoordinatorType,
+    /// The transactional id or the group id.
+    pub key: String,
+}
+
+/// An AddPartitionsToTxn request (client versions, v0 to v3).
+#[derive(Clone, Debug)]
+pub struct AddPartitionsToTxnRequest {
+    /// Feed the answer back with this id.
+    pub id: RequestId,
+    /// The transaction coordinator.
+    pub node: NodeId,
+    /// The transactional id.
+    pub transactional_id: String,
+    /// The producer id and epoch.
+    pub producer: ProducerIdAndEpoch,
+    /// Every partition the transaction gained since the last such request.
+    pub partitions: Vec<TopicPartition>,
+}
+
+/// An AddOffsetsToTxn request.
+#[derive(Clone, Debug)]
+pub struct AddOffsetsToTxnRequest {
+    /// Feed the answer back with this id.
+    pub id: RequestId,
+    /// The transaction coordinator.
+    pub node: NodeId,
+    /// The transactional id.
+    pub transactional_id: String,
+    /// The producer id and epoch.
+    pub producer: ProducerIdAndEpoch,
+    /// The consumer group.
+    pub group_id: String,
+}
+
+/// A TxnOffsetCommit request.
+#[derive(Clone, Debug)]
+pub struct TxnOffsetCommitRequest {
+    /// Feed the answer back with this id.
+    pub id: RequestId,
+    /// The group coordinator.
+    pub node: NodeId,
+    /// The transactional id.
+    pub transactional_id: String,
+    /// The producer id and epoch.
+    pub producer: ProducerIdAndEpoch,
+    /// The consumer group.
+    pub group: ConsumerGroupMetadata,
+    /// The offsets still to commit.
+    pub offsets: Vec<OffsetToCommit>,
+    /// Transaction version 2: TxnOffsetCommit v5, which adds the group implicitly.
+    pub transaction_v2: bool,
+}
+
+/// An EndTxn request.
+#[derive(Clone, Debug)]
+pub struct EndTxnRequest {
+    /// Feed the answer back with this id.
+    pub id: RequestId,
+    /// The transaction coordinator.
+    pub node: NodeId,
+    /// The transactional id.
+    pub transactional_id: String,
+    /// The producer id and epoch.
+    pub producer: ProducerIdAndEpoch,
+    /// Commit, or abort.
+    pub commit: bool,
+    /// Transaction version 2: EndTxn v5, whose answer carries the bumped epoch.
+    pub transaction_v2: bool,
 }
 
 /// A Metadata request.
@@ -209,6 +302,13 @@ pub enum Event {
     ProducerIdChanged {
         /// The new identity.
         id: ProducerIdAndEpoch,
+    },
+    /// A transactional operation completed.
+    TransactionCompleted {
+        /// The operation.
+        op: TxnOp,
+        /// Its outcome.
+        result: Result<(), TxnError>,
     },
     /// The producer hit a fatal error; every pending and later record fails.
     Fatal {

@@ -94,6 +94,8 @@
 //!                 producer.handle_produce_response(r.id, &response, now).unwrap();
 //!             }
 //!             Request::CloseConnection { .. } => {}
+//!             // Transactional requests come only with a transactional.id.
+//!             _ => unreachable!(),
 //!         }
 //!     }
 //!     // 2. Everything the application should learn.
@@ -142,14 +144,22 @@ mod producer;
 pub mod record;
 mod sequencing;
 pub mod ticket;
+pub mod txn;
+mod txn_complete;
+mod txn_ops;
 pub mod types;
 
 pub use config::{Acks, ConfigError, ProducerConfig, ProducerConfigBuilder};
 pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, SendError};
 pub use io::{
-    Event, InitProducerIdRequest, LeaderHint, Metadata, MetadataRequest, PartitionMetadata,
-    PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse, Request, RequestFailure,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
+    FindCoordinatorRequest, InitProducerIdRequest, LeaderHint, Metadata, MetadataRequest,
+    PartitionMetadata, PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse, Request,
+    RequestFailure, TxnOffsetCommitRequest,
 };
 pub use producer::{Producer, SequenceState, Stats};
 pub use record::{Header, Record};
+pub use txn::{
+    ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, TransactionState, TxnError, TxnOp,
+};
 pub use types::*;

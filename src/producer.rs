@@ -15,6 +15,7 @@ use crate::io::{Event, Metadata};
 use crate::partition::{OpenBatch, PartitionState};
 use crate::record::{BatchBuilder, Compression, Record, RECORD_BATCH_OVERHEAD};
 use crate::ticket::TicketSequencer;
+use crate::txn::Txn;
 use crate::types::{
     BatchId, NodeId, ProducerIdAndEpoch, RecordId, RequestId, Sequence, Timestamp, TopicPartition,
 };
@@ -72,6 +73,9 @@ pub(crate) enum IdState {
     Needed,
     /// InitProducerId is outstanding.
     Requested(RequestId),
+    /// Transactional: the producer id comes from `init_transactions` (and after an
+    /// abort's bump); nothing asks for one on its own.
+    Transactional,
     /// `producer_id` is valid.
     Ready,
 }
@@ -86,9 +90,14 @@ pub(crate) enum Lifecycle {
 
 #[derive(Debug)]
 pub(crate) enum OutstandingKind {
-    Produce { node: NodeId, batches: Vec<BatchId> },
+    Produce {
+        node: NodeId,
+        batches: Vec<BatchId>,
+    },
     InitProducerId,
     Metadata,
+    /// The one outstanding transactional request (see `txn.in_flight`).
+    Transactional,
 }
 
 /// A request handed to the driver and not yet answered.
@@ -161,6 +170,8 @@ pub struct Producer {
     /// Bytes of batches not yet reported (buffer.memory accounting).
     pub(crate) buffered_bytes: usize,
     pub(crate) stats: Stats,
+    /// The transactional state machine, iff `transactional.id` is set.
+    pub(crate) txn: Option<Txn>,
 }
 
 impl Producer {
@@ -172,7 +183,12 @@ impl Producer {
             config.retry_backoff_max(),
             config.jitter_seed(),
         );
-        let id_state = if config.enable_idempotence() {
+        let txn = config
+            .transactional_id()
+            .map(|id| Txn::new(id.into(), config.transaction_timeout()));
+        let id_state = if txn.is_some() {
+            IdState::Transactional
+        } else if config.enable_idempotence() {
             IdState::Needed
         } else {
             IdState::Disabled
@@ -208,6 +224,7 @@ impl Producer {
             unreported_records: 0,
             buffered_bytes: 0,
             stats: Stats::default(),
+            txn,
         }
     }
 
@@ -368,6 +385,7 @@ impl Producer {
             });
         }
         let p = self.partition_for(partition);
+        self.txn_add_partition(p)?;
         let batch_size = self.config.batch_size();
         let needs_new = match &self.partitions[p as usize].open {
             Some(open) => !open.builder.has_room_for(record, batch_size),
@@ -560,6 +578,9 @@ impl Producer {
         now: Timestamp,
     ) -> Result<(), InputError> {
         self.observe(now);
+        if self.txn.is_some() {
+            return self.txn_producer_id(request, result, now);
+        }
         if self.id_state != IdState::Requested(request) {
             return Err(InputError::UnknownRequest(request));
         }
@@ -692,6 +713,7 @@ impl Producer {
             return;
         }
         self.fatal = Some(error);
+        self.txn_fatal(error);
         self.events.push_back(Event::Fatal { error });
         self.fail_everything(&DeliveryError::Fatal(error));
     }

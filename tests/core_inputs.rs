@@ -121,6 +121,7 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                     );
                 }
                 Request::CloseConnection { node } => outstanding.retain(|o| o.node != node),
+                other => panic!("transactional request from an idempotent producer: {other:?}"),
             }
         }
         while let Some(e) = p.poll_event() {

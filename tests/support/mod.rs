@@ -11,6 +11,8 @@ use kacrab_idempotence::record::{self, Record};
 use kacrab_idempotence::*;
 
 pub const TOPIC: &str = "t";
+/// The node the harness names as every coordinator.
+pub const COORDINATOR: i32 = 9;
 
 pub fn tp(p: i32) -> TopicPartition {
     TopicPartition::new(TOPIC, p)
@@ -63,6 +65,8 @@ pub struct Harness {
     pub leaders: Vec<(i32, i32, i32)>,
     pub answer_metadata: bool,
     pub init_requests: usize,
+    /// Transactional requests handed out (FindCoordinator is answered by the harness).
+    pub txn_requests: VecDeque<Request>,
     pub metadata_requests: usize,
 }
 
@@ -91,6 +95,7 @@ impl Harness {
             leaders: Vec::new(),
             answer_metadata: true,
             init_requests: 0,
+            txn_requests: VecDeque::new(),
             metadata_requests: 0,
         };
         h.pump();
@@ -133,11 +138,24 @@ impl Harness {
             while let Some(r) = self.p.poll_request(self.now) {
                 progressed = true;
                 match r {
+                    Request::InitProducerId(r) if r.transactional_id.is_some() => {
+                        self.init_requests += 1;
+                        self.txn_requests.push_back(Request::InitProducerId(r));
+                    }
                     Request::InitProducerId(r) => {
                         self.init_requests += 1;
                         let pid = self.next_pid;
                         self.p.handle_producer_id(r.id, Ok(pid), self.now).unwrap();
                     }
+                    Request::FindCoordinator(r) => {
+                        self.p
+                            .handle_find_coordinator(r.id, Ok(NodeId(COORDINATOR)), self.now)
+                            .unwrap();
+                    }
+                    r @ (Request::AddPartitionsToTxn(_)
+                    | Request::AddOffsetsToTxn(_)
+                    | Request::TxnOffsetCommit(_)
+                    | Request::EndTxn(_)) => self.txn_requests.push_back(r),
                     Request::Metadata(r) => {
                         self.metadata_requests += 1;
                         if !self.answer_metadata {

@@ -701,7 +701,7 @@ impl Io {
                     self.gate.lock().fatal = Some(error);
                     self.gate.notify();
                 }
-                Event::ProducerIdChanged { .. } => {}
+                Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
             }
         }
         self.maybe_close_core();

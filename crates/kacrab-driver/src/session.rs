@@ -391,6 +391,13 @@ impl Session {
                 let conn = self.any_conn();
                 self.enqueue(conn, request, now);
             }
+            // The session does not route transactional requests yet (the core emits
+            // them only after `init_transactions`, which no adapter exposes so far).
+            Request::FindCoordinator(r) => self.not_routed(r.id, now),
+            Request::AddPartitionsToTxn(r) => self.not_routed(r.id, now),
+            Request::AddOffsetsToTxn(r) => self.not_routed(r.id, now),
+            Request::TxnOffsetCommit(r) => self.not_routed(r.id, now),
+            Request::EndTxn(r) => self.not_routed(r.id, now),
             Request::CloseConnection { node } => {
                 let ids: Vec<ConnId> = self
                     .conns
@@ -403,6 +410,12 @@ impl Session {
                 }
             }
         }
+    }
+
+    fn not_routed(&mut self, id: RequestId, now: Timestamp) {
+        let _ = self
+            .core
+            .handle_request_failed(id, RequestFailure::NotSent, now);
     }
 
     fn enqueue(&mut self, conn: ConnId, request: Request, now: Timestamp) {
@@ -432,7 +445,7 @@ impl Session {
                 r.id,
                 kacrab_wire::Request::Metadata(convert::metadata_request(&r.topics)),
             ),
-            Request::CloseConnection { .. } => return,
+            _ => return,
         };
         let deadline = now + self.core.config().request_timeout();
         let Some(c) = self.conn_mut(conn) else { return };
@@ -631,7 +644,7 @@ impl Session {
                 }
                 Request::InitProducerId(i) => i.id,
                 Request::Metadata(m) => m.id,
-                Request::CloseConnection { .. } => continue,
+                _ => continue,
             };
             let _ = self
                 .core

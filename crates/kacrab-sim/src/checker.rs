@@ -553,7 +553,7 @@ impl Checker {
                     format!("producer went fatal: {error}"),
                 );
             }
-            Event::ProducerIdChanged { .. } => {}
+            Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
         }
     }
 

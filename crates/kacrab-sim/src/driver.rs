@@ -48,6 +48,9 @@ impl Cluster {
                 self.trace_line(|| format!("producer id now {id}"));
             }
             Event::Fatal { error } => self.trace_line(|| format!("FATAL {error}")),
+            Event::TransactionCompleted { op, result } => {
+                self.trace_line(|| format!("transaction {op:?}: {result:?}"));
+            }
         }
         self.checker.on_event(event);
     }
@@ -101,6 +104,16 @@ impl Cluster {
                 self.write_any(ToBroker::Metadata(r));
             }
             Request::CloseConnection { node } => self.close_connection(node),
+            // The simulated producer has no transactional.id (transactions are the next
+            // step for the simulator): such a request is a protocol violation.
+            Request::FindCoordinator(_)
+            | Request::AddPartitionsToTxn(_)
+            | Request::AddOffsetsToTxn(_)
+            | Request::TxnOffsetCommit(_)
+            | Request::EndTxn(_) => self.checker.violation(
+                ViolationKind::Protocol,
+                "transactional request from a producer without transactional.id".to_owned(),
+            ),
         }
     }
 

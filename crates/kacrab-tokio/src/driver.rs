@@ -650,7 +650,9 @@ impl Driver {
                 true
             }
             // Every record is failed by its own event; later sends fail in `send`.
-            Event::Fatal { .. } | Event::ProducerIdChanged { .. } => false,
+            Event::Fatal { .. }
+            | Event::ProducerIdChanged { .. }
+            | Event::TransactionCompleted { .. } => false,
         }
     }
 }

@@ -1,0 +1,335 @@
+//! Transactions: the transactional state machine (Java's `TransactionManager` for a
+//! producer with a `transactional.id`), the application's operations, and the queue of
+//! transactional requests. Answers are handled in `txn_complete.rs`.
+//!
+//! Transactions layer on the idempotent machine without changing its sequencing rules.
+//! What differs is in a few places only: a failed batch makes the transaction abortable
+//! instead of bumping the epoch (the abort bumps it, KIP-360 / KIP-890), only partitions
+//! added to the transaction drain, and an abort fails the batches never sent.
+
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::error::KafkaError;
+use crate::types::{NodeId, RequestId, Timestamp, TopicPartition};
+
+/// The transactional states (Java's `TransactionManager.State`, without 2PC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransactionState {
+    /// `init_transactions` not called yet (or its authorization failed).
+    Uninitialized,
+    /// Getting a producer id (InitProducerId), or bumping the epoch after an abort.
+    Initializing,
+    /// Ready to begin a transaction.
+    Ready,
+    /// A transaction is open.
+    InTransaction,
+    /// Commit requested: flushing, then EndTxn(COMMIT).
+    CommittingTransaction,
+    /// Abort requested: unsent batches fail, sent ones finish, then EndTxn(ABORT).
+    AbortingTransaction,
+    /// The transaction must be aborted; only `abort_transaction` works.
+    AbortableError,
+    /// Nothing works any more (fenced, unauthorized, or an invalid transition).
+    FatalError,
+}
+
+impl TransactionState {
+    /// Java's transition table (reference A.9). `FatalError` is reachable from anywhere.
+    #[must_use]
+    pub fn can_transition_to(self, target: Self) -> bool {
+        use TransactionState as S;
+        match target {
+            S::Uninitialized => matches!(self, S::Ready | S::AbortableError | S::Initializing),
+            S::Initializing => {
+                matches!(
+                    self,
+                    S::Uninitialized | S::CommittingTransaction | S::AbortingTransaction
+                )
+            }
+            S::Ready => {
+                matches!(
+                    self,
+                    S::Initializing | S::CommittingTransaction | S::AbortingTransaction
+                )
+            }
+            S::InTransaction => self == S::Ready,
+            S::CommittingTransaction => self == S::InTransaction,
+            S::AbortingTransaction => matches!(self, S::InTransaction | S::AbortableError),
+            S::AbortableError => matches!(
+                self,
+                S::InTransaction | S::CommittingTransaction | S::AbortableError | S::Initializing
+            ),
+            S::FatalError => true,
+        }
+    }
+}
+
+/// An application operation that completes later, with one
+/// [`Event::TransactionCompleted`](crate::Event::TransactionCompleted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxnOp {
+    /// [`Producer::init_transactions`](crate::Producer::init_transactions).
+    InitTransactions,
+    /// [`Producer::begin_transaction`](crate::Producer::begin_transaction) (completes at
+    /// once: it only appears in errors, never in an event).
+    BeginTransaction,
+    /// [`Producer::send_offsets_to_transaction`](crate::Producer::send_offsets_to_transaction).
+    SendOffsets,
+    /// [`Producer::commit_transaction`](crate::Producer::commit_transaction).
+    Commit,
+    /// [`Producer::abort_transaction`](crate::Producer::abort_transaction).
+    Abort,
+}
+
+/// Why a transactional operation was refused or failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TxnError {
+    /// The producer has no `transactional.id`.
+    #[error("the producer has no transactional.id")]
+    NotTransactional,
+    /// The operation is not valid in the current state (nothing changed).
+    #[error("cannot {op:?} in state {state:?}")]
+    InvalidState {
+        /// The operation.
+        op: TxnOp,
+        /// The state it was called in.
+        state: TransactionState,
+    },
+    /// Another operation is still pending; call that one again, or wait for its event.
+    #[error("{pending:?} is still pending")]
+    OperationPending {
+        /// The pending operation.
+        pending: TxnOp,
+    },
+    /// The transaction must be aborted ([`Producer::abort_transaction`](crate::Producer::abort_transaction)).
+    #[error("the transaction must be aborted: {0}")]
+    Abortable(KafkaError),
+    /// Another producer with the same transactional id took over.
+    #[error("fenced by another producer with the same transactional.id")]
+    ProducerFenced,
+    /// The producer can no longer be used.
+    #[error("fatal transactional error: {0}")]
+    Fatal(KafkaError),
+    /// Not authorized for the transactional id (init_transactions may be called again).
+    #[error("not authorized: {0}")]
+    Unauthorized(KafkaError),
+}
+
+/// A consumer group's identity, for [`Producer::send_offsets_to_transaction`](crate::Producer::send_offsets_to_transaction) (KIP-447).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumerGroupMetadata {
+    /// The group id.
+    pub group_id: String,
+    /// The generation, or -1.
+    pub generation_id: i32,
+    /// The member id, or empty.
+    pub member_id: String,
+    /// The static member id, if any.
+    pub group_instance_id: Option<String>,
+}
+
+/// One consumer offset to commit with the transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetToCommit {
+    /// The consumed partition.
+    pub partition: TopicPartition,
+    /// The next offset to consume.
+    pub offset: i64,
+    /// The leader epoch of the consumed record, if known.
+    pub leader_epoch: Option<i32>,
+    /// Metadata stored with the offset.
+    pub metadata: Option<String>,
+}
+
+/// Which coordinator a FindCoordinator request looks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoordinatorType {
+    /// A consumer group's coordinator (key: the group id).
+    Group,
+    /// The transaction coordinator (key: the transactional id).
+    Transaction,
+}
+
+/// A transactional request waiting to be sent, in Java's priority order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Queued {
+    FindCoordinator(CoordinatorType),
+    /// `bump`: the KIP-360 epoch bump after an abort (sorts after EndTxn).
+    InitProducerId {
+        bump: bool,
+    },
+    AddPartitions,
+    AddOffsets,
+    TxnOffsetCommit,
+    EndTxn {
+        commit: bool,
+    },
+}
+
+impl Queued {
+    pub(crate) fn priority(&self) -> u8 {
+        match self {
+            Self::FindCoordinator(_) => 0,
+            Self::InitProducerId { bump: false } => 1,
+            Self::AddPartitions | Self::AddOffsets | Self::TxnOffsetCommit => 2,
+            Self::EndTxn { .. } => 3,
+            Self::InitProducerId { bump: true } => 4,
+        }
+    }
+
+    /// The coordinator the request goes to, if it needs one.
+    pub(crate) fn coordinator(&self) -> Option<CoordinatorType> {
+        match self {
+            Self::FindCoordinator(_) => None,
+            Self::TxnOffsetCommit => Some(CoordinatorType::Group),
+            _ => Some(CoordinatorType::Transaction),
+        }
+    }
+}
+
+/// The transactional part of a producer. Present iff `transactional.id` is set.
+#[derive(Debug)]
+pub(crate) struct Txn {
+    pub(crate) id: String,
+    pub(crate) timeout: Duration,
+    pub(crate) state: TransactionState,
+    /// The cause of `AbortableError` / `FatalError`.
+    pub(crate) last_error: Option<KafkaError>,
+    pub(crate) coordinator: Option<NodeId>,
+    pub(crate) group_coordinator: Option<NodeId>,
+    /// The broker's finalized `transaction.version` (KIP-890), as last reported.
+    pub(crate) version_level: i16,
+    /// Transaction version 2 in use, sampled at init and at each commit/abort.
+    pub(crate) v2: bool,
+    /// The abort must be followed by an InitProducerId that bumps the epoch (TV1).
+    pub(crate) bump_required: bool,
+    /// Something was added to the transaction (a partition or offsets): EndTxn is sent.
+    pub(crate) started: bool,
+    pub(crate) new_partitions: BTreeSet<u32>,
+    pub(crate) pending_partitions: BTreeSet<u32>,
+    pub(crate) partitions: BTreeSet<u32>,
+    pub(crate) group: Option<ConsumerGroupMetadata>,
+    pub(crate) pending_offsets: Vec<OffsetToCommit>,
+    /// Waiting requests; the first of the lowest priority goes next.
+    pub(crate) queue: Vec<Queued>,
+    /// The one transactional request on the wire, and the partitions it carries.
+    pub(crate) in_flight: Option<(RequestId, Queued)>,
+    pub(crate) retry_at: Option<Timestamp>,
+    pub(crate) attempts: u32,
+    /// The application operation waiting for its completion event.
+    pub(crate) op: Option<TxnOp>,
+}
+
+impl Txn {
+    pub(crate) fn new(id: String, timeout: Duration) -> Self {
+        Self {
+            id,
+            timeout,
+            state: TransactionState::Uninitialized,
+            last_error: None,
+            coordinator: None,
+            group_coordinator: None,
+            version_level: 0,
+            v2: false,
+            bump_required: false,
+            started: false,
+            new_partitions: BTreeSet::new(),
+            pending_partitions: BTreeSet::new(),
+            partitions: BTreeSet::new(),
+            group: None,
+            pending_offsets: Vec::new(),
+            queue: Vec::new(),
+            in_flight: None,
+            retry_at: None,
+            attempts: 0,
+            op: None,
+        }
+    }
+
+    pub(crate) fn enqueue(&mut self, q: Queued) {
+        if !self.queue.contains(&q) && self.in_flight.as_ref().is_none_or(|(_, f)| *f != q) {
+            self.queue.push(q);
+        }
+    }
+
+    /// The next request by priority (stable within a priority).
+    pub(crate) fn next_index(&self) -> Option<usize> {
+        (0..self.queue.len()).min_by_key(|&i| self.queue[i].priority())
+    }
+
+    /// Clears what belongs to one transaction (Java's `resetTransactionState`).
+    pub(crate) fn reset_transaction(&mut self) {
+        self.state = if self.bump_required {
+            TransactionState::Initializing
+        } else {
+            TransactionState::Ready
+        };
+        self.last_error = None;
+        self.started = false;
+        self.new_partitions.clear();
+        self.pending_partitions.clear();
+        self.partitions.clear();
+        self.group = None;
+        self.pending_offsets.clear();
+    }
+
+    pub(crate) fn is_completing(&self) -> bool {
+        matches!(
+            self.state,
+            TransactionState::CommittingTransaction | TransactionState::AbortingTransaction
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Port of the transition matrix of `TransactionManager.State.isTransitionValid`.
+    #[test]
+    fn transitions_follow_java() {
+        use TransactionState as S;
+        assert!(S::Ready.can_transition_to(S::InTransaction));
+        assert!(!S::Uninitialized.can_transition_to(S::InTransaction));
+        assert!(S::InTransaction.can_transition_to(S::CommittingTransaction));
+        assert!(S::AbortableError.can_transition_to(S::AbortingTransaction));
+        assert!(!S::AbortableError.can_transition_to(S::CommittingTransaction));
+        assert!(S::CommittingTransaction.can_transition_to(S::Ready));
+        assert!(S::AbortingTransaction.can_transition_to(S::Initializing));
+        for s in [
+            S::Uninitialized,
+            S::Ready,
+            S::InTransaction,
+            S::AbortableError,
+        ] {
+            assert!(s.can_transition_to(S::FatalError));
+        }
+    }
+
+    #[test]
+    fn queue_serves_by_priority() {
+        let mut t = Txn::new("tx".into(), Duration::from_secs(60));
+        t.enqueue(Queued::InitProducerId { bump: true });
+        t.enqueue(Queued::EndTxn { commit: true });
+        t.enqueue(Queued::AddPartitions);
+        t.enqueue(Queued::AddPartitions);
+        t.enqueue(Queued::FindCoordinator(CoordinatorType::Transaction));
+        assert_eq!(t.queue.len(), 4, "duplicates are not queued");
+        let order: Vec<Queued> =
+            core::iter::from_fn(|| t.next_index().map(|i| t.queue.remove(i))).collect();
+        assert_eq!(
+            order,
+            alloc::vec![
+                Queued::FindCoordinator(CoordinatorType::Transaction),
+                Queued::AddPartitions,
+                Queued::EndTxn { commit: true },
+                Queued::InitProducerId { bump: true },
+            ]
+        );
+    }
+}

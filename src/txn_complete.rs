@@ -1,0 +1,411 @@
+//! Answers to the transactional requests (Java's per-RPC handlers, reference A.11).
+
+use alloc::vec::Vec;
+
+use crate::error::{InputError, KafkaError};
+use crate::io::{Event, RequestFailure};
+use crate::producer::{IdState, Producer};
+use crate::txn::{CoordinatorType, Queued, TransactionState as S, TxnError, TxnOp};
+use crate::types::{NodeId, ProducerIdAndEpoch, RequestId, Timestamp, TopicPartition};
+
+/// What an answer asks the state machine to do next.
+enum Next {
+    /// Done with this request.
+    Done,
+    /// Send it again after a backoff.
+    Retry,
+    /// Look the coordinator up again, then send it again.
+    Relookup(CoordinatorType),
+    /// The transaction must be aborted.
+    Abortable(KafkaError),
+    /// The producer is done for.
+    Fatal(KafkaError),
+}
+
+/// The classification most transactional answers share (A.11).
+fn common(error: KafkaError, coordinator: CoordinatorType) -> Next {
+    match error {
+        KafkaError::None => Next::Done,
+        KafkaError::NotCoordinator | KafkaError::CoordinatorNotAvailable => {
+            Next::Relookup(coordinator)
+        }
+        KafkaError::InvalidProducerEpoch | KafkaError::ProducerFenced => {
+            Next::Fatal(KafkaError::ProducerFenced)
+        }
+        KafkaError::TransactionalIdAuthorizationFailed
+        | KafkaError::InvalidTxnState
+        | KafkaError::InvalidProducerIdMapping => Next::Fatal(error),
+        KafkaError::UnknownProducerId | KafkaError::TransactionAbortable => Next::Abortable(error),
+        e if e.is_retriable() => Next::Retry,
+        e => Next::Fatal(e),
+    }
+}
+
+impl Producer {
+    /// Takes the outstanding transactional request `id` off the books.
+    fn take_txn(&mut self, id: RequestId, now: Timestamp) -> Result<Queued, InputError> {
+        self.observe(now);
+        let in_flight = self
+            .txn
+            .as_ref()
+            .and_then(|t| t.in_flight.as_ref())
+            .map(|(r, _)| *r);
+        if in_flight != Some(id) {
+            return Err(InputError::UnknownRequest(id));
+        }
+        self.take_outstanding(id);
+        let (_, q) = self
+            .txn
+            .as_mut()
+            .expect("checked")
+            .in_flight
+            .take()
+            .expect("checked");
+        Ok(q)
+    }
+
+    fn apply(&mut self, q: Queued, next: Next) {
+        let t = self.txn.as_mut().expect("transactional");
+        match next {
+            Next::Done => {
+                t.attempts = 0;
+                t.retry_at = None;
+            }
+            Next::Retry => {
+                t.attempts += 1;
+                let delay = self.backoff.delay(t.attempts);
+                let t = self.txn.as_mut().expect("transactional");
+                t.retry_at = Some(self.now + delay);
+                t.queue.push(q);
+            }
+            Next::Relookup(kind) => {
+                match kind {
+                    CoordinatorType::Transaction => t.coordinator = None,
+                    CoordinatorType::Group => t.group_coordinator = None,
+                }
+                t.queue.push(q);
+            }
+            Next::Abortable(e) => self.txn_abortable(e),
+            Next::Fatal(e) => self.enter_fatal(e),
+        }
+    }
+
+    /// Feeds the answer to a [`Request::FindCoordinator`](crate::Request::FindCoordinator).
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not outstanding.
+    pub fn handle_find_coordinator(
+        &mut self,
+        request: RequestId,
+        result: Result<NodeId, KafkaError>,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        let q = self.take_txn(request, now)?;
+        let Queued::FindCoordinator(kind) = q else {
+            return Err(InputError::Mismatch {
+                request,
+                reason: "not a FindCoordinator request",
+            });
+        };
+        let next = match result {
+            Ok(node) => {
+                let t = self.txn.as_mut().expect("transactional");
+                match kind {
+                    CoordinatorType::Transaction => t.coordinator = Some(node),
+                    CoordinatorType::Group => t.group_coordinator = Some(node),
+                }
+                Next::Done
+            }
+            Err(KafkaError::GroupAuthorizationFailed) => {
+                Next::Abortable(KafkaError::GroupAuthorizationFailed)
+            }
+            Err(KafkaError::TransactionAbortable) => {
+                Next::Abortable(KafkaError::TransactionAbortable)
+            }
+            Err(e) if e.is_retriable() => Next::Retry,
+            Err(e) => Next::Fatal(e),
+        };
+        self.apply(q, next);
+        Ok(())
+    }
+
+    /// The transactional InitProducerId answer (called from `handle_producer_id`).
+    pub(crate) fn txn_producer_id(
+        &mut self,
+        request: RequestId,
+        result: Result<ProducerIdAndEpoch, KafkaError>,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        let q = self.take_txn(request, now)?;
+        let Queued::InitProducerId { bump } = q else {
+            return Err(InputError::Mismatch {
+                request,
+                reason: "not an InitProducerId request",
+            });
+        };
+        match result {
+            Ok(id) if id.is_valid() && id.epoch.0 >= 0 => {
+                self.producer_id = id;
+                self.id_state = IdState::Ready;
+                self.reset_all_sequences();
+                let t = self.txn.as_mut().expect("transactional");
+                t.bump_required = false;
+                t.attempts = 0;
+                t.retry_at = None;
+                t.state = S::Ready;
+                t.last_error = None;
+                self.events.push_back(Event::ProducerIdChanged { id });
+                let _ = bump;
+                self.complete_op(Ok(()));
+            }
+            Ok(_) => self.apply(q, Next::Retry),
+            Err(
+                e @ (KafkaError::TransactionalIdAuthorizationFailed
+                | KafkaError::ClusterAuthorizationFailed),
+            ) => {
+                // KAFKA-13668: init_transactions may be called again once authorized.
+                let t = self.txn.as_mut().expect("transactional");
+                t.state = S::Uninitialized;
+                t.queue.clear();
+                self.id_state = IdState::Transactional;
+                self.complete_op(Err(TxnError::Unauthorized(e)));
+            }
+            Err(e) => {
+                self.id_state = IdState::Transactional;
+                let next = common(e, CoordinatorType::Transaction);
+                self.apply(q, next);
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds the answer to a [`Request::AddPartitionsToTxn`](crate::Request::AddPartitionsToTxn):
+    /// one error per partition.
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not outstanding.
+    pub fn handle_add_partitions(
+        &mut self,
+        request: RequestId,
+        results: &[(TopicPartition, KafkaError)],
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        let q = self.take_txn(request, now)?;
+        let worst = results
+            .iter()
+            .map(|(_, e)| *e)
+            .find(|e| *e != KafkaError::None && *e != KafkaError::OperationNotAttempted)
+            .unwrap_or(KafkaError::None);
+        let next = match worst {
+            KafkaError::ConcurrentTransactions => Next::Retry,
+            KafkaError::TopicAuthorizationFailed => Next::Abortable(worst),
+            e => match common(e, CoordinatorType::Transaction) {
+                Next::Fatal(f)
+                    if !matches!(
+                        f,
+                        KafkaError::ProducerFenced
+                            | KafkaError::TransactionalIdAuthorizationFailed
+                            | KafkaError::InvalidTxnState
+                            | KafkaError::InvalidProducerIdMapping
+                    ) =>
+                {
+                    Next::Abortable(f)
+                }
+                n => n,
+            },
+        };
+        let t = self.txn.as_mut().expect("transactional");
+        let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
+            .into_iter()
+            .collect();
+        match next {
+            Next::Done => {
+                t.partitions.extend(pending);
+                t.started = true;
+                self.apply(q, Next::Done);
+                // The batches of these partitions may drain now.
+                for p in 0..self.partitions.len() as u32 {
+                    if self.partitions[p as usize].has_queued() {
+                        self.list(p);
+                    }
+                }
+            }
+            Next::Retry | Next::Relookup(_) => {
+                // Ask again for the same partitions.
+                t.new_partitions.extend(pending);
+                self.apply(q, next);
+            }
+            other => self.apply(q, other),
+        }
+        Ok(())
+    }
+
+    /// Feeds the answer to a [`Request::AddOffsetsToTxn`](crate::Request::AddOffsetsToTxn).
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not outstanding.
+    pub fn handle_add_offsets(
+        &mut self,
+        request: RequestId,
+        error: KafkaError,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        let q = self.take_txn(request, now)?;
+        let next = match error {
+            KafkaError::GroupAuthorizationFailed => Next::Abortable(error),
+            e => common(e, CoordinatorType::Transaction),
+        };
+        if matches!(next, Next::Done) {
+            let t = self.txn.as_mut().expect("transactional");
+            t.started = true;
+            t.enqueue(Queued::TxnOffsetCommit);
+        }
+        self.apply(q, next);
+        Ok(())
+    }
+
+    /// Feeds the answer to a [`Request::TxnOffsetCommit`](crate::Request::TxnOffsetCommit):
+    /// one error per partition. Partitions answered with a retriable error are sent again.
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not outstanding.
+    pub fn handle_txn_offset_commit(
+        &mut self,
+        request: RequestId,
+        results: &[(TopicPartition, KafkaError)],
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        let q = self.take_txn(request, now)?;
+        let mut next = Next::Done;
+        let mut relookup = false;
+        let t = self.txn.as_mut().expect("transactional");
+        for (tp, e) in results {
+            match e {
+                KafkaError::None => t.pending_offsets.retain(|o| &o.partition != tp),
+                KafkaError::CoordinatorNotAvailable
+                | KafkaError::NotCoordinator
+                | KafkaError::RequestTimedOut => {
+                    relookup = true;
+                }
+                KafkaError::GroupAuthorizationFailed
+                | KafkaError::FencedInstanceId
+                | KafkaError::TransactionAbortable
+                | KafkaError::UnknownMemberId
+                | KafkaError::IllegalGeneration
+                | KafkaError::GroupIdNotFound
+                | KafkaError::StaleMemberEpoch => next = Next::Abortable(*e),
+                KafkaError::InvalidProducerEpoch | KafkaError::ProducerFenced => {
+                    next = Next::Fatal(KafkaError::ProducerFenced);
+                }
+                e if e.is_retriable() => {}
+                e => next = Next::Fatal(*e),
+            }
+        }
+        match next {
+            Next::Done if t.pending_offsets.is_empty() => {
+                self.apply(q, Next::Done);
+                if self
+                    .txn
+                    .as_ref()
+                    .is_some_and(|t| t.op == Some(TxnOp::SendOffsets))
+                {
+                    self.complete_op(Ok(()));
+                }
+            }
+            Next::Done if relookup => self.apply(q, Next::Relookup(CoordinatorType::Group)),
+            Next::Done => self.apply(q, Next::Retry),
+            other => {
+                self.txn
+                    .as_mut()
+                    .expect("transactional")
+                    .pending_offsets
+                    .clear();
+                self.apply(q, other);
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds the answer to a [`Request::EndTxn`](crate::Request::EndTxn). With
+    /// transaction version 2 the answer carries the bumped producer id and epoch.
+    ///
+    /// # Errors
+    /// [`InputError::UnknownRequest`] when `request` is not outstanding.
+    pub fn handle_end_txn(
+        &mut self,
+        request: RequestId,
+        result: Result<Option<ProducerIdAndEpoch>, KafkaError>,
+        now: Timestamp,
+    ) -> Result<(), InputError> {
+        let q = self.take_txn(request, now)?;
+        let aborting = self
+            .txn
+            .as_ref()
+            .is_some_and(|t| t.state == S::AbortingTransaction);
+        match result {
+            Ok(new_id) => {
+                if let Some(id) = new_id.filter(|id| id.is_valid() && id.epoch.0 >= 0) {
+                    // TV2: the coordinator bumped the epoch; every partition restarts at 0.
+                    self.producer_id = id;
+                    self.reset_all_sequences();
+                    self.events.push_back(Event::ProducerIdChanged { id });
+                }
+                let t = self.txn.as_mut().expect("transactional");
+                t.reset_transaction();
+                t.attempts = 0;
+                t.retry_at = None;
+                self.flushing = false;
+                // With a TV1 bump still queued, the operation completes after it.
+                let bump_queued = t.queue.contains(&Queued::InitProducerId { bump: true });
+                if !bump_queued {
+                    self.complete_op(Ok(()));
+                }
+            }
+            Err(KafkaError::TransactionAbortable) if aborting => {
+                self.apply(q, Next::Fatal(KafkaError::TransactionAbortable));
+            }
+            Err(e) => {
+                let next = common(e, CoordinatorType::Transaction);
+                self.apply(q, next);
+            }
+        }
+        Ok(())
+    }
+
+    /// A transactional request got no answer: look the coordinator up again and resend.
+    pub(crate) fn txn_request_failed(&mut self, request: RequestId, _failure: RequestFailure) {
+        let Some(t) = self.txn.as_mut() else { return };
+        if t.in_flight.as_ref().is_none_or(|(r, _)| *r != request) {
+            return;
+        }
+        let (_, q) = t.in_flight.take().expect("checked");
+        if matches!(q, Queued::InitProducerId { .. }) {
+            self.id_state = IdState::Transactional;
+        }
+        let next = match q.coordinator() {
+            Some(kind) => Next::Relookup(kind),
+            None => Next::Retry,
+        };
+        if let Queued::AddPartitions = q {
+            let t = self.txn.as_mut().expect("transactional");
+            let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
+                .into_iter()
+                .collect();
+            t.new_partitions.extend(pending);
+        }
+        self.apply(q, next);
+    }
+
+    /// After a bump (EndTxn v5, or InitProducerId after an abort): every partition's
+    /// sequences restart at 0 under the new identity (Java's `resetSequenceNumbers`).
+    /// Partitions restart lazily, once nothing of theirs is in flight.
+    pub(crate) fn reset_all_sequences(&mut self) {
+        for part in &mut self.partitions {
+            if part.inflight.is_empty() {
+                part.producer_id = self.producer_id;
+                part.next_sequence = crate::types::Sequence::ZERO;
+                part.last_acked_sequence = None;
+            }
+        }
+    }
+}

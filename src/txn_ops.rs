@@ -1,0 +1,456 @@
+//! The application's transactional operations, and the transactional step of
+//! `poll_request` (Java's `maybeSendAndPollTransactionalRequest`).
+
+use alloc::vec::Vec;
+
+use crate::error::{DeliveryError, KafkaError};
+use crate::io::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
+    FindCoordinatorRequest, InitProducerIdRequest, Request, TxnOffsetCommitRequest,
+};
+use crate::producer::{IdState, Outstanding, OutstandingKind, Producer};
+use crate::txn::{
+    ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, Queued, TransactionState as S, Txn,
+    TxnError, TxnOp,
+};
+use crate::types::{BatchId, ProducerIdAndEpoch, Timestamp};
+
+impl Producer {
+    /// The transactional state, or `None` without a `transactional.id`.
+    #[must_use]
+    pub fn transaction_state(&self) -> Option<S> {
+        self.txn.as_ref().map(|t| t.state)
+    }
+
+    /// Tells the producer the broker's finalized `transaction.version` feature level
+    /// (from ApiVersions). Level 2 or more enables transaction version 2 (KIP-890); it is
+    /// sampled at `init_transactions` and at each commit or abort, as Java does.
+    pub fn handle_transaction_version(&mut self, level: i16) {
+        if let Some(t) = self.txn.as_mut() {
+            t.version_level = level;
+        }
+    }
+
+    /// Checks the common preconditions and the pending-operation rule: calling the
+    /// pending operation again is fine (its one completion event is still to come);
+    /// calling another one is not. Returns `Ok(true)` when `op` is already pending.
+    fn txn_precheck(&self, op: TxnOp) -> Result<bool, TxnError> {
+        let t = self.txn.as_ref().ok_or(TxnError::NotTransactional)?;
+        if let Some(pending) = t.op {
+            return if pending == op {
+                Ok(true)
+            } else {
+                Err(TxnError::OperationPending { pending })
+            };
+        }
+        match (t.state, t.last_error) {
+            (
+                S::FatalError,
+                Some(KafkaError::ProducerFenced | KafkaError::InvalidProducerEpoch),
+            ) => Err(TxnError::ProducerFenced),
+            (S::FatalError, e) => Err(TxnError::Fatal(e.unwrap_or(KafkaError::UnknownServerError))),
+            (S::AbortableError, Some(e)) if op != TxnOp::Abort => Err(TxnError::Abortable(e)),
+            _ => Ok(false),
+        }
+    }
+
+    fn invalid(&self, op: TxnOp) -> TxnError {
+        TxnError::InvalidState {
+            op,
+            state: self.txn.as_ref().map_or(S::Uninitialized, |t| t.state),
+        }
+    }
+
+    fn txn_mut(&mut self) -> &mut Txn {
+        self.txn.as_mut().expect("transactional producer")
+    }
+
+    /// Gets a producer id for the `transactional.id` (fencing any older producer with the
+    /// same id) and completes with [`Event::TransactionCompleted`]. Call it once, before
+    /// anything else; calling it again while it is pending is harmless.
+    ///
+    /// # Errors
+    /// The producer is not transactional, is fatal, or was already initialized.
+    pub fn init_transactions(&mut self) -> Result<(), TxnError> {
+        if self.txn_precheck(TxnOp::InitTransactions)? {
+            return Ok(());
+        }
+        let t = self.txn_mut();
+        if t.state != S::Uninitialized {
+            return Err(self.invalid(TxnOp::InitTransactions));
+        }
+        t.state = S::Initializing;
+        t.v2 = t.version_level >= 2;
+        t.op = Some(TxnOp::InitTransactions);
+        t.enqueue(Queued::InitProducerId { bump: false });
+        Ok(())
+    }
+
+    /// Opens a transaction. Completes at once (no event).
+    ///
+    /// # Errors
+    /// Not `Ready` (not initialized, a transaction already open, an operation pending).
+    pub fn begin_transaction(&mut self) -> Result<(), TxnError> {
+        let t = self.txn.as_ref().ok_or(TxnError::NotTransactional)?;
+        if let Some(pending) = t.op {
+            return Err(TxnError::OperationPending { pending });
+        }
+        if t.state != S::Ready {
+            return Err(self.invalid(TxnOp::BeginTransaction));
+        }
+        self.txn_mut().state = S::InTransaction;
+        Ok(())
+    }
+
+    /// Adds consumer offsets to the open transaction: they are committed with it, and
+    /// only if it commits. Completes with [`Event::TransactionCompleted`].
+    ///
+    /// # Errors
+    /// No transaction open, an error state, or another operation pending.
+    pub fn send_offsets_to_transaction(
+        &mut self,
+        offsets: Vec<OffsetToCommit>,
+        group: ConsumerGroupMetadata,
+    ) -> Result<(), TxnError> {
+        if self.txn_precheck(TxnOp::SendOffsets)? {
+            return Ok(());
+        }
+        let t = self.txn_mut();
+        if t.state != S::InTransaction {
+            return Err(self.invalid(TxnOp::SendOffsets));
+        }
+        t.op = Some(TxnOp::SendOffsets);
+        t.pending_offsets = offsets;
+        t.group = Some(group);
+        if t.v2 {
+            // TV2: TxnOffsetCommit v5 adds the group to the transaction itself.
+            t.started = true;
+            t.enqueue(Queued::TxnOffsetCommit);
+        } else {
+            t.enqueue(Queued::AddOffsets);
+        }
+        Ok(())
+    }
+
+    /// Commits the open transaction once every record sent in it is acknowledged
+    /// (linger is ignored meanwhile). Completes with [`Event::TransactionCompleted`].
+    ///
+    /// # Errors
+    /// No transaction open, an abortable or fatal error, or another operation pending.
+    pub fn commit_transaction(&mut self) -> Result<(), TxnError> {
+        if self.txn_precheck(TxnOp::Commit)? {
+            return Ok(());
+        }
+        if self.txn.as_ref().map(|t| t.state) != Some(S::InTransaction) {
+            return Err(self.invalid(TxnOp::Commit));
+        }
+        let t = self.txn_mut();
+        t.state = S::CommittingTransaction;
+        t.op = Some(TxnOp::Commit);
+        self.begin_completing(true);
+        Ok(())
+    }
+
+    /// Aborts the open transaction: records never sent fail with
+    /// [`DeliveryError::Aborted`]; records already sent finish first, then EndTxn(ABORT)
+    /// makes them invisible to read_committed readers. Completes with
+    /// [`Event::TransactionCompleted`].
+    ///
+    /// # Errors
+    /// No transaction to abort, a fatal error, or another operation pending.
+    pub fn abort_transaction(&mut self) -> Result<(), TxnError> {
+        if self.txn_precheck(TxnOp::Abort)? {
+            return Ok(());
+        }
+        let state = self.txn.as_ref().map(|t| t.state);
+        if !matches!(state, Some(S::InTransaction | S::AbortableError)) {
+            return Err(self.invalid(TxnOp::Abort));
+        }
+        let t = self.txn_mut();
+        t.state = S::AbortingTransaction;
+        t.op = Some(TxnOp::Abort);
+        t.new_partitions.clear();
+        self.begin_completing(false);
+        Ok(())
+    }
+
+    /// Java's `beginCompletingTransaction`.
+    fn begin_completing(&mut self, commit: bool) {
+        self.flushing = true;
+        let t = self.txn_mut();
+        if commit && !t.new_partitions.is_empty() {
+            t.enqueue(Queued::AddPartitions);
+        }
+        let was_v2 = t.v2;
+        t.v2 = t.version_level >= 2;
+        if t.v2 && !was_v2 {
+            // Moving from TV1 to TV2 bumps the epoch at the end of this transaction.
+            t.bump_required = true;
+        }
+        t.enqueue(Queued::EndTxn { commit });
+        if t.bump_required && !t.v2 {
+            t.enqueue(Queued::InitProducerId { bump: true });
+        }
+    }
+
+    /// Called from `send` for a transactional producer: the partition joins the
+    /// transaction (TV2 at once; TV1 through the next AddPartitionsToTxn).
+    pub(crate) fn txn_add_partition(&mut self, p: u32) -> Result<(), crate::error::SendError> {
+        let Some(t) = self.txn.as_mut() else {
+            return Ok(());
+        };
+        if t.state != S::InTransaction {
+            return Err(crate::error::SendError::NotInTransaction);
+        }
+        if t.v2 {
+            t.partitions.insert(p);
+            t.started = true;
+        } else if !t.partitions.contains(&p) && !t.pending_partitions.contains(&p) {
+            t.new_partitions.insert(p);
+        }
+        Ok(())
+    }
+
+    /// Java's `isSendToPartitionAllowed`, the transactional drain gate.
+    pub(crate) fn txn_allows_drain(&self, p: u32) -> bool {
+        self.txn
+            .as_ref()
+            .is_none_or(|t| t.state != S::FatalError && t.partitions.contains(&p))
+    }
+
+    /// The transactional step of `poll_request`. Returns a request to send, or whether
+    /// produce data must wait this round (a transactional request is outstanding).
+    pub(crate) fn poll_transactional(&mut self, now: Timestamp) -> Result<Option<Request>, ()> {
+        let Some(t) = self.txn.as_ref() else {
+            return Ok(None);
+        };
+        match t.state {
+            S::AbortableError | S::AbortingTransaction => self.fail_unsent_batches(),
+            S::FatalError => return Ok(None),
+            _ => {}
+        }
+        let t = self.txn.as_mut().expect("checked");
+        if !t.new_partitions.is_empty() && t.state == S::InTransaction {
+            t.enqueue(Queued::AddPartitions);
+        }
+        if t.in_flight.is_some() {
+            return Err(()); // Java sends no produce data while one is out (F.10)
+        }
+        if t.retry_at.is_some_and(|at| at > now) {
+            return Ok(None);
+        }
+        let Some(i) = t.next_index() else {
+            return Ok(None);
+        };
+        if matches!(t.queue[i], Queued::EndTxn { .. }) && self.unreported_records > 0 {
+            return Ok(None); // EndTxn waits for every batch's outcome
+        }
+        let t = self.txn.as_mut().expect("checked");
+        let q = t.queue.remove(i);
+        // A request that needs a coordinator we do not know goes after a FindCoordinator.
+        if let Some(kind) = q.coordinator() {
+            let known = match kind {
+                CoordinatorType::Transaction => t.coordinator.is_some(),
+                CoordinatorType::Group => t.group_coordinator.is_some(),
+            };
+            if !known {
+                t.queue.push(q);
+                t.queue.push(Queued::FindCoordinator(kind));
+                let i = t.next_index().expect("just pushed");
+                let q = t.queue.remove(i);
+                return Ok(Some(self.emit_txn(q, now)));
+            }
+        }
+        if let Queued::EndTxn { commit } = q {
+            if !t.started {
+                // Nothing was added: there is nothing to end (KAFKA-18401).
+                let _ = commit;
+                t.reset_transaction();
+                if t.state == S::Ready {
+                    self.complete_op(Ok(()));
+                }
+                return self.poll_transactional(now);
+            }
+        }
+        if let Queued::AddPartitions = q {
+            if t.new_partitions.is_empty() {
+                return self.poll_transactional(now);
+            }
+        }
+        Ok(Some(self.emit_txn(q, now)))
+    }
+
+    fn emit_txn(&mut self, q: Queued, now: Timestamp) -> Request {
+        let id = self.next_request_id();
+        let producer = self.producer_id;
+        let deadline = now + self.config.request_timeout();
+        let t = self.txn.as_mut().expect("transactional");
+        let request = match &q {
+            Queued::FindCoordinator(key_type) => {
+                let key = match key_type {
+                    CoordinatorType::Transaction => t.id.clone(),
+                    CoordinatorType::Group => t
+                        .group
+                        .as_ref()
+                        .map(|g| g.group_id.clone())
+                        .unwrap_or_default(),
+                };
+                Request::FindCoordinator(FindCoordinatorRequest {
+                    id,
+                    key_type: *key_type,
+                    key,
+                })
+            }
+            Queued::InitProducerId { bump } => Request::InitProducerId(InitProducerIdRequest {
+                id,
+                node: t.coordinator,
+                transactional_id: Some(t.id.clone()),
+                transaction_timeout: t.timeout,
+                current: if *bump {
+                    producer
+                } else {
+                    ProducerIdAndEpoch::NONE
+                },
+            }),
+            Queued::AddPartitions => {
+                let moved: Vec<u32> = core::mem::take(&mut t.new_partitions).into_iter().collect();
+                t.pending_partitions.extend(moved.iter().copied());
+                Request::AddPartitionsToTxn(AddPartitionsToTxnRequest {
+                    id,
+                    node: t.coordinator.expect("checked"),
+                    transactional_id: t.id.clone(),
+                    producer,
+                    partitions: moved
+                        .iter()
+                        .map(|&p| self.partitions[p as usize].tp.clone())
+                        .collect(),
+                })
+            }
+            Queued::AddOffsets => Request::AddOffsetsToTxn(AddOffsetsToTxnRequest {
+                id,
+                node: t.coordinator.expect("checked"),
+                transactional_id: t.id.clone(),
+                producer,
+                group_id: t
+                    .group
+                    .as_ref()
+                    .map(|g| g.group_id.clone())
+                    .unwrap_or_default(),
+            }),
+            Queued::TxnOffsetCommit => Request::TxnOffsetCommit(TxnOffsetCommitRequest {
+                id,
+                node: t.group_coordinator.expect("checked"),
+                transactional_id: t.id.clone(),
+                producer,
+                group: t.group.clone().expect("offsets have a group"),
+                offsets: t.pending_offsets.clone(),
+                transaction_v2: t.v2,
+            }),
+            Queued::EndTxn { commit } => Request::EndTxn(EndTxnRequest {
+                id,
+                node: t.coordinator.expect("checked"),
+                transactional_id: t.id.clone(),
+                producer,
+                commit: *commit,
+                transaction_v2: t.v2,
+            }),
+        };
+        t.in_flight = Some((id, q));
+        self.outstanding.push_back(Outstanding {
+            id,
+            kind: OutstandingKind::Transactional,
+            deadline,
+        });
+        if matches!(request, Request::InitProducerId(_)) {
+            self.id_state = IdState::Requested(id);
+        }
+        request
+    }
+
+    /// Completes the pending application operation, if any.
+    pub(crate) fn complete_op(&mut self, result: Result<(), TxnError>) {
+        if let Some(op) = self.txn.as_mut().and_then(|t| t.op.take()) {
+            self.events
+                .push_back(Event::TransactionCompleted { op, result });
+        }
+    }
+
+    /// Java's `transitionToAbortableError`: the transaction can only be aborted now.
+    /// While an abort is already running the error changes nothing.
+    pub(crate) fn txn_abortable(&mut self, error: KafkaError) {
+        let Some(t) = self.txn.as_mut() else { return };
+        if matches!(
+            t.state,
+            S::AbortingTransaction | S::FatalError | S::AbortableError
+        ) {
+            return;
+        }
+        if !t.v2 && !t.is_completing() {
+            // TV1 coordinators bump the epoch on request after the abort (KIP-360).
+            t.bump_required = true;
+        }
+        let committing = t.state == S::CommittingTransaction;
+        t.state = S::AbortableError;
+        t.last_error = Some(error);
+        t.queue.retain(|q| matches!(q, Queued::FindCoordinator(_)));
+        if committing || t.op.is_some_and(|op| op != TxnOp::Abort) {
+            if committing {
+                t.bump_required = !t.v2;
+            }
+            self.complete_op(Err(TxnError::Abortable(error)));
+        }
+    }
+
+    /// Java's `transitionToFatalError` for the transactional part.
+    pub(crate) fn txn_fatal(&mut self, error: KafkaError) {
+        let Some(t) = self.txn.as_mut() else { return };
+        t.state = S::FatalError;
+        t.last_error = Some(error);
+        t.queue.clear();
+        let result = if matches!(
+            error,
+            KafkaError::ProducerFenced | KafkaError::InvalidProducerEpoch
+        ) {
+            TxnError::ProducerFenced
+        } else {
+            TxnError::Fatal(error)
+        };
+        self.complete_op(Err(result));
+    }
+
+    /// In an abortable error or an abort, batches never sent fail (Java's
+    /// `abortUndrainedBatches`); batches with a sequence finish, so the broker's state
+    /// stays known.
+    fn fail_unsent_batches(&mut self) {
+        let aborting = self
+            .txn
+            .as_ref()
+            .is_some_and(|t| t.state == S::AbortingTransaction);
+        let cause = self.txn.as_ref().and_then(|t| t.last_error);
+        for p in 0..self.partitions.len() as u32 {
+            self.close_open(p);
+            let part = &mut self.partitions[p as usize];
+            let tp = part.tp.clone();
+            let unsent: Vec<BatchId> = part
+                .queue
+                .iter()
+                .copied()
+                .filter(|&id| self.batches.get(id).is_some_and(|b| b.stamp.is_none()))
+                .collect();
+            if unsent.is_empty() {
+                continue;
+            }
+            part.queue.retain(|id| !unsent.contains(id));
+            for id in unsent {
+                let error = match (aborting, cause) {
+                    (false, Some(e)) => DeliveryError::Broker {
+                        partition: tp.clone(),
+                        error: e,
+                    },
+                    _ => DeliveryError::Aborted,
+                };
+                self.report(id, Err(error));
+            }
+        }
+    }
+}

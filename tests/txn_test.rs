@@ -1,0 +1,418 @@
+//! Transactional scenarios ported from Kafka's `TransactionManagerTest` (reference D.1
+//! and D.2), driven through the public API with the scripted harness: the harness finds
+//! coordinators (node 9); each test answers the other transactional requests.
+
+mod support;
+
+use std::time::Duration;
+
+use kacrab_idempotence::*;
+use support::*;
+
+const PID: i64 = 13131;
+
+fn txn(v2: bool) -> Harness {
+    let mut cfg = config();
+    cfg.transactional_id("tx-1");
+    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
+    h.p.handle_transaction_version(if v2 { 2 } else { 1 });
+    h
+}
+
+fn next_txn(h: &mut Harness) -> Request {
+    h.pump();
+    h.txn_requests.pop_front().expect("a transactional request")
+}
+
+fn init(h: &mut Harness, epoch: i16) {
+    h.p.init_transactions().unwrap();
+    let Request::InitProducerId(r) = next_txn(h) else {
+        panic!("InitProducerId expected")
+    };
+    assert_eq!(r.node, Some(NodeId(COORDINATOR)));
+    assert_eq!(r.transactional_id.as_deref(), Some("tx-1"));
+    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, epoch)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+    assert!(completed(h, TxnOp::InitTransactions).is_some_and(|r| r.is_ok()));
+}
+
+fn completed(h: &Harness, op: TxnOp) -> Option<Result<(), TxnError>> {
+    h.events.iter().rev().find_map(|e| match e {
+        Event::TransactionCompleted { op: o, result } if *o == op => Some(result.clone()),
+        _ => None,
+    })
+}
+
+fn ok_partitions(h: &mut Harness) {
+    let Request::AddPartitionsToTxn(r) = next_txn(h) else {
+        panic!("AddPartitionsToTxn expected")
+    };
+    let answers: Vec<_> = r
+        .partitions
+        .iter()
+        .map(|tp| (tp.clone(), KafkaError::None))
+        .collect();
+    h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
+    h.pump();
+}
+
+/// Port of `TransactionManagerTest.testBasicTransaction` (TV1): FindCoordinator,
+/// InitProducerId, AddPartitionsToTxn before the first produce, a transactional batch,
+/// EndTxn(COMMIT).
+#[test]
+fn basic_transaction() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    let a = h.send(0, "a");
+    assert!(
+        h.outstanding.is_empty(),
+        "no produce before the partition is added"
+    );
+    ok_partitions(&mut h);
+    let r = h
+        .outstanding
+        .front()
+        .expect("produce after AddPartitions")
+        .clone();
+    assert_eq!(r.transactional_id.as_deref(), Some("tx-1"));
+    let hdr = record::read_header(&r.batches[0].data).unwrap();
+    assert!(hdr.transactional);
+    assert_eq!(
+        (hdr.producer_id, hdr.producer_epoch, hdr.base_sequence),
+        (ProducerId(PID), ProducerEpoch(1), 0)
+    );
+    h.respond(r.id, &[(0, KafkaError::None, 0)]);
+    h.p.commit_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn expected")
+    };
+    assert!(e.commit && !e.transaction_v2);
+    h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
+    h.pump();
+    assert_eq!(completed(&h, TxnOp::Commit), Some(Ok(())));
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+    assert_eq!(h.delivered(a), Some(Some(0)));
+    // TV1: sequences continue into the next transaction.
+    h.p.begin_transaction().unwrap();
+    h.send(0, "b");
+    ok_partitions(&mut h);
+    assert_eq!(wire(h.outstanding.back().unwrap())[0].base_sequence, 1);
+}
+
+/// Port of `TransactionManagerTest.testEndTxnNotSentIfIncompleteBatches`: EndTxn waits
+/// until every batch has an outcome.
+#[test]
+fn end_txn_not_sent_if_incomplete_batches() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    h.send(0, "a");
+    ok_partitions(&mut h);
+    h.p.commit_transaction().unwrap();
+    h.pump();
+    assert!(
+        h.txn_requests.is_empty(),
+        "EndTxn waits for the produce answer"
+    );
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    assert!(matches!(next_txn(&mut h), Request::EndTxn(_)));
+}
+
+/// Port of `TransactionManagerTest.testFlushPendingPartitionsOnCommit`: AddPartitions,
+/// then Produce, then EndTxn, even when commit is called before the first two.
+#[test]
+fn flush_pending_partitions_on_commit() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    h.p.send(&tp(0), &record("a"), h.now).unwrap();
+    h.p.commit_transaction().unwrap();
+    ok_partitions(&mut h);
+    let r = h.outstanding.front().expect("produce second").id;
+    assert!(h.txn_requests.is_empty());
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    assert!(matches!(next_txn(&mut h), Request::EndTxn(_)));
+}
+
+/// Port of `TransactionManagerTest.testTransactionV2AddPartitionAndOffsets` and
+/// `testEpochUpdateAfterBumpFromEndTxnResponseInV2`: TV2 sends no AddPartitions and no
+/// AddOffsets; EndTxn v5 returns epoch+1, and the next transaction starts at sequence 0.
+#[test]
+fn transaction_v2_add_partition_and_offsets() {
+    let mut h = txn(true);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    h.send(0, "a");
+    let r = h
+        .outstanding
+        .front()
+        .expect("produce without AddPartitions")
+        .clone();
+    assert!(r.transaction_v2);
+    h.respond(r.id, &[(0, KafkaError::None, 0)]);
+    let group = ConsumerGroupMetadata {
+        group_id: "g".into(),
+        generation_id: 3,
+        member_id: "m".into(),
+        group_instance_id: None,
+    };
+    let offsets = vec![OffsetToCommit {
+        partition: TopicPartition::new("in", 0),
+        offset: 42,
+        leader_epoch: None,
+        metadata: None,
+    }];
+    h.p.send_offsets_to_transaction(offsets, group).unwrap();
+    let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+        panic!("TxnOffsetCommit without AddOffsets")
+    };
+    assert!(c.transaction_v2);
+    h.p.handle_txn_offset_commit(
+        c.id,
+        &[(TopicPartition::new("in", 0), KafkaError::None)],
+        h.now,
+    )
+    .unwrap();
+    h.pump();
+    assert_eq!(completed(&h, TxnOp::SendOffsets), Some(Ok(())));
+    h.p.commit_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn")
+    };
+    assert!(e.transaction_v2);
+    h.p.handle_end_txn(e.id, Ok(Some(ProducerIdAndEpoch::new(PID, 2))), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.p.producer_id(), ProducerIdAndEpoch::new(PID, 2));
+    h.p.begin_transaction().unwrap();
+    h.send(0, "b");
+    let w = wire(h.outstanding.back().unwrap());
+    assert_eq!((w[0].epoch, w[0].base_sequence), (2, 0));
+}
+
+/// Port of `TransactionManagerTest.testDisallowCommitOnProduceFailure` and
+/// `testAllowAbortOnProduceFailure` (TV1): OUT_OF_ORDER during the commit fails the
+/// commit as abortable; the abort sends EndTxn(ABORT) and then bumps the epoch.
+#[test]
+fn disallow_commit_on_produce_failure() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    let a = h.send(0, "a");
+    ok_partitions(&mut h);
+    h.p.commit_transaction().unwrap();
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    assert!(h.failed(a).is_some());
+    assert_eq!(
+        completed(&h, TxnOp::Commit),
+        Some(Err(TxnError::Abortable(
+            KafkaError::OutOfOrderSequenceNumber
+        )))
+    );
+    assert!(h.txn_requests.is_empty(), "no EndTxn(COMMIT)");
+    h.p.abort_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn")
+    };
+    assert!(!e.commit);
+    h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
+    let Request::InitProducerId(b) = next_txn(&mut h) else {
+        panic!("the bump")
+    };
+    assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
+    h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(completed(&h, TxnOp::Abort), Some(Ok(())));
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+}
+
+/// Port of `TransactionManagerTest.testBumpTransactionalEpochOnAbortableError`:
+/// TOPIC_AUTHORIZATION_FAILED on produce makes the transaction abortable; after the
+/// abort and the bump the next transaction starts at sequence 0 under epoch 2.
+#[test]
+fn bump_transactional_epoch_on_abortable_error() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    h.send(0, "a");
+    ok_partitions(&mut h);
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::TopicAuthorizationFailed, -1)]);
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
+    assert!(matches!(
+        h.p.commit_transaction(),
+        Err(TxnError::Abortable(_))
+    ));
+    h.p.abort_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn")
+    };
+    h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
+    let Request::InitProducerId(b) = next_txn(&mut h) else {
+        panic!("the bump")
+    };
+    h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
+        .unwrap();
+    h.p.begin_transaction().unwrap();
+    h.send(0, "b");
+    ok_partitions(&mut h);
+    let w = wire(h.outstanding.back().unwrap());
+    assert_eq!((w[0].epoch, w[0].base_sequence), (2, 0));
+}
+
+/// Port of `TransactionManagerTest.testProducerFencedExceptionInInitProducerId`: fatal,
+/// and every later call says fenced.
+#[test]
+fn producer_fenced_in_init_producer_id() {
+    let mut h = txn(false);
+    h.p.init_transactions().unwrap();
+    let Request::InitProducerId(r) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_producer_id(r.id, Err(KafkaError::ProducerFenced), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(
+        completed(&h, TxnOp::InitTransactions),
+        Some(Err(TxnError::ProducerFenced))
+    );
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::FatalError));
+    assert_eq!(
+        h.p.begin_transaction(),
+        Err(TxnError::InvalidState {
+            op: TxnOp::BeginTransaction,
+            state: TransactionState::FatalError
+        })
+    );
+    assert_eq!(h.p.abort_transaction(), Err(TxnError::ProducerFenced));
+}
+
+/// Port of `TransactionManagerTest.testRetryCommitTransaction` and
+/// `testRetryAbortTransactionAfterCommitTimeout`: calling the pending operation again is
+/// harmless and completes once; another operation meanwhile is refused.
+#[test]
+fn retry_commit_transaction() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    h.send(0, "a");
+    ok_partitions(&mut h);
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    h.p.commit_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_request_failed(e.id, RequestFailure::Disconnected, h.now)
+        .unwrap();
+    h.p.commit_transaction().unwrap();
+    assert_eq!(
+        h.p.abort_transaction(),
+        Err(TxnError::OperationPending {
+            pending: TxnOp::Commit
+        })
+    );
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn again")
+    };
+    h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
+    h.pump();
+    let n = h
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::TransactionCompleted {
+                    op: TxnOp::Commit,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(n, 1);
+}
+
+/// Port of `TransactionManagerTest.testLookupCoordinatorOnNotCoordinatorError`.
+#[test]
+fn lookup_coordinator_on_not_coordinator_error() {
+    let mut h = txn(false);
+    h.p.init_transactions().unwrap();
+    let Request::InitProducerId(r) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_producer_id(r.id, Err(KafkaError::NotCoordinator), h.now)
+        .unwrap();
+    let Request::InitProducerId(r) = next_txn(&mut h) else {
+        panic!("resent after a new lookup")
+    };
+    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 0)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+}
+
+/// Port of `TransactionManagerTest.testFailIfNotReadyForSendNoOngoingTransaction` and
+/// `testInitializeTransactionsTwiceRaisesError`.
+#[test]
+fn fail_if_not_ready_for_send_and_init_twice() {
+    let mut h = txn(false);
+    init(&mut h, 0);
+    assert_eq!(
+        h.p.send(&tp(0), &record("a"), h.now),
+        Err(SendError::NotInTransaction)
+    );
+    assert!(matches!(
+        h.p.init_transactions(),
+        Err(TxnError::InvalidState { .. })
+    ));
+}
+
+/// Port of `TransactionManagerTest.testCancelUnsentAddPartitionsAndProduceOnAbort`:
+/// aborting before anything was added sends no EndTxn, and the unsent record fails as
+/// aborted.
+#[test]
+fn cancel_unsent_add_partitions_and_produce_on_abort() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    let a = h.p.send(&tp(0), &record("a"), h.now).unwrap();
+    h.p.abort_transaction().unwrap();
+    h.pump();
+    assert!(h.txn_requests.is_empty(), "no AddPartitions, no EndTxn");
+    assert_eq!(h.failed(a), Some(DeliveryError::Aborted));
+    assert_eq!(completed(&h, TxnOp::Abort), Some(Ok(())));
+}
+
+/// Port of `TransactionManagerTest.testAbortResendsProduceRequestIfRetried`: a batch
+/// with a sequence is resent and finishes before EndTxn(ABORT).
+#[test]
+fn abort_resends_produce_request_if_retried() {
+    let mut h = txn(false);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    let a = h.send(0, "a");
+    ok_partitions(&mut h);
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::RequestTimedOut, -1)]);
+    h.p.abort_transaction().unwrap();
+    h.advance(60);
+    let r = h.outstanding.front().expect("resent").id;
+    assert!(h.txn_requests.is_empty(), "EndTxn waits for the retry");
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    assert_eq!(h.delivered(a), Some(Some(0)));
+    assert!(matches!(
+        next_txn(&mut h),
+        Request::EndTxn(EndTxnRequest { commit: false, .. })
+    ));
+    let _ = Duration::ZERO;
+}
