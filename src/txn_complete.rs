@@ -149,13 +149,17 @@ impl Producer {
                 self.id_state = IdState::Ready;
                 self.reset_all_sequences();
                 let t = self.txn.as_mut().expect("transactional");
+                if !bump {
+                    // Java samples the transaction version once initialized (by then the
+                    // driver has reported the brokers' finalized features).
+                    t.v2 = t.version_level >= 2;
+                }
                 t.bump_required = false;
                 t.attempts = 0;
                 t.retry_at = None;
                 t.state = S::Ready;
                 t.last_error = None;
                 self.events.push_back(Event::ProducerIdChanged { id });
-                let _ = bump;
                 self.complete_op(Ok(()));
             }
             Ok(_) => self.apply(q, Next::Retry),

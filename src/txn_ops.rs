@@ -80,7 +80,6 @@ impl Producer {
             return Err(self.invalid(TxnOp::InitTransactions));
         }
         t.state = S::Initializing;
-        t.v2 = t.version_level >= 2;
         t.op = Some(TxnOp::InitTransactions);
         t.enqueue(Queued::InitProducerId { bump: false });
         Ok(())

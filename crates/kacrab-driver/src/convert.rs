@@ -102,3 +102,104 @@ pub(crate) fn metadata(r: &wire::MetadataResponse) -> core::Metadata {
     }
     md
 }
+
+pub(crate) fn find_coordinator(r: &core::FindCoordinatorRequest) -> kacrab_wire::Request {
+    kacrab_wire::Request::FindCoordinator(wire::FindCoordinatorRequest {
+        key: r.key.clone(),
+        key_type: match r.key_type {
+            core::CoordinatorType::Group => wire::CoordinatorType::Group,
+            core::CoordinatorType::Transaction => wire::CoordinatorType::Transaction,
+        },
+    })
+}
+
+fn by_topic(partitions: &[TopicPartition]) -> Vec<wire::TopicPartitions> {
+    let mut topics: Vec<wire::TopicPartitions> = Vec::new();
+    for tp in partitions {
+        match topics.iter_mut().find(|t| t.name == tp.topic.as_str()) {
+            Some(t) => t.partitions.push(tp.partition),
+            None => topics.push(wire::TopicPartitions {
+                name: tp.topic.as_str().to_owned(),
+                partitions: vec![tp.partition],
+            }),
+        }
+    }
+    topics
+}
+
+pub(crate) fn add_partitions(r: &core::AddPartitionsToTxnRequest) -> kacrab_wire::Request {
+    kacrab_wire::Request::AddPartitionsToTxn(wire::AddPartitionsToTxnRequest {
+        transactional_id: r.transactional_id.clone(),
+        producer_id: r.producer.id.0,
+        producer_epoch: r.producer.epoch.0,
+        topics: by_topic(&r.partitions),
+    })
+}
+
+pub(crate) fn add_offsets(r: &core::AddOffsetsToTxnRequest) -> kacrab_wire::Request {
+    kacrab_wire::Request::AddOffsetsToTxn(wire::AddOffsetsToTxnRequest {
+        transactional_id: r.transactional_id.clone(),
+        producer_id: r.producer.id.0,
+        producer_epoch: r.producer.epoch.0,
+        group_id: r.group_id.clone(),
+    })
+}
+
+pub(crate) fn txn_offset_commit(r: &core::TxnOffsetCommitRequest) -> kacrab_wire::Request {
+    let mut topics: Vec<wire::TxnOffsetCommitTopic> = Vec::new();
+    for o in &r.offsets {
+        let partition = wire::TxnOffsetCommitPartition {
+            partition_index: o.partition.partition,
+            committed_offset: o.offset,
+            committed_leader_epoch: o.leader_epoch.unwrap_or(-1),
+            committed_metadata: o.metadata.clone(),
+        };
+        match topics
+            .iter_mut()
+            .find(|t| t.name == o.partition.topic.as_str())
+        {
+            Some(t) => t.partitions.push(partition),
+            None => topics.push(wire::TxnOffsetCommitTopic {
+                name: o.partition.topic.as_str().to_owned(),
+                partitions: vec![partition],
+            }),
+        }
+    }
+    kacrab_wire::Request::TxnOffsetCommit(wire::TxnOffsetCommitRequest {
+        transactional_id: r.transactional_id.clone(),
+        group_id: r.group.group_id.clone(),
+        producer_id: r.producer.id.0,
+        producer_epoch: r.producer.epoch.0,
+        generation_id: r.group.generation_id,
+        member_id: r.group.member_id.clone(),
+        group_instance_id: r.group.group_instance_id.clone(),
+        topics,
+    })
+}
+
+pub(crate) fn end_txn(r: &core::EndTxnRequest) -> kacrab_wire::Request {
+    kacrab_wire::Request::EndTxn(wire::EndTxnRequest {
+        transactional_id: r.transactional_id.clone(),
+        producer_id: r.producer.id.0,
+        producer_epoch: r.producer.epoch.0,
+        committed: r.commit,
+    })
+}
+
+/// Per-partition errors of AddPartitionsToTxn / TxnOffsetCommit answers.
+pub(crate) fn topic_results(topics: &[wire::TopicResult]) -> Vec<(TopicPartition, KafkaError)> {
+    let mut out = Vec::new();
+    for t in topics {
+        let topic = Topic::new(&t.name);
+        for p in &t.partitions {
+            out.push((
+                TopicPartition {
+                    topic: topic.clone(),
+                    partition: p.partition_index,
+                },
+                KafkaError::from_code(p.error_code),
+            ));
+        }
+    }
+    out
+}

@@ -313,7 +313,43 @@ impl Session {
                 let id = (tag < SESSION_TAG).then_some(RequestId(tag));
                 let _ = self.core.handle_metadata(id, &md, now);
             }
-            _ => {}
+            Response::FindCoordinator(r) => {
+                let result = if r.error_code == 0 {
+                    self.learn_broker(r.node_id, &r.host, r.port, now);
+                    Ok(kacrab_idempotence::NodeId(r.node_id))
+                } else {
+                    Err(KafkaError::from_code(r.error_code))
+                };
+                let _ = self
+                    .core
+                    .handle_find_coordinator(RequestId(tag), result, now);
+            }
+            Response::AddPartitionsToTxn(r) => {
+                let results = convert::topic_results(&r.topics);
+                let _ = self
+                    .core
+                    .handle_add_partitions(RequestId(tag), &results, now);
+            }
+            Response::AddOffsetsToTxn(r) => {
+                let error = KafkaError::from_code(r.error_code);
+                let _ = self.core.handle_add_offsets(RequestId(tag), error, now);
+            }
+            Response::TxnOffsetCommit(r) => {
+                let results = convert::topic_results(&r.topics);
+                let _ = self
+                    .core
+                    .handle_txn_offset_commit(RequestId(tag), &results, now);
+            }
+            Response::EndTxn(r) => {
+                let result = if r.error_code == 0 {
+                    Ok((r.producer_id >= 0)
+                        .then(|| ProducerIdAndEpoch::new(r.producer_id, r.producer_epoch)))
+                } else {
+                    Err(KafkaError::from_code(r.error_code))
+                };
+                let _ = self.core.handle_end_txn(RequestId(tag), result, now);
+            }
+            Response::ApiVersions(_) => {}
         }
     }
 
@@ -339,6 +375,10 @@ impl Session {
         }
         match Versions::from_response(answer) {
             Ok(versions) if answer.error_code == 0 => {
+                // The finalized transaction.version (KIP-890) decides TV1 or TV2.
+                self.core
+                    .handle_transaction_version(versions.transaction_version());
+                let Some(c) = self.conn_mut(conn) else { return };
                 c.versions = Some(versions);
                 c.state = ConnState::Ready;
                 let queued: Vec<Pending> = c.queued.drain(..).collect();
@@ -387,17 +427,26 @@ impl Session {
                     }
                 }
             }
+            Request::InitProducerId(r) if r.node.is_some() => {
+                let (node, id) = (r.node.map_or(0, |n| n.0), r.id);
+                self.send_to_node(node, id, request.clone(), now);
+            }
             Request::InitProducerId(_) | Request::Metadata(_) => {
                 let conn = self.any_conn();
                 self.enqueue(conn, request, now);
             }
-            // The session does not route transactional requests yet (the core emits
-            // them only after `init_transactions`, which no adapter exposes so far).
-            Request::FindCoordinator(r) => self.not_routed(r.id, now),
-            Request::AddPartitionsToTxn(r) => self.not_routed(r.id, now),
-            Request::AddOffsetsToTxn(r) => self.not_routed(r.id, now),
-            Request::TxnOffsetCommit(r) => self.not_routed(r.id, now),
-            Request::EndTxn(r) => self.not_routed(r.id, now),
+            Request::FindCoordinator(_) => {
+                let conn = self.any_conn();
+                self.enqueue(conn, request, now);
+            }
+            // Requests for a coordinator go to it; with no address for it the request
+            // never leaves, and the core looks the coordinator up again.
+            Request::AddPartitionsToTxn(r) => {
+                self.send_to_node(r.node.0, r.id, request.clone(), now)
+            }
+            Request::AddOffsetsToTxn(r) => self.send_to_node(r.node.0, r.id, request.clone(), now),
+            Request::TxnOffsetCommit(r) => self.send_to_node(r.node.0, r.id, request.clone(), now),
+            Request::EndTxn(r) => self.send_to_node(r.node.0, r.id, request.clone(), now),
             Request::CloseConnection { node } => {
                 let ids: Vec<ConnId> = self
                     .conns
@@ -412,10 +461,15 @@ impl Session {
         }
     }
 
-    fn not_routed(&mut self, id: RequestId, now: Timestamp) {
-        let _ = self
-            .core
-            .handle_request_failed(id, RequestFailure::NotSent, now);
+    fn send_to_node(&mut self, node: i32, id: RequestId, request: Request, now: Timestamp) {
+        match self.node_conn(node) {
+            Some(conn) => self.enqueue(conn, request, now),
+            None => {
+                let _ = self
+                    .core
+                    .handle_request_failed(id, RequestFailure::NotSent, now);
+            }
+        }
     }
 
     fn enqueue(&mut self, conn: ConnId, request: Request, now: Timestamp) {
@@ -445,11 +499,24 @@ impl Session {
                 r.id,
                 kacrab_wire::Request::Metadata(convert::metadata_request(&r.topics)),
             ),
-            _ => return,
+            Request::FindCoordinator(r) => (r.id, convert::find_coordinator(r)),
+            Request::AddPartitionsToTxn(r) => (r.id, convert::add_partitions(r)),
+            Request::AddOffsetsToTxn(r) => (r.id, convert::add_offsets(r)),
+            Request::TxnOffsetCommit(r) => (r.id, convert::txn_offset_commit(r)),
+            Request::EndTxn(r) => (r.id, convert::end_txn(r)),
+            Request::CloseConnection { .. } => return,
+        };
+        // Transaction version 2 uses Produce v12, EndTxn v5 and TxnOffsetCommit v5.
+        let transaction_v2 = match &request {
+            Request::Produce(r) => r.transaction_v2,
+            Request::TxnOffsetCommit(r) => r.transaction_v2,
+            Request::EndTxn(r) => r.transaction_v2,
+            _ => false,
         };
         let deadline = now + self.core.config().request_timeout();
         let Some(c) = self.conn_mut(conn) else { return };
-        let versions = c.versions.as_ref().expect("ready connection has versions");
+        let mut versions = c.versions.clone().expect("ready connection has versions");
+        versions.set_transaction_v2(transaction_v2);
         let before = c.wire.in_flight_count();
         let encoded = versions
             .version_for(&wire_request)
@@ -644,7 +711,12 @@ impl Session {
                 }
                 Request::InitProducerId(i) => i.id,
                 Request::Metadata(m) => m.id,
-                _ => continue,
+                Request::FindCoordinator(r) => r.id,
+                Request::AddPartitionsToTxn(r) => r.id,
+                Request::AddOffsetsToTxn(r) => r.id,
+                Request::TxnOffsetCommit(r) => r.id,
+                Request::EndTxn(r) => r.id,
+                Request::CloseConnection { .. } => continue,
             };
             let _ = self
                 .core

@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use kacrab_driver::{ConnId, Output, Session};
-use kacrab_idempotence::{Event, Record, RecordId, SendError, Timestamp, TopicPartition};
+use kacrab_idempotence::{
+    ConsumerGroupMetadata, Event, OffsetToCommit, Record, RecordId, SendError, Timestamp,
+    TopicPartition, TxnError, TxnOp,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -34,6 +37,20 @@ pub(crate) enum Command {
         topic: String,
         reply: oneshot::Sender<Option<i32>>,
     },
+    /// A transactional operation; the reply comes with its completion event.
+    Transaction {
+        call: TxnCall,
+        reply: oneshot::Sender<Result<(), TxnError>>,
+    },
+}
+
+/// The transactional operations, as the application calls them.
+pub(crate) enum TxnCall {
+    Init,
+    Begin,
+    SendOffsets(Vec<OffsetToCommit>, ConsumerGroupMetadata),
+    Commit,
+    Abort,
 }
 
 /// Adapter settings (everything else is the core's configuration).
@@ -151,6 +168,8 @@ pub(crate) struct Driver {
     closed: bool,
     /// The wall clock for record timestamps, read once per wake-up.
     wall_ms: Option<i64>,
+    /// Callers waiting for a transactional operation's completion event.
+    txn_waiters: Vec<(TxnOp, oneshot::Sender<Result<(), TxnError>>)>,
 }
 
 impl Driver {
@@ -176,6 +195,7 @@ impl Driver {
             closing: false,
             closed: false,
             wall_ms: None,
+            txn_waiters: Vec::new(),
         };
         (driver, conn_events_rx)
     }
@@ -347,6 +367,28 @@ impl Driver {
                     ask_at: now,
                 });
             }
+            Command::Transaction { call, reply } => {
+                let producer = self.session.producer();
+                let (op, started) = match call {
+                    TxnCall::Init => (TxnOp::InitTransactions, producer.init_transactions()),
+                    TxnCall::Begin => {
+                        let _ = reply.send(producer.begin_transaction());
+                        return;
+                    }
+                    TxnCall::SendOffsets(offsets, group) => (
+                        TxnOp::SendOffsets,
+                        producer.send_offsets_to_transaction(offsets, group),
+                    ),
+                    TxnCall::Commit => (TxnOp::Commit, producer.commit_transaction()),
+                    TxnCall::Abort => (TxnOp::Abort, producer.abort_transaction()),
+                };
+                match started {
+                    Ok(()) => self.txn_waiters.push((op, reply)),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
             Command::Close(reply) => {
                 if self.blocked.is_empty() {
                     self.start_close(Some(reply));
@@ -432,6 +474,11 @@ impl Driver {
             }
             Command::PartitionCount { reply, .. } => {
                 let _ = reply.send(None);
+            }
+            Command::Transaction { reply, .. } => {
+                let _ = reply.send(Err(TxnError::Fatal(
+                    kacrab_idempotence::KafkaError::UnknownServerError,
+                )));
             }
         }
     }
@@ -650,9 +697,16 @@ impl Driver {
                 true
             }
             // Every record is failed by its own event; later sends fail in `send`.
-            Event::Fatal { .. }
-            | Event::ProducerIdChanged { .. }
-            | Event::TransactionCompleted { .. } => false,
+            Event::TransactionCompleted { op, result } => {
+                let (done, waiting): (Vec<_>, Vec<_>) =
+                    self.txn_waiters.drain(..).partition(|(o, _)| *o == op);
+                self.txn_waiters = waiting;
+                for (_, reply) in done {
+                    let _ = reply.send(result.clone());
+                }
+                false
+            }
+            Event::Fatal { .. } | Event::ProducerIdChanged { .. } => false,
         }
     }
 }

@@ -105,9 +105,12 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use conn::{BrokerStream, ConnectFuture, Connector};
 pub use error::{Error, ProduceError};
-pub use kacrab_idempotence::{ConfigError, DeliveryError, Header, KafkaError, SendError, Topic};
+pub use kacrab_idempotence::{
+    ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
+    SendError, Topic, TransactionState, TxnError, TxnOp,
+};
 
-use driver::{Command, Driver, Settings};
+use driver::{Command, Driver, Settings, TxnCall};
 
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
@@ -165,6 +168,7 @@ impl std::fmt::Debug for Command {
             Self::Flush(_) => "Flush",
             Self::Close(_) => "Close",
             Self::PartitionCount { .. } => "PartitionCount",
+            Self::Transaction { .. } => "Transaction",
         })
     }
 }
@@ -252,6 +256,62 @@ impl Producer {
                 None
             }
         }
+    }
+
+    fn transaction(
+        &self,
+        call: TxnCall,
+    ) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .commands
+            .send(Command::Transaction { call, reply })
+            .is_ok();
+        async move {
+            if !sent {
+                return Err(TxnError::Fatal(
+                    kacrab_idempotence::KafkaError::UnknownServerError,
+                ));
+            }
+            rx.await.unwrap_or(Err(TxnError::Fatal(
+                kacrab_idempotence::KafkaError::UnknownServerError,
+            )))
+        }
+    }
+
+    /// Gets a producer id for `transactional.id`, fencing older producers with the same
+    /// id. Call once, before any transaction. If the future is dropped (a timeout), call
+    /// it again: it completes the same pending work.
+    pub fn init_transactions(&self) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
+        self.transaction(TxnCall::Init)
+    }
+
+    /// Opens a transaction; records sent until commit or abort belong to it.
+    pub fn begin_transaction(&self) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
+        self.transaction(TxnCall::Begin)
+    }
+
+    /// Commits consumer offsets with the open transaction (a consume-transform-produce
+    /// loop): they count only if the transaction commits.
+    pub fn send_offsets_to_transaction(
+        &self,
+        offsets: Vec<OffsetToCommit>,
+        group: ConsumerGroupMetadata,
+    ) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
+        self.transaction(TxnCall::SendOffsets(offsets, group))
+    }
+
+    /// Commits the open transaction once every record sent in it is acknowledged.
+    pub fn commit_transaction(
+        &self,
+    ) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
+        self.transaction(TxnCall::Commit)
+    }
+
+    /// Aborts the open transaction: unsent records fail; read_committed readers never
+    /// see the sent ones.
+    pub fn abort_transaction(&self) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
+        self.transaction(TxnCall::Abort)
     }
 
     /// Whether the producer has stopped (closed, or its runtime shut down).
