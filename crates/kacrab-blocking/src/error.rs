@@ -26,8 +26,7 @@ pub enum BuildError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// A key this adapter does not support (`transactional.id`: the session has no
-    /// transaction coordinator support).
+    /// A key this adapter does not support.
     #[error("{0} is not supported by the blocking producer")]
     Unsupported(&'static str),
     /// The I/O thread could not be started.

@@ -18,7 +18,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use kacrab_driver::{ConnId, Output, Session};
-use kacrab_idempotence::{Event, KafkaError, Record, RecordId, Timestamp, TopicPartition};
+use kacrab_idempotence::{
+    ConsumerGroupMetadata, Event, KafkaError, OffsetToCommit, Record, RecordId, Timestamp,
+    TopicPartition, TxnError, TxnOp,
+};
 
 use crate::error::{ProduceError, SendError};
 use crate::oneshot;
@@ -91,6 +94,15 @@ pub(crate) struct Posted {
 }
 
 /// Everything the I/O thread hears about.
+/// The transactional operations, as the application calls them.
+pub(crate) enum TxnCall {
+    Init,
+    Begin,
+    SendOffsets(Vec<OffsetToCommit>, ConsumerGroupMetadata),
+    Commit,
+    Abort,
+}
+
 pub(crate) enum Msg {
     /// `Producer::send`.
     Send(Box<Posted>),
@@ -107,6 +119,11 @@ pub(crate) enum Msg {
         topic: String,
         deadline: Instant,
         reply: oneshot::Sender<Option<i32>>,
+    },
+    /// A transactional operation; the reply comes with its completion event.
+    Transaction {
+        call: TxnCall,
+        reply: oneshot::Sender<Result<(), TxnError>>,
     },
     /// A connection thread connected.
     Connected { conn: ConnId, stream: TcpStream },
@@ -316,6 +333,8 @@ pub(crate) struct Io {
     abort_at: Option<Instant>,
     core_closed: bool,
     metadata_waiters: Vec<MetadataWaiter>,
+    /// Callers waiting for a transactional operation's completion event.
+    txn_waiters: Vec<(TxnOp, oneshot::Sender<Result<(), TxnError>>)>,
     /// The earliest time the loop wakes for a deadline `poll_timeout` keeps naming.
     stale_until: Option<Instant>,
 }
@@ -356,6 +375,7 @@ impl Io {
             abort_at: None,
             core_closed: false,
             metadata_waiters: Vec::new(),
+            txn_waiters: Vec::new(),
             stale_until: None,
         }
     }
@@ -495,6 +515,26 @@ impl Io {
                     self.abort_at = Some(self.abort_at.map_or(t, |a| a.min(t)));
                 }
                 self.maybe_close_core();
+            }
+            Msg::Transaction { call, reply } => {
+                let producer = self.session.producer();
+                let (op, started) = match call {
+                    TxnCall::Init => (TxnOp::InitTransactions, producer.init_transactions()),
+                    TxnCall::Begin => {
+                        reply.send(producer.begin_transaction());
+                        return;
+                    }
+                    TxnCall::SendOffsets(offsets, group) => (
+                        TxnOp::SendOffsets,
+                        producer.send_offsets_to_transaction(offsets, group),
+                    ),
+                    TxnCall::Commit => (TxnOp::Commit, producer.commit_transaction()),
+                    TxnCall::Abort => (TxnOp::Abort, producer.abort_transaction()),
+                };
+                match started {
+                    Ok(()) => self.txn_waiters.push((op, reply)),
+                    Err(e) => reply.send(Err(e)),
+                }
             }
             Msg::PartitionCount {
                 topic,
@@ -701,7 +741,15 @@ impl Io {
                     self.gate.lock().fatal = Some(error);
                     self.gate.notify();
                 }
-                Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
+                Event::TransactionCompleted { op, result } => {
+                    let (done, waiting): (Vec<_>, Vec<_>) =
+                        self.txn_waiters.drain(..).partition(|(o, _)| *o == op);
+                    self.txn_waiters = waiting;
+                    for (_, reply) in done {
+                        reply.send(result.clone());
+                    }
+                }
+                Event::ProducerIdChanged { .. } => {}
             }
         }
         self.maybe_close_core();

@@ -123,7 +123,9 @@ pub use io::IoStats;
 pub use kacrab_driver::{ProducerRecord, RecordMetadata};
 
 /// Re-exported from the core: a topic name, a record header.
-pub use kacrab_idempotence::{Header, Topic};
+pub use kacrab_idempotence::{
+    ConsumerGroupMetadata, Header, OffsetToCommit, Topic, TransactionState, TxnError, TxnOp,
+};
 
 use io::{Completion, Gate, Io, Msg, Posted};
 
@@ -167,7 +169,7 @@ impl Producer {
     ///
     /// # Errors
     /// A missing `bootstrap.servers`, a key the core does not know, a value out of
-    /// range, `transactional.id` (not supported), or a thread that could not start.
+    /// range, or a thread that could not start.
     pub fn from_properties(properties: &[(&str, &str)]) -> Result<Self, BuildError> {
         let mut bootstrap: Vec<String> = Vec::new();
         let mut client_id: Option<String> = None;
@@ -192,7 +194,6 @@ impl Producer {
                     })?;
                     max_block = Duration::from_millis(ms);
                 }
-                "transactional.id" => return Err(BuildError::Unsupported("transactional.id")),
                 _ => {
                     builder.set(key, value)?;
                 }
@@ -411,6 +412,69 @@ impl Producer {
     }
 
     /// After the I/O thread ended: fine if it ended because of `close`.
+    fn transaction(&self, call: io::TxnCall) -> Result<(), TxnError> {
+        let dead = || TxnError::Fatal(kacrab_idempotence::KafkaError::UnknownServerError);
+        if self.on_io_thread() {
+            return Err(dead());
+        }
+        let (reply, rx) = oneshot::channel();
+        if self
+            .inner
+            .tx
+            .send(io::Msg::Transaction { call, reply })
+            .is_err()
+        {
+            return Err(dead());
+        }
+        rx.wait().unwrap_or_else(|| Err(dead()))
+    }
+
+    /// Gets a producer id for `transactional.id`, fencing older producers with the same
+    /// id; blocks until done. Call once, before any transaction.
+    ///
+    /// # Errors
+    /// As [`kacrab_idempotence::Producer::init_transactions`], or its completion.
+    pub fn init_transactions(&self) -> Result<(), TxnError> {
+        self.transaction(io::TxnCall::Init)
+    }
+
+    /// Opens a transaction; records sent until commit or abort belong to it.
+    ///
+    /// # Errors
+    /// Not ready (not initialized, a transaction already open, an error state).
+    pub fn begin_transaction(&self) -> Result<(), TxnError> {
+        self.transaction(io::TxnCall::Begin)
+    }
+
+    /// Commits consumer offsets with the open transaction; blocks until they are added.
+    ///
+    /// # Errors
+    /// No transaction open, or the offsets could not be added.
+    pub fn send_offsets_to_transaction(
+        &self,
+        offsets: Vec<OffsetToCommit>,
+        group: ConsumerGroupMetadata,
+    ) -> Result<(), TxnError> {
+        self.transaction(io::TxnCall::SendOffsets(offsets, group))
+    }
+
+    /// Commits the open transaction once every record sent in it is acknowledged;
+    /// blocks until the commit completes.
+    ///
+    /// # Errors
+    /// The transaction must be aborted, or the producer is fenced or fatal.
+    pub fn commit_transaction(&self) -> Result<(), TxnError> {
+        self.transaction(io::TxnCall::Commit)
+    }
+
+    /// Aborts the open transaction; blocks until the abort completes.
+    ///
+    /// # Errors
+    /// No transaction to abort, or the producer is fenced or fatal.
+    pub fn abort_transaction(&self) -> Result<(), TxnError> {
+        self.transaction(io::TxnCall::Abort)
+    }
+
     fn after_stop(&self) -> Result<(), WaitError> {
         let g = self.inner.gate.lock();
         if g.stopped && g.closed {

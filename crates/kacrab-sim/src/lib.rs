@@ -24,6 +24,7 @@ mod brokers;
 pub mod checker;
 pub mod cluster;
 pub mod config;
+pub mod coordinator;
 mod driver;
 pub mod faults;
 pub mod log;
