@@ -489,7 +489,8 @@ impl Producer {
         for o in &self.outstanding {
             consider(o.deadline);
         }
-        for t in [self.metadata_retry_at, self.id_retry_at]
+        let txn_retry_at = self.txn.as_ref().and_then(|t| t.retry_at);
+        for t in [self.metadata_retry_at, self.id_retry_at, txn_retry_at]
             .into_iter()
             .flatten()
         {

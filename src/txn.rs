@@ -251,8 +251,10 @@ impl Txn {
         }
     }
 
+    /// Queues `q` unless it is already queued. (One of the same kind may be on the wire:
+    /// an AddPartitionsToTxn out for some partitions does not cover the ones added since.)
     pub(crate) fn enqueue(&mut self, q: Queued) {
-        if !self.queue.contains(&q) && self.in_flight.as_ref().is_none_or(|(_, f)| *f != q) {
+        if !self.queue.contains(&q) {
             self.queue.push(q);
         }
     }

@@ -229,7 +229,9 @@ impl Producer {
             _ => {}
         }
         let t = self.txn.as_mut().expect("checked");
-        if !t.new_partitions.is_empty() && t.state == S::InTransaction {
+        if !t.new_partitions.is_empty()
+            && matches!(t.state, S::InTransaction | S::CommittingTransaction)
+        {
             t.enqueue(Queued::AddPartitions);
         }
         if t.in_flight.is_some() {

@@ -42,6 +42,18 @@ impl Cluster {
         } else {
             match t.msg {
                 ToBroker::Produce(r) => self.broker_produce(node, &r, &gps),
+                ToBroker::InitProducerId(r) if r.transactional_id.is_some() => {
+                    let txn_id = r.transactional_id.clone().unwrap_or_default();
+                    let result = self.coordinator_init_producer_id(node, &r, &txn_id);
+                    self.trace_line(|| {
+                        format!(
+                            "node {node} InitProducerId({txn_id}) req {}: {result:?}",
+                            r.id
+                        )
+                    });
+                    self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
+                }
+                ToBroker::Txn(req) => self.answer_txn(node, req),
                 ToBroker::InitProducerId(r) => {
                     let result = if self.fault_rng.chance(self.rates.coordinator_error) {
                         self.faults.add(FaultKind::CoordinatorError);
@@ -118,7 +130,7 @@ impl Cluster {
     }
 
     /// Sends a response back on `node`'s connection, drawing the response faults.
-    fn respond(&mut self, node: NodeId, id: RequestId, msg: ToClient, gps: &[usize]) {
+    pub(crate) fn respond(&mut self, node: NodeId, id: RequestId, msg: ToClient, gps: &[usize]) {
         let scripted_loss = self
             .take_script(|s| matches!(s, Script::LoseResponseAfterApply { partition } if gps.contains(partition)))
             .is_some();
@@ -251,6 +263,12 @@ impl Cluster {
                     resp.partitions.push(pr);
                     continue;
                 }
+            }
+            if let Some(error) = self.txn_produce_check(r, &pb.data, &tp) {
+                let mut pr = PartitionResponse::error(tp, error);
+                pr.log_start_offset = self.partitions[gp].state.log_start_offset();
+                resp.partitions.push(pr);
+                continue;
             }
             let state = &mut self.partitions[gp].state;
             state.expire_producers(now_ms, expiration);
@@ -455,6 +473,7 @@ impl Cluster {
             b.restart_at = restart_after.map(|d| now + d);
         }
         self.connection_lost(node, current);
+        self.coordinator_node_crashed(node);
         let mode = if self.config.snapshot_restore {
             StateTransfer::SnapshotRestore
         } else {

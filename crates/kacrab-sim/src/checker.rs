@@ -85,6 +85,9 @@ pub enum ViolationKind {
     TimerStuck,
     /// A batch on the wire could not be decoded by the model broker's reader.
     BadBatch,
+    /// A transactional property: a committed transaction not visible exactly once and
+    /// in order to `read_committed`, an aborted one visible, a transaction left half.
+    Transaction,
 }
 
 /// One property violation, with when it was seen.

@@ -25,9 +25,11 @@ use kacrab_idempotence::{
 use crate::broker::PartitionState;
 use crate::checker::{encode_value, Checker, ViolationKind};
 use crate::config::{SimConfig, SimStats};
+use crate::coordinator::TransactionCoordinator;
 use crate::faults::{FaultCounts, FaultRates, Script};
 use crate::net::{Direction, Net};
 use crate::rng::Rng;
+use crate::txn_sim::TxnTracker;
 
 /// One model broker's liveness.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,7 +98,7 @@ pub struct Cluster {
     pub(crate) local: VecDeque<(RequestId, RequestFailure)>,
     pub(crate) fault_rng: Rng,
     pub(crate) net_rng: Rng,
-    app_rng: Rng,
+    pub(crate) app_rng: Rng,
     pub(crate) rates: FaultRates,
     pub(crate) faults: FaultCounts,
     pub(crate) scripts: Vec<(Script, u32)>,
@@ -108,6 +110,16 @@ pub struct Cluster {
     /// `now` at which `handle_timeout` left `poll_timeout` in the past with no output.
     timer_stuck_at: Option<Timestamp>,
     timer_stuck_reported: bool,
+    /// The model transaction coordinator (one for the cluster).
+    pub(crate) coordinator: TransactionCoordinator,
+    /// The node it runs on.
+    pub(crate) coordinator_node: NodeId,
+    /// Which transaction each record belongs to, and how each ended.
+    pub(crate) txns: TxnTracker,
+    /// A second producer with the same `transactional.id`, once one fenced the first.
+    pub(crate) rival: Option<Producer>,
+    /// Driver ticks a transactional wait needed (see [`Cluster::txn_ticks`]).
+    pub(crate) txn_ticks: u64,
 }
 
 impl Cluster {
@@ -168,7 +180,11 @@ impl Cluster {
             })
             .collect();
         let checker = Checker::new(partitions.iter().map(|p| p.tp.clone()).collect());
-        let producer = Producer::new(config.producer.clone(), Timestamp::ZERO);
+        let mut producer = Producer::new(config.producer.clone(), Timestamp::ZERO);
+        if config.producer.is_transactional() {
+            producer.handle_transaction_version(config.transaction_version);
+        }
+        let coordinator_node = NodeId(config.coordinator_node.clamp(1, config.brokers as i32));
         Self {
             producer,
             now: Timestamp::ZERO,
@@ -190,6 +206,11 @@ impl Cluster {
             trace: (config.trace || config.trace_live).then(Vec::new),
             timer_stuck_at: None,
             timer_stuck_reported: false,
+            coordinator: TransactionCoordinator::new(500_000),
+            coordinator_node,
+            txns: TxnTracker::default(),
+            rival: None,
+            txn_ticks: 0,
             config,
         }
     }
@@ -369,7 +390,7 @@ impl Cluster {
         r
     }
 
-    fn send_record(&mut self, gp: usize) -> Result<RecordId, SendError> {
+    pub(crate) fn send_record(&mut self, gp: usize) -> Result<RecordId, SendError> {
         let index = self.checker.next_index(gp);
         let value = encode_value(gp as u32, index, self.config.value_size);
         let record = Record::from_value(value, self.now.as_millis() as i64);
@@ -377,6 +398,7 @@ impl Cluster {
         let r = self.producer.send(&tp, &record, self.now);
         if let Ok(id) = r {
             self.checker.on_sent(id, gp, index);
+            self.txns.on_sent(id);
             self.trace_line(|| format!("send {tp} #{index} -> id {id}"));
         }
         r
@@ -575,5 +597,8 @@ impl Cluster {
         self.checker
             .scan_logs(self.partitions.iter().map(|p| &p.state));
         self.checker.check_all_resolved();
+        if self.config.producer.is_transactional() {
+            self.check_transactions(true);
+        }
     }
 }

@@ -66,6 +66,12 @@ pub struct SimConfig {
     pub latencies: Option<Vec<Duration>>,
     /// Size of each record value in bytes (at least 8).
     pub value_size: usize,
+    /// The brokers' finalized `transaction.version` feature level, reported to a
+    /// transactional producer at start (2 or more: KIP-890 transaction version 2).
+    pub transaction_version: i16,
+    /// The node the transaction coordinator starts on (it moves to another live broker
+    /// when this one crashes).
+    pub coordinator_node: i32,
     /// Keep a human-readable trace of every step (for minimising failures).
     pub trace: bool,
     /// Also print every trace line to stderr as it happens (to see the steps before a
@@ -101,9 +107,24 @@ impl SimConfig {
             leaders: None,
             latencies: None,
             value_size: 16,
+            transaction_version: 2,
+            coordinator_node: 1,
             trace: false,
             trace_live: false,
         }
+    }
+
+    /// [`SimConfig::new`] with a transactional producer (`transactional.id` =
+    /// `transactional_id`) and the brokers at `transaction.version` = `version`.
+    #[must_use]
+    pub fn transactional(seed: u64, transactional_id: &str, version: i16) -> Self {
+        let mut c = Self::new(seed);
+        c.producer = Self::producer_config(seed)
+            .transactional_id(transactional_id)
+            .build()
+            .expect("valid config");
+        c.transaction_version = version;
+        c
     }
 
     /// The producer configuration simulations start from: Kafka's defaults with

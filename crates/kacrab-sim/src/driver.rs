@@ -14,7 +14,7 @@ use kacrab_idempotence::{Event, NodeId, Request, RequestFailure, RequestId};
 use crate::checker::ViolationKind;
 use crate::cluster::{BrokerNode, Cluster};
 use crate::faults::FaultKind;
-use crate::net::{ToBroker, ToClient};
+use crate::net::{ToBroker, ToClient, TxnAnswer};
 
 impl Cluster {
     pub(crate) fn on_event(&mut self, event: &Event) {
@@ -50,6 +50,7 @@ impl Cluster {
             Event::Fatal { error } => self.trace_line(|| format!("FATAL {error}")),
             Event::TransactionCompleted { op, result } => {
                 self.trace_line(|| format!("transaction {op:?}: {result:?}"));
+                self.txns.on_completed(*op, result);
             }
         }
         self.checker.on_event(event);
@@ -97,23 +98,58 @@ impl Cluster {
             }
             Request::InitProducerId(r) => {
                 self.stats.init_producer_id_requests += 1;
-                self.write_any(ToBroker::InitProducerId(r));
+                match r.node {
+                    Some(node) => self.write(node, ToBroker::InitProducerId(r)),
+                    None => self.write_any(ToBroker::InitProducerId(r)),
+                }
             }
             Request::Metadata(r) => {
                 self.stats.metadata_requests += 1;
                 self.write_any(ToBroker::Metadata(r));
             }
             Request::CloseConnection { node } => self.close_connection(node),
-            // The simulated producer has no transactional.id (transactions are the next
-            // step for the simulator): such a request is a protocol violation.
-            Request::FindCoordinator(_)
+            // A producer without transactional.id never asks for these.
+            r @ (Request::FindCoordinator(_)
             | Request::AddPartitionsToTxn(_)
             | Request::AddOffsetsToTxn(_)
             | Request::TxnOffsetCommit(_)
-            | Request::EndTxn(_) => self.checker.violation(
-                ViolationKind::Protocol,
-                "transactional request from a producer without transactional.id".to_owned(),
-            ),
+            | Request::EndTxn(_))
+                if !self.config.producer.is_transactional() =>
+            {
+                self.checker.violation(
+                    ViolationKind::Protocol,
+                    format!(
+                        "transactional request from a producer without transactional.id: {r:?}"
+                    ),
+                );
+            }
+            Request::FindCoordinator(r) => {
+                self.trace_line(|| format!("req {} FindCoordinator {}", r.id, r.key));
+                self.write_any(ToBroker::Txn(Request::FindCoordinator(r)));
+            }
+            r @ (Request::AddPartitionsToTxn(_)
+            | Request::AddOffsetsToTxn(_)
+            | Request::TxnOffsetCommit(_)
+            | Request::EndTxn(_)) => {
+                let node = match &r {
+                    Request::AddPartitionsToTxn(x) => x.node,
+                    Request::AddOffsetsToTxn(x) => x.node,
+                    Request::TxnOffsetCommit(x) => x.node,
+                    Request::EndTxn(x) => x.node,
+                    _ => unreachable!(),
+                };
+                self.trace_line(|| format!("txn req -> node {node}: {r:?}"));
+                if self.broker(node).is_none() {
+                    self.checker.violation(
+                        ViolationKind::Protocol,
+                        format!("transactional request to unknown node {node}"),
+                    );
+                    self.local
+                        .push_back((crate::net::txn_request_id(&r), RequestFailure::NotSent));
+                    return;
+                }
+                self.write(node, ToBroker::Txn(r));
+            }
         }
     }
 
@@ -271,6 +307,21 @@ impl Cluster {
                     s
                 });
                 let _ = self.producer.handle_metadata(Some(id), &md, now);
+            }
+            ToClient::Txn(id, answer) => {
+                self.trace_line(|| format!("response req {id}: {answer:?}"));
+                // An answer to a request the core already timed out is unknown to it.
+                let _ = match answer {
+                    TxnAnswer::FindCoordinator(r) => {
+                        self.producer.handle_find_coordinator(id, r, now)
+                    }
+                    TxnAnswer::AddPartitions(r) => self.producer.handle_add_partitions(id, &r, now),
+                    TxnAnswer::AddOffsets(e) => self.producer.handle_add_offsets(id, e, now),
+                    TxnAnswer::TxnOffsetCommit(r) => {
+                        self.producer.handle_txn_offset_commit(id, &r, now)
+                    }
+                    TxnAnswer::EndTxn(r) => self.producer.handle_end_txn(id, r, now),
+                };
             }
         }
         self.after_input();

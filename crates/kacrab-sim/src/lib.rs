@@ -32,6 +32,7 @@ pub mod net;
 pub mod ops;
 pub mod rng;
 pub mod scenario;
+pub mod txn_sim;
 
 pub use checker::{Checker, Outcome, Tally, Violation, ViolationKind, WireBatch};
 pub use cluster::{BrokerNode, Cluster, SimPartition, Workload};
@@ -39,3 +40,4 @@ pub use config::{SimConfig, SimStats};
 pub use faults::{FaultCounts, FaultKind, FaultRates, PartitionFault, Script};
 pub use rng::Rng;
 pub use scenario::{Progress, Report, Scenario};
+pub use txn_sim::{TxnOutcome, TxnRecord, TxnTracker};

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use kacrab_idempotence::{
     InitProducerIdRequest, KafkaError, Metadata, MetadataRequest, NodeId, ProduceRequest,
-    ProduceResponse, ProducerIdAndEpoch, RequestId, Timestamp,
+    ProduceResponse, ProducerIdAndEpoch, Request, RequestId, Timestamp, TopicPartition,
 };
 
 /// A request on its way to a broker.
@@ -26,6 +26,9 @@ pub enum ToBroker {
     InitProducerId(InitProducerIdRequest),
     /// Metadata.
     Metadata(MetadataRequest),
+    /// A transactional request (FindCoordinator, AddPartitionsToTxn, AddOffsetsToTxn,
+    /// TxnOffsetCommit, EndTxn), as the core asked for it.
+    Txn(Request),
 }
 
 impl ToBroker {
@@ -36,6 +39,7 @@ impl ToBroker {
             ToBroker::Produce(r) => r.id,
             ToBroker::InitProducerId(r) => r.id,
             ToBroker::Metadata(r) => r.id,
+            ToBroker::Txn(r) => txn_request_id(r),
         }
     }
 
@@ -55,6 +59,39 @@ pub enum ToClient {
     InitProducerId(RequestId, Result<ProducerIdAndEpoch, KafkaError>),
     /// The answer to Metadata.
     Metadata(RequestId, Metadata),
+    /// The answer to a transactional request.
+    Txn(RequestId, TxnAnswer),
+}
+
+/// The answer to a [`ToBroker::Txn`] request.
+#[derive(Clone, Debug)]
+pub enum TxnAnswer {
+    /// FindCoordinator: the coordinator's node.
+    FindCoordinator(Result<NodeId, KafkaError>),
+    /// AddPartitionsToTxn: one error per partition.
+    AddPartitions(Vec<(TopicPartition, KafkaError)>),
+    /// AddOffsetsToTxn.
+    AddOffsets(KafkaError),
+    /// TxnOffsetCommit: one error per partition.
+    TxnOffsetCommit(Vec<(TopicPartition, KafkaError)>),
+    /// EndTxn: the new identity under TV2.
+    EndTxn(Result<Option<ProducerIdAndEpoch>, KafkaError>),
+}
+
+/// The id of a transactional request (any other request's id too).
+#[must_use]
+pub fn txn_request_id(r: &Request) -> RequestId {
+    match r {
+        Request::Produce(r) => r.id,
+        Request::InitProducerId(r) => r.id,
+        Request::Metadata(r) => r.id,
+        Request::FindCoordinator(r) => r.id,
+        Request::AddPartitionsToTxn(r) => r.id,
+        Request::AddOffsetsToTxn(r) => r.id,
+        Request::TxnOffsetCommit(r) => r.id,
+        Request::EndTxn(r) => r.id,
+        Request::CloseConnection { .. } => RequestId(u64::MAX),
+    }
 }
 
 impl ToClient {
@@ -64,7 +101,8 @@ impl ToClient {
         match self {
             ToClient::Produce(id, _)
             | ToClient::InitProducerId(id, _)
-            | ToClient::Metadata(id, _) => *id,
+            | ToClient::Metadata(id, _)
+            | ToClient::Txn(id, _) => *id,
         }
     }
 

@@ -107,7 +107,7 @@ pub use conn::{BrokerStream, ConnectFuture, Connector};
 pub use error::{Error, ProduceError};
 pub use kacrab_idempotence::{
     ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
-    SendError, Topic, TransactionState, TxnError, TxnOp,
+    SendError, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
 };
 
 use driver::{Command, Driver, Settings, TxnCall};

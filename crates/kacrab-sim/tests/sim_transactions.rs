@@ -1,0 +1,273 @@
+//! Transactions in the simulator: the core's transactional producer against the model
+//! transaction coordinator, with markers in the model partitions, read by a
+//! `read_committed` reader. Scripted commit, abort and fencing under TV1 and TV2, and a
+//! property test over seeds and fault rates.
+
+use std::time::Duration;
+
+use kacrab_idempotence::{TransactionState, TxnError};
+use kacrab_sim::coordinator::TxnState;
+use kacrab_sim::{Cluster, FaultRates, SimConfig, TxnOutcome, ViolationKind};
+use proptest::prelude::*;
+
+const MAX: Duration = Duration::from_secs(120);
+
+fn cluster(seed: u64, version: i16, faults: FaultRates) -> Cluster {
+    let mut sim = SimConfig::transactional(seed, "tx-1", version);
+    sim.partitions = 4;
+    sim.faults = faults;
+    sim.trace = true;
+    Cluster::new(sim)
+}
+
+fn violations(c: &Cluster, ignore: &[ViolationKind]) -> Vec<String> {
+    c.checker()
+        .violations()
+        .iter()
+        .filter(|v| !ignore.contains(&v.kind))
+        .map(|v| format!("{v:?}"))
+        .collect()
+}
+
+fn assert_clean(c: &mut Cluster, ignore: &[ViolationKind]) {
+    c.final_check();
+    let v = violations(c, ignore);
+    assert!(
+        v.is_empty(),
+        "{v:#?}\n{}",
+        c.trace()[c.trace().len().saturating_sub(300)..].join("\n")
+    );
+}
+
+fn visible(c: &Cluster) -> usize {
+    c.partitions()
+        .iter()
+        .map(|p| p.state.read_committed().len())
+        .sum()
+}
+
+fn logged(c: &Cluster) -> usize {
+    c.partitions()
+        .iter()
+        .map(|p| p.state.records().count())
+        .sum()
+}
+
+/// One scripted transaction: sends, then a quiet 50 ms (so that no AddPartitionsToTxn
+/// is in flight when it ends: see `commit_right_after_send_adds_every_partition`), then
+/// commit or abort.
+fn txn(c: &mut Cluster, records: u32, commit: bool) -> TxnOutcome {
+    c.begin_and_send(records);
+    c.run_for(Duration::from_millis(50));
+    c.finish_open_transaction(commit, MAX)
+}
+
+fn commit_then_abort(version: i16) {
+    let mut c = cluster(1, version, FaultRates::NONE);
+    c.init_transactions(MAX).expect("init_transactions");
+    assert_eq!(txn(&mut c, 5, true), TxnOutcome::Committed);
+    assert_eq!(visible(&c), 5);
+    assert_eq!(txn(&mut c, 7, false), TxnOutcome::Aborted);
+    assert_eq!(visible(&c), 5, "aborted records are not visible");
+    assert!(
+        (5..=12).contains(&logged(&c)),
+        "aborted records sent stay in the log"
+    );
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    assert_eq!(visible(&c), 8);
+    assert_eq!(
+        c.coordinator().state("tx-1"),
+        Some(TxnState::CompleteCommit)
+    );
+    assert_eq!(
+        c.producer().transaction_state(),
+        Some(TransactionState::Ready)
+    );
+    assert_clean(&mut c, &[]);
+}
+
+#[test]
+fn commit_and_abort_tv1() {
+    commit_then_abort(1);
+}
+
+#[test]
+fn commit_and_abort_tv2() {
+    commit_then_abort(2);
+}
+
+#[test]
+fn tv2_bumps_the_epoch_on_every_end() {
+    let mut c = cluster(2, 2, FaultRates::NONE);
+    c.init_transactions(MAX).unwrap();
+    let e0 = c.producer().producer_id().epoch.0;
+    assert_eq!(txn(&mut c, 2, true), TxnOutcome::Committed);
+    assert_eq!(txn(&mut c, 2, false), TxnOutcome::Aborted);
+    assert_eq!(c.producer().producer_id().epoch.0, e0 + 2);
+    let tv1 = {
+        let mut c = cluster(2, 1, FaultRates::NONE);
+        c.init_transactions(MAX).unwrap();
+        let e = c.producer().producer_id().epoch.0;
+        assert_eq!(txn(&mut c, 2, true), TxnOutcome::Committed);
+        c.producer().producer_id().epoch.0 - e
+    };
+    assert_eq!(tv1, 0, "TV1 keeps the epoch across transactions");
+    assert_clean(&mut c, &[]);
+}
+
+fn fencing(version: i16) {
+    let mut c = cluster(3, version, FaultRates::NONE);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(txn(&mut c, 4, true), TxnOutcome::Committed);
+    let before = visible(&c);
+    // The first producer opens a transaction and writes into it...
+    c.begin_and_send(3);
+    // ...then a second instance with the same transactional.id starts.
+    c.fence_with_rival().expect("rival init_transactions");
+    assert_eq!(
+        c.rival().and_then(|p| p.transaction_state()),
+        Some(TransactionState::Ready)
+    );
+    // The first one's commit fails fenced, and none of its records becomes visible.
+    let outcome = c.finish_open_transaction(true, MAX);
+    match outcome {
+        TxnOutcome::Failed(TxnError::ProducerFenced | TxnError::Fatal(_)) => {}
+        TxnOutcome::Aborted => {
+            let err = c.transactions().txns.last().unwrap().commit_error.clone();
+            assert!(
+                matches!(err, Some(TxnError::Abortable(_) | TxnError::ProducerFenced)),
+                "{err:?}"
+            );
+        }
+        o => panic!("the fenced producer's commit ended {o:?}"),
+    }
+    // Later transactions of the fenced producer fail too.
+    let later = c.run_transaction(2, true, MAX);
+    assert!(matches!(later, TxnOutcome::Failed(_)), "{later:?}");
+    assert_eq!(
+        visible(&c),
+        before,
+        "nothing of the fenced producer is visible"
+    );
+    assert_clean(&mut c, &[ViolationKind::Fatal]);
+}
+
+#[test]
+fn fencing_tv1() {
+    fencing(1);
+}
+
+#[test]
+fn fencing_tv2() {
+    fencing(2);
+}
+
+#[test]
+fn coordinator_crash_moves_the_coordinator() {
+    let mut c = cluster(4, 2, FaultRates::NONE);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    let node = c.coordinator_node();
+    c.crash(node);
+    assert_ne!(c.coordinator_node(), node);
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    assert_eq!(txn(&mut c, 3, false), TxnOutcome::Aborted);
+    assert_eq!(visible(&c), 6);
+    assert_clean(&mut c, &[]);
+}
+
+/// Runs `n` transactions under faults, then checks every property.
+fn chaos(seed: u64, version: i16, rate: f64, n: u32, k: u32) -> Cluster {
+    let mut faults = FaultRates::uniform(rate);
+    // A broker crash takes leadership with it; keep those rarer than the lies.
+    faults.broker_crash = rate / 4.0;
+    let mut c = cluster(seed, version, faults);
+    c.init_transactions(MAX)
+        .expect("init_transactions under faults");
+    let outcomes = c.run_transactions(n, k, 0.6, MAX);
+    c.set_fault_rates(FaultRates::NONE);
+    c.restart_all();
+    c.run_until_idle(MAX);
+    c.final_check();
+    assert_eq!(outcomes.len(), n as usize, "stopped early: {outcomes:?}");
+    c
+}
+
+#[test]
+fn chaos_smoke() {
+    for seed in 0..10 {
+        for version in [1, 2] {
+            let c = chaos(seed, version, 0.05, 10, 5);
+            let v = violations(&c, &[]);
+            assert!(v.is_empty(), "seed {seed} v{version}: {v:#?}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn transactions_end_committed_or_aborted(
+        seed in any::<u64>(),
+        v2 in any::<bool>(),
+        rate in 0.0f64..0.08,
+        n in 1u32..8,
+        k in 1u32..6,
+    ) {
+        let c = chaos(seed, if v2 { 2 } else { 1 }, rate, n, k);
+        let v = violations(&c, &[]);
+        prop_assert!(v.is_empty(), "seed {} v2 {} rate {}: {:#?}", seed, v2, rate, v);
+        prop_assert_eq!(c.transactions().count(|o| *o == TxnOutcome::Open), 0);
+    }
+}
+
+/// CORE BUG 1 (liveness): TV1, no faults. The first send opens AddPartitionsToTxn([p0]);
+/// a second send to another partition while it is in flight, then `commit_transaction`
+/// at once. `begin_completing` enqueues AddPartitions for the new partition, but
+/// `Txn::enqueue` drops it as a duplicate of the one in flight; once that is answered
+/// the state is CommittingTransaction, where `poll_transactional` no longer enqueues
+/// AddPartitions. The partition is never added, its batch never drains, EndTxn waits for
+/// it until `delivery.timeout.ms`, and the commit fails Abortable(REQUEST_TIMED_OUT).
+#[test]
+fn commit_right_after_send_adds_every_partition() {
+    let mut c = cluster(1, 1, FaultRates::NONE);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(c.run_transaction(5, true, MAX), TxnOutcome::Committed);
+    assert_eq!(c.run_transaction(7, false, MAX), TxnOutcome::Aborted);
+    // Sends t0-0, t0-1, t0-2; commit right after the last send.
+    assert_eq!(c.run_transaction(3, true, MAX), TxnOutcome::Committed);
+}
+
+/// CORE BUG 2 (liveness): a transactional request answered with a retriable error
+/// (InitProducerId answered CONCURRENT_TRANSACTIONS, as the coordinator does while it
+/// aborts a fenced producer's transaction) is retried at `Txn::retry_at`, but
+/// `Producer::poll_timeout` does not include it: with nothing else scheduled, a driver
+/// that sleeps until `poll_timeout` never retries. The simulator ticks instead
+/// (`Cluster::txn_ticks`).
+#[test]
+fn transactional_backoff_has_a_timer() {
+    use kacrab_idempotence::{KafkaError, NodeId, Producer, Request, Timestamp};
+    let config = SimConfig::transactional(3, "tx-1", 1).producer;
+    let mut p = Producer::new(config, Timestamp::ZERO);
+    p.handle_transaction_version(1);
+    p.init_transactions().unwrap();
+    let now = Timestamp::ZERO;
+    let Some(Request::FindCoordinator(r)) = p.poll_request(now) else {
+        panic!("FindCoordinator expected")
+    };
+    p.handle_find_coordinator(r.id, Ok(NodeId(1)), now).unwrap();
+    let Some(Request::InitProducerId(r)) = p.poll_request(now) else {
+        panic!("InitProducerId expected")
+    };
+    p.handle_producer_id(r.id, Err(KafkaError::ConcurrentTransactions), now)
+        .unwrap();
+    assert!(
+        p.poll_request(now).is_none(),
+        "the retry waits for its backoff"
+    );
+    assert!(
+        p.poll_timeout().is_some(),
+        "InitProducerId is to be retried, but poll_timeout is None"
+    );
+}
