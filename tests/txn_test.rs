@@ -416,3 +416,334 @@ fn abort_resends_produce_request_if_retried() {
     ));
     let _ = Duration::ZERO;
 }
+
+fn in_txn_with_partition(v2: bool) -> Harness {
+    let mut h = txn(v2);
+    init(&mut h, 1);
+    h.p.begin_transaction().unwrap();
+    h
+}
+
+/// Port of `TransactionManagerTest.testTransactionalIdAuthorizationFailureInFindCoordinator`:
+/// fatal.
+#[test]
+fn transactional_id_authorization_failure_in_find_coordinator() {
+    let mut cfg = config();
+    cfg.transactional_id("tx-1");
+    let mut p = Producer::new(cfg.build().unwrap(), Timestamp::ZERO);
+    p.init_transactions().unwrap();
+    let Some(Request::FindCoordinator(f)) = p.poll_request(Timestamp::ZERO) else {
+        panic!()
+    };
+    p.handle_find_coordinator(
+        f.id,
+        Err(KafkaError::TransactionalIdAuthorizationFailed),
+        Timestamp::ZERO,
+    )
+    .unwrap();
+    assert_eq!(p.transaction_state(), Some(TransactionState::FatalError));
+}
+
+/// Port of `TransactionManagerTest.testTopicAuthorizationFailureInAddPartitions`:
+/// abortable; the partition is not added and its record fails on abort.
+#[test]
+fn topic_authorization_failure_in_add_partitions() {
+    let mut h = in_txn_with_partition(false);
+    let a = h.send(0, "a");
+    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_add_partitions(
+        r.id,
+        &[(tp(0), KafkaError::TopicAuthorizationFailed)],
+        h.now,
+    )
+    .unwrap();
+    h.pump();
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
+    assert!(
+        h.outstanding.is_empty(),
+        "the unauthorized partition never drains"
+    );
+    assert!(h.failed(a).is_some());
+    h.p.abort_transaction().unwrap();
+    assert!(
+        matches!(next_txn(&mut h), Request::InitProducerId(_)),
+        "nothing was added: no EndTxn, only the epoch bump"
+    );
+}
+
+/// Port of `TransactionManagerTest.testInvalidTxnStateInAddPartitions` and
+/// `testInvalidProducerEpochConvertToProducerFencedInAddPartitionToTxn`: fatal.
+#[test]
+fn invalid_txn_state_and_fencing_in_add_partitions() {
+    for (error, fenced) in [
+        (KafkaError::InvalidTxnState, false),
+        (KafkaError::InvalidProducerEpoch, true),
+    ] {
+        let mut h = in_txn_with_partition(false);
+        h.send(0, "a");
+        let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+            panic!()
+        };
+        h.p.handle_add_partitions(r.id, &[(tp(0), error)], h.now)
+            .unwrap();
+        h.pump();
+        assert_eq!(h.p.transaction_state(), Some(TransactionState::FatalError));
+        let later = h.p.commit_transaction();
+        if fenced {
+            assert_eq!(later, Err(TxnError::ProducerFenced));
+        } else {
+            assert!(matches!(later, Err(TxnError::Fatal(_))));
+        }
+    }
+}
+
+/// Port of `TransactionManagerTest.testRetriableErrors` (CONCURRENT_TRANSACTIONS,
+/// COORDINATOR_LOAD_IN_PROGRESS): InitProducerId, AddPartitions and EndTxn are retried.
+#[test]
+fn retriable_errors_are_retried() {
+    let mut h = txn(false);
+    h.p.init_transactions().unwrap();
+    let Request::InitProducerId(r) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_producer_id(r.id, Err(KafkaError::CoordinatorLoadInProgress), h.now)
+        .unwrap();
+    h.advance(60);
+    let Request::InitProducerId(r) = next_txn(&mut h) else {
+        panic!("retried")
+    };
+    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 1)), h.now)
+        .unwrap();
+    h.p.begin_transaction().unwrap();
+    h.send(0, "a");
+    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_add_partitions(r.id, &[(tp(0), KafkaError::ConcurrentTransactions)], h.now)
+        .unwrap();
+    h.advance(60);
+    ok_partitions(&mut h);
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    h.p.commit_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_end_txn(e.id, Err(KafkaError::ConcurrentTransactions), h.now)
+        .unwrap();
+    h.advance(60);
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn retried")
+    };
+    h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
+    h.pump();
+    assert_eq!(completed(&h, TxnOp::Commit), Some(Ok(())));
+}
+
+/// Port of `TransactionManagerTest.testAbortableErrorIsConvertedToFatalErrorDuringAbort`:
+/// TRANSACTION_ABORTABLE on EndTxn(COMMIT) is abortable, on EndTxn(ABORT) fatal.
+#[test]
+fn abortable_error_is_converted_to_fatal_error_during_abort() {
+    let mut h = in_txn_with_partition(false);
+    h.send(0, "a");
+    ok_partitions(&mut h);
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    h.p.commit_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_end_txn(e.id, Err(KafkaError::TransactionAbortable), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(
+        completed(&h, TxnOp::Commit),
+        Some(Err(TxnError::Abortable(KafkaError::TransactionAbortable)))
+    );
+    h.p.abort_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_end_txn(e.id, Err(KafkaError::TransactionAbortable), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::FatalError));
+}
+
+/// Port of `TransactionManagerTest.testBumpTransactionalEpochOnRecoverableAddPartitionRequestError`:
+/// UNKNOWN_PRODUCER_ID on AddPartitions is abortable; nothing was added, so the abort
+/// sends no EndTxn, only the epoch bump.
+#[test]
+fn bump_epoch_on_recoverable_add_partition_error() {
+    let mut h = in_txn_with_partition(false);
+    h.send(0, "a");
+    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_add_partitions(r.id, &[(tp(0), KafkaError::UnknownProducerId)], h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
+    h.p.abort_transaction().unwrap();
+    let Request::InitProducerId(b) = next_txn(&mut h) else {
+        panic!("only the bump, no EndTxn")
+    };
+    assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
+    h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(completed(&h, TxnOp::Abort), Some(Ok(())));
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+}
+
+/// Port of `TransactionManagerTest.testSendOffsetsWithGroupMetadata` (TV1) with
+/// `testHandlingOfUnknownTopicPartitionErrorOnTxnOffsetCommit`: AddOffsetsToTxn, then
+/// TxnOffsetCommit to the group coordinator; a partition answered with a retriable error
+/// is sent again alone.
+#[test]
+fn send_offsets_v1_retries_only_the_failed_partition() {
+    let mut h = in_txn_with_partition(false);
+    let group = ConsumerGroupMetadata {
+        group_id: "g".into(),
+        generation_id: 1,
+        member_id: "m".into(),
+        group_instance_id: None,
+    };
+    let offsets: Vec<OffsetToCommit> = (0..2)
+        .map(|p| OffsetToCommit {
+            partition: TopicPartition::new("in", p),
+            offset: 10,
+            leader_epoch: None,
+            metadata: None,
+        })
+        .collect();
+    h.p.send_offsets_to_transaction(offsets, group).unwrap();
+    let Request::AddOffsetsToTxn(a) = next_txn(&mut h) else {
+        panic!("AddOffsetsToTxn first")
+    };
+    assert_eq!(a.group_id, "g");
+    h.p.handle_add_offsets(a.id, KafkaError::None, h.now)
+        .unwrap();
+    let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+        panic!()
+    };
+    assert_eq!(c.offsets.len(), 2);
+    h.p.handle_txn_offset_commit(
+        c.id,
+        &[
+            (TopicPartition::new("in", 0), KafkaError::None),
+            (
+                TopicPartition::new("in", 1),
+                KafkaError::UnknownTopicOrPartition,
+            ),
+        ],
+        h.now,
+    )
+    .unwrap();
+    h.advance(60);
+    let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+        panic!("retried")
+    };
+    assert_eq!(c.offsets.len(), 1, "only the failed partition");
+    h.p.handle_txn_offset_commit(
+        c.id,
+        &[(TopicPartition::new("in", 1), KafkaError::None)],
+        h.now,
+    )
+    .unwrap();
+    h.pump();
+    assert_eq!(completed(&h, TxnOp::SendOffsets), Some(Ok(())));
+}
+
+/// Port of `TransactionManagerTest.testUnknownMemberIdInTxnOffsetCommitByGroupMetadata`
+/// and `testFencedInstanceIdInTxnOffsetCommitByGroupMetadata`: abortable.
+#[test]
+fn group_errors_in_txn_offset_commit_are_abortable() {
+    for error in [
+        KafkaError::UnknownMemberId,
+        KafkaError::FencedInstanceId,
+        KafkaError::IllegalGeneration,
+    ] {
+        let mut h = in_txn_with_partition(true);
+        let group = ConsumerGroupMetadata {
+            group_id: "g".into(),
+            generation_id: 1,
+            member_id: "m".into(),
+            group_instance_id: None,
+        };
+        let offsets = vec![OffsetToCommit {
+            partition: TopicPartition::new("in", 0),
+            offset: 1,
+            leader_epoch: None,
+            metadata: None,
+        }];
+        h.p.send_offsets_to_transaction(offsets, group).unwrap();
+        let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+            panic!()
+        };
+        h.p.handle_txn_offset_commit(c.id, &[(TopicPartition::new("in", 0), error)], h.now)
+            .unwrap();
+        h.pump();
+        assert_eq!(
+            completed(&h, TxnOp::SendOffsets),
+            Some(Err(TxnError::Abortable(error)))
+        );
+        assert_eq!(
+            h.p.transaction_state(),
+            Some(TransactionState::AbortableError)
+        );
+    }
+}
+
+/// Port of `TransactionManagerTest.testProducerIdAndEpochUpdateAfterOverflowFromEndTxnResponseInV2`:
+/// EndTxn v5 may answer with a new producer id at epoch 0; the client adopts it.
+#[test]
+fn producer_id_update_after_overflow_from_end_txn_in_v2() {
+    let mut h = in_txn_with_partition(true);
+    h.send(0, "a");
+    let r = h.outstanding.front().unwrap().id;
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    h.p.commit_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!()
+    };
+    h.p.handle_end_txn(e.id, Ok(Some(ProducerIdAndEpoch::new(PID + 1, 0))), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.p.producer_id(), ProducerIdAndEpoch::new(PID + 1, 0));
+    h.p.begin_transaction().unwrap();
+    h.send(0, "b");
+    let w = wire(h.outstanding.back().unwrap());
+    assert_eq!(
+        (w[0].producer_id, w[0].epoch, w[0].base_sequence),
+        (PID + 1, 0, 0)
+    );
+}
+
+/// Port of `TransactionManagerTest.testForegroundInvalidStateTransitionIsRecoverable`:
+/// an operation in the wrong state is an error that changes nothing.
+#[test]
+fn foreground_invalid_state_transition_is_recoverable() {
+    let mut h = txn(false);
+    assert!(matches!(
+        h.p.abort_transaction(),
+        Err(TxnError::InvalidState { .. })
+    ));
+    assert!(matches!(
+        h.p.commit_transaction(),
+        Err(TxnError::InvalidState { .. })
+    ));
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::Uninitialized)
+    );
+    init(&mut h, 0);
+}
