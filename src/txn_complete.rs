@@ -145,6 +145,9 @@ impl Producer {
         };
         match result {
             Ok(id) if id.is_valid() && id.epoch.0 >= 0 => {
+                if !self.transition_allowed(S::Ready) {
+                    return Ok(());
+                }
                 self.producer_id = id;
                 self.id_state = IdState::Ready;
                 self.reset_all_sequences();
@@ -348,6 +351,14 @@ impl Producer {
             .is_some_and(|t| t.state == S::AbortingTransaction);
         match result {
             Ok(new_id) => {
+                let target = if self.txn.as_ref().is_some_and(|t| t.bump_required) {
+                    S::Initializing
+                } else {
+                    S::Ready
+                };
+                if !self.transition_allowed(target) {
+                    return Ok(());
+                }
                 if let Some(id) = new_id.filter(|id| id.is_valid() && id.epoch.0 >= 0) {
                     // TV2: the coordinator bumped the epoch; every partition restarts at 0.
                     self.producer_id = id;
@@ -374,6 +385,18 @@ impl Producer {
             }
         }
         Ok(())
+    }
+
+    /// Whether a broker answer may move the state to `target`. An answer that would make
+    /// an invalid transition poisons the producer (Java's KAFKA-14831): the state machine
+    /// can no longer be trusted.
+    fn transition_allowed(&mut self, target: S) -> bool {
+        let state = self.txn.as_ref().map_or(S::FatalError, |t| t.state);
+        if state.can_transition_to(target) {
+            return true;
+        }
+        self.enter_fatal(KafkaError::InvalidTxnState);
+        false
     }
 
     /// A transactional request got no answer: look the coordinator up again and resend.
