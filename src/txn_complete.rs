@@ -83,6 +83,12 @@ impl Producer {
                     CoordinatorType::Transaction => t.coordinator = None,
                     CoordinatorType::Group => t.group_coordinator = None,
                 }
+                // Back off as for a retry: a coordinator still loading answers
+                // NOT_COORDINATOR at once, and an immediate lookup would spin.
+                t.attempts += 1;
+                let delay = self.backoff.delay(t.attempts);
+                let t = self.txn.as_mut().expect("transactional");
+                t.retry_at = Some(self.now + delay);
                 t.queue.push(q);
             }
             Next::Abortable(e) => self.txn_abortable(e),
@@ -222,11 +228,11 @@ impl Producer {
             },
         };
         let t = self.txn.as_mut().expect("transactional");
-        let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
-            .into_iter()
-            .collect();
         match next {
             Next::Done => {
+                let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
+                    .into_iter()
+                    .collect();
                 t.partitions.extend(pending);
                 t.started = true;
                 self.apply(q, Next::Done);
@@ -237,12 +243,14 @@ impl Producer {
                     }
                 }
             }
-            Next::Retry | Next::Relookup(_) => {
-                // Ask again for the same partitions.
-                t.new_partitions.extend(pending);
-                self.apply(q, next);
+            // The same partitions stay pending and are asked for again, even if an
+            // abort starts meanwhile: the coordinator may hold them, and then the
+            // transaction must end with EndTxn.
+            Next::Retry | Next::Relookup(_) => self.apply(q, next),
+            other => {
+                t.pending_partitions.clear();
+                self.apply(q, other);
             }
-            other => self.apply(q, other),
         }
         Ok(())
     }
@@ -413,13 +421,9 @@ impl Producer {
             Some(kind) => Next::Relookup(kind),
             None => Next::Retry,
         };
-        if let Queued::AddPartitions = q {
-            let t = self.txn.as_mut().expect("transactional");
-            let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
-                .into_iter()
-                .collect();
-            t.new_partitions.extend(pending);
-        }
+        // An AddPartitionsToTxn without an answer may have been applied: its partitions
+        // stay pending and are asked for again (the answer settles whether the
+        // transaction started).
         self.apply(q, next);
     }
 

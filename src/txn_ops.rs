@@ -274,7 +274,7 @@ impl Producer {
             }
         }
         if let Queued::AddPartitions = q {
-            if t.new_partitions.is_empty() {
+            if t.new_partitions.is_empty() && t.pending_partitions.is_empty() {
                 return self.poll_transactional(now);
             }
         }
@@ -314,14 +314,16 @@ impl Producer {
                 },
             }),
             Queued::AddPartitions => {
+                // Pending ones are those of an earlier request that got no answer.
                 let moved: Vec<u32> = core::mem::take(&mut t.new_partitions).into_iter().collect();
-                t.pending_partitions.extend(moved.iter().copied());
+                t.pending_partitions.extend(moved);
+                let asked: Vec<u32> = t.pending_partitions.iter().copied().collect();
                 Request::AddPartitionsToTxn(AddPartitionsToTxnRequest {
                     id,
                     node: t.coordinator.expect("checked"),
                     transactional_id: t.id.clone(),
                     producer,
-                    partitions: moved
+                    partitions: asked
                         .iter()
                         .map(|&p| self.partitions[p as usize].tp.clone())
                         .collect(),

@@ -314,6 +314,7 @@ fn retry_commit_transaction() {
     };
     h.p.handle_request_failed(e.id, RequestFailure::Disconnected, h.now)
         .unwrap();
+    h.advance(60); // the lookup backs off
     h.p.commit_transaction().unwrap();
     assert_eq!(
         h.p.abort_transaction(),
@@ -352,6 +353,7 @@ fn lookup_coordinator_on_not_coordinator_error() {
     };
     h.p.handle_producer_id(r.id, Err(KafkaError::NotCoordinator), h.now)
         .unwrap();
+    h.advance(60); // the lookup backs off
     let Request::InitProducerId(r) = next_txn(&mut h) else {
         panic!("resent after a new lookup")
     };

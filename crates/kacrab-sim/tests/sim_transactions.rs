@@ -271,3 +271,15 @@ fn transactional_backoff_has_a_timer() {
         "InitProducerId is to be retried, but poll_timeout is None"
     );
 }
+
+/// Core bug found by `transactions_end_committed_or_aborted` (seed below): an
+/// AddPartitionsToTxn was applied by the coordinator but its answer was lost; the
+/// application then aborted. The core forgot the partition, took the transaction for
+/// empty and skipped EndTxn, leaving it open at the coordinator (a hanging transaction).
+/// Now the partition stays pending, the request is retried during the abort, and the
+/// abort ends with EndTxn.
+#[test]
+fn abort_after_an_unanswered_add_partitions_still_ends_the_transaction() {
+    let c = chaos(2339805845713263625, 1, 0.06908471513408998, 4, 2);
+    assert_eq!(violations(&c, &[]), Vec::<String>::new());
+}

@@ -82,10 +82,30 @@ pub trait TestProducer: Send {
     fn flush(&self) -> Result<(), String>;
     /// Flushes and closes the producer.
     fn close(self: Box<Self>) -> Result<(), String>;
+
+    /// Gets a producer id for the `transactional.id` in the factory's properties (the
+    /// transactional scenarios pass one), fencing older producers with the same id.
+    /// Adapters without transactions keep the default, an error.
+    fn init_transactions(&self) -> Result<(), String> {
+        Err("not supported".into())
+    }
+    /// Opens a transaction; records sent until commit or abort belong to it.
+    fn begin_transaction(&self) -> Result<(), String> {
+        Err("not supported".into())
+    }
+    /// Commits the open transaction, blocking until the commit completes.
+    fn commit_transaction(&self) -> Result<(), String> {
+        Err("not supported".into())
+    }
+    /// Aborts the open transaction, blocking until the abort completes.
+    fn abort_transaction(&self) -> Result<(), String> {
+        Err("not supported".into())
+    }
 }
 
 /// Builds a producer from Kafka property pairs (`bootstrap.servers`, `client.id`,
-/// `linger.ms`, `request.timeout.ms`, ...).
+/// `linger.ms`, `request.timeout.ms`, ...; `transactional.id` for the transactional
+/// scenarios, which merge it into the properties they pass).
 pub type Factory<'a> = &'a dyn Fn(&[(&str, &str)]) -> Result<Box<dyn TestProducer>, String>;
 
 /// Writes one `#[test]` per FakeBroker scenario for `$factory` (a path to a function or
@@ -128,6 +148,9 @@ macro_rules! real_kafka_tests {
             real_exactly_once,
             real_leader_kill,
             real_proxy_drops,
+            real_txn_read_committed,
+            real_txn_fencing,
+            real_txn_coordinator_killed,
         );
     };
 }

@@ -3,8 +3,9 @@
 //! unless its environment variable names the brokers:
 //!
 //! * `KACRAB_KAFKA_BOOTSTRAP` (`scripts/kafka.sh start-single`): [`real_exactly_once`],
-//!   [`real_proxy_drops`];
-//! * `KACRAB_KAFKA_CLUSTER` (`scripts/kafka.sh start-cluster`): [`real_leader_kill`].
+//!   [`real_proxy_drops`], [`real_txn_read_committed`], [`real_txn_fencing`];
+//! * `KACRAB_KAFKA_CLUSTER` (`scripts/kafka.sh start-cluster`): [`real_leader_kill`],
+//!   [`real_txn_coordinator_killed`].
 //!
 //! Topics are created fresh (unique names) with `scripts/kafka.sh create-topic`, and read
 //! back with Kafka's own console consumer (`scripts/kafka.sh consume`), so what is checked
@@ -24,7 +25,7 @@ use crate::cluster::ApiKey;
 use crate::proxy::{Proxy, ProxyAction};
 use crate::scenarios::{base_props, build, proxy_line, set_prop, Report};
 use crate::trigger::Trigger;
-use crate::Factory;
+use crate::{Factory, TestProducer};
 
 /// The repository's `scripts/kafka.sh`, found from this crate's manifest directory.
 pub fn kafka_sh() -> PathBuf {
@@ -109,9 +110,28 @@ pub fn consume(
     max: u64,
     idle_ms: u64,
 ) -> Result<BTreeMap<i32, Vec<LogRecord>>, String> {
+    consume_isolated(bootstrap, topic, max, idle_ms, "read_uncommitted")
+}
+
+/// [`consume`] with an isolation level: `read_committed` hides aborted and open
+/// transactions, `read_uncommitted` shows every data record.
+pub fn consume_isolated(
+    bootstrap: &str,
+    topic: &str,
+    max: u64,
+    idle_ms: u64,
+    isolation: &str,
+) -> Result<BTreeMap<i32, Vec<LogRecord>>, String> {
     let idle = idle_ms.to_string();
     let out = script_env(
-        &["consume", bootstrap, topic, &max.to_string()],
+        &[
+            "consume",
+            bootstrap,
+            topic,
+            &max.to_string(),
+            "--isolation",
+            isolation,
+        ],
         &[("KACRAB_KAFKA_CONSUME_TIMEOUT_MS", &idle)],
     )?;
     parse_consumed(&out)
@@ -393,6 +413,614 @@ pub fn real_proxy_drops(factory: Factory) -> Result<Report, String> {
     Ok(report)
 }
 
+// ---------------------------------------------------------------------------------------
+// Transactions
+// ---------------------------------------------------------------------------------------
+
+/// Java's `String.hashCode` (UTF-16 code units, wrapping 32-bit arithmetic).
+fn java_hash_code(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// The `__transaction_state` partition of a transactional id, as Kafka's coordinator
+/// computes it: `Utils.abs(transactionalId.hashCode()) % partitions` (`Utils.abs` maps
+/// `Integer.MIN_VALUE` to 0).
+fn txn_state_partition(transactional_id: &str, partitions: i32) -> i32 {
+    let h = java_hash_code(transactional_id);
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs % partitions
+}
+
+/// Properties of a transactional producer: the real scenarios' ones plus the id.
+fn txn_props(bootstrap: &str, name: &str, transactional_id: &str) -> Vec<(String, String)> {
+    let mut props = real_props(bootstrap, name);
+    set_prop(&mut props, "transactional.id", transactional_id);
+    props
+}
+
+/// What one transaction sent: `(partition, key)` in send order.
+struct Txn {
+    label: String,
+    sent: Vec<(i32, String)>,
+    acked: usize,
+    failures: Vec<String>,
+}
+
+/// Sends `count` records of transaction `label` round-robin over `partitions` partitions
+/// (keys `label-i`); with `wait`, blocks until every delivery has an outcome.
+fn send_txn_records(
+    producer: &dyn TestProducer,
+    topic: &str,
+    partitions: i32,
+    label: &str,
+    from: u64,
+    count: u64,
+    txn: &mut Txn,
+) -> Vec<crate::Delivery> {
+    let mut pending = Vec::with_capacity(count as usize);
+    for i in from..from + count {
+        let partition = (i % partitions as u64) as i32;
+        let key = format!("{label}-{i}");
+        let value = format!("{label}:{i}");
+        txn.sent.push((partition, key.clone()));
+        pending.push(producer.send(topic, partition, Bytes::from(key), Bytes::from(value)));
+    }
+    pending
+}
+
+fn wait_deliveries(pending: Vec<crate::Delivery>, txn: &mut Txn) {
+    for d in pending {
+        match d.wait() {
+            Ok(_) => txn.acked += 1,
+            Err(e) => {
+                if txn.failures.len() < 5 {
+                    txn.failures.push(e);
+                } else {
+                    txn.failures.push(String::new());
+                }
+            }
+        }
+    }
+}
+
+fn new_txn(label: &str) -> Txn {
+    Txn {
+        label: label.to_string(),
+        sent: Vec::new(),
+        acked: 0,
+        failures: Vec::new(),
+    }
+}
+
+fn failures_line(txn: &Txn) -> String {
+    let shown: Vec<&str> = txn
+        .failures
+        .iter()
+        .filter(|f| !f.is_empty())
+        .map(String::as_str)
+        .collect();
+    format!(
+        "{} of {} deliveries of {} failed: {shown:?}",
+        txn.failures.len(),
+        txn.sent.len(),
+        txn.label
+    )
+}
+
+/// Checks what a read_committed reader saw: every record of `committed` (in order) exactly
+/// once per partition and nothing else; `either` transactions may be wholly present (then
+/// in order, after the committed ones that precede them) or wholly absent.
+fn check_committed(
+    logs: &BTreeMap<i32, Vec<LogRecord>>,
+    committed: &[&Txn],
+    aborted: &[&Txn],
+) -> Result<usize, String> {
+    let mut expected: BTreeMap<i32, Vec<&str>> = BTreeMap::new();
+    for txn in committed {
+        for (p, k) in &txn.sent {
+            expected.entry(*p).or_default().push(k.as_str());
+        }
+    }
+    let aborted_keys: std::collections::BTreeSet<&str> = aborted
+        .iter()
+        .flat_map(|t| t.sent.iter().map(|(_, k)| k.as_str()))
+        .collect();
+    let mut problems = Vec::new();
+    let mut in_log = 0;
+    let partitions: std::collections::BTreeSet<i32> =
+        expected.keys().chain(logs.keys()).copied().collect();
+    for p in partitions {
+        let want: &[&str] = expected.get(&p).map_or(&[], Vec::as_slice);
+        let got: Vec<&str> = logs.get(&p).map_or(Vec::new(), |l| {
+            l.iter()
+                .map(|r| std::str::from_utf8(&r.key).unwrap_or("<non-utf8>"))
+                .collect()
+        });
+        in_log += got.len();
+        if got == want {
+            continue;
+        }
+        let seen_aborted: Vec<&&str> = got.iter().filter(|k| aborted_keys.contains(**k)).collect();
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for k in &got {
+            *counts.entry(k).or_default() += 1;
+        }
+        let dups: Vec<&&str> = counts
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(k, _)| k)
+            .collect();
+        let missing: Vec<&&str> = want.iter().filter(|k| !counts.contains_key(**k)).collect();
+        problems.push(format!(
+            "partition {p}: expected {} committed records, read_committed saw {}: \
+             {} of aborted transactions (first {:?}), {} duplicated (first {:?}), \
+             {} missing (first {:?}){}",
+            want.len(),
+            got.len(),
+            seen_aborted.len(),
+            seen_aborted.iter().take(5).collect::<Vec<_>>(),
+            dups.len(),
+            dups.iter().take(5).collect::<Vec<_>>(),
+            missing.len(),
+            missing.iter().take(5).collect::<Vec<_>>(),
+            if seen_aborted.is_empty() && dups.is_empty() && missing.is_empty() {
+                " (out of order)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if problems.is_empty() {
+        Ok(in_log)
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// Fails the process if a scenario is stuck in one phase (a transactional call that never
+/// returns would otherwise hang the test run); restarts a killed node first. The limit
+/// per phase is overridable with `KACRAB_TESTKIT_TXN_STUCK_S`.
+struct Watchdog {
+    phase: Arc<std::sync::Mutex<(String, Instant, Option<i32>)>>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    fn start(name: &'static str, limit: Duration) -> Self {
+        let limit = std::env::var("KACRAB_TESTKIT_TXN_STUCK_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(limit, Duration::from_secs);
+        let phase = Arc::new(std::sync::Mutex::new((
+            "start".to_string(),
+            Instant::now(),
+            None::<i32>,
+        )));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (p, d) = (Arc::clone(&phase), Arc::clone(&done));
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(500));
+            if d.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            let (what, since, killed) = p.lock().unwrap().clone();
+            if since.elapsed() > limit {
+                eprintln!(
+                    "scenario {name}: stuck in phase `{what}` for {:.1?} (limit {limit:?}); \
+                     exiting the test process",
+                    since.elapsed()
+                );
+                if let Some(n) = killed {
+                    let _ = script(&["restart-node", &n.to_string()]);
+                }
+                std::process::exit(101);
+            }
+        });
+        Watchdog { phase, done }
+    }
+
+    fn phase(&self, what: impl Into<String>) {
+        let mut g = self.phase.lock().unwrap();
+        g.0 = what.into();
+        g.1 = Instant::now();
+    }
+
+    fn killed(&self, node: Option<i32>) {
+        self.phase.lock().unwrap().2 = node;
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn txn_report(
+    name: &'static str,
+    start: Instant,
+    txns: &[&Txn],
+    in_log: usize,
+    notes: Vec<String>,
+) -> Report {
+    let sent: usize = txns.iter().map(|t| t.sent.len()).sum();
+    let acked: usize = txns.iter().map(|t| t.acked).sum();
+    let failed: usize = txns.iter().map(|t| t.failures.len()).sum();
+    Report {
+        scenario: name,
+        skipped: false,
+        summary: crate::Summary {
+            sent,
+            acked,
+            failed,
+            failed_but_written: 0,
+            in_log,
+        },
+        faults: 0,
+        send_time: Duration::ZERO,
+        flush_time: Duration::ZERO,
+        elapsed: start.elapsed(),
+        notes,
+    }
+}
+
+/// Runs one transaction on `producer`: begin, send `count` records, wait for every
+/// delivery (so the records are in the log), then commit or abort. Every step must
+/// succeed.
+fn whole_txn(
+    producer: &dyn TestProducer,
+    topic: &str,
+    partitions: i32,
+    label: &str,
+    count: u64,
+    commit: bool,
+    dog: &Watchdog,
+) -> Result<Txn, String> {
+    let mut txn = new_txn(label);
+    dog.phase(format!("begin {label}"));
+    producer
+        .begin_transaction()
+        .map_err(|e| format!("begin_transaction ({label}): {e}"))?;
+    dog.phase(format!("send {label}"));
+    let pending = send_txn_records(producer, topic, partitions, label, 0, count, &mut txn);
+    wait_deliveries(pending, &mut txn);
+    if !txn.failures.is_empty() {
+        return Err(failures_line(&txn));
+    }
+    if commit {
+        dog.phase(format!("commit {label}"));
+        producer
+            .commit_transaction()
+            .map_err(|e| format!("commit_transaction ({label}): {e}"))?;
+    } else {
+        dog.phase(format!("abort {label}"));
+        producer
+            .abort_transaction()
+            .map_err(|e| format!("abort_transaction ({label}): {e}"))?;
+    }
+    Ok(txn)
+}
+
+/// (d) On `KACRAB_KAFKA_BOOTSTRAP`: one transactional producer commits a transaction of
+/// 1,000 records, aborts one of 500 (after every delivery, so they are in the log), and
+/// commits one of 300, over a fresh 3-partition topic. Kafka's console consumer with
+/// `--isolation read_committed` must see exactly the 1,300 committed records, each once, in
+/// send order per partition, and none of the aborted ones; a read_uncommitted reader must
+/// see all 1,800 (the aborted ones were really written).
+pub fn real_txn_read_committed(factory: Factory) -> Result<Report, String> {
+    const NAME: &str = "real_txn_read_committed";
+    let Some(bootstrap) = env_or_skip("KACRAB_KAFKA_BOOTSTRAP", NAME, "start-single") else {
+        return Ok(skipped(NAME));
+    };
+    let start = Instant::now();
+    let fail = |e: String| format!("scenario {NAME}: {e}");
+    let topic = fresh_topic("kacrab-txn-rc");
+    create_topic(&bootstrap, &topic, 3, 1).map_err(fail)?;
+    let txid = fresh_topic("kacrab-txid-rc");
+    let dog = Watchdog::start(NAME, Duration::from_secs(180));
+    let producer = build(factory, &txn_props(&bootstrap, NAME, &txid)).map_err(fail)?;
+    dog.phase("init_transactions");
+    let t = Instant::now();
+    producer
+        .init_transactions()
+        .map_err(|e| fail(format!("init_transactions: {e}")))?;
+    let init_time = t.elapsed();
+    let t = Instant::now();
+    let t1 = whole_txn(&*producer, &topic, 3, "c1", 1_000, true, &dog).map_err(fail)?;
+    let t2 = whole_txn(&*producer, &topic, 3, "a2", 500, false, &dog).map_err(fail)?;
+    let t3 = whole_txn(&*producer, &topic, 3, "c3", 300, true, &dog).map_err(fail)?;
+    let txn_time = t.elapsed();
+    dog.phase("close");
+    producer.close().map_err(fail)?;
+    dog.phase("consume");
+    let committed =
+        consume_isolated(&bootstrap, &topic, 3_000, 8_000, "read_committed").map_err(fail)?;
+    let in_log = check_committed(&committed, &[&t1, &t3], &[&t2])
+        .map_err(|e| fail(format!("(topic {topic}) read_committed:\n{e}")))?;
+    let all =
+        consume_isolated(&bootstrap, &topic, 1_800, 8_000, "read_uncommitted").map_err(fail)?;
+    let uncommitted: usize = all.values().map(Vec::len).sum();
+    if uncommitted != 1_800 {
+        return Err(fail(format!(
+            "(topic {topic}) read_uncommitted saw {uncommitted} records, expected all 1,800 \
+             (the aborted 500 must have been written)"
+        )));
+    }
+    Ok(txn_report(
+        NAME,
+        start,
+        &[&t1, &t2, &t3],
+        in_log,
+        vec![
+            format!("topic {topic}, transactional.id {txid}"),
+            format!(
+                "init_transactions {init_time:.2?}; commit 1,000 + abort 500 + commit 300 in \
+                 {txn_time:.2?}; read_committed saw {in_log}, read_uncommitted {uncommitted}"
+            ),
+        ],
+    ))
+}
+
+/// (e) On `KACRAB_KAFKA_BOOTSTRAP`: producer A (transactional id X) opens a transaction
+/// and writes 200 records (all delivered); producer B with the same X calls
+/// init_transactions, which fences A and aborts its open transaction. A's commit must
+/// fail (and so must a later send); B then commits 100 records. read_committed must show
+/// exactly B's 100 and none of A's.
+pub fn real_txn_fencing(factory: Factory) -> Result<Report, String> {
+    const NAME: &str = "real_txn_fencing";
+    let Some(bootstrap) = env_or_skip("KACRAB_KAFKA_BOOTSTRAP", NAME, "start-single") else {
+        return Ok(skipped(NAME));
+    };
+    let start = Instant::now();
+    let fail = |e: String| format!("scenario {NAME}: {e}");
+    let topic = fresh_topic("kacrab-txn-fence");
+    create_topic(&bootstrap, &topic, 3, 1).map_err(fail)?;
+    let txid = fresh_topic("kacrab-txid-fence");
+    let dog = Watchdog::start(NAME, Duration::from_secs(180));
+    let a = build(factory, &txn_props(&bootstrap, NAME, &txid)).map_err(fail)?;
+    dog.phase("A init_transactions");
+    a.init_transactions()
+        .map_err(|e| fail(format!("A init_transactions: {e}")))?;
+    dog.phase("A begin");
+    a.begin_transaction()
+        .map_err(|e| fail(format!("A begin_transaction: {e}")))?;
+    let mut ta = new_txn("a");
+    dog.phase("A send");
+    let pending = send_txn_records(&*a, &topic, 3, "a", 0, 200, &mut ta);
+    wait_deliveries(pending, &mut ta);
+    if !ta.failures.is_empty() {
+        return Err(fail(failures_line(&ta)));
+    }
+    let b = build(factory, &txn_props(&bootstrap, NAME, &txid)).map_err(fail)?;
+    dog.phase("B init_transactions (fencing A)");
+    let t = Instant::now();
+    b.init_transactions()
+        .map_err(|e| fail(format!("B init_transactions: {e}")))?;
+    let fence_time = t.elapsed();
+    dog.phase("A commit after fencing");
+    let a_commit = a.commit_transaction();
+    let Err(a_commit_err) = a_commit else {
+        return Err(fail(format!(
+            "A's commit_transaction succeeded after B (same transactional.id {txid}) \
+             called init_transactions: A was not fenced"
+        )));
+    };
+    dog.phase("A send after fencing");
+    let a_send = a
+        .send(
+            &topic,
+            0,
+            Bytes::from_static(b"a-late"),
+            Bytes::from_static(b"a:late"),
+        )
+        .wait();
+    if let Ok(md) = a_send {
+        return Err(fail(format!(
+            "A's send after being fenced and failing to commit was acknowledged: {md:?}"
+        )));
+    }
+    dog.phase("A abort after fencing");
+    let a_abort = a.abort_transaction();
+    let tb = whole_txn(&*b, &topic, 3, "b", 100, true, &dog).map_err(fail)?;
+    dog.phase("close");
+    let a_close = a.close();
+    b.close().map_err(fail)?;
+    dog.phase("consume");
+    let committed =
+        consume_isolated(&bootstrap, &topic, 1_000, 8_000, "read_committed").map_err(fail)?;
+    let in_log = check_committed(&committed, &[&tb], &[&ta])
+        .map_err(|e| fail(format!("(topic {topic}) read_committed:\n{e}")))?;
+    Ok(txn_report(
+        NAME,
+        start,
+        &[&ta, &tb],
+        in_log,
+        vec![
+            format!("topic {topic}, transactional.id {txid}"),
+            format!("B's init_transactions (fencing A) took {fence_time:.2?}"),
+            format!("A's commit after fencing: {a_commit_err}"),
+            format!("A's send after fencing: {}", a_send.unwrap_err()),
+            format!("A's abort after fencing: {a_abort:?}"),
+            format!("A's close: {a_close:?}"),
+        ],
+    ))
+}
+
+/// (f) On `KACRAB_KAFKA_CLUSTER` (three nodes, replication factor 3): a transactional
+/// producer commits a first transaction of 300 records (which creates
+/// `__transaction_state`); the node leading the id's `__transaction_state` partition
+/// (`abs(hashCode(id)) % partitions`: its transaction coordinator) is SIGKILLed in the
+/// middle of a second transaction of 1,000 (half sent before, in flight, half after), which
+/// is then committed. The producer must end it cleanly: commit Ok, or a commit error
+/// after which abort_transaction succeeds; if both fail, the error is reported in the notes
+/// and a new producer with the same id takes over (init_transactions). A third transaction
+/// of 300 is committed after. read_committed must show the committed transactions exactly
+/// once, in order, and nothing of an aborted one (one whose outcome the producer could not
+/// tell must be all or nothing). The node is restarted at the end, also on failure.
+pub fn real_txn_coordinator_killed(factory: Factory) -> Result<Report, String> {
+    const NAME: &str = "real_txn_coordinator_killed";
+    let Some(bootstrap) = env_or_skip("KACRAB_KAFKA_CLUSTER", NAME, "start-cluster") else {
+        return Ok(skipped(NAME));
+    };
+    let start = Instant::now();
+    let fail = |e: String| format!("scenario {NAME}: {e}");
+    let topic = fresh_topic("kacrab-txn-kill");
+    create_topic(&bootstrap, &topic, 3, 3).map_err(fail)?;
+    script(&["wait-leaders", &bootstrap, &topic, "--timeout", "60"]).map_err(fail)?;
+    let txid = fresh_topic("kacrab-txid-kill");
+    let dog = Watchdog::start(NAME, Duration::from_secs(240));
+    let mut restart = Restart(None);
+    let mut notes = vec![format!("topic {topic}, transactional.id {txid}")];
+
+    let mut producer = build(factory, &txn_props(&bootstrap, NAME, &txid)).map_err(fail)?;
+    dog.phase("init_transactions");
+    producer
+        .init_transactions()
+        .map_err(|e| fail(format!("init_transactions: {e}")))?;
+    let t1 = whole_txn(&*producer, &topic, 3, "c1", 300, true, &dog).map_err(fail)?;
+
+    // The coordinator: the leader of the id's __transaction_state partition.
+    dog.phase("find the coordinator");
+    script(&[
+        "wait-leaders",
+        &bootstrap,
+        "__transaction_state",
+        "--timeout",
+        "60",
+    ])
+    .map_err(fail)?;
+    let state = leaders(&bootstrap, "__transaction_state").map_err(fail)?;
+    let partitions = i32::try_from(state.len()).unwrap_or(50).max(1);
+    let partition = txn_state_partition(&txid, partitions);
+    let victim = *state.get(&partition).ok_or_else(|| {
+        fail(format!(
+            "no leader for __transaction_state partition {partition} in {state:?}"
+        ))
+    })?;
+    if !(1..=3).contains(&victim) {
+        return Err(fail(format!(
+            "__transaction_state partition {partition} is led by node {victim}, not a script node"
+        )));
+    }
+    let data_leaders = leaders(&bootstrap, &topic).map_err(fail)?;
+    notes.push(format!(
+        "coordinator: node {victim} (leader of __transaction_state partition {partition} of \
+         {partitions}); data partition leaders before the kill {data_leaders:?}"
+    ));
+
+    // The second transaction, the coordinator killed in its middle.
+    let mut t2 = new_txn("k2");
+    dog.phase("begin k2");
+    producer
+        .begin_transaction()
+        .map_err(|e| fail(format!("begin_transaction (k2): {e}")))?;
+    dog.phase("send k2 (first half)");
+    let mut pending = send_txn_records(&*producer, &topic, 3, "k2", 0, 500, &mut t2);
+    // Let some of the first half reach the broker (registering partitions with the
+    // coordinator), then kill with the rest in flight.
+    let first = pending.remove(0);
+    let first = first.wait();
+    dog.phase(format!("kill node {victim}"));
+    let t_kill = Instant::now();
+    script(&["kill-node", &victim.to_string()]).map_err(fail)?;
+    restart.0 = Some(victim);
+    dog.killed(Some(victim));
+    dog.phase("send k2 (second half)");
+    pending.extend(send_txn_records(
+        &*producer, &topic, 3, "k2", 500, 500, &mut t2,
+    ));
+    dog.phase("wait k2 deliveries");
+    match first {
+        Ok(_) => t2.acked += 1,
+        Err(e) => t2.failures.push(e),
+    }
+    wait_deliveries(pending, &mut t2);
+    let deliveries_time = t_kill.elapsed();
+    if !t2.failures.is_empty() {
+        notes.push(failures_line(&t2));
+    }
+    dog.phase("commit k2");
+    let t = Instant::now();
+    let commit = producer.commit_transaction();
+    let commit_time = t.elapsed();
+    // Some(true): committed; Some(false): aborted; None: the producer could not tell.
+    let k2_outcome = match &commit {
+        Ok(()) => {
+            notes.push(format!(
+                "k2: deliveries done {deliveries_time:.2?} after the kill; commit Ok in \
+                 {commit_time:.2?}"
+            ));
+            Some(true)
+        }
+        Err(e) => {
+            dog.phase("abort k2 after a failed commit");
+            let t = Instant::now();
+            let abort = producer.abort_transaction();
+            let abort_time = t.elapsed();
+            notes.push(format!(
+                "k2: commit failed after {commit_time:.2?}: {e}; abort after {abort_time:.2?}: \
+                 {abort:?}"
+            ));
+            println!("{NAME}: commit of k2 failed: {e}; abort: {abort:?}");
+            if abort.is_ok() {
+                Some(false)
+            } else {
+                None
+            }
+        }
+    };
+    if k2_outcome == Some(true) && !t2.failures.is_empty() {
+        return Err(fail(format!(
+            "commit_transaction succeeded although deliveries of the transaction failed: {}",
+            failures_line(&t2)
+        )));
+    }
+    if k2_outcome.is_none() {
+        // The producer is in an error state: a new instance with the same id takes over,
+        // which completes or aborts k2 on the coordinator.
+        dog.phase("close the failed producer");
+        let closed = producer.close();
+        notes.push(format!("the failed producer's close: {closed:?}"));
+        producer = build(factory, &txn_props(&bootstrap, NAME, &txid)).map_err(fail)?;
+        dog.phase("init_transactions of the replacement producer");
+        producer
+            .init_transactions()
+            .map_err(|e| fail(format!("replacement init_transactions: {e}")))?;
+    }
+    let t3 = whole_txn(&*producer, &topic, 3, "c3", 300, true, &dog).map_err(fail)?;
+    dog.phase("close");
+    producer.close().map_err(fail)?;
+    dog.phase(format!("restart node {victim}"));
+    restart.now().map_err(fail)?;
+    dog.killed(None);
+
+    dog.phase("consume");
+    let logs =
+        consume_isolated(&bootstrap, &topic, 5_000, 8_000, "read_committed").map_err(fail)?;
+    let in_log = match k2_outcome {
+        Some(true) => check_committed(&logs, &[&t1, &t2, &t3], &[]),
+        Some(false) => check_committed(&logs, &[&t1, &t3], &[&t2]),
+        None => check_committed(&logs, &[&t1, &t2, &t3], &[]).or_else(|with| {
+            check_committed(&logs, &[&t1, &t3], &[&t2]).map_err(|without| {
+                format!("neither all of k2 (\n{with}\n) nor none of it (\n{without}\n)")
+            })
+        }),
+    }
+    .map_err(|e| fail(format!("(topic {topic}) read_committed:\n{e}")))?;
+    let mut report = txn_report(NAME, start, &[&t1, &t2, &t3], in_log, notes);
+    report.faults = 1;
+    report.notes.push(format!(
+        "k2 {}",
+        match k2_outcome {
+            Some(true) => "committed",
+            Some(false) => "aborted",
+            None => "outcome unknown to the producer",
+        }
+    ));
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +1040,17 @@ mod tests {
         assert_eq!(&logs[&0][1].value[..], b"6\tx");
         assert_eq!(logs[&1].len(), 1);
         assert!(parse_consumed("garbage\n").is_err());
+    }
+
+    #[test]
+    fn java_string_hash_code() {
+        // Values from Java's String.hashCode.
+        assert_eq!(java_hash_code(""), 0);
+        assert_eq!(java_hash_code("a"), 97);
+        assert_eq!(java_hash_code("hello"), 99_162_322);
+        assert_eq!(java_hash_code("polygenelubricants"), i32::MIN);
+        assert_eq!(txn_state_partition("polygenelubricants", 50), 0);
+        assert_eq!(txn_state_partition("hello", 50), 99_162_322 % 50);
     }
 
     #[test]

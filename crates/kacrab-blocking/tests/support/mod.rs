@@ -31,6 +31,30 @@ impl TestProducer for Blocking {
         self.0.flush().map_err(|e| e.to_string())
     }
 
+    fn init_transactions(&self) -> Result<(), String> {
+        self.0
+            .init_transactions()
+            .map_err(|e| format!("{e} ({e:?})"))
+    }
+
+    fn begin_transaction(&self) -> Result<(), String> {
+        self.0
+            .begin_transaction()
+            .map_err(|e| format!("{e} ({e:?})"))
+    }
+
+    fn commit_transaction(&self) -> Result<(), String> {
+        self.0
+            .commit_transaction()
+            .map_err(|e| format!("{e} ({e:?})"))
+    }
+
+    fn abort_transaction(&self) -> Result<(), String> {
+        self.0
+            .abort_transaction()
+            .map_err(|e| format!("{e} ({e:?})"))
+    }
+
     fn close(self: Box<Self>) -> Result<(), String> {
         self.0.close().map_err(|e| e.to_string())?;
         // The loop sleeps 1 ms instead of spinning when the core keeps naming a past

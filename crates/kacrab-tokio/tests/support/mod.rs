@@ -35,6 +35,22 @@ impl TestProducer for TokioTestProducer {
         Ok(())
     }
 
+    fn init_transactions(&self) -> Result<(), String> {
+        self.txn(self.producer.init_transactions())
+    }
+
+    fn begin_transaction(&self) -> Result<(), String> {
+        self.txn(self.producer.begin_transaction())
+    }
+
+    fn commit_transaction(&self) -> Result<(), String> {
+        self.txn(self.producer.commit_transaction())
+    }
+
+    fn abort_transaction(&self) -> Result<(), String> {
+        self.txn(self.producer.abort_transaction())
+    }
+
     fn close(mut self: Box<Self>) -> Result<(), String> {
         let runtime = self.runtime.take().expect("runtime");
         runtime.block_on(self.producer.close());
@@ -43,6 +59,20 @@ impl TestProducer for TokioTestProducer {
         }
         runtime.shutdown_timeout(std::time::Duration::from_secs(5));
         Ok(())
+    }
+}
+
+impl TokioTestProducer {
+    /// Blocks the scenario thread on a transactional operation.
+    fn txn(
+        &self,
+        op: impl std::future::Future<Output = Result<(), kacrab_tokio::TxnError>>,
+    ) -> Result<(), String> {
+        self.runtime
+            .as_ref()
+            .expect("runtime")
+            .block_on(op)
+            .map_err(|e| format!("{e} ({e:?})"))
     }
 }
 
