@@ -1,4 +1,4 @@
-//! Transactions in the [`Cluster`]: the model [`TransactionCoordinator`] answering
+//! Transactions in the [`Cluster`]: the model [`TransactionCoordinator`](crate::coordinator::TransactionCoordinator) answering
 //! the core's transactional requests on its node, the partition leaders' checks of
 //! transactional Produce with it, a transactional workload (N transactions of K
 //! records, each committed or aborted by a seeded choice), a second producer with the
