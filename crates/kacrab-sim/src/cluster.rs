@@ -118,7 +118,7 @@ pub struct Cluster {
     pub(crate) txns: TxnTracker,
     /// A second producer with the same `transactional.id`, once one fenced the first.
     pub(crate) rival: Option<Producer>,
-    /// Driver ticks a transactional wait needed (see [`Cluster::txn_ticks`]).
+    /// Transactional waits that found nothing scheduled (see [`Cluster::txn_ticks`]).
     pub(crate) txn_ticks: u64,
 }
 

@@ -375,25 +375,25 @@ impl Cluster {
             .map(|(_, r)| r.clone())
     }
 
-    /// Runs until the `op` completion after event `start`, at most `max`.
-    ///
-    /// Works around a core bug (see [`Cluster::txn_ticks`]): `poll_timeout` does not
-    /// cover the backoff of a transactional request, so when nothing else is scheduled
-    /// the driver ticks `handle_timeout` every 100 ms, as a driver with a maximum poll
-    /// interval would.
+    /// Runs until the `op` completion after event `start`, at most `max`. A driver sleeps
+    /// until `poll_timeout`: if an operation is pending while nothing at all is scheduled
+    /// (no message in flight, no deadline), the core would never make progress, which
+    /// is recorded as a violation rather than papered over with a tick.
     fn wait_txn(&mut self, op: TxnOp, start: usize, max: Duration) -> Option<Result<(), TxnError>> {
         let deadline = self.now + max;
-        let tick = Duration::from_millis(100);
+        let slice = Duration::from_millis(100);
         while self.now < deadline {
-            let slice = deadline.saturating_duration_since(self.now).min(tick);
-            if self.run_until(slice, |c| c.txn_result(op, start).is_some()) {
+            let left = deadline.saturating_duration_since(self.now).min(slice);
+            if self.run_until(left, |c| c.txn_result(op, start).is_some()) {
                 break;
             }
             if self.is_idle_but_txn() {
                 self.txn_ticks += 1;
-                self.trace_line(|| "driver tick: handle_timeout".to_string());
-                self.producer.handle_timeout(self.now);
-                self.after_input();
+                self.checker.violation(
+                    crate::checker::ViolationKind::Transaction,
+                    format!("{op:?} pending with nothing scheduled: the producer would hang"),
+                );
+                break;
             }
         }
         self.txn_result(op, start)
@@ -402,16 +402,11 @@ impl Cluster {
     fn is_idle_but_txn(&self) -> bool {
         self.net.next_delivery().is_none()
             && self.local.is_empty()
-            && self
-                .producer
-                .poll_timeout()
-                .is_none_or(|t| t > self.now + Duration::from_millis(100))
+            && self.producer.poll_timeout().is_none()
     }
 
-    /// How often the driver had to tick `handle_timeout` because a transactional
-    /// operation was pending and nothing at all was scheduled: the core's
-    /// `poll_timeout` ignores the backoff of a transactional request (core bug 2 of the
-    /// transactions report), so a driver that sleeps until `poll_timeout` never retries.
+    /// How often a transactional operation was found pending with nothing scheduled
+    /// (each is also a violation). Zero in a correct run.
     #[must_use]
     pub fn txn_ticks(&self) -> u64 {
         self.txn_ticks
