@@ -47,6 +47,7 @@ pub mod proxy;
 pub mod real_kafka;
 pub mod scenarios;
 mod trigger;
+pub mod txn_scenarios;
 
 pub use checker::{check, Expect, LogRecord, Outcome, Summary};
 pub use cluster::{ApiKey, Cluster, Control, ErrorCode};
@@ -135,6 +136,15 @@ macro_rules! fake_broker_tests {
             proxy_drop_after_write,
             proxy_mixed,
         );
+    };
+}
+
+/// Writes one `#[test]` per FakeBroker transactional scenario (transaction versions 1
+/// and 2) for `$factory`.
+#[macro_export]
+macro_rules! fake_broker_txn_tests {
+    ($factory:expr) => {
+        $crate::__scenario_tests!($factory, txn_scenarios; transactions_v1, transactions_v2);
     };
 }
 

@@ -11,3 +11,6 @@ kacrab_testkit::fake_broker_tests!(
     out_of_order_sequence_all_acked,
     unknown_producer_id_all_acked,
 );
+
+// Transactions, version 1 and 2: commit, abort, fencing, read_committed.
+kacrab_testkit::fake_broker_txn_tests!(support::factory);
