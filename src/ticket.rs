@@ -12,7 +12,14 @@
 //!
 //! A ticket can span several requests (`parts`): a dispatch that goes to several brokers
 //! at once holds the turn until every part has been enqueued, so a later ticket can never
-//! overtake one of its parts (the multi-broker defect of the study, section 5.1).
+//! overtake one of its parts.
+//!
+//! A ticket can be given up at any time, before or at its turn ([`TicketSequencer::abandon`]):
+//! its connection died, or the session released it. A ticket abandoned ahead of its turn
+//! is remembered and skipped when the turn reaches it, so no later ticket waits for a
+//! request that will never be written.
+
+use alloc::collections::BTreeSet;
 
 /// A place in the enqueue order. Reserved by [`TicketSequencer::reserve`] in drain order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -24,7 +31,8 @@ pub struct Ticket {
 }
 
 /// Reserves tickets in order and tracks whose turn it is. Pure data: drivers wrap it in
-/// whatever synchronisation they use and wake waiters after [`TicketSequencer::enqueued`].
+/// whatever synchronisation they use and wake waiters after [`TicketSequencer::enqueued`]
+/// and [`TicketSequencer::abandon`].
 #[derive(Clone, Debug, Default)]
 pub struct TicketSequencer {
     /// The next ticket [`TicketSequencer::reserve`] hands out.
@@ -34,6 +42,9 @@ pub struct TicketSequencer {
     serving: u64,
     /// Parts of the serving ticket already enqueued. Invariant: less than its `parts`.
     serving_done: u32,
+    /// Tickets given up before their turn. Invariant: every element is greater than
+    /// `serving` (one equal to it is skipped at once).
+    abandoned: BTreeSet<u64>,
 }
 
 impl TicketSequencer {
@@ -44,6 +55,7 @@ impl TicketSequencer {
             next: 0,
             serving: 0,
             serving_done: 0,
+            abandoned: BTreeSet::new(),
         }
     }
 
@@ -78,17 +90,29 @@ impl TicketSequencer {
         }
         self.serving_done += 1;
         if self.serving_done >= ticket.parts.max(1) {
-            self.serving += 1;
-            self.serving_done = 0;
+            self.advance();
         }
     }
 
     /// Gives up the remaining parts of `ticket` (its requests were dropped before they
-    /// could be enqueued), so later tickets are not blocked forever.
+    /// could be enqueued), so later tickets are not blocked forever. Works at any time:
+    /// a ticket abandoned ahead of its turn is skipped when the turn reaches it; one
+    /// already served changes nothing.
     pub fn abandon(&mut self, ticket: Ticket) {
         if ticket.seq == self.serving {
+            self.advance();
+        } else if ticket.seq > self.serving {
+            self.abandoned.insert(ticket.seq);
+        }
+        debug_assert!(self.abandoned.iter().all(|&t| t > self.serving));
+    }
+
+    /// Moves the turn to the next ticket, skipping every one given up ahead of its turn.
+    fn advance(&mut self) {
+        self.serving += 1;
+        self.serving_done = 0;
+        while self.abandoned.remove(&self.serving) {
             self.serving += 1;
-            self.serving_done = 0;
         }
     }
 
@@ -134,6 +158,44 @@ mod tests {
         );
         s.enqueued(spanning); // broker 8's part
         assert!(s.may_enqueue(later));
+    }
+
+    /// A ticket given up before its turn (its connection died while an earlier ticket
+    /// was still being written elsewhere) must not block every later ticket when the
+    /// turn reaches it.
+    #[test]
+    fn a_ticket_abandoned_ahead_of_its_turn_is_skipped_when_its_turn_comes() {
+        let mut s = TicketSequencer::new();
+        let a = s.reserve(1);
+        let b = s.reserve(1);
+        let c = s.reserve(2);
+        let d = s.reserve(1);
+        let e = s.reserve(1);
+        s.abandon(b);
+        s.abandon(d);
+        assert_eq!(s.serving(), 0, "a still holds the turn");
+        assert!(!s.may_enqueue(c));
+        s.enqueued(a);
+        assert_eq!(s.serving(), 2, "b was given up");
+        assert!(s.may_enqueue(c) && !s.may_enqueue(e));
+        s.enqueued(c);
+        s.enqueued(c);
+        assert_eq!(s.serving(), 4, "d was given up");
+        assert!(s.may_enqueue(e));
+        s.abandon(a);
+        assert_eq!(s.serving(), 4, "giving up a served ticket changes nothing");
+    }
+
+    #[test]
+    fn abandoning_the_serving_ticket_also_skips_later_abandoned_ones() {
+        let mut s = TicketSequencer::new();
+        let a = s.reserve(1);
+        let b = s.reserve(1);
+        let c = s.reserve(1);
+        s.abandon(b);
+        s.abandon(a);
+        assert_eq!(s.serving(), 2);
+        assert!(s.may_enqueue(c));
     }
 
     #[test]

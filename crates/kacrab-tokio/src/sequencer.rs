@@ -6,42 +6,21 @@
 //! ticket has been handed to its socket or given up, so a Produce never overtakes an
 //! earlier one across connections (per connection the FIFO channel keeps the order).
 
-use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use kacrab_idempotence::ticket::{Ticket, TicketSequencer};
 use tokio::sync::Notify;
 
-#[derive(Debug, Default)]
-struct State {
-    sequencer: TicketSequencer,
-    /// Tickets given up before their turn came: skipped when it does.
-    abandoned: BTreeSet<u64>,
-}
-
-impl State {
-    /// Skips every abandoned ticket that is now serving.
-    fn skip_abandoned(&mut self) {
-        while self.abandoned.remove(&self.sequencer.serving()) {
-            let serving = Ticket {
-                seq: self.sequencer.serving(),
-                parts: 1,
-            };
-            self.sequencer.abandon(serving);
-        }
-    }
-}
-
 /// A [`TicketSequencer`] behind a std mutex, with a Tokio [`Notify`] for the tasks
 /// waiting for their turn.
 #[derive(Debug, Default)]
 pub(crate) struct SharedSequencer {
-    state: Mutex<State>,
+    state: Mutex<TicketSequencer>,
     turn: Notify,
 }
 
 impl SharedSequencer {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TicketSequencer> {
         // A panic while holding the lock leaves plain counters behind: still usable.
         self.state
             .lock()
@@ -55,7 +34,7 @@ impl SharedSequencer {
             tokio::pin!(notified);
             // Register before checking, so a turn change in between is not missed.
             notified.as_mut().enable();
-            if self.lock().sequencer.may_enqueue(ticket) {
+            if self.lock().may_enqueue(ticket) {
                 return;
             }
             notified.await;
@@ -64,35 +43,21 @@ impl SharedSequencer {
 
     /// `ticket`'s frame was handed to its socket.
     pub(crate) fn enqueued(&self, ticket: Ticket) {
-        {
-            let mut state = self.lock();
-            state.sequencer.enqueued(ticket);
-            state.skip_abandoned();
-        }
+        self.lock().enqueued(ticket);
         self.turn.notify_waiters();
     }
 
     /// `ticket`'s frame will never be written (its connection died, or the session
     /// released it). Later tickets stop waiting for it, now or when its turn comes.
     pub(crate) fn abandon(&self, ticket: Ticket) {
-        {
-            let mut state = self.lock();
-            let serving = state.sequencer.serving();
-            if ticket.seq == serving {
-                state.sequencer.abandon(ticket);
-                state.skip_abandoned();
-            } else if ticket.seq > serving {
-                state.abandoned.insert(ticket.seq);
-            }
-            // Below `serving`: already fully enqueued, nothing to give up.
-        }
+        self.lock().abandon(ticket);
         self.turn.notify_waiters();
     }
 
     /// The ticket whose turn it is (tests).
     #[cfg(test)]
     pub(crate) fn serving(&self) -> u64 {
-        self.lock().sequencer.serving()
+        self.lock().serving()
     }
 }
 
