@@ -56,8 +56,7 @@ impl Producer {
     /// batch under its old numbering, and no batch on the wire is renumbered behind the
     /// broker's back.
     pub(crate) fn maybe_apply_epoch_bump(&mut self) {
-        if !self.bump_required || self.id_state != IdState::Ready || !self.rewrites_are_safe()
-        {
+        if !self.bump_required || self.id_state != IdState::Ready || !self.rewrites_are_safe() {
             return;
         }
         match self.producer_id.epoch.next() {
@@ -67,7 +66,8 @@ impl Producer {
                     epoch,
                 };
                 self.apply_rewrites(bumped);
-                self.events.push_back(Event::ProducerIdChanged { id: bumped });
+                self.events
+                    .push_back(Event::ProducerIdChanged { id: bumped });
             }
             _ => {
                 // Epochs do not wrap: a new producer id is needed. The rewrite waits for

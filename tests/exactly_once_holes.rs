@@ -46,7 +46,11 @@ fn abort_reports_a_batch_on_the_wire_possibly_written() {
     assert_eq!(possibly_written(&h, queued), Some(false), "{:?}", h.events);
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
-    assert_eq!(h.outcomes(on_wire), 1, "a late answer must not report again");
+    assert_eq!(
+        h.outcomes(on_wire),
+        1,
+        "a late answer must not report again"
+    );
     assert!(h.p.is_closed());
 }
 
@@ -73,7 +77,11 @@ fn fatal_error_reports_another_brokers_batch_on_the_wire_possibly_written() {
         h.p.fatal_error(),
         Some(KafkaError::ClusterAuthorizationFailed)
     );
-    assert_eq!(possibly_written(&h, a), Some(false), "refused before the append");
+    assert_eq!(
+        possibly_written(&h, a),
+        Some(false),
+        "refused before the append"
+    );
     assert_eq!(possibly_written(&h, b), Some(true), "{:?}", h.events);
     h.respond(rb, &[(1, KafkaError::None, 0)]);
     assert_eq!(h.outcomes(b), 1, "a late answer must not report again");
@@ -242,7 +250,11 @@ fn epoch_exhaustion_never_renumbers_a_batch_on_the_wire() {
         h.p.send(&tp(partition), &record(value), h.now).unwrap();
         pump_holding_init(&mut h, &mut held);
     }
-    assert_eq!(h.outstanding.len(), 3, "a, b1 and b2 each in its own request");
+    assert_eq!(
+        h.outstanding.len(),
+        3,
+        "a, b1 and b2 each in its own request"
+    );
     let ids: Vec<RequestId> = h.outstanding.iter().map(|r| r.id).collect();
     // a: OUT_OF_ORDER as the next sequence asks for a bump; at epoch MAX that is a new id.
     answer(&mut h, ids[0], &[(0, KafkaError::OutOfOrderSequenceNumber)]);
@@ -266,9 +278,14 @@ fn epoch_exhaustion_never_renumbers_a_batch_on_the_wire() {
         .filter(|w| w.partition == 1)
         .map(|w| (w.producer_id, w.base_sequence))
         .collect();
-    assert_eq!(p1, vec![(343435, 0)], "b1 renumbered under the new id: {sent:?}");
+    assert_eq!(
+        p1,
+        vec![(343435, 0)],
+        "b1 renumbered under the new id: {sent:?}"
+    );
     assert!(
-        sent.iter().any(|w| w.partition == 0 && w.producer_id == 343435),
+        sent.iter()
+            .any(|w| w.partition == 0 && w.producer_id == 343435),
         "{sent:?}"
     );
 }
