@@ -378,8 +378,14 @@ pub enum SendError {
     },
 }
 
-/// A protocol input the core could not accept. The core's state is unchanged; a driver
-/// should log it (and, for a response it cannot match, close that connection).
+/// A protocol input the core could not accept. The core's state is unchanged: the
+/// request the input names (if any) stays outstanding, so a correct answer to it is
+/// still accepted, and without one it is failed by `request.timeout.ms` like any
+/// unanswered request (and asked again); no batch, sequence or transactional state
+/// moves. The one exception is [`Producer::handle_metadata`](crate::Producer::handle_metadata),
+/// which applies the leadership a Metadata response carries even under an unknown
+/// request id (it is information, not an answer). A driver should log the error (and,
+/// for a response it cannot match, close that connection).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InputError {

@@ -346,3 +346,31 @@ fn refused_producer_id_answer_leaves_the_request_outstanding() {
         }
     }
 }
+
+/// The same contract on the transactional path: an answer fed to the wrong handler
+/// (here the InitProducerId of `init_transactions` answered as a FindCoordinator) is
+/// refused with `InputError::Mismatch` and must leave the request outstanding, so the
+/// right answer is still accepted and `init_transactions` completes.
+#[test]
+#[ignore = "transactional handlers (txn_complete.rs take_txn, not this helper's area) consume the request before checking its kind: init_transactions wedges in Initializing"]
+fn mismatched_transactional_answer_leaves_the_request_outstanding() {
+    let mut cfg = config();
+    cfg.transactional_id("tx-1");
+    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
+    h.p.handle_transaction_version(2);
+    h.p.init_transactions().unwrap();
+    h.pump();
+    let Some(Request::InitProducerId(r)) = h.txn_requests.pop_front() else {
+        panic!("InitProducerId expected");
+    };
+    let refused =
+        h.p.handle_find_coordinator(r.id, Ok(NodeId(COORDINATOR)), h.now);
+    assert!(
+        matches!(refused, Err(InputError::Mismatch { .. })),
+        "{refused:?}"
+    );
+    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(5, 0)), h.now)
+        .expect("the request is still outstanding");
+    h.pump();
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+}
