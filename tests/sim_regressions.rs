@@ -667,3 +667,82 @@ fn hole3_epoch_exhaustion_never_renumbers_a_batch_on_the_wire() {
     assert_eq!(outcome(&c, b2), Outcome::Delivered);
     assert_eq!(log_of(&c, 1), vec![0, 2]);
 }
+
+/// **Issue 9, hole 2: NOT_LEADER_OR_FOLLOWER was taken as proof of absence.**
+///
+/// a is appended, then its leader loses the leadership while the produce waits for
+/// replication and answers NOT_LEADER_OR_FOLLOWER (Kafka's DelayedProduce); every retry
+/// on the new leader is refused NOT_ENOUGH_REPLICAS until the delivery timeout. a is in
+/// the log, so it must be reported failed *possibly written* (the checker's
+/// `possibly_written` property), and the next record must not reuse its sequence.
+#[test]
+fn hole2_not_leader_after_append_then_rejections_is_reported_possibly_written() {
+    let mut c = cluster(2, 1, |_, p| {
+        p.request_timeout(Duration::from_millis(800))
+            .delivery_timeout(Duration::from_millis(1_000));
+    });
+    send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotLeaderAfterAppend,
+        times: 1,
+    });
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotEnoughReplicas,
+        times: u32::MAX,
+    });
+    let a = send(&mut c, 0);
+    assert!(c.run_until(Duration::from_secs(5), |c| outcome(c, a)
+        != Outcome::Pending));
+    c.clear_scripts();
+    let x = send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    assert_eq!(
+        outcome(&c, a),
+        Outcome::Failed {
+            possibly_written: true
+        }
+    );
+    assert_eq!(outcome(&c, x), Outcome::Delivered);
+    assert_eq!(log_of(&c, 0), vec![0, 1, 2]);
+}
+
+/// **Issue 9, hole 2: an epoch bump renumbered a batch answered NOT_LEADER_OR_FOLLOWER.**
+///
+/// a is appended and answered NOT_LEADER_OR_FOLLOWER (the leadership went away while
+/// the produce waited in purgatory, and came back: one broker); b, pipelined behind it,
+/// is refused MESSAGE_TOO_LARGE (one record), which asks for an epoch bump. The bump
+/// must not renumber a, which is in the log: a is resent unchanged (a duplicate's ack)
+/// first. Renumbered, it was appended a second time.
+#[test]
+fn hole2_bump_never_renumbers_a_batch_answered_not_leader_after_append() {
+    let mut c = cluster(1, 1, |_, _| {});
+    send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotLeaderAfterAppend,
+        times: 1,
+    });
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::MessageTooLarge,
+        times: 1,
+    });
+    let a = send(&mut c, 0);
+    let b = send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    assert_eq!(c.faults().get(FaultKind::NotLeaderAfterAppend), 1);
+    assert_eq!(outcome(&c, a), Outcome::Delivered);
+    assert_eq!(
+        outcome(&c, b),
+        Outcome::Failed {
+            possibly_written: false
+        }
+    );
+    assert_eq!(log_of(&c, 0), vec![0, 1]);
+}
