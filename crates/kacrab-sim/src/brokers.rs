@@ -244,6 +244,11 @@ impl Cluster {
                         _ => PartitionFault::RequestTimedOutAfterAppend,
                     })
                 }
+                _ if self.live_brokers() > 1
+                    && self.fault_rng.chance(self.rates.not_leader_after_append) =>
+                {
+                    Some(PartitionFault::NotLeaderAfterAppend)
+                }
                 _ => None,
             };
             if let Some(f) = fault {
@@ -300,6 +305,23 @@ impl Cluster {
                         }
                     }
                     match fault {
+                        Some(PartitionFault::NotLeaderAfterAppend) => {
+                            // Leadership lost while the produce waited for replication:
+                            // the log (one per partition) moves with it.
+                            if let Some(to) = self.other_live(node) {
+                                self.set_leader(gp, to, StateTransfer::Replicated);
+                            }
+                            let offset = outcome.base_offset();
+                            self.trace_line(|| {
+                                format!(
+                                    "FAULT node {node} appended {tp} at {offset}, lost leadership, answers NOT_LEADER_OR_FOLLOWER"
+                                )
+                            });
+                            let mut pr =
+                                PartitionResponse::error(tp, KafkaError::NotLeaderOrFollower);
+                            pr.log_start_offset = outcome.log_start_offset();
+                            pr
+                        }
                         Some(f) => {
                             let error = match f {
                                 PartitionFault::RequestTimedOutAfterAppend => {

@@ -48,11 +48,15 @@ pub enum FaultKind {
     /// A batch larger than the brokers' `max.message.bytes` is refused with
     /// MESSAGE_TOO_LARGE (the producer splits it, or fails a single record).
     MessageTooLarge,
+    /// The leader appends, then loses leadership while the acks=all produce waits for
+    /// replication, and answers NOT_LEADER_OR_FOLLOWER (Kafka's DelayedProduce); the
+    /// new leader holds the batch.
+    NotLeaderAfterAppend,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -69,6 +73,7 @@ impl FaultKind {
         FaultKind::IsrShrink,
         FaultKind::StaleMetadata,
         FaultKind::MessageTooLarge,
+        FaultKind::NotLeaderAfterAppend,
     ];
 
     /// A short stable name for reports.
@@ -91,6 +96,7 @@ impl FaultKind {
             FaultKind::IsrShrink => "ISR shrink episode",
             FaultKind::StaleMetadata => "stale metadata",
             FaultKind::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            FaultKind::NotLeaderAfterAppend => "NOT_LEADER_OR_FOLLOWER after append",
         }
     }
 
@@ -140,6 +146,9 @@ pub struct FaultRates {
     /// Per partition in a produce request on its leader: MESSAGE_TOO_LARGE, as if the
     /// topic's `max.message.bytes` had just been lowered below the batch.
     pub message_too_large: f64,
+    /// Per partition in a produce request on its leader, with another live broker:
+    /// append, move the leadership there, answer NOT_LEADER_OR_FOLLOWER.
+    pub not_leader_after_append: f64,
 }
 
 impl FaultRates {
@@ -158,6 +167,7 @@ impl FaultRates {
         isr_shrink: 0.0,
         stale_metadata: 0.0,
         message_too_large: 0.0,
+        not_leader_after_append: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -180,6 +190,7 @@ impl FaultRates {
             isr_shrink: r / 40.0,
             stale_metadata: r,
             message_too_large: r / 40.0,
+            not_leader_after_append: r / 16.0,
         }
     }
 
@@ -250,6 +261,10 @@ pub enum PartitionFault {
     /// MESSAGE_TOO_LARGE, nothing appended (as after the topic's `max.message.bytes`
     /// was lowered).
     MessageTooLarge,
+    /// Appended, then the leadership moves to another live broker (if there is one)
+    /// and the answer is NOT_LEADER_OR_FOLLOWER, as Kafka's DelayedProduce answers when
+    /// the leader changed while the produce waited in purgatory.
+    NotLeaderAfterAppend,
 }
 
 impl PartitionFault {
@@ -262,6 +277,7 @@ impl PartitionFault {
             PartitionFault::NotEnoughReplicasAfterAppend => FaultKind::NotEnoughReplicasAfterAppend,
             PartitionFault::RequestTimedOutAfterAppend => FaultKind::RequestTimedOutAfterAppend,
             PartitionFault::MessageTooLarge => FaultKind::MessageTooLarge,
+            PartitionFault::NotLeaderAfterAppend => FaultKind::NotLeaderAfterAppend,
         }
     }
 
@@ -272,6 +288,7 @@ impl PartitionFault {
             self,
             PartitionFault::NotEnoughReplicasAfterAppend
                 | PartitionFault::RequestTimedOutAfterAppend
+                | PartitionFault::NotLeaderAfterAppend
         )
     }
 }
