@@ -332,6 +332,12 @@ impl Cluster {
 
     // ------------------------------------------------------------------ controls
 
+    /// Whether the producer going fatal is a violation (the default) or expected, in
+    /// runs that inject fatal errors ([`FaultRates::with_fatal`]).
+    pub fn set_fatal_policy(&mut self, policy: crate::checker::FatalPolicy) {
+        self.checker.set_fatal_policy(policy);
+    }
+
     /// Changes the fault rates (for example to [`FaultRates::NONE`] for a quiet phase).
     pub fn set_fault_rates(&mut self, rates: FaultRates) {
         self.rates = rates;
