@@ -485,4 +485,48 @@ mod tests {
         assert!(net.next_delivery().is_none());
         assert!(net.connect(NodeId(1)) > g1);
     }
+
+    #[test]
+    fn a_held_request_mutes_its_connection_and_survives_the_drop() {
+        let mut net = Net::new(vec![Duration::from_millis(1)]);
+        let g1 = net.connect(NodeId(1));
+        let t0 = Timestamp::ZERO;
+        net.send_request(NodeId(1), t0, Duration::from_millis(1), md(1));
+        net.send_request(NodeId(1), t0, Duration::from_millis(1), md(2));
+        let first = net.pop_request(NodeId(1)).unwrap();
+        net.hold(NodeId(1), first.at, Duration::from_millis(50), first.msg);
+        // Request 2 has arrived but is not read while request 1 is held.
+        assert!(net.next_delivery().is_none());
+        assert_eq!(net.next_application(), Some(Timestamp::from_millis(51)));
+        let lost = net.drop_connection(NodeId(1));
+        let ids: Vec<(u64, bool)> = lost.iter().map(|l| (l.id.0, l.applied)).collect();
+        assert_eq!(
+            ids,
+            vec![(1, true), (2, false)],
+            "1 will be applied, 2 never"
+        );
+        let g2 = net.connect(NodeId(1));
+        net.send_request(NodeId(1), t0, Duration::from_millis(1), md(3));
+        // The new connection is not muted by the old connection's held request.
+        assert!(net.next_delivery().is_some());
+        let held = net.take_application().unwrap();
+        assert_eq!(held.msg.request.id(), RequestId(1));
+        assert_eq!(held.msg.generation, g1);
+        assert!(!net.is_current(NodeId(1), g1));
+        assert!(net.is_current(NodeId(1), g2));
+    }
+
+    #[test]
+    fn a_crash_loses_what_the_broker_held() {
+        let mut net = Net::new(vec![Duration::from_millis(1); 2]);
+        net.connect(NodeId(1));
+        net.connect(NodeId(2));
+        net.hold(NodeId(1), Timestamp::ZERO, Duration::from_millis(5), md(1));
+        net.hold(NodeId(2), Timestamp::ZERO, Duration::from_millis(5), md(2));
+        let gone = net.crash(NodeId(1));
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].request.id(), RequestId(1));
+        assert_eq!(net.held().len(), 1);
+        assert_eq!(net.held()[0].msg.node, NodeId(2));
+    }
 }
