@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use kacrab_sim::scenario::Phase;
-use kacrab_sim::{FaultRates, Scenario, SimConfig};
+use kacrab_sim::{FatalPolicy, FaultRates, Scenario, SimConfig};
 
 struct Args {
     seed: u64,
@@ -130,12 +130,46 @@ fn main() -> ExitCode {
     });
     print!("{}", report.render());
     println!("wall time {:.2} s", started.elapsed().as_secs_f64());
+    let fatal_clean = fatal_runs(&args);
     let t = &report.tally;
-    let broken = t.duplicates != 0 || t.reordered != 0 || t.lost != 0 || !report.is_clean();
+    let broken =
+        t.duplicates != 0 || t.reordered != 0 || t.lost != 0 || !report.is_clean() || !fatal_clean;
     println!("{}", report.chaos_line());
     if broken {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Fatal errors are not drawn in the main run (a fatal error ends the producer, and the
+/// run must deliver its records): a few short runs of their own draw
+/// CLUSTER_AUTHORIZATION_FAILED under the same faults, while other requests are on the
+/// wire. Every property but "the producer never goes fatal" must hold. Returns whether
+/// they did.
+fn fatal_runs(args: &Args) -> bool {
+    const RUNS: u64 = 20;
+    let (mut fatal, mut records, mut failed, mut violations) = (0, 0, 0, 0);
+    for i in 0..RUNS {
+        let seed = args.seed.wrapping_add(1 + i);
+        let mut sim = SimConfig::new(seed);
+        sim.brokers = args.brokers;
+        sim.partitions = args.partitions;
+        sim.topics = args.partitions.min(2);
+        sim.faults = FaultRates::uniform(args.fault_rate).with_fatal(0.005);
+        let mut scenario = Scenario::new(sim, 2_000);
+        scenario.fatal = FatalPolicy::Expected;
+        let report = scenario.run();
+        fatal += u64::from(report.fatal.is_some());
+        records += report.tally.records;
+        failed += report.tally.failed;
+        violations += report.violation_count;
+        if !report.is_clean() {
+            print!("fatal run, seed {seed}:\n{}", report.render());
+        }
+    }
+    println!(
+        "fatal runs: {RUNS} runs, {fatal} producers went fatal, {records} records, {failed} failed, {violations} violations"
+    );
+    violations == 0
 }

@@ -20,7 +20,9 @@ use crate::faults::{FaultKind, PartitionFault, Script};
 use crate::net::{ToBroker, ToClient};
 
 impl Cluster {
-    /// The request at the head of `node`'s connection reaches the broker.
+    /// The request at the head of `node`'s connection reaches the broker: it is lost
+    /// with the connection, held for a while (applied later, see [`crate::net`]), or
+    /// applied now.
     pub(crate) fn deliver_request(&mut self, node: NodeId) {
         let Some(t) = self.net.pop_request(node) else {
             return;
@@ -39,45 +41,108 @@ impl Cluster {
             self.faults.add(FaultKind::RequestLost);
             self.trace_line(|| format!("FAULT req {id} lost before node {node} applied it"));
             self.connection_lost(node, Some(id));
+        } else if let Some(by) = self.draw_hold(&gps) {
+            self.faults.add(FaultKind::ProcessingDelay);
+            self.trace_line(|| format!("FAULT node {node} read req {id}, applies it in {by:?}"));
+            self.net.hold(node, self.now, by, t.msg);
         } else {
-            match t.msg {
-                ToBroker::Produce(r) => self.broker_produce(node, &r, &gps),
-                ToBroker::InitProducerId(r) if r.transactional_id.is_some() => {
-                    let txn_id = r.transactional_id.clone().unwrap_or_default();
-                    let result = self.coordinator_init_producer_id(node, &r, &txn_id);
-                    self.trace_line(|| {
-                        format!(
-                            "node {node} InitProducerId({txn_id}) req {}: {result:?}",
-                            r.id
-                        )
-                    });
-                    self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
-                }
-                ToBroker::Txn(req) => self.answer_txn(node, req),
-                ToBroker::InitProducerId(r) => {
-                    let result = if self.fault_rng.chance(self.rates.coordinator_error) {
-                        self.faults.add(FaultKind::CoordinatorError);
-                        Err(KafkaError::CoordinatorNotAvailable)
-                    } else {
-                        let pid = self.next_producer_id;
-                        self.next_producer_id += 1;
-                        Ok(ProducerIdAndEpoch::new(
-                            pid,
-                            self.config.initial_producer_epoch,
-                        ))
-                    };
-                    self.trace_line(|| {
-                        format!("node {node} InitProducerId req {}: {result:?}", r.id)
-                    });
-                    self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
-                }
-                ToBroker::Metadata(r) => {
-                    let md = self.metadata(&r);
-                    self.respond(node, r.id, ToClient::Metadata(r.id, md), &[]);
-                }
-            }
+            let generation = self.net.connection(node).map_or(0, |c| c.generation);
+            self.apply_request(node, generation, t.msg, &gps);
         }
         self.after_input();
+    }
+
+    /// How long the broker holds a request it just read, if it does.
+    fn draw_hold(&mut self, gps: &[usize]) -> Option<Duration> {
+        let scripted = self.take_script(
+            |s| matches!(s, Script::HoldRequest { partition, .. } if gps.contains(partition)),
+        );
+        if let Some(Script::HoldRequest { by, .. }) = scripted {
+            return Some(by);
+        }
+        if !self.fault_rng.chance(self.rates.processing_delay) {
+            return None;
+        }
+        let max = self.config.processing_delay_max.as_micros() as u64;
+        Some(Duration::from_micros(self.fault_rng.range(1, max.max(1))))
+    }
+
+    /// The broker applies the earliest request it held, whether or not the connection
+    /// it came on is still open.
+    pub(crate) fn apply_held(&mut self) {
+        let Some(t) = self.net.take_application() else {
+            return;
+        };
+        let (node, generation, msg) = (t.msg.node, t.msg.generation, t.msg.request);
+        let id = msg.id();
+        let late = !self.net.is_current(node, generation);
+        if late {
+            self.stats.late_applications += 1;
+        }
+        self.trace_line(|| {
+            format!(
+                "node {node} applies held req {id}{}",
+                if late {
+                    " (its connection is gone)"
+                } else {
+                    ""
+                }
+            )
+        });
+        let gps = match &msg {
+            ToBroker::Produce(r) => self.request_partitions(r),
+            _ => Vec::new(),
+        };
+        self.apply_request(node, generation, msg, &gps);
+        self.after_input();
+    }
+
+    /// Applies a request `node` read from its connection of generation `generation`.
+    fn apply_request(&mut self, node: NodeId, generation: u64, msg: ToBroker, gps: &[usize]) {
+        self.reply_generation = generation;
+        match msg {
+            ToBroker::Produce(r) => self.broker_produce(node, &r, gps),
+            ToBroker::InitProducerId(r) if r.transactional_id.is_some() => {
+                let txn_id = r.transactional_id.clone().unwrap_or_default();
+                let result = self.coordinator_init_producer_id(node, &r, &txn_id);
+                self.trace_line(|| {
+                    format!(
+                        "node {node} InitProducerId({txn_id}) req {}: {result:?}",
+                        r.id
+                    )
+                });
+                self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
+            }
+            ToBroker::Txn(req) => self.answer_txn(node, req),
+            ToBroker::InitProducerId(r) => {
+                let result = if self.fault_rng.chance(self.rates.coordinator_error) {
+                    self.faults.add(FaultKind::CoordinatorError);
+                    Err(KafkaError::CoordinatorNotAvailable)
+                } else {
+                    let pid = self.next_producer_id;
+                    self.next_producer_id += 1;
+                    Ok(ProducerIdAndEpoch::new(
+                        pid,
+                        self.config.initial_producer_epoch,
+                    ))
+                };
+                self.trace_line(|| format!("node {node} InitProducerId req {}: {result:?}", r.id));
+                self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
+            }
+            ToBroker::Metadata(r) => {
+                let md = self.metadata(&r);
+                self.respond(node, r.id, ToClient::Metadata(r.id, md), &[]);
+            }
+        }
+    }
+
+    /// `id`, if the request being applied still has its connection (the driver reports
+    /// it `Disconnected` when that drops); `None` for a late application, which the
+    /// driver reported when its connection dropped.
+    fn still_connected(&self, node: NodeId, id: RequestId) -> Option<RequestId> {
+        self.net
+            .is_current(node, self.reply_generation)
+            .then_some(id)
     }
 
     fn request_partitions(&self, r: &ProduceRequest) -> Vec<usize> {
@@ -99,6 +164,39 @@ impl Cluster {
     }
 
     fn broker_produce(&mut self, node: NodeId, r: &ProduceRequest, gps: &[usize]) {
+        let refused = self
+            .take_script(
+                |s| matches!(s, Script::RefuseRequest { partition } if gps.contains(partition)),
+            )
+            .is_some();
+        if refused || self.fault_rng.chance(self.rates.fatal_error) {
+            // KafkaApis.handleProduceRequest: an idempotent produce without
+            // IDEMPOTENT_WRITE on the cluster is refused whole, before any append.
+            self.faults.add(FaultKind::ClusterAuthorizationFailed);
+            self.trace_line(|| {
+                format!(
+                    "FAULT node {node} refuses req {}: CLUSTER_AUTHORIZATION_FAILED",
+                    r.id
+                )
+            });
+            let resp = ProduceResponse {
+                partitions: r
+                    .batches
+                    .iter()
+                    .map(|b| {
+                        PartitionResponse::error(
+                            b.partition.clone(),
+                            KafkaError::ClusterAuthorizationFailed,
+                        )
+                    })
+                    .collect(),
+                ..ProduceResponse::default()
+            };
+            if r.acks != Acks::None {
+                self.respond(node, r.id, ToClient::Produce(r.id, resp), gps);
+            }
+            return;
+        }
         if self.fault_rng.chance(self.rates.leader_move) {
             self.random_leader_move();
         }
@@ -120,17 +218,22 @@ impl Cluster {
     }
 
     fn random_crash(&mut self, node: NodeId, current: RequestId, when: &str) {
+        let current = self.still_connected(node, current);
         let lo = self.config.downtime_min.as_micros() as u64;
         let hi = self.config.downtime_max.as_micros() as u64;
         let downtime = Duration::from_micros(self.fault_rng.range(lo, hi));
         self.trace_line(|| {
-            format!("FAULT node {node} crashes {when} req {current}, down for {downtime:?}")
+            format!("FAULT node {node} crashes {when} req {current:?}, down for {downtime:?}")
         });
-        self.crash_inner(node, Some(current), Some(downtime));
+        self.crash_inner(node, current, Some(downtime));
     }
 
     /// Sends a response back on `node`'s connection, drawing the response faults.
     pub(crate) fn respond(&mut self, node: NodeId, id: RequestId, msg: ToClient, gps: &[usize]) {
+        if self.still_connected(node, id).is_none() {
+            self.trace_line(|| format!("node {node} answers req {id}: its connection is gone"));
+            return;
+        }
         let scripted_loss = self
             .take_script(|s| matches!(s, Script::LoseResponseAfterApply { partition } if gps.contains(partition)))
             .is_some();
@@ -225,6 +328,14 @@ impl Cluster {
                 _ if self.fault_rng.chance(self.rates.message_too_large) => {
                     Some(PartitionFault::MessageTooLarge)
                 }
+                _ if self.fault_rng.chance(self.rates.rejected_batch) => {
+                    Some(match self.fault_rng.below(4) {
+                        0 => PartitionFault::InvalidRecord,
+                        1 => PartitionFault::InvalidTimestamp,
+                        2 => PartitionFault::TopicAuthorizationFailed,
+                        _ => PartitionFault::CorruptMessage,
+                    })
+                }
                 _ if self.fault_rng.chance(self.rates.isr_shrink) => {
                     let lo = self.config.isr_shrink_min.as_micros() as u64;
                     let hi = self.config.isr_shrink_max.as_micros() as u64;
@@ -253,13 +364,10 @@ impl Cluster {
             };
             if let Some(f) = fault {
                 self.faults.add(f.kind());
-                if !f.appends() {
-                    let (error, hint) = match f {
-                        PartitionFault::NotLeader { hint: h } => {
-                            (KafkaError::NotLeaderOrFollower, h.then_some(hint))
-                        }
-                        PartitionFault::MessageTooLarge => (KafkaError::MessageTooLarge, None),
-                        _ => (KafkaError::NotEnoughReplicas, None),
+                if let Some(error) = f.refusal() {
+                    let hint = match f {
+                        PartitionFault::NotLeader { hint: h } => h.then_some(hint),
+                        _ => None,
                     };
                     self.trace_line(|| format!("FAULT node {node} answers {tp}: {error}"));
                     let mut pr = PartitionResponse::error(tp, error);
@@ -495,6 +603,8 @@ impl Cluster {
             b.restart_at = restart_after.map(|d| now + d);
         }
         self.connection_lost(node, current);
+        let held = self.net.crash(node);
+        self.trace_line(|| format!("node {node} loses the requests it held: {held:?}"));
         self.coordinator_node_crashed(node);
         let mode = if self.config.snapshot_restore {
             StateTransfer::SnapshotRestore

@@ -12,7 +12,13 @@
 //! * (b) no record appears twice in a log;
 //! * (c) every record resolves exactly once (delivered or failed);
 //! * (d) a failed record is in the log at most once and never out of order: every
-//!   partition's log holds its records in strictly increasing send order;
+//!   partition's log holds its records in strictly increasing send order. One
+//!   exception no client can prevent: a request of a producer id the producer has
+//!   since given up (epoch exhausted, new id from InitProducerId) that a broker applies
+//!   late, after records of the new id (the broker fences older epochs of one id,
+//!   never another id; Kafka's `ProducerStateManager` keeps state per id). Such a
+//!   record must be failed as possibly written, never acknowledged; it is counted in
+//!   [`Checker::retired_producer_writes`];
 //! * (e) on the wire, per (producer id, epoch, partition), sequences start at 0 and
 //!   never skip, a new sequence never carries a record already sent under a lower one,
 //!   and a sequence a broker appended is never sent again with another record;
@@ -149,6 +155,9 @@ pub struct RecordState {
     pub acked_offset: Option<i64>,
     /// It was logged after a record sent later.
     pub out_of_order: bool,
+    /// It was logged out of order by a late request of a retired producer id, not yet
+    /// acknowledged (see property (d)): acknowledging it is a violation.
+    pub retired_write: bool,
 }
 
 /// One batch as seen on the wire.
@@ -197,6 +206,17 @@ pub struct Tally {
     pub log_records: u64,
 }
 
+/// Whether the producer going fatal is a violation of the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FatalPolicy {
+    /// The run injects no fatal error: a fatal producer is a bug.
+    #[default]
+    Violation,
+    /// The run injects fatal errors on purpose: a fatal producer is expected (every
+    /// other property still holds, `possibly_written` above all).
+    Expected,
+}
+
 /// Stored violations are capped; all are counted.
 const MAX_KEPT: usize = 64;
 
@@ -209,6 +229,10 @@ pub struct Checker {
     by_index: Vec<Vec<RecordId>>,
     scanned: Vec<usize>,
     max_in_log: Vec<Option<u32>>,
+    /// The producer id that appended the record at `max_in_log`.
+    max_in_log_producer: Vec<i64>,
+    /// Records appended out of order under a retired producer id (see property (d)).
+    retired_producer_writes: u64,
     wire_runs: BTreeMap<(u32, i64, i16), Vec<u32>>,
     /// (partition, producer id, epoch, sequence) → index of the record appended with it.
     logged_sequences: BTreeMap<(u32, i64, i16, i32), u32>,
@@ -218,9 +242,23 @@ pub struct Checker {
     failure_reasons: BTreeMap<String, u64>,
     step: u64,
     now: Timestamp,
+    fatal_policy: FatalPolicy,
+    /// The fatal error the producer reported, if any.
+    fatal: Option<String>,
 }
 
 impl Checker {
+    /// Whether a fatal producer is a violation (see [`FatalPolicy`]).
+    pub fn set_fatal_policy(&mut self, policy: FatalPolicy) {
+        self.fatal_policy = policy;
+    }
+
+    /// The fatal error the producer reported, if it did.
+    #[must_use]
+    pub fn fatal(&self) -> Option<&str> {
+        self.fatal.as_deref()
+    }
+
     /// A checker for these partitions (global index = position).
     #[must_use]
     pub fn new(tps: Vec<TopicPartition>) -> Self {
@@ -237,6 +275,7 @@ impl Checker {
             by_index: vec![Vec::new(); n],
             scanned: vec![0; n],
             max_in_log: vec![None; n],
+            max_in_log_producer: vec![-1; n],
             ..Self::default()
         }
     }
@@ -306,6 +345,7 @@ impl Checker {
             log_offset: None,
             acked_offset: None,
             out_of_order: false,
+            retired_write: false,
         });
     }
 
@@ -452,13 +492,21 @@ impl Checker {
                             self.logged_sequences.insert(key, idx);
                         }
                     }
-                    self.on_logged(gp, r.offset, r.value.as_deref());
+                    self.on_logged(gp, r.offset, r.producer_id, r.value.as_deref());
                 }
             }
         }
     }
 
-    fn on_logged(&mut self, gp: usize, offset: i64, value: Option<&[u8]>) {
+    /// Records appended behind records of a newer producer id by a request of a
+    /// retired one (see property (d)): not a violation while they are not
+    /// acknowledged.
+    #[must_use]
+    pub fn retired_producer_writes(&self) -> u64 {
+        self.retired_producer_writes
+    }
+
+    fn on_logged(&mut self, gp: usize, offset: i64, producer_id: i64, value: Option<&[u8]>) {
         let tp = self.tps[gp].clone();
         let Some((p, idx)) = value.and_then(decode_value) else {
             self.violation(
@@ -490,15 +538,24 @@ impl Checker {
             return;
         }
         rec.log_offset = Some(offset);
+        let newer_producer = self.max_in_log_producer[gp];
         if max.is_some_and(|m| m > idx) {
             rec.out_of_order = true;
-            self.violation(
-                ViolationKind::Reordered,
-                format!(
-                    "{tp}: record #{idx} logged at offset {offset} after record #{}",
-                    max.unwrap_or_default()
-                ),
-            );
+            let retired = producer_id >= 0 && producer_id < newer_producer;
+            if retired && outcome != Outcome::Delivered {
+                rec.retired_write = true;
+                self.retired_producer_writes += 1;
+            } else {
+                self.violation(
+                    ViolationKind::Reordered,
+                    format!(
+                        "{tp}: record #{idx} logged at offset {offset} after record #{}",
+                        max.unwrap_or_default()
+                    ),
+                );
+            }
+        } else {
+            self.max_in_log_producer[gp] = producer_id;
         }
         self.max_in_log[gp] = Some(max.map_or(idx, |m| m.max(idx)));
         if outcome
@@ -551,10 +608,13 @@ impl Checker {
                 }
             }
             Event::Fatal { error } => {
-                self.violation(
-                    ViolationKind::Fatal,
-                    format!("producer went fatal: {error}"),
-                );
+                self.fatal = Some(error.to_string());
+                if self.fatal_policy == FatalPolicy::Violation {
+                    self.violation(
+                        ViolationKind::Fatal,
+                        format!("producer went fatal: {error}"),
+                    );
+                }
             }
             Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
         }
@@ -598,8 +658,15 @@ impl Checker {
         rec.outcome = outcome;
         rec.acked_offset = offset;
         let (idx, log_offset, logged) = (rec.index, rec.log_offset, rec.log_count > 0);
+        let retired_write = rec.retired_write;
         match outcome {
             Outcome::Delivered => {
+                if retired_write {
+                    self.violation(
+                        ViolationKind::Reordered,
+                        format!("{tp}: record #{idx} (id {rid}) acknowledged, logged out of order at {log_offset:?}"),
+                    );
+                }
                 if !logged {
                     self.violation(
                         ViolationKind::Lost,

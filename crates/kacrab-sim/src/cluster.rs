@@ -80,6 +80,7 @@ pub struct Workload {
 enum Next {
     Restart(NodeId),
     Net(NodeId, Direction),
+    Apply,
     Send,
     Timer,
 }
@@ -120,6 +121,9 @@ pub struct Cluster {
     pub(crate) rival: Option<Producer>,
     /// Transactional waits that found nothing scheduled (see [`Cluster::txn_ticks`]).
     pub(crate) txn_ticks: u64,
+    /// The generation of the connection the request being applied was read from: its
+    /// response goes back only while that connection is open.
+    pub(crate) reply_generation: u64,
 }
 
 impl Cluster {
@@ -211,6 +215,7 @@ impl Cluster {
             txns: TxnTracker::default(),
             rival: None,
             txn_ticks: 0,
+            reply_generation: 0,
             config,
         }
     }
@@ -327,6 +332,12 @@ impl Cluster {
 
     // ------------------------------------------------------------------ controls
 
+    /// Whether the producer going fatal is a violation (the default) or expected, in
+    /// runs that inject fatal errors ([`FaultRates::with_fatal`]).
+    pub fn set_fatal_policy(&mut self, policy: crate::checker::FatalPolicy) {
+        self.checker.set_fatal_policy(policy);
+    }
+
     /// Changes the fault rates (for example to [`FaultRates::NONE`] for a quiet phase).
     pub fn set_fault_rates(&mut self, rates: FaultRates) {
         self.rates = rates;
@@ -433,6 +444,7 @@ impl Cluster {
             Next::Restart(node) => self.restart(node),
             Next::Net(node, Direction::ToBroker) => self.deliver_request(node),
             Next::Net(node, Direction::ToClient) => self.deliver_response(node),
+            Next::Apply => self.apply_held(),
             Next::Send => self.workload_step(),
             Next::Timer => {
                 self.trace_line(|| "handle_timeout".to_string());
@@ -471,6 +483,9 @@ impl Cluster {
         }
         if let Some((t, node, dir)) = self.net.next_delivery() {
             consider(t, Next::Net(node, dir));
+        }
+        if let Some(t) = self.net.next_application() {
+            consider(t, Next::Apply);
         }
         if let Some(w) = self.workload.as_ref().filter(|w| w.remaining > 0) {
             consider(w.next_at, Next::Send);
@@ -598,8 +613,16 @@ impl Cluster {
         self.checker.violation(kind, detail);
     }
 
-    /// The end-of-run checks: a last scan of the logs, and every record resolved.
+    /// The end-of-run checks: the brokers apply every request they still hold (a late
+    /// application after the run ended must be checked too), a last scan of the logs,
+    /// and every record resolved.
     pub fn final_check(&mut self) {
+        while let Some(at) = self.net.next_application() {
+            self.stats.steps += 1;
+            self.now = self.now.max(at);
+            self.checker.set_clock(self.stats.steps, self.now);
+            self.apply_held();
+        }
         self.checker.set_clock(self.stats.steps, self.now);
         self.checker
             .scan_logs(self.partitions.iter().map(|p| &p.state));

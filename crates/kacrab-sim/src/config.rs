@@ -72,6 +72,10 @@ pub struct SimConfig {
     /// The node the transaction coordinator starts on (it moves to another live broker
     /// when this one crashes).
     pub coordinator_node: i32,
+    /// The longest a broker holds a request it read before applying it
+    /// ([`FaultKind::ProcessingDelay`](crate::FaultKind)); longer than
+    /// `request.timeout.ms` so that some are applied after the client gave up.
+    pub processing_delay_max: Duration,
     /// Keep a human-readable trace of every step (for minimising failures).
     pub trace: bool,
     /// Also print every trace line to stderr as it happens (to see the steps before a
@@ -109,6 +113,7 @@ impl SimConfig {
             value_size: 16,
             transaction_version: 2,
             coordinator_node: 1,
+            processing_delay_max: Duration::from_millis(1_500),
             trace: false,
             trace_live: false,
         }
@@ -182,4 +187,7 @@ pub struct SimStats {
     pub failed_records: u64,
     /// `ProducerIdChanged` events.
     pub producer_id_changes: u64,
+    /// Held requests applied after the connection they came on had dropped (their
+    /// response lost; the client already gave up on them).
+    pub late_applications: u64,
 }

@@ -52,11 +52,31 @@ pub enum FaultKind {
     /// replication, and answers NOT_LEADER_OR_FOLLOWER (Kafka's DelayedProduce); the
     /// new leader holds the batch.
     NotLeaderAfterAppend,
+    /// The broker read a request and applies it later (its request queue, a slow
+    /// disk): possibly after the client timed out or closed the connection, and
+    /// possibly after a retry of the same batch on a new connection.
+    ProcessingDelay,
+    /// The leader refuses a batch with INVALID_RECORD (`LogValidator`, KIP-467),
+    /// nothing appended.
+    InvalidRecord,
+    /// The leader refuses a batch with INVALID_TIMESTAMP (`LogValidator`), nothing
+    /// appended.
+    InvalidTimestamp,
+    /// The leader refuses a partition with TOPIC_AUTHORIZATION_FAILED
+    /// (`KafkaApis.handleProduceRequest`), nothing appended.
+    TopicAuthorizationFailed,
+    /// The leader refuses a batch with CORRUPT_MESSAGE (CRC check in
+    /// `LogValidator`/`UnifiedLog.analyzeAndValidateRecords`), nothing appended.
+    CorruptMessage,
+    /// A whole produce request is refused with CLUSTER_AUTHORIZATION_FAILED (no
+    /// IDEMPOTENT_WRITE, `KafkaApis.handleProduceRequest`): fatal for the producer,
+    /// while its other requests are still on the wire.
+    ClusterAuthorizationFailed,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 17] = [
+    pub const ALL: &'static [FaultKind] = &[
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -74,6 +94,12 @@ impl FaultKind {
         FaultKind::StaleMetadata,
         FaultKind::MessageTooLarge,
         FaultKind::NotLeaderAfterAppend,
+        FaultKind::ProcessingDelay,
+        FaultKind::InvalidRecord,
+        FaultKind::InvalidTimestamp,
+        FaultKind::TopicAuthorizationFailed,
+        FaultKind::CorruptMessage,
+        FaultKind::ClusterAuthorizationFailed,
     ];
 
     /// A short stable name for reports.
@@ -97,6 +123,12 @@ impl FaultKind {
             FaultKind::StaleMetadata => "stale metadata",
             FaultKind::MessageTooLarge => "MESSAGE_TOO_LARGE",
             FaultKind::NotLeaderAfterAppend => "NOT_LEADER_OR_FOLLOWER after append",
+            FaultKind::ProcessingDelay => "request applied late",
+            FaultKind::InvalidRecord => "INVALID_RECORD",
+            FaultKind::InvalidTimestamp => "INVALID_TIMESTAMP",
+            FaultKind::TopicAuthorizationFailed => "TOPIC_AUTHORIZATION_FAILED",
+            FaultKind::CorruptMessage => "CORRUPT_MESSAGE",
+            FaultKind::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED (fatal)",
         }
     }
 
@@ -149,6 +181,18 @@ pub struct FaultRates {
     /// Per partition in a produce request on its leader, with another live broker:
     /// append, move the leadership there, answer NOT_LEADER_OR_FOLLOWER.
     pub not_leader_after_append: f64,
+    /// Per request a broker reads: it holds the request for up to
+    /// [`SimConfig::processing_delay_max`](crate::SimConfig) before applying it.
+    pub processing_delay: f64,
+    /// Per partition in a produce request on its leader: one of INVALID_RECORD,
+    /// INVALID_TIMESTAMP, TOPIC_AUTHORIZATION_FAILED or CORRUPT_MESSAGE, nothing
+    /// appended.
+    pub rejected_batch: f64,
+    /// Per produce request reaching a broker: CLUSTER_AUTHORIZATION_FAILED for the
+    /// whole request (fatal for the producer). Zero in [`FaultRates::uniform`]: a fatal
+    /// error ends the run's producer, so it is drawn by [`FaultRates::with_fatal`] in
+    /// runs of its own.
+    pub fatal_error: f64,
 }
 
 impl FaultRates {
@@ -168,6 +212,9 @@ impl FaultRates {
         stale_metadata: 0.0,
         message_too_large: 0.0,
         not_leader_after_append: 0.0,
+        processing_delay: 0.0,
+        rejected_batch: 0.0,
+        fatal_error: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -191,6 +238,19 @@ impl FaultRates {
             stale_metadata: r,
             message_too_large: r / 40.0,
             not_leader_after_append: r / 16.0,
+            processing_delay: r / 4.0,
+            rejected_batch: r / 40.0,
+            fatal_error: 0.0,
+        }
+    }
+
+    /// These rates with a fatal CLUSTER_AUTHORIZATION_FAILED drawn per produce request
+    /// at `rate`.
+    #[must_use]
+    pub fn with_fatal(self, rate: f64) -> FaultRates {
+        FaultRates {
+            fatal_error: rate.clamp(0.0, 1.0),
+            ..self
         }
     }
 
@@ -265,6 +325,14 @@ pub enum PartitionFault {
     /// and the answer is NOT_LEADER_OR_FOLLOWER, as Kafka's DelayedProduce answers when
     /// the leader changed while the produce waited in purgatory.
     NotLeaderAfterAppend,
+    /// INVALID_RECORD, nothing appended.
+    InvalidRecord,
+    /// INVALID_TIMESTAMP, nothing appended.
+    InvalidTimestamp,
+    /// TOPIC_AUTHORIZATION_FAILED, nothing appended.
+    TopicAuthorizationFailed,
+    /// CORRUPT_MESSAGE, nothing appended.
+    CorruptMessage,
 }
 
 impl PartitionFault {
@@ -278,7 +346,29 @@ impl PartitionFault {
             PartitionFault::RequestTimedOutAfterAppend => FaultKind::RequestTimedOutAfterAppend,
             PartitionFault::MessageTooLarge => FaultKind::MessageTooLarge,
             PartitionFault::NotLeaderAfterAppend => FaultKind::NotLeaderAfterAppend,
+            PartitionFault::InvalidRecord => FaultKind::InvalidRecord,
+            PartitionFault::InvalidTimestamp => FaultKind::InvalidTimestamp,
+            PartitionFault::TopicAuthorizationFailed => FaultKind::TopicAuthorizationFailed,
+            PartitionFault::CorruptMessage => FaultKind::CorruptMessage,
         }
+    }
+
+    /// The error answered for a fault that appends nothing (`None` for the others).
+    #[must_use]
+    pub fn refusal(self) -> Option<kacrab_idempotence::KafkaError> {
+        use kacrab_idempotence::KafkaError as E;
+        Some(match self {
+            PartitionFault::NotLeader { .. } => E::NotLeaderOrFollower,
+            PartitionFault::NotEnoughReplicas => E::NotEnoughReplicas,
+            PartitionFault::MessageTooLarge => E::MessageTooLarge,
+            PartitionFault::InvalidRecord => E::InvalidRecord,
+            PartitionFault::InvalidTimestamp => E::InvalidTimestamp,
+            PartitionFault::TopicAuthorizationFailed => E::TopicAuthorizationFailed,
+            PartitionFault::CorruptMessage => E::CorruptMessage,
+            PartitionFault::NotEnoughReplicasAfterAppend
+            | PartitionFault::RequestTimedOutAfterAppend
+            | PartitionFault::NotLeaderAfterAppend => return None,
+        })
     }
 
     /// Whether the broker appends the batch before answering the error.
@@ -333,6 +423,20 @@ pub enum Script {
         /// Throttle time.
         by: Duration,
     },
+    /// The next produce request carrying `partition` that its broker reads is held
+    /// there for `by` before it is applied.
+    HoldRequest {
+        /// Global partition index.
+        partition: usize,
+        /// How long the broker holds it.
+        by: Duration,
+    },
+    /// The next produce request carrying `partition` that reaches its broker is refused
+    /// whole with CLUSTER_AUTHORIZATION_FAILED.
+    RefuseRequest {
+        /// Global partition index.
+        partition: usize,
+    },
 }
 
 impl Script {
@@ -344,7 +448,9 @@ impl Script {
             | Script::LoseRequest { partition }
             | Script::PartitionError { partition, .. }
             | Script::DelayResponse { partition, .. }
-            | Script::Throttle { partition, .. } => partition,
+            | Script::Throttle { partition, .. }
+            | Script::HoldRequest { partition, .. }
+            | Script::RefuseRequest { partition } => partition,
         }
     }
 }

@@ -34,7 +34,7 @@ pub mod rng;
 pub mod scenario;
 pub mod txn_sim;
 
-pub use checker::{Checker, Outcome, Tally, Violation, ViolationKind, WireBatch};
+pub use checker::{Checker, FatalPolicy, Outcome, Tally, Violation, ViolationKind, WireBatch};
 pub use cluster::{BrokerNode, Cluster, SimPartition, Workload};
 pub use config::{SimConfig, SimStats};
 pub use faults::{FaultCounts, FaultKind, FaultRates, PartitionFault, Script};

@@ -5,9 +5,20 @@
 //! The lies are told by the [`Cluster`](crate::Cluster), which decides delays and drops;
 //! this module only keeps the two rules a real connection keeps: messages on one
 //! connection arrive in the order they were written, and when a connection drops,
-//! everything still in it is gone. A request lost with its connection is never applied
-//! later (the broker only applies what it read before the drop): this is the
-//! assumption every Kafka client relies on when it retries after a disconnect.
+//! everything still in it is gone.
+//!
+//! Between "read off the connection" and "applied" a request may wait on the broker
+//! (Kafka's `RequestChannel` queue, a produce waiting on a slow disk): a *held* request.
+//! A held request does not belong to the connection any more: when the connection drops
+//! (the client timed out and closed it, or the network broke it), the broker still
+//! applies it later, and only its response is lost (Kafka's `SocketServer` drops the
+//! response of a closed connection, `KafkaApis` has already handled the request). Only
+//! a request the broker had not read yet is lost with its connection, and a crash
+//! loses the held ones. While a request of a connection is held, the broker reads
+//! nothing more from that connection (`SocketServer` mutes a channel until the
+//! response to its current request is sent), so on one connection application order
+//! is send order; across connections (a dropped one and its successor, or two brokers)
+//! it is not.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -131,8 +142,20 @@ pub struct Lost {
     pub id: RequestId,
     /// Whether it was a produce request.
     pub produce: bool,
-    /// Whether the broker applied it (its response was lost, not the request).
+    /// Whether the broker applied it or will (its response was lost, not the request).
     pub applied: bool,
+}
+
+/// A request the broker read off a connection and has not applied yet.
+#[derive(Clone, Debug)]
+pub struct Held {
+    /// The broker holding it.
+    pub node: NodeId,
+    /// The generation of the connection it was read from: the response goes back only
+    /// while that connection is still open.
+    pub generation: u64,
+    /// The request.
+    pub request: ToBroker,
 }
 
 /// One connection from the client to a broker.
@@ -171,6 +194,10 @@ pub struct Net {
     conns: Vec<Option<Connection>>,
     latency: Vec<Duration>,
     generations: Vec<u64>,
+    /// Requests read by their broker and applied at their `at` (see the module
+    /// documentation). At most one per (node, generation): a held request mutes its
+    /// connection.
+    held: Vec<Timed<Held>>,
     next_seq: u64,
 }
 
@@ -183,6 +210,7 @@ impl Net {
             conns: vec![None; n],
             latency,
             generations: vec![0; n],
+            held: Vec::new(),
             next_seq: 0,
         }
     }
@@ -263,9 +291,11 @@ impl Net {
         for (i, c) in self.conns.iter().enumerate() {
             let Some(c) = c else { continue };
             let node = NodeId(i as i32 + 1);
+            let muted = self.is_muted(node, c.generation);
             let heads = [
                 c.to_broker
                     .front()
+                    .filter(|_| !muted)
                     .map(|t| (t.at, t.seq, Direction::ToBroker)),
                 c.to_client
                     .front()
@@ -280,6 +310,65 @@ impl Net {
         best.map(|(at, _, node, dir)| (at, node, dir))
     }
 
+    fn is_muted(&self, node: NodeId, generation: u64) -> bool {
+        self.held
+            .iter()
+            .any(|h| h.msg.node == node && h.msg.generation == generation)
+    }
+
+    /// The broker read `request` off its (open) connection to `node` and holds it until
+    /// `now + delay`; the connection is muted until then.
+    pub fn hold(&mut self, node: NodeId, now: Timestamp, delay: Duration, request: ToBroker) {
+        let seq = self.bump_seq();
+        let generation = self.connection(node).expect("connection open").generation;
+        debug_assert!(
+            !self.is_muted(node, generation),
+            "one held request per connection"
+        );
+        self.held.push(Timed {
+            at: now + delay,
+            seq,
+            msg: Held {
+                node,
+                generation,
+                request,
+            },
+        });
+    }
+
+    /// When the earliest held request is applied.
+    #[must_use]
+    pub fn next_application(&self) -> Option<Timestamp> {
+        self.held.iter().map(|h| h.at).min()
+    }
+
+    /// Takes the earliest held request (ties in hold order).
+    pub fn take_application(&mut self) -> Option<Timed<Held>> {
+        let pos = (0..self.held.len()).min_by_key(|&i| (self.held[i].at, self.held[i].seq))?;
+        Some(self.held.remove(pos))
+    }
+
+    /// Requests held by brokers.
+    #[must_use]
+    pub fn held(&self) -> &[Timed<Held>] {
+        &self.held
+    }
+
+    /// Whether the connection of generation `generation` to `node` is still open (a
+    /// response to a request read from it can still be written).
+    #[must_use]
+    pub fn is_current(&self, node: NodeId, generation: u64) -> bool {
+        self.connection(node)
+            .is_some_and(|c| c.generation == generation)
+    }
+
+    /// `node` crashed: the requests it held are never applied. Returns them.
+    pub fn crash(&mut self, node: NodeId) -> Vec<Held> {
+        let (gone, kept): (Vec<_>, Vec<_>) = self.held.drain(..).partition(|h| h.msg.node == node);
+        self.held = kept;
+        gone.into_iter().map(|h| h.msg).collect()
+    }
+
     /// Takes the request at the head of `node`'s connection.
     pub fn pop_request(&mut self, node: NodeId) -> Option<Timed<ToBroker>> {
         self.conns[Self::slot(node)].as_mut()?.to_broker.pop_front()
@@ -291,20 +380,27 @@ impl Net {
     }
 
     /// Drops the connection to `node`. Returns every request still in flight on it
-    /// (requests not yet read by the broker, and responses not yet read by the client),
-    /// in the order they were written.
+    /// (requests not yet read by the broker, the request it holds, whose response can not
+    /// come back any more, and responses not yet read by the client), by request id.
     pub fn drop_connection(&mut self, node: NodeId) -> Vec<Lost> {
         let Some(c) = self.conns[Self::slot(node)].take() else {
             return Vec::new();
         };
-        let mut lost: Vec<Lost> = c
-            .to_broker
+        let held = self
+            .held
             .iter()
-            .map(|t| Lost {
+            .filter(|h| h.msg.node == node && h.msg.generation == c.generation)
+            .map(|h| Lost {
+                id: h.msg.request.id(),
+                produce: h.msg.request.is_produce(),
+                applied: true,
+            });
+        let mut lost: Vec<Lost> = held
+            .chain(c.to_broker.iter().map(|t| Lost {
                 id: t.msg.id(),
                 produce: t.msg.is_produce(),
                 applied: false,
-            })
+            }))
             .chain(c.to_client.iter().map(|t| Lost {
                 id: t.msg.id(),
                 produce: t.msg.is_produce(),
@@ -388,5 +484,49 @@ mod tests {
         assert!(!net.is_open(NodeId(1)));
         assert!(net.next_delivery().is_none());
         assert!(net.connect(NodeId(1)) > g1);
+    }
+
+    #[test]
+    fn a_held_request_mutes_its_connection_and_survives_the_drop() {
+        let mut net = Net::new(vec![Duration::from_millis(1)]);
+        let g1 = net.connect(NodeId(1));
+        let t0 = Timestamp::ZERO;
+        net.send_request(NodeId(1), t0, Duration::from_millis(1), md(1));
+        net.send_request(NodeId(1), t0, Duration::from_millis(1), md(2));
+        let first = net.pop_request(NodeId(1)).unwrap();
+        net.hold(NodeId(1), first.at, Duration::from_millis(50), first.msg);
+        // Request 2 has arrived but is not read while request 1 is held.
+        assert!(net.next_delivery().is_none());
+        assert_eq!(net.next_application(), Some(Timestamp::from_millis(51)));
+        let lost = net.drop_connection(NodeId(1));
+        let ids: Vec<(u64, bool)> = lost.iter().map(|l| (l.id.0, l.applied)).collect();
+        assert_eq!(
+            ids,
+            vec![(1, true), (2, false)],
+            "1 will be applied, 2 never"
+        );
+        let g2 = net.connect(NodeId(1));
+        net.send_request(NodeId(1), t0, Duration::from_millis(1), md(3));
+        // The new connection is not muted by the old connection's held request.
+        assert!(net.next_delivery().is_some());
+        let held = net.take_application().unwrap();
+        assert_eq!(held.msg.request.id(), RequestId(1));
+        assert_eq!(held.msg.generation, g1);
+        assert!(!net.is_current(NodeId(1), g1));
+        assert!(net.is_current(NodeId(1), g2));
+    }
+
+    #[test]
+    fn a_crash_loses_what_the_broker_held() {
+        let mut net = Net::new(vec![Duration::from_millis(1); 2]);
+        net.connect(NodeId(1));
+        net.connect(NodeId(2));
+        net.hold(NodeId(1), Timestamp::ZERO, Duration::from_millis(5), md(1));
+        net.hold(NodeId(2), Timestamp::ZERO, Duration::from_millis(5), md(2));
+        let gone = net.crash(NodeId(1));
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].request.id(), RequestId(1));
+        assert_eq!(net.held().len(), 1);
+        assert_eq!(net.held()[0].msg.node, NodeId(2));
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use kacrab_idempotence::{NodeId, RecordId, Stats, TopicPartition};
 
-use crate::checker::{Outcome, Tally, Violation, ViolationKind};
+use crate::checker::{FatalPolicy, Outcome, Tally, Violation, ViolationKind};
 use crate::cluster::Cluster;
 use crate::config::{SimConfig, SimStats};
 use crate::faults::FaultCounts;
@@ -73,6 +73,9 @@ pub struct Scenario {
     /// Call the progress callback every time this many more records were sent (and at
     /// every phase change).
     pub progress_every: u64,
+    /// Whether the producer may go fatal (runs with [`FaultRates::with_fatal`](crate::FaultRates::with_fatal)):
+    /// then the workload stops at the fatal error and no probe is sent.
+    pub fatal: FatalPolicy,
 }
 
 impl Scenario {
@@ -88,6 +91,7 @@ impl Scenario {
             probes: true,
             max_steps: records.saturating_mul(400).saturating_add(200_000),
             progress_every: (records / 10).max(1),
+            fatal: FatalPolicy::Violation,
         }
     }
 
@@ -100,6 +104,7 @@ impl Scenario {
     /// Runs the scenario, calling `progress` now and then.
     pub fn run_with(&self, progress: &mut dyn FnMut(&Progress)) -> Report {
         let mut c = Cluster::new(self.sim.clone());
+        c.set_fatal_policy(self.fatal);
         let partitions = c.partitions().len() as u64;
         let probes = if self.probes {
             (self.records / 10).min(partitions)
@@ -149,8 +154,8 @@ impl Scenario {
             );
         }
 
-        // 3. Probes.
-        if probes > 0 && idle {
+        // 3. Probes (a fatal producer delivers nothing more).
+        if probes > 0 && idle && c.producer().fatal_error().is_none() {
             progress(&snapshot(&c, Phase::Probe));
             let mut ids: Vec<RecordId> = Vec::new();
             for gp in 0..probes as usize {
@@ -260,6 +265,10 @@ pub struct Report {
     pub violation_count: u64,
     /// The step trace, when the configuration asked for one.
     pub trace: Vec<String>,
+    /// The fatal error the producer reported, if any.
+    pub fatal: Option<String>,
+    /// See [`Checker::retired_producer_writes`](crate::Checker::retired_producer_writes).
+    pub retired_producer_writes: u64,
 }
 
 impl Report {
@@ -299,6 +308,8 @@ impl Report {
             violations: c.checker().violations().to_vec(),
             violation_count: c.checker().violation_count(),
             trace: c.trace().to_vec(),
+            fatal: c.checker().fatal().map(str::to_owned),
+            retired_producer_writes: c.checker().retired_producer_writes(),
         }
     }
 
@@ -378,6 +389,14 @@ impl Report {
             sim.stale_leader_answers,
             sim.leader_changes
         );
+        let _ = writeln!(
+            s,
+            "  requests applied after their connection dropped {}, records a retired producer id appended late {}",
+            sim.late_applications, self.retired_producer_writes
+        );
+        if let Some(e) = &self.fatal {
+            let _ = writeln!(s, "  the producer went fatal: {e}");
+        }
         let _ = writeln!(s, "== deliveries");
         let _ =
             writeln!(

@@ -300,6 +300,7 @@ fn every_fault_kind_is_drawn_and_counted() {
         sim.faults.isr_shrink = 0.02;
         sim.faults.broker_crash = 0.01;
         sim.faults.leader_move = 0.05;
+        sim.faults.rejected_batch = 0.1;
         // Core bug 4: no MESSAGE_TOO_LARGE between two attempts of a batch (see
         // `message_too_large_makes_the_producer_split` for that fault).
         sim.faults.message_too_large = 0.0;
@@ -319,7 +320,11 @@ fn every_fault_kind_is_drawn_and_counted() {
     }
     for (kind, n) in total.iter() {
         // A run asks for one producer id: see `coordinator_errors_are_retried`.
-        if kind != FaultKind::CoordinatorError && kind != FaultKind::MessageTooLarge {
+        // CLUSTER_AUTHORIZATION_FAILED is fatal: drawn only with `FaultRates::with_fatal`.
+        if kind != FaultKind::CoordinatorError
+            && kind != FaultKind::MessageTooLarge
+            && kind != FaultKind::ClusterAuthorizationFailed
+        {
             assert!(n > 0, "{kind} never injected: {total:?}");
         }
     }
