@@ -42,6 +42,9 @@ keys! {
     TRANSACTION_TIMEOUT = "transaction.timeout.ms",
     // Not a Kafka key: seeds the retry backoff's jitter.
     JITTER_SEED = "kacrab.jitter.seed",
+    // Not a Kafka client key: the brokers' `producer.id.expiration.ms` the producer
+    // assumes (see `ProducerConfig::producer_id_expiration`).
+    PRODUCER_ID_EXPIRATION = "kacrab.producer.id.expiration.ms",
 }
 
 /// Why a configuration was rejected.
@@ -89,6 +92,17 @@ pub enum ConfigError {
     /// A `transactional.id` is set but idempotence is disabled (explicitly or by a conflict).
     #[error("a transactional.id requires idempotence")]
     TransactionalRequiresIdempotence,
+    /// `kacrab.producer.id.expiration.ms` was explicitly set no longer than
+    /// `delivery.timeout.ms + request.timeout.ms`: a broker that forgets the producer
+    /// while one of its batches may still be resent could append that batch twice, and
+    /// no client rule can prevent it.
+    #[error("kacrab.producer.id.expiration.ms ({expiration:?}) must exceed delivery.timeout.ms + request.timeout.ms ({minimum:?})")]
+    ProducerIdExpirationTooSmall {
+        /// The configured expiry.
+        expiration: Duration,
+        /// `delivery_timeout + request_timeout`.
+        minimum: Duration,
+    },
 }
 
 /// Which acknowledgement the producer asks the leader for (`acks`).
@@ -135,6 +149,7 @@ pub struct ProducerConfig {
     transactional_id: Option<String>,
     transaction_timeout: Duration,
     jitter_seed: u64,
+    producer_id_expiration: Duration,
 }
 
 /// Kafka 4.x's defaults (`linger.ms` is 5 since KIP-1030).
@@ -155,6 +170,7 @@ const DEFAULT: ProducerConfig = ProducerConfig {
     transactional_id: None,
     transaction_timeout: Duration::from_millis(60_000),
     jitter_seed: 0,
+    producer_id_expiration: Duration::from_millis(86_400_000),
 };
 
 impl Default for ProducerConfig {
@@ -228,6 +244,13 @@ impl ProducerConfig {
         transaction_timeout: Duration;
         /// `kacrab.jitter.seed`: the seed of the retry backoff's jitter.
         jitter_seed: u64;
+        /// `kacrab.producer.id.expiration.ms`: how long the producer assumes the brokers
+        /// keep its state on a partition after the last batch it wrote there (the
+        /// brokers' `producer.id.expiration.ms`, default one day, minus the most the
+        /// brokers' clocks may run ahead of the producer's). After that the broker
+        /// accepts any sequence (KIP-360), so the producer sends one batch at a time on
+        /// the partition until an append under its identity is acknowledged again.
+        producer_id_expiration: Duration;
     }
 
     /// `transactional.id`, if one is set.
@@ -250,6 +273,7 @@ pub struct ProducerConfigBuilder {
     values: ProducerConfig,
     idempotence_set: bool,
     delivery_timeout_set: bool,
+    producer_id_expiration_set: bool,
 }
 
 macro_rules! setters {
@@ -274,6 +298,16 @@ impl ProducerConfigBuilder {
     pub fn delivery_timeout(&mut self, value: Duration) -> &mut Self {
         self.values.delivery_timeout = value;
         self.delivery_timeout_set = true;
+        self
+    }
+
+    /// Sets `kacrab.producer.id.expiration.ms`: the brokers' `producer.id.expiration.ms`
+    /// the producer assumes, less any clock skew (see
+    /// [`ProducerConfig::producer_id_expiration`]). Must exceed `delivery.timeout.ms +
+    /// request.timeout.ms`.
+    pub fn producer_id_expiration(&mut self, value: Duration) -> &mut Self {
+        self.values.producer_id_expiration = value;
+        self.producer_id_expiration_set = true;
         self
     }
 
@@ -371,6 +405,10 @@ impl ProducerConfigBuilder {
             keys::TRANSACTION_TIMEOUT => {
                 self.transaction_timeout(ms(parse_int(keys::TRANSACTION_TIMEOUT, value)?.into()))
             }
+            keys::PRODUCER_ID_EXPIRATION => self.producer_id_expiration(ms(parse_long(
+                keys::PRODUCER_ID_EXPIRATION,
+                value,
+            )?)),
             keys::JITTER_SEED => self.jitter_seed(value.trim().parse().map_err(|_| {
                 invalid(keys::JITTER_SEED, value, "not an unsigned 64-bit integer")
             })?),
@@ -390,6 +428,8 @@ impl ProducerConfigBuilder {
     /// 4. `delivery.timeout.ms >= linger.ms + request.timeout.ms` (each capped at `i32::MAX`
     ///    ms, as Kafka does): an error if the delivery timeout was set explicitly, otherwise
     ///    it is raised to that sum.
+    /// 5. An explicitly set `kacrab.producer.id.expiration.ms` must exceed
+    ///    `delivery.timeout.ms + request.timeout.ms`.
     ///
     /// # Errors
     /// The first rule broken.
@@ -434,6 +474,15 @@ impl ProducerConfigBuilder {
                 });
             }
             c.delivery_timeout = minimum;
+        }
+        // Left at its default, a delivery timeout of a day or more is accepted (the
+        // producer then sends one batch at a time per partition after every ack).
+        let minimum = c.delivery_timeout + c.request_timeout;
+        if self.producer_id_expiration_set && c.producer_id_expiration <= minimum {
+            return Err(ConfigError::ProducerIdExpirationTooSmall {
+                expiration: c.producer_id_expiration,
+                minimum,
+            });
         }
         Ok(c)
     }
@@ -651,6 +700,27 @@ mod tests {
         assert_eq!(c.delivery_timeout(), ms(30_005));
         let c = props(&[("linger.ms", "9223372036854775807")]).unwrap();
         assert_eq!(c.delivery_timeout(), INT_MAX_MS);
+    }
+
+    /// The assumed producer-state expiry must outlast any batch's resends.
+    #[test]
+    fn producer_id_expiration_must_exceed_delivery_and_request_timeouts() {
+        let c = props(&[]).unwrap();
+        assert_eq!(c.producer_id_expiration(), ms(86_400_000));
+        let timeouts = [("delivery.timeout.ms", "30000"), ("request.timeout.ms", "1000")];
+        let at_minimum = [timeouts[0], timeouts[1], ("kacrab.producer.id.expiration.ms", "31000")];
+        let (expiration, minimum) = (ms(31_000), ms(31_000));
+        assert_eq!(
+            props(&at_minimum),
+            Err(ProducerIdExpirationTooSmall {
+                expiration,
+                minimum
+            })
+        );
+        let above = [timeouts[0], timeouts[1], ("kacrab.producer.id.expiration.ms", "31001")];
+        assert_eq!(props(&above).unwrap().producer_id_expiration(), ms(31_001));
+        // Not set: a delivery timeout past the default day is still accepted.
+        assert!(props(&[("delivery.timeout.ms", "2147483647")]).is_ok());
     }
 
     #[test]
