@@ -48,11 +48,16 @@ pub enum FaultKind {
     /// A batch larger than the brokers' `max.message.bytes` is refused with
     /// MESSAGE_TOO_LARGE (the producer splits it, or fails a single record).
     MessageTooLarge,
+    /// A leader dropped an idle producer's state on a partition
+    /// (`producer.id.expiration.ms` passed since its last batch,
+    /// `ProducerStateManager.removeExpiredProducers`): it then accepts any sequence
+    /// from that producer (KIP-360). Caused by the workload's idle gaps, not drawn.
+    ProducerStateExpiry,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -69,6 +74,7 @@ impl FaultKind {
         FaultKind::IsrShrink,
         FaultKind::StaleMetadata,
         FaultKind::MessageTooLarge,
+        FaultKind::ProducerStateExpiry,
     ];
 
     /// A short stable name for reports.
@@ -91,6 +97,7 @@ impl FaultKind {
             FaultKind::IsrShrink => "ISR shrink episode",
             FaultKind::StaleMetadata => "stale metadata",
             FaultKind::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            FaultKind::ProducerStateExpiry => "producer-state expiry",
         }
     }
 

@@ -73,6 +73,13 @@ pub struct Scenario {
     /// Call the progress callback every time this many more records were sent (and at
     /// every phase change).
     pub progress_every: u64,
+    /// Idle gaps in the chaos phase (see [`Cluster::set_idle_gaps`]): how many, evenly
+    /// spread over the workload, so the brokers forget the producer on the idle
+    /// partitions (`producer.id.expiration.ms`). Zero: none.
+    pub idle_gaps: u32,
+    /// How long each idle gap lasts: by default the brokers' expiry plus its check
+    /// interval plus 5 s.
+    pub idle_gap: Duration,
 }
 
 impl Scenario {
@@ -81,13 +88,17 @@ impl Scenario {
     #[must_use]
     pub fn new(sim: SimConfig, records: u64) -> Self {
         Self {
-            sim,
             records,
             burst_max: 8,
             interval: Duration::from_millis(1),
             probes: true,
             max_steps: records.saturating_mul(400).saturating_add(200_000),
             progress_every: (records / 10).max(1),
+            idle_gaps: 2,
+            idle_gap: sim.producer_id_expiration
+                + sim.producer_id_expiration_check_interval
+                + Duration::from_secs(5),
+            sim,
         }
     }
 
@@ -107,6 +118,10 @@ impl Scenario {
             0
         };
         c.set_workload(self.records - probes, self.burst_max, self.interval);
+        if self.idle_gaps > 0 {
+            let every = ((self.records - probes) / (u64::from(self.idle_gaps) + 1)).max(1);
+            c.set_idle_gaps(self.idle_gap, every);
+        }
         let max_steps = self.max_steps;
         let every = self.progress_every.max(1);
         let mut next_progress = every;
