@@ -586,7 +586,10 @@ fn expired_cluster() -> Cluster {
         p.producer_id_expiration(EXPIRY);
     });
     send(&mut c, 0);
-    assert!(c.run_until_idle(Duration::from_secs(5)), "warm-up not acked");
+    assert!(
+        c.run_until_idle(Duration::from_secs(5)),
+        "warm-up not acked"
+    );
     c.run_for(EXPIRY + Duration::from_secs(10));
     c
 }
@@ -617,8 +620,8 @@ fn expired_producer_state_does_not_let_a_later_batch_overtake() {
 }
 
 /// **Hole 5b: after an idle gap past `producer.id.expiration.ms`, a batch answered
-/// REQUEST_TIMED_OUT (appended) is renumbered by the bump and written twice.** b (seq
-/// 1) is refused; c (seq 2) is appended by the broker that forgot the producer and
+/// REQUEST_TIMED_OUT (appended) is renumbered by the bump and written twice.** b
+/// (seq 1) is refused; c (seq 2) is appended by the broker that forgot the producer and
 /// answered REQUEST_TIMED_OUT. b's retry gets OUT_OF_ORDER, which the core took as
 /// proof that b, and so c behind it, are absent: both were renumbered under a new
 /// epoch and c was appended a second time.

@@ -176,8 +176,11 @@ impl Cluster {
         if self.now < self.next_expiry_check {
             return;
         }
-        let interval = self.config.producer_id_expiration_check_interval.max(Duration::from_millis(1));
-        let behind = (self.now.as_micros() - self.next_expiry_check.as_micros()) as u64;
+        let interval = self
+            .config
+            .producer_id_expiration_check_interval
+            .max(Duration::from_millis(1));
+        let behind = self.now.as_micros() - self.next_expiry_check.as_micros();
         let ticks = behind / interval.as_micros() as u64;
         let check = self.next_expiry_check
             + Duration::from_micros((interval.as_micros() as u64).saturating_mul(ticks));
@@ -186,11 +189,17 @@ impl Cluster {
         let expiration =
             u64::try_from(self.config.producer_id_expiration.as_millis()).unwrap_or(u64::MAX);
         for gp in 0..self.partitions.len() {
-            let gone = self.partitions[gp].state.expire_producers(check_ms, expiration);
+            let gone = self.partitions[gp]
+                .state
+                .expire_producers(check_ms, expiration);
             for pid in gone {
                 self.faults.add(FaultKind::ProducerStateExpiry);
                 let tp = self.partitions[gp].tp.clone();
-                self.trace_line(|| format!("FAULT {tp}: producer {pid} expired (idle past producer.id.expiration.ms)"));
+                self.trace_line(|| {
+                    format!(
+                        "FAULT {tp}: producer {pid} expired (idle past producer.id.expiration.ms)"
+                    )
+                });
             }
         }
     }

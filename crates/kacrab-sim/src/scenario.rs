@@ -1,7 +1,8 @@
 //! A whole simulated run and its [`Report`].
 //!
 //! 1. **Chaos**: the workload sends its records in bursts while faults are drawn at the
-//!    configured rates.
+//!    configured rates, with idle gaps on all partitions but the first that are longer
+//!    than the brokers' producer-state expiry ([`Scenario::idle_gaps`]).
 //! 2. **Quiet**: faults stop, crashed brokers restart, the application flushes. The
 //!    producer must give every record an outcome within `delivery.timeout.ms +
 //!    3 × request.timeout.ms + 5 s` of virtual time (liveness, property f).
