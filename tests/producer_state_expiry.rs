@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use kacrab_idempotence::KafkaError;
+use kacrab_idempotence::{record, KafkaError};
 use support::{config, wire, Harness};
 
 /// The expiry the producer assumes here: above `delivery.timeout.ms` (15 s) +
@@ -65,4 +65,83 @@ fn pipelining_only_while_the_leader_surely_holds_the_state() {
     h.send(0, "c");
     h.send(0, "d");
     assert_eq!(h.outstanding.len(), 1, "the margin is past: one at a time");
+}
+
+/// What the scripted broker of [`timed_out_batch_after_idle_gap_is_written_once`] does
+/// with the next attempt of a record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// NOT_ENOUGH_REPLICAS, nothing appended.
+    Refuse,
+    /// Appended, then REQUEST_TIMED_OUT.
+    AppendThenTimeOut,
+    /// Kafka's rules.
+    Normal,
+}
+
+/// Hole 5b with the scripted driver: the leader forgot the producer during an idle gap,
+/// a (seq 1) is refused and b (seq 2) appended but answered REQUEST_TIMED_OUT. Kafka's
+/// rules (dedup on the exact sequence range, the next sequence, any sequence while the
+/// producer is unknown) decide every other attempt. b must be in the log once, after a.
+/// Before the fix, a's retry drew OUT_OF_ORDER, the bump renumbered b, and b was
+/// appended again.
+#[test]
+fn timed_out_batch_after_idle_gap_is_written_once() {
+    let mut h = harness();
+    h.warm(0);
+    h.advance(EXPIRY_MS + 1_000);
+    h.send(0, "a");
+    h.send(0, "b");
+    let mut plan = vec![("a", Answer::Refuse), ("b", Answer::AppendThenTimeOut)];
+    // The broker: (epoch, first seq, last seq) of the appended batches since it forgot
+    // the producer, and the values in its log.
+    let mut known: Vec<(i16, i32, i32)> = Vec::new();
+    let mut log: Vec<String> = Vec::new();
+    for _ in 0..100 {
+        let Some(r) = h.outstanding.front().cloned() else {
+            h.advance(100);
+            if h.outstanding.is_empty() && h.p.is_idle() {
+                break;
+            }
+            continue;
+        };
+        let w = wire(&r)[0].clone();
+        let values: Vec<String> = record::decode_records(&r.batches[0].data)
+            .expect("valid batch")
+            .iter()
+            .map(|rec| String::from_utf8_lossy(rec.value.as_deref().unwrap_or_default()).into())
+            .collect();
+        let pos = plan.iter().position(|(v, _)| values.iter().any(|x| x == v));
+        let answer = pos.map_or(Answer::Normal, |i| plan.remove(i).1);
+        let last = w.base_sequence + w.count - 1;
+        let (error, offset) = match answer {
+            Answer::Refuse => (KafkaError::NotEnoughReplicas, -1),
+            _ if known.contains(&(w.epoch, w.base_sequence, last)) => (KafkaError::None, 0),
+            _ => {
+                let next = match known.last() {
+                    None => true,
+                    Some(&(e, _, l)) if e == w.epoch => w.base_sequence == l + 1,
+                    Some(_) => w.base_sequence == 0,
+                };
+                if !next {
+                    (KafkaError::OutOfOrderSequenceNumber, -1)
+                } else {
+                    known.push((w.epoch, w.base_sequence, last));
+                    let offset = 1 + log.len() as i64;
+                    log.extend(values);
+                    if answer == Answer::AppendThenTimeOut {
+                        (KafkaError::RequestTimedOut, -1)
+                    } else {
+                        (KafkaError::None, offset)
+                    }
+                }
+            }
+        };
+        h.respond(r.id, &[(0, error, offset)]);
+    }
+    assert_eq!(
+        log,
+        vec!["a".to_string(), "b".to_string()],
+        "each once, in order"
+    );
 }
