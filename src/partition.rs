@@ -50,7 +50,7 @@ pub(crate) struct PartitionState {
     /// `producer_id`. `None` without such an ack. The leader forgets the producer once
     /// `producer.id.expiration.ms` has passed since then
     /// (`ProducerStateManager.removeExpiredProducers`); see `Producer::state_held`.
-    /// Reset with `last_acked_sequence`.
+    /// Invariant: `Some` exactly when `last_acked_sequence` is (reset with it).
     pub(crate) state_refreshed: Option<Timestamp>,
     /// The highest acknowledged offset; not reset by epoch bumps. Tells retention
     /// (log start moved past it) apart from lost state for UNKNOWN_PRODUCER_ID.
