@@ -322,12 +322,14 @@ impl Producer {
         let count = i64::from(b.record_count);
         let stamp = b.stamp;
         let last = b.last_sequence();
+        let created = b.created;
         let part = &mut self.partitions[p as usize];
         // Only acks under the partition's current identity move its sequence window; a
         // late ack from before a rewrite would otherwise corrupt the new numbering.
         if let (Some(stamp), Some(last)) = (stamp, last) {
             if stamp.id == part.producer_id {
                 part.update_last_acked_sequence(last);
+                part.refresh_state(created);
             }
         }
         if base_offset >= 0 {

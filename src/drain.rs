@@ -139,11 +139,13 @@ impl Producer {
             }
             // Don't mix epochs: old-epoch batches must finish before new-epoch ones.
             let stale = part.producer_id != self.producer_id && !part.inflight.is_empty();
-            // Until the first ack under the partition's identity, one batch at a time: a
-            // broker with no state for the producer accepts any first sequence (KIP-360),
-            // so a pipelined later batch could land before a refused first one.
-            let first_unacked = part.last_acked_sequence.is_none() && !part.on_wire.is_empty();
-            !stale && !first_unacked && part.unresolved.is_none()
+            // While the leader may hold no state for the producer (before the first ack
+            // under the partition's identity, or after an idle gap that may have let it
+            // expire), one batch at a time: such a broker accepts any sequence
+            // (KIP-360), so a pipelined later batch could land before a refused earlier
+            // one, and a refusal would no longer prove the later batches absent.
+            let state_unknown = !self.state_held(p) && !part.on_wire.is_empty();
+            !stale && !state_unknown && part.unresolved.is_none()
         };
         match part.queue.front() {
             Some(&head) => {
@@ -181,6 +183,24 @@ impl Producer {
                 Head::Ready(node)
             }
         }
+    }
+
+    /// Whether partition `p`'s leader surely still holds the producer's state for the
+    /// whole life of a batch stamped now: an append under the partition's identity was
+    /// acknowledged, and `kacrab.producer.id.expiration.ms` does not run out, counted
+    /// from that batch's creation (a lower bound of the timestamp the broker measures
+    /// idleness from, `ProducerStateManager.isProducerExpired`), before a batch
+    /// stamped now can no longer be resent (`delivery.timeout.ms`, plus
+    /// `request.timeout.ms` for its last attempt to arrive). Assumes record timestamps
+    /// are not older than the time they are sent and the brokers' clocks do not run
+    /// ahead of the producer's by more than the configured expiry's margin.
+    pub(crate) fn state_held(&self, p: u32) -> bool {
+        let part = &self.partitions[p as usize];
+        let lifetime = self.config.delivery_timeout() + self.config.request_timeout();
+        part.last_acked_sequence.is_some()
+            && part.state_refreshed.is_some_and(|since| {
+                self.now + lifetime < since + self.config.producer_id_expiration()
+            })
     }
 
     /// While a bump waits to renumber partition `p`, one batch may still go: the first in
@@ -277,7 +297,7 @@ impl Producer {
             if part.producer_id != global && part.inflight.is_empty() {
                 part.producer_id = global;
                 part.next_sequence = crate::types::Sequence::ZERO;
-                part.last_acked_sequence = None;
+                part.reset_acked();
             }
             debug_assert_eq!(part.producer_id, global);
             b.stamp = Some(Stamp {

@@ -72,6 +72,13 @@ impl Producer {
         let mut records_unreported = 0u64;
         for (i, part) in self.partitions.iter().enumerate() {
             let p = i as u32;
+            // The state the leader holds for the identity is known only from its acks.
+            assert_eq!(
+                part.state_refreshed.is_some(),
+                part.last_acked_sequence.is_some(),
+                "{}: state_refreshed without an ack under the identity, or the reverse",
+                part.tp
+            );
             for &b in &part.on_wire {
                 assert!(
                     wired.contains(&b),

@@ -44,6 +44,14 @@ pub(crate) struct PartitionState {
     pub(crate) next_sequence: Sequence,
     /// The last sequence of the highest acknowledged batch, under `producer_id`.
     pub(crate) last_acked_sequence: Option<Sequence>,
+    /// A lower bound of the timestamp the leader keeps in its producer state for this
+    /// identity (`ProducerStateEntry.lastTimestamp`, the max timestamp of the newest
+    /// appended batch): the creation time of the newest batch acknowledged under
+    /// `producer_id`. `None` without such an ack. The leader forgets the producer once
+    /// `producer.id.expiration.ms` has passed since then
+    /// (`ProducerStateManager.removeExpiredProducers`); see `Producer::state_held`.
+    /// Invariant: `Some` exactly when `last_acked_sequence` is (reset with it).
+    pub(crate) state_refreshed: Option<Timestamp>,
     /// The highest acknowledged offset; not reset by epoch bumps. Tells retention
     /// (log start moved past it) apart from lost state for UNKNOWN_PRODUCER_ID.
     pub(crate) last_acked_offset: Option<i64>,
@@ -78,6 +86,7 @@ impl PartitionState {
             producer_id: ProducerIdAndEpoch::NONE,
             next_sequence: Sequence::ZERO,
             last_acked_sequence: None,
+            state_refreshed: None,
             last_acked_offset: None,
             inflight: VecDeque::new(),
             window: VecDeque::new(),
@@ -110,6 +119,20 @@ impl PartitionState {
         };
         if newer {
             self.last_acked_sequence = Some(last);
+        }
+    }
+
+    /// Forgets the acks under the partition's identity (a new identity starts).
+    pub(crate) fn reset_acked(&mut self) {
+        self.last_acked_sequence = None;
+        self.state_refreshed = None;
+    }
+
+    /// An append of a batch created at `created` was acknowledged under the partition's
+    /// identity: the leader's state for it is at least that recent.
+    pub(crate) fn refresh_state(&mut self, created: Timestamp) {
+        if self.state_refreshed.is_none_or(|t| created > t) {
+            self.state_refreshed = Some(created);
         }
     }
 

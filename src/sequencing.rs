@@ -140,7 +140,7 @@ impl Producer {
             }
             part.producer_id = global;
             part.next_sequence = seq;
-            part.last_acked_sequence = None;
+            part.reset_acked();
             part.awaiting_rewrite = false;
             if part.unresolved.take().is_some() {
                 self.unresolved.retain(|&u| u != p);

@@ -435,7 +435,7 @@ impl Producer {
             if part.inflight.is_empty() {
                 part.producer_id = self.producer_id;
                 part.next_sequence = crate::types::Sequence::ZERO;
-                part.last_acked_sequence = None;
+                part.reset_acked();
             }
         }
     }

@@ -129,6 +129,9 @@ fn run_params(p: &Params, trace: bool) -> Report {
     let mut scenario = Scenario::new(sim, p.records);
     scenario.burst_max = p.burst;
     scenario.interval = Duration::from_micros(p.interval_us);
+    // Idle gaps past the brokers' producer-state expiry (on by default): none to three
+    // per run, so the brokers forget the producer on the idle partitions.
+    scenario.idle_gaps = (p.seed % 4) as u32;
     scenario.run()
 }
 

@@ -746,3 +746,85 @@ fn hole2_bump_never_renumbers_a_batch_answered_not_leader_after_append() {
     );
     assert_eq!(log_of(&c, 0), vec![0, 1]);
 }
+
+// ------------------------------------------------------- producer-state expiry (hole 5)
+
+/// The brokers' `producer.id.expiration.ms` in the expiry regressions (virtual time).
+const EXPIRY: Duration = Duration::from_secs(60);
+
+/// One broker, one partition, the brokers forgetting an idle producer after
+/// [`EXPIRY`]. The partition is warmed (record 0 acknowledged), then left idle longer
+/// than that, so the broker no longer knows the producer.
+fn expired_cluster() -> Cluster {
+    let mut c = cluster(1, 1, |sim, p| {
+        sim.producer_id_expiration = EXPIRY;
+        p.producer_id_expiration(EXPIRY);
+    });
+    send(&mut c, 0);
+    assert!(
+        c.run_until_idle(Duration::from_secs(5)),
+        "warm-up not acked"
+    );
+    c.run_for(EXPIRY + Duration::from_secs(10));
+    c
+}
+
+/// **Hole 5a: after an idle gap past `producer.id.expiration.ms`, a batch pipelined
+/// behind a refused one overtakes it.** The broker dropped the producer's state
+/// (`ProducerStateManager.removeExpiredProducers`), so it accepts any sequence
+/// (KIP-360). b (seq 1) is refused with NOT_ENOUGH_REPLICAS; c (seq 2), sent behind it,
+/// is appended first; b's retry then gets OUT_OF_ORDER and, after the bump, lands after
+/// c: the log reads [0, 2, 1].
+#[test]
+fn expired_producer_state_does_not_let_a_later_batch_overtake() {
+    let mut c = expired_cluster();
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotEnoughReplicas,
+        times: 1,
+    });
+    let b = send(&mut c, 0);
+    c.run_for(Duration::from_micros(100)); // b is on the wire
+    let cc = send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    for id in [b, cc] {
+        assert_eq!(outcome(&c, id), Outcome::Delivered);
+    }
+    assert_eq!(log_of(&c, 0), vec![0, 1, 2], "send order kept");
+}
+
+/// **Hole 5b: after an idle gap past `producer.id.expiration.ms`, a batch answered
+/// REQUEST_TIMED_OUT (appended) is renumbered by the bump and written twice.** b
+/// (seq 1) is refused; c (seq 2) is appended by the broker that forgot the producer and
+/// answered REQUEST_TIMED_OUT. b's retry gets OUT_OF_ORDER, which the core took as
+/// proof that b, and so c behind it, are absent: both were renumbered under a new
+/// epoch and c was appended a second time.
+#[test]
+fn expired_producer_state_does_not_make_a_timed_out_batch_a_duplicate() {
+    let mut c = expired_cluster();
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotEnoughReplicas,
+        times: 1,
+    });
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::RequestTimedOutAfterAppend,
+        times: 1,
+    });
+    let b = send(&mut c, 0);
+    c.run_for(Duration::from_micros(100)); // b is on the wire
+    let cc = send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    for id in [b, cc] {
+        assert_ne!(outcome(&c, id), Outcome::Pending);
+    }
+    let log = log_of(&c, 0);
+    assert_eq!(
+        log.iter().filter(|&&i| i == 2).count(),
+        1,
+        "c written once: {log:?}"
+    );
+}

@@ -18,8 +18,9 @@
 //!   modelled; the coordinator is trusted.
 //!
 //! Time is a parameter (`now_ms`); there is no clock and no randomness. The
-//! timestamp stored in producer state is the broker's `now_ms`, as if the
-//! topic used LogAppendTime.
+//! timestamp stored in producer state is the batch's max timestamp, as Kafka
+//! stores it for a CreateTime topic (the default `message.timestamp.type`);
+//! producer expiry measures idleness from it (`isProducerExpired`).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -576,7 +577,8 @@ impl PartitionState {
                 last_seq,
                 first_offset: base_offset,
                 last_offset,
-                timestamp_ms: now_ms,
+                // CreateTime: the producer's clock, not the broker's.
+                timestamp_ms: u64::try_from(h.max_timestamp).unwrap_or(0),
             },
         );
         if txn && entry.current_txn_first_offset.is_none() {

@@ -271,6 +271,42 @@ impl Cluster {
         self.net.send_response(node, self.now, delay, msg);
     }
 
+    /// Kafka's periodic `removeExpiredProducers` (every
+    /// `producer.id.expiration.check.interval.ms`): runs the last check due by now, at
+    /// its own time, on every partition. Called before each step, so no append sees a
+    /// state a due check would have dropped.
+    pub(crate) fn run_expiry_checks(&mut self) {
+        if self.now < self.next_expiry_check {
+            return;
+        }
+        let interval = self
+            .config
+            .producer_id_expiration_check_interval
+            .max(Duration::from_millis(1));
+        let behind = self.now.as_micros() - self.next_expiry_check.as_micros();
+        let ticks = behind / interval.as_micros() as u64;
+        let check = self.next_expiry_check
+            + Duration::from_micros((interval.as_micros() as u64).saturating_mul(ticks));
+        self.next_expiry_check = check + interval;
+        let check_ms = check.as_millis();
+        let expiration =
+            u64::try_from(self.config.producer_id_expiration.as_millis()).unwrap_or(u64::MAX);
+        for gp in 0..self.partitions.len() {
+            let gone = self.partitions[gp]
+                .state
+                .expire_producers(check_ms, expiration);
+            for pid in gone {
+                self.faults.add(FaultKind::ProducerStateExpiry);
+                let tp = self.partitions[gp].tp.clone();
+                self.trace_line(|| {
+                    format!(
+                        "FAULT {tp}: producer {pid} expired (idle past producer.id.expiration.ms)"
+                    )
+                });
+            }
+        }
+    }
+
     /// The broker's answer to a produce request, partition by partition.
     fn answer_produce(
         &mut self,
@@ -279,8 +315,6 @@ impl Cluster {
         gps: &[usize],
     ) -> ProduceResponse {
         let now_ms = self.now.as_millis();
-        let expiration =
-            u64::try_from(self.config.producer_id_expiration.as_millis()).unwrap_or(u64::MAX);
         let mut resp = ProduceResponse::default();
         for pb in &r.batches {
             let tp = pb.partition.clone();
@@ -384,7 +418,6 @@ impl Cluster {
                 continue;
             }
             let state = &mut self.partitions[gp].state;
-            state.expire_producers(now_ms, expiration);
             let header = batch::decode_header(&pb.data).ok();
             let unknown = header
                 .is_some_and(|h| h.producer_id >= 0 && state.producer(h.producer_id).is_none());

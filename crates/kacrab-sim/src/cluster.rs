@@ -73,6 +73,14 @@ pub struct Workload {
     pub interval: Duration,
     /// The next burst.
     pub next_at: Timestamp,
+    /// Idle gaps (see [`Cluster::set_idle_gaps`]): how long each lasts (zero: none).
+    pub idle_gap: Duration,
+    /// A gap starts each time this many records were sent since the last one.
+    pub gap_every: u64,
+    /// Records sent since the last gap.
+    pub since_gap: u64,
+    /// The end of the gap under way, if one is.
+    pub quiet_until: Option<Timestamp>,
 }
 
 /// What the next step will do.
@@ -124,6 +132,8 @@ pub struct Cluster {
     /// The generation of the connection the request being applied was read from: its
     /// response goes back only while that connection is open.
     pub(crate) reply_generation: u64,
+    /// When the brokers next run producer expiry.
+    pub(crate) next_expiry_check: Timestamp,
 }
 
 impl Cluster {
@@ -216,6 +226,7 @@ impl Cluster {
             rival: None,
             txn_ticks: 0,
             reply_generation: 0,
+            next_expiry_check: Timestamp::ZERO + config.producer_id_expiration_check_interval,
             config,
         }
     }
@@ -371,7 +382,22 @@ impl Cluster {
             burst_max: burst_max.max(1),
             interval,
             next_at: self.now,
+            idle_gap: Duration::ZERO,
+            gap_every: 0,
+            since_gap: 0,
+            quiet_until: None,
         });
+    }
+
+    /// Makes the workload pause every `every` records for `gap`: every partition but
+    /// the first goes idle (the first gets a record every few seconds, so the producer
+    /// stays busy), long enough for the brokers' producer-state expiry when `gap`
+    /// exceeds `producer.id.expiration.ms` plus its check interval.
+    pub fn set_idle_gaps(&mut self, gap: Duration, every: u64) {
+        if let Some(w) = self.workload.as_mut() {
+            w.idle_gap = gap;
+            w.gap_every = every;
+        }
     }
 
     /// Stops the workload.
@@ -440,6 +466,7 @@ impl Cluster {
         self.stats.steps += 1;
         self.now = self.now.max(at);
         self.checker.set_clock(self.stats.steps, self.now);
+        self.run_expiry_checks();
         match next {
             Next::Restart(node) => self.restart(node),
             Next::Net(node, Direction::ToBroker) => self.deliver_request(node),
@@ -534,6 +561,22 @@ impl Cluster {
         let Some(w) = self.workload.clone() else {
             return;
         };
+        if let Some(until) = w.quiet_until {
+            if self.now < until {
+                // An idle gap: only the first partition stays active.
+                let sent = u64::from(self.send_record(0).is_ok());
+                let next = (self.now + Duration::from_secs(5)).min(until);
+                if let Some(w) = self.workload.as_mut() {
+                    w.remaining -= sent.min(w.remaining);
+                    w.next_at = next;
+                }
+                self.after_input();
+                return;
+            }
+            if let Some(w) = self.workload.as_mut() {
+                w.quiet_until = None;
+            }
+        }
         let burst = self
             .app_rng
             .range(1, u64::from(w.burst_max))
@@ -562,9 +605,15 @@ impl Cluster {
             let max = w.interval.as_micros() as u64 * 2;
             Duration::from_micros(self.app_rng.range(0, max))
         };
+        let now = self.now;
         if let Some(w) = self.workload.as_mut() {
             w.remaining -= sent;
-            w.next_at = self.now + gap;
+            w.next_at = now + gap;
+            w.since_gap += sent;
+            if w.gap_every > 0 && !w.idle_gap.is_zero() && w.since_gap >= w.gap_every {
+                w.since_gap = 0;
+                w.quiet_until = Some(now + w.idle_gap);
+            }
         }
         self.after_input();
     }

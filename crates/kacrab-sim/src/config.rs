@@ -6,6 +6,11 @@ use kacrab_idempotence::ProducerConfig;
 
 use crate::faults::FaultRates;
 
+/// The brokers' `producer.id.expiration.ms` in simulations (virtual time): short, so
+/// the workload's idle gaps make the brokers forget the producer, and longer than the
+/// largest `delivery.timeout.ms + request.timeout.ms` the simulator's producers use.
+pub const SIM_PRODUCER_ID_EXPIRATION: Duration = Duration::from_secs(150);
+
 /// How to build a [`Cluster`](crate::Cluster).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
@@ -58,8 +63,15 @@ pub struct SimConfig {
     /// The epoch InitProducerId hands out with a new producer id (0 in Kafka). Close to
     /// `i16::MAX`, a few epoch bumps exhaust it and the producer needs a new id.
     pub initial_producer_epoch: i16,
-    /// `producer.id.expiration.ms` of the brokers (Kafka's default: one day).
+    /// `producer.id.expiration.ms` of the brokers: a producer whose last batch on a
+    /// partition is older than this (by its max timestamp) is forgotten there at the
+    /// next check. Kafka's default is one day; the simulator's is
+    /// [`SIM_PRODUCER_ID_EXPIRATION`], which [`SimConfig::producer_config`] also tells
+    /// the producer (`kacrab.producer.id.expiration.ms`).
     pub producer_id_expiration: Duration,
+    /// `producer.id.expiration.check.interval.ms` of the brokers: how often expiry runs
+    /// (Kafka's default: 10 minutes; the simulator's: 10 s).
+    pub producer_id_expiration_check_interval: Duration,
     /// The initial leader (node id) of each partition; round-robin when `None`.
     pub leaders: Option<Vec<i32>>,
     /// The one-way base latency of each broker; drawn from the range when `None`.
@@ -107,7 +119,8 @@ impl SimConfig {
             strict_first_sequence: false,
             max_message_bytes: 1_048_588,
             initial_producer_epoch: 0,
-            producer_id_expiration: Duration::from_millis(86_400_000),
+            producer_id_expiration: SIM_PRODUCER_ID_EXPIRATION,
+            producer_id_expiration_check_interval: Duration::from_secs(10),
             leaders: None,
             latencies: None,
             value_size: 16,
@@ -135,12 +148,14 @@ impl SimConfig {
     /// The producer configuration simulations start from: Kafka's defaults with
     /// `request.timeout.ms` = 1 s and `delivery.timeout.ms` = 30 s (virtual time is
     /// free, but shorter timeouts make more of them happen per run), and the backoff
-    /// jitter seeded from `seed`.
+    /// jitter seeded from `seed`, and the brokers' producer-state expiry
+    /// ([`SIM_PRODUCER_ID_EXPIRATION`]) as the one the producer assumes.
     #[must_use]
     pub fn producer_config(seed: u64) -> kacrab_idempotence::ProducerConfigBuilder {
         let mut b = ProducerConfig::builder();
         b.request_timeout(Duration::from_millis(1_000))
             .delivery_timeout(Duration::from_millis(30_000))
+            .producer_id_expiration(SIM_PRODUCER_ID_EXPIRATION)
             .jitter_seed(seed);
         b
     }

@@ -72,6 +72,11 @@ pub enum FaultKind {
     /// IDEMPOTENT_WRITE, `KafkaApis.handleProduceRequest`): fatal for the producer,
     /// while its other requests are still on the wire.
     ClusterAuthorizationFailed,
+    /// A leader dropped an idle producer's state on a partition
+    /// (`producer.id.expiration.ms` passed since its last batch,
+    /// `ProducerStateManager.removeExpiredProducers`): it then accepts any sequence
+    /// from that producer (KIP-360). Caused by the workload's idle gaps, not drawn.
+    ProducerStateExpiry,
 }
 
 impl FaultKind {
@@ -100,6 +105,7 @@ impl FaultKind {
         FaultKind::TopicAuthorizationFailed,
         FaultKind::CorruptMessage,
         FaultKind::ClusterAuthorizationFailed,
+        FaultKind::ProducerStateExpiry,
     ];
 
     /// A short stable name for reports.
@@ -129,6 +135,7 @@ impl FaultKind {
             FaultKind::TopicAuthorizationFailed => "TOPIC_AUTHORIZATION_FAILED",
             FaultKind::CorruptMessage => "CORRUPT_MESSAGE",
             FaultKind::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED (fatal)",
+            FaultKind::ProducerStateExpiry => "producer-state expiry",
         }
     }
 

@@ -36,7 +36,7 @@ pub mod txn_sim;
 
 pub use checker::{Checker, FatalPolicy, Outcome, Tally, Violation, ViolationKind, WireBatch};
 pub use cluster::{BrokerNode, Cluster, SimPartition, Workload};
-pub use config::{SimConfig, SimStats};
+pub use config::{SimConfig, SimStats, SIM_PRODUCER_ID_EXPIRATION};
 pub use faults::{FaultCounts, FaultKind, FaultRates, PartitionFault, Script};
 pub use rng::Rng;
 pub use scenario::{Progress, Report, Scenario};

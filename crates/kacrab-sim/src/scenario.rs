@@ -1,7 +1,8 @@
 //! A whole simulated run and its [`Report`].
 //!
 //! 1. **Chaos**: the workload sends its records in bursts while faults are drawn at the
-//!    configured rates.
+//!    configured rates, with idle gaps on all partitions but the first that are longer
+//!    than the brokers' producer-state expiry ([`Scenario::idle_gaps`]).
 //! 2. **Quiet**: faults stop, crashed brokers restart, the application flushes. The
 //!    producer must give every record an outcome within `delivery.timeout.ms +
 //!    3 × request.timeout.ms + 5 s` of virtual time (liveness, property f).
@@ -76,6 +77,13 @@ pub struct Scenario {
     /// Whether the producer may go fatal (runs with [`FaultRates::with_fatal`](crate::FaultRates::with_fatal)):
     /// then the workload stops at the fatal error and no probe is sent.
     pub fatal: FatalPolicy,
+    /// Idle gaps in the chaos phase (see [`Cluster::set_idle_gaps`]): how many, evenly
+    /// spread over the workload, so the brokers forget the producer on the idle
+    /// partitions (`producer.id.expiration.ms`). Zero: none.
+    pub idle_gaps: u32,
+    /// How long each idle gap lasts: by default the brokers' expiry plus its check
+    /// interval plus 5 s.
+    pub idle_gap: Duration,
 }
 
 impl Scenario {
@@ -84,7 +92,6 @@ impl Scenario {
     #[must_use]
     pub fn new(sim: SimConfig, records: u64) -> Self {
         Self {
-            sim,
             records,
             burst_max: 8,
             interval: Duration::from_millis(1),
@@ -92,6 +99,11 @@ impl Scenario {
             max_steps: records.saturating_mul(400).saturating_add(200_000),
             progress_every: (records / 10).max(1),
             fatal: FatalPolicy::Violation,
+            idle_gaps: 2,
+            idle_gap: sim.producer_id_expiration
+                + sim.producer_id_expiration_check_interval
+                + Duration::from_secs(5),
+            sim,
         }
     }
 
@@ -112,6 +124,10 @@ impl Scenario {
             0
         };
         c.set_workload(self.records - probes, self.burst_max, self.interval);
+        if self.idle_gaps > 0 {
+            let every = ((self.records - probes) / (u64::from(self.idle_gaps) + 1)).max(1);
+            c.set_idle_gaps(self.idle_gap, every);
+        }
         let max_steps = self.max_steps;
         let every = self.progress_every.max(1);
         let mut next_progress = every;

@@ -26,6 +26,8 @@ struct TBatch {
     attributes: i16,
     last_offset_delta: Option<i32>,
     records: Vec<TRecord>,
+    /// The records' (CreateTime) timestamp: base and max timestamp of the batch.
+    timestamp: i64,
 }
 
 fn put_varint(out: &mut Vec<u8>, v: i64) {
@@ -70,8 +72,8 @@ fn encode(b: &TBatch) -> Vec<u8> {
     let mut tail = Vec::new(); // attributes .. end, covered by the CRC
     tail.extend_from_slice(&b.attributes.to_be_bytes());
     tail.extend_from_slice(&b.last_offset_delta.unwrap_or(n - 1).to_be_bytes());
-    tail.extend_from_slice(&1_000i64.to_be_bytes());
-    tail.extend_from_slice(&1_000i64.to_be_bytes());
+    tail.extend_from_slice(&b.timestamp.to_be_bytes());
+    tail.extend_from_slice(&b.timestamp.to_be_bytes());
     tail.extend_from_slice(&b.pid.to_be_bytes());
     tail.extend_from_slice(&b.epoch.to_be_bytes());
     tail.extend_from_slice(&b.base_seq.to_be_bytes());
@@ -109,6 +111,7 @@ fn tbatch(pid: i64, epoch: i16, seq: i32, n: usize, txn: bool) -> TBatch {
         attributes: if txn { 0x10 } else { 0 },
         last_offset_delta: None,
         records,
+        timestamp: 1_000,
     }
 }
 
@@ -125,7 +128,9 @@ fn produce_n(
     txn: bool,
     now: u64,
 ) -> Result<AppendOutcome, AppendError> {
-    p.append(&encode(&tbatch(PID, epoch, seq, n, txn)), now)
+    let mut b = tbatch(PID, epoch, seq, n, txn);
+    b.timestamp = now as i64;
+    p.append(&encode(&b), now)
 }
 
 fn produce(p: &mut PartitionState, epoch: i16, seq: i32) -> Result<AppendOutcome, AppendError> {
@@ -379,6 +384,22 @@ fn pid_expiration_timeout() {
     assert_eq!(entry(&p).last_seq(), 1);
 }
 
+/// Kafka measures idleness from the last batch's max timestamp (CreateTime: the
+/// producer's clock, `ProducerStateManager.isProducerExpired`), not from when the
+/// broker appended it: a batch appended late with old timestamps expires early.
+#[test]
+fn expiry_is_measured_from_the_last_batch_max_timestamp() {
+    let mut p = PartitionState::new();
+    let mut b = tbatch(PID, 0, 0, 1, false);
+    b.timestamp = 1_000;
+    p.append(&encode(&b), 20_000).unwrap();
+    assert_eq!(entry(&p).last_timestamp_ms(), 1_000);
+    assert!(p.expire_producers(1_000 + EXP - 1, EXP).is_empty());
+    assert_eq!(p.expire_producers(1_000 + EXP, EXP), vec![PID]);
+    // Forgotten: any sequence is accepted again (KIP-360).
+    assert!(produce_n(&mut p, 0, 7, 1, false, 1_000 + EXP).is_ok());
+}
+
 /// Port of ProducerStateManagerTest.testProducersWithOngoingTransactionsDontExpire.
 #[test]
 fn producers_with_ongoing_transactions_dont_expire() {
@@ -402,8 +423,9 @@ fn producers_with_ongoing_transactions_dont_expire() {
 fn remove_expired_pids_on_reload() {
     let mut p = PartitionState::new();
     produce_n(&mut p, 0, 0, 1, false, 0).unwrap();
-    p.append(&encode(&tbatch(PID + 1, 0, 0, 1, false)), EXP)
-        .unwrap();
+    let mut other = tbatch(PID + 1, 0, 0, 1, false);
+    other.timestamp = EXP as i64;
+    p.append(&encode(&other), EXP).unwrap();
     p.restart_from_snapshot();
     assert_eq!(p.expire_producers(EXP + 1, EXP), vec![PID]);
     assert!(p.producer(PID + 1).is_some());

@@ -470,3 +470,58 @@ fn not_leader_after_append_appends_and_moves_the_leadership() {
     assert_eq!(log_of(&c, 0), vec![0, 1]);
     assert_eq!(c.stats().duplicate_batches, 1, "the retry is deduplicated");
 }
+
+/// Kafka's producer-state expiry (`ProducerStateManager.removeExpiredProducers`, run
+/// every `producer.id.expiration.check.interval.ms`): an idle producer is forgotten at
+/// the first check at least `producer.id.expiration.ms` after its last batch's max
+/// timestamp, not before, and counted; a batch then is accepted whatever its sequence
+/// (KIP-360).
+#[test]
+fn producer_state_expires_at_the_periodic_check_after_the_last_batch() {
+    let mut c = cluster(1, 1, |_| {});
+    let expiration = c.config().producer_id_expiration;
+    let interval = c.config().producer_id_expiration_check_interval;
+    assert_eq!(
+        c.producer_config().producer_id_expiration(),
+        expiration,
+        "the producer assumes the brokers' expiry"
+    );
+    // Off the check grid: the last batch's timestamp is 3 s.
+    c.run_for(Duration::from_secs(3));
+    c.send(0).unwrap();
+    let last_batch = c.now();
+    assert!(c.run_until_idle(Duration::from_secs(5)));
+    // Idle until past the expiry by half a check interval: no check ran since it passed.
+    let idle = expiration + interval / 2;
+    let left = (last_batch + idle).as_micros() - c.now().as_micros();
+    c.run_for(Duration::from_micros(left));
+    c.send(0).unwrap();
+    assert!(c.run_until_idle(Duration::from_secs(5)));
+    assert_eq!(
+        c.faults().get(FaultKind::ProducerStateExpiry),
+        0,
+        "{}",
+        c.trace().join("\n")
+    );
+    assert_eq!(c.stats().unknown_producer_accepts, 0);
+    // Idle past the expiry and the next check: forgotten.
+    c.run_for(expiration + interval + Duration::from_secs(1));
+    c.send(0).unwrap();
+    assert!(c.run_until_idle(Duration::from_secs(5)));
+    assert_eq!(c.faults().get(FaultKind::ProducerStateExpiry), 1);
+    assert_eq!(c.stats().unknown_producer_accepts, 1, "sequence 2 accepted");
+    assert_clean(&mut c);
+    assert_eq!(log_of(&c, 0), vec![0, 1, 2]);
+}
+
+/// Expiry is on by default in scenarios: the workload's idle gaps make the brokers
+/// forget the producer, and the run stays clean.
+#[test]
+fn default_scenarios_make_the_brokers_forget_the_producer() {
+    let mut sim = SimConfig::new(11);
+    sim.partitions = 4;
+    sim.faults = FaultRates::uniform(0.1);
+    let report = Scenario::new(sim, 600).run();
+    assert!(report.is_clean(), "{}", report.render());
+    assert!(report.faults.get(FaultKind::ProducerStateExpiry) > 0);
+}
