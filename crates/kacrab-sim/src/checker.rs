@@ -7,9 +7,11 @@
 //!
 //! Properties:
 //! * (a) every acknowledged record is in its partition's log, exactly once, in send
-//!   order (checked when the ack arrives: the model broker appends before it answers,
-//!   and the log never loses an entry);
-//! * (b) no record appears twice in a log;
+//!   order (checked when the ack arrives: the model broker answers acks=all only once
+//!   the batch is committed, and a committed entry is never truncated, which is
+//!   checked whenever a failover truncates a leader's log);
+//! * (b) no record appears twice in a log (a record truncated by a failover, never
+//!   acknowledged, is no longer in it and may be written again);
 //! * (c) every record resolves exactly once (delivered or failed);
 //! * (d) a failed record is in the log at most once and never out of order: every
 //!   partition's log holds its records in strictly increasing send order;
@@ -33,7 +35,7 @@ use kacrab_idempotence::{
 
 use crate::batch;
 use crate::broker::PartitionState;
-use crate::log::LogEntry;
+use crate::log::{LogChange, LogEntry, LoggedRecord};
 
 /// Encodes a record value naming (global partition, index), padded to `size` bytes.
 #[must_use]
@@ -218,6 +220,7 @@ pub struct Checker {
     failure_reasons: BTreeMap<String, u64>,
     step: u64,
     now: Timestamp,
+    truncated_records: u64,
 }
 
 impl Checker {
@@ -437,25 +440,88 @@ impl Checker {
         }
     }
 
-    /// Reads what was appended to the logs since the last call: properties (b), (d), (h).
+    /// Reads what was appended to (and truncated from) the partitions' leader logs
+    /// since the last call, from their journals: properties (b), (d), (h). A record
+    /// truncated by a failover no longer counts as logged (it may be written again);
+    /// an acknowledged one must never be truncated.
     pub fn scan_logs<'a>(&mut self, logs: impl IntoIterator<Item = &'a PartitionState>) {
         for (gp, state) in logs.into_iter().enumerate() {
-            let entries = state.entries();
+            let journal = state.log().journal();
             let start = self.scanned[gp];
-            self.scanned[gp] = entries.len();
-            for entry in &entries[start..] {
-                let LogEntry::Batch(b) = entry else { continue };
-                for r in &b.records {
-                    if let Some((_, idx)) = r.value.as_deref().and_then(decode_value) {
-                        if r.producer_id >= 0 {
-                            let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
-                            self.logged_sequences.insert(key, idx);
+            self.scanned[gp] = journal.len();
+            for change in &journal[start..] {
+                match change {
+                    LogChange::Appended(LogEntry::Batch(b)) => {
+                        for r in &b.records {
+                            if let Some((_, idx)) = r.value.as_deref().and_then(decode_value) {
+                                if r.producer_id >= 0 {
+                                    let key =
+                                        (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
+                                    self.logged_sequences.insert(key, idx);
+                                }
+                            }
+                            self.on_logged(gp, r.offset, r.value.as_deref());
                         }
                     }
-                    self.on_logged(gp, r.offset, r.value.as_deref());
+                    LogChange::Appended(LogEntry::Marker(_)) => {}
+                    LogChange::Truncated(entries) => {
+                        for entry in entries {
+                            let LogEntry::Batch(b) = entry else { continue };
+                            for r in &b.records {
+                                self.on_truncated(gp, r);
+                            }
+                        }
+                        self.max_in_log[gp] = self.by_index[gp]
+                            .iter()
+                            .rev()
+                            .map(|rid| &self.records[rid.0 as usize])
+                            .find(|r| r.log_count > 0)
+                            .map(|r| r.index);
+                    }
                 }
             }
         }
+    }
+
+    /// A record of partition `gp` left the log (truncated by a failover).
+    fn on_truncated(&mut self, gp: usize, r: &LoggedRecord) {
+        self.truncated_records += 1;
+        let Some((p, idx)) = r.value.as_deref().and_then(decode_value) else {
+            return;
+        };
+        let Some(&rid) = (p as usize == gp)
+            .then(|| self.by_index[gp].get(idx as usize))
+            .flatten()
+        else {
+            return;
+        };
+        if r.producer_id >= 0 {
+            let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
+            if self.logged_sequences.get(&key) == Some(&idx) {
+                self.logged_sequences.remove(&key);
+            }
+        }
+        let tp = self.tps[gp].clone();
+        let rec = &mut self.records[rid.0 as usize];
+        rec.log_count = rec.log_count.saturating_sub(1);
+        if rec.log_offset == Some(r.offset) {
+            rec.log_offset = None;
+        }
+        if rec.outcome == Outcome::Delivered {
+            self.violation(
+                ViolationKind::Lost,
+                format!(
+                    "{tp}: record #{idx} (id {rid}) acknowledged, then truncated from offset {} by a failover",
+                    r.offset
+                ),
+            );
+        }
+    }
+
+    /// Records truncated from a leader's log by failovers so far.
+    #[must_use]
+    pub fn truncated_records(&self) -> u64 {
+        self.truncated_records
     }
 
     fn on_logged(&mut self, gp: usize, offset: i64, value: Option<&[u8]>) {

@@ -48,11 +48,21 @@ pub enum FaultKind {
     /// A batch larger than the brokers' `max.message.bytes` is refused with
     /// MESSAGE_TOO_LARGE (the producer splits it, or fails a single record).
     MessageTooLarge,
+    /// A follower fetches an appended batch only after a delay: until every in-sync
+    /// replica has it, the batch is above the high watermark and an acks=all produce
+    /// waits in purgatory.
+    ReplicaLag,
+    /// A failover made a replica with a shorter log the leader: the old leader's
+    /// uncommitted tail is truncated (KIP-101/KIP-279).
+    TruncationOnFailover,
+    /// Leadership moved while an acks=all produce waited for replication: the old
+    /// leader appended the batch, then answers NOT_LEADER_OR_FOLLOWER (DelayedProduce).
+    NotLeaderAfterAppend,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 19] = [
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -69,6 +79,9 @@ impl FaultKind {
         FaultKind::IsrShrink,
         FaultKind::StaleMetadata,
         FaultKind::MessageTooLarge,
+        FaultKind::ReplicaLag,
+        FaultKind::TruncationOnFailover,
+        FaultKind::NotLeaderAfterAppend,
     ];
 
     /// A short stable name for reports.
@@ -91,6 +104,9 @@ impl FaultKind {
             FaultKind::IsrShrink => "ISR shrink episode",
             FaultKind::StaleMetadata => "stale metadata",
             FaultKind::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            FaultKind::ReplicaLag => "replica fetch lag",
+            FaultKind::TruncationOnFailover => "truncation on failover",
+            FaultKind::NotLeaderAfterAppend => "NOT_LEADER_OR_FOLLOWER after append",
         }
     }
 
@@ -140,6 +156,12 @@ pub struct FaultRates {
     /// Per partition in a produce request on its leader: MESSAGE_TOO_LARGE, as if the
     /// topic's `max.message.bytes` had just been lowered below the batch.
     pub message_too_large: f64,
+    /// Per follower fetch after an append: the follower fetches only after a delay
+    /// (see `SimConfig::replica_lag_min`).
+    pub replica_lag: f64,
+    /// Per acks=all produce held in purgatory: the leadership of one of its
+    /// partitions moves (to an in-sync follower) before the followers fetched.
+    pub purgatory_leader_move: f64,
 }
 
 impl FaultRates {
@@ -158,6 +180,8 @@ impl FaultRates {
         isr_shrink: 0.0,
         stale_metadata: 0.0,
         message_too_large: 0.0,
+        replica_lag: 0.0,
+        purgatory_leader_move: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -180,6 +204,8 @@ impl FaultRates {
             isr_shrink: r / 40.0,
             stale_metadata: r,
             message_too_large: r / 40.0,
+            replica_lag: (r * 4.0).min(1.0),
+            purgatory_leader_move: r / 2.0,
         }
     }
 
