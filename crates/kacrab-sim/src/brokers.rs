@@ -453,13 +453,18 @@ impl Cluster {
 
     /// Moves partition `gp`'s leadership to `to` (a leadership move without a crash),
     /// once `to` has caught up with the leader (a reassignment waits for it). Nothing
-    /// happens if `to` is down or already leads.
+    /// happens if `to` is down, already leads, or can not get in sync (the leader is
+    /// down): only an in-sync replica is ever elected.
     pub fn move_leader(&mut self, gp: usize, to: NodeId) {
         if !self.is_up(to) || self.partitions[gp].leader == to {
             return;
         }
+        if !self.catch_up(gp, to) {
+            let tp = self.partitions[gp].tp.clone();
+            self.trace_line(|| format!("node {to} is not in sync on {tp}: no leadership move"));
+            return;
+        }
         self.faults.add(FaultKind::LeaderMove);
-        self.catch_up(gp, to);
         self.change_leader(gp, to);
     }
 

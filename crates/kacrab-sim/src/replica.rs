@@ -89,6 +89,11 @@ impl PartitionState {
         removed
     }
 
+    /// Sets the high watermark the cluster computed for this (leader) replica.
+    pub fn set_high_watermark(&mut self, hw: i64) {
+        self.log.set_high_watermark(hw);
+    }
+
     /// A restart: producer state from a snapshot taken after the first
     /// `snapshot_entries` entries (newest batch per producer), then the rest of the
     /// log replayed; producers idle past `expiration_ms` are not loaded. Verification

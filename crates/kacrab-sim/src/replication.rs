@@ -355,6 +355,11 @@ impl Cluster {
         let Some(fi) = part.followers.iter().position(|f| f.node == to) else {
             return;
         };
+        debug_assert_eq!(
+            part.followers[fi].isr,
+            IsrState::InSync,
+            "no unclean leader election"
+        );
         let mut f = part.followers.remove(fi);
         std::mem::swap(&mut part.state, &mut f.state);
         // `f.state` is now the old leader's replica.
@@ -452,9 +457,12 @@ impl Cluster {
     }
 
     /// Lets follower `to` of `gp` catch up fully now (a reassignment waits for it).
-    pub(crate) fn catch_up(&mut self, gp: usize, to: NodeId) {
-        if let Some(fi) = self.partitions[gp].followers.iter().position(|f| f.node == to) {
-            self.fetch(gp, fi);
-        }
+    /// Returns whether it is in sync then.
+    pub(crate) fn catch_up(&mut self, gp: usize, to: NodeId) -> bool {
+        let Some(fi) = self.partitions[gp].followers.iter().position(|f| f.node == to) else {
+            return false;
+        };
+        self.fetch(gp, fi);
+        self.partitions[gp].followers[fi].isr == IsrState::InSync
     }
 }
