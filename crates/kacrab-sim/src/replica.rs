@@ -58,7 +58,12 @@ impl PartitionState {
     /// A follower fetches from `leader`: first truncates to where the two logs
     /// diverge (KIP-279), then copies every entry it lacks. Returns how many entries
     /// it truncated.
-    pub fn fetch_from(&mut self, leader: &PartitionState, now_ms: u64, expiration_ms: u64) -> usize {
+    pub fn fetch_from(
+        &mut self,
+        leader: &PartitionState,
+        now_ms: u64,
+        expiration_ms: u64,
+    ) -> usize {
         let keep = self.log.common_prefix(&leader.log);
         let truncated = self.truncate_to_entries(keep, now_ms, expiration_ms);
         for entry in &leader.log.entries()[keep..] {

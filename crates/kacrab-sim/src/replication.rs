@@ -209,7 +209,10 @@ impl Cluster {
             .filter(|f| f.isr == IsrState::InSync)
             .map(|f| f.state.log().log_end_offset())
             .fold(leo, i64::min);
-        debug_assert!(isr_min >= old, "an in-sync replica is below the high watermark");
+        debug_assert!(
+            isr_min >= old,
+            "an in-sync replica is below the high watermark"
+        );
         part.state.log.set_high_watermark(isr_min.max(old));
     }
 
@@ -298,8 +301,8 @@ impl Cluster {
                 } else {
                     continue;
                 };
-                let hint = (moved && self.is_up(p.leader) && self.fault_rng.chance(0.5)).then(
-                    || LeaderHint {
+                let hint = (moved && self.is_up(p.leader) && self.fault_rng.chance(0.5)).then_some(
+                    LeaderHint {
                         leader: p.leader,
                         leader_epoch: p.leader_epoch,
                     },
@@ -459,7 +462,11 @@ impl Cluster {
     /// Lets follower `to` of `gp` catch up fully now (a reassignment waits for it).
     /// Returns whether it is in sync then.
     pub(crate) fn catch_up(&mut self, gp: usize, to: NodeId) -> bool {
-        let Some(fi) = self.partitions[gp].followers.iter().position(|f| f.node == to) else {
+        let Some(fi) = self.partitions[gp]
+            .followers
+            .iter()
+            .position(|f| f.node == to)
+        else {
             return false;
         };
         self.fetch(gp, fi);

@@ -63,7 +63,10 @@ fn a_restart_replays_the_log_after_the_snapshot() {
     clean.restart_from_snapshot_at(len, 0, EXP);
     assert_eq!(clean.producer(PID).unwrap().batches().len(), 1);
     assert!(produce(&mut clean, 0, 4).unwrap().is_duplicate());
-    assert_eq!(code(produce(&mut clean, 0, 0)), OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_eq!(
+        code(produce(&mut clean, 0, 0)),
+        OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
 }
 
 /// Consumers read up to the high watermark; the last stable offset never exceeds it.
@@ -91,7 +94,10 @@ fn kip890_a_batch_above_the_lowest_verified_sequence_is_refused() {
     assert!(p.start_transaction_verification(PID, 3, 0, 0));
     assert!(p.start_transaction_verification(PID, 1, 0, 0));
     assert_eq!(p.verification(PID).unwrap().lowest_sequence(), 1);
-    assert_eq!(code(produce_txn(&mut p, 0, 3)), OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_eq!(
+        code(produce_txn(&mut p, 0, 3)),
+        OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
     assert!(produce_txn(&mut p, 0, 1).is_ok());
     assert!(p.verification(PID).is_none());
     assert!(!p.start_transaction_verification(PID, 2, 0, 0), "ongoing");
@@ -145,7 +151,11 @@ fn log_of(c: &Cluster) -> Vec<u32> {
         .state
         .read_uncommitted()
         .iter()
-        .map(|r| decode_value(r.value.as_deref().unwrap_or_default()).expect("ours").1)
+        .map(|r| {
+            decode_value(r.value.as_deref().unwrap_or_default())
+                .expect("ours")
+                .1
+        })
         .collect()
 }
 
@@ -154,7 +164,12 @@ fn outcome(c: &Cluster, id: RecordId) -> Outcome {
 }
 
 fn appended(c: &mut Cluster) {
-    assert!(c.run_until(Duration::from_secs(1), |c| c.partition(0).state.records().count() == 1));
+    assert!(c.run_until(Duration::from_secs(1), |c| c
+        .partition(0)
+        .state
+        .records()
+        .count()
+        == 1));
 }
 
 /// An acks=all answer waits until every in-sync replica has the batch.

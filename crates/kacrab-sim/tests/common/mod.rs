@@ -128,7 +128,11 @@ pub fn produce(p: &mut PartitionState, epoch: i16, seq: i32) -> Result<AppendOut
     produce_n(p, epoch, seq, 1, false, 0)
 }
 
-pub fn produce_txn(p: &mut PartitionState, epoch: i16, seq: i32) -> Result<AppendOutcome, AppendError> {
+pub fn produce_txn(
+    p: &mut PartitionState,
+    epoch: i16,
+    seq: i32,
+) -> Result<AppendOutcome, AppendError> {
     produce_n(p, epoch, seq, 1, true, 0)
 }
 
@@ -149,4 +153,3 @@ pub fn marker(epoch: i16, coord: i32, kind: MarkerKind, tv: TransactionVersion) 
 pub fn entry(p: &PartitionState) -> &ProducerStateEntry {
     p.producer(PID).expect("producer state")
 }
-
