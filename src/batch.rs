@@ -134,6 +134,14 @@ pub(crate) struct ProducerBatch {
 }
 
 impl ProducerBatch {
+    /// Whether the broker may hold this batch: some finished attempt may have been
+    /// appended, or an attempt is on the wire now (bytes written to a socket and not
+    /// answered can still be appended). The one place the reported `possibly_written`
+    /// flag comes from, whatever path fails the batch.
+    pub(crate) fn possibly_written(&self) -> bool {
+        self.write_state == WriteState::Maybe || self.on_wire.is_some()
+    }
+
     pub(crate) fn last_sequence(&self) -> Option<Sequence> {
         self.stamp
             .map(|s| s.base_sequence.add(self.record_count - 1))

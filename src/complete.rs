@@ -356,7 +356,7 @@ impl Producer {
         }
         let p = b.partition;
         let stamped = b.stamp.is_some();
-        let maybe_written = b.write_state == WriteState::Maybe;
+        let maybe_written = b.possibly_written();
         let expected_after = b.last_sequence().map(|s| s.add(1));
         let unsent = b
             .stamp

@@ -223,22 +223,59 @@ impl KafkaError {
         )
     }
 
-    /// Whether a Produce answered with this error may still have appended the batch.
-    ///
-    /// `NOT_ENOUGH_REPLICAS_AFTER_APPEND` and `REQUEST_TIMED_OUT` are answered after the
-    /// leader appended; the rest are rejections before the append. A batch keeps the
-    /// ambiguity of every earlier attempt: a later rejection does not erase it.
+    /// Whether a Produce answered with this error may still have appended the batch:
+    /// every code except those Kafka's broker only answers before the append
+    /// ([`KafkaError::rejected_before_append`]). A batch keeps the ambiguity of every
+    /// earlier attempt: a later rejection does not erase it.
     #[must_use]
     pub const fn may_have_appended(self) -> bool {
+        !self.rejected_before_append()
+    }
+
+    /// Whether Kafka's broker answers a Produce with this code only before appending
+    /// the batch, so the answer proves the batch absent under the stamp it carried.
+    ///
+    /// Absence must be proven, so this is a list of codes and everything else
+    /// (including codes this crate does not name) counts as possibly appended. Not on
+    /// the list, because the broker answers them after the append:
+    /// `NOT_ENOUGH_REPLICAS_AFTER_APPEND` and `REQUEST_TIMED_OUT` (DelayedProduce, ISR
+    /// shrunk or replication not done in time); `NOT_LEADER_OR_FOLLOWER` (DelayedProduce
+    /// completes with it when the leader changed while the acks=all produce waited:
+    /// `Partition.checkEnoughReplicasReachOffset` with no local leader log, or
+    /// `ReplicaManager.getPartitionOrError` after the replica was removed), and for the
+    /// same reason `KAFKA_STORAGE_ERROR` (the partition went offline; also thrown by a
+    /// failed log write) and `UNKNOWN_TOPIC_OR_PARTITION`; `UNKNOWN_SERVER_ERROR`
+    /// (`ReplicaManager.appendToLocalLog`'s catch-all, thrown from anywhere in the
+    /// append). On the list: `KafkaApis.handleProduceRequest`'s authorization and request
+    /// checks, `LogValidator`'s size, CRC and record checks, the ISR check of
+    /// `Partition.appendRecordsToLeader` (`NOT_ENOUGH_REPLICAS`), and the producer-state
+    /// checks of `UnifiedLog.analyzeAndValidateProducerState` and of the KIP-890
+    /// transaction verification, which all run before the log is written.
+    #[must_use]
+    pub const fn rejected_before_append(self) -> bool {
         matches!(
             self,
-            Self::None
-                | Self::NotEnoughReplicasAfterAppend
-                | Self::RequestTimedOut
-                | Self::NetworkException
-                | Self::DuplicateSequenceNumber
-                | Self::UnknownServerError
-                | Self::Unknown(_)
+            Self::CorruptMessage
+                | Self::MessageTooLarge
+                | Self::RecordListTooLarge
+                | Self::InvalidRecord
+                | Self::InvalidTimestamp
+                | Self::UnsupportedForMessageFormat
+                | Self::InvalidTopicException
+                | Self::InvalidRequiredAcks
+                | Self::InvalidRequest
+                | Self::UnsupportedVersion
+                | Self::TopicAuthorizationFailed
+                | Self::ClusterAuthorizationFailed
+                | Self::TransactionalIdAuthorizationFailed
+                | Self::NotEnoughReplicas
+                | Self::OutOfOrderSequenceNumber
+                | Self::InvalidProducerEpoch
+                | Self::UnknownProducerId
+                | Self::ProducerFenced
+                | Self::InvalidProducerIdMapping
+                | Self::InvalidTxnState
+                | Self::TransactionAbortable
         )
     }
 
@@ -341,8 +378,14 @@ pub enum SendError {
     },
 }
 
-/// A protocol input the core could not accept. The core's state is unchanged; a driver
-/// should log it (and, for a response it cannot match, close that connection).
+/// A protocol input the core could not accept. The core's state is unchanged: the
+/// request the input names (if any) stays outstanding, so a correct answer to it is
+/// still accepted, and without one it is failed by `request.timeout.ms` like any
+/// unanswered request (and asked again); no batch, sequence or transactional state
+/// moves. The one exception is [`Producer::handle_metadata`](crate::Producer::handle_metadata),
+/// which applies the leadership a Metadata response carries even under an unknown
+/// request id (it is information, not an answer). A driver should log the error (and,
+/// for a response it cannot match, close that connection).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InputError {

@@ -571,7 +571,9 @@ impl Producer {
     ///
     /// # Errors
     /// [`InputError::UnknownRequest`] when `request` is not the outstanding
-    /// InitProducerId; nothing changes.
+    /// InitProducerId; [`InputError::Mismatch`] when the answer carries no valid
+    /// producer id (the request stays outstanding and times out if nothing better
+    /// comes). Nothing changes either way.
     pub fn handle_producer_id(
         &mut self,
         request: RequestId,
@@ -585,26 +587,25 @@ impl Producer {
         if self.id_state != IdState::Requested(request) {
             return Err(InputError::UnknownRequest(request));
         }
+        if matches!(result, Ok(id) if !id.is_valid() || id.epoch.0 < 0) {
+            // Refused before anything changes: the request stays outstanding, and
+            // without a usable answer it times out and is asked again.
+            return Err(InputError::Mismatch {
+                request,
+                reason: "InitProducerId answered without a valid producer id",
+            });
+        }
         self.take_outstanding(request);
         match result {
-            Ok(id) if id.is_valid() && id.epoch.0 >= 0 => {
+            Ok(id) => {
                 self.producer_id = id;
                 self.id_state = IdState::Ready;
                 self.id_attempts = 0;
                 self.id_retry_at = None;
-                if self.bump_required {
-                    // The new id doubles as the bump the epoch exhaustion asked for.
-                    self.apply_rewrites();
-                }
+                // The new id doubles as the bump the epoch exhaustion asked for, if no
+                // batch of a partition to rewrite can still be seen twice.
+                self.new_id_for_pending_bump();
                 self.events.push_back(Event::ProducerIdChanged { id });
-            }
-            Ok(_) => {
-                self.id_state = IdState::Needed;
-                self.retry_producer_id();
-                return Err(InputError::Mismatch {
-                    request,
-                    reason: "InitProducerId answered without a valid producer id",
-                });
             }
             Err(e) if e.is_retriable() => {
                 self.id_state = IdState::Needed;
@@ -684,7 +685,13 @@ impl Producer {
         }
         b.done = true;
         let records = core::mem::take(&mut b.records);
-        let possibly_written = b.write_state == WriteState::Maybe;
+        let possibly_written = b.possibly_written();
+        if b.on_wire.is_some() {
+            // Reported while an attempt is out (forced close, a fatal error elsewhere,
+            // expiry): that attempt may still land, whatever the batch's history says.
+            b.write_state = WriteState::Maybe;
+            b.fate = StampFate::Unknown;
+        }
         let data_len = b.data.len();
         let p = b.partition;
         let on_wire = b.on_wire.is_some();

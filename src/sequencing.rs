@@ -51,35 +51,48 @@ impl Producer {
         }
     }
 
-    /// Java's `bumpIdempotentEpochAndResetIdIfNeeded`, deferred until no partition to
-    /// rewrite has a batch on the wire: after that no answer can arrive for a batch
-    /// under its old numbering, and no batch on the wire is renumbered behind the
+    /// Java's `bumpIdempotentEpochAndResetIdIfNeeded`, deferred until the rewrite is
+    /// safe ([`Producer::rewrites_are_safe`]): after that no answer can arrive for a
+    /// batch under its old numbering, and no batch on the wire is renumbered behind the
     /// broker's back.
     pub(crate) fn maybe_apply_epoch_bump(&mut self) {
-        if !self.bump_required || self.id_state != IdState::Ready {
-            return;
-        }
-        if self.rewrite.iter().any(|&p| !self.rewrite_is_safe(p)) {
+        if !self.bump_required || self.id_state != IdState::Ready || !self.rewrites_are_safe() {
             return;
         }
         match self.producer_id.epoch.next() {
             Some(epoch) => {
-                self.producer_id = ProducerIdAndEpoch {
+                let bumped = ProducerIdAndEpoch {
                     id: self.producer_id.id,
                     epoch,
                 };
-                self.apply_rewrites();
-                self.events.push_back(Event::ProducerIdChanged {
-                    id: self.producer_id,
-                });
+                self.apply_rewrites(bumped);
+                self.events
+                    .push_back(Event::ProducerIdChanged { id: bumped });
             }
             _ => {
                 // Epochs do not wrap: a new producer id is needed. The rewrite waits for
                 // it (partitions stay blocked), so nothing goes out stamped with no id.
+                // More partitions may join the rewrite set meanwhile, so the new id
+                // passes the same check again (`handle_producer_id`).
                 self.producer_id = ProducerIdAndEpoch::NONE;
                 self.id_state = IdState::Needed;
             }
         }
+    }
+
+    /// A new producer id arrived while a bump waited for it (epoch exhaustion). It is
+    /// the bump, if the rewrite is safe now; otherwise the partitions stay blocked and a
+    /// later [`Producer::maybe_apply_epoch_bump`] bumps the new id's epoch once it is.
+    pub(crate) fn new_id_for_pending_bump(&mut self) {
+        if self.bump_required && self.rewrites_are_safe() {
+            self.apply_rewrites(self.producer_id);
+        }
+    }
+
+    /// The one rewrite-safety check every renumbering passes: no partition to rewrite
+    /// has a batch that the renumbering could make the broker see twice.
+    pub(crate) fn rewrites_are_safe(&self) -> bool {
+        self.rewrite.iter().all(|&p| self.rewrite_is_safe(p))
     }
 
     /// Whether partition `p`'s in-flight batches may be renumbered now: none is on the
@@ -102,10 +115,13 @@ impl Producer {
     }
 
     /// Java's `startSequencesAtBeginning` for every partition awaiting a rewrite: its
-    /// in-flight batches (all back in its queue) are renumbered from 0 under the new
-    /// identity, in their order, and marked reopened.
-    pub(crate) fn apply_rewrites(&mut self) {
-        let global = self.producer_id;
+    /// in-flight batches (all back in its queue) are renumbered from 0 under `identity`,
+    /// which becomes the producer's, in their order, and marked reopened. Only reached
+    /// through [`Producer::rewrites_are_safe`].
+    fn apply_rewrites(&mut self, identity: ProducerIdAndEpoch) {
+        debug_assert!(self.rewrites_are_safe(), "unsafe rewrite");
+        self.producer_id = identity;
+        let global = identity;
         let transactional = self.config.is_transactional();
         for p in core::mem::take(&mut self.rewrite) {
             let part = &mut self.partitions[p as usize];

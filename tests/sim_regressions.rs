@@ -571,3 +571,178 @@ fn cluster_nodes_are_core_node_ids() {
     let c = cluster(3, 3, |_, _| {});
     assert_eq!(c.partition(2).leader, NodeId(3));
 }
+
+// ------------------------------------------------------------------ issue 9 holes
+
+/// **Issue 9, hole 1: a forced close reports a batch on the wire as not written.**
+///
+/// p0 is led by a slow broker (300 ms away). a goes out; 20 ms later, while it is on
+/// the wire, the application calls `abort()`. The broker still appends a, so a must be
+/// reported failed *possibly written*; the checker's `possibly_written` property fails
+/// the run otherwise. The late answer produces no second outcome.
+#[test]
+fn hole1_abort_reports_a_batch_on_the_wire_possibly_written() {
+    let mut c = cluster(2, 2, |sim, _| {
+        sim.leaders = Some(vec![1, 2]);
+        sim.latencies = Some(vec![Duration::from_millis(300), Duration::from_millis(1)]);
+    });
+    send(&mut c, 0);
+    send(&mut c, 1);
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    let a = send(&mut c, 0);
+    c.run_for(Duration::from_millis(20));
+    assert_eq!(outcome(&c, a), Outcome::Pending, "a is on the wire");
+    c.abort();
+    assert!(c.producer().is_closed());
+    c.run_for(Duration::from_secs(1)); // a reaches its broker
+    assert_eq!(
+        log_of(&c, 0),
+        vec![0, 1],
+        "the broker appended a after the abort"
+    );
+    assert_eq!(
+        outcome(&c, a),
+        Outcome::Failed {
+            possibly_written: true
+        }
+    );
+    assert_clean(&mut c);
+}
+
+/// **Issue 9, hole 3: after epoch exhaustion the new producer id renumbered a batch
+/// on the wire.**
+///
+/// The producer's epoch is `i16::MAX`. a (p0) is refused MESSAGE_TOO_LARGE: a bump is
+/// needed, which at epoch MAX means a new producer id. While the InitProducerId is out,
+/// b1 (p1) is refused too, so p1 joins the rewrite set while b2 (p1) is still on the
+/// wire (its answer delayed). The new id must not renumber p1 until b2 is answered
+/// (a debug assertion fired on broker input; release builds renumbered silently).
+#[test]
+fn hole3_epoch_exhaustion_never_renumbers_a_batch_on_the_wire() {
+    let mut c = cluster(2, 2, |sim, _| {
+        sim.leaders = Some(vec![1, 2]);
+        sim.latencies = Some(vec![Duration::from_millis(50), Duration::from_millis(50)]);
+        sim.initial_producer_epoch = i16::MAX;
+    });
+    send(&mut c, 0);
+    send(&mut c, 1);
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    let first_id = c.producer().producer_id();
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::MessageTooLarge,
+        times: 1,
+    });
+    c.script(Script::PartitionError {
+        partition: 1,
+        fault: PartitionFault::MessageTooLarge,
+        times: 1,
+    });
+    let a = send(&mut c, 0);
+    c.run_for(Duration::from_millis(10));
+    let b1 = send(&mut c, 1);
+    c.run_for(Duration::from_millis(20));
+    let b2 = send(&mut c, 1);
+    // b1 has reached its broker, b2 not yet: only b2's answer is delayed.
+    c.run_for(Duration::from_millis(40));
+    c.script(Script::DelayResponse {
+        partition: 1,
+        by: Duration::from_millis(400),
+    });
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    assert_ne!(
+        c.producer().producer_id().id,
+        first_id.id,
+        "a new producer id"
+    );
+    for id in [a, b1] {
+        assert_eq!(
+            outcome(&c, id),
+            Outcome::Failed {
+                possibly_written: false
+            }
+        );
+    }
+    assert_eq!(outcome(&c, b2), Outcome::Delivered);
+    assert_eq!(log_of(&c, 1), vec![0, 2]);
+}
+
+/// **Issue 9, hole 2: NOT_LEADER_OR_FOLLOWER was taken as proof of absence.**
+///
+/// a is appended, then its leader loses the leadership while the produce waits for
+/// replication and answers NOT_LEADER_OR_FOLLOWER (Kafka's DelayedProduce); every retry
+/// on the new leader is refused NOT_ENOUGH_REPLICAS until the delivery timeout. a is in
+/// the log, so it must be reported failed *possibly written* (the checker's
+/// `possibly_written` property), and the next record must not reuse its sequence.
+#[test]
+fn hole2_not_leader_after_append_then_rejections_is_reported_possibly_written() {
+    let mut c = cluster(2, 1, |_, p| {
+        p.request_timeout(Duration::from_millis(800))
+            .delivery_timeout(Duration::from_millis(1_000));
+    });
+    send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotLeaderAfterAppend,
+        times: 1,
+    });
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotEnoughReplicas,
+        times: u32::MAX,
+    });
+    let a = send(&mut c, 0);
+    assert!(c.run_until(Duration::from_secs(5), |c| outcome(c, a)
+        != Outcome::Pending));
+    c.clear_scripts();
+    let x = send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    assert_eq!(
+        outcome(&c, a),
+        Outcome::Failed {
+            possibly_written: true
+        }
+    );
+    assert_eq!(outcome(&c, x), Outcome::Delivered);
+    assert_eq!(log_of(&c, 0), vec![0, 1, 2]);
+}
+
+/// **Issue 9, hole 2: an epoch bump renumbered a batch answered NOT_LEADER_OR_FOLLOWER.**
+///
+/// a is appended and answered NOT_LEADER_OR_FOLLOWER (the leadership went away while
+/// the produce waited in purgatory, and came back: one broker); b, pipelined behind it,
+/// is refused MESSAGE_TOO_LARGE (one record), which asks for an epoch bump. The bump
+/// must not renumber a, which is in the log: a is resent unchanged (a duplicate's ack)
+/// first. Renumbered, it was appended a second time.
+#[test]
+fn hole2_bump_never_renumbers_a_batch_answered_not_leader_after_append() {
+    let mut c = cluster(1, 1, |_, _| {});
+    send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotLeaderAfterAppend,
+        times: 1,
+    });
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::MessageTooLarge,
+        times: 1,
+    });
+    let a = send(&mut c, 0);
+    let b = send(&mut c, 0);
+    assert!(c.run_until_idle(Duration::from_secs(30)), "not idle");
+    assert_clean(&mut c);
+    assert_eq!(c.faults().get(FaultKind::NotLeaderAfterAppend), 1);
+    assert_eq!(outcome(&c, a), Outcome::Delivered);
+    assert_eq!(
+        outcome(&c, b),
+        Outcome::Failed {
+            possibly_written: false
+        }
+    );
+    assert_eq!(log_of(&c, 0), vec![0, 1]);
+}

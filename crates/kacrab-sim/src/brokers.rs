@@ -265,6 +265,11 @@ impl Cluster {
                         _ => PartitionFault::RequestTimedOutAfterAppend,
                     })
                 }
+                _ if self.live_brokers() > 1
+                    && self.fault_rng.chance(self.rates.not_leader_after_append) =>
+                {
+                    Some(PartitionFault::NotLeaderAfterAppend)
+                }
                 _ => None,
             };
             if let Some(f) = fault {
@@ -333,6 +338,25 @@ impl Cluster {
                         }
                     }
                     match fault {
+                        Some(PartitionFault::NotLeaderAfterAppend) => {
+                            // Leadership lost while the produce waited for replication,
+                            // to a follower that had fetched the batch (see
+                            // `FaultRates::purgatory_leader_move` for one that had not).
+                            if let Some(to) = self.elect(gp, node) {
+                                self.catch_up(gp, to);
+                                self.change_leader(gp, to);
+                            }
+                            let offset = outcome.base_offset();
+                            self.trace_line(|| {
+                                format!(
+                                    "FAULT node {node} appended {tp} at {offset}, lost leadership, answers NOT_LEADER_OR_FOLLOWER"
+                                )
+                            });
+                            let mut pr =
+                                PartitionResponse::error(tp, KafkaError::NotLeaderOrFollower);
+                            pr.log_start_offset = outcome.log_start_offset();
+                            pr
+                        }
                         Some(f) => {
                             let error = match f {
                                 PartitionFault::RequestTimedOutAfterAppend => {

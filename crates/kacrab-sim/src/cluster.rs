@@ -388,6 +388,13 @@ impl Cluster {
         self.after_input();
     }
 
+    /// The application calls `abort` (a forced close): every record without an outcome
+    /// fails at once, while the requests on the wire still reach their brokers.
+    pub fn abort(&mut self) {
+        self.producer.abort();
+        self.after_input();
+    }
+
     /// The application sends one record to partition `gp` now (then the driver drains).
     ///
     /// # Errors

@@ -48,6 +48,10 @@ pub enum FaultKind {
     /// A batch larger than the brokers' `max.message.bytes` is refused with
     /// MESSAGE_TOO_LARGE (the producer splits it, or fails a single record).
     MessageTooLarge,
+    /// The leader appends, then loses leadership while the acks=all produce waits for
+    /// replication, and answers NOT_LEADER_OR_FOLLOWER (Kafka's DelayedProduce). Counted
+    /// both for the direct fault and when a move during purgatory causes it.
+    NotLeaderAfterAppend,
     /// A follower fetches an appended batch only after a delay: until every in-sync
     /// replica has it, the batch is above the high watermark and an acks=all produce
     /// waits in purgatory.
@@ -55,9 +59,6 @@ pub enum FaultKind {
     /// A failover made a replica with a shorter log the leader: the old leader's
     /// uncommitted tail is truncated (KIP-101/KIP-279).
     TruncationOnFailover,
-    /// Leadership moved while an acks=all produce waited for replication: the old
-    /// leader appended the batch, then answers NOT_LEADER_OR_FOLLOWER (DelayedProduce).
-    NotLeaderAfterAppend,
 }
 
 impl FaultKind {
@@ -79,9 +80,9 @@ impl FaultKind {
         FaultKind::IsrShrink,
         FaultKind::StaleMetadata,
         FaultKind::MessageTooLarge,
+        FaultKind::NotLeaderAfterAppend,
         FaultKind::ReplicaLag,
         FaultKind::TruncationOnFailover,
-        FaultKind::NotLeaderAfterAppend,
     ];
 
     /// A short stable name for reports.
@@ -156,6 +157,9 @@ pub struct FaultRates {
     /// Per partition in a produce request on its leader: MESSAGE_TOO_LARGE, as if the
     /// topic's `max.message.bytes` had just been lowered below the batch.
     pub message_too_large: f64,
+    /// Per partition in a produce request on its leader, with another live broker:
+    /// append, move the leadership there, answer NOT_LEADER_OR_FOLLOWER.
+    pub not_leader_after_append: f64,
     /// Per follower fetch after an append: the follower fetches only after a delay
     /// (see `SimConfig::replica_lag_min`).
     pub replica_lag: f64,
@@ -180,6 +184,7 @@ impl FaultRates {
         isr_shrink: 0.0,
         stale_metadata: 0.0,
         message_too_large: 0.0,
+        not_leader_after_append: 0.0,
         replica_lag: 0.0,
         purgatory_leader_move: 0.0,
     };
@@ -204,6 +209,7 @@ impl FaultRates {
             isr_shrink: r / 40.0,
             stale_metadata: r,
             message_too_large: r / 40.0,
+            not_leader_after_append: r / 16.0,
             replica_lag: (r * 4.0).min(1.0),
             purgatory_leader_move: r / 2.0,
         }
@@ -276,6 +282,10 @@ pub enum PartitionFault {
     /// MESSAGE_TOO_LARGE, nothing appended (as after the topic's `max.message.bytes`
     /// was lowered).
     MessageTooLarge,
+    /// Appended, then the leadership moves to another live broker (if there is one)
+    /// and the answer is NOT_LEADER_OR_FOLLOWER, as Kafka's DelayedProduce answers when
+    /// the leader changed while the produce waited in purgatory.
+    NotLeaderAfterAppend,
 }
 
 impl PartitionFault {
@@ -288,6 +298,7 @@ impl PartitionFault {
             PartitionFault::NotEnoughReplicasAfterAppend => FaultKind::NotEnoughReplicasAfterAppend,
             PartitionFault::RequestTimedOutAfterAppend => FaultKind::RequestTimedOutAfterAppend,
             PartitionFault::MessageTooLarge => FaultKind::MessageTooLarge,
+            PartitionFault::NotLeaderAfterAppend => FaultKind::NotLeaderAfterAppend,
         }
     }
 
@@ -298,6 +309,7 @@ impl PartitionFault {
             self,
             PartitionFault::NotEnoughReplicasAfterAppend
                 | PartitionFault::RequestTimedOutAfterAppend
+                | PartitionFault::NotLeaderAfterAppend
         )
     }
 }

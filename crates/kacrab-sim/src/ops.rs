@@ -137,11 +137,12 @@ pub fn run_with(data: &[u8], options: Options) -> Report {
                 c.script(Script::DelayResponse { partition: gp, by });
             }
             13 => {
-                let fault = match b % 5 {
+                let fault = match b % 6 {
                     0 => PartitionFault::NotLeader { hint: b & 8 != 0 },
                     1 => PartitionFault::NotEnoughReplicas,
                     2 => PartitionFault::NotEnoughReplicasAfterAppend,
                     3 if options.message_too_large => PartitionFault::MessageTooLarge,
+                    5 => PartitionFault::NotLeaderAfterAppend,
                     _ => PartitionFault::RequestTimedOutAfterAppend,
                 };
                 c.script(Script::PartitionError {

@@ -441,3 +441,27 @@ fn coordinator_errors_are_retried() {
     assert_eq!(outcome(&c, a), Outcome::Delivered);
     assert_eq!(c.stats().init_producer_id_requests, spoiled + 1);
 }
+
+/// NOT_LEADER_OR_FOLLOWER after the append (Kafka's DelayedProduce when the leader
+/// changed while the produce waited in purgatory): the batch is in the log, the
+/// leadership has moved, and the retry to the new leader is deduplicated.
+#[test]
+fn not_leader_after_append_appends_and_moves_the_leadership() {
+    let mut c = cluster(2, 1, |_| {});
+    c.send(0).expect("warm");
+    assert!(c.run_until_idle(Duration::from_secs(5)));
+    let leader = c.partition(0).leader;
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotLeaderAfterAppend,
+        times: 1,
+    });
+    let a = c.send(0).expect("sent");
+    assert!(c.run_until_idle(Duration::from_secs(5)));
+    assert_clean(&mut c);
+    assert_eq!(c.faults().get(FaultKind::NotLeaderAfterAppend), 1);
+    assert_ne!(c.partition(0).leader, leader, "the leadership moved");
+    assert_eq!(outcome(&c, a), Outcome::Delivered);
+    assert_eq!(log_of(&c, 0), vec![0, 1]);
+    assert_eq!(c.stats().duplicate_batches, 1, "the retry is deduplicated");
+}
