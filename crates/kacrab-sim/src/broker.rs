@@ -479,7 +479,8 @@ pub struct AppendError {
     pub reason: &'static str,
 }
 
-/// How a new leader's producer state is derived from the old leader's.
+/// How a replica's producer state is derived from another's, for unit tests of
+/// the rules (the cluster itself keeps one replica per broker, see `replica.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StateTransfer {
     /// A follower that built its state by replication: the full history.

@@ -64,7 +64,16 @@ impl PartitionState {
         now_ms: u64,
         expiration_ms: u64,
     ) -> usize {
-        let keep = self.log.common_prefix(&leader.log);
+        // Every replica truncates to each new leader at its election, so a follower's
+        // log is a prefix of its leader's: checking its last entry suffices.
+        let own = self.log.entries();
+        let theirs = leader.log.entries();
+        let keep = match own.last() {
+            Some(last) if theirs.get(own.len() - 1) == Some(last) => own.len(),
+            None => 0,
+            Some(_) => self.log.common_prefix(&leader.log),
+        };
+        debug_assert_eq!(keep, self.log.common_prefix(&leader.log));
         let truncated = self.truncate_to_entries(keep, now_ms, expiration_ms);
         for entry in &leader.log.entries()[keep..] {
             let txn_first = match entry {
