@@ -14,8 +14,14 @@
 //!   (OUT_OF_ORDER_SEQUENCE_NUMBER; an unknown producer accepts any sequence,
 //!   KIP-360) and the transaction check (INVALID_TXN_STATE).
 //! * The broker never answers DUPLICATE_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID.
-//! * KIP-890 verification (VerificationGuard, VerificationStateEntry) is not
-//!   modelled; the coordinator is trusted.
+//! * KIP-890 part 1 verification: before the first transactional batch of a
+//!   producer on the partition the leader asks the coordinator (the cluster
+//!   does, `txn_produce_check`) and keeps a [`VerificationStateEntry`] with the
+//!   lowest sequence it verified; a batch with a higher first sequence is then
+//!   OUT_OF_ORDER_SEQUENCE_NUMBER (`ProducerAppendInfo.checkSequence`). The
+//!   `VerificationGuard` race (a marker between verification and append) can
+//!   not happen here: the check and the append are one step.
+//! * Replication, truncation and snapshot restore: `replica.rs`.
 //!
 //! Time is a parameter (`now_ms`); there is no clock and no randomness. The
 //! timestamp stored in producer state is the batch's max timestamp, as Kafka
@@ -28,6 +34,7 @@ use bytes::Bytes;
 
 use crate::batch::{self, increment_sequence, BatchError};
 use crate::log::{Log, LogEntry, LoggedRecord, MarkerKind};
+pub use crate::verification::VerificationStateEntry;
 
 /// Kafka error code: no error.
 pub const NONE: i16 = 0;
@@ -149,6 +156,10 @@ impl ProducerStateEntry {
         self.current_txn_first_offset
     }
 
+    pub(crate) fn set_current_txn_first_offset(&mut self, offset: Option<i64>) {
+        self.current_txn_first_offset = offset;
+    }
+
     /// The retained batch history, oldest first (at most
     /// [`NUM_BATCHES_TO_RETAIN`]).
     pub fn batches(&self) -> impl ExactSizeIterator<Item = &BatchMetadata> + '_ {
@@ -187,7 +198,7 @@ impl ProducerStateEntry {
 
     /// Kafka's `addBatch`: a new epoch clears the history; the oldest batch is
     /// evicted beyond [`NUM_BATCHES_TO_RETAIN`].
-    fn add_batch(&mut self, epoch: i16, meta: BatchMetadata) {
+    pub(crate) fn add_batch(&mut self, epoch: i16, meta: BatchMetadata) {
         if epoch != self.producer_epoch {
             self.batches.clear();
             self.producer_epoch = epoch;
@@ -201,7 +212,7 @@ impl ProducerStateEntry {
 
     /// Kafka's `update` on a marker: a new epoch clears the history; the open
     /// transaction is closed.
-    fn apply_marker(&mut self, epoch: i16, coordinator_epoch: i32, now_ms: u64) {
+    pub(crate) fn apply_marker(&mut self, epoch: i16, coordinator_epoch: i32, now_ms: u64) {
         if epoch != self.producer_epoch {
             self.batches.clear();
             self.producer_epoch = epoch;
@@ -282,7 +293,7 @@ impl ProducerStates {
             .min()
     }
 
-    fn entry_mut(&mut self, producer_id: i64) -> &mut ProducerStateEntry {
+    pub(crate) fn entry_mut(&mut self, producer_id: i64) -> &mut ProducerStateEntry {
         self.entries
             .entry(producer_id)
             .or_insert_with(|| ProducerStateEntry::new(producer_id))
@@ -432,6 +443,14 @@ impl AppendOutcome {
         }
     }
 
+    /// Offset of the last record, original or new.
+    pub fn last_offset(&self) -> i64 {
+        match *self {
+            AppendOutcome::Appended { last_offset, .. }
+            | AppendOutcome::Duplicate { last_offset, .. } => last_offset,
+        }
+    }
+
     /// Log start offset the response carries.
     pub fn log_start_offset(&self) -> i64 {
         match *self {
@@ -461,7 +480,8 @@ pub struct AppendError {
     pub reason: &'static str,
 }
 
-/// How a new leader's producer state is derived from the old leader's.
+/// How a replica's producer state is derived from another's, for unit tests of
+/// the rules (the cluster itself keeps one replica per broker, see `replica.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StateTransfer {
     /// A follower that built its state by replication: the full history.
@@ -474,8 +494,13 @@ pub enum StateTransfer {
 /// One partition of the model broker: its log and its producer states.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PartitionState {
-    log: Log,
-    producers: ProducerStates,
+    pub(crate) log: Log,
+    pub(crate) producers: ProducerStates,
+    /// KIP-890 verification state of producers with no open transaction here
+    /// (Kafka's `ProducerStateManager.verificationStates`): the leader's memory
+    /// only, never replicated nor snapshotted. Cleared by any transactional
+    /// append or marker of the producer (`UnifiedLog.updateProducers`).
+    pub(crate) verifications: BTreeMap<i64, VerificationStateEntry>,
 }
 
 impl PartitionState {
@@ -554,6 +579,9 @@ impl PartitionState {
             });
         }
         let checks = check_producer_epoch(current, epoch)
+            .and_then(|()| {
+                crate::verification::check_lowest_sequence(self.verifications.get(&pid), first_seq)
+            })
             .and_then(|()| check_sequence(current, epoch, first_seq))
             .and_then(|()| match current {
                 Some(e) if e.current_txn_first_offset.is_some() && !txn => Err(reject(
@@ -583,6 +611,9 @@ impl PartitionState {
         );
         if txn && entry.current_txn_first_offset.is_none() {
             entry.current_txn_first_offset = Some(base_offset);
+        }
+        if txn {
+            self.verifications.remove(&pid);
         }
         Ok(self.appended(base_offset, last_offset))
     }
@@ -614,12 +645,15 @@ impl PartitionState {
             marker.coordinator_epoch,
             now_ms,
         );
+        self.verifications.remove(&marker.producer_id);
         Ok(offset)
     }
 
     /// Drops producers with no open transaction idle for at least
     /// `expiration_ms` (`producer.id.expiration.ms`). Returns their ids.
     pub fn expire_producers(&mut self, now_ms: u64, expiration_ms: u64) -> Vec<i64> {
+        self.verifications
+            .retain(|_, v| now_ms.saturating_sub(v.created_ms()) < expiration_ms);
         self.producers.remove_expired(now_ms, expiration_ms)
     }
 
@@ -628,12 +662,13 @@ impl PartitionState {
         &self.log
     }
 
-    /// Every log entry ever appended (audit view).
+    /// Every entry of this replica's log (including those above the high
+    /// watermark; truncated ones are only in the log's journal).
     pub fn entries(&self) -> &[LogEntry] {
         self.log.entries()
     }
 
-    /// Every data record ever appended, in offset order (audit view).
+    /// Every data record of this replica's log, in offset order.
     pub fn records(&self) -> impl Iterator<Item = &LoggedRecord> + '_ {
         self.log.records()
     }
@@ -650,17 +685,17 @@ impl PartitionState {
         self.log.read_committed(self.last_stable_offset())
     }
 
-    /// The high watermark (the log end offset: the log is fully replicated).
+    /// The high watermark (see [`Log::high_watermark`]).
     pub fn high_watermark(&self) -> i64 {
-        self.log.log_end_offset()
+        self.log.high_watermark()
     }
 
-    /// The first offset of the earliest open transaction, else the high
-    /// watermark.
+    /// The first offset of the earliest open transaction, but never above the
+    /// high watermark.
     pub fn last_stable_offset(&self) -> i64 {
         self.producers
             .first_unstable_offset()
-            .unwrap_or_else(|| self.high_watermark())
+            .map_or(self.high_watermark(), |o| o.min(self.high_watermark()))
     }
 
     /// The log start offset.
@@ -703,10 +738,13 @@ impl PartitionState {
         self.producers = old.producers.snapshot(mode == StateTransfer::Replicated);
     }
 
-    /// Crash and restart in place: the log survives, producer state is
-    /// reloaded from a snapshot (newest batch per producer only).
+    /// A clean shutdown and restart in place: the log survives, producer state
+    /// is reloaded from the snapshot written at shutdown, at the log end (newest
+    /// batch per producer only, nothing to replay). See also
+    /// `restart_from_snapshot_at` for a crash.
     pub fn restart_from_snapshot(&mut self) {
         self.producers = self.producers.snapshot(false);
+        self.verifications.clear();
     }
 
     fn error(&self, code: i16, reason: &'static str) -> AppendError {

@@ -14,10 +14,11 @@ use kacrab_idempotence::{
 };
 
 use crate::batch;
-use crate::broker::{self, StateTransfer};
+use crate::broker;
 use crate::cluster::Cluster;
 use crate::faults::{FaultKind, PartitionFault, Script};
 use crate::net::{ToBroker, ToClient};
+use crate::replication::Wait;
 
 impl Cluster {
     /// The request at the head of `node`'s connection reaches the broker: it is lost
@@ -206,12 +207,30 @@ impl Cluster {
             self.random_crash(node, r.id, "before applying");
             return;
         }
-        let resp = self.answer_produce(node, r, gps);
+        let (resp, waits) = self.answer_produce(node, r, gps);
         if crash {
             self.random_crash(node, r.id, "after applying");
             return;
         }
         if r.acks == Acks::None {
+            return;
+        }
+        if r.acks == Acks::All && !self.committed(&waits) {
+            self.park(node, r.id, resp, gps, waits.clone(), r.timeout);
+            if self.fault_rng.chance(self.rates.purgatory_leader_move) {
+                if let Some(w) = self.fault_rng.pick(waits.len()) {
+                    let gp = waits[w].gp();
+                    if let Some(to) = self.elect(gp, node) {
+                        self.faults.add(FaultKind::LeaderMove);
+                        let tp = self.partitions[gp].tp.clone();
+                        self.trace_line(|| {
+                            format!("FAULT leadership of {tp} moves while req {} waits", r.id)
+                        });
+                        self.change_leader(gp, to);
+                    }
+                }
+            }
+            self.complete_delayed();
             return;
         }
         self.respond(node, r.id, ToClient::Produce(r.id, resp), gps);
@@ -295,6 +314,11 @@ impl Cluster {
             let gone = self.partitions[gp]
                 .state
                 .expire_producers(check_ms, expiration);
+            // Every replica runs the check on its own state (a follower elected later
+            // must not remember what its leader forgot).
+            for f in &mut self.partitions[gp].followers {
+                f.state.expire_producers(check_ms, expiration);
+            }
             for pid in gone {
                 self.faults.add(FaultKind::ProducerStateExpiry);
                 let tp = self.partitions[gp].tp.clone();
@@ -307,13 +331,15 @@ impl Cluster {
         }
     }
 
-    /// The broker's answer to a produce request, partition by partition.
+    /// The broker's answer to a produce request, partition by partition, and what an
+    /// acks=all answer must wait for (the batches appended or found duplicate).
     fn answer_produce(
         &mut self,
         node: NodeId,
         r: &ProduceRequest,
         gps: &[usize],
-    ) -> ProduceResponse {
+    ) -> (ProduceResponse, Vec<Wait>) {
+        let mut waits = Vec::new();
         let now_ms = self.now.as_millis();
         let mut resp = ProduceResponse::default();
         for pb in &r.batches {
@@ -411,6 +437,17 @@ impl Cluster {
                     continue;
                 }
             }
+            if let Some(h) = batch::decode_header(&pb.data)
+                .ok()
+                .filter(|h| h.is_transactional() && h.producer_id >= 0)
+            {
+                self.partitions[gp].state.start_transaction_verification(
+                    h.producer_id,
+                    h.base_sequence,
+                    h.producer_epoch,
+                    now_ms,
+                );
+            }
             if let Some(error) = self.txn_produce_check(r, &pb.data, &tp) {
                 let mut pr = PartitionResponse::error(tp, error);
                 pr.log_start_offset = self.partitions[gp].state.log_start_offset();
@@ -433,6 +470,7 @@ impl Cluster {
             } else {
                 state.append(&pb.data, now_ms)
             };
+            let appended_new = matches!(appended, Ok(o) if !o.is_duplicate());
             let pr = match appended {
                 Ok(outcome) => {
                     if outcome.is_duplicate() {
@@ -447,10 +485,12 @@ impl Cluster {
                     }
                     match fault {
                         Some(PartitionFault::NotLeaderAfterAppend) => {
-                            // Leadership lost while the produce waited for replication:
-                            // the log (one per partition) moves with it.
-                            if let Some(to) = self.other_live(node) {
-                                self.set_leader(gp, to, StateTransfer::Replicated);
+                            // Leadership lost while the produce waited for replication,
+                            // to a follower that had fetched the batch (see
+                            // `FaultRates::purgatory_leader_move` for one that had not).
+                            if let Some(to) = self.elect(gp, node) {
+                                self.catch_up(gp, to);
+                                self.change_leader(gp, to);
                             }
                             let offset = outcome.base_offset();
                             self.trace_line(|| {
@@ -481,6 +521,12 @@ impl Cluster {
                             pr
                         }
                         None => {
+                            waits.push(Wait::new(
+                                resp.partitions.len(),
+                                gp,
+                                leader_epoch,
+                                outcome.last_offset(),
+                            ));
                             let mut pr = PartitionResponse::ok(tp, outcome.base_offset());
                             pr.log_start_offset = outcome.log_start_offset();
                             pr
@@ -501,6 +547,9 @@ impl Cluster {
                 }
             };
             resp.partitions.push(pr);
+            if appended_new {
+                self.schedule_fetches(gp);
+            }
         }
         let scripted = self.take_script(
             |s| matches!(s, Script::Throttle { partition, .. } if gps.contains(partition)),
@@ -512,7 +561,7 @@ impl Cluster {
             self.faults.add(FaultKind::Throttle);
             resp.throttle = Duration::from_millis(self.fault_rng.range(1, 100));
         }
-        resp
+        (resp, waits)
     }
 
     /// Leaders of every partition of the requested topics, as the cluster sees them now
@@ -561,53 +610,32 @@ impl Cluster {
         self.brokers.iter().filter(|b| b.up).count()
     }
 
-    /// Another live broker than `not`, chosen at random.
-    fn other_live(&mut self, not: NodeId) -> Option<NodeId> {
-        let live: Vec<NodeId> = self
-            .brokers
-            .iter()
-            .filter(|b| b.up && b.id != not)
-            .map(|b| b.id)
-            .collect();
-        self.fault_rng.pick(live.len()).map(|i| live[i])
-    }
-
     fn random_leader_move(&mut self) {
         let Some(gp) = self.fault_rng.pick(self.partitions.len()) else {
             return;
         };
-        let Some(to) = self.other_live(self.partitions[gp].leader) else {
+        let Some(to) = self.elect(gp, self.partitions[gp].leader) else {
             return;
         };
         self.faults.add(FaultKind::LeaderMove);
-        self.set_leader(gp, to, StateTransfer::Replicated);
+        self.change_leader(gp, to);
     }
 
-    /// Moves the leadership of partition `gp` to `to` with a bumped leader epoch. The
-    /// producer state moves with it as a replicated follower has it (the full history).
-    fn set_leader(&mut self, gp: usize, to: NodeId, mode: StateTransfer) {
-        let part = &mut self.partitions[gp];
-        part.previous_leader = Some((part.leader, part.leader_epoch));
-        part.leader = to;
-        part.leader_epoch += 1;
-        // The log is one per partition (fully replicated), so the new leader has it
-        // already; only the producer state is re-derived, as `transfer_from` would.
-        match mode {
-            StateTransfer::Replicated => {
-                let states = part.state.snapshot_producer_state(true);
-                part.state.restore_producer_state(states);
-            }
-            StateTransfer::SnapshotRestore => part.state.restart_from_snapshot(),
-        }
-        let (tp, epoch) = (part.tp.clone(), part.leader_epoch);
-        self.stats.leader_changes += 1;
-        self.trace_line(|| format!("leader of {tp} is now node {to} (epoch {epoch})"));
-    }
-
-    /// Moves partition `gp`'s leadership to `to` (a leadership move without a crash).
+    /// Moves partition `gp`'s leadership to `to` (a leadership move without a crash),
+    /// once `to` has caught up with the leader (a reassignment waits for it). Nothing
+    /// happens if `to` is down, already leads, or can not get in sync (the leader is
+    /// down): only an in-sync replica is ever elected.
     pub fn move_leader(&mut self, gp: usize, to: NodeId) {
+        if !self.is_up(to) || self.partitions[gp].leader == to {
+            return;
+        }
+        if !self.catch_up(gp, to) {
+            let tp = self.partitions[gp].tp.clone();
+            self.trace_line(|| format!("node {to} is not in sync on {tp}: no leadership move"));
+            return;
+        }
         self.faults.add(FaultKind::LeaderMove);
-        self.set_leader(gp, to, StateTransfer::Replicated);
+        self.change_leader(gp, to);
     }
 
     /// Drops the connection to `node` now; everything in flight on it is reported
@@ -639,27 +667,34 @@ impl Cluster {
         let held = self.net.crash(node);
         self.trace_line(|| format!("node {node} loses the requests it held: {held:?}"));
         self.coordinator_node_crashed(node);
-        let mode = if self.config.snapshot_restore {
-            StateTransfer::SnapshotRestore
-        } else {
-            StateTransfer::Replicated
-        };
+        self.replicas_crashed(node);
         for gp in 0..self.partitions.len() {
             if self.partitions[gp].leader == node {
-                if let Some(to) = self.other_live(node) {
-                    self.set_leader(gp, to, mode);
+                if let Some(to) = self.elect(gp, node) {
+                    self.change_leader(gp, to);
+                } else {
+                    let tp = self.partitions[gp].tp.clone();
+                    self.trace_line(|| format!("{tp} is offline: no live in-sync replica"));
                 }
             }
         }
+        self.complete_delayed();
     }
 
-    /// Restarts a crashed `node`. It leads nothing until leadership moves back to it.
+    /// Restarts a crashed `node`: its replicas reload producer state (snapshot plus
+    /// replay) and catch up. It leads only the partitions that stayed offline on it,
+    /// until leadership moves back to it.
     pub fn restart(&mut self, node: NodeId) {
-        if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
-            b.up = true;
-            b.restart_at = None;
+        let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) else {
+            return;
+        };
+        if b.up {
+            return;
         }
+        b.up = true;
+        b.restart_at = None;
         self.trace_line(|| format!("node {node} restarted"));
+        self.replicas_restarted(node);
     }
 
     /// Restarts every crashed broker.

@@ -7,9 +7,11 @@
 //!
 //! Properties:
 //! * (a) every acknowledged record is in its partition's log, exactly once, in send
-//!   order (checked when the ack arrives: the model broker appends before it answers,
-//!   and the log never loses an entry);
-//! * (b) no record appears twice in a log;
+//!   order (checked when the ack arrives: the model broker answers acks=all only once
+//!   the batch is committed, and a committed entry is never truncated, which is
+//!   checked whenever a failover truncates a leader's log);
+//! * (b) no record appears twice in a log (a record truncated by a failover, never
+//!   acknowledged, is no longer in it and may be written again);
 //! * (c) every record resolves exactly once (delivered or failed);
 //! * (d) a failed record is in the log at most once and never out of order: every
 //!   partition's log holds its records in strictly increasing send order. One
@@ -39,7 +41,7 @@ use kacrab_idempotence::{
 
 use crate::batch;
 use crate::broker::PartitionState;
-use crate::log::LogEntry;
+use crate::log::{LogChange, LogEntry, LoggedRecord};
 
 /// Encodes a record value naming (global partition, index), padded to `size` bytes.
 #[must_use]
@@ -245,6 +247,7 @@ pub struct Checker {
     fatal_policy: FatalPolicy,
     /// The fatal error the producer reported, if any.
     fatal: Option<String>,
+    truncated_records: u64,
 }
 
 impl Checker {
@@ -477,22 +480,44 @@ impl Checker {
         }
     }
 
-    /// Reads what was appended to the logs since the last call: properties (b), (d), (h).
+    /// Reads what was appended to (and truncated from) the partitions' leader logs
+    /// since the last call, from their journals: properties (b), (d), (h). A record
+    /// truncated by a failover no longer counts as logged (it may be written again);
+    /// an acknowledged one must never be truncated.
     pub fn scan_logs<'a>(&mut self, logs: impl IntoIterator<Item = &'a PartitionState>) {
         for (gp, state) in logs.into_iter().enumerate() {
-            let entries = state.entries();
+            let journal = state.log().journal();
             let start = self.scanned[gp];
-            self.scanned[gp] = entries.len();
-            for entry in &entries[start..] {
-                let LogEntry::Batch(b) = entry else { continue };
-                for r in &b.records {
-                    if let Some((_, idx)) = r.value.as_deref().and_then(decode_value) {
-                        if r.producer_id >= 0 {
-                            let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
-                            self.logged_sequences.insert(key, idx);
+            self.scanned[gp] = journal.len();
+            for change in &journal[start..] {
+                match change {
+                    LogChange::Appended(LogEntry::Batch(b)) => {
+                        for r in &b.records {
+                            if let Some((_, idx)) = r.value.as_deref().and_then(decode_value) {
+                                if r.producer_id >= 0 {
+                                    let key =
+                                        (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
+                                    self.logged_sequences.insert(key, idx);
+                                }
+                            }
+                            self.on_logged(gp, r.offset, r.producer_id, r.value.as_deref());
                         }
                     }
-                    self.on_logged(gp, r.offset, r.producer_id, r.value.as_deref());
+                    LogChange::Appended(LogEntry::Marker(_)) => {}
+                    LogChange::Truncated(entries) => {
+                        for entry in entries {
+                            let LogEntry::Batch(b) = entry else { continue };
+                            for r in &b.records {
+                                self.on_truncated(gp, r);
+                            }
+                        }
+                        self.max_in_log[gp] = self.by_index[gp]
+                            .iter()
+                            .rev()
+                            .map(|rid| &self.records[rid.0 as usize])
+                            .find(|r| r.log_count > 0)
+                            .map(|r| r.index);
+                    }
                 }
             }
         }
@@ -504,6 +529,47 @@ impl Checker {
     #[must_use]
     pub fn retired_producer_writes(&self) -> u64 {
         self.retired_producer_writes
+    }
+
+    /// A record of partition `gp` left the log (truncated by a failover).
+    fn on_truncated(&mut self, gp: usize, r: &LoggedRecord) {
+        self.truncated_records += 1;
+        let Some((p, idx)) = r.value.as_deref().and_then(decode_value) else {
+            return;
+        };
+        let Some(&rid) = (p as usize == gp)
+            .then(|| self.by_index[gp].get(idx as usize))
+            .flatten()
+        else {
+            return;
+        };
+        if r.producer_id >= 0 {
+            let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
+            if self.logged_sequences.get(&key) == Some(&idx) {
+                self.logged_sequences.remove(&key);
+            }
+        }
+        let tp = self.tps[gp].clone();
+        let rec = &mut self.records[rid.0 as usize];
+        rec.log_count = rec.log_count.saturating_sub(1);
+        if rec.log_offset == Some(r.offset) {
+            rec.log_offset = None;
+        }
+        if rec.outcome == Outcome::Delivered {
+            self.violation(
+                ViolationKind::Lost,
+                format!(
+                    "{tp}: record #{idx} (id {rid}) acknowledged, then truncated from offset {} by a failover",
+                    r.offset
+                ),
+            );
+        }
+    }
+
+    /// Records truncated from a leader's log by failovers so far.
+    #[must_use]
+    pub fn truncated_records(&self) -> u64 {
+        self.truncated_records
     }
 
     fn on_logged(&mut self, gp: usize, offset: i64, producer_id: i64, value: Option<&[u8]>) {
@@ -761,6 +827,72 @@ mod tests {
         assert_eq!(decode_value(&v), Some((3, 77)));
         assert_eq!(decode_value(&[1, 2, 3]), None);
         assert_eq!(encode_value(1, 2, 0).len(), 8);
+    }
+
+    /// A partition whose leader log holds record #0 of partition 0.
+    fn logged_once() -> PartitionState {
+        let mut p = PartitionState::new();
+        append_record_0(&mut p);
+        p
+    }
+
+    fn append_record_0(p: &mut PartitionState) {
+        let record = LoggedRecord {
+            offset: 0,
+            key: None,
+            value: Some(encode_value(0, 0, 16)),
+            headers: Vec::new(),
+            producer_id: 7,
+            producer_epoch: 0,
+            sequence: 0,
+            transactional: false,
+        };
+        p.log
+            .append_batch(7, 0, 0, 0, false, 0, Bytes::new(), vec![record]);
+    }
+
+    fn truncate_all(p: &mut PartitionState) {
+        let removed = p.log.truncate_to_entries(0);
+        let journal = p.log.take_journal();
+        p.log.set_journal(journal, removed);
+    }
+
+    #[test]
+    fn a_truncated_unacknowledged_record_may_be_written_again() {
+        let tp = TopicPartition::new("t", 0);
+        let mut c = Checker::new(vec![tp.clone()]);
+        c.on_sent(RecordId(0), 0, 0);
+        let mut p = logged_once();
+        c.scan_logs([&p]);
+        truncate_all(&mut p);
+        c.scan_logs([&p]);
+        assert_eq!(c.truncated_records(), 1);
+        append_record_0(&mut p);
+        c.scan_logs([&p]);
+        c.on_event(&Event::Delivered {
+            partition: tp,
+            records: vec![RecordId(0)],
+            base_offset: Some(0),
+        });
+        assert_eq!(c.violations(), &[], "no duplicate, nothing lost");
+    }
+
+    #[test]
+    fn an_acknowledged_record_truncated_is_lost() {
+        let tp = TopicPartition::new("t", 0);
+        let mut c = Checker::new(vec![tp.clone()]);
+        c.on_sent(RecordId(0), 0, 0);
+        let mut p = logged_once();
+        c.scan_logs([&p]);
+        c.on_event(&Event::Delivered {
+            partition: tp,
+            records: vec![RecordId(0)],
+            base_offset: Some(0),
+        });
+        assert!(c.violations().is_empty());
+        truncate_all(&mut p);
+        c.scan_logs([&p]);
+        assert_eq!(c.violations()[0].kind, ViolationKind::Lost);
     }
 
     #[test]

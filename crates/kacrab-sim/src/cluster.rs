@@ -28,6 +28,7 @@ use crate::config::{SimConfig, SimStats};
 use crate::coordinator::TransactionCoordinator;
 use crate::faults::{FaultCounts, FaultRates, Script};
 use crate::net::{Direction, Net};
+use crate::replication::{new_followers, tracked_state, DelayedProduce, Follower};
 use crate::rng::Rng;
 use crate::txn_sim::TxnTracker;
 
@@ -42,7 +43,7 @@ pub struct BrokerNode {
     pub restart_at: Option<Timestamp>,
 }
 
-/// One partition of the cluster: its (replicated) log and who leads it.
+/// One partition of the cluster: its leader's replica, its followers and who leads it.
 #[derive(Clone, Debug)]
 pub struct SimPartition {
     /// The partition.
@@ -51,9 +52,11 @@ pub struct SimPartition {
     pub leader: NodeId,
     /// The current leader epoch.
     pub leader_epoch: i32,
-    /// The log and producer states. acks=all and full replication: one log per
-    /// partition, whichever broker leads it.
+    /// The leader's replica: its log (whose high watermark says what is committed,
+    /// and whose journal is the partition's audit trail) and producer states.
     pub state: PartitionState,
+    /// Every other broker's replica (replication factor = brokers), by node id.
+    pub followers: Vec<Follower>,
     /// While set and in the future, the ISR is too small: appends are refused with
     /// NOT_ENOUGH_REPLICAS.
     pub isr_shrunk_until: Option<Timestamp>,
@@ -89,6 +92,7 @@ enum Next {
     Restart(NodeId),
     Net(NodeId, Direction),
     Apply,
+    Replication,
     Send,
     Timer,
 }
@@ -134,6 +138,8 @@ pub struct Cluster {
     pub(crate) reply_generation: u64,
     /// When the brokers next run producer expiry.
     pub(crate) next_expiry_check: Timestamp,
+    /// acks=all produce requests waiting for replication (`DelayedProduce`).
+    pub(crate) purgatory: Vec<DelayedProduce>,
 }
 
 impl Cluster {
@@ -181,7 +187,8 @@ impl Cluster {
                 tp,
                 leader: NodeId(leader),
                 leader_epoch: 0,
-                state: PartitionState::new(),
+                state: tracked_state(),
+                followers: new_followers(NodeId(leader), config.brokers),
                 isr_shrunk_until: None,
                 previous_leader: None,
             });
@@ -227,6 +234,7 @@ impl Cluster {
             txn_ticks: 0,
             reply_generation: 0,
             next_expiry_check: Timestamp::ZERO + config.producer_id_expiration_check_interval,
+            purgatory: Vec::new(),
             config,
         }
     }
@@ -472,6 +480,10 @@ impl Cluster {
             Next::Net(node, Direction::ToBroker) => self.deliver_request(node),
             Next::Net(node, Direction::ToClient) => self.deliver_response(node),
             Next::Apply => self.apply_held(),
+            Next::Replication => {
+                self.replication_step();
+                self.after_input();
+            }
             Next::Send => self.workload_step(),
             Next::Timer => {
                 self.trace_line(|| "handle_timeout".to_string());
@@ -513,6 +525,9 @@ impl Cluster {
         }
         if let Some(t) = self.net.next_application() {
             consider(t, Next::Apply);
+        }
+        if let Some(t) = self.next_replication_event() {
+            consider(t, Next::Replication);
         }
         if let Some(w) = self.workload.as_ref().filter(|w| w.remaining > 0) {
             consider(w.next_at, Next::Send);
@@ -621,6 +636,8 @@ impl Cluster {
     /// After every input: drain requests, then events; check everything. Returns
     /// whether the producer produced any output.
     pub(crate) fn after_input(&mut self) -> bool {
+        self.sync_markers();
+        self.complete_delayed();
         self.checker
             .scan_logs(self.partitions.iter().map(|p| &p.state));
         let mut progress = false;

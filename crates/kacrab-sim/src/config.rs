@@ -42,13 +42,15 @@ pub struct SimConfig {
     pub downtime_min: Duration,
     /// See `downtime_min`.
     pub downtime_max: Duration,
-    /// Unclean state loss: when a broker crashes, the partitions it led come back on
-    /// their new leader with producer state restored from a snapshot (newest batch per
-    /// producer only) instead of the replicated state. Off by default: with it, even a
-    /// correct client can duplicate (a retry of an older in-flight batch is no longer
-    /// recognised, gets OUT_OF_ORDER_SEQUENCE_NUMBER, and the epoch bump that follows
-    /// re-sends it under a new epoch). Kafka rebuilds producer state from the log on a
-    /// clean restart, which is what the default models.
+    /// Crashed brokers come back as after a clean shutdown: producer state from the
+    /// snapshot written at the log end, newest batch per producer only
+    /// (`ProducerStateManager.takeSnapshot` at `UnifiedLog.close`). Off by default: the
+    /// simulator's crash is unclean, so the newest snapshot is the last segment roll's
+    /// (every [`SimConfig::segment_entries`] entries) and the log after it is replayed,
+    /// which keeps the dedup window. With it a correct client can duplicate once the
+    /// restarted broker leads again (Kafka's weakness, not the client's: a retry of an
+    /// older in-flight batch is no longer recognised and gets
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER).
     pub snapshot_restore: bool,
     /// A stricter broker than Kafka: a producer it has no state for must start at
     /// sequence 0 (anything else gets OUT_OF_ORDER_SEQUENCE_NUMBER). Off by default,
@@ -57,6 +59,13 @@ pub struct SimConfig {
     /// ack (franz-go's gate), which closes the overtaking hole that acceptance opens; it
     /// exists to look for other bugs behind that one.
     pub strict_first_sequence: bool,
+    /// A follower's fetch, when [`FaultRates::replica_lag`] makes it lag, comes after a
+    /// delay drawn from `replica_lag_min..=replica_lag_max` (otherwise at once).
+    pub replica_lag_min: Duration,
+    /// See `replica_lag_min`.
+    pub replica_lag_max: Duration,
+    /// Log entries per segment: producer-state snapshots are written at each roll.
+    pub segment_entries: usize,
     /// The brokers' `max.message.bytes`: a larger batch is refused with
     /// MESSAGE_TOO_LARGE. Kafka's default is 1,048,588.
     pub max_message_bytes: usize,
@@ -116,6 +125,9 @@ impl SimConfig {
             downtime_min: Duration::from_millis(20),
             downtime_max: Duration::from_millis(1_500),
             snapshot_restore: false,
+            replica_lag_min: Duration::from_millis(1),
+            replica_lag_max: Duration::from_millis(400),
+            segment_entries: 1_000,
             strict_first_sequence: false,
             max_message_bytes: 1_048_588,
             initial_producer_epoch: 0,
@@ -196,6 +208,12 @@ pub struct SimStats {
     pub stale_leader_answers: u64,
     /// Leadership changes (moves and crashes).
     pub leader_changes: u64,
+    /// Produce requests held in purgatory until their batches were committed.
+    pub delayed_produces: u64,
+    /// Log entries of a leader that a failover truncated (never committed).
+    pub truncated_entries: u64,
+    /// Records in those entries.
+    pub truncated_records: u64,
     /// Records delivered (from events).
     pub delivered_records: u64,
     /// Records failed (from events).

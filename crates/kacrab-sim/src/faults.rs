@@ -49,8 +49,8 @@ pub enum FaultKind {
     /// MESSAGE_TOO_LARGE (the producer splits it, or fails a single record).
     MessageTooLarge,
     /// The leader appends, then loses leadership while the acks=all produce waits for
-    /// replication, and answers NOT_LEADER_OR_FOLLOWER (Kafka's DelayedProduce); the
-    /// new leader holds the batch.
+    /// replication, and answers NOT_LEADER_OR_FOLLOWER (Kafka's DelayedProduce). Counted
+    /// both for the direct fault and when a move during purgatory causes it.
     NotLeaderAfterAppend,
     /// The broker read a request and applies it later (its request queue, a slow
     /// disk): possibly after the client timed out or closed the connection, and
@@ -77,6 +77,13 @@ pub enum FaultKind {
     /// `ProducerStateManager.removeExpiredProducers`): it then accepts any sequence
     /// from that producer (KIP-360). Caused by the workload's idle gaps, not drawn.
     ProducerStateExpiry,
+    /// A follower fetches an appended batch only after a delay: until every in-sync
+    /// replica has it, the batch is above the high watermark and an acks=all produce
+    /// waits in purgatory.
+    ReplicaLag,
+    /// A failover made a replica with a shorter log the leader: the old leader's
+    /// uncommitted tail is truncated (KIP-101/KIP-279).
+    TruncationOnFailover,
 }
 
 impl FaultKind {
@@ -106,6 +113,8 @@ impl FaultKind {
         FaultKind::CorruptMessage,
         FaultKind::ClusterAuthorizationFailed,
         FaultKind::ProducerStateExpiry,
+        FaultKind::ReplicaLag,
+        FaultKind::TruncationOnFailover,
     ];
 
     /// A short stable name for reports.
@@ -128,6 +137,8 @@ impl FaultKind {
             FaultKind::IsrShrink => "ISR shrink episode",
             FaultKind::StaleMetadata => "stale metadata",
             FaultKind::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            FaultKind::ReplicaLag => "replica fetch lag",
+            FaultKind::TruncationOnFailover => "truncation on failover",
             FaultKind::NotLeaderAfterAppend => "NOT_LEADER_OR_FOLLOWER after append",
             FaultKind::ProcessingDelay => "request applied late",
             FaultKind::InvalidRecord => "INVALID_RECORD",
@@ -200,6 +211,12 @@ pub struct FaultRates {
     /// error ends the run's producer, so it is drawn by [`FaultRates::with_fatal`] in
     /// runs of its own.
     pub fatal_error: f64,
+    /// Per follower fetch after an append: the follower fetches only after a delay
+    /// (see `SimConfig::replica_lag_min`).
+    pub replica_lag: f64,
+    /// Per acks=all produce held in purgatory: the leadership of one of its
+    /// partitions moves (to an in-sync follower) before the followers fetched.
+    pub purgatory_leader_move: f64,
 }
 
 impl FaultRates {
@@ -222,6 +239,8 @@ impl FaultRates {
         processing_delay: 0.0,
         rejected_batch: 0.0,
         fatal_error: 0.0,
+        replica_lag: 0.0,
+        purgatory_leader_move: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -248,6 +267,8 @@ impl FaultRates {
             processing_delay: r / 4.0,
             rejected_batch: r / 40.0,
             fatal_error: 0.0,
+            replica_lag: (r * 4.0).min(1.0),
+            purgatory_leader_move: r / 2.0,
         }
     }
 

@@ -30,9 +30,12 @@ pub mod faults;
 pub mod log;
 pub mod net;
 pub mod ops;
+mod replica;
+mod replication;
 pub mod rng;
 pub mod scenario;
 pub mod txn_sim;
+pub mod verification;
 
 pub use checker::{Checker, FatalPolicy, Outcome, Tally, Violation, ViolationKind, WireBatch};
 pub use cluster::{BrokerNode, Cluster, SimPartition, Workload};

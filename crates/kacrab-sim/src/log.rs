@@ -2,12 +2,20 @@
 //! a log start offset, and the aborted-transaction index that a
 //! `read_committed` consumer uses.
 //!
-//! The log is modelled as fully replicated (acks=all), so the high watermark
-//! is the log end offset. Entries below the log start offset stay in
-//! [`Log::entries`] and [`Log::records`] for auditing (the simulator's
-//! exactly-once checks must see everything that was ever written), but the
-//! consumer views [`Log::read_uncommitted`] and [`Log::read_committed`] start
-//! at the log start offset, as a fetch would.
+//! Every replica of a partition has its own `Log`. The leader's high watermark
+//! (Kafka's `Partition.maybeIncrementLeaderHW`: the smallest log end offset of
+//! the in-sync replicas) is set by the cluster ([`Log::set_high_watermark`]);
+//! a log nobody tracks (a lone model broker in a unit test) is fully
+//! replicated, its high watermark is its log end offset. A replica that
+//! follows a new leader truncates to it ([`Log::truncate_to_entries`],
+//! KIP-101/KIP-279), so what is above the high watermark can vanish.
+//!
+//! Entries below the log start offset stay in [`Log::entries`] and
+//! [`Log::records`], but the consumer views [`Log::read_uncommitted`] and
+//! [`Log::read_committed`] start at the log start offset and stop at the high
+//! watermark, as a fetch would. The audit trail is the [`Log::journal`]: every
+//! append and every truncation, in order, kept even for entries that vanished
+//! (the simulator's exactly-once checks must see everything ever written).
 
 use bytes::Bytes;
 
@@ -126,6 +134,26 @@ pub struct AbortedTxn {
     pub last_offset: i64,
 }
 
+/// One change of the log, in the order it happened (the audit trail).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogChange {
+    /// An entry was appended by the leader.
+    Appended(LogEntry),
+    /// A failover made a replica with a shorter log the leader: these entries of
+    /// the old leader's log, never committed, are gone from the partition.
+    Truncated(Vec<LogEntry>),
+}
+
+/// Where a log's high watermark comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HighWatermark {
+    /// No one tracks replication: the log counts as fully replicated.
+    #[default]
+    LogEnd,
+    /// The leader's high watermark as the cluster computed it.
+    Tracked(i64),
+}
+
 /// The partition log.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Log {
@@ -133,6 +161,11 @@ pub struct Log {
     log_start_offset: i64,
     log_end_offset: i64,
     aborted: Vec<AbortedTxn>,
+    /// Never above `log_end_offset`, never moves backwards while tracked.
+    high_watermark: HighWatermark,
+    /// Every append and truncation; moves with leadership (see
+    /// [`Log::take_journal`]), so the leader's journal is the partition's.
+    journal: Vec<LogChange>,
 }
 
 impl Log {
@@ -141,8 +174,9 @@ impl Log {
         Self::default()
     }
 
-    /// Every entry ever appended, in offset order, including those below the
-    /// log start offset.
+    /// Every entry in the log, in offset order, including those below the log
+    /// start offset and those above the high watermark (truncated entries are
+    /// only in the [`Log::journal`]).
     pub fn entries(&self) -> &[LogEntry] {
         &self.entries
     }
@@ -152,9 +186,88 @@ impl Log {
         self.log_start_offset
     }
 
-    /// Offset the next append gets. Equal to the high watermark in this model.
+    /// Offset the next append gets.
     pub fn log_end_offset(&self) -> i64 {
         self.log_end_offset
+    }
+
+    /// The high watermark: offsets below it are committed (on every in-sync
+    /// replica) and visible to consumers.
+    pub fn high_watermark(&self) -> i64 {
+        match self.high_watermark {
+            HighWatermark::LogEnd => self.log_end_offset,
+            HighWatermark::Tracked(hw) => hw,
+        }
+    }
+
+    /// Sets the tracked high watermark (clamped to the log end offset).
+    pub fn set_high_watermark(&mut self, hw: i64) {
+        self.high_watermark = HighWatermark::Tracked(hw.min(self.log_end_offset));
+    }
+
+    /// Every append and truncation so far, in order (the audit trail).
+    pub fn journal(&self) -> &[LogChange] {
+        &self.journal
+    }
+
+    /// Takes the journal (a new leader carries on the old leader's).
+    pub(crate) fn take_journal(&mut self) -> Vec<LogChange> {
+        std::mem::take(&mut self.journal)
+    }
+
+    /// Replaces the journal with `journal` plus, if any entries vanished, their
+    /// truncation.
+    pub(crate) fn set_journal(&mut self, mut journal: Vec<LogChange>, truncated: Vec<LogEntry>) {
+        if !truncated.is_empty() {
+            journal.push(LogChange::Truncated(truncated));
+        }
+        self.journal = journal;
+    }
+
+    /// How many leading entries this log shares with `other` (Kafka finds the
+    /// divergence point from leader epochs, KIP-279; entries here carry their
+    /// raw batch and append time, so equality finds the same point).
+    pub fn common_prefix(&self, other: &Log) -> usize {
+        self.entries
+            .iter()
+            .zip(&other.entries)
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+
+    /// Drops every entry from index `keep` on (a follower truncating to its
+    /// leader). The aborted index and the high watermark follow. Returns the
+    /// dropped entries.
+    pub(crate) fn truncate_to_entries(&mut self, keep: usize) -> Vec<LogEntry> {
+        if keep >= self.entries.len() {
+            return Vec::new();
+        }
+        let removed = self.entries.split_off(keep);
+        self.log_end_offset = removed[0].base_offset();
+        let leo = self.log_end_offset;
+        self.aborted.retain(|a| a.last_offset < leo);
+        self.log_start_offset = self.log_start_offset.min(leo);
+        if let HighWatermark::Tracked(hw) = self.high_watermark {
+            self.high_watermark = HighWatermark::Tracked(hw.min(leo));
+        }
+        removed
+    }
+
+    /// A follower copies one entry of its leader's log, at the same offsets.
+    /// `txn_first_offset` is the open transaction an ABORT marker closes.
+    pub(crate) fn replicate(&mut self, entry: &LogEntry, txn_first_offset: Option<i64>) {
+        debug_assert_eq!(entry.base_offset(), self.log_end_offset, "replica gap");
+        if let (LogEntry::Marker(m), Some(first_offset)) = (entry, txn_first_offset) {
+            if m.kind == MarkerKind::Abort {
+                self.aborted.push(AbortedTxn {
+                    producer_id: m.producer_id,
+                    first_offset,
+                    last_offset: m.offset,
+                });
+            }
+        }
+        self.log_end_offset = entry.last_offset() + 1;
+        self.entries.push(entry.clone());
     }
 
     /// The aborted-transaction index, in marker order.
@@ -162,8 +275,8 @@ impl Log {
         &self.aborted
     }
 
-    /// Every data record ever appended, in offset order (audit view: ignores
-    /// the log start offset).
+    /// Every data record in the log, in offset order (ignores the log start
+    /// offset and the high watermark).
     pub fn records(&self) -> impl Iterator<Item = &LoggedRecord> + '_ {
         self.entries.iter().flat_map(|e| match e {
             LogEntry::Batch(b) => b.records.as_slice(),
@@ -174,8 +287,9 @@ impl Log {
     /// The data records a `read_uncommitted` consumer sees: everything from
     /// the log start offset to the high watermark, aborted or not.
     pub fn read_uncommitted(&self) -> Vec<&LoggedRecord> {
+        let hw = self.high_watermark();
         self.records()
-            .filter(|r| r.offset >= self.log_start_offset)
+            .filter(|r| r.offset >= self.log_start_offset && r.offset < hw)
             .collect()
     }
 
@@ -201,7 +315,7 @@ impl Log {
     /// Moves the log start offset forward (retention or DeleteRecords), never
     /// past the high watermark and never backwards. Returns the new value.
     pub fn advance_log_start_offset(&mut self, offset: i64) -> i64 {
-        let target = offset.min(self.log_end_offset);
+        let target = offset.min(self.high_watermark());
         if target > self.log_start_offset {
             self.log_start_offset = target;
         }
@@ -228,7 +342,7 @@ impl Log {
         for (i, r) in records.iter_mut().enumerate() {
             r.offset = base_offset + i as i64;
         }
-        self.entries.push(LogEntry::Batch(LoggedBatch {
+        let entry = LogEntry::Batch(LoggedBatch {
             base_offset,
             last_offset,
             producer_id,
@@ -239,7 +353,9 @@ impl Log {
             append_time_ms,
             raw,
             records,
-        }));
+        });
+        self.journal.push(LogChange::Appended(entry.clone()));
+        self.entries.push(entry);
         self.log_end_offset = last_offset + 1;
         (base_offset, last_offset)
     }
@@ -257,14 +373,16 @@ impl Log {
         txn_first_offset: Option<i64>,
     ) -> i64 {
         let offset = self.log_end_offset;
-        self.entries.push(LogEntry::Marker(ControlMarker {
+        let entry = LogEntry::Marker(ControlMarker {
             offset,
             producer_id,
             producer_epoch,
             coordinator_epoch,
             kind,
             append_time_ms,
-        }));
+        });
+        self.journal.push(LogChange::Appended(entry.clone()));
+        self.entries.push(entry);
         self.log_end_offset = offset + 1;
         if let (MarkerKind::Abort, Some(first_offset)) = (kind, txn_first_offset) {
             self.aborted.push(AbortedTxn {

@@ -169,13 +169,17 @@ pub struct Connection {
     last_request_at: Timestamp,
     /// Arrival time of the last response written (FIFO floor).
     last_response_at: Timestamp,
+    /// A produce request the broker read and holds in purgatory (acks=all waiting
+    /// for replication). The broker reads nothing more from this connection until
+    /// it answers (Kafka mutes the channel while a request is processed).
+    parked: Option<RequestId>,
 }
 
 impl Connection {
     /// Requests and responses still in flight.
     #[must_use]
     pub fn in_flight(&self) -> usize {
-        self.to_broker.len() + self.to_client.len()
+        self.to_broker.len() + self.to_client.len() + usize::from(self.parked.is_some())
     }
 }
 
@@ -291,7 +295,8 @@ impl Net {
         for (i, c) in self.conns.iter().enumerate() {
             let Some(c) = c else { continue };
             let node = NodeId(i as i32 + 1);
-            let muted = self.is_muted(node, c.generation);
+            // Held for processing or parked in purgatory: the broker reads no further.
+            let muted = self.is_muted(node, c.generation) || c.parked.is_some();
             let heads = [
                 c.to_broker
                     .front()
@@ -406,9 +411,32 @@ impl Net {
                 produce: t.msg.is_produce(),
                 applied: true,
             }))
+            .chain(c.parked.map(|id| Lost {
+                id,
+                produce: true,
+                applied: true,
+            }))
             .collect();
         lost.sort_by_key(|l| l.id);
         lost
+    }
+
+    /// The broker holds request `id` read from `node`'s (open) connection and reads
+    /// no more from it until [`Net::unpark`].
+    pub fn park(&mut self, node: NodeId, id: RequestId) {
+        if let Some(c) = self.conns[Self::slot(node)].as_mut() {
+            c.parked = Some(id);
+        }
+    }
+
+    /// The broker answers the request it held on `node`'s connection: returns it if
+    /// the connection is still open with generation `generation`.
+    pub fn unpark(&mut self, node: NodeId, generation: u64) -> Option<RequestId> {
+        let c = self.conns[Self::slot(node)].as_mut()?;
+        if c.generation != generation {
+            return None;
+        }
+        c.parked.take()
     }
 
     /// Messages in flight on every connection.

@@ -320,6 +320,17 @@ fn a_produce_applied_after_the_markers_opens_no_transaction(version: i16) {
     c.run_for(Duration::from_secs(4));
     assert_eq!(c.stats().late_applications, 1, "applied after the commit");
     assert_eq!(log_of(&c, 0), vec![0]);
+    if version == 1 {
+        // The refused late produce left the leader a KIP-890 verification entry whose
+        // lowest sequence is 0 (`ProducerStateManager.maybeCreateVerificationStateEntry`
+        // keeps the lowest sequence seen for the epoch until a transactional append or
+        // expiry clears it). TV1 continues sequences under the same epoch, so the next
+        // transaction's first batch (sequence 1) is above it and refused
+        // OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka's `ProducerAppendInfo.checkSequence`
+        // does: that transaction aborts, the abort's bump starts a new epoch, and the one
+        // after commits.
+        assert_eq!(c.run_transaction(2, true, MAX), TxnOutcome::Aborted);
+    }
     assert_eq!(c.run_transaction(2, true, MAX), TxnOutcome::Committed);
     assert_eq!(c.partition(0).state.read_committed().len(), 3);
     assert_clean(&mut c, &[]);

@@ -1,0 +1,131 @@
+//! One replica's side of replication: a follower copying its leader's log, a replica
+//! truncating to a new leader, and a restarted broker rebuilding producer state.
+//!
+//! Kafka's rules modelled here:
+//!
+//! * A follower appends what it fetches at the leader's offsets and updates producer
+//!   state from it without the client checks (`UnifiedLog.appendAsFollower`,
+//!   `ProducerAppendInfo` with `AppendOrigin.REPLICATION`: no sequence check, an old
+//!   epoch is only logged). So a follower holds the full dedup window of every batch
+//!   it replicated, and becomes a leader with it.
+//! * A replica that follows a new leader truncates its log to the point where they
+//!   diverge (KIP-101/KIP-279, `UnifiedLog.truncateTo`) and reloads producer state
+//!   for the shorter log (`ProducerStateManager.truncateAndReload`: the newest snapshot
+//!   below the truncation point, then the batches after it replayed).
+//! * A restarted broker loads producer state from its newest snapshot and replays the
+//!   log after it (`UnifiedLog.loadProducerState`). A snapshot
+//!   (`ProducerStateManager.takeSnapshot`, written at a segment roll and at a clean
+//!   shutdown) keeps one batch per producer, the newest, so after it only the batches
+//!   replayed behind it widen the dedup window again. A crash is an unclean shutdown:
+//!   the newest snapshot is the one of the last segment roll.
+
+use crate::broker::{BatchMetadata, PartitionState, ProducerStates};
+use crate::log::LogEntry;
+
+/// Replays `entries` into `states` as a follower or a log reload does.
+fn replay<'a>(states: &mut ProducerStates, entries: impl IntoIterator<Item = &'a LogEntry>) {
+    for entry in entries {
+        match entry {
+            LogEntry::Batch(b) if b.producer_id >= 0 => {
+                let e = states.entry_mut(b.producer_id);
+                e.add_batch(
+                    b.producer_epoch,
+                    BatchMetadata {
+                        first_seq: b.base_sequence,
+                        last_seq: b.last_sequence,
+                        first_offset: b.base_offset,
+                        last_offset: b.last_offset,
+                        timestamp_ms: b.append_time_ms,
+                    },
+                );
+                if b.transactional && e.current_txn_first_offset().is_none() {
+                    e.set_current_txn_first_offset(Some(b.base_offset));
+                }
+            }
+            LogEntry::Batch(_) => {}
+            LogEntry::Marker(m) => {
+                states.entry_mut(m.producer_id).apply_marker(
+                    m.producer_epoch,
+                    m.coordinator_epoch,
+                    m.append_time_ms,
+                );
+            }
+        }
+    }
+}
+
+impl PartitionState {
+    /// A follower fetches from `leader`: first truncates to where the two logs
+    /// diverge (KIP-279), then copies every entry it lacks. Returns how many entries
+    /// it truncated.
+    pub fn fetch_from(
+        &mut self,
+        leader: &PartitionState,
+        now_ms: u64,
+        expiration_ms: u64,
+    ) -> usize {
+        // Every replica truncates to each new leader at its election, so a follower's
+        // log is a prefix of its leader's: checking its last entry suffices.
+        let own = self.log.entries();
+        let theirs = leader.log.entries();
+        let keep = match own.last() {
+            Some(last) if theirs.get(own.len() - 1) == Some(last) => own.len(),
+            None => 0,
+            Some(_) => self.log.common_prefix(&leader.log),
+        };
+        debug_assert_eq!(keep, self.log.common_prefix(&leader.log));
+        let truncated = self.truncate_to_entries(keep, now_ms, expiration_ms);
+        for entry in &leader.log.entries()[keep..] {
+            let txn_first = match entry {
+                LogEntry::Marker(m) => self
+                    .producers
+                    .get(m.producer_id)
+                    .and_then(|e| e.current_txn_first_offset()),
+                LogEntry::Batch(_) => None,
+            };
+            self.log.replicate(entry, txn_first);
+            replay(&mut self.producers, std::iter::once(entry));
+        }
+        truncated
+    }
+
+    /// Truncates the log to its first `keep` entries and reloads producer state for
+    /// the shorter log (replayed from the start, then expired as a reload does).
+    /// Returns how many entries were dropped.
+    pub fn truncate_to_entries(&mut self, keep: usize, now_ms: u64, expiration_ms: u64) -> usize {
+        let removed = self.log.truncate_to_entries(keep).len();
+        if removed > 0 {
+            let mut states = ProducerStates::default();
+            replay(&mut states, self.log.entries());
+            states.remove_expired(now_ms, expiration_ms);
+            self.producers = states;
+        }
+        removed
+    }
+
+    /// Sets the high watermark the cluster computed for this (leader) replica.
+    pub fn set_high_watermark(&mut self, hw: i64) {
+        self.log.set_high_watermark(hw);
+    }
+
+    /// A restart: producer state from a snapshot taken after the first
+    /// `snapshot_entries` entries (newest batch per producer), then the rest of the
+    /// log replayed; producers idle past `expiration_ms` are not loaded. Verification
+    /// state (memory only) is gone.
+    pub fn restart_from_snapshot_at(
+        &mut self,
+        snapshot_entries: usize,
+        now_ms: u64,
+        expiration_ms: u64,
+    ) {
+        let entries = self.log.entries();
+        let split = snapshot_entries.min(entries.len());
+        let mut states = ProducerStates::default();
+        replay(&mut states, &entries[..split]);
+        let mut states = states.snapshot(false);
+        replay(&mut states, &entries[split..]);
+        states.remove_expired(now_ms, expiration_ms);
+        self.producers = states;
+        self.verifications.clear();
+    }
+}

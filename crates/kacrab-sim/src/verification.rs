@@ -1,0 +1,108 @@
+//! KIP-890 part 1 on the partition leader: the verification state a leader keeps
+//! for a transactional producer that has no open transaction on the partition yet.
+//!
+//! Kafka (`ReplicaManager.appendRecords` → `UnifiedLog.maybeStartTransactionVerification`)
+//! starts verification for a transactional batch of a producer with no ongoing
+//! transaction on the partition, creating a `VerificationStateEntry` that remembers
+//! the lowest first sequence seen at the newest epoch
+//! (`VerificationStateEntry.maybeUpdateLowestSequenceAndEpoch`). While the entry
+//! exists, `ProducerAppendInfo.checkSequence` refuses a batch whose first sequence is
+//! above that lowest sequence with OUT_OF_ORDER_SEQUENCE_NUMBER: a later batch of the
+//! transaction can not be written before an earlier one that is still being verified
+//! (or was refused). The entry goes when the producer's transactional batch or marker
+//! is appended (`UnifiedLog.updateProducers`) or after `producer.id.expiration.ms`
+//! (`ProducerStateManager.removeExpiredProducers`).
+//!
+//! The first sequence itself is not required to be 0: with no producer state the
+//! sequence check accepts any sequence (KIP-360), under transaction version 2 as well.
+
+use crate::broker::{PartitionState, Rejection, OUT_OF_ORDER_SEQUENCE_NUMBER};
+
+/// Kafka's `VerificationStateEntry` (the `VerificationGuard` itself is not needed:
+/// verification and append are one step in the model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerificationStateEntry {
+    created_ms: u64,
+    /// The lowest first sequence verified at `epoch`.
+    lowest_sequence: i32,
+    epoch: i16,
+}
+
+impl VerificationStateEntry {
+    /// Broker time the entry was created (for expiry).
+    pub fn created_ms(&self) -> u64 {
+        self.created_ms
+    }
+
+    /// The lowest first sequence verified at [`VerificationStateEntry::epoch`].
+    pub fn lowest_sequence(&self) -> i32 {
+        self.lowest_sequence
+    }
+
+    /// The newest epoch verified.
+    pub fn epoch(&self) -> i16 {
+        self.epoch
+    }
+
+    /// Kafka's `maybeUpdateLowestSequenceAndEpoch`: a lower sequence at the same
+    /// epoch lowers the bar; a newer epoch resets it.
+    fn update(&mut self, sequence: i32, epoch: i16) {
+        if epoch == self.epoch && sequence < self.lowest_sequence {
+            self.lowest_sequence = sequence;
+        }
+        if epoch > self.epoch {
+            self.epoch = epoch;
+            self.lowest_sequence = sequence;
+        }
+    }
+}
+
+/// The verification part of `ProducerAppendInfo.checkSequence`.
+pub(crate) fn check_lowest_sequence(
+    entry: Option<&VerificationStateEntry>,
+    first_seq: i32,
+) -> Result<(), Rejection> {
+    match entry {
+        Some(v) if first_seq > v.lowest_sequence => Err(Rejection {
+            code: OUT_OF_ORDER_SEQUENCE_NUMBER,
+            reason: "sequence above the lowest one verified for the transaction (KIP-890)",
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl PartitionState {
+    /// Kafka's `maybeStartTransactionVerification`: for a transactional batch of a
+    /// producer with no open transaction here, create (or update) its verification
+    /// state with the batch's first sequence and epoch. Returns whether verification
+    /// is needed (false when a transaction is already open).
+    pub fn start_transaction_verification(
+        &mut self,
+        producer_id: i64,
+        sequence: i32,
+        epoch: i16,
+        now_ms: u64,
+    ) -> bool {
+        let ongoing = self
+            .producers
+            .get(producer_id)
+            .is_some_and(|e| e.current_txn_first_offset().is_some());
+        if ongoing {
+            return false;
+        }
+        self.verifications
+            .entry(producer_id)
+            .or_insert(VerificationStateEntry {
+                created_ms: now_ms,
+                lowest_sequence: sequence,
+                epoch,
+            })
+            .update(sequence, epoch);
+        true
+    }
+
+    /// The verification state of `producer_id`, if any.
+    pub fn verification(&self, producer_id: i64) -> Option<&VerificationStateEntry> {
+        self.verifications.get(&producer_id)
+    }
+}
