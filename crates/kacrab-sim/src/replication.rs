@@ -246,9 +246,14 @@ impl Cluster {
         waits: Vec<Wait>,
         timeout: Duration,
     ) {
-        let Some(generation) = self.net.connection(node).map(|c| c.generation) else {
+        // The request came on the connection of `reply_generation`. If that one is gone
+        // (a request the broker held and applied late), nobody waits for the answer: the
+        // append stands and replicates on its own, and nothing is parked on a newer
+        // connection that never carried the request.
+        let generation = self.reply_generation;
+        if !self.net.is_current(node, generation) {
             return;
-        };
+        }
         self.stats.delayed_produces += 1;
         self.net.park(node, id);
         self.trace_line(|| format!("node {node} holds req {id} until replicated"));
@@ -328,6 +333,9 @@ impl Cluster {
             if self.purgatory[i].waits.iter().all(|w| w.done) {
                 let d = self.purgatory.remove(i);
                 if self.net.unpark(d.node, d.generation).is_some() {
+                    // The answer goes back on the connection the request came on, not
+                    // on whichever one the last applied request came on.
+                    self.reply_generation = d.generation;
                     self.respond(d.node, d.id, ToClient::Produce(d.id, d.resp), &d.gps);
                 }
             } else {

@@ -393,3 +393,42 @@ proptest! {
         prop_assert!(v.is_empty(), "seed {} rate {} fatal {}: {:#?}", seed, rate, fatal, v);
     }
 }
+
+/// A produce the broker held past `request.timeout.ms` is applied after the client
+/// closed that connection and retried the batch on a new one, while the retry waits in
+/// purgatory for lagging followers. Two rules meet here: the late original, which nobody
+/// waits for, must not be parked on (and answered over) the new connection that never
+/// carried it; and the retry's answer must still go back on the new connection when its
+/// replication completes (it went nowhere, and the client timed out a second time).
+#[test]
+fn a_late_application_neither_answers_on_nor_silences_a_newer_connection() {
+    let mut c = cluster(2, 1, |sim| {
+        sim.faults = FaultRates {
+            replica_lag: 1.0,
+            ..FaultRates::NONE
+        };
+        sim.replica_lag_min = Duration::from_millis(500);
+        sim.replica_lag_max = Duration::from_millis(500);
+    });
+    c.script(Script::HoldRequest {
+        partition: 0,
+        by: Duration::from_millis(1_300),
+    });
+    let a = c.send(0).expect("sent");
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    c.run_for(Duration::from_secs(3));
+
+    assert_clean(&mut c, &[]);
+    assert_eq!(c.stats().late_applications, 1, "applied after the close");
+    assert!(
+        c.stats().duplicate_batches >= 1,
+        "the late one is a duplicate"
+    );
+    assert_eq!(
+        c.stats().close_connections,
+        1,
+        "the retry, parked on the new connection, is answered there"
+    );
+    assert_eq!(outcome(&c, a), Outcome::Delivered);
+    assert_eq!(log_of(&c, 0), vec![0]);
+}
