@@ -90,10 +90,7 @@ fn commit_after_forced_close_is_refused_and_nothing_is_sent() {
             group_instance_id: None,
         },
     );
-    assert_eq!(
-        h.p.send_offsets_to_transaction(o, g),
-        Err(TxnError::Closed)
-    );
+    assert_eq!(h.p.send_offsets_to_transaction(o, g), Err(TxnError::Closed));
     h.pump();
     assert!(h.txn_requests.is_empty(), "{:?}", h.txn_requests);
     assert!(h.p.is_closed());
@@ -152,7 +149,10 @@ fn close_with_open_transaction_aborts_it() {
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
     h.pump();
     assert!(h.p.is_closed());
-    assert!(completions(&h).is_empty(), "no application operation was pending");
+    assert!(
+        completions(&h).is_empty(),
+        "no application operation was pending"
+    );
 }
 
 /// A commit requested before `close()` finishes as a commit.

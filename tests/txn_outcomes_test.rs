@@ -129,7 +129,13 @@ impl Auto {
             Some(Answer::Error(e)) => e,
             None => KafkaError::None,
         };
-        let fail = |e: KafkaError| if e == KafkaError::None { Ok(()) } else { Err(e) };
+        let fail = |e: KafkaError| {
+            if e == KafkaError::None {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        };
         match r {
             Request::FindCoordinator(f) => {
                 let result = fail(error).map(|()| NodeId(COORDINATOR));
@@ -155,7 +161,9 @@ impl Auto {
                     .iter()
                     .map(|o| (o.partition.clone(), error))
                     .collect();
-                self.p.handle_txn_offset_commit(c.id, &answers, now).unwrap();
+                self.p
+                    .handle_txn_offset_commit(c.id, &answers, now)
+                    .unwrap();
             }
             Request::EndTxn(e) => {
                 let result = fail(error).map(|()| {
@@ -175,7 +183,9 @@ impl Auto {
                         PartitionResponse::error(b.partition.clone(), error)
                     });
                 }
-                self.p.handle_produce_response(p.id, &response, now).unwrap();
+                self.p
+                    .handle_produce_response(p.id, &response, now)
+                    .unwrap();
             }
             Request::Metadata(_) | Request::CloseConnection { .. } => unreachable!(),
         }
@@ -389,10 +399,8 @@ fn every_transactional_error_ends_the_pending_operation() {
 /// `Ok` doing nothing); the next abort bumps again and succeeds.
 #[test]
 fn refused_bump_after_tv1_abort_completes_the_abort_and_the_next_abort_bumps() {
-    let (mut a, op) = Scenario::AbortTv1.start(
-        Rpc::Bump,
-        Answer::Error(KafkaError::TransactionAbortable),
-    );
+    let (mut a, op) =
+        Scenario::AbortTv1.start(Rpc::Bump, Answer::Error(KafkaError::TransactionAbortable));
     assert_eq!(
         a.drive_until_completed(op, "refused bump"),
         Err(TxnError::Abortable(KafkaError::TransactionAbortable))
@@ -404,7 +412,10 @@ fn refused_bump_after_tv1_abort_completes_the_abort_and_the_next_abort_bumps() {
     a.events.clear();
     let epoch = a.p.producer_id().epoch;
     a.p.abort_transaction().unwrap();
-    assert_eq!(a.drive_until_completed(TxnOp::Abort, "second abort"), Ok(()));
+    assert_eq!(
+        a.drive_until_completed(TxnOp::Abort, "second abort"),
+        Ok(())
+    );
     assert_eq!(a.p.transaction_state(), Some(TransactionState::Ready));
     assert_eq!(a.p.producer_id().epoch.0, epoch.0 + 1, "the bump happened");
 }
@@ -414,10 +425,8 @@ fn refused_bump_after_tv1_abort_completes_the_abort_and_the_next_abort_bumps() {
 /// abort completes saying so.
 #[test]
 fn tv2_abort_answered_unknown_producer_id_completes_fatal() {
-    let (mut a, op) = Scenario::AbortTv2.start(
-        Rpc::EndTxn,
-        Answer::Error(KafkaError::UnknownProducerId),
-    );
+    let (mut a, op) =
+        Scenario::AbortTv2.start(Rpc::EndTxn, Answer::Error(KafkaError::UnknownProducerId));
     assert_eq!(
         a.drive_until_completed(op, "abort"),
         Err(TxnError::Fatal(KafkaError::UnknownProducerId))
