@@ -281,3 +281,37 @@ fn abort_after_an_unanswered_add_partitions_still_ends_the_transaction() {
     let c = chaos(2339805845713263625, 1, 0.06908471513408998, 4, 2);
     assert_eq!(violations(&c, &[]), Vec::<String>::new());
 }
+
+/// `close()` with a transaction open aborts it against the model coordinator (Java's
+/// Sender aborts an ongoing transaction on a graceful close): the producer closes only
+/// after EndTxn(ABORT), the coordinator ends the transaction aborted, and nothing of it
+/// is visible to read_committed. Under TV1 and TV2, with and without faults.
+#[test]
+fn close_with_an_open_transaction_aborts_it() {
+    for version in [1, 2] {
+        for faults in [FaultRates::NONE, FaultRates::uniform(0.03)] {
+            let mut c = cluster(7, version, faults);
+            c.init_transactions(MAX).expect("init_transactions");
+            let first = txn(&mut c, 3, true);
+            let before = visible(&c);
+            c.begin_and_send(6);
+            c.close();
+            let closed = c.run_until(MAX, |c| c.producer().is_closed());
+            let what = format!("TV{version}, {faults:?}, first transaction {first:?}");
+            assert!(closed, "{what}: not closed");
+            assert_eq!(
+                visible(&c),
+                before,
+                "{what}: the open transaction is invisible"
+            );
+            if c.producer().fatal_error().is_none() {
+                assert_eq!(
+                    c.coordinator().state("tx-1"),
+                    Some(TxnState::CompleteAbort),
+                    "{what}"
+                );
+            }
+            assert_eq!(violations(&c, &[]), Vec::<String>::new(), "{what}");
+        }
+    }
+}
