@@ -82,6 +82,7 @@ enum Next {
     Net(NodeId, Direction),
     Send,
     Timer,
+    Markers,
 }
 
 /// A simulated Kafka cluster with a producer attached. See the module documentation.
@@ -120,6 +121,9 @@ pub struct Cluster {
     pub(crate) rival: Option<Producer>,
     /// Transactional waits that found nothing scheduled (see [`Cluster::txn_ticks`]).
     pub(crate) txn_ticks: u64,
+    /// The coordinator's timing (markers, loading) and the finalized
+    /// `transaction.version`.
+    pub(crate) txn_env: crate::txn_faults::TxnEnv,
 }
 
 impl Cluster {
@@ -206,11 +210,12 @@ impl Cluster {
             trace: (config.trace || config.trace_live).then(Vec::new),
             timer_stuck_at: None,
             timer_stuck_reported: false,
-            coordinator: TransactionCoordinator::new(500_000),
+            coordinator: crate::txn_faults::asynchronous_coordinator(),
             coordinator_node,
             txns: TxnTracker::default(),
             rival: None,
             txn_ticks: 0,
+            txn_env: crate::txn_faults::TxnEnv::new(config.seed, config.transaction_version),
             config,
         }
     }
@@ -427,6 +432,7 @@ impl Cluster {
             Next::Net(node, Direction::ToBroker) => self.deliver_request(node),
             Next::Net(node, Direction::ToClient) => self.deliver_response(node),
             Next::Send => self.workload_step(),
+            Next::Markers => self.write_due_markers(false),
             Next::Timer => {
                 self.trace_line(|| "handle_timeout".to_string());
                 self.producer.handle_timeout(self.now);
@@ -467,6 +473,9 @@ impl Cluster {
         }
         if let Some(w) = self.workload.as_ref().filter(|w| w.remaining > 0) {
             consider(w.next_at, Next::Send);
+        }
+        if let Some(t) = self.txn_env.markers_due() {
+            consider(t, Next::Markers);
         }
         if let Some(mut t) = self.producer.poll_timeout() {
             if self.timer_stuck_at == Some(self.now) && t <= self.now {
@@ -598,6 +607,7 @@ impl Cluster {
             .scan_logs(self.partitions.iter().map(|p| &p.state));
         self.checker.check_all_resolved();
         if self.config.producer.is_transactional() {
+            self.write_due_markers(true);
             self.check_transactions(true);
         }
     }

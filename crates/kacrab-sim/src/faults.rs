@@ -48,11 +48,40 @@ pub enum FaultKind {
     /// A batch larger than the brokers' `max.message.bytes` is refused with
     /// MESSAGE_TOO_LARGE (the producer splits it, or fails a single record).
     MessageTooLarge,
+    /// The transaction coordinator moves to another live broker without a crash (the
+    /// leadership of its `__transaction_state` partition moves): the old node answers
+    /// NOT_COORDINATOR, the new one COORDINATOR_LOAD_IN_PROGRESS while it loads.
+    CoordinatorMove,
+    /// The coordinator aborts the open transaction on its own, as its transaction
+    /// timeout does (`TransactionCoordinator.abortTimedOutTransactions`): epoch+1 and
+    /// ABORT markers.
+    CoordinatorAbort,
+    /// The cluster's finalized `transaction.version` changes (up or down, with a
+    /// higher finalized-features epoch), and the brokers' ApiVersions answers say so.
+    TransactionVersionChange,
+    /// A coordinator answered CONCURRENT_TRANSACTIONS (markers still outstanding).
+    CoordinatorConcurrentTransactions,
+    /// A coordinator answered COORDINATOR_LOAD_IN_PROGRESS.
+    CoordinatorLoadInProgress,
+    /// A broker answered NOT_COORDINATOR to a coordinator request.
+    CoordinatorNotCoordinator,
+    /// A coordinator request (or lookup) was answered COORDINATOR_NOT_AVAILABLE.
+    CoordinatorNotAvailable,
+    /// A coordinator answered PRODUCER_FENCED.
+    CoordinatorProducerFenced,
+    /// A coordinator answered TRANSACTION_ABORTABLE.
+    CoordinatorTransactionAbortable,
+    /// A coordinator answered INVALID_TXN_STATE.
+    CoordinatorInvalidTxnState,
+    /// A coordinator answered INVALID_PRODUCER_ID_MAPPING.
+    CoordinatorInvalidProducerIdMapping,
+    /// A coordinator answered another error code.
+    CoordinatorOtherError,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 28] = [
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -69,6 +98,18 @@ impl FaultKind {
         FaultKind::IsrShrink,
         FaultKind::StaleMetadata,
         FaultKind::MessageTooLarge,
+        FaultKind::CoordinatorMove,
+        FaultKind::CoordinatorAbort,
+        FaultKind::TransactionVersionChange,
+        FaultKind::CoordinatorConcurrentTransactions,
+        FaultKind::CoordinatorLoadInProgress,
+        FaultKind::CoordinatorNotCoordinator,
+        FaultKind::CoordinatorNotAvailable,
+        FaultKind::CoordinatorProducerFenced,
+        FaultKind::CoordinatorTransactionAbortable,
+        FaultKind::CoordinatorInvalidTxnState,
+        FaultKind::CoordinatorInvalidProducerIdMapping,
+        FaultKind::CoordinatorOtherError,
     ];
 
     /// A short stable name for reports.
@@ -91,7 +132,48 @@ impl FaultKind {
             FaultKind::IsrShrink => "ISR shrink episode",
             FaultKind::StaleMetadata => "stale metadata",
             FaultKind::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            FaultKind::CoordinatorMove => "transaction coordinator move",
+            FaultKind::CoordinatorAbort => "coordinator aborts the transaction (timeout)",
+            FaultKind::TransactionVersionChange => "finalized transaction.version change",
+            FaultKind::CoordinatorConcurrentTransactions => "coordinator: CONCURRENT_TRANSACTIONS",
+            FaultKind::CoordinatorLoadInProgress => "coordinator: COORDINATOR_LOAD_IN_PROGRESS",
+            FaultKind::CoordinatorNotCoordinator => "coordinator: NOT_COORDINATOR",
+            FaultKind::CoordinatorNotAvailable => "coordinator: COORDINATOR_NOT_AVAILABLE",
+            FaultKind::CoordinatorProducerFenced => "coordinator: PRODUCER_FENCED",
+            FaultKind::CoordinatorTransactionAbortable => "coordinator: TRANSACTION_ABORTABLE",
+            FaultKind::CoordinatorInvalidTxnState => "coordinator: INVALID_TXN_STATE",
+            FaultKind::CoordinatorInvalidProducerIdMapping => {
+                "coordinator: INVALID_PRODUCER_ID_MAPPING"
+            }
+            FaultKind::CoordinatorOtherError => "coordinator: other error",
         }
+    }
+
+    /// The counter of a coordinator's answer with Kafka error `code` (the "coordinator
+    /// errors by code" of a report), `None` for `NONE`.
+    #[must_use]
+    pub fn coordinator_answer(code: i16) -> Option<FaultKind> {
+        use crate::broker as b;
+        use crate::coordinator as c;
+        Some(match code {
+            b::NONE => return None,
+            b::CONCURRENT_TRANSACTIONS => FaultKind::CoordinatorConcurrentTransactions,
+            c::COORDINATOR_LOAD_IN_PROGRESS => FaultKind::CoordinatorLoadInProgress,
+            c::NOT_COORDINATOR => FaultKind::CoordinatorNotCoordinator,
+            c::COORDINATOR_NOT_AVAILABLE => FaultKind::CoordinatorNotAvailable,
+            b::PRODUCER_FENCED => FaultKind::CoordinatorProducerFenced,
+            b::TRANSACTION_ABORTABLE => FaultKind::CoordinatorTransactionAbortable,
+            b::INVALID_TXN_STATE => FaultKind::CoordinatorInvalidTxnState,
+            b::INVALID_PRODUCER_ID_MAPPING => FaultKind::CoordinatorInvalidProducerIdMapping,
+            _ => FaultKind::CoordinatorOtherError,
+        })
+    }
+
+    /// Whether the kind arises only with a transactional producer (an idempotent run
+    /// never sees it).
+    #[must_use]
+    pub fn is_transactional(self) -> bool {
+        self >= FaultKind::CoordinatorMove
     }
 
     fn index(self) -> usize {
@@ -140,6 +222,15 @@ pub struct FaultRates {
     /// Per partition in a produce request on its leader: MESSAGE_TOO_LARGE, as if the
     /// topic's `max.message.bytes` had just been lowered below the batch.
     pub message_too_large: f64,
+    /// Per transactional request reaching the coordinator: the coordinator moves
+    /// ([`FaultKind::CoordinatorMove`]).
+    pub coordinator_move: f64,
+    /// Per transactional request reaching the coordinator while a transaction is open:
+    /// the coordinator aborts it ([`FaultKind::CoordinatorAbort`]).
+    pub coordinator_abort: f64,
+    /// Per transactional request reaching a broker: the finalized `transaction.version`
+    /// changes ([`FaultKind::TransactionVersionChange`]).
+    pub transaction_version_change: f64,
 }
 
 impl FaultRates {
@@ -158,6 +249,9 @@ impl FaultRates {
         isr_shrink: 0.0,
         stale_metadata: 0.0,
         message_too_large: 0.0,
+        coordinator_move: 0.0,
+        coordinator_abort: 0.0,
+        transaction_version_change: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -180,6 +274,9 @@ impl FaultRates {
             isr_shrink: r / 40.0,
             stale_metadata: r,
             message_too_large: r / 40.0,
+            coordinator_move: r / 10.0,
+            coordinator_abort: r / 40.0,
+            transaction_version_change: r / 4.0,
         }
     }
 

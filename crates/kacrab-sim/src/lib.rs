@@ -32,6 +32,7 @@ pub mod net;
 pub mod ops;
 pub mod rng;
 pub mod scenario;
+pub mod txn_faults;
 pub mod txn_sim;
 
 pub use checker::{Checker, Outcome, Tally, Violation, ViolationKind, WireBatch};

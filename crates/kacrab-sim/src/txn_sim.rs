@@ -64,6 +64,8 @@ pub struct TxnTracker {
     pub events: Vec<(TxnOp, Result<(), TxnError>)>,
     current: Option<usize>,
     by_record: BTreeMap<RecordId, usize>,
+    /// The operation the workload called whose completion has not come yet.
+    pending: Option<TxnOp>,
 }
 
 impl TxnTracker {
@@ -76,6 +78,9 @@ impl TxnTracker {
 
     pub(crate) fn on_completed(&mut self, op: TxnOp, result: &Result<(), TxnError>) {
         self.events.push((op, result.clone()));
+        if self.pending == Some(op) {
+            self.pending = None;
+        }
     }
 
     fn begin(&mut self, commit: bool) -> usize {
@@ -112,7 +117,7 @@ fn partition_of(tp: &TopicPartition) -> Partition {
 }
 
 /// A marker writer over the cluster's partitions.
-fn marker_writer(
+pub(crate) fn marker_writer(
     parts: &mut [SimPartition],
     now_ms: u64,
 ) -> impl FnMut(&Partition, &TxnMarker) -> Result<(), i16> + '_ {
@@ -167,11 +172,9 @@ impl Cluster {
         self.rival.as_ref()
     }
 
-    /// Writes the coordinator's outstanding markers.
+    /// Writes the coordinator's outstanding markers if they are due.
     fn deliver_markers(&mut self) {
-        let now_ms = self.now.as_millis();
-        let mut w = marker_writer(&mut self.partitions, now_ms);
-        self.coordinator.deliver_markers(now_ms, &mut w);
+        self.write_due_markers(false);
     }
 
     /// The coordinator moves off a crashed `node` (to another live broker).
@@ -185,11 +188,7 @@ impl Cluster {
             .find(|b| b.up && b.id != node)
             .map(|b| b.id)
         {
-            self.coordinator_node = to;
-            let epoch = self.coordinator.bump_coordinator_epoch();
-            self.trace_line(|| {
-                format!("transaction coordinator moves to node {to} (epoch {epoch})")
-            });
+            self.move_coordinator(to);
         }
     }
 
@@ -200,15 +199,28 @@ impl Cluster {
         r: &InitProducerIdRequest,
         txn_id: &str,
     ) -> Result<ProducerIdAndEpoch, KafkaError> {
-        if node != self.coordinator_node {
-            return Err(KafkaError::NotCoordinator);
-        }
-        if self.fault_rng.chance(self.rates.coordinator_error) {
+        self.draw_coordinator_faults(node, txn_id);
+        let refused = if node != self.coordinator_node {
+            Some(KafkaError::NotCoordinator)
+        } else if self.coordinator_loading() {
+            Some(KafkaError::CoordinatorLoadInProgress)
+        } else if self.fault_rng.chance(self.rates.coordinator_error) {
             self.faults.add(FaultKind::CoordinatorError);
-            return Err(KafkaError::CoordinatorLoadInProgress);
+            Some(KafkaError::CoordinatorLoadInProgress)
+        } else {
+            None
+        };
+        let result = match refused {
+            Some(e) => Err(e),
+            None => {
+                self.deliver_markers();
+                self.init_at_coordinator(r, txn_id)
+            }
+        };
+        if let Err(e) = &result {
+            self.count_coordinator_answer(e.code());
         }
-        self.deliver_markers();
-        self.init_at_coordinator(r, txn_id)
+        result
     }
 
     fn init_at_coordinator(
@@ -219,11 +231,15 @@ impl Cluster {
         let now_ms = self.now.as_millis();
         let timeout_ms = u64::try_from(r.transaction_timeout.as_millis()).unwrap_or(u64::MAX);
         let expected = Some((r.current.id.0, r.current.epoch.0));
-        let mut w = marker_writer(&mut self.partitions, now_ms);
-        self.coordinator
-            .init_producer_id(txn_id, timeout_ms, expected, now_ms, &mut w)
-            .map(|(pid, epoch)| ProducerIdAndEpoch::new(pid, epoch))
-            .map_err(KafkaError::from_code)
+        let result = {
+            let mut w = marker_writer(&mut self.partitions, now_ms);
+            self.coordinator
+                .init_producer_id(txn_id, timeout_ms, expected, now_ms, &mut w)
+                .map(|(pid, epoch)| ProducerIdAndEpoch::new(pid, epoch))
+                .map_err(KafkaError::from_code)
+        };
+        self.schedule_markers();
+        result
     }
 
     /// A transactional request reaches `node`.
@@ -234,10 +250,15 @@ impl Cluster {
         if unavailable {
             self.faults.add(FaultKind::CoordinatorError);
         }
+        if let Some(txn_id) = transactional_id_of(&req) {
+            self.draw_coordinator_faults(node, &txn_id);
+            self.check_request_version(&req, &txn_id);
+        }
         let refuse = match (&req, unavailable) {
             (Request::FindCoordinator(_), true) => Some(KafkaError::CoordinatorNotAvailable),
             (Request::FindCoordinator(_), false) => None,
             (_, _) if node != self.coordinator_node => Some(KafkaError::NotCoordinator),
+            (_, _) if self.coordinator_loading() => Some(KafkaError::CoordinatorLoadInProgress),
             (_, true) => Some(KafkaError::CoordinatorLoadInProgress),
             _ => None,
         };
@@ -321,6 +342,10 @@ impl Cluster {
                 return;
             }
         };
+        self.schedule_markers();
+        for code in answer_codes(&answer) {
+            self.count_coordinator_answer(code);
+        }
         self.trace_line(|| format!("node {node} txn req {id}: {answer:?}"));
         self.respond(node, id, ToClient::Txn(id, answer), &[]);
     }
@@ -340,8 +365,11 @@ impl Cluster {
             return None;
         }
         let part = partition_of(tp);
+        self.check_version_latch(txn_id, h.producer_id, r.transaction_v2, "Produce");
         let code = if !self.is_up(self.coordinator_node) {
             crate::coordinator::COORDINATOR_NOT_AVAILABLE
+        } else if self.coordinator_loading() {
+            crate::coordinator::COORDINATOR_LOAD_IN_PROGRESS
         } else if r.transaction_v2 {
             let now_ms = self.now.as_millis();
             self.coordinator.add_partition_implicit(
@@ -358,6 +386,7 @@ impl Cluster {
         if code == NONE {
             return None;
         }
+        self.count_coordinator_answer(code);
         let version = if r.transaction_v2 { 12 } else { 11 };
         let error = KafkaError::from_code(produce_error_from_coordinator(code, version));
         self.trace_line(|| {
@@ -420,6 +449,7 @@ impl Cluster {
     pub fn init_transactions(&mut self, max: Duration) -> Result<(), TxnError> {
         let start = self.txns.events.len();
         self.producer.init_transactions()?;
+        self.txns.pending = Some(TxnOp::InitTransactions);
         self.after_input();
         self.wait_txn(TxnOp::InitTransactions, start, max)
             .unwrap_or(Err(TxnError::Fatal(KafkaError::RequestTimedOut)))
@@ -435,6 +465,9 @@ impl Cluster {
         } else {
             self.producer.abort_transaction()
         };
+        if called.is_ok() {
+            self.txns.pending = Some(op);
+        }
         self.after_input();
         let result = match called {
             Ok(()) => match self.wait_txn(op, start, max) {
@@ -562,7 +595,7 @@ impl Cluster {
     /// What the rival's `init_transactions` reported.
     pub fn fence_with_rival(&mut self) -> Result<(), TxnError> {
         let mut p = Producer::new(self.config.producer.clone(), self.now);
-        p.handle_transaction_version(self.config.transaction_version);
+        p.handle_transaction_version(self.txn_env_level());
         p.init_transactions()?;
         let mut now = self.now;
         let mut result = None;
@@ -575,7 +608,7 @@ impl Cluster {
                     }
                     Request::InitProducerId(r) => {
                         let txn_id = r.transactional_id.clone().unwrap_or_default();
-                        self.deliver_markers();
+                        self.write_due_markers(true);
                         let res = self.init_at_coordinator(&r, &txn_id);
                         self.trace_line(|| format!("rival InitProducerId: {res:?}"));
                         let _ = p.handle_producer_id(r.id, res, now);
@@ -670,12 +703,22 @@ impl Cluster {
                 _ => {}
             }
         }
+        // The markers of the last ended transaction may still be on their way: its
+        // records become visible when they are written.
+        let settling = (!self.coordinator.pending_marker_writes().is_empty())
+            .then(|| {
+                self.txns
+                    .txns
+                    .iter()
+                    .rposition(|t| t.outcome != TxnOutcome::Open)
+            })
+            .flatten();
         for (t, txn) in self.txns.txns.iter().enumerate() {
             let visible = txn.records.iter().filter(|r| seen.contains_key(r)).count();
             match &txn.outcome {
                 TxnOutcome::Committed => {
                     for rid in &txn.records {
-                        if !seen.contains_key(rid) {
+                        if !seen.contains_key(rid) && settling != Some(t) {
                             problems.push(format!(
                                 "record {rid} of committed transaction {t} not visible"
                             ));
@@ -704,6 +747,9 @@ impl Cluster {
             }
         }
         if end {
+            if let Some(op) = self.txns.pending {
+                problems.push(format!("{op:?} still pending at the end of the quiet phase"));
+            }
             if let Some(id) = self.config.producer.transactional_id() {
                 let state = self.coordinator.state(id);
                 let stuck = state.is_some_and(|s| s == TxnState::Ongoing || s.is_prepare());
@@ -716,4 +762,30 @@ impl Cluster {
             self.checker.violation(ViolationKind::Transaction, p);
         }
     }
+}
+
+/// The transactional id a coordinator request names (`None` for FindCoordinator).
+fn transactional_id_of(req: &Request) -> Option<String> {
+    match req {
+        Request::AddPartitionsToTxn(r) => Some(r.transactional_id.clone()),
+        Request::AddOffsetsToTxn(r) => Some(r.transactional_id.clone()),
+        Request::TxnOffsetCommit(r) => Some(r.transactional_id.clone()),
+        Request::EndTxn(r) => Some(r.transactional_id.clone()),
+        _ => None,
+    }
+}
+
+/// Every error code in a coordinator's answer, once each.
+fn answer_codes(answer: &TxnAnswer) -> Vec<i16> {
+    let mut codes: Vec<i16> = match answer {
+        TxnAnswer::FindCoordinator(r) => r.as_ref().err().map(|e| e.code()).into_iter().collect(),
+        TxnAnswer::AddPartitions(v) | TxnAnswer::TxnOffsetCommit(v) => {
+            v.iter().map(|(_, e)| e.code()).collect()
+        }
+        TxnAnswer::AddOffsets(e) => vec![e.code()],
+        TxnAnswer::EndTxn(r) => r.as_ref().err().map(|e| e.code()).into_iter().collect(),
+    };
+    codes.sort_unstable();
+    codes.dedup();
+    codes
 }

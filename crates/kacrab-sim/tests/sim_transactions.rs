@@ -57,7 +57,11 @@ fn logged(c: &Cluster) -> usize {
 /// may still be in flight: see `commit_right_after_send_adds_every_partition`).
 fn txn(c: &mut Cluster, records: u32, commit: bool) -> TxnOutcome {
     c.begin_and_send(records);
-    c.finish_open_transaction(commit, MAX)
+    let outcome = c.finish_open_transaction(commit, MAX);
+    // The coordinator writes the markers after answering EndTxn; read_committed
+    // readers see the outcome once they are written.
+    assert!(c.run_until_markers_written(MAX), "markers never written");
+    outcome
 }
 
 fn commit_then_abort(version: i16) {
