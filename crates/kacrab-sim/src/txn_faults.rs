@@ -186,14 +186,23 @@ impl Cluster {
         let open = self.coordinator.state(txn_id) == Some(TxnState::Ongoing);
         if open && self.fault_rng.chance(self.rates.coordinator_abort) {
             self.faults.add(FaultKind::CoordinatorAbort);
-            let now_ms = self.now.as_millis();
-            {
-                let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
-                self.coordinator.abort_open_transaction(txn_id, now_ms, &mut w);
-            }
+            self.coordinator_aborts(txn_id);
+        }
+    }
+
+    /// The coordinator aborts the open transaction of `txn_id` on its own, as its
+    /// transaction timeout would. Returns whether one was open.
+    pub fn coordinator_aborts(&mut self, txn_id: &str) -> bool {
+        let now_ms = self.now.as_millis();
+        let aborted = {
+            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            self.coordinator.abort_open_transaction(txn_id, now_ms, &mut w)
+        };
+        if aborted {
             self.trace_line(|| format!("coordinator aborts the open transaction of {txn_id}"));
             self.schedule_markers();
         }
+        aborted
     }
 
     /// Counts a coordinator answer by its error code.

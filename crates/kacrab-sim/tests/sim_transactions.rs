@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kacrab_idempotence::{TransactionState, TxnError};
 use kacrab_sim::coordinator::TxnState;
-use kacrab_sim::{Cluster, FaultRates, SimConfig, TxnOutcome, ViolationKind};
+use kacrab_sim::{Cluster, FaultKind, FaultRates, SimConfig, TxnOutcome, ViolationKind};
 use proptest::prelude::*;
 
 const MAX: Duration = Duration::from_secs(120);
@@ -191,8 +191,32 @@ fn chaos(seed: u64, version: i16, rate: f64, n: u32, k: u32) -> Cluster {
     c.restart_all();
     c.run_until_idle(MAX);
     c.final_check();
-    assert_eq!(outcomes.len(), n as usize, "stopped early: {outcomes:?}");
+    if !fenced_by_coordinator_abort(&c) {
+        assert_eq!(outcomes.len(), n as usize, "stopped early: {outcomes:?}");
+    }
     c
+}
+
+/// Whether the producer was fenced because the coordinator aborted its transaction
+/// (as on a transaction timeout): the coordinator bumped the epoch, so the producer's
+/// next EndTxn or AddPartitionsToTxn at the old epoch is PRODUCER_FENCED, which is
+/// fatal (Kafka's `TransactionCoordinator.handleEndTransaction`). The run stops there.
+fn fenced_by_coordinator_abort(c: &Cluster) -> bool {
+    c.faults().get(FaultKind::CoordinatorAbort) > 0
+        && matches!(
+            c.transactions().txns.last().map(|t| &t.outcome),
+            Some(TxnOutcome::Failed(TxnError::ProducerFenced))
+        )
+}
+
+/// The violations of a chaos run; a producer fenced by the coordinator's abort is
+/// fatal by Kafka's rules, not a violation.
+fn chaos_violations(c: &Cluster) -> Vec<String> {
+    if fenced_by_coordinator_abort(c) {
+        violations(c, &[ViolationKind::Fatal])
+    } else {
+        violations(c, &[])
+    }
 }
 
 #[test]
@@ -200,7 +224,7 @@ fn chaos_smoke() {
     for seed in 0..10 {
         for version in [1, 2] {
             let c = chaos(seed, version, 0.05, 10, 5);
-            let v = violations(&c, &[]);
+            let v = chaos_violations(&c);
             assert!(v.is_empty(), "seed {seed} v{version}: {v:#?}");
         }
     }
@@ -218,7 +242,7 @@ proptest! {
         k in 1u32..6,
     ) {
         let c = chaos(seed, if v2 { 2 } else { 1 }, rate, n, k);
-        let v = violations(&c, &[]);
+        let v = chaos_violations(&c);
         prop_assert!(v.is_empty(), "seed {} v2 {} rate {}: {:#?}", seed, v2, rate, v);
         prop_assert_eq!(c.transactions().count(|o| *o == TxnOutcome::Open), 0);
     }
@@ -285,3 +309,150 @@ fn abort_after_an_unanswered_add_partitions_still_ends_the_transaction() {
     let c = chaos(2339805845713263625, 1, 0.06908471513408998, 4, 2);
     assert_eq!(violations(&c, &[]), Vec::<String>::new());
 }
+
+
+// ------------------------------------------------------------ the coordinator's answers
+
+fn slow_coordinator(seed: u64, version: i16) -> Cluster {
+    let mut sim = SimConfig::transactional(seed, "tx-1", version);
+    sim.partitions = 4;
+    sim.trace = true;
+    sim.marker_delay_max = Duration::from_millis(400);
+    sim.coordinator_load_max = Duration::from_millis(400);
+    Cluster::new(sim)
+}
+
+/// Kafka answers EndTxn once the prepare record is in the transaction log and writes
+/// the markers afterwards: a commit has returned while its records are still
+/// invisible to read_committed, the next transaction's requests are answered
+/// CONCURRENT_TRANSACTIONS until the markers are written, and then both commit.
+fn markers_are_written_after_end_txn(version: i16) {
+    let mut c = slow_coordinator(11, version);
+    c.init_transactions(MAX).unwrap();
+    c.begin_and_send(4);
+    assert_eq!(c.finish_open_transaction(true, MAX), TxnOutcome::Committed);
+    assert!(
+        !c.coordinator().pending_marker_writes().is_empty(),
+        "this seed's marker delay outlasts the EndTxn answer"
+    );
+    assert_eq!(visible(&c), 0, "no marker yet, nothing visible");
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    assert_eq!(visible(&c), 7);
+    assert!(c.faults().get(FaultKind::CoordinatorConcurrentTransactions) > 0);
+    assert_clean(&mut c, &[]);
+}
+
+#[test]
+fn markers_are_written_after_end_txn_tv1() {
+    markers_are_written_after_end_txn(1);
+}
+
+#[test]
+fn markers_are_written_after_end_txn_tv2() {
+    markers_are_written_after_end_txn(2);
+}
+
+/// A coordinator that moves (without a crash) loads its state before it answers:
+/// COORDINATOR_LOAD_IN_PROGRESS from the new node, NOT_COORDINATOR from the old one;
+/// the producer looks the coordinator up again and its transactions commit.
+fn a_moved_coordinator_loads_first(version: i16) {
+    let mut c = slow_coordinator(12, version);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    let old = c.coordinator_node();
+    let to = kacrab_idempotence::NodeId(if old.0 == 2 { 3 } else { 2 });
+    c.move_coordinator(to);
+    assert!(c.coordinator_loading());
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    assert_eq!(txn(&mut c, 2, false), TxnOutcome::Aborted);
+    assert_eq!(visible(&c), 6);
+    assert!(c.faults().get(FaultKind::CoordinatorNotCoordinator) > 0);
+    assert!(c.faults().get(FaultKind::CoordinatorLoadInProgress) > 0);
+    assert_clean(&mut c, &[]);
+}
+
+#[test]
+fn a_moved_coordinator_loads_first_tv1() {
+    a_moved_coordinator_loads_first(1);
+}
+
+#[test]
+fn a_moved_coordinator_loads_first_tv2() {
+    a_moved_coordinator_loads_first(2);
+}
+
+/// The coordinator aborts the open transaction on its own (its timeout): none of its
+/// records becomes visible, the producer learns it (fenced under TV1, where the
+/// coordinator's epoch bump fences it; aborted or fenced under TV2) and the
+/// coordinator is left with no open transaction.
+fn coordinator_abort_hides_the_transaction(version: i16) {
+    let mut c = slow_coordinator(13, version);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    c.begin_and_send(4);
+    c.run_for(Duration::from_millis(50));
+    assert!(c.coordinator_aborts("tx-1"), "a transaction was open");
+    let outcome = c.finish_open_transaction(true, MAX);
+    assert!(c.run_until_markers_written(MAX));
+    match outcome {
+        TxnOutcome::Failed(TxnError::ProducerFenced) | TxnOutcome::Aborted => {}
+        o => panic!("a transaction the coordinator aborted ended {o:?}"),
+    }
+    assert_eq!(visible(&c), 3, "nothing of the aborted transaction is visible");
+    assert!(c.faults().get(FaultKind::CoordinatorProducerFenced) > 0 || outcome == TxnOutcome::Aborted);
+    assert_clean(&mut c, &[ViolationKind::Fatal]);
+}
+
+#[test]
+fn coordinator_abort_hides_the_transaction_tv1() {
+    coordinator_abort_hides_the_transaction(1);
+}
+
+#[test]
+fn coordinator_abort_hides_the_transaction_tv2() {
+    coordinator_abort_hides_the_transaction(2);
+}
+
+// ------------------------------------------------------------ transaction.version moves
+
+/// The finalized level moves with a rising finalized-features epoch.
+#[test]
+fn transaction_version_changes_with_a_rising_features_epoch() {
+    let mut c = cluster(14, 2, FaultRates::NONE);
+    assert_eq!(c.finalized_transaction_version(), (2, 0));
+    c.set_finalized_transaction_version(1);
+    assert_eq!(c.finalized_transaction_version(), (1, 1));
+    c.set_finalized_transaction_version(2);
+    assert_eq!(c.finalized_transaction_version(), (2, 2));
+}
+
+/// `transaction.version` changes while a transaction is open: the transaction keeps
+/// the version it started under (Kafka 4.x `TransactionManager` latches it), so its
+/// Produce, AddPartitionsToTxn and EndTxn all speak one version; the next
+/// transaction uses the new one. Both directions.
+fn version_change_mid_transaction(from: i16, to: i16) {
+    let mut c = cluster(15, from, FaultRates::NONE);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    c.begin_and_send(4);
+    c.set_finalized_transaction_version(to);
+    let outcome = c.finish_open_transaction(true, MAX);
+    assert!(c.run_until_markers_written(MAX));
+    assert_eq!(outcome, TxnOutcome::Committed);
+    assert_eq!(txn(&mut c, 2, true), TxnOutcome::Committed);
+    c.set_finalized_transaction_version(from);
+    assert_eq!(txn(&mut c, 2, false), TxnOutcome::Aborted);
+    assert_eq!(visible(&c), 9);
+    assert_clean(&mut c, &[]);
+}
+
+#[test]
+fn tv1_to_tv2_mid_transaction_keeps_tv1_until_it_ends() {
+    version_change_mid_transaction(1, 2);
+}
+
+#[test]
+fn tv2_to_tv1_mid_transaction_keeps_tv2_until_it_ends() {
+    version_change_mid_transaction(2, 1);
+}
+
