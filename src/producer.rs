@@ -291,7 +291,7 @@ impl Producer {
     /// Whether `close` was called and every record has an outcome.
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.lifecycle == Lifecycle::Closing && self.is_idle()
+        self.lifecycle == Lifecycle::Closing && self.is_idle() && !self.txn_closing()
     }
 
     pub(crate) fn observe(&mut self, now: Timestamp) {
@@ -426,17 +426,23 @@ impl Producer {
     }
 
     /// Stops accepting records and sends everything queued without waiting for linger.
-    /// The producer is closed once [`Producer::is_closed`] is true.
+    /// A transaction still open is aborted (EndTxn(ABORT); a commit already requested
+    /// finishes), and every transactional operation is refused from now on with
+    /// [`TxnError::Closed`](crate::TxnError::Closed). The producer is closed once
+    /// [`Producer::is_closed`] is true.
     pub fn close(&mut self) {
         self.lifecycle = Lifecycle::Closing;
         self.flushing = true;
     }
 
     /// Fails every record without an outcome with [`DeliveryError::Aborted`] and closes
-    /// the producer (Java's forced close). Records already on the wire may still be
+    /// the producer (Java's forced close): nothing transactional is sent any more and a
+    /// pending transactional operation completes with
+    /// [`TxnError::Closed`](crate::TxnError::Closed). Records already on the wire may still be
     /// written; they are reported `possibly_written`.
     pub fn abort(&mut self) {
         self.lifecycle = Lifecycle::Closing;
+        self.txn_force_close();
         self.fail_everything(&DeliveryError::Aborted);
     }
 

@@ -118,6 +118,12 @@ pub enum TxnError {
     /// Not authorized for the transactional id (init_transactions may be called again).
     #[error("not authorized: {0}")]
     Unauthorized(KafkaError),
+    /// [`Producer::close`](crate::Producer::close) or
+    /// [`Producer::abort`](crate::Producer::abort) was called: no transactional
+    /// operation is accepted any more (Java's `KafkaProducer.throwIfProducerClosed`), and
+    /// an operation still pending at a forced close completes with this error.
+    #[error("the producer is closed")]
+    Closed,
 }
 
 /// A consumer group's identity, for [`Producer::send_offsets_to_transaction`](crate::Producer::send_offsets_to_transaction) (KIP-447).
@@ -192,6 +198,15 @@ impl Queued {
     }
 }
 
+/// Whether the producer was closed by force ([`Producer::abort`](crate::Producer::abort)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shutdown {
+    /// Open, or closing gracefully (an open transaction is aborted first).
+    Running,
+    /// Forced close: nothing transactional is sent any more.
+    Forced,
+}
+
 /// The transactional part of a producer. Present iff `transactional.id` is set.
 #[derive(Debug)]
 pub(crate) struct Txn {
@@ -204,8 +219,15 @@ pub(crate) struct Txn {
     pub(crate) group_coordinator: Option<NodeId>,
     /// The broker's finalized `transaction.version` (KIP-890), as last reported.
     pub(crate) version_level: i16,
-    /// Transaction version 2 in use, sampled at init and at each commit/abort.
+    /// Transaction version 2 in use by the open transaction. Latched: chosen at init,
+    /// and changed only between transactions, so every request of one transaction
+    /// (Produce, TxnOffsetCommit, EndTxn) speaks the version it began under
+    /// (`TransactionManager.beginCompletingTransaction` builds EndTxn before
+    /// `maybeUpdateTransactionV2Enabled`).
     pub(crate) v2: bool,
+    /// The version the next transaction uses, sampled from `version_level` when this
+    /// one starts completing; applied by `reset_transaction`.
+    pub(crate) next_v2: Option<bool>,
     /// The abort must be followed by an InitProducerId that bumps the epoch (TV1).
     pub(crate) bump_required: bool,
     /// Something was added to the transaction (a partition or offsets): EndTxn is sent.
@@ -223,6 +245,7 @@ pub(crate) struct Txn {
     pub(crate) attempts: u32,
     /// The application operation waiting for its completion event.
     pub(crate) op: Option<TxnOp>,
+    pub(crate) shutdown: Shutdown,
 }
 
 impl Txn {
@@ -236,6 +259,7 @@ impl Txn {
             group_coordinator: None,
             version_level: 0,
             v2: false,
+            next_v2: None,
             bump_required: false,
             started: false,
             new_partitions: BTreeSet::new(),
@@ -248,6 +272,7 @@ impl Txn {
             retry_at: None,
             attempts: 0,
             op: None,
+            shutdown: Shutdown::Running,
         }
     }
 
@@ -264,14 +289,20 @@ impl Txn {
         (0..self.queue.len()).min_by_key(|&i| self.queue[i].priority())
     }
 
-    /// Clears what belongs to one transaction (Java's `resetTransactionState`).
+    /// Clears what belongs to one transaction (Java's `resetTransactionState`). With a
+    /// bump required the state is `Initializing` and the bump is queued here, so that
+    /// `Initializing` never stands without the request that ends it.
     pub(crate) fn reset_transaction(&mut self) {
-        self.state = if self.bump_required {
-            TransactionState::Initializing
+        if self.bump_required {
+            self.state = TransactionState::Initializing;
+            self.enqueue(Queued::InitProducerId { bump: true });
         } else {
-            TransactionState::Ready
-        };
+            self.state = TransactionState::Ready;
+        }
         self.last_error = None;
+        if let Some(v2) = self.next_v2.take() {
+            self.v2 = v2;
+        }
         self.started = false;
         self.new_partitions.clear();
         self.pending_partitions.clear();

@@ -185,7 +185,12 @@ impl Producer {
             }
             Err(e) => {
                 self.id_state = IdState::Transactional;
-                let next = common(e, CoordinatorType::Transaction);
+                let next = match e {
+                    // Java's `InitProducerIdHandler`: only TRANSACTION_ABORTABLE is
+                    // abortable; an unexpected error is fatal.
+                    KafkaError::UnknownProducerId => Next::Fatal(e),
+                    e => common(e, CoordinatorType::Transaction),
+                };
                 self.apply(q, next);
             }
         }
@@ -204,11 +209,28 @@ impl Producer {
         now: Timestamp,
     ) -> Result<(), InputError> {
         let q = self.take_txn(request, now)?;
+        // Only partitions the answer lists are settled. One we asked for and the answer
+        // omits was not added (Java's `AddPartitionsToTxnHandler` moves only the
+        // answered partitions into the transaction); its batches must not drain, so the
+        // transaction becomes abortable rather than waiting for a partition that never
+        // joins it.
+        let answered: Vec<u32> = results
+            .iter()
+            .filter_map(|(tp, _)| self.partition_index.get(tp).copied())
+            .collect();
+        let omitted = self
+            .txn
+            .as_ref()
+            .is_some_and(|t| t.pending_partitions.iter().any(|p| !answered.contains(p)));
         let worst = results
             .iter()
             .map(|(_, e)| *e)
             .find(|e| *e != KafkaError::None && *e != KafkaError::OperationNotAttempted)
-            .unwrap_or(KafkaError::None);
+            .unwrap_or(if omitted {
+                KafkaError::UnknownServerError
+            } else {
+                KafkaError::None
+            });
         let next = match worst {
             KafkaError::ConcurrentTransactions => Next::Retry,
             KafkaError::TopicAuthorizationFailed => Next::Abortable(worst),
@@ -230,6 +252,7 @@ impl Producer {
         let t = self.txn.as_mut().expect("transactional");
         match next {
             Next::Done => {
+                // Nothing omitted: every pending partition was answered NONE.
                 let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
                     .into_iter()
                     .collect();
@@ -359,6 +382,11 @@ impl Producer {
             .is_some_and(|t| t.state == S::AbortingTransaction);
         match result {
             Ok(new_id) => {
+                let bumped = new_id.is_some_and(|id| id.is_valid() && id.epoch.0 >= 0);
+                if bumped {
+                    // TV2: the coordinator bumped the epoch already.
+                    self.txn.as_mut().expect("transactional").bump_required = false;
+                }
                 let target = if self.txn.as_ref().is_some_and(|t| t.bump_required) {
                     S::Initializing
                 } else {
@@ -384,11 +412,15 @@ impl Producer {
                     self.complete_op(Ok(()));
                 }
             }
-            Err(KafkaError::TransactionAbortable) if aborting => {
-                self.apply(q, Next::Fatal(KafkaError::TransactionAbortable));
-            }
             Err(e) => {
-                let next = common(e, CoordinatorType::Transaction);
+                let next = match common(e, CoordinatorType::Transaction) {
+                    // The abort itself failed: nothing is left to abort with, so the
+                    // producer is done (KAFKA-19250 for TRANSACTION_ABORTABLE; the same
+                    // for UNKNOWN_PRODUCER_ID, which would otherwise leave the state
+                    // Aborting with nothing to send).
+                    Next::Abortable(e) if aborting => Next::Fatal(e),
+                    n => n,
+                };
                 self.apply(q, next);
             }
         }

@@ -8,10 +8,10 @@ use crate::io::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
     FindCoordinatorRequest, InitProducerIdRequest, Request, TxnOffsetCommitRequest,
 };
-use crate::producer::{IdState, Outstanding, OutstandingKind, Producer};
+use crate::producer::{IdState, Lifecycle, Outstanding, OutstandingKind, Producer};
 use crate::txn::{
-    ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, Queued, TransactionState as S, Txn,
-    TxnError, TxnOp,
+    ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, Queued, Shutdown,
+    TransactionState as S, Txn, TxnError, TxnOp,
 };
 use crate::types::{BatchId, ProducerIdAndEpoch, Timestamp};
 
@@ -36,6 +36,9 @@ impl Producer {
     /// calling another one is not. Returns `Ok(true)` when `op` is already pending.
     fn txn_precheck(&self, op: TxnOp) -> Result<bool, TxnError> {
         let t = self.txn.as_ref().ok_or(TxnError::NotTransactional)?;
+        if self.lifecycle == Lifecycle::Closing {
+            return Err(TxnError::Closed);
+        }
         if let Some(pending) = t.op {
             return if pending == op {
                 Ok(true)
@@ -91,6 +94,9 @@ impl Producer {
     /// Not `Ready` (not initialized, a transaction already open, an operation pending).
     pub fn begin_transaction(&mut self) -> Result<(), TxnError> {
         let t = self.txn.as_ref().ok_or(TxnError::NotTransactional)?;
+        if self.lifecycle == Lifecycle::Closing {
+            return Err(TxnError::Closed);
+        }
         if let Some(pending) = t.op {
             return Err(TxnError::OperationPending { pending });
         }
@@ -165,12 +171,69 @@ impl Producer {
         if !matches!(state, Some(S::InTransaction | S::AbortableError)) {
             return Err(self.invalid(TxnOp::Abort));
         }
+        self.txn_mut().op = Some(TxnOp::Abort);
+        self.begin_abort();
+        Ok(())
+    }
+
+    /// Java's `beginAbort`, for the application's abort and for a graceful close.
+    fn begin_abort(&mut self) {
         let t = self.txn_mut();
         t.state = S::AbortingTransaction;
-        t.op = Some(TxnOp::Abort);
         t.new_partitions.clear();
         self.begin_completing(false);
-        Ok(())
+    }
+
+    /// A graceful close with a transaction open aborts it (Java's `Sender.run`: on close
+    /// an ongoing, not completing transaction gets `beginAbort`). Waits for a pending
+    /// operation (SendOffsets) to end first; the abort has no application operation, so
+    /// no completion event: the records tell (unsent ones fail with
+    /// [`DeliveryError::Aborted`], sent ones are acknowledged and then aborted by the
+    /// marker).
+    fn maybe_abort_on_close(&mut self) {
+        let Some(t) = self.txn.as_ref() else { return };
+        if self.lifecycle == Lifecycle::Closing
+            && t.shutdown == Shutdown::Running
+            && t.op.is_none()
+            && matches!(t.state, S::InTransaction | S::AbortableError)
+        {
+            self.begin_abort();
+        }
+    }
+
+    /// Whether a graceful close still waits for a transaction that is open or ending
+    /// (Java's `hasOngoingTransaction`); a forced close waits for nothing.
+    pub(crate) fn txn_closing(&self) -> bool {
+        self.txn.as_ref().is_some_and(|t| {
+            t.shutdown == Shutdown::Running
+                && matches!(
+                t.state,
+                S::InTransaction
+                    | S::CommittingTransaction
+                    | S::AbortingTransaction
+                    | S::AbortableError
+            )
+        })
+    }
+
+    /// The forced close ([`Producer::abort`]): nothing transactional is sent any more,
+    /// the request on the wire is forgotten (its answer is unknown to the core), and the
+    /// pending operation completes with [`TxnError::Closed`] (Java's
+    /// `TransactionManager.close` fails every pending request's result).
+    pub(crate) fn txn_force_close(&mut self) {
+        let Some(t) = self.txn.as_mut() else { return };
+        t.shutdown = Shutdown::Forced;
+        t.queue.clear();
+        t.retry_at = None;
+        t.new_partitions.clear();
+        let in_flight = t.in_flight.take();
+        if let Some((id, _)) = in_flight {
+            self.take_outstanding(id);
+            if self.id_state == IdState::Requested(id) {
+                self.id_state = IdState::Transactional;
+            }
+        }
+        self.complete_op(Err(TxnError::Closed));
     }
 
     /// Java's `beginCompletingTransaction`.
@@ -180,16 +243,17 @@ impl Producer {
         if commit && !t.new_partitions.is_empty() {
             t.enqueue(Queued::AddPartitions);
         }
-        let was_v2 = t.v2;
-        t.v2 = t.version_level >= 2;
-        if t.v2 && !was_v2 {
-            // Moving from TV1 to TV2 bumps the epoch at the end of this transaction.
+        // The EndTxn speaks the version the transaction began under; the newly finalized
+        // one applies from the next transaction. Moving from TV1 to TV2 bumps the epoch
+        // at the end of this one (TV1 EndTxn, then InitProducerId), as Java's
+        // `beginCompletingTransaction` does after `maybeUpdateTransactionV2Enabled`.
+        let next_v2 = t.version_level >= 2;
+        if next_v2 && !t.v2 {
             t.bump_required = true;
         }
+        t.next_v2 = Some(next_v2);
+        // A required bump is queued once the transaction ends (`reset_transaction`).
         t.enqueue(Queued::EndTxn { commit });
-        if t.bump_required && !t.v2 {
-            t.enqueue(Queued::InitProducerId { bump: true });
-        }
     }
 
     /// Called from `send` for a transactional producer: the partition joins the
@@ -220,9 +284,14 @@ impl Producer {
     /// The transactional step of `poll_request`. Returns a request to send, or whether
     /// produce data must wait this round (a transactional request is outstanding).
     pub(crate) fn poll_transactional(&mut self, now: Timestamp) -> Result<Option<Request>, ()> {
-        let Some(t) = self.txn.as_ref() else {
+        if self.txn.is_none() {
             return Ok(None);
-        };
+        }
+        self.maybe_abort_on_close();
+        let t = self.txn.as_ref().expect("checked");
+        if t.shutdown == Shutdown::Forced {
+            return Ok(None);
+        }
         match t.state {
             S::AbortableError | S::AbortingTransaction => self.fail_unsent_batches(),
             S::FatalError => return Ok(None),
@@ -388,20 +457,21 @@ impl Producer {
         ) {
             return;
         }
-        if !t.v2 && !t.is_completing() {
-            // TV1 coordinators bump the epoch on request after the abort (KIP-360).
+        if t.state == S::Initializing || (!t.v2 && !t.is_completing()) {
+            // TV1 coordinators bump the epoch on request after the abort (KIP-360). A
+            // refused bump (or init) stays required: the next abort asks again.
             t.bump_required = true;
         }
-        let committing = t.state == S::CommittingTransaction;
+        if t.state == S::CommittingTransaction {
+            t.bump_required = !t.v2;
+        }
         t.state = S::AbortableError;
         t.last_error = Some(error);
         t.queue.retain(|q| matches!(q, Queued::FindCoordinator(_)));
-        if committing || t.op.is_some_and(|op| op != TxnOp::Abort) {
-            if committing {
-                t.bump_required = !t.v2;
-            }
-            self.complete_op(Err(TxnError::Abortable(error)));
-        }
+        // Whatever operation is pending ends now, with the error: an init, offsets, a
+        // commit, or an abort whose epoch bump was refused (TV1; the next abort bumps
+        // again). Java's `TxnRequestHandler.abortableError` fails the pending result.
+        self.complete_op(Err(TxnError::Abortable(error)));
     }
 
     /// Java's `transitionToFatalError` for the transactional part.

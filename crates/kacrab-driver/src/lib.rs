@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod convert;
+mod features;
 mod record;
 mod session;
 

@@ -11,6 +11,8 @@ use kacrab_idempotence::{
 use kacrab_wire::messages::{ApiVersionsRequest, MetadataRequest};
 use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
 
+use crate::features::FinalizedFeatures;
+
 use crate::convert;
 
 /// Names one connection for the life of a session. Never reused.
@@ -124,6 +126,8 @@ pub struct Session {
     next_conn: u64,
     next_session_tag: u64,
     out: VecDeque<Output>,
+    /// The newest finalized features seen on any connection.
+    features: FinalizedFeatures,
 }
 
 impl Session {
@@ -146,6 +150,7 @@ impl Session {
             conns: Vec::new(),
             next_conn: 0,
             next_session_tag: SESSION_TAG,
+            features: FinalizedFeatures::new(),
             out: VecDeque::new(),
         }
     }
@@ -375,9 +380,11 @@ impl Session {
         }
         match Versions::from_response(answer) {
             Ok(versions) if answer.error_code == 0 => {
-                // The finalized transaction.version (KIP-890) decides TV1 or TV2.
-                self.core
-                    .handle_transaction_version(versions.transaction_version());
+                // The finalized transaction.version (KIP-890) decides TV1 or TV2; the
+                // newest view across every connection counts, not the latest answer.
+                if let Some(level) = self.features.observe(&versions) {
+                    self.core.handle_transaction_version(level);
+                }
                 let Some(c) = self.conn_mut(conn) else { return };
                 c.versions = Some(versions);
                 c.state = ConnState::Ready;
