@@ -33,6 +33,7 @@ pub mod ops;
 pub mod rng;
 pub mod scenario;
 pub mod txn_faults;
+pub mod txn_offsets;
 pub mod txn_sim;
 
 pub use checker::{Checker, Outcome, Tally, Violation, ViolationKind, WireBatch};

@@ -58,6 +58,8 @@ pub(crate) struct TxnEnv {
     /// Draws the marker delays and loading times (not a fault stream: it runs even
     /// without faults).
     rng: Rng,
+    /// Draws the workload's consumed offsets ([`crate::txn_offsets`]).
+    offsets_rng: Rng,
 }
 
 impl TxnEnv {
@@ -68,7 +70,12 @@ impl TxnEnv {
             finalized_tv: transaction_version,
             features_epoch: 0,
             rng: Rng::stream(seed, 7),
+            offsets_rng: Rng::stream(seed, 8),
         }
+    }
+
+    pub(crate) fn offsets_rng(&mut self) -> &mut Rng {
+        &mut self.offsets_rng
     }
 
     pub(crate) fn markers_due(&self) -> Option<Timestamp> {
@@ -120,14 +127,17 @@ impl Cluster {
         let load = draw(&mut self.txn_env.rng, self.config.coordinator_load_max);
         self.txn_env.loading_until = self.now + load;
         self.trace_line(|| {
-            format!("transaction coordinator moves to node {to} (epoch {epoch}), loading for {load:?}")
+            format!(
+                "transaction coordinator moves to node {to} (epoch {epoch}), loading for {load:?}"
+            )
         });
     }
 
     /// Schedules the write of the coordinator's outstanding markers, if any and not
     /// scheduled yet.
     pub(crate) fn schedule_markers(&mut self) {
-        if self.txn_env.markers_due.is_some() || self.coordinator.pending_marker_writes().is_empty() {
+        if self.txn_env.markers_due.is_some() || self.coordinator.pending_marker_writes().is_empty()
+        {
             return;
         }
         let delay = draw(&mut self.txn_env.rng, self.config.marker_delay_max);
@@ -196,7 +206,8 @@ impl Cluster {
         let now_ms = self.now.as_millis();
         let aborted = {
             let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
-            self.coordinator.abort_open_transaction(txn_id, now_ms, &mut w)
+            self.coordinator
+                .abort_open_transaction(txn_id, now_ms, &mut w)
         };
         if aborted {
             self.trace_line(|| format!("coordinator aborts the open transaction of {txn_id}"));
@@ -244,7 +255,9 @@ impl Cluster {
             let (from, to) = if started_v2 { (2, 1) } else { (1, 2) };
             self.violation(
                 ViolationKind::Transaction,
-                format!("{what} under transaction version {to} in a transaction begun under {from}"),
+                format!(
+                    "{what} under transaction version {to} in a transaction begun under {from}"
+                ),
             );
         }
     }

@@ -53,6 +53,8 @@ pub struct TxnRecord {
     pub commit_error: Option<TxnError>,
     /// How it ended.
     pub outcome: TxnOutcome,
+    /// The consumed offsets it sent (group [`crate::txn_offsets::WORKLOAD_GROUP`]).
+    pub offsets: Vec<(Partition, i64)>,
 }
 
 /// Which transaction each record belongs to, and how each ended.
@@ -65,7 +67,7 @@ pub struct TxnTracker {
     current: Option<usize>,
     by_record: BTreeMap<RecordId, usize>,
     /// The operation the workload called whose completion has not come yet.
-    pending: Option<TxnOp>,
+    pub(crate) pending: Option<TxnOp>,
 }
 
 impl TxnTracker {
@@ -89,6 +91,7 @@ impl TxnTracker {
             intended_commit: commit,
             commit_error: None,
             outcome: TxnOutcome::Open,
+            offsets: Vec::new(),
         });
         self.current = Some(self.txns.len() - 1);
         self.txns.len() - 1
@@ -408,7 +411,12 @@ impl Cluster {
     /// until `poll_timeout`: if an operation is pending while nothing at all is scheduled
     /// (no message in flight, no deadline), the core would never make progress, which
     /// is recorded as a violation rather than papered over with a tick.
-    fn wait_txn(&mut self, op: TxnOp, start: usize, max: Duration) -> Option<Result<(), TxnError>> {
+    pub(crate) fn wait_txn(
+        &mut self,
+        op: TxnOp,
+        start: usize,
+        max: Duration,
+    ) -> Option<Result<(), TxnError>> {
         let deadline = self.now + max;
         let slice = Duration::from_millis(100);
         while self.now < deadline {
@@ -506,6 +514,7 @@ impl Cluster {
         if let TxnOutcome::Failed(e) = &self.txns.txns[idx].outcome {
             return TxnOutcome::Failed(e.clone());
         }
+        self.maybe_send_offsets(idx, max);
         self.finish_open_transaction(commit, max)
     }
 
@@ -746,9 +755,12 @@ impl Cluster {
                 _ => {}
             }
         }
+        self.check_offsets(settling, &mut problems);
         if end {
             if let Some(op) = self.txns.pending {
-                problems.push(format!("{op:?} still pending at the end of the quiet phase"));
+                problems.push(format!(
+                    "{op:?} still pending at the end of the quiet phase"
+                ));
             }
             if let Some(id) = self.config.producer.transactional_id() {
                 let state = self.coordinator.state(id);

@@ -979,7 +979,13 @@ fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
     assert_eq!(w.state(), TxnState::CompleteAbort);
     assert_eq!(w.add(pid, 0, &[0]), PRODUCER_FENCED);
     assert_eq!(w.end(pid, 0, false, false), Err(PRODUCER_FENCED));
-    assert_eq!(w.coord.verify_partition(ID, pid, 0, &tp(0)), PRODUCER_FENCED);
+    assert_eq!(
+        w.coord.verify_partition(ID, pid, 0, &tp(0)),
+        PRODUCER_FENCED
+    );
     assert!(w.committed(0).is_empty());
-    assert!(!w.coordinator_abort(), "only an open transaction is aborted");
+    assert!(
+        !w.coordinator_abort(),
+        "only an open transaction is aborted"
+    );
 }

@@ -310,7 +310,6 @@ fn abort_after_an_unanswered_add_partitions_still_ends_the_transaction() {
     assert_eq!(violations(&c, &[]), Vec::<String>::new());
 }
 
-
 // ------------------------------------------------------------ the coordinator's answers
 
 fn slow_coordinator(seed: u64, version: i16) -> Cluster {
@@ -398,8 +397,14 @@ fn coordinator_abort_hides_the_transaction(version: i16) {
         TxnOutcome::Failed(TxnError::ProducerFenced) | TxnOutcome::Aborted => {}
         o => panic!("a transaction the coordinator aborted ended {o:?}"),
     }
-    assert_eq!(visible(&c), 3, "nothing of the aborted transaction is visible");
-    assert!(c.faults().get(FaultKind::CoordinatorProducerFenced) > 0 || outcome == TxnOutcome::Aborted);
+    assert_eq!(
+        visible(&c),
+        3,
+        "nothing of the aborted transaction is visible"
+    );
+    assert!(
+        c.faults().get(FaultKind::CoordinatorProducerFenced) > 0 || outcome == TxnOutcome::Aborted
+    );
     assert_clean(&mut c, &[ViolationKind::Fatal]);
 }
 
@@ -456,3 +461,79 @@ fn tv2_to_tv1_mid_transaction_keeps_tv2_until_it_ends() {
     version_change_mid_transaction(2, 1);
 }
 
+/// Over a few chaos runs the coordinator's faults are all injected, and the answers
+/// they lead to (and the asynchronous markers' CONCURRENT_TRANSACTIONS) are counted by
+/// code: the new kinds are on by default.
+#[test]
+fn chaos_counts_every_coordinator_fault() {
+    let mut total = kacrab_sim::FaultCounts::default();
+    for seed in 0..60 {
+        for version in [1, 2] {
+            let c = chaos(seed, version, 0.06, 8, 3);
+            assert_eq!(
+                chaos_violations(&c),
+                Vec::<String>::new(),
+                "seed {seed} v{version}"
+            );
+            total.merge(c.faults());
+        }
+    }
+    for kind in [
+        FaultKind::CoordinatorMove,
+        FaultKind::CoordinatorAbort,
+        FaultKind::TransactionVersionChange,
+        FaultKind::CoordinatorConcurrentTransactions,
+        FaultKind::CoordinatorLoadInProgress,
+        FaultKind::CoordinatorNotCoordinator,
+        FaultKind::CoordinatorNotAvailable,
+        FaultKind::CoordinatorProducerFenced,
+    ] {
+        assert!(total.get(kind) > 0, "{kind} never seen: {total:?}");
+    }
+}
+
+/// Consumed offsets sent in a transaction are committed for the group when, and only
+/// when, the transaction commits (TV1: AddOffsetsToTxn then TxnOffsetCommit; TV2:
+/// TxnOffsetCommit v5 alone).
+fn offsets_follow_their_transaction(version: i16) {
+    let mut c = cluster(16, version, FaultRates::NONE);
+    c.init_transactions(MAX).unwrap();
+    let outcomes = c.run_transactions(12, 2, 0.5, MAX);
+    assert!(c.run_until_markers_written(MAX));
+    let with_offsets: Vec<&kacrab_sim::TxnRecord> = c
+        .transactions()
+        .txns
+        .iter()
+        .filter(|t| !t.offsets.is_empty())
+        .collect();
+    assert!(
+        with_offsets
+            .iter()
+            .any(|t| t.outcome == TxnOutcome::Committed)
+            && with_offsets
+                .iter()
+                .any(|t| t.outcome == TxnOutcome::Aborted),
+        "this seed sends offsets in committed and aborted transactions: {outcomes:?}"
+    );
+    let committed = c
+        .coordinator()
+        .committed_offsets(kacrab_sim::txn_offsets::WORKLOAD_GROUP);
+    let mut expected = std::collections::BTreeMap::new();
+    for t in &c.transactions().txns {
+        if t.outcome == TxnOutcome::Committed {
+            expected.extend(t.offsets.iter().cloned());
+        }
+    }
+    assert_eq!(committed, expected);
+    assert_clean(&mut c, &[]);
+}
+
+#[test]
+fn offsets_follow_their_transaction_tv1() {
+    offsets_follow_their_transaction(1);
+}
+
+#[test]
+fn offsets_follow_their_transaction_tv2() {
+    offsets_follow_their_transaction(2);
+}
