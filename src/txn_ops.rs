@@ -207,12 +207,12 @@ impl Producer {
         self.txn.as_ref().is_some_and(|t| {
             t.shutdown == Shutdown::Running
                 && matches!(
-                    t.state,
-                    S::InTransaction
-                        | S::CommittingTransaction
-                        | S::AbortingTransaction
-                        | S::AbortableError
-                )
+                t.state,
+                S::InTransaction
+                    | S::CommittingTransaction
+                    | S::AbortingTransaction
+                    | S::AbortableError
+            )
         })
     }
 
