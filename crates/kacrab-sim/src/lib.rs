@@ -32,6 +32,7 @@ pub mod net;
 pub mod ops;
 pub mod rng;
 pub mod scenario;
+mod txn_checks;
 pub mod txn_faults;
 pub mod txn_offsets;
 pub mod txn_sim;

@@ -2,15 +2,17 @@
 //! the core's transactional requests on its node, the partition leaders' checks of
 //! transactional Produce with it, a transactional workload (N transactions of K
 //! records, each committed or aborted by a seeded choice), a second producer with the
-//! same `transactional.id` that fences the first, and the transactional properties.
+//! same `transactional.id` that fences the first. The properties are in `txn_checks`,
+//! the coordinator's timing and faults in [`crate::txn_faults`], the consumed offsets
+//! in [`crate::txn_offsets`].
 //!
 //! The coordinator lives on one broker ([`SimConfig::coordinator_node`](crate::SimConfig));
 //! FindCoordinator (any live broker) names it; every other transactional request sent
 //! to another node is answered NOT_COORDINATOR. When its node crashes the coordinator
 //! moves to another live broker with a bumped coordinator epoch (its state is kept: the
-//! transaction log is replicated). Markers are written into the model partitions as the
-//! coordinator completes a transaction; an outstanding one is retried on every
-//! coordinator request.
+//! transaction log is replicated), and loads it first. Markers are written into the model
+//! partitions a drawn delay after the coordinator prepares a transaction
+//! ([`crate::txn_faults`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -22,9 +24,9 @@ use kacrab_idempotence::{
 
 use crate::batch;
 use crate::broker::{TxnMarker, NONE, UNKNOWN_TOPIC_OR_PARTITION};
-use crate::checker::{decode_value, Outcome, ViolationKind};
+use crate::checker::ViolationKind;
 use crate::cluster::{Cluster, SimPartition};
-use crate::coordinator::{produce_error_from_coordinator, Partition, TxnState};
+use crate::coordinator::{produce_error_from_coordinator, Partition};
 use crate::faults::FaultKind;
 use crate::net::{txn_request_id, ToClient, TxnAnswer};
 
@@ -64,7 +66,7 @@ pub struct TxnTracker {
     pub txns: Vec<TxnRecord>,
     /// Every `TransactionCompleted` event of the producer under test, in order.
     pub events: Vec<(TxnOp, Result<(), TxnError>)>,
-    current: Option<usize>,
+    pub(crate) current: Option<usize>,
     by_record: BTreeMap<RecordId, usize>,
     /// The operation the workload called whose completion has not come yet.
     pub(crate) pending: Option<TxnOp>,
@@ -650,129 +652,6 @@ impl Cluster {
             .scan_logs(self.partitions.iter().map(|p| &p.state));
         self.rival = Some(p);
         result.unwrap_or(Err(TxnError::Fatal(KafkaError::RequestTimedOut)))
-    }
-
-    // ------------------------------------------------------------------ the properties
-
-    /// The transactional properties: every record a `read_committed` reader sees is in
-    /// a committed transaction (or one whose outcome the producer never learned), once,
-    /// in send order per partition; every record of a committed transaction is
-    /// delivered and visible exactly once; a transaction the producer never learned the
-    /// outcome of is visible all or none. With `end`, also: no transaction left open,
-    /// neither in the workload nor at the coordinator (unless the producer is fatal and
-    /// nobody fenced it).
-    pub fn check_transactions(&mut self, end: bool) {
-        self.checker.set_clock(self.stats.steps, self.now);
-        let mut seen: BTreeMap<RecordId, u32> = BTreeMap::new();
-        let mut problems = Vec::new();
-        for (gp, p) in self.partitions.iter().enumerate() {
-            let mut last: Option<u32> = None;
-            for r in p.state.read_committed() {
-                let Some((pp, idx)) = r.value.as_deref().and_then(decode_value) else {
-                    problems.push(format!("{}@{}: undecodable record", p.tp, r.offset));
-                    continue;
-                };
-                let Some(&rid) = self.checker.sent_to(gp).get(idx as usize) else {
-                    problems.push(format!("{}@{}: p{pp}#{idx} never sent", p.tp, r.offset));
-                    continue;
-                };
-                if last.is_some_and(|l| l >= idx) {
-                    problems.push(format!(
-                        "{}@{}: read_committed sees #{idx} after #{}",
-                        p.tp,
-                        r.offset,
-                        last.unwrap_or_default()
-                    ));
-                }
-                last = Some(idx);
-                *seen.entry(rid).or_default() += 1;
-            }
-        }
-        for (&rid, &n) in &seen {
-            if n > 1 {
-                problems.push(format!("record {rid} visible {n} times to read_committed"));
-            }
-            match self
-                .txns
-                .transaction_of(rid)
-                .map(|t| (t, &self.txns.txns[t].outcome))
-            {
-                None => problems.push(format!("record {rid} visible but in no transaction")),
-                Some((t, TxnOutcome::Aborted)) => {
-                    problems.push(format!("record {rid} of aborted transaction {t} visible"));
-                }
-                Some((t, TxnOutcome::Open)) if self.txns.current != Some(t) => {
-                    problems.push(format!(
-                        "record {rid} of unfinished transaction {t} visible"
-                    ));
-                }
-                Some((t, TxnOutcome::Open)) => {
-                    problems.push(format!("record {rid} of open transaction {t} visible"));
-                }
-                _ => {}
-            }
-        }
-        // The markers of the last ended transaction may still be on their way: its
-        // records become visible when they are written.
-        let settling = (!self.coordinator.pending_marker_writes().is_empty())
-            .then(|| {
-                self.txns
-                    .txns
-                    .iter()
-                    .rposition(|t| t.outcome != TxnOutcome::Open)
-            })
-            .flatten();
-        for (t, txn) in self.txns.txns.iter().enumerate() {
-            let visible = txn.records.iter().filter(|r| seen.contains_key(r)).count();
-            match &txn.outcome {
-                TxnOutcome::Committed => {
-                    for rid in &txn.records {
-                        if !seen.contains_key(rid) && settling != Some(t) {
-                            problems.push(format!(
-                                "record {rid} of committed transaction {t} not visible"
-                            ));
-                        }
-                        let delivered = self
-                            .checker
-                            .record(*rid)
-                            .is_some_and(|r| r.outcome == Outcome::Delivered);
-                        if !delivered {
-                            problems.push(format!(
-                                "record {rid} of committed transaction {t} not delivered"
-                            ));
-                        }
-                    }
-                }
-                TxnOutcome::Failed(e) if visible != 0 && visible != txn.records.len() => {
-                    problems.push(format!(
-                        "transaction {t} ({e}) half visible: {visible} of {}",
-                        txn.records.len()
-                    ));
-                }
-                TxnOutcome::Open if end => {
-                    problems.push(format!("transaction {t} never ended"));
-                }
-                _ => {}
-            }
-        }
-        self.check_offsets(settling, &mut problems);
-        if end {
-            if let Some(op) = self.txns.pending {
-                problems.push(format!(
-                    "{op:?} still pending at the end of the quiet phase"
-                ));
-            }
-            if let Some(id) = self.config.producer.transactional_id() {
-                let state = self.coordinator.state(id);
-                let stuck = state.is_some_and(|s| s == TxnState::Ongoing || s.is_prepare());
-                if stuck && self.producer.fatal_error().is_none() {
-                    problems.push(format!("coordinator left transaction in {state:?}"));
-                }
-            }
-        }
-        for p in problems {
-            self.checker.violation(ViolationKind::Transaction, p);
-        }
     }
 }
 
