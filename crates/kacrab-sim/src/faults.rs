@@ -77,11 +77,16 @@ pub enum FaultKind {
     CoordinatorInvalidProducerIdMapping,
     /// A coordinator answered another error code.
     CoordinatorOtherError,
+    /// The transactional id expires while no transaction is open, as after
+    /// `transactional.id.expiration.ms` of idleness
+    /// (`TransactionStateManager.removeExpiredTransactionalIds`): the coordinator
+    /// forgets it and answers INVALID_PRODUCER_ID_MAPPING until a new InitProducerId.
+    TransactionalIdExpiry,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 28] = [
+    pub const ALL: [FaultKind; 29] = [
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -110,6 +115,7 @@ impl FaultKind {
         FaultKind::CoordinatorInvalidTxnState,
         FaultKind::CoordinatorInvalidProducerIdMapping,
         FaultKind::CoordinatorOtherError,
+        FaultKind::TransactionalIdExpiry,
     ];
 
     /// A short stable name for reports.
@@ -146,6 +152,7 @@ impl FaultKind {
                 "coordinator: INVALID_PRODUCER_ID_MAPPING"
             }
             FaultKind::CoordinatorOtherError => "coordinator: other error",
+            FaultKind::TransactionalIdExpiry => "transactional id expiry",
         }
     }
 
@@ -231,6 +238,9 @@ pub struct FaultRates {
     /// Per transactional request reaching a broker: the finalized `transaction.version`
     /// changes ([`FaultKind::TransactionVersionChange`]).
     pub transaction_version_change: f64,
+    /// Per transactional request reaching the coordinator while no transaction is
+    /// open: the transactional id expires ([`FaultKind::TransactionalIdExpiry`]).
+    pub transactional_id_expiry: f64,
 }
 
 impl FaultRates {
@@ -252,6 +262,7 @@ impl FaultRates {
         coordinator_move: 0.0,
         coordinator_abort: 0.0,
         transaction_version_change: 0.0,
+        transactional_id_expiry: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -277,6 +288,7 @@ impl FaultRates {
             coordinator_move: r / 10.0,
             coordinator_abort: r / 40.0,
             transaction_version_change: r / 4.0,
+            transactional_id_expiry: r / 80.0,
         }
     }
 

@@ -193,11 +193,26 @@ impl Cluster {
                 return;
             }
         }
-        let open = self.coordinator.state(txn_id) == Some(TxnState::Ongoing);
+        let state = self.coordinator.state(txn_id);
+        let open = state == Some(TxnState::Ongoing);
         if open && self.fault_rng.chance(self.rates.coordinator_abort) {
             self.faults.add(FaultKind::CoordinatorAbort);
             self.coordinator_aborts(txn_id);
         }
+        let idle = state.is_some_and(|s| s == TxnState::Empty || s.is_complete());
+        if idle && self.fault_rng.chance(self.rates.transactional_id_expiry) {
+            self.faults.add(FaultKind::TransactionalIdExpiry);
+            self.expire_transactional_ids();
+        }
+    }
+
+    /// Every transactional id with no open transaction expires, as after
+    /// `transactional.id.expiration.ms` of idleness. Returns them.
+    pub fn expire_transactional_ids(&mut self) -> Vec<String> {
+        let now_ms = self.now.as_millis();
+        let dead = self.coordinator.expire_transactional_ids(now_ms, 0);
+        self.trace_line(|| format!("transactional ids expire: {dead:?}"));
+        dead
     }
 
     /// The coordinator aborts the open transaction of `txn_id` on its own, as its

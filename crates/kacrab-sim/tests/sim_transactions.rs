@@ -202,11 +202,19 @@ fn chaos(seed: u64, version: i16, rate: f64, n: u32, k: u32) -> Cluster {
 /// next EndTxn or AddPartitionsToTxn at the old epoch is PRODUCER_FENCED, which is
 /// fatal (Kafka's `TransactionCoordinator.handleEndTransaction`). The run stops there.
 fn fenced_by_coordinator_abort(c: &Cluster) -> bool {
-    c.faults().get(FaultKind::CoordinatorAbort) > 0
-        && matches!(
-            c.transactions().txns.last().map(|t| &t.outcome),
-            Some(TxnOutcome::Failed(TxnError::ProducerFenced))
-        )
+    let last = c.transactions().txns.last().map(|t| &t.outcome);
+    let fenced = c.faults().get(FaultKind::CoordinatorAbort) > 0
+        && matches!(last, Some(TxnOutcome::Failed(TxnError::ProducerFenced)));
+    fenced || forgotten_by_the_coordinator(c)
+}
+
+/// Whether the producer failed because its transactional id expired: the coordinator
+/// answers INVALID_PRODUCER_ID_MAPPING, which is fatal in Java's `TransactionManager`
+/// (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, and Produce).
+fn forgotten_by_the_coordinator(c: &Cluster) -> bool {
+    c.faults().get(FaultKind::TransactionalIdExpiry) > 0
+        && c.producer().fatal_error()
+            == Some(kacrab_idempotence::KafkaError::InvalidProducerIdMapping)
 }
 
 /// The violations of a chaos run; a producer fenced by the coordinator's abort is
@@ -487,6 +495,8 @@ fn chaos_counts_every_coordinator_fault() {
         FaultKind::CoordinatorNotCoordinator,
         FaultKind::CoordinatorNotAvailable,
         FaultKind::CoordinatorProducerFenced,
+        FaultKind::TransactionalIdExpiry,
+        FaultKind::CoordinatorInvalidProducerIdMapping,
     ] {
         assert!(total.get(kind) > 0, "{kind} never seen: {total:?}");
     }
@@ -536,4 +546,39 @@ fn offsets_follow_their_transaction_tv1() {
 #[test]
 fn offsets_follow_their_transaction_tv2() {
     offsets_follow_their_transaction(2);
+}
+
+/// The transactional id expires between transactions (`transactional.id.expiration.ms`
+/// of idleness): the coordinator forgets it, its next request of the producer is
+/// answered INVALID_PRODUCER_ID_MAPPING, fatal as in Java, and the producer ends its
+/// operation with that error rather than hanging; nothing of the refused transaction is
+/// visible.
+fn an_expired_transactional_id_is_fatal(version: i16) {
+    let mut c = cluster(17, version, FaultRates::NONE);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    assert_eq!(c.expire_transactional_ids(), ["tx-1".to_owned()]);
+    let outcome = c.run_transaction(2, true, MAX);
+    assert!(matches!(outcome, TxnOutcome::Failed(_)), "{outcome:?}");
+    assert_eq!(
+        c.producer().fatal_error(),
+        Some(kacrab_idempotence::KafkaError::InvalidProducerIdMapping)
+    );
+    assert_eq!(visible(&c), 3);
+    assert!(
+        c.faults()
+            .get(FaultKind::CoordinatorInvalidProducerIdMapping)
+            > 0
+    );
+    assert_clean(&mut c, &[ViolationKind::Fatal]);
+}
+
+#[test]
+fn an_expired_transactional_id_is_fatal_tv1() {
+    an_expired_transactional_id_is_fatal(1);
+}
+
+#[test]
+fn an_expired_transactional_id_is_fatal_tv2() {
+    an_expired_transactional_id_is_fatal(2);
 }
