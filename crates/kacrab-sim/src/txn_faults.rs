@@ -193,6 +193,7 @@ impl Cluster {
                 return;
             }
         }
+        self.expire_timed_out_transactions();
         let state = self.coordinator.state(txn_id);
         let open = state == Some(TxnState::Ongoing);
         if open && self.fault_rng.chance(self.rates.coordinator_abort) {
@@ -203,6 +204,24 @@ impl Cluster {
         if idle && self.fault_rng.chance(self.rates.transactional_id_expiry) {
             self.faults.add(FaultKind::TransactionalIdExpiry);
             self.expire_transactional_ids();
+        }
+    }
+
+    /// The coordinator's transaction timeout: every transaction open for longer than
+    /// its `transaction.timeout.ms` is aborted (counted as a
+    /// [`FaultKind::CoordinatorAbort`]). Kafka checks on a timer
+    /// (`transaction.abort.timed.out.transaction.cleanup.interval.ms`); the model
+    /// checks whenever a request reaches the coordinator.
+    fn expire_timed_out_transactions(&mut self) {
+        let now_ms = self.now.as_millis();
+        let aborted = {
+            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            self.coordinator.expire_transactions(now_ms, &mut w)
+        };
+        for id in aborted {
+            self.faults.add(FaultKind::CoordinatorAbort);
+            self.trace_line(|| format!("transaction of {id} timed out: the coordinator aborts it"));
+            self.schedule_markers();
         }
     }
 

@@ -582,3 +582,36 @@ fn an_expired_transactional_id_is_fatal_tv1() {
 fn an_expired_transactional_id_is_fatal_tv2() {
     an_expired_transactional_id_is_fatal(2);
 }
+
+/// A transaction open for longer than `transaction.timeout.ms` is aborted by the
+/// coordinator on its own (`TransactionCoordinator.abortTimedOutTransactions`): here the
+/// application keeps it open past the timeout before committing; the commit fails and
+/// nothing of the transaction is visible.
+#[test]
+fn a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator() {
+    let mut sim = SimConfig::transactional(18, "tx-1", 2);
+    sim.partitions = 4;
+    sim.trace = true;
+    let mut producer = SimConfig::producer_config(18);
+    producer
+        .transactional_id("tx-1")
+        .transaction_timeout(Duration::from_millis(2_000));
+    sim.producer = producer.build().expect("valid");
+    let mut c = Cluster::new(sim);
+    c.init_transactions(MAX).unwrap();
+    assert_eq!(txn(&mut c, 3, true), TxnOutcome::Committed);
+    c.begin_and_send(4);
+    c.run_for(Duration::from_millis(2_500));
+    let outcome = c.finish_open_transaction(true, MAX);
+    assert!(c.run_until_markers_written(MAX));
+    assert!(
+        c.faults().get(FaultKind::CoordinatorAbort) > 0,
+        "{outcome:?}"
+    );
+    match outcome {
+        TxnOutcome::Failed(TxnError::ProducerFenced) | TxnOutcome::Aborted => {}
+        o => panic!("a transaction the coordinator timed out ended {o:?}"),
+    }
+    assert_eq!(visible(&c), 3);
+    assert_clean(&mut c, &[ViolationKind::Fatal]);
+}
