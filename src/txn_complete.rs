@@ -222,6 +222,8 @@ impl Producer {
             .txn
             .as_ref()
             .is_some_and(|t| t.pending_partitions.iter().any(|p| !answered.contains(p)));
+        // Every listed partition added, some omitted.
+        let only_omission = omitted && results.iter().all(|(_, e)| *e == KafkaError::None);
         let worst = results
             .iter()
             .map(|(_, e)| *e)
@@ -271,6 +273,16 @@ impl Producer {
             // transaction must end with EndTxn.
             Next::Retry | Next::Relookup(_) => self.apply(q, next),
             other => {
+                if only_omission {
+                    // Every listed partition was added: the coordinator holds them, so the
+                    // transaction started and the abort must end it with EndTxn.
+                    let added: Vec<u32> = answered
+                        .into_iter()
+                        .filter(|p| t.pending_partitions.contains(p))
+                        .collect();
+                    t.started |= !added.is_empty();
+                    t.partitions.extend(added);
+                }
                 t.pending_partitions.clear();
                 self.apply(q, other);
             }

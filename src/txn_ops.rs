@@ -22,9 +22,12 @@ impl Producer {
         self.txn.as_ref().map(|t| t.state)
     }
 
-    /// Tells the producer the broker's finalized `transaction.version` feature level
-    /// (from ApiVersions). Level 2 or more enables transaction version 2 (KIP-890); it is
-    /// sampled at `init_transactions` and at each commit or abort, as Java does.
+    /// Tells the producer the cluster's finalized `transaction.version` feature level
+    /// (from ApiVersions: the driver feeds the view with the highest finalized-features
+    /// epoch, not whichever broker answered last). Level 2 or more enables transaction
+    /// version 2 (KIP-890). It is sampled at `init_transactions` and when a transaction
+    /// starts completing, and applies from the next transaction: an open transaction
+    /// keeps its version to the end (a TV1 to TV2 change bumps the epoch after it).
     pub fn handle_transaction_version(&mut self, level: i16) {
         if let Some(t) = self.txn.as_mut() {
             t.version_level = level;
@@ -36,15 +39,15 @@ impl Producer {
     /// calling another one is not. Returns `Ok(true)` when `op` is already pending.
     fn txn_precheck(&self, op: TxnOp) -> Result<bool, TxnError> {
         let t = self.txn.as_ref().ok_or(TxnError::NotTransactional)?;
+        if t.op == Some(op) {
+            // Even after a graceful close: the operation goes on and completes.
+            return Ok(true);
+        }
         if self.lifecycle == Lifecycle::Closing {
             return Err(TxnError::Closed);
         }
         if let Some(pending) = t.op {
-            return if pending == op {
-                Ok(true)
-            } else {
-                Err(TxnError::OperationPending { pending })
-            };
+            return Err(TxnError::OperationPending { pending });
         }
         match (t.state, t.last_error) {
             (
@@ -207,12 +210,12 @@ impl Producer {
         self.txn.as_ref().is_some_and(|t| {
             t.shutdown == Shutdown::Running
                 && matches!(
-                t.state,
-                S::InTransaction
-                    | S::CommittingTransaction
-                    | S::AbortingTransaction
-                    | S::AbortableError
-            )
+                    t.state,
+                    S::InTransaction
+                        | S::CommittingTransaction
+                        | S::AbortingTransaction
+                        | S::AbortableError
+                )
         })
     }
 

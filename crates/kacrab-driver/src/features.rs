@@ -82,6 +82,10 @@ mod tests {
         assert_eq!(f.observe(&view(3, Some(1))), Some(1));
         assert_eq!(f.observe(&view(3, Some(2))), None, "same epoch, same view");
         assert_eq!(f.observe(&view(7, Some(2))), Some(2));
-        assert_eq!(f.observe(&view(9, Some(1))), Some(1), "a downgrade is newer too");
+        assert_eq!(
+            f.observe(&view(9, Some(1))),
+            Some(1),
+            "a downgrade is newer too"
+        );
     }
 }
