@@ -116,9 +116,10 @@ impl Cluster {
         self.check_offsets(settling, &mut problems);
         if end {
             if let Some(op) = self.txns.pending {
-                problems.push(format!(
-                    "{op:?} still pending at the end of the quiet phase"
-                ));
+                self.checker.violation(
+                    ViolationKind::Liveness,
+                    format!("{op:?} still pending at the end of the quiet phase"),
+                );
             }
             if let Some(id) = self.config.producer.transactional_id() {
                 let state = self.coordinator.state(id);

@@ -615,3 +615,35 @@ fn a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator() {
     assert_eq!(visible(&c), 3);
     assert_clean(&mut c, &[ViolationKind::Fatal]);
 }
+
+/// A transactional operation still pending at the end of the run is a liveness
+/// violation: here the coordinator moves and takes an hour to load, so the commit
+/// cannot complete within the wait.
+#[test]
+fn an_operation_pending_at_the_end_is_a_liveness_violation() {
+    let mut sim = SimConfig::transactional(19, "tx-1", 2);
+    sim.partitions = 4;
+    sim.coordinator_load_max = Duration::from_secs(3_600);
+    let mut c = Cluster::new(sim);
+    c.init_transactions(MAX).unwrap();
+    c.begin_and_send(2);
+    c.move_coordinator(kacrab_idempotence::NodeId(2));
+    assert_eq!(
+        c.finish_open_transaction(true, Duration::from_secs(5)),
+        TxnOutcome::Open
+    );
+    c.final_check();
+    let liveness: Vec<_> = c
+        .checker()
+        .violations()
+        .iter()
+        .filter(|v| v.kind == ViolationKind::Liveness)
+        .collect();
+    assert!(
+        liveness
+            .iter()
+            .any(|v| v.detail.contains("Commit still pending")),
+        "{:#?}",
+        c.checker().violations()
+    );
+}
