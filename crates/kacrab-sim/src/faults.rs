@@ -82,11 +82,15 @@ pub enum FaultKind {
     /// (`TransactionStateManager.removeExpiredTransactionalIds`): the coordinator
     /// forgets it and answers INVALID_PRODUCER_ID_MAPPING until a new InitProducerId.
     TransactionalIdExpiry,
+    /// Another producer with the same `transactional.id` calls `init_transactions`:
+    /// the coordinator bumps the epoch (aborting the open transaction), and the
+    /// producer under test is fenced (PRODUCER_FENCED).
+    RivalProducer,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 29] = [
+    pub const ALL: [FaultKind; 30] = [
         FaultKind::ResponseLostAfterApply,
         FaultKind::RequestLost,
         FaultKind::ConnectionDrop,
@@ -116,6 +120,7 @@ impl FaultKind {
         FaultKind::CoordinatorInvalidProducerIdMapping,
         FaultKind::CoordinatorOtherError,
         FaultKind::TransactionalIdExpiry,
+        FaultKind::RivalProducer,
     ];
 
     /// A short stable name for reports.
@@ -153,6 +158,7 @@ impl FaultKind {
             }
             FaultKind::CoordinatorOtherError => "coordinator: other error",
             FaultKind::TransactionalIdExpiry => "transactional id expiry",
+            FaultKind::RivalProducer => "rival producer fences",
         }
     }
 
@@ -241,6 +247,9 @@ pub struct FaultRates {
     /// Per transactional request reaching the coordinator while no transaction is
     /// open: the transactional id expires ([`FaultKind::TransactionalIdExpiry`]).
     pub transactional_id_expiry: f64,
+    /// Per transaction of the workload: a rival producer with the same
+    /// `transactional.id` initialises before it ends ([`FaultKind::RivalProducer`]).
+    pub rival_producer: f64,
 }
 
 impl FaultRates {
@@ -263,6 +272,7 @@ impl FaultRates {
         coordinator_abort: 0.0,
         transaction_version_change: 0.0,
         transactional_id_expiry: 0.0,
+        rival_producer: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -289,6 +299,7 @@ impl FaultRates {
             coordinator_abort: r / 40.0,
             transaction_version_change: r / 4.0,
             transactional_id_expiry: r / 80.0,
+            rival_producer: r / 10.0,
         }
     }
 

@@ -517,6 +517,13 @@ impl Cluster {
             return TxnOutcome::Failed(e.clone());
         }
         self.maybe_send_offsets(idx, max);
+        if self.fault_rng.chance(self.rates.rival_producer) {
+            self.faults.add(FaultKind::RivalProducer);
+            let rival = self.fence_with_rival();
+            self.trace_line(|| {
+                format!("transaction {idx}: a rival producer initialised: {rival:?}")
+            });
+        }
         self.finish_open_transaction(commit, max)
     }
 

@@ -205,7 +205,17 @@ fn fenced_by_coordinator_abort(c: &Cluster) -> bool {
     let last = c.transactions().txns.last().map(|t| &t.outcome);
     let fenced = c.faults().get(FaultKind::CoordinatorAbort) > 0
         && matches!(last, Some(TxnOutcome::Failed(TxnError::ProducerFenced)));
-    fenced || forgotten_by_the_coordinator(c)
+    fenced || forgotten_by_the_coordinator(c) || fenced_by_a_rival(c)
+}
+
+/// Whether a rival producer with the same `transactional.id` fenced the producer: its
+/// transactions fail from then on.
+fn fenced_by_a_rival(c: &Cluster) -> bool {
+    c.faults().get(FaultKind::RivalProducer) > 0
+        && matches!(
+            c.transactions().txns.last().map(|t| &t.outcome),
+            Some(TxnOutcome::Failed(_))
+        )
 }
 
 /// Whether the producer failed because its transactional id expired: the coordinator
@@ -475,7 +485,7 @@ fn tv2_to_tv1_mid_transaction_keeps_tv2_until_it_ends() {
 #[test]
 fn chaos_counts_every_coordinator_fault() {
     let mut total = kacrab_sim::FaultCounts::default();
-    for seed in 0..60 {
+    for seed in 0..100 {
         for version in [1, 2] {
             let c = chaos(seed, version, 0.06, 8, 3);
             assert_eq!(
@@ -497,6 +507,7 @@ fn chaos_counts_every_coordinator_fault() {
         FaultKind::CoordinatorProducerFenced,
         FaultKind::TransactionalIdExpiry,
         FaultKind::CoordinatorInvalidProducerIdMapping,
+        FaultKind::RivalProducer,
     ] {
         assert!(total.get(kind) > 0, "{kind} never seen: {total:?}");
     }
