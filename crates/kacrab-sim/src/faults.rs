@@ -186,7 +186,23 @@ impl FaultKind {
     /// never sees it).
     #[must_use]
     pub fn is_transactional(self) -> bool {
-        self >= FaultKind::CoordinatorMove
+        matches!(
+            self,
+            FaultKind::CoordinatorMove
+                | FaultKind::CoordinatorAbort
+                | FaultKind::TransactionVersionChange
+                | FaultKind::CoordinatorConcurrentTransactions
+                | FaultKind::CoordinatorLoadInProgress
+                | FaultKind::CoordinatorNotCoordinator
+                | FaultKind::CoordinatorNotAvailable
+                | FaultKind::CoordinatorProducerFenced
+                | FaultKind::CoordinatorTransactionAbortable
+                | FaultKind::CoordinatorInvalidTxnState
+                | FaultKind::CoordinatorInvalidProducerIdMapping
+                | FaultKind::CoordinatorOtherError
+                | FaultKind::TransactionalIdExpiry
+                | FaultKind::RivalProducer
+        )
     }
 
     fn index(self) -> usize {
