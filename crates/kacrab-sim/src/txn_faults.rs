@@ -147,10 +147,14 @@ impl Cluster {
     /// Writes the outstanding markers once they are due and the coordinator is loaded
     /// (`force`: now, as at the end of a run, when time is let pass).
     pub(crate) fn write_due_markers(&mut self, force: bool) {
-        let Some(due) = self.txn_env.markers_due else {
-            return;
-        };
-        if !force && due > self.now {
+        if !force {
+            match self.txn_env.markers_due {
+                Some(due) if due <= self.now => {}
+                _ => return,
+            }
+        }
+        if self.txn_env.markers_due.is_none() && self.coordinator.pending_marker_writes().is_empty()
+        {
             return;
         }
         if !force && self.coordinator_loading() {
