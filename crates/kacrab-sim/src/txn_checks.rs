@@ -82,6 +82,11 @@ impl Cluster {
             .flatten();
         for (t, txn) in self.txns.txns.iter().enumerate() {
             let visible = txn.records.iter().filter(|r| seen.contains_key(r)).count();
+            if txn.fenced_by_rival && visible != 0 {
+                problems.push(format!(
+                    "transaction {t} aborted by a rival's init_transactions, but {visible} of its records are visible"
+                ));
+            }
             match &txn.outcome {
                 TxnOutcome::Committed => {
                     for rid in &txn.records {

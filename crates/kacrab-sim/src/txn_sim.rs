@@ -57,6 +57,9 @@ pub struct TxnRecord {
     pub outcome: TxnOutcome,
     /// The consumed offsets it sent (group [`crate::txn_offsets::WORKLOAD_GROUP`]).
     pub offsets: Vec<(Partition, i64)>,
+    /// A rival producer initialised while it was open: the coordinator aborted it, so
+    /// none of its records may become visible.
+    pub fenced_by_rival: bool,
 }
 
 /// Which transaction each record belongs to, and how each ended.
@@ -94,6 +97,7 @@ impl TxnTracker {
             commit_error: None,
             outcome: TxnOutcome::Open,
             offsets: Vec::new(),
+            fenced_by_rival: false,
         });
         self.current = Some(self.txns.len() - 1);
         self.txns.len() - 1
@@ -519,6 +523,7 @@ impl Cluster {
         self.maybe_send_offsets(idx, max);
         if self.fault_rng.chance(self.rates.rival_producer) {
             self.faults.add(FaultKind::RivalProducer);
+            self.txns.txns[idx].fenced_by_rival = true;
             let rival = self.fence_with_rival();
             self.trace_line(|| {
                 format!("transaction {idx}: a rival producer initialised: {rival:?}")

@@ -658,3 +658,29 @@ fn an_operation_pending_at_the_end_is_a_liveness_violation() {
         c.checker().violations()
     );
 }
+
+/// CORE BUG (found by the rival-producer fault, outside the simulator): TV1, a batch
+/// of t0-1 is on the wire (the broker has appended it) when a rival producer fences
+/// this one; the next AddPartitionsToTxn answer is PRODUCER_FENCED, the producer goes
+/// fatal, and `fail_everything` reports the in-flight batch with
+/// `possibly_written: false` (`Producer::report` derives it from `write_state` alone,
+/// not from `on_wire`), although it is in the log.
+#[test]
+#[ignore = "core bug: a batch on the wire when the producer goes fatal is reported possibly_written: false"]
+fn a_batch_on_the_wire_when_fenced_is_reported_possibly_written() {
+    let rate = 0.08;
+    let mut faults = FaultRates::uniform(rate);
+    faults.broker_crash = rate / 4.0;
+    faults.rival_producer = rate;
+    let mut c = cluster(8805, 1, faults);
+    c.init_transactions(MAX).unwrap();
+    c.run_transactions(6, 3, 0.6, MAX);
+    c.set_fault_rates(FaultRates::NONE);
+    c.restart_all();
+    c.run_until_idle(MAX);
+    c.final_check();
+    assert_eq!(
+        violations(&c, &[ViolationKind::Fatal]),
+        Vec::<String>::new()
+    );
+}
