@@ -220,15 +220,21 @@ fn fenced_by_a_rival(c: &Cluster) -> bool {
 
 /// Whether the producer failed because its transactional id expired: the coordinator
 /// answers INVALID_PRODUCER_ID_MAPPING, which is fatal in Java's `TransactionManager`
-/// (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, and Produce).
+/// (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, and Produce); or, when the answer to
+/// the InitProducerId that recreated the id was lost, its retry naming the old producer
+/// id is PRODUCER_FENCED (`TransactionCoordinator.handleInitProducerId`).
 fn forgotten_by_the_coordinator(c: &Cluster) -> bool {
+    use kacrab_idempotence::KafkaError;
     c.faults().get(FaultKind::TransactionalIdExpiry) > 0
-        && c.producer().fatal_error()
-            == Some(kacrab_idempotence::KafkaError::InvalidProducerIdMapping)
+        && matches!(
+            c.producer().fatal_error(),
+            Some(KafkaError::InvalidProducerIdMapping | KafkaError::ProducerFenced)
+        )
 }
 
-/// The violations of a chaos run; a producer fenced by the coordinator's abort is
-/// fatal by Kafka's rules, not a violation.
+/// The violations of a chaos run; a producer fenced by the coordinator's abort, by a
+/// rival or by the expiry of its transactional id is fatal by Kafka's rules, not a
+/// violation.
 fn chaos_violations(c: &Cluster) -> Vec<String> {
     if fenced_by_coordinator_abort(c) {
         violations(c, &[ViolationKind::Fatal])
