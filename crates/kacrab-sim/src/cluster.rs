@@ -95,6 +95,7 @@ enum Next {
     Replication,
     Send,
     Timer,
+    Markers,
 }
 
 /// A simulated Kafka cluster with a producer attached. See the module documentation.
@@ -140,6 +141,9 @@ pub struct Cluster {
     pub(crate) next_expiry_check: Timestamp,
     /// acks=all produce requests waiting for replication (`DelayedProduce`).
     pub(crate) purgatory: Vec<DelayedProduce>,
+    /// The coordinator's timing (markers, loading) and the finalized
+    /// `transaction.version`.
+    pub(crate) txn_env: crate::txn_faults::TxnEnv,
 }
 
 impl Cluster {
@@ -227,7 +231,7 @@ impl Cluster {
             trace: (config.trace || config.trace_live).then(Vec::new),
             timer_stuck_at: None,
             timer_stuck_reported: false,
-            coordinator: TransactionCoordinator::new(500_000),
+            coordinator: crate::txn_faults::asynchronous_coordinator(),
             coordinator_node,
             txns: TxnTracker::default(),
             rival: None,
@@ -235,6 +239,7 @@ impl Cluster {
             reply_generation: 0,
             next_expiry_check: Timestamp::ZERO + config.producer_id_expiration_check_interval,
             purgatory: Vec::new(),
+            txn_env: crate::txn_faults::TxnEnv::new(config.seed, config.transaction_version),
             config,
         }
     }
@@ -485,6 +490,7 @@ impl Cluster {
                 self.after_input();
             }
             Next::Send => self.workload_step(),
+            Next::Markers => self.write_due_markers(false),
             Next::Timer => {
                 self.trace_line(|| "handle_timeout".to_string());
                 self.producer.handle_timeout(self.now);
@@ -531,6 +537,9 @@ impl Cluster {
         }
         if let Some(w) = self.workload.as_ref().filter(|w| w.remaining > 0) {
             consider(w.next_at, Next::Send);
+        }
+        if let Some(t) = self.txn_env.markers_due() {
+            consider(t, Next::Markers);
         }
         if let Some(mut t) = self.producer.poll_timeout() {
             if self.timer_stuck_at == Some(self.now) && t <= self.now {
@@ -694,6 +703,7 @@ impl Cluster {
             .scan_logs(self.partitions.iter().map(|p| &p.state));
         self.checker.check_all_resolved();
         if self.config.producer.is_transactional() {
+            self.write_due_markers(true);
             self.check_transactions(true);
         }
     }

@@ -102,6 +102,16 @@ pub struct SimConfig {
     /// Also print every trace line to stderr as it happens (to see the steps before a
     /// panic in the core).
     pub trace_live: bool,
+    /// The coordinator writes a completed transaction's markers after a delay drawn
+    /// from `0..=marker_delay_max` (Kafka answers EndTxn once `PrepareCommit` or
+    /// `PrepareAbort` is in the transaction log and sends the markers afterwards, from
+    /// `TransactionMarkerChannelManager`); until then the transactional id answers
+    /// CONCURRENT_TRANSACTIONS and read_committed readers wait.
+    pub marker_delay_max: Duration,
+    /// A coordinator that moved loads its transaction-log partition for a duration
+    /// drawn from `0..=coordinator_load_max`, answering COORDINATOR_LOAD_IN_PROGRESS
+    /// meanwhile (`TransactionStateManager.loadTransactionsForTxnTopicPartition`).
+    pub coordinator_load_max: Duration,
 }
 
 impl SimConfig {
@@ -141,6 +151,8 @@ impl SimConfig {
             processing_delay_max: Duration::from_millis(1_500),
             trace: false,
             trace_live: false,
+            marker_delay_max: Duration::from_millis(30),
+            coordinator_load_max: Duration::from_millis(300),
         }
     }
 

@@ -674,12 +674,30 @@ impl TransactionCoordinator {
             .map(|(id, _)| id.clone())
             .collect();
         for id in &timed_out {
-            if let Some(meta) = self.txns.get_mut(id) {
-                meta.fence_and_abort(&mut self.next_producer_id, now_ms);
-            }
-            self.drive(id, now_ms, write);
+            self.abort_open_transaction(id, now_ms, write);
         }
         timed_out
+    }
+
+    /// The coordinator aborts the open transaction of `txn_id` on its own, as its
+    /// transaction timeout does (`TransactionCoordinator.abortTimedOutTransactions`):
+    /// the epoch is fenced (+1) and ABORT markers go out at the new epoch. Returns
+    /// whether a transaction was open.
+    pub fn abort_open_transaction(
+        &mut self,
+        txn_id: &str,
+        now_ms: u64,
+        write: &mut MarkerWriter<'_>,
+    ) -> bool {
+        let Some(meta) = self.txns.get_mut(txn_id) else {
+            return false;
+        };
+        if meta.state != TxnState::Ongoing {
+            return false;
+        }
+        meta.fence_and_abort(&mut self.next_producer_id, now_ms);
+        self.drive(txn_id, now_ms, write);
+        true
     }
 
     /// `transactional.id.expiration.ms`: ids with no open transaction idle for

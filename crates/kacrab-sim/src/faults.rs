@@ -84,6 +84,44 @@ pub enum FaultKind {
     /// A failover made a replica with a shorter log the leader: the old leader's
     /// uncommitted tail is truncated (KIP-101/KIP-279).
     TruncationOnFailover,
+    /// The transaction coordinator moves to another live broker without a crash (the
+    /// leadership of its `__transaction_state` partition moves): the old node answers
+    /// NOT_COORDINATOR, the new one COORDINATOR_LOAD_IN_PROGRESS while it loads.
+    CoordinatorMove,
+    /// The coordinator aborts the open transaction on its own, as its transaction
+    /// timeout does (`TransactionCoordinator.abortTimedOutTransactions`): epoch+1 and
+    /// ABORT markers.
+    CoordinatorAbort,
+    /// The cluster's finalized `transaction.version` changes (up or down, with a
+    /// higher finalized-features epoch), and the brokers' ApiVersions answers say so.
+    TransactionVersionChange,
+    /// A coordinator answered CONCURRENT_TRANSACTIONS (markers still outstanding).
+    CoordinatorConcurrentTransactions,
+    /// A coordinator answered COORDINATOR_LOAD_IN_PROGRESS.
+    CoordinatorLoadInProgress,
+    /// A broker answered NOT_COORDINATOR to a coordinator request.
+    CoordinatorNotCoordinator,
+    /// A coordinator request (or lookup) was answered COORDINATOR_NOT_AVAILABLE.
+    CoordinatorNotAvailable,
+    /// A coordinator answered PRODUCER_FENCED.
+    CoordinatorProducerFenced,
+    /// A coordinator answered TRANSACTION_ABORTABLE.
+    CoordinatorTransactionAbortable,
+    /// A coordinator answered INVALID_TXN_STATE.
+    CoordinatorInvalidTxnState,
+    /// A coordinator answered INVALID_PRODUCER_ID_MAPPING.
+    CoordinatorInvalidProducerIdMapping,
+    /// A coordinator answered another error code.
+    CoordinatorOtherError,
+    /// The transactional id expires while no transaction is open, as after
+    /// `transactional.id.expiration.ms` of idleness
+    /// (`TransactionStateManager.removeExpiredTransactionalIds`): the coordinator
+    /// forgets it and answers INVALID_PRODUCER_ID_MAPPING until a new InitProducerId.
+    TransactionalIdExpiry,
+    /// Another producer with the same `transactional.id` calls `init_transactions`:
+    /// the coordinator bumps the epoch (aborting the open transaction), and the
+    /// producer under test is fenced (PRODUCER_FENCED).
+    RivalProducer,
 }
 
 impl FaultKind {
@@ -115,6 +153,20 @@ impl FaultKind {
         FaultKind::ProducerStateExpiry,
         FaultKind::ReplicaLag,
         FaultKind::TruncationOnFailover,
+        FaultKind::CoordinatorMove,
+        FaultKind::CoordinatorAbort,
+        FaultKind::TransactionVersionChange,
+        FaultKind::CoordinatorConcurrentTransactions,
+        FaultKind::CoordinatorLoadInProgress,
+        FaultKind::CoordinatorNotCoordinator,
+        FaultKind::CoordinatorNotAvailable,
+        FaultKind::CoordinatorProducerFenced,
+        FaultKind::CoordinatorTransactionAbortable,
+        FaultKind::CoordinatorInvalidTxnState,
+        FaultKind::CoordinatorInvalidProducerIdMapping,
+        FaultKind::CoordinatorOtherError,
+        FaultKind::TransactionalIdExpiry,
+        FaultKind::RivalProducer,
     ];
 
     /// A short stable name for reports.
@@ -147,7 +199,66 @@ impl FaultKind {
             FaultKind::CorruptMessage => "CORRUPT_MESSAGE",
             FaultKind::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED (fatal)",
             FaultKind::ProducerStateExpiry => "producer-state expiry",
+            FaultKind::CoordinatorMove => "transaction coordinator move",
+            FaultKind::CoordinatorAbort => "coordinator aborts the transaction (timeout)",
+            FaultKind::TransactionVersionChange => "finalized transaction.version change",
+            FaultKind::CoordinatorConcurrentTransactions => "coordinator: CONCURRENT_TRANSACTIONS",
+            FaultKind::CoordinatorLoadInProgress => "coordinator: COORDINATOR_LOAD_IN_PROGRESS",
+            FaultKind::CoordinatorNotCoordinator => "coordinator: NOT_COORDINATOR",
+            FaultKind::CoordinatorNotAvailable => "coordinator: COORDINATOR_NOT_AVAILABLE",
+            FaultKind::CoordinatorProducerFenced => "coordinator: PRODUCER_FENCED",
+            FaultKind::CoordinatorTransactionAbortable => "coordinator: TRANSACTION_ABORTABLE",
+            FaultKind::CoordinatorInvalidTxnState => "coordinator: INVALID_TXN_STATE",
+            FaultKind::CoordinatorInvalidProducerIdMapping => {
+                "coordinator: INVALID_PRODUCER_ID_MAPPING"
+            }
+            FaultKind::CoordinatorOtherError => "coordinator: other error",
+            FaultKind::TransactionalIdExpiry => "transactional id expiry",
+            FaultKind::RivalProducer => "rival producer fences",
         }
+    }
+
+    /// The counter of a coordinator's answer with Kafka error `code` (the "coordinator
+    /// errors by code" of a report), `None` for `NONE`.
+    #[must_use]
+    pub fn coordinator_answer(code: i16) -> Option<FaultKind> {
+        use crate::broker as b;
+        use crate::coordinator as c;
+        Some(match code {
+            b::NONE => return None,
+            b::CONCURRENT_TRANSACTIONS => FaultKind::CoordinatorConcurrentTransactions,
+            c::COORDINATOR_LOAD_IN_PROGRESS => FaultKind::CoordinatorLoadInProgress,
+            c::NOT_COORDINATOR => FaultKind::CoordinatorNotCoordinator,
+            c::COORDINATOR_NOT_AVAILABLE => FaultKind::CoordinatorNotAvailable,
+            b::PRODUCER_FENCED => FaultKind::CoordinatorProducerFenced,
+            b::TRANSACTION_ABORTABLE => FaultKind::CoordinatorTransactionAbortable,
+            b::INVALID_TXN_STATE => FaultKind::CoordinatorInvalidTxnState,
+            b::INVALID_PRODUCER_ID_MAPPING => FaultKind::CoordinatorInvalidProducerIdMapping,
+            _ => FaultKind::CoordinatorOtherError,
+        })
+    }
+
+    /// Whether the kind arises only with a transactional producer (an idempotent run
+    /// never sees it).
+    #[must_use]
+    pub fn is_transactional(self) -> bool {
+        matches!(
+            self,
+            FaultKind::CoordinatorMove
+                | FaultKind::CoordinatorAbort
+                | FaultKind::TransactionVersionChange
+                | FaultKind::CoordinatorConcurrentTransactions
+                | FaultKind::CoordinatorLoadInProgress
+                | FaultKind::CoordinatorNotCoordinator
+                | FaultKind::CoordinatorNotAvailable
+                | FaultKind::CoordinatorProducerFenced
+                | FaultKind::CoordinatorTransactionAbortable
+                | FaultKind::CoordinatorInvalidTxnState
+                | FaultKind::CoordinatorInvalidProducerIdMapping
+                | FaultKind::CoordinatorOtherError
+                | FaultKind::TransactionalIdExpiry
+                | FaultKind::RivalProducer
+        )
     }
 
     fn index(self) -> usize {
@@ -217,6 +328,21 @@ pub struct FaultRates {
     /// Per acks=all produce held in purgatory: the leadership of one of its
     /// partitions moves (to an in-sync follower) before the followers fetched.
     pub purgatory_leader_move: f64,
+    /// Per transactional request reaching the coordinator: the coordinator moves
+    /// ([`FaultKind::CoordinatorMove`]).
+    pub coordinator_move: f64,
+    /// Per transactional request reaching the coordinator while a transaction is open:
+    /// the coordinator aborts it ([`FaultKind::CoordinatorAbort`]).
+    pub coordinator_abort: f64,
+    /// Per transactional request reaching a broker: the finalized `transaction.version`
+    /// changes ([`FaultKind::TransactionVersionChange`]).
+    pub transaction_version_change: f64,
+    /// Per transactional request reaching the coordinator while no transaction is
+    /// open: the transactional id expires ([`FaultKind::TransactionalIdExpiry`]).
+    pub transactional_id_expiry: f64,
+    /// Per transaction of the workload: a rival producer with the same
+    /// `transactional.id` initialises before it ends ([`FaultKind::RivalProducer`]).
+    pub rival_producer: f64,
 }
 
 impl FaultRates {
@@ -241,6 +367,11 @@ impl FaultRates {
         fatal_error: 0.0,
         replica_lag: 0.0,
         purgatory_leader_move: 0.0,
+        coordinator_move: 0.0,
+        coordinator_abort: 0.0,
+        transaction_version_change: 0.0,
+        transactional_id_expiry: 0.0,
+        rival_producer: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -269,6 +400,11 @@ impl FaultRates {
             fatal_error: 0.0,
             replica_lag: (r * 4.0).min(1.0),
             purgatory_leader_move: r / 2.0,
+            coordinator_move: r / 10.0,
+            coordinator_abort: r / 40.0,
+            transaction_version_change: r / 4.0,
+            transactional_id_expiry: r / 20.0,
+            rival_producer: r / 10.0,
         }
     }
 
@@ -296,9 +432,17 @@ impl Default for FaultRates {
 }
 
 /// How many faults of each kind were injected.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FaultCounts {
     counts: [u64; FaultKind::ALL.len()],
+}
+
+impl Default for FaultCounts {
+    fn default() -> Self {
+        Self {
+            counts: [0; FaultKind::ALL.len()],
+        }
+    }
 }
 
 impl FaultCounts {

@@ -34,6 +34,9 @@ mod replica;
 mod replication;
 pub mod rng;
 pub mod scenario;
+mod txn_checks;
+pub mod txn_faults;
+pub mod txn_offsets;
 pub mod txn_sim;
 pub mod verification;
 

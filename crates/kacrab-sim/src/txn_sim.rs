@@ -2,15 +2,17 @@
 //! the core's transactional requests on its node, the partition leaders' checks of
 //! transactional Produce with it, a transactional workload (N transactions of K
 //! records, each committed or aborted by a seeded choice), a second producer with the
-//! same `transactional.id` that fences the first, and the transactional properties.
+//! same `transactional.id` that fences the first. The properties are in `txn_checks`,
+//! the coordinator's timing and faults in [`crate::txn_faults`], the consumed offsets
+//! in [`crate::txn_offsets`].
 //!
 //! The coordinator lives on one broker ([`SimConfig::coordinator_node`](crate::SimConfig));
 //! FindCoordinator (any live broker) names it; every other transactional request sent
 //! to another node is answered NOT_COORDINATOR. When its node crashes the coordinator
 //! moves to another live broker with a bumped coordinator epoch (its state is kept: the
-//! transaction log is replicated). Markers are written into the model partitions as the
-//! coordinator completes a transaction; an outstanding one is retried on every
-//! coordinator request.
+//! transaction log is replicated), and loads it first. Markers are written into the model
+//! partitions a drawn delay after the coordinator prepares a transaction
+//! ([`crate::txn_faults`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -22,9 +24,9 @@ use kacrab_idempotence::{
 
 use crate::batch;
 use crate::broker::{TxnMarker, NONE, UNKNOWN_TOPIC_OR_PARTITION};
-use crate::checker::{decode_value, Outcome, ViolationKind};
+use crate::checker::ViolationKind;
 use crate::cluster::{Cluster, SimPartition};
-use crate::coordinator::{produce_error_from_coordinator, Partition, TxnState};
+use crate::coordinator::{produce_error_from_coordinator, Partition};
 use crate::faults::FaultKind;
 use crate::net::{txn_request_id, ToClient, TxnAnswer};
 
@@ -53,6 +55,11 @@ pub struct TxnRecord {
     pub commit_error: Option<TxnError>,
     /// How it ended.
     pub outcome: TxnOutcome,
+    /// The consumed offsets it sent (group [`crate::txn_offsets::WORKLOAD_GROUP`]).
+    pub offsets: Vec<(Partition, i64)>,
+    /// A rival producer initialised while it was open: the coordinator aborted it, so
+    /// none of its records may become visible.
+    pub fenced_by_rival: bool,
 }
 
 /// Which transaction each record belongs to, and how each ended.
@@ -62,8 +69,10 @@ pub struct TxnTracker {
     pub txns: Vec<TxnRecord>,
     /// Every `TransactionCompleted` event of the producer under test, in order.
     pub events: Vec<(TxnOp, Result<(), TxnError>)>,
-    current: Option<usize>,
+    pub(crate) current: Option<usize>,
     by_record: BTreeMap<RecordId, usize>,
+    /// The operation the workload called whose completion has not come yet.
+    pub(crate) pending: Option<TxnOp>,
 }
 
 impl TxnTracker {
@@ -76,6 +85,9 @@ impl TxnTracker {
 
     pub(crate) fn on_completed(&mut self, op: TxnOp, result: &Result<(), TxnError>) {
         self.events.push((op, result.clone()));
+        if self.pending == Some(op) {
+            self.pending = None;
+        }
     }
 
     fn begin(&mut self, commit: bool) -> usize {
@@ -84,6 +96,8 @@ impl TxnTracker {
             intended_commit: commit,
             commit_error: None,
             outcome: TxnOutcome::Open,
+            offsets: Vec::new(),
+            fenced_by_rival: false,
         });
         self.current = Some(self.txns.len() - 1);
         self.txns.len() - 1
@@ -112,7 +126,7 @@ fn partition_of(tp: &TopicPartition) -> Partition {
 }
 
 /// A marker writer over the cluster's partitions.
-fn marker_writer(
+pub(crate) fn marker_writer(
     parts: &mut [SimPartition],
     now_ms: u64,
 ) -> impl FnMut(&Partition, &TxnMarker) -> Result<(), i16> + '_ {
@@ -167,11 +181,9 @@ impl Cluster {
         self.rival.as_ref()
     }
 
-    /// Writes the coordinator's outstanding markers.
+    /// Writes the coordinator's outstanding markers if they are due.
     fn deliver_markers(&mut self) {
-        let now_ms = self.now.as_millis();
-        let mut w = marker_writer(&mut self.partitions, now_ms);
-        self.coordinator.deliver_markers(now_ms, &mut w);
+        self.write_due_markers(false);
     }
 
     /// The coordinator moves off a crashed `node` (to another live broker).
@@ -185,11 +197,7 @@ impl Cluster {
             .find(|b| b.up && b.id != node)
             .map(|b| b.id)
         {
-            self.coordinator_node = to;
-            let epoch = self.coordinator.bump_coordinator_epoch();
-            self.trace_line(|| {
-                format!("transaction coordinator moves to node {to} (epoch {epoch})")
-            });
+            self.move_coordinator(to);
         }
     }
 
@@ -200,15 +208,28 @@ impl Cluster {
         r: &InitProducerIdRequest,
         txn_id: &str,
     ) -> Result<ProducerIdAndEpoch, KafkaError> {
-        if node != self.coordinator_node {
-            return Err(KafkaError::NotCoordinator);
-        }
-        if self.fault_rng.chance(self.rates.coordinator_error) {
+        self.draw_coordinator_faults(node, txn_id);
+        let refused = if node != self.coordinator_node {
+            Some(KafkaError::NotCoordinator)
+        } else if self.coordinator_loading() {
+            Some(KafkaError::CoordinatorLoadInProgress)
+        } else if self.fault_rng.chance(self.rates.coordinator_error) {
             self.faults.add(FaultKind::CoordinatorError);
-            return Err(KafkaError::CoordinatorLoadInProgress);
+            Some(KafkaError::CoordinatorLoadInProgress)
+        } else {
+            None
+        };
+        let result = match refused {
+            Some(e) => Err(e),
+            None => {
+                self.deliver_markers();
+                self.init_at_coordinator(r, txn_id)
+            }
+        };
+        if let Err(e) = &result {
+            self.count_coordinator_answer(e.code());
         }
-        self.deliver_markers();
-        self.init_at_coordinator(r, txn_id)
+        result
     }
 
     fn init_at_coordinator(
@@ -219,11 +240,15 @@ impl Cluster {
         let now_ms = self.now.as_millis();
         let timeout_ms = u64::try_from(r.transaction_timeout.as_millis()).unwrap_or(u64::MAX);
         let expected = Some((r.current.id.0, r.current.epoch.0));
-        let mut w = marker_writer(&mut self.partitions, now_ms);
-        self.coordinator
-            .init_producer_id(txn_id, timeout_ms, expected, now_ms, &mut w)
-            .map(|(pid, epoch)| ProducerIdAndEpoch::new(pid, epoch))
-            .map_err(KafkaError::from_code)
+        let result = {
+            let mut w = marker_writer(&mut self.partitions, now_ms);
+            self.coordinator
+                .init_producer_id(txn_id, timeout_ms, expected, now_ms, &mut w)
+                .map(|(pid, epoch)| ProducerIdAndEpoch::new(pid, epoch))
+                .map_err(KafkaError::from_code)
+        };
+        self.schedule_markers();
+        result
     }
 
     /// A transactional request reaches `node`.
@@ -234,10 +259,15 @@ impl Cluster {
         if unavailable {
             self.faults.add(FaultKind::CoordinatorError);
         }
+        if let Some(txn_id) = transactional_id_of(&req) {
+            self.draw_coordinator_faults(node, &txn_id);
+            self.check_request_version(&req, &txn_id);
+        }
         let refuse = match (&req, unavailable) {
             (Request::FindCoordinator(_), true) => Some(KafkaError::CoordinatorNotAvailable),
             (Request::FindCoordinator(_), false) => None,
             (_, _) if node != self.coordinator_node => Some(KafkaError::NotCoordinator),
+            (_, _) if self.coordinator_loading() => Some(KafkaError::CoordinatorLoadInProgress),
             (_, true) => Some(KafkaError::CoordinatorLoadInProgress),
             _ => None,
         };
@@ -321,6 +351,10 @@ impl Cluster {
                 return;
             }
         };
+        self.schedule_markers();
+        for code in answer_codes(&answer) {
+            self.count_coordinator_answer(code);
+        }
         self.trace_line(|| format!("node {node} txn req {id}: {answer:?}"));
         self.respond(node, id, ToClient::Txn(id, answer), &[]);
     }
@@ -340,8 +374,11 @@ impl Cluster {
             return None;
         }
         let part = partition_of(tp);
+        self.check_version_latch(txn_id, h.producer_id, r.transaction_v2, "Produce");
         let code = if !self.is_up(self.coordinator_node) {
             crate::coordinator::COORDINATOR_NOT_AVAILABLE
+        } else if self.coordinator_loading() {
+            crate::coordinator::COORDINATOR_LOAD_IN_PROGRESS
         } else if r.transaction_v2 {
             let now_ms = self.now.as_millis();
             self.coordinator.add_partition_implicit(
@@ -358,6 +395,7 @@ impl Cluster {
         if code == NONE {
             return None;
         }
+        self.count_coordinator_answer(code);
         let version = if r.transaction_v2 { 12 } else { 11 };
         let error = KafkaError::from_code(produce_error_from_coordinator(code, version));
         self.trace_line(|| {
@@ -379,7 +417,12 @@ impl Cluster {
     /// until `poll_timeout`: if an operation is pending while nothing at all is scheduled
     /// (no message in flight, no deadline), the core would never make progress, which
     /// is recorded as a violation rather than papered over with a tick.
-    fn wait_txn(&mut self, op: TxnOp, start: usize, max: Duration) -> Option<Result<(), TxnError>> {
+    pub(crate) fn wait_txn(
+        &mut self,
+        op: TxnOp,
+        start: usize,
+        max: Duration,
+    ) -> Option<Result<(), TxnError>> {
         let deadline = self.now + max;
         let slice = Duration::from_millis(100);
         while self.now < deadline {
@@ -420,6 +463,7 @@ impl Cluster {
     pub fn init_transactions(&mut self, max: Duration) -> Result<(), TxnError> {
         let start = self.txns.events.len();
         self.producer.init_transactions()?;
+        self.txns.pending = Some(TxnOp::InitTransactions);
         self.after_input();
         self.wait_txn(TxnOp::InitTransactions, start, max)
             .unwrap_or(Err(TxnError::Fatal(KafkaError::RequestTimedOut)))
@@ -435,6 +479,9 @@ impl Cluster {
         } else {
             self.producer.abort_transaction()
         };
+        if called.is_ok() {
+            self.txns.pending = Some(op);
+        }
         self.after_input();
         let result = match called {
             Ok(()) => match self.wait_txn(op, start, max) {
@@ -472,6 +519,15 @@ impl Cluster {
         let idx = self.begin_and_send_inner(records, commit);
         if let TxnOutcome::Failed(e) = &self.txns.txns[idx].outcome {
             return TxnOutcome::Failed(e.clone());
+        }
+        self.maybe_send_offsets(idx, max);
+        if self.fault_rng.chance(self.rates.rival_producer) {
+            self.faults.add(FaultKind::RivalProducer);
+            self.txns.txns[idx].fenced_by_rival = true;
+            let rival = self.fence_with_rival();
+            self.trace_line(|| {
+                format!("transaction {idx}: a rival producer initialised: {rival:?}")
+            });
         }
         self.finish_open_transaction(commit, max)
     }
@@ -562,7 +618,7 @@ impl Cluster {
     /// What the rival's `init_transactions` reported.
     pub fn fence_with_rival(&mut self) -> Result<(), TxnError> {
         let mut p = Producer::new(self.config.producer.clone(), self.now);
-        p.handle_transaction_version(self.config.transaction_version);
+        p.handle_transaction_version(self.txn_env_level());
         p.init_transactions()?;
         let mut now = self.now;
         let mut result = None;
@@ -575,7 +631,7 @@ impl Cluster {
                     }
                     Request::InitProducerId(r) => {
                         let txn_id = r.transactional_id.clone().unwrap_or_default();
-                        self.deliver_markers();
+                        self.write_due_markers(true);
                         let res = self.init_at_coordinator(&r, &txn_id);
                         self.trace_line(|| format!("rival InitProducerId: {res:?}"));
                         let _ = p.handle_producer_id(r.id, res, now);
@@ -609,111 +665,30 @@ impl Cluster {
         self.rival = Some(p);
         result.unwrap_or(Err(TxnError::Fatal(KafkaError::RequestTimedOut)))
     }
+}
 
-    // ------------------------------------------------------------------ the properties
-
-    /// The transactional properties: every record a `read_committed` reader sees is in
-    /// a committed transaction (or one whose outcome the producer never learned), once,
-    /// in send order per partition; every record of a committed transaction is
-    /// delivered and visible exactly once; a transaction the producer never learned the
-    /// outcome of is visible all or none. With `end`, also: no transaction left open,
-    /// neither in the workload nor at the coordinator (unless the producer is fatal and
-    /// nobody fenced it).
-    pub fn check_transactions(&mut self, end: bool) {
-        self.checker.set_clock(self.stats.steps, self.now);
-        let mut seen: BTreeMap<RecordId, u32> = BTreeMap::new();
-        let mut problems = Vec::new();
-        for (gp, p) in self.partitions.iter().enumerate() {
-            let mut last: Option<u32> = None;
-            for r in p.state.read_committed() {
-                let Some((pp, idx)) = r.value.as_deref().and_then(decode_value) else {
-                    problems.push(format!("{}@{}: undecodable record", p.tp, r.offset));
-                    continue;
-                };
-                let Some(&rid) = self.checker.sent_to(gp).get(idx as usize) else {
-                    problems.push(format!("{}@{}: p{pp}#{idx} never sent", p.tp, r.offset));
-                    continue;
-                };
-                if last.is_some_and(|l| l >= idx) {
-                    problems.push(format!(
-                        "{}@{}: read_committed sees #{idx} after #{}",
-                        p.tp,
-                        r.offset,
-                        last.unwrap_or_default()
-                    ));
-                }
-                last = Some(idx);
-                *seen.entry(rid).or_default() += 1;
-            }
-        }
-        for (&rid, &n) in &seen {
-            if n > 1 {
-                problems.push(format!("record {rid} visible {n} times to read_committed"));
-            }
-            match self
-                .txns
-                .transaction_of(rid)
-                .map(|t| (t, &self.txns.txns[t].outcome))
-            {
-                None => problems.push(format!("record {rid} visible but in no transaction")),
-                Some((t, TxnOutcome::Aborted)) => {
-                    problems.push(format!("record {rid} of aborted transaction {t} visible"));
-                }
-                Some((t, TxnOutcome::Open)) if self.txns.current != Some(t) => {
-                    problems.push(format!(
-                        "record {rid} of unfinished transaction {t} visible"
-                    ));
-                }
-                Some((t, TxnOutcome::Open)) => {
-                    problems.push(format!("record {rid} of open transaction {t} visible"));
-                }
-                _ => {}
-            }
-        }
-        for (t, txn) in self.txns.txns.iter().enumerate() {
-            let visible = txn.records.iter().filter(|r| seen.contains_key(r)).count();
-            match &txn.outcome {
-                TxnOutcome::Committed => {
-                    for rid in &txn.records {
-                        if !seen.contains_key(rid) {
-                            problems.push(format!(
-                                "record {rid} of committed transaction {t} not visible"
-                            ));
-                        }
-                        let delivered = self
-                            .checker
-                            .record(*rid)
-                            .is_some_and(|r| r.outcome == Outcome::Delivered);
-                        if !delivered {
-                            problems.push(format!(
-                                "record {rid} of committed transaction {t} not delivered"
-                            ));
-                        }
-                    }
-                }
-                TxnOutcome::Failed(e) if visible != 0 && visible != txn.records.len() => {
-                    problems.push(format!(
-                        "transaction {t} ({e}) half visible: {visible} of {}",
-                        txn.records.len()
-                    ));
-                }
-                TxnOutcome::Open if end => {
-                    problems.push(format!("transaction {t} never ended"));
-                }
-                _ => {}
-            }
-        }
-        if end {
-            if let Some(id) = self.config.producer.transactional_id() {
-                let state = self.coordinator.state(id);
-                let stuck = state.is_some_and(|s| s == TxnState::Ongoing || s.is_prepare());
-                if stuck && self.producer.fatal_error().is_none() {
-                    problems.push(format!("coordinator left transaction in {state:?}"));
-                }
-            }
-        }
-        for p in problems {
-            self.checker.violation(ViolationKind::Transaction, p);
-        }
+/// The transactional id a coordinator request names (`None` for FindCoordinator).
+fn transactional_id_of(req: &Request) -> Option<String> {
+    match req {
+        Request::AddPartitionsToTxn(r) => Some(r.transactional_id.clone()),
+        Request::AddOffsetsToTxn(r) => Some(r.transactional_id.clone()),
+        Request::TxnOffsetCommit(r) => Some(r.transactional_id.clone()),
+        Request::EndTxn(r) => Some(r.transactional_id.clone()),
+        _ => None,
     }
+}
+
+/// Every error code in a coordinator's answer, once each.
+fn answer_codes(answer: &TxnAnswer) -> Vec<i16> {
+    let mut codes: Vec<i16> = match answer {
+        TxnAnswer::FindCoordinator(r) => r.as_ref().err().map(|e| e.code()).into_iter().collect(),
+        TxnAnswer::AddPartitions(v) | TxnAnswer::TxnOffsetCommit(v) => {
+            v.iter().map(|(_, e)| e.code()).collect()
+        }
+        TxnAnswer::AddOffsets(e) => vec![e.code()],
+        TxnAnswer::EndTxn(r) => r.as_ref().err().map(|e| e.code()).into_iter().collect(),
+    };
+    codes.sort_unstable();
+    codes.dedup();
+    codes
 }

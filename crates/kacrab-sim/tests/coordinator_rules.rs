@@ -125,6 +125,11 @@ impl World {
         self.coord.release_markers(self.now, &mut write)
     }
 
+    fn coordinator_abort(&mut self) -> bool {
+        let mut write = write_markers_to(&mut self.parts, self.now);
+        self.coord.abort_open_transaction(ID, self.now, &mut write)
+    }
+
     fn expire(&mut self) -> Vec<String> {
         let mut write = write_markers_to(&mut self.parts, self.now);
         self.coord.expire_transactions(self.now, &mut write)
@@ -941,4 +946,46 @@ fn an_expired_transactional_id_starts_afresh() {
     assert_eq!(w.add(pid, 1, &[0]), INVALID_PRODUCER_ID_MAPPING);
     assert_eq!(w.end(pid, 1, false, true), Err(INVALID_PRODUCER_ID_MAPPING));
     assert_eq!(w.init(Some((pid, 1))), Ok((pid + 1, 0)));
+}
+
+// ---------------------------------------------------------------- the coordinator's own abort
+
+/// The coordinator's own abort of an open transaction (what its timeout does,
+/// `TransactionCoordinator.abortTimedOutTransactions`), with the markers held as
+/// the simulator holds them: while they are outstanding every request for the id
+/// is CONCURRENT_TRANSACTIONS (the pending transition comes first; TV1 EndTxn
+/// excepted); once they are
+/// written the old epoch is PRODUCER_FENCED, and a TV1 verification of the old
+/// producer says the same.
+#[test]
+fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
+    let mut w = World::new();
+    let (pid, _) = w.init(None).unwrap();
+    assert_eq!(w.add(pid, 0, &[0, 1]), NONE);
+    w.produce(0, pid, 0, 0, 2).unwrap();
+    w.coord.set_hold_markers(true);
+    assert!(w.coordinator_abort());
+    assert_eq!(w.state(), TxnState::PrepareAbort);
+    assert_eq!(w.meta().producer_epoch, 1);
+    assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
+    // TV1 EndTxn checks the epoch before the pending transition
+    // (`TransactionCoordinator.handleEndTransaction`).
+    assert_eq!(w.end(pid, 0, true, false), Err(PRODUCER_FENCED));
+    assert_eq!(
+        w.coord.verify_partition(ID, pid, 0, &tp(0)),
+        CONCURRENT_TRANSACTIONS
+    );
+    assert_eq!(w.release(), 2);
+    assert_eq!(w.state(), TxnState::CompleteAbort);
+    assert_eq!(w.add(pid, 0, &[0]), PRODUCER_FENCED);
+    assert_eq!(w.end(pid, 0, false, false), Err(PRODUCER_FENCED));
+    assert_eq!(
+        w.coord.verify_partition(ID, pid, 0, &tp(0)),
+        PRODUCER_FENCED
+    );
+    assert!(w.committed(0).is_empty());
+    assert!(
+        !w.coordinator_abort(),
+        "only an open transaction is aborted"
+    );
 }

@@ -332,6 +332,8 @@ fn a_produce_applied_after_the_markers_opens_no_transaction(version: i16) {
         assert_eq!(c.run_transaction(2, true, MAX), TxnOutcome::Aborted);
     }
     assert_eq!(c.run_transaction(2, true, MAX), TxnOutcome::Committed);
+    // The coordinator writes its markers after it answers EndTxn.
+    assert!(c.run_until_markers_written(MAX));
     assert_eq!(c.partition(0).state.read_committed().len(), 3);
     assert_clean(&mut c, &[]);
 }

@@ -320,11 +320,13 @@ fn every_fault_kind_is_drawn_and_counted() {
     }
     for (kind, n) in total.iter() {
         // A run asks for one producer id: see `coordinator_errors_are_retried`.
+        // Transactional kinds need a transactional producer (sim_transactions.rs);
         // CLUSTER_AUTHORIZATION_FAILED is fatal: drawn only with `FaultRates::with_fatal`.
-        if kind != FaultKind::CoordinatorError
-            && kind != FaultKind::MessageTooLarge
-            && kind != FaultKind::ClusterAuthorizationFailed
-        {
+        let skip = kind.is_transactional()
+            || kind == FaultKind::CoordinatorError
+            || kind == FaultKind::MessageTooLarge
+            || kind == FaultKind::ClusterAuthorizationFailed;
+        if !skip {
             assert!(n > 0, "{kind} never injected: {total:?}");
         }
     }

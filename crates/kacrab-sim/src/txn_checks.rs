@@ -1,0 +1,141 @@
+//! The transactional properties of a [`Cluster`] run: what a `read_committed` reader
+//! sees against how each transaction of the workload ended, the consumed offsets
+//! committed for the group, and that nothing is left open or pending at the end.
+
+use std::collections::BTreeMap;
+
+use kacrab_idempotence::RecordId;
+
+use crate::checker::{decode_value, Outcome, ViolationKind};
+use crate::cluster::Cluster;
+use crate::coordinator::TxnState;
+use crate::txn_sim::TxnOutcome;
+
+impl Cluster {
+    /// The transactional properties: every record a `read_committed` reader sees is in
+    /// a committed transaction (or one whose outcome the producer never learned), once,
+    /// in send order per partition; every record of a committed transaction is
+    /// delivered and visible exactly once; a transaction the producer never learned the
+    /// outcome of is visible all or none. With `end`, also: no transaction left open,
+    /// neither in the workload nor at the coordinator (unless the producer is fatal and
+    /// nobody fenced it).
+    pub fn check_transactions(&mut self, end: bool) {
+        self.checker.set_clock(self.stats.steps, self.now);
+        let mut seen: BTreeMap<RecordId, u32> = BTreeMap::new();
+        let mut problems = Vec::new();
+        for (gp, p) in self.partitions.iter().enumerate() {
+            let mut last: Option<u32> = None;
+            for r in p.state.read_committed() {
+                let Some((pp, idx)) = r.value.as_deref().and_then(decode_value) else {
+                    problems.push(format!("{}@{}: undecodable record", p.tp, r.offset));
+                    continue;
+                };
+                let Some(&rid) = self.checker.sent_to(gp).get(idx as usize) else {
+                    problems.push(format!("{}@{}: p{pp}#{idx} never sent", p.tp, r.offset));
+                    continue;
+                };
+                if last.is_some_and(|l| l >= idx) {
+                    problems.push(format!(
+                        "{}@{}: read_committed sees #{idx} after #{}",
+                        p.tp,
+                        r.offset,
+                        last.unwrap_or_default()
+                    ));
+                }
+                last = Some(idx);
+                *seen.entry(rid).or_default() += 1;
+            }
+        }
+        for (&rid, &n) in &seen {
+            if n > 1 {
+                problems.push(format!("record {rid} visible {n} times to read_committed"));
+            }
+            match self
+                .txns
+                .transaction_of(rid)
+                .map(|t| (t, &self.txns.txns[t].outcome))
+            {
+                None => problems.push(format!("record {rid} visible but in no transaction")),
+                Some((t, TxnOutcome::Aborted)) => {
+                    problems.push(format!("record {rid} of aborted transaction {t} visible"));
+                }
+                Some((t, TxnOutcome::Open)) if self.txns.current != Some(t) => {
+                    problems.push(format!(
+                        "record {rid} of unfinished transaction {t} visible"
+                    ));
+                }
+                Some((t, TxnOutcome::Open)) => {
+                    problems.push(format!("record {rid} of open transaction {t} visible"));
+                }
+                _ => {}
+            }
+        }
+        // The markers of the last ended transaction may still be on their way: its
+        // records become visible when they are written.
+        let settling = (!self.coordinator.pending_marker_writes().is_empty())
+            .then(|| {
+                self.txns
+                    .txns
+                    .iter()
+                    .rposition(|t| t.outcome != TxnOutcome::Open)
+            })
+            .flatten();
+        for (t, txn) in self.txns.txns.iter().enumerate() {
+            let visible = txn.records.iter().filter(|r| seen.contains_key(r)).count();
+            if txn.fenced_by_rival && visible != 0 {
+                problems.push(format!(
+                    "transaction {t} aborted by a rival's init_transactions, but {visible} of its records are visible"
+                ));
+            }
+            match &txn.outcome {
+                TxnOutcome::Committed => {
+                    for rid in &txn.records {
+                        if !seen.contains_key(rid) && settling != Some(t) {
+                            problems.push(format!(
+                                "record {rid} of committed transaction {t} not visible"
+                            ));
+                        }
+                        let delivered = self
+                            .checker
+                            .record(*rid)
+                            .is_some_and(|r| r.outcome == Outcome::Delivered);
+                        if !delivered {
+                            problems.push(format!(
+                                "record {rid} of committed transaction {t} not delivered"
+                            ));
+                        }
+                    }
+                }
+                TxnOutcome::Failed(e) if visible != 0 && visible != txn.records.len() => {
+                    problems.push(format!(
+                        "transaction {t} ({e}) half visible: {visible} of {}",
+                        txn.records.len()
+                    ));
+                }
+                TxnOutcome::Open if end => {
+                    problems.push(format!("transaction {t} never ended"));
+                }
+                _ => {}
+            }
+        }
+        self.check_offsets(settling, &mut problems);
+        if end {
+            if let Some(op) = self.txns.pending {
+                self.checker.violation(
+                    ViolationKind::Liveness,
+                    format!("{op:?} still pending at the end of the quiet phase"),
+                );
+            }
+            if let Some(id) = self.config.producer.transactional_id() {
+                let state = self.coordinator.state(id);
+                let stuck = state.is_some_and(|s| s == TxnState::Ongoing || s.is_prepare());
+                if stuck && self.producer.fatal_error().is_none() {
+                    problems.push(format!("coordinator left transaction in {state:?}"));
+                }
+            }
+        }
+        for p in problems {
+            self.checker.violation(ViolationKind::Transaction, p);
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! The transaction coordinator's timing and its faults in the [`Cluster`]: markers
+//! written after a delay, a moved coordinator loading its state, the coordinator
+//! aborting an open transaction on its own, the finalized `transaction.version`
+//! changing during a run, and the coordinator's answers counted by error code.
+//!
+//! * Markers. Kafka answers EndTxn once `PrepareCommit`/`PrepareAbort` is in the
+//!   transaction log; `TransactionMarkerChannelManager` writes the markers afterwards
+//!   and the transaction completes when every partition has acknowledged its marker.
+//!   Meanwhile the transactional id has a pending transition, and every request for it
+//!   answers CONCURRENT_TRANSACTIONS (`TransactionCoordinator.handleAddPartitionsToTransaction`,
+//!   `handleEndTransaction`, `handleInitProducerId`). The model coordinator holds its
+//!   markers; the cluster releases them at a scheduled time (a step of its own, like a
+//!   message delivery), so the window is real.
+//! * Loading. A coordinator that takes over a `__transaction_state` partition (after a
+//!   crash or a leadership move) answers COORDINATOR_LOAD_IN_PROGRESS until it has
+//!   loaded it (`TransactionStateManager.loadTransactionsForTxnTopicPartition`); the old
+//!   node answers NOT_COORDINATOR. Markers outstanding at the move are written by the
+//!   new coordinator, with its higher coordinator epoch, once loaded.
+//! * The coordinator's own abort (its transaction timeout,
+//!   `TransactionCoordinator.abortTimedOutTransactions`): epoch+1, ABORT markers.
+//! * `transaction.version`. The KRaft controller finalizes a new level with a higher
+//!   finalized-features epoch; brokers report both in ApiVersions (KIP-584), which the
+//!   driver feeds to the producer. The brokers decide per request from its version
+//!   (Produce v12, EndTxn v5, TxnOffsetCommit v5 are TV2), so a transaction in flight
+//!   keeps going; the client must latch the version a transaction started under
+//!   (Kafka 4.x `TransactionManager`), which the cluster checks on every request.
+
+use std::time::Duration;
+
+use kacrab_idempotence::{NodeId, Request, Timestamp};
+
+use crate::broker::TransactionVersion;
+use crate::checker::ViolationKind;
+use crate::cluster::Cluster;
+use crate::coordinator::{TransactionCoordinator, TxnState};
+use crate::faults::FaultKind;
+use crate::rng::Rng;
+
+/// A model coordinator whose markers are written only when the cluster releases them.
+pub(crate) fn asynchronous_coordinator() -> TransactionCoordinator {
+    let mut c = TransactionCoordinator::new(500_000);
+    c.set_hold_markers(true);
+    c
+}
+
+/// The coordinator's timing and the cluster's finalized `transaction.version`.
+#[derive(Clone, Debug)]
+pub(crate) struct TxnEnv {
+    /// When the outstanding markers are written; `Some` exactly while the coordinator
+    /// has markers outstanding (after a coordinator request).
+    markers_due: Option<Timestamp>,
+    /// The coordinator answers COORDINATOR_LOAD_IN_PROGRESS before this time.
+    loading_until: Timestamp,
+    /// The finalized `transaction.version` feature level.
+    finalized_tv: i16,
+    /// The finalized-features epoch; rises with every change of `finalized_tv`.
+    features_epoch: i64,
+    /// Draws the marker delays and loading times (not a fault stream: it runs even
+    /// without faults).
+    rng: Rng,
+    /// Draws the workload's consumed offsets ([`crate::txn_offsets`]).
+    offsets_rng: Rng,
+}
+
+impl TxnEnv {
+    pub(crate) fn new(seed: u64, transaction_version: i16) -> Self {
+        TxnEnv {
+            markers_due: None,
+            loading_until: Timestamp::ZERO,
+            finalized_tv: transaction_version,
+            features_epoch: 0,
+            rng: Rng::stream(seed, 7),
+            offsets_rng: Rng::stream(seed, 8),
+        }
+    }
+
+    pub(crate) fn offsets_rng(&mut self) -> &mut Rng {
+        &mut self.offsets_rng
+    }
+
+    pub(crate) fn markers_due(&self) -> Option<Timestamp> {
+        self.markers_due
+    }
+}
+
+fn draw(rng: &mut Rng, max: Duration) -> Duration {
+    let max_us = u64::try_from(max.as_micros()).unwrap_or(u64::MAX);
+    Duration::from_micros(rng.range(0, max_us))
+}
+
+impl Cluster {
+    /// The finalized `transaction.version` and the finalized-features epoch it came with.
+    #[must_use]
+    pub fn finalized_transaction_version(&self) -> (i16, i64) {
+        (self.txn_env.finalized_tv, self.txn_env.features_epoch)
+    }
+
+    /// The controller finalizes `transaction.version` = `level` (a higher features
+    /// epoch); the brokers' ApiVersions answers carry it to the producer.
+    pub fn set_finalized_transaction_version(&mut self, level: i16) {
+        self.txn_env.finalized_tv = level;
+        self.txn_env.features_epoch += 1;
+        let epoch = self.txn_env.features_epoch;
+        self.trace_line(|| format!("finalized transaction.version = {level} (epoch {epoch})"));
+        self.producer.handle_transaction_version(level);
+        self.after_input();
+    }
+
+    /// Whether the coordinator is loading its state (it answers
+    /// COORDINATOR_LOAD_IN_PROGRESS).
+    #[must_use]
+    pub fn coordinator_loading(&self) -> bool {
+        self.now < self.txn_env.loading_until
+    }
+
+    /// Steps until the coordinator has written every outstanding marker (at most `max`).
+    /// Returns whether it has.
+    pub fn run_until_markers_written(&mut self, max: Duration) -> bool {
+        self.run_until(max, |c| c.coordinator.pending_marker_writes().is_empty())
+    }
+
+    /// Moves the coordinator to `to` (a bumped coordinator epoch); it loads its state
+    /// first.
+    pub fn move_coordinator(&mut self, to: NodeId) {
+        self.coordinator_node = to;
+        let epoch = self.coordinator.bump_coordinator_epoch();
+        let load = draw(&mut self.txn_env.rng, self.config.coordinator_load_max);
+        self.txn_env.loading_until = self.now + load;
+        self.trace_line(|| {
+            format!(
+                "transaction coordinator moves to node {to} (epoch {epoch}), loading for {load:?}"
+            )
+        });
+    }
+
+    /// Schedules the write of the coordinator's outstanding markers, if any and not
+    /// scheduled yet.
+    pub(crate) fn schedule_markers(&mut self) {
+        if self.txn_env.markers_due.is_some() || self.coordinator.pending_marker_writes().is_empty()
+        {
+            return;
+        }
+        let delay = draw(&mut self.txn_env.rng, self.config.marker_delay_max);
+        self.txn_env.markers_due = Some(self.now + delay);
+    }
+
+    /// Writes the outstanding markers once they are due and the coordinator is loaded
+    /// (`force`: now, as at the end of a run, when time is let pass).
+    pub(crate) fn write_due_markers(&mut self, force: bool) {
+        if !force {
+            match self.txn_env.markers_due {
+                Some(due) if due <= self.now => {}
+                _ => return,
+            }
+        }
+        if self.txn_env.markers_due.is_none() && self.coordinator.pending_marker_writes().is_empty()
+        {
+            return;
+        }
+        if !force && self.coordinator_loading() {
+            self.txn_env.markers_due = Some(self.txn_env.loading_until);
+            return;
+        }
+        self.txn_env.markers_due = None;
+        let now_ms = self.now.as_millis();
+        let written = {
+            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            self.coordinator.release_markers(now_ms, &mut w)
+        };
+        self.coordinator.set_hold_markers(true);
+        // The coordinator writes markers with acks=all: they are on every in-sync
+        // replica, so committed (below the high watermark), as soon as they are written.
+        self.sync_markers();
+        self.trace_line(|| format!("coordinator wrote {written} markers"));
+        self.schedule_markers();
+    }
+
+    /// The coordinator faults drawn when a transactional request (other than
+    /// FindCoordinator) reaches `node`: a `transaction.version` change, a coordinator
+    /// move, the coordinator's own abort of the open transaction of `txn_id`.
+    pub(crate) fn draw_coordinator_faults(&mut self, node: NodeId, txn_id: &str) {
+        if self.fault_rng.chance(self.rates.transaction_version_change) {
+            self.faults.add(FaultKind::TransactionVersionChange);
+            let level = if self.txn_env.finalized_tv >= 2 { 1 } else { 2 };
+            self.set_finalized_transaction_version(level);
+        }
+        if node != self.coordinator_node || self.coordinator_loading() {
+            return;
+        }
+        if self.fault_rng.chance(self.rates.coordinator_move) {
+            let live: Vec<NodeId> = self
+                .brokers
+                .iter()
+                .filter(|b| b.up && b.id != node)
+                .map(|b| b.id)
+                .collect();
+            if let Some(i) = self.fault_rng.pick(live.len()) {
+                self.faults.add(FaultKind::CoordinatorMove);
+                self.move_coordinator(live[i]);
+                return;
+            }
+        }
+        self.expire_timed_out_transactions();
+        let state = self.coordinator.state(txn_id);
+        let open = state == Some(TxnState::Ongoing);
+        if open && self.fault_rng.chance(self.rates.coordinator_abort) {
+            self.faults.add(FaultKind::CoordinatorAbort);
+            self.coordinator_aborts(txn_id);
+        }
+        let idle = state.is_some_and(|s| s == TxnState::Empty || s.is_complete());
+        if idle && self.fault_rng.chance(self.rates.transactional_id_expiry) {
+            self.faults.add(FaultKind::TransactionalIdExpiry);
+            self.expire_transactional_ids();
+        }
+    }
+
+    /// The coordinator's transaction timeout: every transaction open for longer than
+    /// its `transaction.timeout.ms` is aborted (counted as a
+    /// [`FaultKind::CoordinatorAbort`]). Kafka checks on a timer
+    /// (`transaction.abort.timed.out.transaction.cleanup.interval.ms`); the model
+    /// checks whenever a request reaches the coordinator.
+    fn expire_timed_out_transactions(&mut self) {
+        let now_ms = self.now.as_millis();
+        let aborted = {
+            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            self.coordinator.expire_transactions(now_ms, &mut w)
+        };
+        for id in aborted {
+            self.faults.add(FaultKind::CoordinatorAbort);
+            self.trace_line(|| format!("transaction of {id} timed out: the coordinator aborts it"));
+            self.schedule_markers();
+        }
+    }
+
+    /// Every transactional id with no open transaction expires, as after
+    /// `transactional.id.expiration.ms` of idleness. Returns them.
+    pub fn expire_transactional_ids(&mut self) -> Vec<String> {
+        let now_ms = self.now.as_millis();
+        let dead = self.coordinator.expire_transactional_ids(now_ms, 0);
+        self.trace_line(|| format!("transactional ids expire: {dead:?}"));
+        dead
+    }
+
+    /// The coordinator aborts the open transaction of `txn_id` on its own, as its
+    /// transaction timeout would. Returns whether one was open.
+    pub fn coordinator_aborts(&mut self, txn_id: &str) -> bool {
+        let now_ms = self.now.as_millis();
+        let aborted = {
+            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            self.coordinator
+                .abort_open_transaction(txn_id, now_ms, &mut w)
+        };
+        if aborted {
+            self.trace_line(|| format!("coordinator aborts the open transaction of {txn_id}"));
+            self.schedule_markers();
+        }
+        aborted
+    }
+
+    /// Counts a coordinator answer by its error code.
+    pub(crate) fn count_coordinator_answer(&mut self, code: i16) {
+        if let Some(kind) = FaultKind::coordinator_answer(code) {
+            self.faults.add(kind);
+        }
+    }
+
+    /// The finalized `transaction.version` level.
+    pub(crate) fn txn_env_level(&self) -> i16 {
+        self.txn_env.finalized_tv
+    }
+
+    /// [`Self::check_version_latch`] for a coordinator request.
+    pub(crate) fn check_request_version(&mut self, req: &Request, txn_id: &str) {
+        let (pid, v2, what) = match req {
+            Request::AddPartitionsToTxn(r) => (r.producer.id.0, false, "AddPartitionsToTxn"),
+            Request::AddOffsetsToTxn(r) => (r.producer.id.0, false, "AddOffsetsToTxn"),
+            Request::TxnOffsetCommit(r) => (r.producer.id.0, r.transaction_v2, "TxnOffsetCommit"),
+            Request::EndTxn(r) => (r.producer.id.0, r.transaction_v2, "EndTxn"),
+            _ => return,
+        };
+        self.check_version_latch(txn_id, pid, v2, what);
+    }
+
+    /// A request of `pid` for `txn_id` made under transaction version 2 (`v2`) or 1:
+    /// the open transaction of that producer must have started under the same version
+    /// (the client latches it for the whole transaction).
+    pub(crate) fn check_version_latch(&mut self, txn_id: &str, pid: i64, v2: bool, what: &str) {
+        let Some(meta) = self.coordinator.metadata(txn_id) else {
+            return;
+        };
+        if meta.state != TxnState::Ongoing || meta.producer_id != pid {
+            return;
+        }
+        let started_v2 = meta.version == TransactionVersion::V2;
+        if started_v2 != v2 {
+            let (from, to) = if started_v2 { (2, 1) } else { (1, 2) };
+            self.violation(
+                ViolationKind::Transaction,
+                format!(
+                    "{what} under transaction version {to} in a transaction begun under {from}"
+                ),
+            );
+        }
+    }
+}
