@@ -177,7 +177,44 @@ pub(crate) enum Queued {
     },
 }
 
+/// Which `handle_*` input answers a transactional request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    FindCoordinator,
+    InitProducerId,
+    AddPartitions,
+    AddOffsets,
+    TxnOffsetCommit,
+    EndTxn,
+}
+
+impl Answer {
+    /// What a mismatched answer is refused with.
+    pub(crate) const fn mismatch(self) -> &'static str {
+        match self {
+            Self::FindCoordinator => "not a FindCoordinator request",
+            Self::InitProducerId => "not an InitProducerId request",
+            Self::AddPartitions => "not an AddPartitionsToTxn request",
+            Self::AddOffsets => "not an AddOffsetsToTxn request",
+            Self::TxnOffsetCommit => "not a TxnOffsetCommit request",
+            Self::EndTxn => "not an EndTxn request",
+        }
+    }
+}
+
 impl Queued {
+    /// The input that answers this request.
+    pub(crate) const fn answered_by(&self) -> Answer {
+        match self {
+            Self::FindCoordinator(_) => Answer::FindCoordinator,
+            Self::InitProducerId { .. } => Answer::InitProducerId,
+            Self::AddPartitions => Answer::AddPartitions,
+            Self::AddOffsets => Answer::AddOffsets,
+            Self::TxnOffsetCommit => Answer::TxnOffsetCommit,
+            Self::EndTxn { .. } => Answer::EndTxn,
+        }
+    }
+
     pub(crate) fn priority(&self) -> u8 {
         match self {
             Self::FindCoordinator(_) => 0,

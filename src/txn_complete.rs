@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use crate::error::{InputError, KafkaError};
 use crate::io::{Event, RequestFailure};
 use crate::producer::{IdState, Producer};
-use crate::txn::{CoordinatorType, Queued, TransactionState as S, TxnError, TxnOp};
+use crate::txn::{Answer, CoordinatorType, Queued, TransactionState as S, TxnError, TxnOp};
 use crate::types::{NodeId, ProducerIdAndEpoch, RequestId, Timestamp, TopicPartition};
 
 /// What an answer asks the state machine to do next.
@@ -42,16 +42,28 @@ fn common(error: KafkaError, coordinator: CoordinatorType) -> Next {
 }
 
 impl Producer {
-    /// Takes the outstanding transactional request `id` off the books.
-    fn take_txn(&mut self, id: RequestId, now: Timestamp) -> Result<Queued, InputError> {
+    /// Takes the outstanding transactional request `id` off the books, if `answer` is
+    /// the input that answers it. Everything is checked before anything changes, so an
+    /// [`InputError`] leaves the request outstanding (the right answer is still
+    /// accepted, and without one the request times out like any other).
+    fn take_txn(
+        &mut self,
+        id: RequestId,
+        answer: Answer,
+        now: Timestamp,
+    ) -> Result<Queued, InputError> {
         self.observe(now);
-        let in_flight = self
-            .txn
-            .as_ref()
-            .and_then(|t| t.in_flight.as_ref())
-            .map(|(r, _)| *r);
-        if in_flight != Some(id) {
-            return Err(InputError::UnknownRequest(id));
+        let in_flight = self.txn.as_ref().and_then(|t| t.in_flight.as_ref());
+        match in_flight {
+            Some((r, q)) if *r == id => {
+                if q.answered_by() != answer {
+                    return Err(InputError::Mismatch {
+                        request: id,
+                        reason: answer.mismatch(),
+                    });
+                }
+            }
+            _ => return Err(InputError::UnknownRequest(id)),
         }
         self.take_outstanding(id);
         let (_, q) = self
@@ -106,12 +118,11 @@ impl Producer {
         result: Result<NodeId, KafkaError>,
         now: Timestamp,
     ) -> Result<(), InputError> {
-        let q = self.take_txn(request, now)?;
-        let Queued::FindCoordinator(kind) = q else {
-            return Err(InputError::Mismatch {
-                request,
-                reason: "not a FindCoordinator request",
-            });
+        let q = self.take_txn(request, Answer::FindCoordinator, now)?;
+        let kind = match q {
+            Queued::FindCoordinator(kind) => kind,
+            // take_txn admits only a FindCoordinator here.
+            _ => CoordinatorType::Transaction,
         };
         let next = match result {
             Ok(node) => {
@@ -142,13 +153,9 @@ impl Producer {
         result: Result<ProducerIdAndEpoch, KafkaError>,
         now: Timestamp,
     ) -> Result<(), InputError> {
-        let q = self.take_txn(request, now)?;
-        let Queued::InitProducerId { bump } = q else {
-            return Err(InputError::Mismatch {
-                request,
-                reason: "not an InitProducerId request",
-            });
-        };
+        let q = self.take_txn(request, Answer::InitProducerId, now)?;
+        // take_txn admits only an InitProducerId here.
+        let bump = matches!(q, Queued::InitProducerId { bump: true });
         match result {
             Ok(id) if id.is_valid() && id.epoch.0 >= 0 => {
                 if !self.transition_allowed(S::Ready) {
@@ -208,7 +215,7 @@ impl Producer {
         results: &[(TopicPartition, KafkaError)],
         now: Timestamp,
     ) -> Result<(), InputError> {
-        let q = self.take_txn(request, now)?;
+        let q = self.take_txn(request, Answer::AddPartitions, now)?;
         // Only partitions the answer lists are settled. One we asked for and the answer
         // omits was not added (Java's `AddPartitionsToTxnHandler` moves only the
         // answered partitions into the transaction); its batches must not drain, so the
@@ -300,7 +307,7 @@ impl Producer {
         error: KafkaError,
         now: Timestamp,
     ) -> Result<(), InputError> {
-        let q = self.take_txn(request, now)?;
+        let q = self.take_txn(request, Answer::AddOffsets, now)?;
         let next = match error {
             KafkaError::GroupAuthorizationFailed => Next::Abortable(error),
             e => common(e, CoordinatorType::Transaction),
@@ -325,7 +332,7 @@ impl Producer {
         results: &[(TopicPartition, KafkaError)],
         now: Timestamp,
     ) -> Result<(), InputError> {
-        let q = self.take_txn(request, now)?;
+        let q = self.take_txn(request, Answer::TxnOffsetCommit, now)?;
         let mut next = Next::Done;
         let mut relookup = false;
         let t = self.txn.as_mut().expect("transactional");
@@ -387,7 +394,7 @@ impl Producer {
         result: Result<Option<ProducerIdAndEpoch>, KafkaError>,
         now: Timestamp,
     ) -> Result<(), InputError> {
-        let q = self.take_txn(request, now)?;
+        let q = self.take_txn(request, Answer::EndTxn, now)?;
         let aborting = self
             .txn
             .as_ref()

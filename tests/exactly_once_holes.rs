@@ -352,7 +352,6 @@ fn refused_producer_id_answer_leaves_the_request_outstanding() {
 /// refused with `InputError::Mismatch` and must leave the request outstanding, so the
 /// right answer is still accepted and `init_transactions` completes.
 #[test]
-#[ignore = "transactional handlers (txn_complete.rs take_txn, not this helper's area) consume the request before checking its kind: init_transactions wedges in Initializing"]
 fn mismatched_transactional_answer_leaves_the_request_outstanding() {
     let mut cfg = config();
     cfg.transactional_id("tx-1");
@@ -368,6 +367,22 @@ fn mismatched_transactional_answer_leaves_the_request_outstanding() {
     assert!(
         matches!(refused, Err(InputError::Mismatch { .. })),
         "{refused:?}"
+    );
+    // Handlers that used to take any outstanding transactional request as theirs.
+    let refused = h.p.handle_end_txn(r.id, Ok(None), h.now);
+    assert!(
+        matches!(refused, Err(InputError::Mismatch { .. })),
+        "{refused:?}"
+    );
+    let refused = h.p.handle_add_offsets(r.id, KafkaError::None, h.now);
+    assert!(
+        matches!(refused, Err(InputError::Mismatch { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::Initializing),
+        "nothing changed"
     );
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(5, 0)), h.now)
         .expect("the request is still outstanding");
