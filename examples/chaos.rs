@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use kacrab_sim::scenario::Phase;
-use kacrab_sim::{FatalPolicy, FaultRates, Scenario, SimConfig};
+use kacrab_sim::{Cluster, FatalPolicy, FaultCounts, FaultRates, Scenario, SimConfig, TxnOutcome};
 
 struct Args {
     seed: u64,
@@ -131,9 +131,14 @@ fn main() -> ExitCode {
     print!("{}", report.render());
     println!("wall time {:.2} s", started.elapsed().as_secs_f64());
     let fatal_clean = fatal_runs(&args);
+    let txn_clean = transactional_runs(&args);
     let t = &report.tally;
-    let broken =
-        t.duplicates != 0 || t.reordered != 0 || t.lost != 0 || !report.is_clean() || !fatal_clean;
+    let broken = t.duplicates != 0
+        || t.reordered != 0
+        || t.lost != 0
+        || !report.is_clean()
+        || !fatal_clean
+        || !txn_clean;
     println!("{}", report.chaos_line());
     if broken {
         ExitCode::FAILURE
@@ -171,5 +176,46 @@ fn fatal_runs(args: &Args) -> bool {
     println!(
         "fatal runs: {RUNS} runs, {fatal} producers went fatal, {records} records, {failed} failed, {violations} violations"
     );
+    violations == 0
+}
+
+/// The transactional producer under the same faults plus the coordinator's (moves and
+/// loading, its own aborts, asynchronous markers, rival producers, transactional id
+/// expiry, `transaction.version` changes): a few runs per transaction version, each
+/// `init_transactions` and then transactions committed or aborted by a seeded choice.
+/// Prints the transactions' outcomes and every coordinator fault and answer by kind.
+/// Returns whether every run kept the properties.
+fn transactional_runs(args: &Args) -> bool {
+    const RUNS: u64 = 10;
+    let mut faults = FaultCounts::default();
+    let (mut committed, mut aborted, mut failed, mut fenced, mut violations) = (0, 0, 0, 0, 0);
+    for i in 0..RUNS {
+        for version in [1, 2] {
+            let seed = args.seed.wrapping_add(100 + i);
+            let mut sim = SimConfig::transactional(seed, "chaos-tx", version);
+            sim.brokers = args.brokers;
+            sim.partitions = args.partitions;
+            sim.faults = FaultRates::uniform(args.fault_rate);
+            let c = Cluster::transactional_chaos(sim, 20, 8);
+            let txns = c.transactions();
+            committed += txns.count(|o| *o == TxnOutcome::Committed);
+            aborted += txns.count(|o| *o == TxnOutcome::Aborted);
+            failed += txns.count(|o| matches!(o, TxnOutcome::Failed(_)));
+            fenced += u64::from(c.fatal_by_kafkas_rules());
+            faults.merge(c.faults());
+            let v = c.transactional_chaos_violations();
+            if !v.is_empty() {
+                println!("transactional run, seed {seed}, TV{version}: {v:#?}");
+            }
+            violations += v.len();
+        }
+    }
+    println!(
+        "transactional runs: {} runs (TV1 and TV2), transactions committed {committed}, aborted {aborted}, failed {failed}; producers fenced by Kafka's rules {fenced}; {violations} violations",
+        RUNS * 2
+    );
+    for (kind, n) in faults.iter().filter(|(k, _)| k.is_transactional()) {
+        println!("  {:<44} {n}", kind.name());
+    }
     violations == 0
 }

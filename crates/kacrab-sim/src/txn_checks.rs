@@ -139,3 +139,67 @@ impl Cluster {
         }
     }
 }
+
+impl Cluster {
+    /// Whether the producer's fatal error is one Kafka's rules give it under the faults
+    /// drawn, not a bug: the coordinator aborted its transaction (as a transaction
+    /// timeout does; the epoch bump fences the producer's next request,
+    /// `TransactionCoordinator.handleEndTransaction`), a rival producer with the same
+    /// `transactional.id` fenced it, or its transactional id expired
+    /// (INVALID_PRODUCER_ID_MAPPING, fatal in Java's `TransactionManager`; or, when the
+    /// answer to the InitProducerId that recreated the id was lost, PRODUCER_FENCED for
+    /// its retry, `TransactionCoordinator.handleInitProducerId`).
+    #[must_use]
+    pub fn fatal_by_kafkas_rules(&self) -> bool {
+        use crate::faults::FaultKind;
+        use kacrab_idempotence::{KafkaError, TxnError};
+        let last_failed = matches!(
+            self.txns.txns.last().map(|t| &t.outcome),
+            Some(TxnOutcome::Failed(_))
+        );
+        let fenced_by_abort = self.faults.get(FaultKind::CoordinatorAbort) > 0
+            && matches!(
+                self.txns.txns.last().map(|t| &t.outcome),
+                Some(TxnOutcome::Failed(TxnError::ProducerFenced))
+            );
+        let fenced_by_rival = self.faults.get(FaultKind::RivalProducer) > 0 && last_failed;
+        let forgotten = self.faults.get(FaultKind::TransactionalIdExpiry) > 0
+            && matches!(
+                self.producer.fatal_error(),
+                Some(KafkaError::InvalidProducerIdMapping | KafkaError::ProducerFenced)
+            );
+        fenced_by_abort || fenced_by_rival || forgotten
+    }
+
+    /// A transactional chaos run: `init_transactions`, then `n` transactions of `k`
+    /// records each (committed with probability 0.6) under `rates`, then the faults
+    /// stop, crashed brokers restart, the producer drains, and the end-of-run checks
+    /// run. The returned cluster holds the violations and counters.
+    #[must_use]
+    pub fn transactional_chaos(mut sim: crate::SimConfig, n: u32, k: u32) -> Cluster {
+        const MAX: core::time::Duration = core::time::Duration::from_secs(120);
+        sim.trace = false;
+        let mut c = Cluster::new(sim);
+        if c.init_transactions(MAX).is_ok() {
+            c.run_transactions(n, k, 0.6, MAX);
+        }
+        c.set_fault_rates(crate::FaultRates::NONE);
+        c.restart_all();
+        c.run_until_idle(MAX);
+        c.final_check();
+        c
+    }
+
+    /// The violations of a transactional chaos run, a fatal producer excepted when
+    /// [`Cluster::fatal_by_kafkas_rules`] explains it.
+    #[must_use]
+    pub fn transactional_chaos_violations(&self) -> Vec<String> {
+        let excused = self.fatal_by_kafkas_rules();
+        self.checker
+            .violations()
+            .iter()
+            .filter(|v| !(excused && v.kind == ViolationKind::Fatal))
+            .map(|v| format!("{v:?}"))
+            .collect()
+    }
+}

@@ -191,56 +191,17 @@ fn chaos(seed: u64, version: i16, rate: f64, n: u32, k: u32) -> Cluster {
     c.restart_all();
     c.run_until_idle(MAX);
     c.final_check();
-    if !fenced_by_coordinator_abort(&c) {
+    if !c.fatal_by_kafkas_rules() {
         assert_eq!(outcomes.len(), n as usize, "stopped early: {outcomes:?}");
     }
     c
-}
-
-/// Whether the producer was fenced because the coordinator aborted its transaction
-/// (as on a transaction timeout): the coordinator bumped the epoch, so the producer's
-/// next EndTxn or AddPartitionsToTxn at the old epoch is PRODUCER_FENCED, which is
-/// fatal (Kafka's `TransactionCoordinator.handleEndTransaction`). The run stops there.
-fn fenced_by_coordinator_abort(c: &Cluster) -> bool {
-    let last = c.transactions().txns.last().map(|t| &t.outcome);
-    let fenced = c.faults().get(FaultKind::CoordinatorAbort) > 0
-        && matches!(last, Some(TxnOutcome::Failed(TxnError::ProducerFenced)));
-    fenced || forgotten_by_the_coordinator(c) || fenced_by_a_rival(c)
-}
-
-/// Whether a rival producer with the same `transactional.id` fenced the producer: its
-/// transactions fail from then on.
-fn fenced_by_a_rival(c: &Cluster) -> bool {
-    c.faults().get(FaultKind::RivalProducer) > 0
-        && matches!(
-            c.transactions().txns.last().map(|t| &t.outcome),
-            Some(TxnOutcome::Failed(_))
-        )
-}
-
-/// Whether the producer failed because its transactional id expired: the coordinator
-/// answers INVALID_PRODUCER_ID_MAPPING, which is fatal in Java's `TransactionManager`
-/// (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, and Produce); or, when the answer to
-/// the InitProducerId that recreated the id was lost, its retry naming the old producer
-/// id is PRODUCER_FENCED (`TransactionCoordinator.handleInitProducerId`).
-fn forgotten_by_the_coordinator(c: &Cluster) -> bool {
-    use kacrab_idempotence::KafkaError;
-    c.faults().get(FaultKind::TransactionalIdExpiry) > 0
-        && matches!(
-            c.producer().fatal_error(),
-            Some(KafkaError::InvalidProducerIdMapping | KafkaError::ProducerFenced)
-        )
 }
 
 /// The violations of a chaos run; a producer fenced by the coordinator's abort, by a
 /// rival or by the expiry of its transactional id is fatal by Kafka's rules, not a
 /// violation.
 fn chaos_violations(c: &Cluster) -> Vec<String> {
-    if fenced_by_coordinator_abort(c) {
-        violations(c, &[ViolationKind::Fatal])
-    } else {
-        violations(c, &[])
-    }
+    c.transactional_chaos_violations()
 }
 
 #[test]
