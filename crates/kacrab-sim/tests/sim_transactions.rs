@@ -215,8 +215,17 @@ fn chaos_smoke() {
     }
 }
 
+/// Cases of the transactional property: a twentieth of `KACRAB_SIM_CASES` (a
+/// transactional run costs about twenty idempotent ones), at least 128.
+fn txn_cases() -> u32 {
+    std::env::var("KACRAB_SIM_CASES")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .map_or(128, |n| (n / 20).max(128))
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: txn_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn transactions_end_committed_or_aborted(
