@@ -249,7 +249,21 @@ impl Cluster {
 
     /// Sends a response back on `node`'s connection, drawing the response faults.
     pub(crate) fn respond(&mut self, node: NodeId, id: RequestId, msg: ToClient, gps: &[usize]) {
-        if self.still_connected(node, id).is_none() {
+        self.respond_on(node, self.reply_generation, id, msg, gps);
+    }
+
+    /// [`Cluster::respond`] for a request read from `node`'s connection of generation
+    /// `generation` (a produce answered from purgatory, after other requests were
+    /// applied): the answer goes back only on that connection, if it is still open.
+    pub(crate) fn respond_on(
+        &mut self,
+        node: NodeId,
+        generation: u64,
+        id: RequestId,
+        msg: ToClient,
+        gps: &[usize],
+    ) {
+        if !self.net.is_current(node, generation) {
             self.trace_line(|| format!("node {node} answers req {id}: its connection is gone"));
             return;
         }

@@ -334,9 +334,14 @@ impl Cluster {
                 let d = self.purgatory.remove(i);
                 if self.net.unpark(d.node, d.generation).is_some() {
                     // The answer goes back on the connection the request came on, not
-                    // on whichever one the last applied request came on.
-                    self.reply_generation = d.generation;
-                    self.respond(d.node, d.id, ToClient::Produce(d.id, d.resp), &d.gps);
+                    // on whichever one the request being applied now came on.
+                    self.respond_on(
+                        d.node,
+                        d.generation,
+                        d.id,
+                        ToClient::Produce(d.id, d.resp),
+                        &d.gps,
+                    );
                 }
             } else {
                 i += 1;

@@ -434,3 +434,39 @@ fn a_late_application_neither_answers_on_nor_silences_a_newer_connection() {
     assert_eq!(outcome(&c, a), Outcome::Delivered);
     assert_eq!(log_of(&c, 0), vec![0]);
 }
+
+/// The same late original, answered with a leadership move (NOT_LEADER_OR_FOLLOWER after
+/// the append) that also completes the retry parked on the new connection: the retry's
+/// answer goes back on the new connection, and the late original's answer on none (it
+/// was answered over the new connection, to a request the core had already failed).
+#[test]
+fn a_late_application_that_moves_the_leadership_answers_only_the_parked_retry() {
+    let mut c = cluster(2, 1, |sim| {
+        sim.faults = FaultRates {
+            replica_lag: 1.0,
+            ..FaultRates::NONE
+        };
+        sim.replica_lag_min = Duration::from_millis(500);
+        sim.replica_lag_max = Duration::from_millis(500);
+    });
+    c.script(Script::HoldRequest {
+        partition: 0,
+        by: Duration::from_millis(1_300),
+    });
+    let a = c.send(0).expect("sent");
+    // The client times out at 1 s and retries; the retry waits for the followers.
+    c.run_for(Duration::from_millis(1_200));
+    assert_eq!(c.stats().delayed_produces, 1, "the retry is parked");
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotLeaderAfterAppend,
+        times: 1,
+    });
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    c.run_for(Duration::from_secs(3));
+    assert_clean(&mut c, &[]);
+    assert_eq!(c.stats().late_applications, 1);
+    assert!(c.faults().get(FaultKind::NotLeaderAfterAppend) >= 1);
+    assert_eq!(outcome(&c, a), Outcome::Delivered);
+    assert_eq!(log_of(&c, 0), vec![0]);
+}
