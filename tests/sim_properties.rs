@@ -15,9 +15,10 @@
 //! [`run_params`] and `trace: true` to see every step.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kacrab_sim::{FaultRates, Report, Scenario, SimConfig};
+use kacrab_sim::{FaultCounts, FaultRates, Report, Scenario, SimConfig};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -179,22 +180,42 @@ fn check(report: &Report) -> Result<(), TestCaseError> {
 fn run_property(name: &str, strategy: impl Strategy<Value = Params>, cases: u32) {
     let steps = AtomicU64::new(0);
     let runs = AtomicU64::new(0);
-    let faults = AtomicU64::new(0);
+    let late = AtomicU64::new(0);
+    let truncated = AtomicU64::new(0);
+    let held = AtomicU64::new(0);
+    let faults = Mutex::new(FaultCounts::default());
     let started = Instant::now();
     let result = runner(cases).run(&strategy, |p| {
         let report = run_params(&p, false);
         steps.fetch_add(report.sim.steps, Ordering::Relaxed);
         runs.fetch_add(1, Ordering::Relaxed);
-        faults.fetch_add(report.faults.total(), Ordering::Relaxed);
+        late.fetch_add(report.sim.late_applications, Ordering::Relaxed);
+        truncated.fetch_add(report.sim.truncated_records, Ordering::Relaxed);
+        held.fetch_add(report.sim.delayed_produces, Ordering::Relaxed);
+        faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .merge(&report.faults);
         check(&report)
     });
+    let faults = faults
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     eprintln!(
-        "{name}: {} runs (cases asked: {cases}), {} simulated steps, {} faults injected, {:.2?}",
+        "{name}: {} runs (cases asked: {cases}), {} simulated steps, {} faults injected, \
+         {} requests applied after their connection dropped, {} records truncated on \
+         failover, {} acks=all produces held for replication, {:.2?}",
         runs.load(Ordering::Relaxed),
         steps.load(Ordering::Relaxed),
-        faults.load(Ordering::Relaxed),
+        faults.total(),
+        late.load(Ordering::Relaxed),
+        truncated.load(Ordering::Relaxed),
+        held.load(Ordering::Relaxed),
         started.elapsed()
     );
+    for (kind, n) in faults.iter().filter(|&(_, n)| n > 0) {
+        eprintln!("  {name}: {:<40} {n}", kind.name());
+    }
     if let Err(e) = result {
         panic!("{name} failed: {e}");
     }

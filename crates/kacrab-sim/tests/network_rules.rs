@@ -388,9 +388,6 @@ proptest! {
         fatal in 0.002f64..0.03,
     ) {
         let mut c = fatal_run(seed, rate, fatal);
-        if std::env::var("H5_DEBUG").is_ok() {
-            eprintln!("fatal {} records {} late {}", c.producer().fatal_error().is_some(), c.checker().records().len(), c.stats().late_applications);
-        }
         let v = violations(&mut c, &[ViolationKind::Fatal]);
         prop_assert!(v.is_empty(), "seed {} rate {} fatal {}: {:#?}", seed, rate, fatal, v);
     }
