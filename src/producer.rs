@@ -464,9 +464,11 @@ impl Producer {
         };
         let delivery = self.config.delivery_timeout();
         let linger = self.config.linger();
-        // Per partition, batches sit in creation order (retries, older, at the queue's
-        // front; the open batch newest), so the first not-done batch of each list is the
-        // one whose delivery timeout comes first: no scan over every batch.
+        // Per partition, queued batches sit in creation order (retries, older, at the
+        // queue's front; the open batch newest), so the queue's front is the one whose
+        // delivery timeout comes first. The batches on the wire are not in creation
+        // order (a retry of the oldest can go out behind a later batch still out), so
+        // all of them are looked at; there are at most max.in.flight of them.
         for part in &self.partitions {
             if let Some(open) = &part.open {
                 consider(open.created + delivery);
@@ -483,13 +485,15 @@ impl Producer {
                     consider(at);
                 }
             }
-            let first_live_on_wire = part
+            let oldest_live_on_wire = part
                 .on_wire
                 .iter()
                 .filter_map(|&id| self.batches.get(id))
-                .find(|b| !b.done);
-            if let Some(b) = first_live_on_wire {
-                consider(b.created + delivery);
+                .filter(|b| !b.done)
+                .map(|b| b.created)
+                .min();
+            if let Some(created) = oldest_live_on_wire {
+                consider(created + delivery);
             }
         }
         for o in &self.outstanding {
