@@ -167,7 +167,8 @@ pub struct Producer {
     pub(crate) next_record_id: u64,
     /// Records accepted and not yet reported.
     pub(crate) unreported_records: u64,
-    /// Bytes of batches not yet reported (buffer.memory accounting).
+    /// Bytes charged to `buffer.memory` by records not yet reported. Invariant: the sum
+    /// of the `charged` bytes of every unreported batch (open, queued, on the wire).
     pub(crate) buffered_bytes: usize,
     pub(crate) stats: Stats,
     /// The transactional state machine, iff `transactional.id` is set.
@@ -398,6 +399,7 @@ impl Producer {
                 builder: BatchBuilder::new(Compression::None, capacity),
                 records: Vec::new(),
                 created: self.now,
+                charged: 0,
             });
         }
         let id = RecordId(self.next_record_id);
@@ -408,6 +410,7 @@ impl Producer {
             .expect("opened above");
         open.builder.append(record);
         open.records.push(id);
+        open.charged += size;
         let full = open.builder.size_in_bytes() >= batch_size;
         if full {
             self.close_open(p);
@@ -668,6 +671,7 @@ impl Producer {
             } else {
                 open.builder.finish()
             }),
+            charged: open.charged,
             created: open.created,
             attempts: 0,
             retry_at: None,
@@ -702,12 +706,13 @@ impl Producer {
             b.write_state = WriteState::Maybe;
             b.fate = StampFate::Unknown;
         }
-        let data_len = b.data.len();
+        let charged = b.charged;
         let p = b.partition;
         let on_wire = b.on_wire.is_some();
         let partition = self.partitions[p as usize].tp.clone();
         self.unreported_records -= records.len() as u64;
-        self.buffered_bytes = self.buffered_bytes.saturating_sub(data_len);
+        debug_assert!(self.buffered_bytes >= charged, "buffer.memory released twice");
+        self.buffered_bytes = self.buffered_bytes.saturating_sub(charged);
         self.events.push_back(match outcome {
             Ok(base_offset) => Event::Delivered {
                 partition,

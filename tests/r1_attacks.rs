@@ -49,3 +49,38 @@ fn a_resent_batch_behind_a_later_one_wakes_the_producer_at_its_delivery_timeout(
     );
     assert!(h.failed(b).is_none() && h.delivered(b).is_none());
 }
+
+/// `buffer.memory` accounting: a record is charged its estimated size when it is
+/// accepted (the deltas at their longest encodings) and the batch's encoded size is
+/// released when it is reported. Both must cover the same bytes, or the difference
+/// leaks with every batch of many records, until the producer refuses every send with
+/// BUFFER_FULL although nothing is buffered (Java's `BufferPool` frees exactly what the
+/// batch allocated).
+#[test]
+fn buffer_memory_is_released_in_full_once_every_record_has_an_outcome() {
+    let mut h = Harness::new(
+        config()
+            .buffer_memory(64 * 1024)
+            .batch_size(16 * 1024)
+            .build()
+            .unwrap(),
+    );
+    let mut offset = 0i64;
+    for round in 0..40 {
+        let mut sent = 0;
+        for i in 0..200 {
+            match h.p.send(&tp(0), &record(&format!("r{i}")), h.now) {
+                Ok(_) => sent += 1,
+                Err(e) => panic!(
+                    "round {round}: send {i} refused with {e:?} while {} records are unreported",
+                    h.p.unreported_records()
+                ),
+            }
+        }
+        h.pump();
+        let r = h.outstanding.front().expect("a batch is out").id;
+        h.respond(r, &[(0, KafkaError::None, offset)]);
+        offset += sent;
+        assert!(h.p.is_idle(), "round {round}: every record has an outcome");
+    }
+}
