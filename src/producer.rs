@@ -711,7 +711,10 @@ impl Producer {
         let on_wire = b.on_wire.is_some();
         let partition = self.partitions[p as usize].tp.clone();
         self.unreported_records -= records.len() as u64;
-        debug_assert!(self.buffered_bytes >= charged, "buffer.memory released twice");
+        debug_assert!(
+            self.buffered_bytes >= charged,
+            "buffer.memory released twice"
+        );
         self.buffered_bytes = self.buffered_bytes.saturating_sub(charged);
         self.events.push_back(match outcome {
             Ok(base_offset) => Event::Delivered {

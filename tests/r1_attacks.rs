@@ -43,10 +43,7 @@ fn a_resent_batch_behind_a_later_one_wakes_the_producer_at_its_delivery_timeout(
         "the producer sleeps until {wake:?}, past a's delivery timeout at {deadline:?}"
     );
     h.advance(15_000 - 6_050);
-    assert!(
-        h.failed(a).is_some(),
-        "a is failed at its delivery timeout"
-    );
+    assert!(h.failed(a).is_some(), "a is failed at its delivery timeout");
     assert!(h.failed(b).is_none() && h.delivered(b).is_none());
 }
 

@@ -303,8 +303,15 @@ fn a_late_request_is_not_answered_on_the_connection_of_the_produce_it_completes(
     let id = c.send(0).unwrap();
     // The producer times the held request out, closes the connection and retries; the
     // retry waits in purgatory for the lagging followers.
-    assert!(c.run_until(Duration::from_millis(1_400), |c| c.stats().delayed_produces == 1));
-    assert_eq!(c.stats().late_applications, 0, "the held request is still held");
+    assert!(
+        c.run_until(Duration::from_millis(1_400), |c| c.stats().delayed_produces
+            == 1)
+    );
+    assert_eq!(
+        c.stats().late_applications,
+        0,
+        "the held request is still held"
+    );
     c.script(Script::PartitionError {
         partition: 0,
         fault: PartitionFault::NotLeaderAfterAppend,
