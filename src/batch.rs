@@ -109,6 +109,10 @@ pub(crate) struct ProducerBatch {
     pub(crate) records: Vec<RecordId>,
     pub(crate) record_count: i32,
     pub(crate) data: BatchData,
+    /// The `buffer.memory` bytes its records were charged by `send` (estimated sizes,
+    /// not `data`'s length); released exactly when the batch is reported. The pieces of
+    /// a split share their parent's charge, so the sum never changes.
+    pub(crate) charged: usize,
     /// When the first record was appended; delivery.timeout.ms counts from here.
     pub(crate) created: Timestamp,
     /// Attempts that ended in a retry (Java's `attempts`).

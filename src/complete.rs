@@ -477,9 +477,20 @@ impl Producer {
         let mut records = b.records.into_iter();
         let mut seq = b.stamp.map(|s| s.base_sequence);
         let mut ids: Vec<BatchId> = Vec::with_capacity(pieces.len());
-        for data in pieces {
+        // The parent's buffer.memory charge is shared out by record count, the last piece
+        // taking the rest, so the pieces release exactly what the parent was charged.
+        let total_records = b.record_count.max(1) as usize;
+        let mut uncharged = b.charged;
+        let last_piece = pieces.len() - 1;
+        for (k, data) in pieces.into_iter().enumerate() {
             let count = record::read_header(&data).map_or(0, |h| h.record_count);
             let piece_records: Vec<_> = records.by_ref().take(count as usize).collect();
+            let charged = if k == last_piece {
+                uncharged
+            } else {
+                (b.charged * piece_records.len() / total_records).min(uncharged)
+            };
+            uncharged -= charged;
             let nid = self.batches.next_id();
             let mut piece = ProducerBatch {
                 id: nid,
@@ -487,6 +498,7 @@ impl Producer {
                 record_count: piece_records.len() as i32,
                 records: piece_records,
                 data: BatchData::new(data),
+                charged,
                 created: b.created,
                 attempts: b.attempts,
                 retry_at: None,

@@ -70,6 +70,7 @@ impl Producer {
         }
 
         let mut records_unreported = 0u64;
+        let mut bytes_charged = 0usize;
         for (i, part) in self.partitions.iter().enumerate() {
             let p = i as u32;
             // The state the leader holds for the identity is known only from its acks.
@@ -100,6 +101,7 @@ impl Producer {
                     part.tp
                 );
                 records_unreported += batch.records.len() as u64;
+                bytes_charged += batch.charged;
                 match part.inflight.iter().position(|&x| x == b) {
                     Some(rank) => {
                         assert!(
@@ -128,12 +130,14 @@ impl Producer {
             }
             if let Some(open) = &part.open {
                 records_unreported += open.records.len() as u64;
+                bytes_charged += open.charged;
                 assert_eq!(open.records.len() as i32, open.builder.record_count());
             }
             for &b in &part.on_wire {
                 let batch = self.batches.get(b).expect("on-wire batch is live");
                 if !batch.done {
                     records_unreported += batch.records.len() as u64;
+                    bytes_charged += batch.charged;
                 }
             }
             // In flight: stamped, not done; contiguous sequences within one identity,
@@ -207,6 +211,11 @@ impl Producer {
         assert_eq!(
             records_unreported, self.unreported_records,
             "unreported record count"
+        );
+        // buffer.memory: what the unreported records were charged, no more, no less.
+        assert_eq!(
+            bytes_charged, self.buffered_bytes,
+            "buffered bytes differ from the charges of unreported batches"
         );
         if self.fatal.is_some() {
             assert_eq!(

@@ -16,6 +16,8 @@ pub(crate) struct OpenBatch {
     pub(crate) builder: BatchBuilder,
     pub(crate) records: Vec<RecordId>,
     pub(crate) created: Timestamp,
+    /// The `buffer.memory` bytes its records were charged when `send` accepted them.
+    pub(crate) charged: usize,
 }
 
 /// Everything the producer tracks for one partition.

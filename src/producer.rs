@@ -167,7 +167,8 @@ pub struct Producer {
     pub(crate) next_record_id: u64,
     /// Records accepted and not yet reported.
     pub(crate) unreported_records: u64,
-    /// Bytes of batches not yet reported (buffer.memory accounting).
+    /// Bytes charged to `buffer.memory` by records not yet reported. Invariant: the sum
+    /// of the `charged` bytes of every unreported batch (open, queued, on the wire).
     pub(crate) buffered_bytes: usize,
     pub(crate) stats: Stats,
     /// The transactional state machine, iff `transactional.id` is set.
@@ -398,6 +399,7 @@ impl Producer {
                 builder: BatchBuilder::new(Compression::None, capacity),
                 records: Vec::new(),
                 created: self.now,
+                charged: 0,
             });
         }
         let id = RecordId(self.next_record_id);
@@ -408,6 +410,7 @@ impl Producer {
             .expect("opened above");
         open.builder.append(record);
         open.records.push(id);
+        open.charged += size;
         let full = open.builder.size_in_bytes() >= batch_size;
         if full {
             self.close_open(p);
@@ -464,9 +467,11 @@ impl Producer {
         };
         let delivery = self.config.delivery_timeout();
         let linger = self.config.linger();
-        // Per partition, batches sit in creation order (retries, older, at the queue's
-        // front; the open batch newest), so the first not-done batch of each list is the
-        // one whose delivery timeout comes first: no scan over every batch.
+        // Per partition, queued batches sit in creation order (retries, older, at the
+        // queue's front; the open batch newest), so the queue's front is the one whose
+        // delivery timeout comes first. The batches on the wire are not in creation
+        // order (a retry of the oldest can go out behind a later batch still out), so
+        // all of them are looked at; there are at most max.in.flight of them.
         for part in &self.partitions {
             if let Some(open) = &part.open {
                 consider(open.created + delivery);
@@ -483,13 +488,15 @@ impl Producer {
                     consider(at);
                 }
             }
-            let first_live_on_wire = part
+            let oldest_live_on_wire = part
                 .on_wire
                 .iter()
                 .filter_map(|&id| self.batches.get(id))
-                .find(|b| !b.done);
-            if let Some(b) = first_live_on_wire {
-                consider(b.created + delivery);
+                .filter(|b| !b.done)
+                .map(|b| b.created)
+                .min();
+            if let Some(created) = oldest_live_on_wire {
+                consider(created + delivery);
             }
         }
         for o in &self.outstanding {
@@ -664,6 +671,7 @@ impl Producer {
             } else {
                 open.builder.finish()
             }),
+            charged: open.charged,
             created: open.created,
             attempts: 0,
             retry_at: None,
@@ -698,12 +706,16 @@ impl Producer {
             b.write_state = WriteState::Maybe;
             b.fate = StampFate::Unknown;
         }
-        let data_len = b.data.len();
+        let charged = b.charged;
         let p = b.partition;
         let on_wire = b.on_wire.is_some();
         let partition = self.partitions[p as usize].tp.clone();
         self.unreported_records -= records.len() as u64;
-        self.buffered_bytes = self.buffered_bytes.saturating_sub(data_len);
+        debug_assert!(
+            self.buffered_bytes >= charged,
+            "buffer.memory released twice"
+        );
+        self.buffered_bytes = self.buffered_bytes.saturating_sub(charged);
         self.events.push_back(match outcome {
             Ok(base_offset) => Event::Delivered {
                 partition,

@@ -342,3 +342,45 @@ fn bug6_bump_never_renumbers_a_possibly_written_batch() {
     let report = run_params(&p, false);
     assert!(report.is_clean(), "{}", report.render());
 }
+
+/// Found with `KACRAB_SIM_SEED=7771`: a request the broker held past its connection's
+/// close was applied late, its append moved the leadership (the
+/// NOT_LEADER_OR_FOLLOWER-after-append fault), and that completed another produce parked
+/// in purgatory on the new connection; the late request's answer then went out on the
+/// new connection too, so the producer got an answer to a request it had timed out and
+/// failed. Kafka writes a response only to the connection the request came on
+/// (`RequestChannel.sendResponse` by the request's connection id); a closed one drops it.
+#[test]
+fn late_applied_request_is_never_answered_on_a_newer_connection() {
+    let p = Params {
+        seed: 2777604650834104113,
+        brokers: 5,
+        topics: 2,
+        partitions: 12,
+        records: 91,
+        fault_rate: 0.1420015997668498,
+        isr_shrink_rate: 0.004837017122548717,
+        max_in_flight: 2,
+        linger_ms: 9,
+        batch_size: 601,
+        burst: 17,
+        interval_us: 348,
+        value_size: 8,
+        request_timeout_ms: 1000,
+        delivery_timeout_ms: 30000,
+        max_message_bytes: 1048588,
+        initial_epoch: 0,
+        strict_first_sequence: false,
+    };
+    let report = run_params(&p, false);
+    assert!(
+        report.is_clean(),
+        "{}",
+        report
+            .violations
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

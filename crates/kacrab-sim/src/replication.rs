@@ -334,7 +334,9 @@ impl Cluster {
                 let d = self.purgatory.remove(i);
                 if self.net.unpark(d.node, d.generation).is_some() {
                     // The answer goes back on the connection the request came on, not
-                    // on whichever one the request being applied now came on.
+                    // on whichever one the request being applied now came on: Kafka
+                    // answers on the request's connection only
+                    // (`RequestChannel.sendResponse`), and drops the answer if it closed.
                     self.respond_on(
                         d.node,
                         d.generation,

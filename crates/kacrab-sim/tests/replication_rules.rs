@@ -7,7 +7,7 @@ use std::time::Duration;
 use kacrab_idempotence::{NodeId, RecordId};
 use kacrab_sim::broker::*;
 use kacrab_sim::checker::decode_value;
-use kacrab_sim::{Cluster, FaultKind, FaultRates, Outcome, SimConfig};
+use kacrab_sim::{Cluster, FaultKind, FaultRates, Outcome, PartitionFault, Script, SimConfig};
 
 mod common;
 use common::*;
@@ -285,4 +285,43 @@ fn replication_faults_are_on_by_default() {
     assert!(rates.replica_lag > 0.0);
     assert!(rates.purgatory_leader_move > 0.0);
     assert!(!SimConfig::new(1).snapshot_restore, "a crash is unclean");
+}
+
+/// Kafka writes a response only to the connection its request came on
+/// (`RequestChannel.sendResponse` by the request's connection id) and drops it if that
+/// connection closed. A request held past the producer's request timeout (which closed
+/// the connection) is applied late; its append moves the leadership, which completes the
+/// retry parked in purgatory on the new connection. The retry is answered there; the
+/// late request's own answer must not follow it onto the new connection.
+#[test]
+fn a_late_request_is_not_answered_on_the_connection_of_the_produce_it_completes() {
+    let mut c = cluster(3, lagging(), Duration::from_millis(800));
+    c.script(Script::HoldRequest {
+        partition: 0,
+        by: Duration::from_millis(1_500),
+    });
+    let id = c.send(0).unwrap();
+    // The producer times the held request out, closes the connection and retries; the
+    // retry waits in purgatory for the lagging followers.
+    assert!(
+        c.run_until(Duration::from_millis(1_400), |c| c.stats().delayed_produces
+            == 1)
+    );
+    assert_eq!(
+        c.stats().late_applications,
+        0,
+        "the held request is still held"
+    );
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::NotLeaderAfterAppend,
+        times: 1,
+    });
+    assert!(c.run_until_idle(Duration::from_secs(10)));
+    assert_eq!(c.stats().late_applications, 1);
+    // The scripted fault, and the parked retry it answers NOT_LEADER_OR_FOLLOWER.
+    assert_eq!(c.faults().get(FaultKind::NotLeaderAfterAppend), 2);
+    assert_eq!(outcome(&c, id), Outcome::Delivered);
+    assert_eq!(log_of(&c), vec![0]);
+    assert_clean(&mut c);
 }
