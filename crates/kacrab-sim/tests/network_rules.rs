@@ -378,8 +378,24 @@ fn fatal_run(seed: u64, rate: f64, fatal: f64) -> Cluster {
     c
 }
 
+/// The case generator's seed: `KACRAB_SIM_SEED` (a number, or `random`), fixed by
+/// default so that CI is reproducible.
+fn sim_seed() -> proptest::test_runner::RngSeed {
+    use proptest::test_runner::RngSeed;
+    match std::env::var("KACRAB_SIM_SEED").ok().as_deref() {
+        Some("random") => RngSeed::Random,
+        Some(s) => RngSeed::Fixed(s.parse().expect("KACRAB_SIM_SEED is a number or `random`")),
+        None => RngSeed::Fixed(0x6b61_6372_6162),
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        rng_seed: sim_seed(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn a_fatal_error_leaves_no_record_wrongly_reported(
