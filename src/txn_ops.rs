@@ -205,17 +205,21 @@ impl Producer {
     }
 
     /// Whether a graceful close still waits for a transaction that is open or ending
-    /// (Java's `hasOngoingTransaction`); a forced close waits for nothing.
+    /// (Java's `hasOngoingTransaction`), or for a pending application operation (an
+    /// init, or a TV1 abort or commit waiting for its epoch bump: Java's Sender keeps
+    /// running while such a request is in flight, and every operation gets its one
+    /// event); a forced close waits for nothing.
     pub(crate) fn txn_closing(&self) -> bool {
         self.txn.as_ref().is_some_and(|t| {
             t.shutdown == Shutdown::Running
-                && matches!(
-                    t.state,
-                    S::InTransaction
-                        | S::CommittingTransaction
-                        | S::AbortingTransaction
-                        | S::AbortableError
-                )
+                && (t.op.is_some()
+                    || matches!(
+                        t.state,
+                        S::InTransaction
+                            | S::CommittingTransaction
+                            | S::AbortingTransaction
+                            | S::AbortableError
+                    ))
         })
     }
 

@@ -1,0 +1,126 @@
+//! Red-team attacks on the transactional producer (reviewer r2): every operation ends
+//! with exactly one completion event, and a graceful close does not report the producer
+//! closed while one is still pending.
+
+mod support;
+
+use kacrab_idempotence::*;
+use support::*;
+
+const PID: i64 = 4242;
+
+fn txn_harness(version_level: i16) -> Harness {
+    let mut cfg = config();
+    cfg.transactional_id("tx-r2");
+    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
+    h.p.handle_transaction_version(version_level);
+    h
+}
+
+fn txn_ready(version_level: i16) -> Harness {
+    let mut h = txn_harness(version_level);
+    h.p.init_transactions().unwrap();
+    let Request::InitProducerId(r) = next_txn(&mut h) else {
+        panic!("InitProducerId expected")
+    };
+    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 1)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+    h.events.clear();
+    h
+}
+
+fn next_txn(h: &mut Harness) -> Request {
+    h.pump();
+    h.txn_requests.pop_front().expect("a transactional request")
+}
+
+fn completions(h: &Harness) -> Vec<(TxnOp, Result<(), TxnError>)> {
+    h.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TransactionCompleted { op, result } => Some((*op, result.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn add_all(h: &mut Harness) {
+    let Request::AddPartitionsToTxn(r) = next_txn(h) else {
+        panic!("AddPartitionsToTxn expected")
+    };
+    let answers: Vec<_> = r
+        .partitions
+        .iter()
+        .map(|tp| (tp.clone(), KafkaError::None))
+        .collect();
+    h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
+    h.pump();
+}
+
+/// `close()` while `init_transactions` waits for its InitProducerId: Java's Sender keeps
+/// running on a graceful close while transactional requests are pending
+/// (`Sender.run`: `hasPendingTransactionalRequests`), so the init completes. The core
+/// used to say `is_closed()` at once, with the operation still pending: a driver stops
+/// there and the operation never gets its event.
+#[test]
+fn graceful_close_waits_for_a_pending_init_transactions() {
+    let mut h = txn_harness(1);
+    h.p.init_transactions().unwrap();
+    let Request::InitProducerId(r) = next_txn(&mut h) else {
+        panic!("InitProducerId expected")
+    };
+    h.p.close();
+    h.pump();
+    assert!(
+        !h.p.is_closed(),
+        "closed while init_transactions is pending: {:?}",
+        completions(&h)
+    );
+    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 1)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(completions(&h), vec![(TxnOp::InitTransactions, Ok(()))]);
+    assert!(h.p.is_closed());
+}
+
+/// A TV1 abort after an abortable error completes only after its KIP-360 epoch bump.
+/// `close()` between the EndTxn(ABORT) answer and the bump must not report the producer
+/// closed while the abort is still pending.
+#[test]
+fn graceful_close_waits_for_the_abort_epoch_bump() {
+    let mut h = txn_ready(1);
+    h.p.begin_transaction().unwrap();
+    let a = h.send(0, "a");
+    add_all(&mut h);
+    let r = h.outstanding.front().expect("produce").id;
+    h.respond(r, &[(0, KafkaError::InvalidRecord, -1)]);
+    assert!(h.failed(a).is_some());
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
+    h.p.abort_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn(ABORT) expected")
+    };
+    h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
+    h.pump();
+    assert!(completions(&h).is_empty(), "the abort waits for its bump");
+    h.p.close();
+    h.pump();
+    assert!(
+        !h.p.is_closed(),
+        "closed while the abort (and its bump) is pending"
+    );
+    let Request::InitProducerId(b) = next_txn(&mut h) else {
+        panic!("InitProducerId(bump) expected")
+    };
+    assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
+    h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
+    assert!(h.p.is_closed());
+}
