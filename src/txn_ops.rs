@@ -455,9 +455,18 @@ impl Producer {
     }
 
     /// Java's `transitionToAbortableError`: the transaction can only be aborted now.
-    /// While an abort is already running the error changes nothing.
+    /// While an abort is already running the error changes the state nothing, but with
+    /// TV1 it makes the abort bump the epoch (a departure from Java, which skips the
+    /// bump while completing): a batch of the aborted transaction that failed may have
+    /// an attempt still in the network, which could land after the EndTxn(ABORT) marker
+    /// under the same epoch and join the next transaction on that partition (KIP-890
+    /// verification passes while the partition is in an ongoing transaction). Only a new
+    /// epoch makes the coordinator's verification and the leader refuse it (KIP-360).
     pub(crate) fn txn_abortable(&mut self, error: KafkaError) {
         let Some(t) = self.txn.as_mut() else { return };
+        if t.state == S::AbortingTransaction && !t.v2 {
+            t.bump_required = true;
+        }
         if matches!(
             t.state,
             S::AbortingTransaction | S::FatalError | S::AbortableError

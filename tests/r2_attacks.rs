@@ -124,3 +124,57 @@ fn graceful_close_waits_for_the_abort_epoch_bump() {
     assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
     assert!(h.p.is_closed());
 }
+
+/// TV1: a batch of the transaction being aborted fails as possibly written (its
+/// attempt was lost on the wire and the retry expired). The EndTxn(ABORT) marker only
+/// covers what the leader holds when it is written; the lost attempt can still land
+/// after it, with the same epoch and the sequence the partition expects next, and then
+/// join the next transaction on that partition (KIP-890 verification passes: the
+/// partition is in that ongoing transaction) and be committed with it. Only a new epoch
+/// (KIP-360's InitProducerId bump after the abort) makes the coordinator's verification
+/// and the leader refuse it. The abort used to end without a bump (an error during an
+/// abort changed nothing).
+#[test]
+fn tv1_abort_with_a_possibly_written_failure_bumps_the_epoch() {
+    let mut h = txn_ready(1);
+    h.p.begin_transaction().unwrap();
+    let a = h.send(0, "lost on the wire");
+    add_all(&mut h);
+    let r1 = h.outstanding.front().expect("produce").id;
+    h.p.abort_transaction().unwrap();
+    h.pump();
+    assert!(h.txn_requests.is_empty(), "EndTxn waits for the batch");
+    h.fail(r1, RequestFailure::Disconnected);
+    // Past delivery.timeout.ms before the retry goes: the batch expires.
+    h.advance(20_000);
+    let Some(true) = h.events.iter().find_map(|e| match e {
+        Event::Failed {
+            records,
+            possibly_written,
+            ..
+        } if records.contains(&a) => Some(*possibly_written),
+        _ => None,
+    }) else {
+        panic!("a fails possibly written: {:?}", h.events)
+    };
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn(ABORT) expected")
+    };
+    assert!(!e.commit);
+    h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
+    h.pump();
+    let next = h.txn_requests.pop_front();
+    let Some(Request::InitProducerId(b)) = next else {
+        panic!(
+            "an epoch bump must follow the abort, got {next:?}, state {:?}",
+            h.p.transaction_state()
+        )
+    };
+    assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
+    assert!(completions(&h).is_empty(), "the abort completes after its bump");
+    h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+}
