@@ -334,9 +334,13 @@ impl Cluster {
                 let d = self.purgatory.remove(i);
                 if self.net.unpark(d.node, d.generation).is_some() {
                     // The answer goes back on the connection the request came on, not
-                    // on whichever one the last applied request came on.
+                    // on whichever one the last applied request came on. The request
+                    // being applied (whose append may have completed this one) answers
+                    // on its own connection afterwards: restore its generation.
+                    let applying = self.reply_generation;
                     self.reply_generation = d.generation;
                     self.respond(d.node, d.id, ToClient::Produce(d.id, d.resp), &d.gps);
+                    self.reply_generation = applying;
                 }
             } else {
                 i += 1;
