@@ -230,6 +230,13 @@ impl Producer {
             .find(|e| *e != KafkaError::None && *e != KafkaError::OperationNotAttempted)
             .unwrap_or(if omitted {
                 KafkaError::UnknownServerError
+            } else if results
+                .iter()
+                .any(|(_, e)| *e == KafkaError::OperationNotAttempted)
+            {
+                // Not added, with no other error named: still a partition error (Java's
+                // `AddPartitionsToTxnHandler`), abortable.
+                KafkaError::OperationNotAttempted
             } else {
                 KafkaError::None
             });

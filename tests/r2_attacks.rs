@@ -178,3 +178,41 @@ fn tv1_abort_with_a_possibly_written_failure_bumps_the_epoch() {
     assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
 }
+
+/// An AddPartitionsToTxn answer of OPERATION_NOT_ATTEMPTED for every partition (and no
+/// other error) adds nothing: Java's `AddPartitionsToTxnHandler` counts it as a
+/// partition error and the transaction becomes abortable. The core took the answer as
+/// success, moved the partition into the transaction and drained its batch to a
+/// partition the coordinator never added (no marker would ever end it there).
+#[test]
+fn add_partitions_answered_operation_not_attempted_adds_nothing() {
+    let mut h = txn_ready(1);
+    h.p.begin_transaction().unwrap();
+    let a = h.send(0, "a");
+    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+        panic!("AddPartitionsToTxn expected")
+    };
+    let answers: Vec<_> = r
+        .partitions
+        .iter()
+        .map(|tp| (tp.clone(), KafkaError::OperationNotAttempted))
+        .collect();
+    h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
+    h.pump();
+    assert!(h.outstanding.is_empty(), "a drained to a partition not added");
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
+    assert!(h.failed(a).is_some(), "the unsent batch fails");
+    h.p.abort_transaction().unwrap();
+    h.pump();
+    // Nothing was added: the abort ends without EndTxn, with the TV1 bump.
+    let Some(Request::InitProducerId(b)) = h.txn_requests.pop_front() else {
+        panic!("InitProducerId(bump) expected")
+    };
+    h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
+}
