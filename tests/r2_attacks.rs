@@ -216,3 +216,47 @@ fn add_partitions_answered_operation_not_attempted_adds_nothing() {
     h.pump();
     assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
 }
+
+/// TV1: an EndTxn(COMMIT) attempt is lost on the wire (the coordinator may still have
+/// it queued: Kafka processes a request read before its connection closed), and its
+/// retry commits. Under the same epoch, that late EndTxn would commit the *next*
+/// transaction halfway, whatever it holds at that moment (TV1 EndTxn names only the
+/// producer id and epoch; KIP-890 part 2 bumps the epoch on every EndTxn for this
+/// reason). Found by the simulator (seed 21126, TV1, fault rate 0.12: "transaction 4
+/// half visible"). The core now bumps the epoch after such a transaction (KIP-360's
+/// InitProducerId with the current epoch), which fences the late request; the commit
+/// completes after the bump.
+#[test]
+fn tv1_end_txn_lost_on_the_wire_bumps_the_epoch_after_the_transaction() {
+    let mut h = txn_ready(1);
+    h.p.begin_transaction().unwrap();
+    let a = h.send(0, "a");
+    add_all(&mut h);
+    let r = h.outstanding.front().expect("produce").id;
+    h.respond(r, &[(0, KafkaError::None, 0)]);
+    assert!(h.delivered(a).is_some());
+    h.p.commit_transaction().unwrap();
+    let Request::EndTxn(e1) = next_txn(&mut h) else {
+        panic!("EndTxn expected")
+    };
+    h.p.handle_request_failed(e1.id, RequestFailure::Disconnected, h.now)
+        .unwrap();
+    h.advance(1_000);
+    let Request::EndTxn(e2) = h.txn_requests.pop_front().expect("EndTxn again") else {
+        panic!("EndTxn retry expected")
+    };
+    assert!(e2.commit);
+    h.p.handle_end_txn(e2.id, Ok(None), h.now).unwrap();
+    h.pump();
+    let next = h.txn_requests.pop_front();
+    let Some(Request::InitProducerId(b)) = next else {
+        panic!("an epoch bump must fence the lost EndTxn, got {next:?}")
+    };
+    assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
+    assert!(completions(&h).is_empty(), "the commit completes after the bump");
+    h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(completions(&h), vec![(TxnOp::Commit, Ok(()))]);
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+}
