@@ -68,3 +68,22 @@ fn a_late_produce_is_not_answered_on_the_connection_of_the_parked_produce_it_com
         assert!(v.is_empty(), "seed {seed} v{version} rate {rate}: {v:#?}");
     }
 }
+
+/// Core regression found by the same sweep (TV1): an EndTxn(COMMIT) read by the
+/// coordinator just before its connection broke was applied late, during the next
+/// transaction at the same epoch, and committed that one halfway ("transaction 4 half
+/// visible: 5 of 8"). The core now ends a TV1 transaction whose EndTxn or
+/// TxnOffsetCommit was lost on the wire with an epoch bump, which fences the late
+/// request (`tv1_end_txn_lost_on_the_wire_bumps_the_epoch_after_the_transaction` in
+/// the root crate's `tests/r2_attacks.rs`).
+#[test]
+fn a_late_end_txn_does_not_commit_the_next_transaction_halfway() {
+    let c = chaos(21126, 1, 0.12);
+    let v: Vec<String> = c
+        .checker()
+        .violations()
+        .iter()
+        .map(|v| format!("{v:?}"))
+        .collect();
+    assert!(v.is_empty(), "{v:#?}");
+}
