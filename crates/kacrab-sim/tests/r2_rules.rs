@@ -87,3 +87,50 @@ fn a_late_end_txn_does_not_commit_the_next_transaction_halfway() {
         .collect();
     assert!(v.is_empty(), "{v:#?}");
 }
+
+/// Core regression, scripted (TV1, one partition): the application aborts while the
+/// transaction's batch is on the wire. That attempt is held by the leader past
+/// `request.timeout.ms`; the retry is refused (INVALID_RECORD), so the batch fails
+/// possibly written. Without an epoch bump after the abort, the held attempt is
+/// applied during the next transaction, passes the coordinator's KIP-890 verification
+/// (same epoch, the partition is in that transaction) and is committed with it: a
+/// record of an aborted transaction becomes visible. With the bump the verification
+/// refuses it (`tv1_abort_with_a_possibly_written_failure_bumps_the_epoch` in the root
+/// crate's `tests/r2_attacks.rs`).
+#[test]
+fn a_held_attempt_of_an_aborted_transaction_does_not_join_the_next_one() {
+    use kacrab_sim::{PartitionFault, Script, TxnOutcome};
+    let mut sim = SimConfig::transactional(7, "tx-1", 1);
+    sim.partitions = 1;
+    sim.faults = FaultRates::NONE;
+    sim.trace = true;
+    let mut c = Cluster::new(sim);
+    c.init_transactions(MAX).expect("init_transactions");
+    c.script(Script::HoldRequest {
+        partition: 0,
+        by: Duration::from_secs(5),
+    });
+    c.script(Script::PartitionError {
+        partition: 0,
+        fault: PartitionFault::InvalidRecord,
+        times: 1,
+    });
+    c.begin_and_send(1);
+    c.run_for(Duration::from_millis(100)); // added, and the attempt is held on the wire
+    assert_eq!(c.finish_open_transaction(false, MAX), TxnOutcome::Aborted);
+    c.begin_and_send(1);
+    let second = c.finish_open_transaction(true, MAX);
+    c.run_until_idle(MAX);
+    c.final_check();
+    let v: Vec<String> = c
+        .checker()
+        .violations()
+        .iter()
+        .map(|v| format!("{v:?}"))
+        .collect();
+    assert!(
+        v.is_empty(),
+        "second transaction {second:?}: {v:#?}\n{}",
+        c.trace().join("\n")
+    );
+}
