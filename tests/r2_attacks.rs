@@ -171,7 +171,10 @@ fn tv1_abort_with_a_possibly_written_failure_bumps_the_epoch() {
         )
     };
     assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
-    assert!(completions(&h).is_empty(), "the abort completes after its bump");
+    assert!(
+        completions(&h).is_empty(),
+        "the abort completes after its bump"
+    );
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
@@ -199,7 +202,10 @@ fn add_partitions_answered_operation_not_attempted_adds_nothing() {
         .collect();
     h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
     h.pump();
-    assert!(h.outstanding.is_empty(), "a drained to a partition not added");
+    assert!(
+        h.outstanding.is_empty(),
+        "a drained to a partition not added"
+    );
     assert_eq!(
         h.p.transaction_state(),
         Some(TransactionState::AbortableError)
@@ -253,7 +259,10 @@ fn tv1_end_txn_lost_on_the_wire_bumps_the_epoch_after_the_transaction() {
         panic!("an epoch bump must fence the lost EndTxn, got {next:?}")
     };
     assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
-    assert!(completions(&h).is_empty(), "the commit completes after the bump");
+    assert!(
+        completions(&h).is_empty(),
+        "the commit completes after the bump"
+    );
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
