@@ -237,6 +237,13 @@ impl Producer {
             .find(|e| *e != KafkaError::None && *e != KafkaError::OperationNotAttempted)
             .unwrap_or(if omitted {
                 KafkaError::UnknownServerError
+            } else if results
+                .iter()
+                .any(|(_, e)| *e == KafkaError::OperationNotAttempted)
+            {
+                // Not added, with no other error named: still a partition error (Java's
+                // `AddPartitionsToTxnHandler`), abortable.
+                KafkaError::OperationNotAttempted
             } else {
                 KafkaError::None
             });
@@ -459,12 +466,24 @@ impl Producer {
     }
 
     /// A transactional request got no answer: look the coordinator up again and resend.
-    pub(crate) fn txn_request_failed(&mut self, request: RequestId, _failure: RequestFailure) {
+    pub(crate) fn txn_request_failed(&mut self, request: RequestId, failure: RequestFailure) {
         let Some(t) = self.txn.as_mut() else { return };
         if t.in_flight.as_ref().is_none_or(|(r, _)| *r != request) {
             return;
         }
         let (_, q) = t.in_flight.take().expect("checked");
+        if failure == RequestFailure::Disconnected
+            && !t.v2
+            && matches!(q, Queued::EndTxn { .. } | Queued::TxnOffsetCommit)
+        {
+            // TV1: the lost attempt may still be applied late (a broker processes a
+            // request read before its connection closed). Under the same epoch a late
+            // EndTxn would end the *next* transaction halfway, and a late
+            // TxnOffsetCommit would put this transaction's offsets in it. A departure
+            // from Java: the transaction ends with a KIP-360 epoch bump, which fences
+            // both (TV2 bumps on every EndTxn for the same reason, KIP-890).
+            t.bump_required = true;
+        }
         if matches!(q, Queued::InitProducerId { .. }) {
             self.id_state = IdState::Transactional;
         }

@@ -205,17 +205,21 @@ impl Producer {
     }
 
     /// Whether a graceful close still waits for a transaction that is open or ending
-    /// (Java's `hasOngoingTransaction`); a forced close waits for nothing.
+    /// (Java's `hasOngoingTransaction`), or for a pending application operation (an
+    /// init, or a TV1 abort or commit waiting for its epoch bump: Java's Sender keeps
+    /// running while such a request is in flight, and every operation gets its one
+    /// event); a forced close waits for nothing.
     pub(crate) fn txn_closing(&self) -> bool {
         self.txn.as_ref().is_some_and(|t| {
             t.shutdown == Shutdown::Running
-                && matches!(
-                    t.state,
-                    S::InTransaction
-                        | S::CommittingTransaction
-                        | S::AbortingTransaction
-                        | S::AbortableError
-                )
+                && (t.op.is_some()
+                    || matches!(
+                        t.state,
+                        S::InTransaction
+                            | S::CommittingTransaction
+                            | S::AbortingTransaction
+                            | S::AbortableError
+                    ))
         })
     }
 
@@ -451,9 +455,18 @@ impl Producer {
     }
 
     /// Java's `transitionToAbortableError`: the transaction can only be aborted now.
-    /// While an abort is already running the error changes nothing.
+    /// While an abort is already running the error changes the state nothing, but with
+    /// TV1 it makes the abort bump the epoch (a departure from Java, which skips the
+    /// bump while completing): a batch of the aborted transaction that failed may have
+    /// an attempt still in the network, which could land after the EndTxn(ABORT) marker
+    /// under the same epoch and join the next transaction on that partition (KIP-890
+    /// verification passes while the partition is in an ongoing transaction). Only a new
+    /// epoch makes the coordinator's verification and the leader refuse it (KIP-360).
     pub(crate) fn txn_abortable(&mut self, error: KafkaError) {
         let Some(t) = self.txn.as_mut() else { return };
+        if t.state == S::AbortingTransaction && !t.v2 {
+            t.bump_required = true;
+        }
         if matches!(
             t.state,
             S::AbortingTransaction | S::FatalError | S::AbortableError

@@ -327,6 +327,19 @@ fn retry_commit_transaction() {
     };
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
     h.pump();
+    // A departure from Java (TV1): the lost EndTxn may still be applied late, so the
+    // transaction ends with an epoch bump that fences it; the commit completes after.
+    let Some(Request::InitProducerId(b)) = h.txn_requests.pop_front() else {
+        panic!("InitProducerId(bump) after a lost EndTxn")
+    };
+    let current = b.current;
+    h.p.handle_producer_id(
+        b.id,
+        Ok(ProducerIdAndEpoch::new(current.id.0, current.epoch.0 + 1)),
+        h.now,
+    )
+    .unwrap();
+    h.pump();
     let n = h
         .events
         .iter()

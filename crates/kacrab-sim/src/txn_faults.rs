@@ -271,24 +271,37 @@ impl Cluster {
 
     /// [`Self::check_version_latch`] for a coordinator request.
     pub(crate) fn check_request_version(&mut self, req: &Request, txn_id: &str) {
-        let (pid, v2, what) = match req {
-            Request::AddPartitionsToTxn(r) => (r.producer.id.0, false, "AddPartitionsToTxn"),
-            Request::AddOffsetsToTxn(r) => (r.producer.id.0, false, "AddOffsetsToTxn"),
-            Request::TxnOffsetCommit(r) => (r.producer.id.0, r.transaction_v2, "TxnOffsetCommit"),
-            Request::EndTxn(r) => (r.producer.id.0, r.transaction_v2, "EndTxn"),
+        let (producer, v2, what) = match req {
+            Request::AddPartitionsToTxn(r) => (r.producer, false, "AddPartitionsToTxn"),
+            Request::AddOffsetsToTxn(r) => (r.producer, false, "AddOffsetsToTxn"),
+            Request::TxnOffsetCommit(r) => (r.producer, r.transaction_v2, "TxnOffsetCommit"),
+            Request::EndTxn(r) => (r.producer, r.transaction_v2, "EndTxn"),
             _ => return,
         };
-        self.check_version_latch(txn_id, pid, v2, what);
+        self.check_version_latch(txn_id, producer.id.0, producer.epoch.0, v2, what);
     }
 
-    /// A request of `pid` for `txn_id` made under transaction version 2 (`v2`) or 1:
-    /// the open transaction of that producer must have started under the same version
-    /// (the client latches it for the whole transaction).
-    pub(crate) fn check_version_latch(&mut self, txn_id: &str, pid: i64, v2: bool, what: &str) {
+    /// A request of `pid` at `epoch` for `txn_id` made under transaction version 2
+    /// (`v2`) or 1: the open transaction of that producer must have started under the
+    /// same version (the client latches it for the whole transaction). A request at
+    /// another epoch is not part of the open transaction: a late one from before an
+    /// epoch bump (the coordinator fences it, `TransactionCoordinator`'s epoch checks
+    /// answer PRODUCER_FENCED / INVALID_PRODUCER_EPOCH), whatever version it spoke.
+    pub(crate) fn check_version_latch(
+        &mut self,
+        txn_id: &str,
+        pid: i64,
+        epoch: i16,
+        v2: bool,
+        what: &str,
+    ) {
         let Some(meta) = self.coordinator.metadata(txn_id) else {
             return;
         };
-        if meta.state != TxnState::Ongoing || meta.producer_id != pid {
+        if meta.state != TxnState::Ongoing
+            || meta.producer_id != pid
+            || meta.producer_epoch != epoch
+        {
             return;
         }
         let started_v2 = meta.version == TransactionVersion::V2;

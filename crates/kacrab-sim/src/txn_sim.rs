@@ -374,7 +374,13 @@ impl Cluster {
             return None;
         }
         let part = partition_of(tp);
-        self.check_version_latch(txn_id, h.producer_id, r.transaction_v2, "Produce");
+        self.check_version_latch(
+            txn_id,
+            h.producer_id,
+            h.producer_epoch,
+            r.transaction_v2,
+            "Produce",
+        );
         let code = if !self.is_up(self.coordinator_node) {
             crate::coordinator::COORDINATOR_NOT_AVAILABLE
         } else if self.coordinator_loading() {
