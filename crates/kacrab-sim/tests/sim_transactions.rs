@@ -722,3 +722,30 @@ fn long_run_case_tv1_version_latch() {
     assert!(v.is_empty(), "{v:#?}");
     assert_eq!(c.transactions().count(|o| *o == TxnOutcome::Open), 0);
 }
+
+/// Issue 9, hole 6, against the model coordinator: `commit_transaction` after the
+/// application's forced close (`abort()`) used to be accepted, and records already
+/// reported failed (not written) were committed. Now the commit is refused with
+/// `TxnError::Closed`, nothing of the transaction is ever visible to read_committed,
+/// and every record reported failed and not possibly written stays out of the log.
+#[test]
+fn commit_after_forced_close_commits_nothing() {
+    for version in [1, 2] {
+        let mut c = cluster(31, version, FaultRates::NONE);
+        c.init_transactions(MAX).expect("init_transactions");
+        assert_eq!(txn(&mut c, 2, true), TxnOutcome::Committed);
+        let before = visible(&c);
+        c.begin_and_send(6);
+        c.abort();
+        let outcome = c.finish_open_transaction(true, MAX);
+        assert_eq!(
+            outcome,
+            TxnOutcome::Failed(TxnError::Closed),
+            "TV{version}: the commit after abort() is refused"
+        );
+        c.run_for(Duration::from_secs(5));
+        assert!(c.run_until_markers_written(MAX));
+        assert_eq!(visible(&c), before, "TV{version}: nothing of it is visible");
+        assert_eq!(violations(&c, &[]), Vec::<String>::new(), "TV{version}");
+    }
+}
