@@ -4,10 +4,10 @@
 //!
 //! Every replica of a partition has its own `Log`. The leader's high watermark
 //! (Kafka's `Partition.maybeIncrementLeaderHW`: the smallest log end offset of
-//! the in-sync replicas) is set by the cluster ([`Log::set_high_watermark`]);
+//! the in-sync replicas) is set by the cluster (`Log::set_high_watermark`);
 //! a log nobody tracks (a lone model broker in a unit test) is fully
 //! replicated, its high watermark is its log end offset. A replica that
-//! follows a new leader truncates to it ([`Log::truncate_to_entries`],
+//! follows a new leader truncates to it (`Log::truncate_to_entries`,
 //! KIP-101/KIP-279), so what is above the high watermark can vanish.
 //!
 //! Entries below the log start offset stay in [`Log::entries`] and
