@@ -20,7 +20,6 @@
 
 pub mod batch;
 pub mod broker;
-mod brokers;
 pub mod checker;
 pub mod cluster;
 pub mod config;
@@ -29,21 +28,23 @@ mod driver;
 pub mod faults;
 pub mod log;
 pub mod net;
+mod observers;
 pub mod ops;
 mod replica;
-mod replication;
 pub mod rng;
 pub mod scenario;
-mod txn_checks;
-pub mod txn_faults;
 pub mod txn_offsets;
 pub mod txn_sim;
 pub mod verification;
+mod workload;
+mod world;
 
 pub use checker::{Checker, FatalPolicy, Outcome, Tally, Violation, ViolationKind, WireBatch};
-pub use cluster::{BrokerNode, Cluster, SimPartition, Workload};
+pub use cluster::Cluster;
 pub use config::{SimConfig, SimStats, SIM_PRODUCER_ID_EXPIRATION};
 pub use faults::{FaultCounts, FaultKind, FaultRates, PartitionFault, Script};
 pub use rng::Rng;
 pub use scenario::{Progress, Report, Scenario};
 pub use txn_sim::{TxnOutcome, TxnRecord, TxnTracker};
+pub use workload::Workload;
+pub use world::{BrokerNode, SimPartition};

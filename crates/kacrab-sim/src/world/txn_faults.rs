@@ -1,4 +1,4 @@
-//! The transaction coordinator's timing and its faults in the [`Cluster`]: markers
+//! The transaction coordinator's timing and its faults in the world: markers
 //! written after a delay, a moved coordinator loading its state, the coordinator
 //! aborting an open transaction on its own, the finalized `transaction.version`
 //! changing during a run, and the coordinator's answers counted by error code.
@@ -27,13 +27,15 @@
 
 use std::time::Duration;
 
-use kacrab_idempotence::{NodeId, Request, Timestamp};
+use kacrab_idempotence::{NodeId, OffsetToCommit, Request, Timestamp};
 
+use super::Notice;
+use super::World;
 use crate::broker::TransactionVersion;
 use crate::checker::ViolationKind;
-use crate::cluster::Cluster;
 use crate::coordinator::{TransactionCoordinator, TxnState};
 use crate::faults::FaultKind;
+use crate::observers::Observers;
 use crate::rng::Rng;
 
 /// A model coordinator whose markers are written only when the cluster releases them.
@@ -88,7 +90,23 @@ fn draw(rng: &mut Rng, max: Duration) -> Duration {
     Duration::from_micros(rng.range(0, max_us))
 }
 
-impl Cluster {
+impl World {
+    /// The model transaction coordinator.
+    pub(crate) fn coordinator(&self) -> &TransactionCoordinator {
+        &self.coordinator
+    }
+
+    /// The node the transaction coordinator runs on.
+    pub(crate) fn coordinator_node(&self) -> NodeId {
+        self.coordinator_node
+    }
+
+    /// The offsets transaction `idx` sends, if it does (drawn from the coordinator's
+    /// consumed-offsets stream).
+    pub(crate) fn draw_offsets(&mut self, idx: usize) -> Option<Vec<OffsetToCommit>> {
+        crate::txn_offsets::draw_offsets(self.txn_env.offsets_rng(), &self.partitions, idx)
+    }
+
     /// The finalized `transaction.version` and the finalized-features epoch it came with.
     #[must_use]
     pub fn finalized_transaction_version(&self) -> (i16, i64) {
@@ -96,14 +114,16 @@ impl Cluster {
     }
 
     /// The controller finalizes `transaction.version` = `level` (a higher features
-    /// epoch); the brokers' ApiVersions answers carry it to the producer.
-    pub fn set_finalized_transaction_version(&mut self, level: i16) {
+    /// epoch); the brokers' ApiVersions answers carry it to the client
+    /// ([`Notice::TransactionVersion`]).
+    pub(crate) fn set_finalized_transaction_version(&mut self, obs: &mut Observers, level: i16) {
         self.txn_env.finalized_tv = level;
         self.txn_env.features_epoch += 1;
         let epoch = self.txn_env.features_epoch;
-        self.trace_line(|| format!("finalized transaction.version = {level} (epoch {epoch})"));
-        self.producer.handle_transaction_version(level);
-        self.after_input();
+        obs.trace(self.now, || {
+            format!("finalized transaction.version = {level} (epoch {epoch})")
+        });
+        self.notices.push_back(Notice::TransactionVersion(level));
     }
 
     /// Whether the coordinator is loading its state (it answers
@@ -113,20 +133,14 @@ impl Cluster {
         self.now < self.txn_env.loading_until
     }
 
-    /// Steps until the coordinator has written every outstanding marker (at most `max`).
-    /// Returns whether it has.
-    pub fn run_until_markers_written(&mut self, max: Duration) -> bool {
-        self.run_until(max, |c| c.coordinator.pending_marker_writes().is_empty())
-    }
-
     /// Moves the coordinator to `to` (a bumped coordinator epoch); it loads its state
     /// first.
-    pub fn move_coordinator(&mut self, to: NodeId) {
+    pub fn move_coordinator(&mut self, obs: &mut Observers, to: NodeId) {
         self.coordinator_node = to;
         let epoch = self.coordinator.bump_coordinator_epoch();
         let load = draw(&mut self.txn_env.rng, self.config.coordinator_load_max);
         self.txn_env.loading_until = self.now + load;
-        self.trace_line(|| {
+        obs.trace(self.now, || {
             format!(
                 "transaction coordinator moves to node {to} (epoch {epoch}), loading for {load:?}"
             )
@@ -146,7 +160,7 @@ impl Cluster {
 
     /// Writes the outstanding markers once they are due and the coordinator is loaded
     /// (`force`: now, as at the end of a run, when time is let pass).
-    pub(crate) fn write_due_markers(&mut self, force: bool) {
+    pub(crate) fn write_due_markers(&mut self, obs: &mut Observers, force: bool) {
         if !force {
             match self.txn_env.markers_due {
                 Some(due) if due <= self.now => {}
@@ -164,25 +178,30 @@ impl Cluster {
         self.txn_env.markers_due = None;
         let now_ms = self.now.as_millis();
         let written = {
-            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            let mut w = super::txn::marker_writer(&mut self.partitions, now_ms);
             self.coordinator.release_markers(now_ms, &mut w)
         };
         self.coordinator.set_hold_markers(true);
         // The coordinator writes markers with acks=all: they are on every in-sync
         // replica, so committed (below the high watermark), as soon as they are written.
-        self.sync_markers();
-        self.trace_line(|| format!("coordinator wrote {written} markers"));
+        self.sync_markers(obs);
+        obs.trace(self.now, || format!("coordinator wrote {written} markers"));
         self.schedule_markers();
     }
 
     /// The coordinator faults drawn when a transactional request (other than
     /// FindCoordinator) reaches `node`: a `transaction.version` change, a coordinator
     /// move, the coordinator's own abort of the open transaction of `txn_id`.
-    pub(crate) fn draw_coordinator_faults(&mut self, node: NodeId, txn_id: &str) {
+    pub(crate) fn draw_coordinator_faults(
+        &mut self,
+        obs: &mut Observers,
+        node: NodeId,
+        txn_id: &str,
+    ) {
         if self.fault_rng.chance(self.rates.transaction_version_change) {
             self.faults.add(FaultKind::TransactionVersionChange);
             let level = if self.txn_env.finalized_tv >= 2 { 1 } else { 2 };
-            self.set_finalized_transaction_version(level);
+            self.set_finalized_transaction_version(obs, level);
         }
         if node != self.coordinator_node || self.coordinator_loading() {
             return;
@@ -196,21 +215,21 @@ impl Cluster {
                 .collect();
             if let Some(i) = self.fault_rng.pick(live.len()) {
                 self.faults.add(FaultKind::CoordinatorMove);
-                self.move_coordinator(live[i]);
+                self.move_coordinator(obs, live[i]);
                 return;
             }
         }
-        self.expire_timed_out_transactions();
+        self.expire_timed_out_transactions(obs);
         let state = self.coordinator.state(txn_id);
         let open = state == Some(TxnState::Ongoing);
         if open && self.fault_rng.chance(self.rates.coordinator_abort) {
             self.faults.add(FaultKind::CoordinatorAbort);
-            self.coordinator_aborts(txn_id);
+            self.coordinator_aborts(obs, txn_id);
         }
         let idle = state.is_some_and(|s| s == TxnState::Empty || s.is_complete());
         if idle && self.fault_rng.chance(self.rates.transactional_id_expiry) {
             self.faults.add(FaultKind::TransactionalIdExpiry);
-            self.expire_transactional_ids();
+            self.expire_transactional_ids(obs);
         }
     }
 
@@ -219,39 +238,43 @@ impl Cluster {
     /// [`FaultKind::CoordinatorAbort`]). Kafka checks on a timer
     /// (`transaction.abort.timed.out.transaction.cleanup.interval.ms`); the model
     /// checks whenever a request reaches the coordinator.
-    fn expire_timed_out_transactions(&mut self) {
+    fn expire_timed_out_transactions(&mut self, obs: &mut Observers) {
         let now_ms = self.now.as_millis();
         let aborted = {
-            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            let mut w = super::txn::marker_writer(&mut self.partitions, now_ms);
             self.coordinator.expire_transactions(now_ms, &mut w)
         };
         for id in aborted {
             self.faults.add(FaultKind::CoordinatorAbort);
-            self.trace_line(|| format!("transaction of {id} timed out: the coordinator aborts it"));
+            obs.trace(self.now, || {
+                format!("transaction of {id} timed out: the coordinator aborts it")
+            });
             self.schedule_markers();
         }
     }
 
     /// Every transactional id with no open transaction expires, as after
     /// `transactional.id.expiration.ms` of idleness. Returns them.
-    pub fn expire_transactional_ids(&mut self) -> Vec<String> {
+    pub fn expire_transactional_ids(&mut self, obs: &mut Observers) -> Vec<String> {
         let now_ms = self.now.as_millis();
         let dead = self.coordinator.expire_transactional_ids(now_ms, 0);
-        self.trace_line(|| format!("transactional ids expire: {dead:?}"));
+        obs.trace(self.now, || format!("transactional ids expire: {dead:?}"));
         dead
     }
 
     /// The coordinator aborts the open transaction of `txn_id` on its own, as its
     /// transaction timeout would. Returns whether one was open.
-    pub fn coordinator_aborts(&mut self, txn_id: &str) -> bool {
+    pub fn coordinator_aborts(&mut self, obs: &mut Observers, txn_id: &str) -> bool {
         let now_ms = self.now.as_millis();
         let aborted = {
-            let mut w = crate::txn_sim::marker_writer(&mut self.partitions, now_ms);
+            let mut w = super::txn::marker_writer(&mut self.partitions, now_ms);
             self.coordinator
                 .abort_open_transaction(txn_id, now_ms, &mut w)
         };
         if aborted {
-            self.trace_line(|| format!("coordinator aborts the open transaction of {txn_id}"));
+            obs.trace(self.now, || {
+                format!("coordinator aborts the open transaction of {txn_id}")
+            });
             self.schedule_markers();
         }
         aborted
@@ -270,7 +293,12 @@ impl Cluster {
     }
 
     /// [`Self::check_version_latch`] for a coordinator request.
-    pub(crate) fn check_request_version(&mut self, req: &Request, txn_id: &str) {
+    pub(crate) fn check_request_version(
+        &mut self,
+        obs: &mut Observers,
+        req: &Request,
+        txn_id: &str,
+    ) {
         let (producer, v2, what) = match req {
             Request::AddPartitionsToTxn(r) => (r.producer, false, "AddPartitionsToTxn"),
             Request::AddOffsetsToTxn(r) => (r.producer, false, "AddOffsetsToTxn"),
@@ -278,7 +306,7 @@ impl Cluster {
             Request::EndTxn(r) => (r.producer, r.transaction_v2, "EndTxn"),
             _ => return,
         };
-        self.check_version_latch(txn_id, producer.id.0, producer.epoch.0, v2, what);
+        self.check_version_latch(obs, txn_id, producer.id.0, producer.epoch.0, v2, what);
     }
 
     /// A request of `pid` at `epoch` for `txn_id` made under transaction version 2
@@ -289,6 +317,7 @@ impl Cluster {
     /// answer PRODUCER_FENCED / INVALID_PRODUCER_EPOCH), whatever version it spoke.
     pub(crate) fn check_version_latch(
         &mut self,
+        obs: &mut Observers,
         txn_id: &str,
         pid: i64,
         epoch: i16,
@@ -307,7 +336,8 @@ impl Cluster {
         let started_v2 = meta.version == TransactionVersion::V2;
         if started_v2 != v2 {
             let (from, to) = if started_v2 { (2, 1) } else { (1, 2) };
-            self.violation(
+            obs.violation(
+                self.now,
                 ViolationKind::Transaction,
                 format!(
                     "{what} under transaction version {to} in a transaction begun under {from}"

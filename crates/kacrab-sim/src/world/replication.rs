@@ -30,11 +30,12 @@ use kacrab_idempotence::{
     KafkaError, LeaderHint, NodeId, PartitionResponse, ProduceResponse, RequestId, Timestamp,
 };
 
+use super::World;
 use crate::broker::PartitionState;
-use crate::cluster::Cluster;
 use crate::faults::FaultKind;
 use crate::log::LogEntry;
 use crate::net::ToClient;
+use crate::observers::Observers;
 
 /// Whether a follower is in the in-sync replica set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +124,7 @@ pub(crate) fn tracked_state() -> PartitionState {
     s
 }
 
-impl Cluster {
+impl World {
     fn expiration_ms(&self) -> u64 {
         u64::try_from(self.config.producer_id_expiration.as_millis()).unwrap_or(u64::MAX)
     }
@@ -139,22 +140,22 @@ impl Cluster {
     }
 
     /// Performs every fetch due now, then answers what purgatory can answer.
-    pub(crate) fn replication_step(&mut self) {
+    pub(crate) fn replication_step(&mut self, obs: &mut Observers) {
         for gp in 0..self.partitions.len() {
             for fi in 0..self.partitions[gp].followers.len() {
                 if self.partitions[gp].followers[fi]
                     .fetch_at
                     .is_some_and(|t| t <= self.now)
                 {
-                    self.fetch(gp, fi);
+                    self.fetch(obs, gp, fi);
                 }
             }
         }
-        self.complete_delayed();
+        self.complete_delayed(obs);
     }
 
     /// Follower `fi` of partition `gp` fetches everything its leader has.
-    fn fetch(&mut self, gp: usize, fi: usize) {
+    fn fetch(&mut self, obs: &mut Observers, gp: usize, fi: usize) {
         let (now_ms, exp) = (self.now.as_millis(), self.expiration_ms());
         let leader_up = self.is_up(self.partitions[gp].leader);
         let node = self.partitions[gp].followers[fi].node;
@@ -171,14 +172,16 @@ impl Cluster {
         {
             f.isr = IsrState::InSync;
             let tp = part.tp.clone();
-            self.trace_line(|| format!("node {node} caught up on {tp}, back in the ISR"));
+            obs.trace(self.now, || {
+                format!("node {node} caught up on {tp}, back in the ISR")
+            });
         }
         self.update_high_watermark(gp);
     }
 
     /// After the leader of `gp` appended (or changed): every live follower without a
     /// fetch due fetches now, or after a lag drawn as a fault.
-    pub(crate) fn schedule_fetches(&mut self, gp: usize) {
+    pub(crate) fn schedule_fetches(&mut self, obs: &mut Observers, gp: usize) {
         for fi in 0..self.partitions[gp].followers.len() {
             let f = &self.partitions[gp].followers[fi];
             if f.fetch_at.is_some() || !self.is_up(f.node) {
@@ -191,7 +194,7 @@ impl Cluster {
                 self.faults.add(FaultKind::ReplicaLag);
                 self.partitions[gp].followers[fi].fetch_at = Some(at);
             } else {
-                self.fetch(gp, fi);
+                self.fetch(obs, gp, fi);
             }
         }
         self.update_high_watermark(gp);
@@ -218,7 +221,7 @@ impl Cluster {
 
     /// Markers the coordinator wrote since the last input are replicated at once (it
     /// writes them with acks=all).
-    pub(crate) fn sync_markers(&mut self) {
+    pub(crate) fn sync_markers(&mut self, obs: &mut Observers) {
         for gp in 0..self.partitions.len() {
             let state = &self.partitions[gp].state;
             let hw = state.high_watermark();
@@ -230,7 +233,7 @@ impl Cluster {
                 .any(|e| matches!(e, LogEntry::Marker(_)));
             if marker_above_hw {
                 for fi in 0..self.partitions[gp].followers.len() {
-                    self.fetch(gp, fi);
+                    self.fetch(obs, gp, fi);
                 }
             }
         }
@@ -239,6 +242,7 @@ impl Cluster {
     /// Holds an acks=all produce until its batches are committed.
     pub(crate) fn park(
         &mut self,
+        obs: &mut Observers,
         node: NodeId,
         id: RequestId,
         resp: ProduceResponse,
@@ -254,9 +258,11 @@ impl Cluster {
         if !self.net.is_current(node, generation) {
             return;
         }
-        self.stats.delayed_produces += 1;
+        obs.stats_mut().delayed_produces += 1;
         self.net.park(node, id);
-        self.trace_line(|| format!("node {node} holds req {id} until replicated"));
+        obs.trace(self.now, || {
+            format!("node {node} holds req {id} until replicated")
+        });
         self.purgatory.push(DelayedProduce {
             node,
             generation,
@@ -277,7 +283,7 @@ impl Cluster {
 
     /// Answers every delayed produce whose partitions are all committed, moved or
     /// timed out.
-    pub(crate) fn complete_delayed(&mut self) {
+    pub(crate) fn complete_delayed(&mut self, obs: &mut Observers) {
         let mut i = 0;
         while i < self.purgatory.len() {
             let (node, generation) = (self.purgatory[i].node, self.purgatory[i].generation);
@@ -325,7 +331,7 @@ impl Cluster {
                         self.faults.add(FaultKind::NotLeaderAfterAppend);
                     }
                     let id = d.id;
-                    self.trace_line(|| {
+                    obs.trace(self.now, || {
                         format!("node {node} appended {tp} for req {id}, answers {error}")
                     });
                 }
@@ -338,6 +344,7 @@ impl Cluster {
                     // answers on the request's connection only
                     // (`RequestChannel.sendResponse`), and drops the answer if it closed.
                     self.respond_on(
+                        obs,
                         d.node,
                         d.generation,
                         d.id,
@@ -365,7 +372,7 @@ impl Cluster {
     /// Makes follower `to` the leader of `gp` with a bumped leader epoch. Its log is
     /// the truth: the old leader's uncommitted tail is truncated, every replica
     /// truncates to it, and the producer state is the one `to` built by replication.
-    pub(crate) fn change_leader(&mut self, gp: usize, to: NodeId) {
+    pub(crate) fn change_leader(&mut self, obs: &mut Observers, gp: usize, to: NodeId) {
         let (now_ms, exp) = (self.now.as_millis(), self.expiration_ms());
         let old_leader = self.partitions[gp].leader;
         let old_up = self.is_up(old_leader);
@@ -419,18 +426,18 @@ impl Cluster {
         part.leader = to;
         part.leader_epoch += 1;
         let (tp, epoch) = (part.tp.clone(), part.leader_epoch);
-        self.stats.leader_changes += 1;
+        obs.stats_mut().leader_changes += 1;
         if truncated_entries > 0 {
             self.faults.add(FaultKind::TruncationOnFailover);
-            self.stats.truncated_entries += truncated_entries as u64;
-            self.stats.truncated_records += truncated_records as u64;
+            obs.stats_mut().truncated_entries += truncated_entries as u64;
+            obs.stats_mut().truncated_records += truncated_records as u64;
         }
-        self.trace_line(|| {
+        obs.trace(self.now, || {
             format!("leader of {tp} is now node {to} (epoch {epoch}), {truncated_entries} uncommitted entries truncated")
         });
         self.update_high_watermark(gp);
-        self.schedule_fetches(gp);
-        self.complete_delayed();
+        self.schedule_fetches(obs, gp);
+        self.complete_delayed(obs);
     }
 
     /// `node` crashed: its follower replicas leave the ISR (the high watermark may
@@ -451,7 +458,7 @@ impl Cluster {
     /// `node` restarted: each of its replicas reloads producer state from its newest
     /// snapshot plus the log after it, and a follower starts catching up (out of the
     /// ISR until it has).
-    pub(crate) fn replicas_restarted(&mut self, node: NodeId) {
+    pub(crate) fn replicas_restarted(&mut self, obs: &mut Observers, node: NodeId) {
         let (now_ms, exp) = (self.now.as_millis(), self.expiration_ms());
         let clean = self.config.snapshot_restore;
         let segment = self.config.segment_entries.max(1);
@@ -469,14 +476,14 @@ impl Cluster {
                     f.isr = IsrState::OutOfSync;
                 }
             }
-            self.schedule_fetches(gp);
+            self.schedule_fetches(obs, gp);
         }
-        self.complete_delayed();
+        self.complete_delayed(obs);
     }
 
     /// Lets follower `to` of `gp` catch up fully now (a reassignment waits for it).
     /// Returns whether it is in sync then.
-    pub(crate) fn catch_up(&mut self, gp: usize, to: NodeId) -> bool {
+    pub(crate) fn catch_up(&mut self, obs: &mut Observers, gp: usize, to: NodeId) -> bool {
         let Some(fi) = self.partitions[gp]
             .followers
             .iter()
@@ -484,7 +491,7 @@ impl Cluster {
         else {
             return false;
         };
-        self.fetch(gp, fi);
+        self.fetch(obs, gp, fi);
         self.partitions[gp].followers[fi].isr == IsrState::InSync
     }
 }

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use kacrab_idempotence::RecordId;
 
+use super::Cluster;
 use crate::checker::{decode_value, Outcome, ViolationKind};
-use crate::cluster::Cluster;
 use crate::coordinator::TxnState;
+use crate::txn_offsets;
 use crate::txn_sim::TxnOutcome;
 
 impl Cluster {
@@ -20,17 +21,18 @@ impl Cluster {
     /// neither in the workload nor at the coordinator (unless the producer is fatal and
     /// nobody fenced it).
     pub fn check_transactions(&mut self, end: bool) {
-        self.checker.set_clock(self.stats.steps, self.now);
+        let now = self.now();
+        self.obs.set_clock(now);
         let mut seen: BTreeMap<RecordId, u32> = BTreeMap::new();
         let mut problems = Vec::new();
-        for (gp, p) in self.partitions.iter().enumerate() {
+        for (gp, p) in self.world.partitions().iter().enumerate() {
             let mut last: Option<u32> = None;
             for r in p.state.read_committed() {
                 let Some((pp, idx)) = r.value.as_deref().and_then(decode_value) else {
                     problems.push(format!("{}@{}: undecodable record", p.tp, r.offset));
                     continue;
                 };
-                let Some(&rid) = self.checker.sent_to(gp).get(idx as usize) else {
+                let Some(&rid) = self.obs.checker().sent_to(gp).get(idx as usize) else {
                     problems.push(format!("{}@{}: p{pp}#{idx} never sent", p.tp, r.offset));
                     continue;
                 };
@@ -51,15 +53,16 @@ impl Cluster {
                 problems.push(format!("record {rid} visible {n} times to read_committed"));
             }
             match self
-                .txns
+                .obs
+                .txns()
                 .transaction_of(rid)
-                .map(|t| (t, &self.txns.txns[t].outcome))
+                .map(|t| (t, &self.obs.txns().txns[t].outcome))
             {
                 None => problems.push(format!("record {rid} visible but in no transaction")),
                 Some((t, TxnOutcome::Aborted)) => {
                     problems.push(format!("record {rid} of aborted transaction {t} visible"));
                 }
-                Some((t, TxnOutcome::Open)) if self.txns.current != Some(t) => {
+                Some((t, TxnOutcome::Open)) if self.obs.txns().current != Some(t) => {
                     problems.push(format!(
                         "record {rid} of unfinished transaction {t} visible"
                     ));
@@ -72,15 +75,16 @@ impl Cluster {
         }
         // The markers of the last ended transaction may still be on their way: its
         // records become visible when they are written.
-        let settling = (!self.coordinator.pending_marker_writes().is_empty())
+        let settling = (!self.world.coordinator().pending_marker_writes().is_empty())
             .then(|| {
-                self.txns
+                self.obs
+                    .txns()
                     .txns
                     .iter()
                     .rposition(|t| t.outcome != TxnOutcome::Open)
             })
             .flatten();
-        for (t, txn) in self.txns.txns.iter().enumerate() {
+        for (t, txn) in self.obs.txns().txns.iter().enumerate() {
             let visible = txn.records.iter().filter(|r| seen.contains_key(r)).count();
             if txn.fenced_by_rival && visible != 0 {
                 problems.push(format!(
@@ -96,7 +100,8 @@ impl Cluster {
                             ));
                         }
                         let delivered = self
-                            .checker
+                            .obs
+                            .checker()
                             .record(*rid)
                             .is_some_and(|r| r.outcome == Outcome::Delivered);
                         if !delivered {
@@ -118,24 +123,31 @@ impl Cluster {
                 _ => {}
             }
         }
-        self.check_offsets(settling, &mut problems);
+        txn_offsets::check_offsets(
+            self.world.coordinator(),
+            self.obs.txns(),
+            settling,
+            &mut problems,
+        );
         if end {
-            if let Some(op) = self.txns.pending {
-                self.checker.violation(
+            if let Some(op) = self.obs.txns().pending {
+                self.obs.checker_mut().violation(
                     ViolationKind::Liveness,
                     format!("{op:?} still pending at the end of the quiet phase"),
                 );
             }
             if let Some(id) = self.config.producer.transactional_id() {
-                let state = self.coordinator.state(id);
+                let state = self.world.coordinator().state(id);
                 let stuck = state.is_some_and(|s| s == TxnState::Ongoing || s.is_prepare());
-                if stuck && self.producer.fatal_error().is_none() {
+                if stuck && self.driver.producer().fatal_error().is_none() {
                     problems.push(format!("coordinator left transaction in {state:?}"));
                 }
             }
         }
         for p in problems {
-            self.checker.violation(ViolationKind::Transaction, p);
+            self.obs
+                .checker_mut()
+                .violation(ViolationKind::Transaction, p);
         }
     }
 }
@@ -154,18 +166,18 @@ impl Cluster {
         use crate::faults::FaultKind;
         use kacrab_idempotence::{KafkaError, TxnError};
         let last_failed = matches!(
-            self.txns.txns.last().map(|t| &t.outcome),
+            self.obs.txns().txns.last().map(|t| &t.outcome),
             Some(TxnOutcome::Failed(_))
         );
-        let fenced_by_abort = self.faults.get(FaultKind::CoordinatorAbort) > 0
+        let fenced_by_abort = self.world.faults().get(FaultKind::CoordinatorAbort) > 0
             && matches!(
-                self.txns.txns.last().map(|t| &t.outcome),
+                self.obs.txns().txns.last().map(|t| &t.outcome),
                 Some(TxnOutcome::Failed(TxnError::ProducerFenced))
             );
-        let fenced_by_rival = self.faults.get(FaultKind::RivalProducer) > 0 && last_failed;
-        let forgotten = self.faults.get(FaultKind::TransactionalIdExpiry) > 0
+        let fenced_by_rival = self.world.faults().get(FaultKind::RivalProducer) > 0 && last_failed;
+        let forgotten = self.world.faults().get(FaultKind::TransactionalIdExpiry) > 0
             && matches!(
-                self.producer.fatal_error(),
+                self.driver.producer().fatal_error(),
                 Some(KafkaError::InvalidProducerIdMapping | KafkaError::ProducerFenced)
             );
         fenced_by_abort || fenced_by_rival || forgotten
@@ -195,7 +207,8 @@ impl Cluster {
     #[must_use]
     pub fn transactional_chaos_violations(&self) -> Vec<String> {
         let excused = self.fatal_by_kafkas_rules();
-        self.checker
+        self.obs
+            .checker()
             .violations()
             .iter()
             .filter(|v| !(excused && v.kind == ViolationKind::Fatal))

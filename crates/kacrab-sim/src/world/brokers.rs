@@ -13,20 +13,21 @@ use kacrab_idempotence::{
     PartitionResponse, ProduceRequest, ProduceResponse, ProducerIdAndEpoch, RequestId,
 };
 
+use super::replication::Wait;
+use super::World;
 use crate::batch;
 use crate::broker;
-use crate::cluster::Cluster;
 use crate::faults::{FaultKind, PartitionFault, Script};
 use crate::net::{ToBroker, ToClient};
-use crate::replication::Wait;
+use crate::observers::Observers;
 
-impl Cluster {
+impl World {
     /// The request at the head of `node`'s connection reaches the broker: it is lost
     /// with the connection, held for a while (applied later, see [`crate::net`]), or
-    /// applied now.
-    pub(crate) fn deliver_request(&mut self, node: NodeId) {
+    /// applied now. Returns whether there was one.
+    pub(crate) fn deliver_request(&mut self, obs: &mut Observers, node: NodeId) -> bool {
         let Some(t) = self.net.pop_request(node) else {
-            return;
+            return false;
         };
         let id = t.msg.id();
         let gps = match &t.msg {
@@ -40,17 +41,21 @@ impl Cluster {
             .is_some();
         if scripted || self.fault_rng.chance(self.rates.request_lost) {
             self.faults.add(FaultKind::RequestLost);
-            self.trace_line(|| format!("FAULT req {id} lost before node {node} applied it"));
-            self.connection_lost(node, Some(id));
+            obs.trace(self.now, || {
+                format!("FAULT req {id} lost before node {node} applied it")
+            });
+            self.connection_lost(obs, node, Some(id));
         } else if let Some(by) = self.draw_hold(&gps) {
             self.faults.add(FaultKind::ProcessingDelay);
-            self.trace_line(|| format!("FAULT node {node} read req {id}, applies it in {by:?}"));
+            obs.trace(self.now, || {
+                format!("FAULT node {node} read req {id}, applies it in {by:?}")
+            });
             self.net.hold(node, self.now, by, t.msg);
         } else {
             let generation = self.net.connection(node).map_or(0, |c| c.generation);
-            self.apply_request(node, generation, t.msg, &gps);
+            self.apply_request(obs, node, generation, t.msg, &gps);
         }
-        self.after_input();
+        true
     }
 
     /// How long the broker holds a request it just read, if it does.
@@ -70,17 +75,18 @@ impl Cluster {
 
     /// The broker applies the earliest request it held, whether or not the connection
     /// it came on is still open.
-    pub(crate) fn apply_held(&mut self) {
+    /// Returns whether there was one.
+    pub(crate) fn apply_held(&mut self, obs: &mut Observers) -> bool {
         let Some(t) = self.net.take_application() else {
-            return;
+            return false;
         };
         let (node, generation, msg) = (t.msg.node, t.msg.generation, t.msg.request);
         let id = msg.id();
         let late = !self.net.is_current(node, generation);
         if late {
-            self.stats.late_applications += 1;
+            obs.stats_mut().late_applications += 1;
         }
-        self.trace_line(|| {
+        obs.trace(self.now, || {
             format!(
                 "node {node} applies held req {id}{}",
                 if late {
@@ -94,27 +100,34 @@ impl Cluster {
             ToBroker::Produce(r) => self.request_partitions(r),
             _ => Vec::new(),
         };
-        self.apply_request(node, generation, msg, &gps);
-        self.after_input();
+        self.apply_request(obs, node, generation, msg, &gps);
+        true
     }
 
     /// Applies a request `node` read from its connection of generation `generation`.
-    fn apply_request(&mut self, node: NodeId, generation: u64, msg: ToBroker, gps: &[usize]) {
+    fn apply_request(
+        &mut self,
+        obs: &mut Observers,
+        node: NodeId,
+        generation: u64,
+        msg: ToBroker,
+        gps: &[usize],
+    ) {
         self.reply_generation = generation;
         match msg {
-            ToBroker::Produce(r) => self.broker_produce(node, &r, gps),
+            ToBroker::Produce(r) => self.broker_produce(obs, node, &r, gps),
             ToBroker::InitProducerId(r) if r.transactional_id.is_some() => {
                 let txn_id = r.transactional_id.clone().unwrap_or_default();
-                let result = self.coordinator_init_producer_id(node, &r, &txn_id);
-                self.trace_line(|| {
+                let result = self.coordinator_init_producer_id(obs, node, &r, &txn_id);
+                obs.trace(self.now, || {
                     format!(
                         "node {node} InitProducerId({txn_id}) req {}: {result:?}",
                         r.id
                     )
                 });
-                self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
+                self.respond(obs, node, r.id, ToClient::InitProducerId(r.id, result), &[]);
             }
-            ToBroker::Txn(req) => self.answer_txn(node, req),
+            ToBroker::Txn(req) => self.answer_txn(obs, node, req),
             ToBroker::InitProducerId(r) => {
                 let result = if self.fault_rng.chance(self.rates.coordinator_error) {
                     self.faults.add(FaultKind::CoordinatorError);
@@ -127,12 +140,14 @@ impl Cluster {
                         self.config.initial_producer_epoch,
                     ))
                 };
-                self.trace_line(|| format!("node {node} InitProducerId req {}: {result:?}", r.id));
-                self.respond(node, r.id, ToClient::InitProducerId(r.id, result), &[]);
+                obs.trace(self.now, || {
+                    format!("node {node} InitProducerId req {}: {result:?}", r.id)
+                });
+                self.respond(obs, node, r.id, ToClient::InitProducerId(r.id, result), &[]);
             }
             ToBroker::Metadata(r) => {
-                let md = self.metadata(&r);
-                self.respond(node, r.id, ToClient::Metadata(r.id, md), &[]);
+                let md = self.metadata(obs, &r);
+                self.respond(obs, node, r.id, ToClient::Metadata(r.id, md), &[]);
             }
         }
     }
@@ -164,7 +179,13 @@ impl Cluster {
         Some(script)
     }
 
-    fn broker_produce(&mut self, node: NodeId, r: &ProduceRequest, gps: &[usize]) {
+    fn broker_produce(
+        &mut self,
+        obs: &mut Observers,
+        node: NodeId,
+        r: &ProduceRequest,
+        gps: &[usize],
+    ) {
         let refused = self
             .take_script(
                 |s| matches!(s, Script::RefuseRequest { partition } if gps.contains(partition)),
@@ -174,7 +195,7 @@ impl Cluster {
             // KafkaApis.handleProduceRequest: an idempotent produce without
             // IDEMPOTENT_WRITE on the cluster is refused whole, before any append.
             self.faults.add(FaultKind::ClusterAuthorizationFailed);
-            self.trace_line(|| {
+            obs.trace(self.now, || {
                 format!(
                     "FAULT node {node} refuses req {}: CLUSTER_AUTHORIZATION_FAILED",
                     r.id
@@ -194,62 +215,69 @@ impl Cluster {
                 ..ProduceResponse::default()
             };
             if r.acks != Acks::None {
-                self.respond(node, r.id, ToClient::Produce(r.id, resp), gps);
+                self.respond(obs, node, r.id, ToClient::Produce(r.id, resp), gps);
             }
             return;
         }
         if self.fault_rng.chance(self.rates.leader_move) {
-            self.random_leader_move();
+            self.random_leader_move(obs);
         }
         let crash = self.fault_rng.chance(self.rates.broker_crash) && self.live_brokers() > 1;
         let crash_before = crash && self.fault_rng.chance(0.5);
         if crash_before {
-            self.random_crash(node, r.id, "before applying");
+            self.random_crash(obs, node, r.id, "before applying");
             return;
         }
-        let (resp, waits) = self.answer_produce(node, r, gps);
+        let (resp, waits) = self.answer_produce(obs, node, r, gps);
         if crash {
-            self.random_crash(node, r.id, "after applying");
+            self.random_crash(obs, node, r.id, "after applying");
             return;
         }
         if r.acks == Acks::None {
             return;
         }
         if r.acks == Acks::All && !self.committed(&waits) {
-            self.park(node, r.id, resp, gps, waits.clone(), r.timeout);
+            self.park(obs, node, r.id, resp, gps, waits.clone(), r.timeout);
             if self.fault_rng.chance(self.rates.purgatory_leader_move) {
                 if let Some(w) = self.fault_rng.pick(waits.len()) {
                     let gp = waits[w].gp();
                     if let Some(to) = self.elect(gp, node) {
                         self.faults.add(FaultKind::LeaderMove);
                         let tp = self.partitions[gp].tp.clone();
-                        self.trace_line(|| {
+                        obs.trace(self.now, || {
                             format!("FAULT leadership of {tp} moves while req {} waits", r.id)
                         });
-                        self.change_leader(gp, to);
+                        self.change_leader(obs, gp, to);
                     }
                 }
             }
-            self.complete_delayed();
+            self.complete_delayed(obs);
             return;
         }
-        self.respond(node, r.id, ToClient::Produce(r.id, resp), gps);
+        self.respond(obs, node, r.id, ToClient::Produce(r.id, resp), gps);
     }
 
-    fn random_crash(&mut self, node: NodeId, current: RequestId, when: &str) {
+    fn random_crash(&mut self, obs: &mut Observers, node: NodeId, current: RequestId, when: &str) {
         let current = self.still_connected(node, current);
         let lo = self.config.downtime_min.as_micros() as u64;
         let hi = self.config.downtime_max.as_micros() as u64;
         let downtime = Duration::from_micros(self.fault_rng.range(lo, hi));
-        self.trace_line(|| {
+        obs.trace(self.now, || {
             format!("FAULT node {node} crashes {when} req {current:?}, down for {downtime:?}")
         });
-        self.crash_inner(node, current, Some(downtime));
+        self.crash_inner(obs, node, current, Some(downtime));
     }
 
     /// Sends a response back on `node`'s connection, drawing the response faults.
-    pub(crate) fn respond(&mut self, node: NodeId, id: RequestId, msg: ToClient, gps: &[usize]) {
-        self.respond_on(node, self.reply_generation, id, msg, gps);
+    pub(crate) fn respond(
+        &mut self,
+        obs: &mut Observers,
+        node: NodeId,
+        id: RequestId,
+        msg: ToClient,
+        gps: &[usize],
+    ) {
+        self.respond_on(obs, node, self.reply_generation, id, msg, gps);
     }
 
     /// [`Cluster::respond`] for a request read from `node`'s connection of generation
@@ -257,6 +285,7 @@ impl Cluster {
     /// applied): the answer goes back only on that connection, if it is still open.
     pub(crate) fn respond_on(
         &mut self,
+        obs: &mut Observers,
         node: NodeId,
         generation: u64,
         id: RequestId,
@@ -264,7 +293,9 @@ impl Cluster {
         gps: &[usize],
     ) {
         if !self.net.is_current(node, generation) {
-            self.trace_line(|| format!("node {node} answers req {id}: its connection is gone"));
+            obs.trace(self.now, || {
+                format!("node {node} answers req {id}: its connection is gone")
+            });
             return;
         }
         let scripted_loss = self
@@ -272,10 +303,10 @@ impl Cluster {
             .is_some();
         if scripted_loss || self.fault_rng.chance(self.rates.response_lost) {
             self.faults.add(FaultKind::ResponseLostAfterApply);
-            self.trace_line(|| {
+            obs.trace(self.now, || {
                 format!("FAULT node {node} applied req {id}, response lost, connection drops")
             });
-            self.connection_lost(node, Some(id));
+            self.connection_lost(obs, node, Some(id));
             return;
         }
         let mut delay = self.one_way(node);
@@ -300,7 +331,9 @@ impl Cluster {
             let max = self.config.response_delay_max.as_micros() as u64;
             delay += Duration::from_micros(self.fault_rng.range(1, max.max(1)));
         }
-        self.trace_line(|| format!("node {node} answers req {id}, arriving in {delay:?}"));
+        obs.trace(self.now, || {
+            format!("node {node} answers req {id}, arriving in {delay:?}")
+        });
         self.net.send_response(node, self.now, delay, msg);
     }
 
@@ -308,7 +341,7 @@ impl Cluster {
     /// `producer.id.expiration.check.interval.ms`): runs the last check due by now, at
     /// its own time, on every partition. Called before each step, so no append sees a
     /// state a due check would have dropped.
-    pub(crate) fn run_expiry_checks(&mut self) {
+    pub(crate) fn run_expiry_checks(&mut self, obs: &mut Observers) {
         if self.now < self.next_expiry_check {
             return;
         }
@@ -336,7 +369,7 @@ impl Cluster {
             for pid in gone {
                 self.faults.add(FaultKind::ProducerStateExpiry);
                 let tp = self.partitions[gp].tp.clone();
-                self.trace_line(|| {
+                obs.trace(self.now, || {
                     format!(
                         "FAULT {tp}: producer {pid} expired (idle past producer.id.expiration.ms)"
                     )
@@ -349,6 +382,7 @@ impl Cluster {
     /// acks=all answer must wait for (the batches appended or found duplicate).
     fn answer_produce(
         &mut self,
+        obs: &mut Observers,
         node: NodeId,
         r: &ProduceRequest,
         gps: &[usize],
@@ -372,7 +406,7 @@ impl Cluster {
                 leader_epoch,
             };
             if leader != node {
-                self.stats.stale_leader_answers += 1;
+                obs.stats_mut().stale_leader_answers += 1;
                 let mut pr = PartitionResponse::error(tp, KafkaError::NotLeaderOrFollower);
                 if self.is_up(leader) && self.fault_rng.chance(0.5) {
                     pr.current_leader = Some(hint);
@@ -383,7 +417,7 @@ impl Cluster {
             if pb.data.len() > self.config.max_message_bytes {
                 self.faults.add(FaultKind::MessageTooLarge);
                 let len = pb.data.len();
-                self.trace_line(|| {
+                obs.trace(self.now, || {
                     format!("node {node} refuses {tp}: batch of {len} bytes, MESSAGE_TOO_LARGE")
                 });
                 let mut pr = PartitionResponse::error(tp, KafkaError::MessageTooLarge);
@@ -416,7 +450,9 @@ impl Cluster {
                     let until = self.now + Duration::from_micros(self.fault_rng.range(lo, hi));
                     self.partitions[gp].isr_shrunk_until = Some(until);
                     self.faults.add(FaultKind::IsrShrink);
-                    self.trace_line(|| format!("FAULT ISR of {tp} shrinks until {until:?}"));
+                    obs.trace(self.now, || {
+                        format!("FAULT ISR of {tp} shrinks until {until:?}")
+                    });
                     Some(PartitionFault::NotEnoughReplicasAfterAppend)
                 }
                 _ if self.fault_rng.chance(self.rates.partition_error) => {
@@ -443,7 +479,9 @@ impl Cluster {
                         PartitionFault::NotLeader { hint: h } => h.then_some(hint),
                         _ => None,
                     };
-                    self.trace_line(|| format!("FAULT node {node} answers {tp}: {error}"));
+                    obs.trace(self.now, || {
+                        format!("FAULT node {node} answers {tp}: {error}")
+                    });
                     let mut pr = PartitionResponse::error(tp, error);
                     pr.log_start_offset = self.partitions[gp].state.log_start_offset();
                     pr.current_leader = hint;
@@ -462,7 +500,7 @@ impl Cluster {
                     now_ms,
                 );
             }
-            if let Some(error) = self.txn_produce_check(r, &pb.data, &tp) {
+            if let Some(error) = self.txn_produce_check(obs, r, &pb.data, &tp) {
                 let mut pr = PartitionResponse::error(tp, error);
                 pr.log_start_offset = self.partitions[gp].state.log_start_offset();
                 resp.partitions.push(pr);
@@ -488,13 +526,13 @@ impl Cluster {
             let pr = match appended {
                 Ok(outcome) => {
                     if outcome.is_duplicate() {
-                        self.stats.duplicate_batches += 1;
+                        obs.stats_mut().duplicate_batches += 1;
                     } else {
-                        self.stats.appended_batches += 1;
+                        obs.stats_mut().appended_batches += 1;
                         if unknown && header.is_some_and(|h| h.base_sequence != 0) {
-                            self.stats.unknown_producer_accepts += 1;
+                            obs.stats_mut().unknown_producer_accepts += 1;
                             let seq = header.map_or(0, |h| h.base_sequence);
-                            self.trace_line(|| format!("node {node} knows no state for the producer on {tp}: sequence {seq} accepted (KIP-360)"));
+                            obs.trace(self.now, || format!("node {node} knows no state for the producer on {tp}: sequence {seq} accepted (KIP-360)"));
                         }
                     }
                     match fault {
@@ -503,11 +541,11 @@ impl Cluster {
                             // to a follower that had fetched the batch (see
                             // `FaultRates::purgatory_leader_move` for one that had not).
                             if let Some(to) = self.elect(gp, node) {
-                                self.catch_up(gp, to);
-                                self.change_leader(gp, to);
+                                self.catch_up(obs, gp, to);
+                                self.change_leader(obs, gp, to);
                             }
                             let offset = outcome.base_offset();
-                            self.trace_line(|| {
+                            obs.trace(self.now, || {
                                 format!(
                                     "FAULT node {node} appended {tp} at {offset}, lost leadership, answers NOT_LEADER_OR_FOLLOWER"
                                 )
@@ -524,7 +562,7 @@ impl Cluster {
                                 }
                                 _ => KafkaError::NotEnoughReplicasAfterAppend,
                             };
-                            self.trace_line(|| {
+                            obs.trace(self.now, || {
                                 format!(
                                     "FAULT node {node} appended {tp} at {}, answers {error}",
                                     outcome.base_offset()
@@ -550,9 +588,11 @@ impl Cluster {
                 Err(e) => {
                     match e.code {
                         broker::OUT_OF_ORDER_SEQUENCE_NUMBER => {
-                            self.stats.out_of_order_answers += 1
+                            obs.stats_mut().out_of_order_answers += 1
                         }
-                        broker::INVALID_PRODUCER_EPOCH => self.stats.invalid_epoch_answers += 1,
+                        broker::INVALID_PRODUCER_EPOCH => {
+                            obs.stats_mut().invalid_epoch_answers += 1
+                        }
                         _ => {}
                     }
                     let mut pr = PartitionResponse::error(tp, KafkaError::from_code(e.code));
@@ -562,7 +602,7 @@ impl Cluster {
             };
             resp.partitions.push(pr);
             if appended_new {
-                self.schedule_fetches(gp);
+                self.schedule_fetches(obs, gp);
             }
         }
         let scripted = self.take_script(
@@ -581,7 +621,7 @@ impl Cluster {
     /// Leaders of every partition of the requested topics, as the cluster sees them now
     /// (or, with a stale-metadata fault, one partition as it was before its last
     /// leadership change).
-    fn metadata(&mut self, r: &MetadataRequest) -> Metadata {
+    fn metadata(&mut self, obs: &mut Observers, r: &MetadataRequest) -> Metadata {
         let mut md = Metadata::default();
         let stale = if self.fault_rng.chance(self.rates.stale_metadata) {
             self.fault_rng.pick(self.partitions.len()).filter(|&gp| {
@@ -594,7 +634,9 @@ impl Cluster {
         if let Some(gp) = stale {
             self.faults.add(FaultKind::StaleMetadata);
             let tp = self.partitions[gp].tp.clone();
-            self.trace_line(|| format!("FAULT metadata reports the previous leader of {tp}"));
+            obs.trace(self.now, || {
+                format!("FAULT metadata reports the previous leader of {tp}")
+            });
         }
         for topic in &r.topics {
             if !self.topics.contains(topic) {
@@ -624,7 +666,7 @@ impl Cluster {
         self.brokers.iter().filter(|b| b.up).count()
     }
 
-    fn random_leader_move(&mut self) {
+    fn random_leader_move(&mut self, obs: &mut Observers) {
         let Some(gp) = self.fault_rng.pick(self.partitions.len()) else {
             return;
         };
@@ -632,41 +674,37 @@ impl Cluster {
             return;
         };
         self.faults.add(FaultKind::LeaderMove);
-        self.change_leader(gp, to);
+        self.change_leader(obs, gp, to);
     }
 
     /// Moves partition `gp`'s leadership to `to` (a leadership move without a crash),
     /// once `to` has caught up with the leader (a reassignment waits for it). Nothing
     /// happens if `to` is down, already leads, or can not get in sync (the leader is
     /// down): only an in-sync replica is ever elected.
-    pub fn move_leader(&mut self, gp: usize, to: NodeId) {
+    pub fn move_leader(&mut self, obs: &mut Observers, gp: usize, to: NodeId) {
         if !self.is_up(to) || self.partitions[gp].leader == to {
             return;
         }
-        if !self.catch_up(gp, to) {
+        if !self.catch_up(obs, gp, to) {
             let tp = self.partitions[gp].tp.clone();
-            self.trace_line(|| format!("node {to} is not in sync on {tp}: no leadership move"));
+            obs.trace(self.now, || {
+                format!("node {to} is not in sync on {tp}: no leadership move")
+            });
             return;
         }
         self.faults.add(FaultKind::LeaderMove);
-        self.change_leader(gp, to);
-    }
-
-    /// Drops the connection to `node` now; everything in flight on it is reported
-    /// `Disconnected` at the next step.
-    pub fn drop_connection(&mut self, node: NodeId) {
-        self.faults.add(FaultKind::ConnectionDrop);
-        self.connection_lost(node, None);
+        self.change_leader(obs, gp, to);
     }
 
     /// Crashes `node` (no automatic restart): its connection drops and its partitions
     /// move to other live brokers.
-    pub fn crash(&mut self, node: NodeId) {
-        self.crash_inner(node, None, None);
+    pub fn crash(&mut self, obs: &mut Observers, node: NodeId) {
+        self.crash_inner(obs, node, None, None);
     }
 
     fn crash_inner(
         &mut self,
+        obs: &mut Observers,
         node: NodeId,
         current: Option<RequestId>,
         restart_after: Option<Duration>,
@@ -677,28 +715,32 @@ impl Cluster {
             b.up = false;
             b.restart_at = restart_after.map(|d| now + d);
         }
-        self.connection_lost(node, current);
+        self.connection_lost(obs, node, current);
         let held = self.net.crash(node);
-        self.trace_line(|| format!("node {node} loses the requests it held: {held:?}"));
-        self.coordinator_node_crashed(node);
+        obs.trace(self.now, || {
+            format!("node {node} loses the requests it held: {held:?}")
+        });
+        self.coordinator_node_crashed(obs, node);
         self.replicas_crashed(node);
         for gp in 0..self.partitions.len() {
             if self.partitions[gp].leader == node {
                 if let Some(to) = self.elect(gp, node) {
-                    self.change_leader(gp, to);
+                    self.change_leader(obs, gp, to);
                 } else {
                     let tp = self.partitions[gp].tp.clone();
-                    self.trace_line(|| format!("{tp} is offline: no live in-sync replica"));
+                    obs.trace(self.now, || {
+                        format!("{tp} is offline: no live in-sync replica")
+                    });
                 }
             }
         }
-        self.complete_delayed();
+        self.complete_delayed(obs);
     }
 
     /// Restarts a crashed `node`: its replicas reload producer state (snapshot plus
     /// replay) and catch up. It leads only the partitions that stayed offline on it,
     /// until leadership moves back to it.
-    pub fn restart(&mut self, node: NodeId) {
+    pub fn restart(&mut self, obs: &mut Observers, node: NodeId) {
         let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) else {
             return;
         };
@@ -707,12 +749,12 @@ impl Cluster {
         }
         b.up = true;
         b.restart_at = None;
-        self.trace_line(|| format!("node {node} restarted"));
-        self.replicas_restarted(node);
+        obs.trace(self.now, || format!("node {node} restarted"));
+        self.replicas_restarted(obs, node);
     }
 
     /// Restarts every crashed broker.
-    pub fn restart_all(&mut self) {
+    pub fn restart_all(&mut self, obs: &mut Observers) {
         let down: Vec<NodeId> = self
             .brokers
             .iter()
@@ -720,20 +762,20 @@ impl Cluster {
             .map(|b| b.id)
             .collect();
         for node in down {
-            self.restart(node);
+            self.restart(obs, node);
         }
     }
 
     /// Ends every fault (the start of a quiet phase): no more random faults, scripted
     /// ones dropped, crashed brokers restarted, ISR shrink episodes over. Messages
     /// already delayed on the network keep their delay.
-    pub fn heal(&mut self) {
+    pub fn heal(&mut self, obs: &mut Observers) {
         self.set_fault_rates(crate::faults::FaultRates::NONE);
         self.clear_scripts();
-        self.restart_all();
+        self.restart_all(obs);
         for p in &mut self.partitions {
             p.isr_shrunk_until = None;
         }
-        self.trace_line(|| "faults stop".to_string());
+        obs.trace(self.now, || "faults stop".to_string());
     }
 }
