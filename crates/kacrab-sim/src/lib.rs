@@ -2,17 +2,45 @@
 //! `kacrab-idempotence`.
 //!
 //! * [`batch`], [`log`], [`broker`]: the model broker, written from Kafka's broker rules
-//!   (an independent oracle, not derived from the client).
-//! * [`Cluster`]: N model brokers, partitions with leaders and leader epochs, a virtual
-//!   clock, a seeded RNG and a [`net::Net`] of per-broker connections, driving one
-//!   [`Producer`](kacrab_idempotence::Producer) exactly as a real driver does.
+//!   (an independent oracle, not derived from the client); [`coordinator`]: the model
+//!   transaction coordinator.
+//! * `world`: the brokers, their partitions and replication, the coordinator, the
+//!   lying [`net::Net`] and the fault streams, on the virtual clock. It knows nothing of
+//!   the producer; a driver talks to it through the client's side of the network
+//!   (write a request on the connection to broker N, take what the network delivers,
+//!   close a connection, learn of a dropped connection).
+//! * `driver`: one [`Producer`](kacrab_idempotence::Producer) driven exactly as a real
+//!   driver drives it (routing, failure reports, feeding answers).
+//! * `workload`: the application's send schedule ([`Workload`]).
+//! * `observers`: the [`checker`] (exactly once, in order, every record resolved once,
+//!   gap-free sequences on the wire, offsets as logged), the [`SimStats`], the trace,
+//!   the [`TxnTracker`].
+//! * [`Cluster`]: composes the four and runs the step loop; its transactional script
+//!   and transactional properties are its own submodules.
 //! * [`faults`]: what the network and brokers lie about, drawn at configurable rates or
 //!   scripted.
-//! * [`checker`]: the properties (exactly once, in order, every record resolved once,
-//!   gap-free sequences on the wire, offsets as logged).
 //! * [`scenario`]: a whole run (chaos phase, quiet phase, liveness probes) and its
 //!   [`Report`].
 //! * [`ops`]: decodes an arbitrary byte string into a scripted run, for fuzzing.
+//!
+//! The modules import one another along a DAG (an arrow: "uses"; every module may
+//! also use the leaves `config`, `faults`, `rng`, `net`, `broker`, `log`, `batch`):
+//!
+//! ```text
+//!   scenario, ops
+//!        |
+//!     cluster ----------------------+------------+
+//!        |            |             |            |
+//!        |          driver       workload        |
+//!        |          /    \                       |
+//!        +------> world   |                 txn_offsets
+//!                 |   \   |                  /       //!                 |  observers ----> checker, txn_sim |
+//!                 |                                   |
+//!                 +--> coordinator  <-----------------+
+//! ```
+//!
+//! No module imports one that imports it back; a submodule (`world::brokers`,
+//! `cluster::script`, ...) extends its parent's type and is imported by no one.
 //!
 //! Everything is a pure function of the seed: the same configuration always takes the
 //! same steps.

@@ -4,12 +4,11 @@
 //! that the group's committed offsets come only from transactions that committed
 //! (KIP-98: the group coordinator applies them with the COMMIT marker).
 
-use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit};
+use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit, TopicPartition};
 
 use crate::coordinator::{Partition, TransactionCoordinator};
 use crate::rng::Rng;
 use crate::txn_sim::{TxnOutcome, TxnTracker};
-use crate::world::SimPartition;
 
 /// The consumer group of the workload's offsets.
 pub const WORKLOAD_GROUP: &str = "sim-group";
@@ -24,21 +23,21 @@ fn offset_for(idx: usize, gp: usize) -> i64 {
 }
 
 /// With [`OFFSETS_CHANCE`] (drawn from `rng`), the offsets transaction `idx` sends:
-/// one or two of `partitions`.
+/// one or two of the cluster's partitions `tps` (by global index).
 pub(crate) fn draw_offsets(
     rng: &mut Rng,
-    partitions: &[SimPartition],
+    tps: &[TopicPartition],
     idx: usize,
 ) -> Option<Vec<OffsetToCommit>> {
     if !rng.chance(OFFSETS_CHANCE) {
         return None;
     }
-    let n = partitions.len() as u64;
+    let n = tps.len() as u64;
     let count = rng.range(1, 2);
     let mut offsets = Vec::new();
     for _ in 0..count {
         let gp = rng.below(n) as usize;
-        let tp = partitions[gp].tp.clone();
+        let tp = tps[gp].clone();
         if offsets.iter().any(|o: &OffsetToCommit| o.partition == tp) {
             continue;
         }

@@ -285,7 +285,13 @@ impl Cluster {
     /// offsets for one or two partitions and waits for the operation to complete (at
     /// most `max`).
     fn maybe_send_offsets(&mut self, idx: usize, max: Duration) {
-        let Some(offsets) = self.world.draw_offsets(idx) else {
+        let tps: Vec<_> = self
+            .world
+            .partitions()
+            .iter()
+            .map(|p| p.tp.clone())
+            .collect();
+        let Some(offsets) = txn_offsets::draw_offsets(self.world.offsets_rng(), &tps, idx) else {
             return;
         };
         let sent = txn_offsets::as_partitions(&offsets);

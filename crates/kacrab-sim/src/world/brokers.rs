@@ -1,4 +1,4 @@
-//! The broker side of the [`Cluster`]: what a request does when it reaches a broker,
+//! The broker side of the world: what a request does when it reaches a broker,
 //! the faults drawn there, crashes, restarts and leadership moves.
 //!
 //! The per-partition rules (dedup, epoch and sequence checks) are the model broker's
@@ -280,7 +280,7 @@ impl World {
         self.respond_on(obs, node, self.reply_generation, id, msg, gps);
     }
 
-    /// [`Cluster::respond`] for a request read from `node`'s connection of generation
+    /// [`World::respond`] for a request read from `node`'s connection of generation
     /// `generation` (a produce answered from purgatory, after other requests were
     /// applied): the answer goes back only on that connection, if it is still open.
     pub(crate) fn respond_on(

@@ -1,4 +1,4 @@
-//! The cluster's side of replication: followers fetching from the leader with a
+//! The world's side of replication: followers fetching from the leader with a
 //! virtual-time lag, the in-sync replicas and the high watermark, acks=all produce
 //! requests held in purgatory until their batches are committed, and leader
 //! elections that truncate the uncommitted tail.

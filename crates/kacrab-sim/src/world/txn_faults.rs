@@ -27,7 +27,7 @@
 
 use std::time::Duration;
 
-use kacrab_idempotence::{NodeId, OffsetToCommit, Request, Timestamp};
+use kacrab_idempotence::{NodeId, Request, Timestamp};
 
 use super::Notice;
 use super::World;
@@ -101,10 +101,9 @@ impl World {
         self.coordinator_node
     }
 
-    /// The offsets transaction `idx` sends, if it does (drawn from the coordinator's
-    /// consumed-offsets stream).
-    pub(crate) fn draw_offsets(&mut self, idx: usize) -> Option<Vec<OffsetToCommit>> {
-        crate::txn_offsets::draw_offsets(self.txn_env.offsets_rng(), &self.partitions, idx)
+    /// The stream the workload's consumed offsets are drawn from.
+    pub(crate) fn offsets_rng(&mut self) -> &mut Rng {
+        self.txn_env.offsets_rng()
     }
 
     /// The finalized `transaction.version` and the finalized-features epoch it came with.
