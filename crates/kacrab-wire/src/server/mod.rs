@@ -146,13 +146,17 @@ pub fn unsupported_api_versions(supported: VersionRange) -> ApiVersionsResponse 
 /// versions, v0 otherwise and always for ApiVersions), body.
 ///
 /// The body is written at `version`, except an ApiVersions answer carrying
-/// `UNSUPPORTED_VERSION`, which is written as v0 (see the module docs). Fields the
-/// version does not have are left out, as Kafka's serializers leave out ignorable fields;
-/// a Produce partition's `current_leader` of `None` is the absent tagged field.
+/// `UNSUPPORTED_VERSION`, which is written as v0 (see the module docs). A field the
+/// version does not have must hold its default, the value this crate's decoders give it
+/// at that version: Kafka's schemas mark most such fields non-ignorable, and a set one
+/// fails the encode (as Java's generated serializers throw); the ignorable ones
+/// (throttle times, ApiVersions' features before v3) are left out. A Produce partition's
+/// `current_leader` of `None` is the absent tagged field.
 ///
 /// # Errors
 /// [`WireError::Encode`] when `response` is not an answer of `api` or does not fit the
-/// version (a Metadata topic without a name before v12), and
+/// version (a Metadata topic without a name before v12, a Produce `current_leader`
+/// before v10), and
 /// [`WireError::UnsupportedVersion`] for a version outside [`ApiKey::supported`].
 pub fn encode_response(
     correlation_id: i32,
