@@ -112,6 +112,20 @@ pub struct SimConfig {
     /// drawn from `0..=coordinator_load_max`, answering COORDINATOR_LOAD_IN_PROGRESS
     /// meanwhile (`TransactionStateManager.loadTransactionsForTxnTopicPartition`).
     pub coordinator_load_max: Duration,
+    /// Which driver runs the producer: the bare core with the simulator's router, or
+    /// a `kacrab_driver::Session` on real Kafka frames ([`DriverKind`]).
+    pub driver: DriverKind,
+}
+
+/// Which driver a [`Cluster`](crate::Cluster) runs the producer with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DriverKind {
+    /// The bare core, routed by the simulator on typed messages (the fastest).
+    #[default]
+    Core,
+    /// A `kacrab_driver::Session`: its routing, connections, version negotiation and
+    /// request timeouts over the lying network, which carries real Kafka frames.
+    Session,
 }
 
 impl SimConfig {
@@ -153,6 +167,7 @@ impl SimConfig {
             trace_live: false,
             marker_delay_max: Duration::from_millis(30),
             coordinator_load_max: Duration::from_millis(300),
+            driver: DriverKind::Core,
         }
     }
 

@@ -18,8 +18,7 @@ use std::time::Duration;
 use kacrab_idempotence::record::Record;
 use kacrab_idempotence::RecordId;
 use kacrab_idempotence::{
-    Event, NodeId, Producer, Request, RequestFailure, RequestId, SendError, Timestamp,
-    TopicPartition,
+    NodeId, Producer, Request, RequestFailure, RequestId, SendError, Timestamp, TopicPartition,
 };
 
 use crate::checker::ViolationKind;
@@ -61,13 +60,14 @@ impl CoreDriver {
     }
 
     /// Whether every record sent so far has an outcome and the driver owes nothing.
-    pub(crate) fn is_idle(&self) -> bool {
-        self.producer.is_idle() && self.local.is_empty()
+    pub(crate) fn is_idle(&self, world: &World) -> bool {
+        self.producer.is_idle() && !self.owes_reports(world)
     }
 
-    /// Whether the driver owes the producer a failure report.
-    pub(crate) fn owes_reports(&self) -> bool {
-        !self.local.is_empty()
+    /// Whether the driver owes the producer a failure report (or will, once it takes
+    /// the world's notices: a dropped connection alone owes nothing, its requests do).
+    pub(crate) fn owes_reports(&self, world: &World) -> bool {
+        !self.local.is_empty() || world.has_notice(|n| !matches!(n, Notice::ConnectionDropped(_)))
     }
 
     /// The application sends `record` to `tp` now.
@@ -92,6 +92,8 @@ impl CoreDriver {
                 Notice::TransactionVersion(level) => {
                     self.producer.handle_transaction_version(level)
                 }
+                // Every request it carried has its own `RequestFailed`.
+                Notice::ConnectionDropped(_) => {}
             }
         }
     }
@@ -159,52 +161,13 @@ impl CoreDriver {
         }
         while let Some(event) = self.producer.poll_event() {
             progress = true;
-            self.on_event(obs, now, &event);
+            obs.on_event(now, &event);
         }
         self.producer.assert_invariants();
         if progress {
             self.timer_stuck_at = None;
         }
         progress
-    }
-
-    fn on_event(&mut self, obs: &mut Observers, now: Timestamp, event: &Event) {
-        match event {
-            Event::Delivered {
-                partition,
-                records,
-                base_offset,
-            } => {
-                obs.stats_mut().delivered_records += records.len() as u64;
-                obs.trace(now, || {
-                    format!(
-                        "delivered {partition} {} records at {base_offset:?}",
-                        records.len()
-                    )
-                });
-            }
-            Event::Failed {
-                partition,
-                records,
-                error,
-                possibly_written,
-            } => {
-                obs.stats_mut().failed_records += records.len() as u64;
-                obs.trace(now, || {
-                    format!("failed {partition} {} records: {error} (possibly written: {possibly_written})", records.len())
-                });
-            }
-            Event::ProducerIdChanged { id } => {
-                obs.stats_mut().producer_id_changes += 1;
-                obs.trace(now, || format!("producer id now {id}"));
-            }
-            Event::Fatal { error } => obs.trace(now, || format!("FATAL {error}")),
-            Event::TransactionCompleted { op, result } => {
-                obs.trace(now, || format!("transaction {op:?}: {result:?}"));
-                obs.txns_mut().on_completed(*op, result);
-            }
-        }
-        obs.checker_mut().on_event(event);
     }
 
     /// Routes one request from `poll_request`.

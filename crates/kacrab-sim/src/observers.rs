@@ -3,7 +3,7 @@
 //! and never act on either; both write to them, so they sit below both in the module
 //! graph.
 
-use kacrab_idempotence::Timestamp;
+use kacrab_idempotence::{Event, Timestamp};
 
 use crate::checker::{Checker, ViolationKind};
 use crate::config::SimStats;
@@ -108,5 +108,45 @@ impl Observers {
     ) {
         self.checker.set_clock(self.stats.steps, now);
         self.checker.violation(kind, detail);
+    }
+
+    /// A producer event: counted, traced, recorded by the tracker and the checker.
+    pub(crate) fn on_event(&mut self, now: Timestamp, event: &Event) {
+        match event {
+            Event::Delivered {
+                partition,
+                records,
+                base_offset,
+            } => {
+                self.stats.delivered_records += records.len() as u64;
+                self.trace(now, || {
+                    format!(
+                        "delivered {partition} {} records at {base_offset:?}",
+                        records.len()
+                    )
+                });
+            }
+            Event::Failed {
+                partition,
+                records,
+                error,
+                possibly_written,
+            } => {
+                self.stats.failed_records += records.len() as u64;
+                self.trace(now, || {
+                    format!("failed {partition} {} records: {error} (possibly written: {possibly_written})", records.len())
+                });
+            }
+            Event::ProducerIdChanged { id } => {
+                self.stats.producer_id_changes += 1;
+                self.trace(now, || format!("producer id now {id}"));
+            }
+            Event::Fatal { error } => self.trace(now, || format!("FATAL {error}")),
+            Event::TransactionCompleted { op, result } => {
+                self.trace(now, || format!("transaction {op:?}: {result:?}"));
+                self.txns.on_completed(*op, result);
+            }
+        }
+        self.checker.on_event(event);
     }
 }

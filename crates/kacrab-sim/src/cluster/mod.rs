@@ -25,13 +25,15 @@ use kacrab_idempotence::{
 };
 
 use crate::checker::{encode_value, Checker, FatalPolicy, ViolationKind};
-use crate::config::{SimConfig, SimStats};
+use crate::config::{DriverKind, SimConfig, SimStats};
 use crate::coordinator::TransactionCoordinator;
 use crate::driver::CoreDriver;
+use crate::drivers::Driver;
 use crate::faults::{FaultCounts, FaultRates, Script};
 use crate::net::Net;
 use crate::observers::Observers;
 use crate::rng::Rng;
+use crate::session_driver::SessionDriver;
 use crate::txn_sim::TxnTracker;
 use crate::workload::Workload;
 use crate::world::{BrokerNode, SimPartition, World, WorldEvent};
@@ -52,7 +54,7 @@ pub struct Cluster {
     /// Brokers, partitions, coordinator, network, fault streams; owns the clock.
     world: World,
     /// The producer under test and the driver's state.
-    driver: CoreDriver,
+    driver: Driver,
     /// The application's send schedule, if one runs.
     workload: Option<Workload>,
     /// The application's random stream (bursts, partitions, commit choices).
@@ -74,13 +76,23 @@ impl Cluster {
     pub fn new(config: SimConfig) -> Self {
         let world = World::new(&config);
         let checker = Checker::new(world.partitions().iter().map(|p| p.tp.clone()).collect());
-        let mut producer = Producer::new(config.producer.clone(), Timestamp::ZERO);
-        if config.producer.is_transactional() {
-            producer.handle_transaction_version(config.transaction_version);
-        }
+        let driver = match config.driver {
+            DriverKind::Core => {
+                let mut producer = Producer::new(config.producer.clone(), Timestamp::ZERO);
+                if config.producer.is_transactional() {
+                    producer.handle_transaction_version(config.transaction_version);
+                }
+                Driver::Core(CoreDriver::new(producer))
+            }
+            // The session learns the transaction version from the brokers' ApiVersions.
+            DriverKind::Session => Driver::Session(Box::new(SessionDriver::new(
+                config.producer.clone(),
+                &world,
+            ))),
+        };
         Self {
             world,
-            driver: CoreDriver::new(producer),
+            driver,
             workload: None,
             app_rng: Rng::stream(config.seed, 3),
             obs: Observers::new(checker, config.trace, config.trace_live),
@@ -197,7 +209,7 @@ impl Cluster {
     /// Whether every record sent so far has an outcome and the driver owes nothing.
     #[must_use]
     pub fn is_idle(&self) -> bool {
-        self.driver.is_idle() && !self.world.has_notices()
+        self.driver.is_idle(&self.world)
     }
 
     /// The model transaction coordinator.
@@ -402,7 +414,7 @@ impl Cluster {
     /// next. Returns false when nothing at all is scheduled.
     pub fn step(&mut self) -> bool {
         self.driver.take_notices(&mut self.world);
-        if self.driver.owes_reports() {
+        if self.driver.owes_reports(&self.world) {
             self.obs.begin_step(self.now());
             self.driver.report_next_failure(&self.world, &mut self.obs);
             self.after_input();
@@ -476,7 +488,7 @@ impl Cluster {
 
     /// Whether the driver owes the producer a report (given before time moves on).
     fn owes_reports(&self) -> bool {
-        self.driver.owes_reports() || self.world.has_notices()
+        self.driver.owes_reports(&self.world)
     }
 
     /// Steps until `pred` holds, nothing is scheduled, or `max` virtual time passed.

@@ -80,6 +80,9 @@ pub(crate) enum Notice {
     /// The controller finalized this `transaction.version`; the brokers' ApiVersions
     /// answers now carry it.
     TransactionVersion(i16),
+    /// The connection to this broker dropped (after the `RequestFailed` of every
+    /// request it carried).
+    ConnectionDropped(NodeId),
 }
 
 /// One of the world's own steps (see [`World::next_event`]).
@@ -309,9 +312,9 @@ impl World {
         self.notices.pop_front()
     }
 
-    /// Whether a notice waits for the client.
-    pub(crate) fn has_notices(&self) -> bool {
-        !self.notices.is_empty()
+    /// Whether a notice `matters` waits for the client.
+    pub(crate) fn has_notice(&self, matters: impl Fn(&Notice) -> bool) -> bool {
+        self.notices.iter().any(matters)
     }
 
     /// A live broker for a request any broker can answer, drawn from the network's
@@ -386,6 +389,7 @@ impl World {
             self.notices
                 .push_back(Notice::RequestFailed(id, RequestFailure::Disconnected));
         }
+        self.notices.push_back(Notice::ConnectionDropped(node));
     }
 
     // ------------------------------------------------------------------ controls

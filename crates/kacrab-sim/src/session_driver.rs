@@ -1,0 +1,418 @@
+//! The session driver: a [`kacrab_driver::Session`] (the core plus connections, routing,
+//! version negotiation and request timeouts) driven over the world's lying network,
+//! which carries real Kafka frames.
+//!
+//! A session connection (`Output::Connect` to `sim-broker-N:9092`) maps to the world's
+//! connection to broker N, with a [`Frontend`] at the broker's end: the frames the
+//! session transmits are read by the front end into the model's requests, which the
+//! world carries (drops, delays, held requests, connection resets apply); what the world
+//! delivers is encoded by the front end at its request's version and given to
+//! `handle_bytes`. ApiVersions is answered by the front end after a round trip. Two
+//! session connections to one broker share the world's connection to it: when it drops,
+//! both are reset (`handle_disconnected`). The session's `poll_timeout` drives its timer.
+//!
+//! What the session learns without an answer (a connection opened, refused or reset) is
+//! given one input per step, before time moves on, as the core driver gives its
+//! failure reports.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::Bytes;
+use kacrab_driver::{ConnId, Output, Session};
+use kacrab_idempotence::record::Record;
+use kacrab_idempotence::{
+    NodeId, Producer, ProducerConfig, RecordId, RequestId, SendError, Timestamp, TopicPartition,
+};
+
+use crate::checker::ViolationKind;
+use crate::frontend::{BrokerEndpoint, BrokerFeatures, Frontend, FrontendRequest};
+use crate::net::ToBroker;
+use crate::observers::Observers;
+use crate::world::{Notice, World};
+
+/// How many request ids each connection's front end owns (ids are `(conn + 1) << 32`
+/// upwards), so that an answer names its connection.
+const CONN_ID_SHIFT: u32 = 32;
+
+/// What the session learns from the network without an answer.
+#[derive(Clone, Debug)]
+enum ClientInput {
+    Connected(ConnId),
+    ConnectFailed(ConnId),
+    Disconnected(ConnId),
+}
+
+/// One open session connection.
+#[derive(Debug)]
+struct SimConn {
+    /// The broker it reaches.
+    node: NodeId,
+    /// The broker's end of it.
+    frontend: Frontend,
+}
+
+/// The session and the driver's state. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct SessionDriver {
+    session: Session,
+    /// Open connections. Invariant: every connection here is known to the session as
+    /// open (a reset one is removed at once and its `Disconnected` owed).
+    conns: BTreeMap<ConnId, SimConn>,
+    /// Inputs owed to the session, in the order the driver learned them.
+    owed: VecDeque<ClientInput>,
+    /// ApiVersions answers on their way back: when, on which connection, the frame.
+    hellos: Vec<(Timestamp, ConnId, Bytes)>,
+    /// `now` at which `handle_timeout` left `poll_timeout` in the past with no output.
+    timer_stuck_at: Option<Timestamp>,
+    /// Whether that was reported (once per run).
+    timer_stuck_reported: bool,
+}
+
+impl SessionDriver {
+    /// A session for `config` bootstrapping from every broker of `world`.
+    pub(crate) fn new(config: ProducerConfig, world: &World) -> Self {
+        let bootstrap = world
+            .brokers()
+            .iter()
+            .map(|b| BrokerEndpoint::sim(b.id).addr())
+            .collect();
+        Self {
+            session: Session::new(config, bootstrap, Some("kacrab-sim".into()), world.now()),
+            conns: BTreeMap::new(),
+            owed: VecDeque::new(),
+            hellos: Vec::new(),
+            timer_stuck_at: None,
+            timer_stuck_reported: false,
+        }
+    }
+
+    pub(crate) fn producer(&self) -> &Producer {
+        self.session.producer_ref()
+    }
+
+    pub(crate) fn producer_mut(&mut self) -> &mut Producer {
+        self.session.producer()
+    }
+
+    pub(crate) fn is_idle(&self, world: &World) -> bool {
+        self.producer().is_idle() && !self.owes_reports(world)
+    }
+
+    /// Whether the session is owed an input (or will be, once the driver takes the
+    /// world's notices about its connections).
+    pub(crate) fn owes_reports(&self, world: &World) -> bool {
+        !self.owed.is_empty()
+            || world.has_notice(|n| match n {
+                Notice::ConnectionDropped(node) => self.conns.values().any(|c| c.node == *node),
+                Notice::RequestFailed(id, _) => {
+                    conn_of(*id).is_some_and(|c| self.conns.contains_key(&c))
+                }
+                Notice::TransactionVersion(_) => false,
+            })
+    }
+
+    pub(crate) fn send(
+        &mut self,
+        tp: &TopicPartition,
+        record: &Record,
+        now: Timestamp,
+    ) -> Result<RecordId, SendError> {
+        self.session.producer().send(tp, record, now)
+    }
+
+    /// Takes what the network told the client on its own: a connection to a broker
+    /// dropped (every session connection to it is reset) or a request could not be
+    /// written (its connection is reset).
+    pub(crate) fn take_notices(&mut self, world: &mut World) {
+        while let Some(notice) = world.take_notice() {
+            match notice {
+                Notice::ConnectionDropped(node) => {
+                    let gone: Vec<ConnId> = self
+                        .conns
+                        .iter()
+                        .filter(|(_, c)| c.node == node)
+                        .map(|(&id, _)| id)
+                        .collect();
+                    for conn in gone {
+                        self.reset(conn);
+                    }
+                }
+                Notice::RequestFailed(id, _) => {
+                    if let Some(conn) = conn_of(id) {
+                        self.reset(conn);
+                    }
+                }
+                // The session learns the finalized features from ApiVersions.
+                Notice::TransactionVersion(_) => {}
+            }
+        }
+    }
+
+    /// Forgets `conn` and owes the session its `Disconnected`.
+    fn reset(&mut self, conn: ConnId) {
+        if self.conns.remove(&conn).is_some() {
+            self.hellos.retain(|(_, c, _)| *c != conn);
+            self.owed.push_back(ClientInput::Disconnected(conn));
+        }
+    }
+
+    /// Gives the session the earliest input owed, if any.
+    pub(crate) fn report_next_failure(&mut self, world: &World, obs: &mut Observers) -> bool {
+        let Some(input) = self.owed.pop_front() else {
+            return false;
+        };
+        let now = world.now();
+        obs.trace(now, || format!("session: {input:?}"));
+        match input {
+            ClientInput::Connected(conn) => self.session.handle_connected(conn, now),
+            ClientInput::ConnectFailed(conn) => self.session.handle_connect_failed(conn, now),
+            ClientInput::Disconnected(conn) => {
+                obs.stats_mut().disconnected_reports += 1;
+                self.session.handle_disconnected(conn, now);
+            }
+        }
+        true
+    }
+
+    /// When the driver's timer fires: the session's `poll_timeout` or the next
+    /// ApiVersions answer, moved a millisecond on when the last timer left it in the
+    /// past with nothing to do.
+    pub(crate) fn timer(&self, now: Timestamp) -> Option<Timestamp> {
+        let hello = self.hellos.iter().map(|(t, _, _)| *t).min();
+        let session = self.session.poll_timeout().map(|t| {
+            if self.timer_stuck_at == Some(now) && t <= now {
+                now + std::time::Duration::from_millis(1)
+            } else {
+                t
+            }
+        });
+        match (hello, session) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The timer fires at `now`: due ApiVersions answers arrive, then the session's
+    /// `handle_timeout` if it is due.
+    pub(crate) fn fire_timer(&mut self, obs: &mut Observers, now: Timestamp) {
+        let due: Vec<(Timestamp, ConnId, Bytes)> = {
+            let (due, later) = std::mem::take(&mut self.hellos)
+                .into_iter()
+                .partition(|(t, _, _)| *t <= now);
+            self.hellos = later;
+            due
+        };
+        for (_, conn, frame) in due {
+            obs.trace(now, || format!("session: ApiVersions answer on {conn:?}"));
+            self.session.handle_bytes(conn, &frame, now);
+        }
+        if self.session.poll_timeout().is_some_and(|t| t <= now) {
+            obs.trace(now, || "session handle_timeout".to_string());
+            self.session.handle_timeout(now);
+        }
+    }
+
+    /// As [`CoreDriver::after_timer`](crate::driver::CoreDriver::after_timer).
+    pub(crate) fn after_timer(&mut self, obs: &mut Observers, now: Timestamp, progress: bool) {
+        let stuck = !progress
+            && self.hellos.iter().all(|(t, _, _)| *t > now)
+            && self.session.poll_timeout().is_some_and(|t| t <= now);
+        if stuck {
+            self.timer_stuck_at = Some(now);
+            if !self.timer_stuck_reported {
+                self.timer_stuck_reported = true;
+                let t = self.session.poll_timeout();
+                obs.checker_mut().violation(
+                    ViolationKind::TimerStuck,
+                    format!("session poll_timeout {t:?} <= now {now:?} after handle_timeout, nothing to do"),
+                );
+            }
+        }
+    }
+
+    /// After every input: takes the network's notices, drains the session's outputs
+    /// (connecting, transmitting, closing), then its events; checks the core's
+    /// invariants. Returns whether the session produced any output.
+    pub(crate) fn drain(&mut self, world: &mut World, obs: &mut Observers) -> bool {
+        self.take_notices(world);
+        let now = world.now();
+        let mut progress = false;
+        while let Some(output) = self.session.poll_output(now) {
+            progress = true;
+            match output {
+                Output::Connect { conn, addr } => self.connect(world, obs, conn, &addr),
+                Output::Transmit { conn, frame, .. } => self.transmit(world, obs, conn, &frame),
+                // One loop writes every frame in order: nothing to sequence.
+                Output::Release { .. } => {}
+                Output::Close { conn } => self.close(world, obs, conn),
+            }
+            self.take_notices(world);
+        }
+        while let Some(event) = self.session.poll_event() {
+            progress = true;
+            obs.on_event(now, &event);
+        }
+        self.session.producer_ref().assert_invariants();
+        if progress {
+            self.timer_stuck_at = None;
+        }
+        progress
+    }
+
+    fn connect(&mut self, world: &mut World, obs: &mut Observers, conn: ConnId, addr: &str) {
+        let now = world.now();
+        let node = BrokerEndpoint::parse_sim(addr).filter(|&n| world.is_up(n));
+        obs.trace(now, || {
+            format!("session: connect {conn:?} to {addr}: {node:?}")
+        });
+        match node {
+            Some(node) => {
+                let first = RequestId((conn.0 + 1) << CONN_ID_SHIFT);
+                self.conns.insert(
+                    conn,
+                    SimConn {
+                        node,
+                        frontend: Frontend::new(node, first),
+                    },
+                );
+                self.owed.push_back(ClientInput::Connected(conn));
+            }
+            None => self.owed.push_back(ClientInput::ConnectFailed(conn)),
+        }
+    }
+
+    fn transmit(&mut self, world: &mut World, obs: &mut Observers, conn: ConnId, frame: &[u8]) {
+        let now = world.now();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            // Reset under the session's feet: it learns at the next step.
+            return;
+        };
+        let node = c.node;
+        let requests = match c.frontend.handle_bytes(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                obs.checker_mut().violation(
+                    ViolationKind::Protocol,
+                    format!("session wrote a frame the broker can not read on {conn:?}: {e}"),
+                );
+                self.close(world, obs, conn);
+                self.owed.push_back(ClientInput::Disconnected(conn));
+                return;
+            }
+        };
+        for request in requests {
+            match request {
+                FrontendRequest::ApiVersions { id, .. } => {
+                    let (tv, epoch) = world.finalized_transaction_version();
+                    let features = BrokerFeatures {
+                        transaction_version: Some(tv),
+                        features_epoch: epoch,
+                    };
+                    let Some(c) = self.conns.get_mut(&conn) else {
+                        return;
+                    };
+                    match c.frontend.answer_api_versions(id, &features) {
+                        Ok(bytes) => {
+                            let rtt = world.net().latency(node) * 2;
+                            self.hellos.push((now + rtt, conn, bytes));
+                        }
+                        Err(e) => obs.checker_mut().violation(
+                            ViolationKind::Protocol,
+                            format!("ApiVersions answer on {conn:?}: {e}"),
+                        ),
+                    }
+                }
+                FrontendRequest::Model(msg) => {
+                    if let ToBroker::Produce(r) = &msg {
+                        obs.stats_mut().produce_requests += 1;
+                        obs.checker_mut().on_wire(node.0, r);
+                    }
+                    match &msg {
+                        ToBroker::InitProducerId(_) => {
+                            obs.stats_mut().init_producer_id_requests += 1
+                        }
+                        ToBroker::Metadata(_) => obs.stats_mut().metadata_requests += 1,
+                        _ => {}
+                    }
+                    obs.trace(now, || {
+                        format!("session req {} on {conn:?} -> node {node}", msg.id())
+                    });
+                    world.write(obs, node, msg);
+                }
+            }
+        }
+    }
+
+    /// The session closes `conn`: the world's connection to its broker goes, and with
+    /// it every other session connection to that broker.
+    fn close(&mut self, world: &mut World, obs: &mut Observers, conn: ConnId) {
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        self.hellos.retain(|(_, h, _)| *h != conn);
+        obs.stats_mut().close_connections += 1;
+        let lost = world.close_connection(c.node);
+        obs.trace(world.now(), || {
+            format!(
+                "session closes {conn:?} to node {}, dropping {lost:?}",
+                c.node
+            )
+        });
+        let sharing: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, s)| s.node == c.node)
+            .map(|(&id, _)| id)
+            .collect();
+        for other in sharing {
+            self.reset(other);
+        }
+    }
+
+    /// The response at the head of the connection from `node` reaches the client: its
+    /// front end encodes it for the session connection that asked.
+    pub(crate) fn deliver_response(
+        &mut self,
+        world: &mut World,
+        obs: &mut Observers,
+        node: NodeId,
+    ) -> bool {
+        let Some(msg) = world.pop_response(node) else {
+            return false;
+        };
+        obs.stats_mut().responses += 1;
+        let now = world.now();
+        let id = msg.id();
+        let Some(conn) = conn_of(id).filter(|c| self.conns.contains_key(c)) else {
+            obs.trace(now, || {
+                format!("response req {id}: its session connection is gone")
+            });
+            return true;
+        };
+        let brokers: Vec<BrokerEndpoint> = world
+            .brokers()
+            .iter()
+            .filter(|b| b.up)
+            .map(|b| BrokerEndpoint::sim(b.id))
+            .collect();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return true;
+        };
+        match c.frontend.encode(&msg, &brokers) {
+            Ok(frame) => {
+                obs.trace(now, || format!("response req {id} on {conn:?}: {msg:?}"));
+                self.session.handle_bytes(conn, &frame, now);
+            }
+            Err(e) => obs.checker_mut().violation(
+                ViolationKind::Protocol,
+                format!("the broker can not encode its answer to req {id}: {e}"),
+            ),
+        }
+        true
+    }
+}
+
+/// The session connection whose front end handed out request id `id`.
+fn conn_of(id: RequestId) -> Option<ConnId> {
+    (id.0 >> CONN_ID_SHIFT).checked_sub(1).map(ConnId)
+}
