@@ -3,8 +3,12 @@
 //!
 //! ```text
 //! cargo run --release --example chaos -- [--seed N] [--records N] [--partitions N]
-//!                                        [--brokers N] [--fault-rate F]
+//!                                        [--brokers N] [--fault-rate F] [--driver D]
 //! ```
+//!
+//! `--driver session` (the default) runs the producer inside a `kacrab_driver::Session`
+//! over the lying network on real Kafka frames; `--driver core` runs the bare core with
+//! the simulator's own router (faster, and the simulator's behaviour before the session).
 //!
 //! The last line is always
 //! `chaos: records=N acked=A failed=F duplicates=D reordered=R lost=L epoch_bumps=E retries=T`;
@@ -15,7 +19,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use kacrab_sim::scenario::Phase;
-use kacrab_sim::{Cluster, FatalPolicy, FaultCounts, FaultRates, Scenario, SimConfig, TxnOutcome};
+use kacrab_sim::{
+    Cluster, DriverKind, FatalPolicy, FaultCounts, FaultRates, Scenario, SimConfig, TxnOutcome,
+};
 
 struct Args {
     seed: u64,
@@ -23,10 +29,11 @@ struct Args {
     partitions: u32,
     brokers: u32,
     fault_rate: f64,
+    driver: DriverKind,
 }
 
 const USAGE: &str =
-    "usage: chaos [--seed N] [--records N] [--partitions N] [--brokers N] [--fault-rate F]";
+    "usage: chaos [--seed N] [--records N] [--partitions N] [--brokers N] [--fault-rate F] [--driver session|core]";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -35,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
         partitions: 6,
         brokers: 3,
         fault_rate: 0.05,
+        driver: DriverKind::Session,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -56,6 +64,13 @@ fn parse_args() -> Result<Args, String> {
             "--partitions" => args.partitions = value.parse().map_err(|e| bad(&e))?,
             "--brokers" => args.brokers = value.parse().map_err(|e| bad(&e))?,
             "--fault-rate" => args.fault_rate = value.parse().map_err(|e| bad(&e))?,
+            "--driver" => {
+                args.driver = match value.as_str() {
+                    "session" => DriverKind::Session,
+                    "core" => DriverKind::Core,
+                    _ => return Err(bad(&"not session or core")),
+                }
+            }
             _ => return Err(format!("unknown flag {name}\n{USAGE}")),
         }
     }
@@ -79,6 +94,7 @@ fn main() -> ExitCode {
         }
     };
     let mut sim = SimConfig::new(args.seed);
+    sim.driver = args.driver;
     sim.brokers = args.brokers;
     sim.partitions = args.partitions;
     sim.topics = args.partitions.min(2);
@@ -103,6 +119,13 @@ fn main() -> ExitCode {
         args.partitions.min(2),
         args.brokers,
         args.fault_rate
+    );
+    println!(
+        "driver: {}",
+        match args.driver {
+            DriverKind::Session => "kacrab_driver::Session on Kafka frames",
+            DriverKind::Core => "bare core, simulator's router",
+        }
     );
     println!(
         "producer: acks=all, idempotent, max.in.flight=5, linger=5ms, batch.size=16384, request.timeout=1s, delivery.timeout=10s"
@@ -158,6 +181,7 @@ fn fatal_runs(args: &Args) -> bool {
     for i in 0..RUNS {
         let seed = args.seed.wrapping_add(1 + i);
         let mut sim = SimConfig::new(seed);
+        sim.driver = args.driver;
         sim.brokers = args.brokers;
         sim.partitions = args.partitions;
         sim.topics = args.partitions.min(2);
@@ -193,6 +217,7 @@ fn transactional_runs(args: &Args) -> bool {
         for version in [1, 2] {
             let seed = args.seed.wrapping_add(100 + i);
             let mut sim = SimConfig::transactional(seed, "chaos-tx", version);
+            sim.driver = args.driver;
             sim.brokers = args.brokers;
             sim.partitions = args.partitions;
             sim.faults = FaultRates::uniform(args.fault_rate);
