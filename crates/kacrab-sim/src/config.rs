@@ -250,4 +250,9 @@ pub struct SimStats {
     /// Held requests applied after the connection they came on had dropped (their
     /// response lost; the client already gave up on them).
     pub late_applications: u64,
+    /// Connections the session driver opened to a broker.
+    pub session_connections: u64,
+    /// ApiVersions requests the brokers' front ends answered (the session's
+    /// negotiation, once per connection and again after an UNSUPPORTED_VERSION).
+    pub api_versions_answered: u64,
 }

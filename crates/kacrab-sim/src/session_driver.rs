@@ -49,6 +49,9 @@ struct SimConn {
     node: NodeId,
     /// The broker's end of it.
     frontend: Frontend,
+    /// Whether the broker answered the connection's ApiVersions (Kafka reads any
+    /// request before it, but a client must not send one: it cannot know the versions).
+    negotiated: bool,
 }
 
 /// The session and the driver's state. See the module documentation.
@@ -204,6 +207,9 @@ impl SessionDriver {
         };
         for (_, conn, frame) in due {
             obs.trace(now, || format!("session: ApiVersions answer on {conn:?}"));
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.negotiated = true;
+            }
             self.session.handle_bytes(conn, &frame, now);
         }
         if self.session.poll_timeout().is_some_and(|t| t <= now) {
@@ -273,8 +279,10 @@ impl SessionDriver {
                     SimConn {
                         node,
                         frontend: Frontend::new(node, first),
+                        negotiated: false,
                     },
                 );
+                obs.stats_mut().session_connections += 1;
                 self.owed.push_back(ClientInput::Connected(conn));
             }
             None => self.owed.push_back(ClientInput::ConnectFailed(conn)),
@@ -313,6 +321,7 @@ impl SessionDriver {
                     };
                     match c.frontend.answer_api_versions(id, &features) {
                         Ok(bytes) => {
+                            obs.stats_mut().api_versions_answered += 1;
                             let rtt = world.net().latency(node) * 2;
                             self.hellos.push((now + rtt, conn, bytes));
                         }
@@ -323,6 +332,12 @@ impl SessionDriver {
                     }
                 }
                 FrontendRequest::Model(msg) => {
+                    if !self.conns.get(&conn).is_some_and(|c| c.negotiated) {
+                        obs.checker_mut().violation(
+                            ViolationKind::Protocol,
+                            format!("session req {} on {conn:?} before ApiVersions", msg.id()),
+                        );
+                    }
                     if let ToBroker::Produce(r) = &msg {
                         obs.stats_mut().produce_requests += 1;
                         obs.checker_mut().on_wire(node.0, r);
