@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kacrab_sim::{FaultCounts, FaultRates, Report, Scenario, SimConfig};
+use kacrab_sim::{DriverKind, FaultCounts, FaultRates, Report, Scenario, SimConfig};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -103,9 +103,15 @@ fn params_kafka_rules() -> impl Strategy<Value = Params> {
     })
 }
 
-/// Builds and runs the scenario `p` describes.
+/// Builds and runs the scenario `p` describes, on the bare core.
 fn run_params(p: &Params, trace: bool) -> Report {
+    run_params_with(p, trace, DriverKind::Core)
+}
+
+/// Builds and runs the scenario `p` describes, with `driver` running the producer.
+fn run_params_with(p: &Params, trace: bool, driver: DriverKind) -> Report {
     let mut sim = SimConfig::new(p.seed);
+    sim.driver = driver;
     sim.brokers = p.brokers;
     sim.topics = p.topics;
     sim.partitions = p.partitions;
@@ -178,6 +184,15 @@ fn check(report: &Report) -> Result<(), TestCaseError> {
 }
 
 fn run_property(name: &str, strategy: impl Strategy<Value = Params>, cases: u32) {
+    run_property_with(name, strategy, cases, DriverKind::Core);
+}
+
+fn run_property_with(
+    name: &str,
+    strategy: impl Strategy<Value = Params>,
+    cases: u32,
+    driver: DriverKind,
+) {
     let steps = AtomicU64::new(0);
     let runs = AtomicU64::new(0);
     let late = AtomicU64::new(0);
@@ -186,7 +201,7 @@ fn run_property(name: &str, strategy: impl Strategy<Value = Params>, cases: u32)
     let faults = Mutex::new(FaultCounts::default());
     let started = Instant::now();
     let result = runner(cases).run(&strategy, |p| {
-        let report = run_params(&p, false);
+        let report = run_params_with(&p, false, driver);
         steps.fetch_add(report.sim.steps, Ordering::Relaxed);
         runs.fetch_add(1, Ordering::Relaxed);
         late.fetch_add(report.sim.late_applications, Ordering::Relaxed);
@@ -224,6 +239,19 @@ fn run_property(name: &str, strategy: impl Strategy<Value = Params>, cases: u32)
 #[test]
 fn properties_hold() {
     run_property("properties_hold", params(), cases(2_000));
+}
+
+/// The main properties with the producer inside a `kacrab_driver::Session`, whose
+/// routing, connections, version negotiation and request timeouts meet the lying
+/// network on real Kafka frames (a quarter of the cases: a session run is slower).
+#[test]
+fn properties_hold_through_the_session() {
+    run_property_with(
+        "properties_hold_through_the_session",
+        params(),
+        cases(2_000).div_ceil(4),
+        DriverKind::Session,
+    );
 }
 
 /// The same properties with short timeouts (batches expire on the wire and in retry,
