@@ -440,7 +440,7 @@ impl Network {
         if let Request::Produce(p) = &request {
             self.out.push_back(Output::Release { ticket: p.ticket });
         }
-        let Some(id) = request_id(&request) else {
+        let Some(id) = request.id() else {
             return;
         };
         let result = core.handle_request_failed(id, RequestFailure::NotSent, now);
@@ -735,19 +735,4 @@ impl Network {
             );
         }
     }
-}
-
-/// The id of a core request that expects an answer.
-fn request_id(request: &Request) -> Option<RequestId> {
-    Some(match request {
-        Request::Produce(r) => r.id,
-        Request::InitProducerId(r) => r.id,
-        Request::Metadata(r) => r.id,
-        Request::FindCoordinator(r) => r.id,
-        Request::AddPartitionsToTxn(r) => r.id,
-        Request::AddOffsetsToTxn(r) => r.id,
-        Request::TxnOffsetCommit(r) => r.id,
-        Request::EndTxn(r) => r.id,
-        Request::CloseConnection { .. } => return None,
-    })
 }
