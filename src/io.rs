@@ -42,6 +42,25 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The id its answer or failure report names; `None` for
+    /// [`Request::CloseConnection`], which expects neither.
+    #[must_use]
+    pub fn id(&self) -> Option<RequestId> {
+        Some(match self {
+            Self::Produce(r) => r.id,
+            Self::InitProducerId(r) => r.id,
+            Self::Metadata(r) => r.id,
+            Self::FindCoordinator(r) => r.id,
+            Self::AddPartitionsToTxn(r) => r.id,
+            Self::AddOffsetsToTxn(r) => r.id,
+            Self::TxnOffsetCommit(r) => r.id,
+            Self::EndTxn(r) => r.id,
+            Self::CloseConnection { .. } => return None,
+        })
+    }
+}
+
 /// A Produce request: at most one batch per partition, all led by `node`.
 #[derive(Clone, Debug)]
 pub struct ProduceRequest {

@@ -283,6 +283,15 @@ impl Producer {
         self.unreported_records
     }
 
+    /// Whether request `id` is outstanding: handed out by `poll_request`, expecting an
+    /// answer or a failure report, and not timed out. A driver holding a request the core
+    /// no longer has outstanding (it passed `request.timeout.ms`) closes its connection,
+    /// as Java's `NetworkClient` does: the late answer would be refused anyway.
+    #[must_use]
+    pub fn is_outstanding(&self, id: RequestId) -> bool {
+        self.outstanding.iter().any(|o| o.id == id)
+    }
+
     /// Whether every accepted record has an outcome.
     #[must_use]
     pub fn is_idle(&self) -> bool {

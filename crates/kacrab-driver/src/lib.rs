@@ -1,42 +1,61 @@
-//! Sans-IO glue between the producer core and the Kafka wire.
+//! The sans-IO producer session: everything between the application, the producer core
+//! and the sockets, written once for every driver.
 //!
-//! A [`Session`] owns the core [`Producer`](kacrab_idempotence::Producer) and one
-//! [`kacrab_wire::Connection`] per broker socket. It routes the core's requests to
-//! connections, negotiates versions with ApiVersions, turns response frames into the
-//! core's inputs, and keeps the broker addresses that Metadata reports. It opens no
-//! socket, reads no clock and makes no retry, sequence or batching decision: those are
-//! the core's. A driver (Tokio tasks, or a plain loop over `std::net`) only moves bytes
-//! and time:
+//! A [`Session`] owns the core [`Producer`](kacrab_idempotence::Producer), the
+//! application's commands and one [`kacrab_wire::Connection`] per broker socket. It
+//! takes commands (send, flush, close, abort, the five transactional operations,
+//! partition lookups), routes the core's requests to connections, negotiates versions
+//! with ApiVersions, turns response frames into the core's inputs, keeps the broker
+//! addresses Metadata reports, holds sends behind a full `buffer.memory` for
+//! `max.block.ms`, and answers every command with one [`Completion`]. It opens no
+//! socket, reads no clock and spawns nothing: a driver (Tokio tasks, a thread over
+//! `std::net`, a `mio` loop, a user's own) moves bytes and time, and nothing else:
 //!
 //! ```text
 //! loop {
 //!     while let Some(out) = session.poll_output(now) {
 //!         match out {
-//!             Output::Connect { conn, addr } => open a socket to addr, then
-//!                 session.handle_connected(conn, now) (or handle_connect_failed),
+//!             Output::Connect { conn, addr } => start opening a socket to addr; later
+//!                 session.handle_connected(conn, now) or handle_disconnected(conn, now),
 //!             Output::Transmit { conn, frame, ticket } => write frame to conn's socket, in
 //!                 order (a driver writing from several tasks orders Produce frames across
 //!                 connections by their ticket, see kacrab_idempotence::ticket),
 //!             Output::Release { ticket } => that Produce will never be written: a
 //!                 ticket-ordering driver abandons its ticket; others ignore it,
-//!             Output::Close { conn } => close conn's socket,
+//!             Output::Close { conn, reason } => close conn's socket (log the reason),
 //!         }
 //!     }
-//!     while let Some(event) = session.poll_event() { deliver it to the application }
+//!     while let Some(done) = session.poll_completion() { tell the application }
+//!     if session.is_finished() { break }
 //!     wait for bytes (session.handle_bytes), a disconnect (session.handle_disconnected),
-//!     an application call, or session.poll_timeout() (session.handle_timeout)
+//!     an application command (session.send, flush, close, ...), or the clock reaching
+//!     session.poll_timeout() (session.handle_timeout)
 //! }
 //! ```
+//!
+//! Every timer is the session's (`poll_timeout` folds them all); after
+//! `handle_timeout(now)`, `poll_timeout()` is `None` or later than `now`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod app;
+mod completion;
+mod config;
 mod convert;
 mod features;
+mod network;
+mod output;
 mod record;
 mod session;
 
+pub use completion::{Completion, OpId, ProduceError, SendId};
+pub use config::{
+    SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
+    MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+};
+pub use output::{CloseReason, ConnId, Output};
 pub use record::{ProducerRecord, RecordMetadata};
-pub use session::{ConnId, Output, Session};
+pub use session::Session;
 
 /// Java-compatible murmur2 partitioning for keyed records: the partition Kafka's default
 /// partitioner picks for `key` among `partitions` partitions.

@@ -1,0 +1,718 @@
+//! The session's application half: the commands an application gives (send, flush,
+//! close, transactional operations, partition lookups), the ordered backlog behind a
+//! full `buffer.memory` (`max.block.ms`), and the completions that answer them.
+//!
+//! Order: a command that must not overtake earlier sends (a send, a flush, a close, a
+//! transactional operation) waits in the backlog while any send waits there, so records
+//! keep their call order, a flush covers every record sent before it, and a commit
+//! covers every record sent in its transaction.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use kacrab_idempotence::{
+    ConsumerGroupMetadata, DeliveryError, Event, OffsetToCommit, Producer, Record, RecordId,
+    SendError, Timestamp, TopicPartition, TxnError, TxnOp,
+};
+
+use crate::completion::{Completion, OpId, ProduceError, SendId};
+use crate::record::{ProducerRecord, RecordMetadata};
+
+/// A transactional operation as the application calls it.
+#[derive(Clone, Debug)]
+pub(crate) enum TxnCall {
+    Init,
+    Begin,
+    SendOffsets(Vec<OffsetToCommit>, ConsumerGroupMetadata),
+    Commit,
+    Abort,
+}
+
+impl TxnCall {
+    fn kind(&self) -> TxnOp {
+        match self {
+            Self::Init => TxnOp::InitTransactions,
+            Self::Begin => TxnOp::BeginTransaction,
+            Self::SendOffsets(..) => TxnOp::SendOffsets,
+            Self::Commit => TxnOp::Commit,
+            Self::Abort => TxnOp::Abort,
+        }
+    }
+}
+
+/// A command waiting behind a send that found `buffer.memory` full.
+#[derive(Debug)]
+enum Queued {
+    Send {
+        id: SendId,
+        tp: TopicPartition,
+        record: Record,
+        /// `max.block.ms` after the call.
+        deadline: Timestamp,
+    },
+    Flush {
+        op: OpId,
+        /// The first send the flush does not cover.
+        upto: SendId,
+    },
+    Close {
+        op: OpId,
+        timeout: Option<Duration>,
+    },
+    Txn {
+        op: OpId,
+        call: TxnCall,
+    },
+}
+
+/// A partition-count lookup waiting for metadata.
+#[derive(Debug)]
+struct Lookup {
+    op: OpId,
+    topic: String,
+    /// `max.block.ms` after the call.
+    deadline: Timestamp,
+    /// When to ask for the topic's metadata (again).
+    ask_at: Timestamp,
+}
+
+/// A record the core accepted, waiting for its outcome.
+#[derive(Debug, Clone, Copy)]
+struct Waiter {
+    id: SendId,
+    timestamp: i64,
+}
+
+/// Waiters by the core's [`RecordId`]. The core assigns ids consecutively and records
+/// enter it in send order, so this is a deque indexed from the oldest unresolved id.
+/// Invariant: the front slot, if any, is occupied, and the occupied slots' send ids
+/// ascend.
+#[derive(Debug, Default)]
+struct Waiters {
+    base: u64,
+    slots: VecDeque<Option<Waiter>>,
+}
+
+impl Waiters {
+    fn insert(&mut self, record: RecordId, waiter: Waiter) {
+        if self.slots.is_empty() {
+            self.base = record.0;
+        }
+        while self.base + (self.slots.len() as u64) < record.0 {
+            self.slots.push_back(None);
+        }
+        debug_assert_eq!(self.base + self.slots.len() as u64, record.0);
+        self.slots.push_back(Some(waiter));
+    }
+
+    fn take(&mut self, record: RecordId) -> Option<Waiter> {
+        let index = usize::try_from(record.0.checked_sub(self.base)?).ok()?;
+        let waiter = self.slots.get_mut(index)?.take();
+        while matches!(self.slots.front(), Some(None)) {
+            self.slots.pop_front();
+            self.base += 1;
+        }
+        waiter
+    }
+
+    /// The oldest send still waiting for its outcome.
+    fn oldest(&self) -> Option<SendId> {
+        self.slots.front().copied().flatten().map(|w| w.id)
+    }
+
+    fn len(&self) -> usize {
+        self.slots.iter().flatten().count()
+    }
+}
+
+/// Where the producer is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Life {
+    Open,
+    /// `close` was called (it may still wait in the backlog).
+    CloseCalled,
+    /// The core is closing; past `deadline`, what is left is aborted.
+    Closing {
+        deadline: Option<Timestamp>,
+    },
+    /// Everything has an outcome; the closes were answered.
+    Finished,
+}
+
+/// The application half of a session. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Application {
+    max_block: Duration,
+    lookup_backoff: Duration,
+    next_send: u64,
+    next_op: u64,
+    /// Unix milliseconds at `clock_origin` (record timestamps of sends without one).
+    wall_origin_ms: i64,
+    clock_origin: Timestamp,
+    waiters: Waiters,
+    /// Invariant: if not empty, its front is a `Send` (every other command runs the
+    /// moment it reaches the front), and the sends' deadlines ascend.
+    backlog: VecDeque<Queued>,
+    /// Flushes started, with the first send they do not cover. Invariant: `upto`
+    /// ascends.
+    flushes: VecDeque<(SendId, OpId)>,
+    /// Transactional calls handed to the core, waiting for its completion event.
+    txn_waiters: Vec<(TxnOp, OpId)>,
+    lookups: Vec<Lookup>,
+    closes: Vec<OpId>,
+    life: Life,
+    completions: VecDeque<Completion>,
+}
+
+impl Application {
+    pub(crate) fn new(
+        max_block: Duration,
+        lookup_backoff: Duration,
+        now: Timestamp,
+        wall_ms: i64,
+    ) -> Self {
+        Self {
+            max_block,
+            lookup_backoff: lookup_backoff.max(Duration::from_millis(1)),
+            next_send: 0,
+            next_op: 0,
+            wall_origin_ms: wall_ms,
+            clock_origin: now,
+            waiters: Waiters::default(),
+            backlog: VecDeque::new(),
+            flushes: VecDeque::new(),
+            txn_waiters: Vec::new(),
+            lookups: Vec::new(),
+            closes: Vec::new(),
+            life: Life::Open,
+            completions: VecDeque::new(),
+        }
+    }
+
+    fn op(&mut self) -> OpId {
+        let op = OpId(self.next_op);
+        self.next_op += 1;
+        op
+    }
+
+    pub(crate) fn pop_completion(&mut self) -> Option<Completion> {
+        self.completions.pop_front()
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.life == Life::Finished
+    }
+
+    fn refuses_commands(&self) -> bool {
+        self.life != Life::Open
+    }
+
+    fn wall_ms(&self, now: Timestamp) -> i64 {
+        let elapsed = now.saturating_duration_since(self.clock_origin).as_millis();
+        self.wall_origin_ms
+            .saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
+    }
+
+    // ------------------------------------------------------------------ commands
+
+    pub(crate) fn send(
+        &mut self,
+        core: &mut Producer,
+        record: ProducerRecord,
+        now: Timestamp,
+    ) -> SendId {
+        let id = SendId(self.next_send);
+        self.next_send += 1;
+        if self.refuses_commands() {
+            self.record_done(id, Err(ProduceError::Send(SendError::Closed)));
+            return id;
+        }
+        let tp = TopicPartition {
+            topic: record.topic,
+            partition: record.partition,
+        };
+        let record = Record {
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+            timestamp: record.timestamp.unwrap_or_else(|| self.wall_ms(now)),
+        };
+        if self.backlog.is_empty() {
+            if let Some((tp, record)) = self.submit(core, id, tp, record, now) {
+                self.block(core, id, tp, record, now);
+            }
+        } else {
+            self.block(core, id, tp, record, now);
+        }
+        id
+    }
+
+    pub(crate) fn flush(&mut self, core: &mut Producer) -> OpId {
+        let op = self.op();
+        let upto = SendId(self.next_send);
+        if self.backlog.is_empty() {
+            self.start_flush(core, op, upto);
+        } else {
+            // Make room sooner; the flush starts once the waiting sends are in.
+            core.flush();
+            self.backlog.push_back(Queued::Flush { op, upto });
+        }
+        op
+    }
+
+    pub(crate) fn close(
+        &mut self,
+        core: &mut Producer,
+        timeout: Option<Duration>,
+        now: Timestamp,
+    ) -> OpId {
+        let op = self.op();
+        match self.life {
+            Life::Open => {
+                self.life = Life::CloseCalled;
+                if self.backlog.is_empty() {
+                    self.start_close(core, op, timeout, now);
+                } else {
+                    core.flush();
+                    self.backlog.push_back(Queued::Close { op, timeout });
+                }
+            }
+            Life::Finished => self.completions.push_back(Completion::Closed { op }),
+            Life::CloseCalled | Life::Closing { .. } => {
+                // A second close joins the first; a shorter timeout shortens it.
+                if let (Life::Closing { deadline }, Some(t)) = (&mut self.life, timeout) {
+                    let d = now + t;
+                    *deadline = Some(deadline.map_or(d, |old| old.min(d)));
+                }
+                self.closes.push(op);
+            }
+        }
+        op
+    }
+
+    /// Fails everything now (Java's forced close).
+    pub(crate) fn abort(&mut self, core: &mut Producer, now: Timestamp) {
+        core.abort();
+        for q in std::mem::take(&mut self.backlog) {
+            match q {
+                Queued::Send { id, .. } => self.record_done(
+                    id,
+                    Err(ProduceError::Delivery {
+                        error: DeliveryError::Aborted,
+                        possibly_written: false,
+                    }),
+                ),
+                Queued::Flush { op, .. } => self.completions.push_back(Completion::Flushed { op }),
+                Queued::Close { op, .. } => self.closes.push(op),
+                Queued::Txn { op, call } => self.completions.push_back(Completion::Transaction {
+                    op,
+                    kind: call.kind(),
+                    result: Err(TxnError::Closed),
+                }),
+            }
+        }
+        if self.life != Life::Finished {
+            self.life = Life::Closing { deadline: None };
+        }
+        let _ = now;
+    }
+
+    pub(crate) fn transaction(&mut self, core: &mut Producer, call: TxnCall) -> OpId {
+        let op = self.op();
+        if self.refuses_commands() {
+            self.completions.push_back(Completion::Transaction {
+                op,
+                kind: call.kind(),
+                result: Err(TxnError::Closed),
+            });
+        } else if self.backlog.is_empty() {
+            self.start_txn(core, op, call);
+        } else {
+            self.backlog.push_back(Queued::Txn { op, call });
+        }
+        op
+    }
+
+    /// Returns the op, and whether the topic's metadata should be asked for now.
+    pub(crate) fn partition_count(
+        &mut self,
+        topic: &str,
+        known: Option<i32>,
+        now: Timestamp,
+    ) -> OpId {
+        let op = self.op();
+        if known.is_some() || self.life == Life::Finished {
+            self.completions
+                .push_back(Completion::PartitionCount { op, count: known });
+        } else {
+            self.lookups.push(Lookup {
+                op,
+                topic: topic.to_owned(),
+                deadline: now + self.max_block,
+                ask_at: now,
+            });
+        }
+        op
+    }
+
+    // ------------------------------------------------------------------ progress
+
+    /// Applies the core's events, retries the backlog, answers lookups, flushes and
+    /// closes. Returns the topics whose metadata a lookup should ask for now.
+    pub(crate) fn progress(
+        &mut self,
+        core: &mut Producer,
+        partition_count: impl Fn(&str) -> Option<i32>,
+        now: Timestamp,
+    ) -> Vec<String> {
+        let mut freed = false;
+        while let Some(event) = core.poll_event() {
+            freed |= self.on_event(event);
+        }
+        if !self.backlog.is_empty() && (freed || self.front_deadline().is_some_and(|d| d <= now)) {
+            self.unblock(core, now);
+        }
+        if let Life::Closing {
+            deadline: Some(deadline),
+        } = self.life
+        {
+            if deadline <= now {
+                // close(timeout) ran out: what is left fails (Java's forced close).
+                core.abort();
+                self.life = Life::Closing { deadline: None };
+                while let Some(event) = core.poll_event() {
+                    self.on_event(event);
+                }
+            }
+        }
+        let lowest = self.lowest_unresolved();
+        while self
+            .flushes
+            .front()
+            .is_some_and(|&(upto, _)| upto <= lowest)
+        {
+            if let Some((_, op)) = self.flushes.pop_front() {
+                self.completions.push_back(Completion::Flushed { op });
+            }
+        }
+        if matches!(self.life, Life::Closing { .. }) && self.backlog.is_empty() && core.is_closed()
+        {
+            self.life = Life::Finished;
+            for op in std::mem::take(&mut self.closes) {
+                self.completions.push_back(Completion::Closed { op });
+            }
+            for l in std::mem::take(&mut self.lookups) {
+                self.completions.push_back(Completion::PartitionCount {
+                    op: l.op,
+                    count: None,
+                });
+            }
+        }
+        self.answer_lookups(partition_count, now)
+    }
+
+    fn answer_lookups(
+        &mut self,
+        partition_count: impl Fn(&str) -> Option<i32>,
+        now: Timestamp,
+    ) -> Vec<String> {
+        let mut ask = Vec::new();
+        let mut i = 0;
+        while i < self.lookups.len() {
+            let known = partition_count(&self.lookups[i].topic);
+            if known.is_some() || self.lookups[i].deadline <= now {
+                let l = self.lookups.swap_remove(i);
+                self.completions.push_back(Completion::PartitionCount {
+                    op: l.op,
+                    count: known,
+                });
+                continue;
+            }
+            if self.lookups[i].ask_at <= now {
+                self.lookups[i].ask_at = now + self.lookup_backoff;
+                let topic = self.lookups[i].topic.clone();
+                if !ask.contains(&topic) {
+                    ask.push(topic);
+                }
+            }
+            i += 1;
+        }
+        ask
+    }
+
+    /// The application half's next deadline: the oldest waiting send's `max.block.ms`,
+    /// a lookup's next question or deadline, a close's timeout.
+    pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
+        let close = match self.life {
+            Life::Closing { deadline } => deadline,
+            _ => None,
+        };
+        let lookups = self.lookups.iter().map(|l| l.ask_at.min(l.deadline)).min();
+        [self.front_deadline(), close, lookups]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn front_deadline(&self) -> Option<Timestamp> {
+        match self.backlog.front() {
+            Some(Queued::Send { deadline, .. }) => Some(*deadline),
+            _ => None,
+        }
+    }
+
+    /// The oldest send without an outcome (or the next send id, if none).
+    fn lowest_unresolved(&self) -> SendId {
+        let backlog = self.backlog.iter().find_map(|q| match q {
+            Queued::Send { id, .. } => Some(*id),
+            _ => None,
+        });
+        [self.waiters.oldest(), backlog]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(SendId(self.next_send))
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
+        self.completions
+            .push_back(Completion::Record { id, outcome });
+    }
+
+    /// Gives a record to the core. Hands it back if `buffer.memory` is full.
+    fn submit(
+        &mut self,
+        core: &mut Producer,
+        id: SendId,
+        tp: TopicPartition,
+        record: Record,
+        now: Timestamp,
+    ) -> Option<(TopicPartition, Record)> {
+        match core.send(&tp, &record, now) {
+            Ok(rid) => {
+                self.waiters.insert(
+                    rid,
+                    Waiter {
+                        id,
+                        timestamp: record.timestamp,
+                    },
+                );
+                None
+            }
+            Err(SendError::BufferFull { .. }) => Some((tp, record)),
+            Err(e) => {
+                self.record_done(id, Err(ProduceError::Send(e)));
+                None
+            }
+        }
+    }
+
+    fn block(
+        &mut self,
+        core: &Producer,
+        id: SendId,
+        tp: TopicPartition,
+        record: Record,
+        now: Timestamp,
+    ) {
+        if self.max_block.is_zero() {
+            let buffered = core.config().buffer_memory();
+            self.record_done(
+                id,
+                Err(ProduceError::Send(SendError::BufferFull { buffered })),
+            );
+            return;
+        }
+        self.backlog.push_back(Queued::Send {
+            id,
+            tp,
+            record,
+            deadline: now + self.max_block,
+        });
+    }
+
+    /// Runs the backlog in order: sends while they fit (failing those past
+    /// `max.block.ms`), and every other command as it reaches the front.
+    fn unblock(&mut self, core: &mut Producer, now: Timestamp) {
+        while let Some(q) = self.backlog.pop_front() {
+            match q {
+                Queued::Send {
+                    id,
+                    tp,
+                    record,
+                    deadline,
+                } => {
+                    let Some((tp, record)) = self.submit(core, id, tp, record, now) else {
+                        continue;
+                    };
+                    if deadline <= now {
+                        let buffered = core.config().buffer_memory();
+                        self.record_done(
+                            id,
+                            Err(ProduceError::Send(SendError::BufferFull { buffered })),
+                        );
+                        continue;
+                    }
+                    self.backlog.push_front(Queued::Send {
+                        id,
+                        tp,
+                        record,
+                        deadline,
+                    });
+                    return;
+                }
+                Queued::Flush { op, upto } => self.start_flush(core, op, upto),
+                Queued::Close { op, timeout } => self.start_close(core, op, timeout, now),
+                Queued::Txn { op, call } => self.start_txn(core, op, call),
+            }
+        }
+    }
+
+    fn start_flush(&mut self, core: &mut Producer, op: OpId, upto: SendId) {
+        core.flush();
+        debug_assert!(self.flushes.back().is_none_or(|&(u, _)| u <= upto));
+        self.flushes.push_back((upto, op));
+    }
+
+    fn start_close(
+        &mut self,
+        core: &mut Producer,
+        op: OpId,
+        timeout: Option<Duration>,
+        now: Timestamp,
+    ) {
+        self.closes.push(op);
+        if timeout.is_some_and(|t| t.is_zero()) {
+            self.abort(core, now);
+            return;
+        }
+        core.close();
+        self.life = Life::Closing {
+            deadline: timeout.map(|t| now + t),
+        };
+    }
+
+    fn start_txn(&mut self, core: &mut Producer, op: OpId, call: TxnCall) {
+        let kind = call.kind();
+        let started = match call {
+            TxnCall::Init => core.init_transactions(),
+            TxnCall::Begin => {
+                let result = core.begin_transaction();
+                self.completions
+                    .push_back(Completion::Transaction { op, kind, result });
+                return;
+            }
+            TxnCall::SendOffsets(offsets, group) => {
+                core.send_offsets_to_transaction(offsets, group)
+            }
+            TxnCall::Commit => core.commit_transaction(),
+            TxnCall::Abort => core.abort_transaction(),
+        };
+        match started {
+            Ok(()) => self.txn_waiters.push((kind, op)),
+            Err(e) => self.completions.push_back(Completion::Transaction {
+                op,
+                kind,
+                result: Err(e),
+            }),
+        }
+    }
+
+    /// Turns a core event into completions. Returns whether it freed buffer space.
+    fn on_event(&mut self, event: Event) -> bool {
+        match event {
+            Event::Delivered {
+                partition,
+                records,
+                base_offset,
+            } => {
+                for (i, rid) in records.into_iter().enumerate() {
+                    if let Some(w) = self.waiters.take(rid) {
+                        let meta = RecordMetadata {
+                            topic: partition.topic.clone(),
+                            partition: partition.partition,
+                            offset: base_offset.map(|b| b + i as i64),
+                            timestamp: w.timestamp,
+                        };
+                        self.record_done(w.id, Ok(meta));
+                    }
+                }
+                true
+            }
+            Event::Failed {
+                records,
+                error,
+                possibly_written,
+                ..
+            } => {
+                for rid in records {
+                    if let Some(w) = self.waiters.take(rid) {
+                        self.record_done(
+                            w.id,
+                            Err(ProduceError::Delivery {
+                                error: error.clone(),
+                                possibly_written,
+                            }),
+                        );
+                    }
+                }
+                true
+            }
+            Event::TransactionCompleted { op: kind, result } => {
+                let mut i = 0;
+                while i < self.txn_waiters.len() {
+                    if self.txn_waiters[i].0 == kind {
+                        let (_, op) = self.txn_waiters.remove(i);
+                        self.completions.push_back(Completion::Transaction {
+                            op,
+                            kind,
+                            result: result.clone(),
+                        });
+                    } else {
+                        i += 1;
+                    }
+                }
+                false
+            }
+            // Every record is failed by its own event; later sends fail in `send`.
+            Event::Fatal { .. } | Event::ProducerIdChanged { .. } => false,
+        }
+    }
+
+    /// Checks the application half's invariants (see its fields).
+    pub(crate) fn assert_invariants(&self, core: &Producer) {
+        assert!(!matches!(self.waiters.slots.front(), Some(None)));
+        let ids: Vec<SendId> = self.waiters.slots.iter().flatten().map(|w| w.id).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "waiters ascend");
+        assert_eq!(
+            self.waiters.len() as u64,
+            core.unreported_records(),
+            "one waiter per record the core has not reported"
+        );
+        if let Some(front) = self.backlog.front() {
+            assert!(
+                matches!(front, Queued::Send { .. }),
+                "the backlog's front is a send"
+            );
+        }
+        let deadlines: Vec<Timestamp> = self
+            .backlog
+            .iter()
+            .filter_map(|q| match q {
+                Queued::Send { deadline, .. } => Some(*deadline),
+                _ => None,
+            })
+            .collect();
+        assert!(deadlines.windows(2).all(|w| w[0] <= w[1]));
+        assert!(self
+            .flushes
+            .iter()
+            .zip(self.flushes.iter().skip(1))
+            .all(|(a, b)| a.0 <= b.0));
+        if self.life == Life::Finished {
+            assert!(self.backlog.is_empty() && self.closes.is_empty() && self.lookups.is_empty());
+        }
+    }
+}

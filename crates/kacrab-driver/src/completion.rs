@@ -1,0 +1,94 @@
+//! What the application learns from the session: one stream of [`Completion`]s, each
+//! naming the command it completes by the id that command returned.
+
+use kacrab_idempotence::{DeliveryError, SendError, TxnError, TxnOp};
+
+use crate::record::RecordMetadata;
+
+/// Names one [`Session::send`](crate::Session::send). Ids ascend by one per call, in
+/// call order, so a driver can keep its waiters in a deque.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SendId(pub u64);
+
+/// Names one command other than a send (a flush, a close, a transactional operation, a
+/// partition lookup). Ids ascend by one per call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(pub u64);
+
+/// Why a record sent with [`Session::send`](crate::Session::send) has no
+/// [`RecordMetadata`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProduceError {
+    /// The producer refused the record: nothing was queued and nothing was written.
+    /// [`SendError::BufferFull`] means `buffer.memory` stayed full for `max.block.ms`;
+    /// [`SendError::Closed`] that the producer was closed before the record reached it.
+    #[error(transparent)]
+    Send(#[from] SendError),
+    /// The producer accepted the record but gave up on it.
+    #[error("{error} (possibly written: {possibly_written})")]
+    Delivery {
+        /// Why.
+        error: DeliveryError,
+        /// Whether some attempt may have reached the log. A record reported so is in the
+        /// log at most once, and never out of order; one reported `false` is certainly
+        /// not in it.
+        possibly_written: bool,
+    },
+}
+
+impl ProduceError {
+    /// Whether the record may be in the log. `false` when it certainly is not.
+    #[must_use]
+    pub fn possibly_written(&self) -> bool {
+        match self {
+            Self::Send(_) => false,
+            Self::Delivery {
+                possibly_written, ..
+            } => *possibly_written,
+        }
+    }
+}
+
+/// Something the application should learn. Every command that returns an id gets
+/// exactly one completion naming it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Completion {
+    /// A record's outcome.
+    Record {
+        /// The send.
+        id: SendId,
+        /// Where it landed, or why it did not.
+        outcome: Result<RecordMetadata, ProduceError>,
+    },
+    /// Every record sent before the flush has an outcome.
+    Flushed {
+        /// The flush.
+        op: OpId,
+    },
+    /// A transactional operation ended.
+    Transaction {
+        /// The call.
+        op: OpId,
+        /// Which operation it was.
+        kind: TxnOp,
+        /// Its outcome.
+        result: Result<(), TxnError>,
+    },
+    /// A partition-count lookup ended.
+    PartitionCount {
+        /// The lookup.
+        op: OpId,
+        /// The partition count, or `None` if it could not be learned within
+        /// `max.block.ms` (the topic does not exist, no broker answered, or the producer
+        /// closed).
+        count: Option<i32>,
+    },
+    /// The producer is closed: every record has an outcome and nothing more will be
+    /// sent. Every close call gets one.
+    Closed {
+        /// The close.
+        op: OpId,
+    },
+}

@@ -1,0 +1,300 @@
+//! The session's configuration: Kafka's producer properties, parsed and validated once
+//! for every driver.
+
+use std::time::Duration;
+
+use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
+
+/// `bootstrap.servers`: comma-separated `host:port`s.
+pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
+/// `client.id`: sent in every request header.
+pub const CLIENT_ID: &str = "client.id";
+/// `max.block.ms`: how long a send waits for `buffer.memory`, and a partition lookup for
+/// metadata.
+pub const MAX_BLOCK_MS: &str = "max.block.ms";
+/// `socket.connection.setup.timeout.ms`: how long opening a connection may take.
+pub const SOCKET_CONNECTION_SETUP_TIMEOUT_MS: &str = "socket.connection.setup.timeout.ms";
+
+/// Kafka's default `max.block.ms`.
+const DEFAULT_MAX_BLOCK: Duration = Duration::from_millis(60_000);
+/// Kafka's default `socket.connection.setup.timeout.ms`.
+const DEFAULT_CONNECTION_SETUP_TIMEOUT: Duration = Duration::from_millis(10_000);
+
+/// Why a configuration was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionConfigError {
+    /// A core key was unknown, malformed or out of range, or keys conflict (Kafka's own
+    /// validation rules).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `bootstrap.servers` was not given, or names no `host:port`.
+    #[error("bootstrap.servers is missing or names no host:port")]
+    MissingBootstrap,
+    /// A session key has a value that does not parse.
+    #[error("invalid value {value:?} for configuration {key}: {reason}")]
+    InvalidValue {
+        /// The key.
+        key: &'static str,
+        /// The rejected value.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+}
+
+/// A validated session configuration: the core's plus the keys the session owns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionConfig {
+    core: ProducerConfig,
+    bootstrap: Vec<String>,
+    client_id: Option<String>,
+    max_block: Duration,
+    connection_setup_timeout: Duration,
+}
+
+impl SessionConfig {
+    /// A builder with Kafka's defaults and no bootstrap servers.
+    #[must_use]
+    pub fn builder() -> SessionConfigBuilder {
+        SessionConfigBuilder::default()
+    }
+
+    /// Parses Kafka property pairs (a later pair for the same key wins) and validates.
+    ///
+    /// # Errors
+    /// As [`SessionConfigBuilder::set`] and [`SessionConfigBuilder::build`].
+    pub fn from_properties<'a>(
+        props: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, SessionConfigError> {
+        let mut builder = Self::builder();
+        for (key, value) in props {
+            builder.set(key, value)?;
+        }
+        builder.build()
+    }
+
+    /// The core's configuration.
+    #[must_use]
+    pub fn core(&self) -> &ProducerConfig {
+        &self.core
+    }
+
+    /// `bootstrap.servers`, never empty.
+    #[must_use]
+    pub fn bootstrap(&self) -> &[String] {
+        &self.bootstrap
+    }
+
+    /// `client.id`.
+    #[must_use]
+    pub fn client_id(&self) -> Option<&str> {
+        self.client_id.as_deref()
+    }
+
+    /// `max.block.ms`.
+    #[must_use]
+    pub fn max_block(&self) -> Duration {
+        self.max_block
+    }
+
+    /// `socket.connection.setup.timeout.ms`.
+    #[must_use]
+    pub fn connection_setup_timeout(&self) -> Duration {
+        self.connection_setup_timeout
+    }
+}
+
+/// Builds a [`SessionConfig`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionConfigBuilder {
+    core: ProducerConfigBuilder,
+    bootstrap: Vec<String>,
+    client_id: Option<String>,
+    max_block: Duration,
+    connection_setup_timeout: Duration,
+}
+
+impl Default for SessionConfigBuilder {
+    fn default() -> Self {
+        Self {
+            core: ProducerConfigBuilder::default(),
+            bootstrap: Vec::new(),
+            client_id: None,
+            max_block: DEFAULT_MAX_BLOCK,
+            connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
+        }
+    }
+}
+
+impl SessionConfigBuilder {
+    /// Sets a property by its Kafka name: the session's keys ([`BOOTSTRAP_SERVERS`],
+    /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]) or any key
+    /// of [`ProducerConfigBuilder::set`].
+    ///
+    /// # Errors
+    /// [`SessionConfigError::InvalidValue`] for a malformed session key;
+    /// [`SessionConfigError::Config`] for an unknown key or a core value that does not
+    /// parse.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
+        match key {
+            BOOTSTRAP_SERVERS => self.bootstrap = parse_bootstrap(value)?,
+            CLIENT_ID => {
+                let id = value.trim();
+                self.client_id = (!id.is_empty()).then(|| id.to_owned());
+            }
+            MAX_BLOCK_MS => self.max_block = parse_ms(MAX_BLOCK_MS, value)?,
+            SOCKET_CONNECTION_SETUP_TIMEOUT_MS => {
+                let t = parse_ms(SOCKET_CONNECTION_SETUP_TIMEOUT_MS, value)?;
+                if t.is_zero() {
+                    return Err(SessionConfigError::InvalidValue {
+                        key: SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+                        value: value.to_owned(),
+                        reason: "must be at least 1 ms",
+                    });
+                }
+                self.connection_setup_timeout = t;
+            }
+            _ => {
+                self.core.set(key, value)?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// Sets `bootstrap.servers` from `host:port` strings.
+    pub fn bootstrap_servers<I, S>(&mut self, servers: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.bootstrap = servers.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets `client.id`.
+    pub fn client_id(&mut self, id: impl Into<String>) -> &mut Self {
+        self.client_id = Some(id.into());
+        self
+    }
+
+    /// Sets `max.block.ms`.
+    pub fn max_block(&mut self, max_block: Duration) -> &mut Self {
+        self.max_block = max_block;
+        self
+    }
+
+    /// Sets `socket.connection.setup.timeout.ms`.
+    pub fn connection_setup_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.connection_setup_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The core's configuration, for typed settings (`linger`, `batch_size`, ...).
+    pub fn core(&mut self) -> &mut ProducerConfigBuilder {
+        &mut self.core
+    }
+
+    /// Validates.
+    ///
+    /// # Errors
+    /// [`SessionConfigError::Config`] if the core's configuration is invalid,
+    /// [`SessionConfigError::MissingBootstrap`] without bootstrap servers.
+    pub fn build(&self) -> Result<SessionConfig, SessionConfigError> {
+        let core = self.core.build()?;
+        if self.bootstrap.is_empty() {
+            return Err(SessionConfigError::MissingBootstrap);
+        }
+        Ok(SessionConfig {
+            core,
+            bootstrap: self.bootstrap.clone(),
+            client_id: self.client_id.clone(),
+            max_block: self.max_block,
+            connection_setup_timeout: self.connection_setup_timeout,
+        })
+    }
+}
+
+fn parse_ms(key: &'static str, value: &str) -> Result<Duration, SessionConfigError> {
+    let ms: u64 = value
+        .trim()
+        .parse()
+        .map_err(|_| SessionConfigError::InvalidValue {
+            key,
+            value: value.to_owned(),
+            reason: "expected a non-negative number of milliseconds",
+        })?;
+    Ok(Duration::from_millis(ms))
+}
+
+/// Parses `bootstrap.servers`: comma-separated `host:port`s, whitespace ignored.
+fn parse_bootstrap(value: &str) -> Result<Vec<String>, SessionConfigError> {
+    let mut servers = Vec::new();
+    for part in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let valid = part.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+        });
+        if !valid {
+            return Err(SessionConfigError::InvalidValue {
+                key: BOOTSTRAP_SERVERS,
+                value: value.to_owned(),
+                reason: "expected comma-separated host:port entries",
+            });
+        }
+        servers.push(part.to_owned());
+    }
+    if servers.is_empty() {
+        return Err(SessionConfigError::MissingBootstrap);
+    }
+    Ok(servers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_parsing() {
+        assert_eq!(parse_bootstrap(" a:1 , b:2,").unwrap(), vec!["a:1", "b:2"]);
+        assert_eq!(parse_bootstrap("[::1]:9092").unwrap(), vec!["[::1]:9092"]);
+        assert_eq!(
+            parse_bootstrap(""),
+            Err(SessionConfigError::MissingBootstrap)
+        );
+        assert!(matches!(
+            parse_bootstrap("nohost"),
+            Err(SessionConfigError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            parse_bootstrap("h:0"),
+            Err(SessionConfigError::InvalidValue { .. })
+        ));
+    }
+
+    #[test]
+    fn a_bad_configuration_is_refused_at_build() {
+        assert_eq!(
+            SessionConfig::from_properties([("linger.ms", "5")]),
+            Err(SessionConfigError::MissingBootstrap)
+        );
+        assert!(matches!(
+            SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("no.such.key", "1")]),
+            Err(SessionConfigError::Config(ConfigError::UnknownKey(_)))
+        ));
+        assert!(matches!(
+            SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("max.block.ms", "x")]),
+            Err(SessionConfigError::InvalidValue {
+                key: MAX_BLOCK_MS,
+                ..
+            })
+        ));
+        let ok = SessionConfig::from_properties([
+            ("bootstrap.servers", "h:1"),
+            ("client.id", "c"),
+            ("max.block.ms", "5"),
+        ])
+        .unwrap();
+        assert_eq!(ok.max_block(), Duration::from_millis(5));
+        assert_eq!(ok.client_id(), Some("c"));
+    }
+}

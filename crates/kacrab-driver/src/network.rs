@@ -1,0 +1,738 @@
+//! The session's network half: one [`kacrab_wire::Connection`] per broker socket,
+//! version negotiation, routing of the core's requests, the broker addresses Metadata
+//! reports, and the timers of connections (setup) and of the session's own requests.
+//!
+//! Request timeouts have one owner each: the core's requests are timed by the core
+//! (`request.timeout.ms`, folded into its `poll_timeout`); when it gives up on one, the
+//! connection carrying it is closed here (as Java's `NetworkClient` does), so a late
+//! answer can never arrive. The session's own requests (ApiVersions, the metadata of a
+//! partition lookup) are timed here.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kacrab_idempotence::{
+    InputError, KafkaError, Producer, ProducerIdAndEpoch, Request, RequestFailure, RequestId,
+    Timestamp,
+};
+use kacrab_wire::messages::{ApiVersionsRequest, MetadataRequest};
+use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
+
+use crate::convert;
+use crate::features::FinalizedFeatures;
+use crate::output::{CloseReason, ConnId, Output};
+
+/// Tags at or above this value name session-owned requests (ApiVersions, lookup
+/// metadata); below it, a tag is the core's `RequestId`.
+const SESSION_TAG: u64 = 1 << 63;
+
+#[derive(Debug, PartialEq, Eq)]
+enum ConnState {
+    /// Waiting for the driver's `handle_connected`, until the setup deadline.
+    Connecting {
+        deadline: Timestamp,
+    },
+    /// ApiVersions sent at this version.
+    Negotiating(i16),
+    Ready,
+}
+
+#[derive(Debug)]
+struct Conn {
+    id: ConnId,
+    /// The broker's node id, or `None` for a bootstrap address.
+    node: Option<i32>,
+    addr: String,
+    state: ConnState,
+    wire: Connection,
+    frames: FrameDecoder,
+    /// Invariant: `Some` exactly when `state` is `Ready`.
+    versions: Option<Versions>,
+    /// Requests waiting for the connection to be ready, in order. Invariant: empty when
+    /// `state` is `Ready` (they are written the moment it becomes ready).
+    queued: VecDeque<Pending>,
+    /// The session-owned requests written on this connection and awaiting an answer,
+    /// with when they time out, in write order. Invariant: exactly the in-flight
+    /// requests whose tag is at or above `SESSION_TAG`.
+    deadlines: VecDeque<(u64, Timestamp)>,
+}
+
+/// A request waiting for its connection's version negotiation.
+#[derive(Debug)]
+enum Pending {
+    /// The core's.
+    Core(Request),
+    /// The session's own (lookup metadata), with its tag.
+    Session(kacrab_wire::Request, u64),
+}
+
+/// Connections, routing, negotiation and broker addresses.
+#[derive(Debug)]
+pub(crate) struct Network {
+    client_id: Option<String>,
+    bootstrap: Vec<String>,
+    next_bootstrap: usize,
+    brokers: BTreeMap<i32, String>,
+    partition_counts: BTreeMap<String, i32>,
+    conns: Vec<Conn>,
+    next_conn: u64,
+    next_session_tag: u64,
+    out: VecDeque<Output>,
+    /// The newest finalized features seen on any connection.
+    features: FinalizedFeatures,
+    request_timeout: Duration,
+    setup_timeout: Duration,
+}
+
+impl Network {
+    pub(crate) fn new(
+        bootstrap: Vec<String>,
+        client_id: Option<String>,
+        request_timeout: Duration,
+        setup_timeout: Duration,
+    ) -> Self {
+        debug_assert!(!bootstrap.is_empty(), "validated by SessionConfig");
+        Self {
+            client_id,
+            bootstrap,
+            next_bootstrap: 0,
+            brokers: BTreeMap::new(),
+            partition_counts: BTreeMap::new(),
+            conns: Vec::new(),
+            next_conn: 0,
+            next_session_tag: SESSION_TAG,
+            out: VecDeque::new(),
+            features: FinalizedFeatures::new(),
+            request_timeout,
+            setup_timeout,
+        }
+    }
+
+    pub(crate) fn partition_count(&self, topic: &str) -> Option<i32> {
+        self.partition_counts.get(topic).copied()
+    }
+
+    pub(crate) fn pop_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    pub(crate) fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    pub(crate) fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Asks any broker for the metadata of `topics`, as the session's own request.
+    pub(crate) fn request_metadata(
+        &mut self,
+        core: &mut Producer,
+        topics: &[&str],
+        now: Timestamp,
+    ) {
+        let tag = self.session_tag();
+        let request = MetadataRequest::topics(topics.iter().map(|t| (*t).to_owned()));
+        let conn = self.any_conn(now);
+        self.send_session_request(
+            core,
+            conn,
+            kacrab_wire::Request::Metadata(request),
+            tag,
+            now,
+        );
+    }
+
+    /// The earliest connection setup deadline or session-request deadline.
+    pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
+        self.conns
+            .iter()
+            .filter_map(|c| {
+                let setup = match c.state {
+                    ConnState::Connecting { deadline } => Some(deadline),
+                    _ => None,
+                };
+                let request = c.deadlines.front().map(|&(_, d)| d);
+                match (setup, request) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            })
+            .min()
+    }
+
+    /// Closes connections whose setup or session request timed out, and every
+    /// connection carrying a core request the core no longer has outstanding (it timed
+    /// it out).
+    pub(crate) fn handle_timeout(&mut self, core: &mut Producer, now: Timestamp) {
+        let mut expired = Vec::new();
+        for c in &self.conns {
+            let reason = if matches!(c.state, ConnState::Connecting { deadline } if deadline <= now)
+            {
+                Some(CloseReason::ConnectTimeout)
+            } else if c.deadlines.front().is_some_and(|&(_, d)| d <= now)
+                || c.wire
+                    .in_flight()
+                    .any(|f| f.tag < SESSION_TAG && !core.is_outstanding(RequestId(f.tag)))
+            {
+                Some(CloseReason::RequestTimeout)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                expired.push((c.id, reason));
+            }
+        }
+        for (conn, reason) in expired {
+            self.drop_conn(core, conn, now, Some(reason));
+        }
+    }
+
+    /// Closes every connection: the producer is finished.
+    pub(crate) fn close_all(&mut self, core: &mut Producer, now: Timestamp) {
+        let ids: Vec<ConnId> = self.conns.iter().map(|c| c.id).collect();
+        for id in ids {
+            self.drop_conn(core, id, now, Some(CloseReason::Finished));
+        }
+    }
+
+    pub(crate) fn handle_connected(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        if !matches!(c.state, ConnState::Connecting { .. }) {
+            return;
+        }
+        let version = ApiVersionsRequest::FIRST_VERSION;
+        c.state = ConnState::Negotiating(version);
+        self.send_api_versions(core, conn, version, now);
+    }
+
+    /// The connection could not be opened, or failed after it was: requests written on
+    /// it may have been applied, queued ones never left.
+    pub(crate) fn handle_disconnected(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        now: Timestamp,
+    ) {
+        self.drop_conn(core, conn, now, None);
+    }
+
+    pub(crate) fn handle_bytes(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        bytes: &[u8],
+        now: Timestamp,
+    ) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        c.frames.extend(bytes);
+        loop {
+            let Some(c) = self.conn_mut(conn) else { return };
+            match c.frames.decode() {
+                Ok(Some(frame)) => self.handle_frame(core, conn, frame, now),
+                Ok(None) => return,
+                Err(e) => {
+                    // A malformed frame: nothing more on this connection can be trusted.
+                    let reason = CloseReason::Malformed(e.to_string());
+                    self.drop_conn(core, conn, now, Some(reason));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn handle_frame(&mut self, core: &mut Producer, conn: ConnId, frame: Bytes, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        let decoded = match c.wire.decode(frame) {
+            Ok(d) => d,
+            Err(e) => {
+                let reason = CloseReason::Malformed(e.to_string());
+                self.drop_conn(core, conn, now, Some(reason));
+                return;
+            }
+        };
+        let tag = decoded.tag;
+        if tag >= SESSION_TAG {
+            debug_assert_eq!(c.deadlines.front().map(|d| d.0), Some(tag));
+            c.deadlines.pop_front();
+        }
+        if let Response::ApiVersions(answer) = &decoded.response {
+            self.handle_api_versions(core, conn, answer, now);
+            return;
+        }
+        let id = RequestId(tag);
+        let result: Result<(), InputError> = match decoded.response {
+            Response::Produce(r) => {
+                let result = core.handle_produce_response(id, &convert::produce_response(&r), now);
+                for ep in &r.node_endpoints {
+                    self.learn_broker(core, ep.node_id, &ep.host, ep.port, now);
+                }
+                result
+            }
+            Response::InitProducerId(r) => {
+                let result = if r.error_code == 0 {
+                    Ok(ProducerIdAndEpoch::new(r.producer_id, r.producer_epoch))
+                } else {
+                    Err(KafkaError::from_code(r.error_code))
+                };
+                core.handle_producer_id(id, result, now)
+            }
+            Response::Metadata(r) => {
+                for b in &r.brokers {
+                    self.learn_broker(core, b.node_id, &b.host, b.port, now);
+                }
+                for t in &r.topics {
+                    if let (Some(name), 0) = (&t.name, t.error_code) {
+                        self.partition_counts
+                            .insert(name.clone(), t.partitions.len() as i32);
+                    }
+                }
+                let md = convert::metadata(&r);
+                let request = (tag < SESSION_TAG).then_some(id);
+                core.handle_metadata(request, &md, now)
+            }
+            Response::FindCoordinator(r) => {
+                let result = if r.error_code == 0 {
+                    self.learn_broker(core, r.node_id, &r.host, r.port, now);
+                    Ok(kacrab_idempotence::NodeId(r.node_id))
+                } else {
+                    Err(KafkaError::from_code(r.error_code))
+                };
+                core.handle_find_coordinator(id, result, now)
+            }
+            Response::AddPartitionsToTxn(r) => {
+                core.handle_add_partitions(id, &convert::topic_results(&r.topics), now)
+            }
+            Response::AddOffsetsToTxn(r) => {
+                core.handle_add_offsets(id, KafkaError::from_code(r.error_code), now)
+            }
+            Response::TxnOffsetCommit(r) => {
+                core.handle_txn_offset_commit(id, &convert::topic_results(&r.topics), now)
+            }
+            Response::EndTxn(r) => {
+                let result = if r.error_code == 0 {
+                    Ok((r.producer_id >= 0)
+                        .then(|| ProducerIdAndEpoch::new(r.producer_id, r.producer_epoch)))
+                } else {
+                    Err(KafkaError::from_code(r.error_code))
+                };
+                core.handle_end_txn(id, result, now)
+            }
+            Response::ApiVersions(_) => Ok(()),
+        };
+        // The core refused the answer: the broker broke the protocol (an answer to a
+        // request it was not asked, or one that does not match). Nothing more on this
+        // connection can be trusted.
+        if let Err(e) = result {
+            self.drop_conn(core, conn, now, Some(CloseReason::Protocol(e)));
+        }
+    }
+
+    fn handle_api_versions(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        answer: &kacrab_wire::messages::ApiVersionsResponse,
+        now: Timestamp,
+    ) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        let ConnState::Negotiating(sent) = c.state else {
+            return;
+        };
+        if answer.error_code == kacrab_wire::messages::UNSUPPORTED_VERSION {
+            match answer.retry_version(sent) {
+                Some(v) => {
+                    c.state = ConnState::Negotiating(v);
+                    self.send_api_versions(core, conn, v, now);
+                }
+                None => self.drop_conn(core, conn, now, Some(CloseReason::Negotiation)),
+            }
+            return;
+        }
+        match Versions::from_response(answer) {
+            Ok(versions) if answer.error_code == 0 => {
+                // The finalized transaction.version (KIP-890) decides TV1 or TV2; the
+                // newest view across every connection counts, not the latest answer.
+                if let Some(level) = self.features.observe(&versions) {
+                    core.handle_transaction_version(level);
+                }
+                let Some(c) = self.conn_mut(conn) else { return };
+                c.versions = Some(versions);
+                c.state = ConnState::Ready;
+                let queued: Vec<Pending> = c.queued.drain(..).collect();
+                for p in queued {
+                    match p {
+                        Pending::Core(r) => self.write_core_request(core, conn, r, now),
+                        Pending::Session(r, tag) => {
+                            self.send_session_request(core, conn, r, tag, now);
+                        }
+                    }
+                }
+            }
+            _ => self.drop_conn(core, conn, now, Some(CloseReason::Negotiation)),
+        }
+    }
+
+    fn learn_broker(
+        &mut self,
+        core: &mut Producer,
+        node: i32,
+        host: &str,
+        port: i32,
+        now: Timestamp,
+    ) {
+        let addr = format!("{host}:{port}");
+        if self.brokers.get(&node) == Some(&addr) {
+            return;
+        }
+        self.brokers.insert(node, addr);
+        // A broker that moved: its old connection goes.
+        let stale: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|c| c.node == Some(node) && self.brokers.get(&node) != Some(&c.addr))
+            .map(|c| c.id)
+            .collect();
+        for id in stale {
+            self.drop_conn(core, id, now, Some(CloseReason::BrokerMoved));
+        }
+    }
+
+    /// Routes one request from the core's `poll_request`.
+    pub(crate) fn route(&mut self, core: &mut Producer, request: Request, now: Timestamp) {
+        let node = match &request {
+            Request::Produce(r) => Some(r.node.0),
+            Request::InitProducerId(r) => r.node.map(|n| n.0),
+            Request::Metadata(_) | Request::FindCoordinator(_) => None,
+            // Requests for a coordinator go to it.
+            Request::AddPartitionsToTxn(r) => Some(r.node.0),
+            Request::AddOffsetsToTxn(r) => Some(r.node.0),
+            Request::TxnOffsetCommit(r) => Some(r.node.0),
+            Request::EndTxn(r) => Some(r.node.0),
+            Request::CloseConnection { node } => {
+                let ids: Vec<ConnId> = self
+                    .conns
+                    .iter()
+                    .filter(|c| c.node == Some(node.0))
+                    .map(|c| c.id)
+                    .collect();
+                for id in ids {
+                    self.drop_conn(core, id, now, Some(CloseReason::Requested));
+                }
+                return;
+            }
+        };
+        let conn = match node {
+            Some(node) => self.node_conn(node, now),
+            None => Some(self.any_conn(now)),
+        };
+        match conn {
+            Some(conn) => self.enqueue(core, conn, request, now),
+            // No address for the node: the request never leaves. The core forgets the
+            // leader (or coordinator) and looks it up again.
+            None => self.never_sent(core, request, now),
+        }
+    }
+
+    /// Reports a core request that will never be written.
+    fn never_sent(&mut self, core: &mut Producer, request: Request, now: Timestamp) {
+        if let Request::Produce(p) = &request {
+            self.out.push_back(Output::Release { ticket: p.ticket });
+        }
+        let Some(id) = request.id() else {
+            return;
+        };
+        let result = core.handle_request_failed(id, RequestFailure::NotSent, now);
+        debug_assert!(
+            result.is_ok(),
+            "a request just routed is outstanding: {result:?}"
+        );
+    }
+
+    fn enqueue(&mut self, core: &mut Producer, conn: ConnId, request: Request, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        if c.state == ConnState::Ready {
+            self.write_core_request(core, conn, request, now);
+        } else {
+            c.queued.push_back(Pending::Core(request));
+        }
+    }
+
+    fn write_core_request(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        request: Request,
+        now: Timestamp,
+    ) {
+        let ticket = match &request {
+            Request::Produce(r) => Some(r.ticket),
+            _ => None,
+        };
+        let (id, wire_request) = match &request {
+            Request::Produce(r) => (
+                r.id,
+                kacrab_wire::Request::Produce(convert::produce_request(r)),
+            ),
+            Request::InitProducerId(r) => (
+                r.id,
+                kacrab_wire::Request::InitProducerId(convert::init_producer_id_request(r)),
+            ),
+            Request::Metadata(r) => (
+                r.id,
+                kacrab_wire::Request::Metadata(convert::metadata_request(&r.topics)),
+            ),
+            Request::FindCoordinator(r) => (r.id, convert::find_coordinator(r)),
+            Request::AddPartitionsToTxn(r) => (r.id, convert::add_partitions(r)),
+            Request::AddOffsetsToTxn(r) => (r.id, convert::add_offsets(r)),
+            Request::TxnOffsetCommit(r) => (r.id, convert::txn_offset_commit(r)),
+            Request::EndTxn(r) => (r.id, convert::end_txn(r)),
+            Request::CloseConnection { .. } => return,
+        };
+        // Transaction version 2 uses Produce v12, EndTxn v5 and TxnOffsetCommit v5.
+        let transaction_v2 = match &request {
+            Request::Produce(r) => r.transaction_v2,
+            Request::TxnOffsetCommit(r) => r.transaction_v2,
+            Request::EndTxn(r) => r.transaction_v2,
+            _ => false,
+        };
+        let Some(c) = self.conn_mut(conn) else { return };
+        let Some(mut versions) = c.versions.clone() else {
+            debug_assert!(false, "written only on a ready connection");
+            return;
+        };
+        versions.set_transaction_v2(transaction_v2);
+        let encoded = versions
+            .version_for(&wire_request)
+            .and_then(|v| c.wire.encode(wire_request, v, id.0));
+        match encoded {
+            // With acks=0 nothing comes back; the core already reported those batches.
+            Ok(e) => self.out.push_back(Output::Transmit {
+                conn,
+                frame: e.frame,
+                ticket,
+            }),
+            Err(_) => {
+                if let Some(ticket) = ticket {
+                    self.out.push_back(Output::Release { ticket });
+                }
+                // No version both sides speak: answer the request as the broker would.
+                let result = match request {
+                    Request::Produce(r) => {
+                        let response = kacrab_idempotence::ProduceResponse {
+                            partitions: r
+                                .batches
+                                .iter()
+                                .map(|b| {
+                                    kacrab_idempotence::PartitionResponse::error(
+                                        b.partition.clone(),
+                                        KafkaError::UnsupportedVersion,
+                                    )
+                                })
+                                .collect(),
+                            throttle: Duration::ZERO,
+                        };
+                        core.handle_produce_response(r.id, &response, now)
+                    }
+                    Request::InitProducerId(r) => {
+                        core.handle_producer_id(r.id, Err(KafkaError::UnsupportedVersion), now)
+                    }
+                    _ => core.handle_request_failed(id, RequestFailure::NotSent, now),
+                };
+                debug_assert!(
+                    result.is_ok(),
+                    "a request just routed is outstanding: {result:?}"
+                );
+            }
+        }
+    }
+
+    fn session_tag(&mut self) -> u64 {
+        let tag = self.next_session_tag;
+        self.next_session_tag += 1;
+        tag
+    }
+
+    fn send_api_versions(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        version: i16,
+        now: Timestamp,
+    ) {
+        let tag = self.session_tag();
+        let deadline = now + self.request_timeout;
+        let Some(c) = self.conn_mut(conn) else { return };
+        let hello = ApiVersionsRequest {
+            client_software_name: "kacrab".into(),
+            client_software_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        match c.wire.encode(hello, version, tag) {
+            Ok(e) => {
+                c.deadlines.push_back((tag, deadline));
+                self.out.push_back(Output::Transmit {
+                    conn,
+                    frame: e.frame,
+                    ticket: None,
+                });
+            }
+            Err(e) => {
+                let reason = CloseReason::Malformed(e.to_string());
+                self.drop_conn(core, conn, now, Some(reason));
+            }
+        }
+    }
+
+    fn send_session_request(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        request: kacrab_wire::Request,
+        tag: u64,
+        now: Timestamp,
+    ) {
+        let _ = core;
+        let deadline = now + self.request_timeout;
+        let Some(c) = self.conn_mut(conn) else { return };
+        let Some(versions) = c.versions.as_ref() else {
+            c.queued.push_back(Pending::Session(request, tag));
+            return;
+        };
+        let encoded = versions
+            .version_for(&request)
+            .and_then(|v| c.wire.encode(request, v, tag));
+        // A lookup whose metadata cannot be encoded is asked again after the backoff
+        // (on another connection, perhaps) until max.block.ms.
+        if let Ok(e) = encoded {
+            c.deadlines.push_back((tag, deadline));
+            self.out.push_back(Output::Transmit {
+                conn,
+                frame: e.frame,
+                ticket: None,
+            });
+        }
+    }
+
+    /// The connection to `node`, opened if needed; `None` if its address is unknown.
+    fn node_conn(&mut self, node: i32, now: Timestamp) -> Option<ConnId> {
+        if let Some(c) = self.conns.iter().find(|c| c.node == Some(node)) {
+            return Some(c.id);
+        }
+        let addr = self.brokers.get(&node)?.clone();
+        Some(self.open(Some(node), addr, now))
+    }
+
+    /// Any connection for cluster-wide requests: a ready one with the fewest requests
+    /// in flight, else one being opened, else a new one to a known broker or bootstrap.
+    fn any_conn(&mut self, now: Timestamp) -> ConnId {
+        if let Some(c) = self
+            .conns
+            .iter()
+            .filter(|c| c.state == ConnState::Ready)
+            .min_by_key(|c| c.wire.in_flight_count() + c.queued.len())
+        {
+            return c.id;
+        }
+        if let Some(c) = self.conns.first() {
+            return c.id;
+        }
+        // Round robin over every broker Metadata named, then the bootstrap servers: a
+        // dead broker (or bootstrap address) must not be the only one ever tried.
+        let candidates = self.brokers.len() + self.bootstrap.len();
+        let pick = self.next_bootstrap % candidates;
+        self.next_bootstrap = self.next_bootstrap.wrapping_add(1);
+        match self.brokers.iter().nth(pick) {
+            Some((&node, addr)) => {
+                let addr = addr.clone();
+                self.open(Some(node), addr, now)
+            }
+            None => {
+                let addr = self.bootstrap[pick - self.brokers.len()].clone();
+                self.open(None, addr, now)
+            }
+        }
+    }
+
+    fn open(&mut self, node: Option<i32>, addr: String, now: Timestamp) -> ConnId {
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.conns.push(Conn {
+            id,
+            node,
+            addr: addr.clone(),
+            state: ConnState::Connecting {
+                deadline: now + self.setup_timeout,
+            },
+            wire: Connection::new(self.client_id.clone()),
+            frames: FrameDecoder::new(),
+            versions: None,
+            queued: VecDeque::new(),
+            deadlines: VecDeque::new(),
+        });
+        self.out.push_back(Output::Connect { conn: id, addr });
+        id
+    }
+
+    fn conn_mut(&mut self, conn: ConnId) -> Option<&mut Conn> {
+        self.conns.iter_mut().find(|c| c.id == conn)
+    }
+
+    /// Forgets a connection. Requests written on it are possibly written; queued ones
+    /// never left. With a reason, the driver is asked to close the socket (without one,
+    /// the driver reported the connection gone).
+    fn drop_conn(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        now: Timestamp,
+        reason: Option<CloseReason>,
+    ) {
+        let Some(pos) = self.conns.iter().position(|c| c.id == conn) else {
+            return;
+        };
+        let mut c = self.conns.remove(pos);
+        if let Some(reason) = reason {
+            self.out.push_back(Output::Close { conn, reason });
+        }
+        for f in c.wire.take_in_flight() {
+            let id = RequestId(f.tag);
+            // A request the core already gave up on (timed out) is not reported again.
+            if f.tag < SESSION_TAG && core.is_outstanding(id) {
+                let result = core.handle_request_failed(id, RequestFailure::Disconnected, now);
+                debug_assert!(result.is_ok(), "outstanding request refused: {result:?}");
+            }
+        }
+        for p in c.queued.drain(..) {
+            if let Pending::Core(r) = p {
+                self.never_sent(core, r, now);
+            }
+        }
+    }
+
+    /// Checks the network's invariants (see the fields of `Conn`).
+    pub(crate) fn assert_invariants(&self) {
+        let mut ids: Vec<ConnId> = self.conns.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), self.conns.len(), "connection ids are unique");
+        for c in &self.conns {
+            assert!(c.id.0 < self.next_conn, "connection ids are never reused");
+            assert_eq!(c.versions.is_some(), c.state == ConnState::Ready);
+            if c.state == ConnState::Ready {
+                assert!(c.queued.is_empty(), "a ready connection queues nothing");
+            }
+            let session_in_flight: Vec<u64> = c
+                .wire
+                .in_flight()
+                .map(|f| f.tag)
+                .filter(|&t| t >= SESSION_TAG)
+                .collect();
+            let timed: Vec<u64> = c.deadlines.iter().map(|d| d.0).collect();
+            assert_eq!(
+                session_in_flight, timed,
+                "every session request is timed once"
+            );
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! What the session asks of the driver on the network.
+
+use bytes::Bytes;
+use kacrab_idempotence::ticket::Ticket;
+use kacrab_idempotence::InputError;
+
+/// Names one connection for the life of a session. Never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+/// Why the session closes a connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The core asked for it (Kafka's rule after some Produce errors and abandoned
+    /// requests).
+    Requested,
+    /// A request on it passed `request.timeout.ms` unanswered.
+    RequestTimeout,
+    /// Opening it took longer than `socket.connection.setup.timeout.ms`.
+    ConnectTimeout,
+    /// The broker sent bytes that are not a valid Kafka response.
+    Malformed(String),
+    /// The broker answered what was not asked, or did not match the request; the core
+    /// refused the answer with this error.
+    Protocol(InputError),
+    /// ApiVersions failed: no version both sides speak, or an error answer.
+    Negotiation,
+    /// Metadata moved the broker to another address.
+    BrokerMoved,
+    /// The producer is closed: nothing more will be sent.
+    Finished,
+}
+
+impl core::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Requested => f.write_str("closed at the producer's request"),
+            Self::RequestTimeout => f.write_str("a request timed out (request.timeout.ms)"),
+            Self::ConnectTimeout => {
+                f.write_str("connection setup timed out (socket.connection.setup.timeout.ms)")
+            }
+            Self::Malformed(e) => write!(f, "malformed response: {e}"),
+            Self::Protocol(e) => write!(f, "protocol violation: {e}"),
+            Self::Negotiation => f.write_str("ApiVersions negotiation failed"),
+            Self::BrokerMoved => f.write_str("the broker moved to another address"),
+            Self::Finished => f.write_str("the producer is closed"),
+        }
+    }
+}
+
+/// What the driver must do on the network.
+#[derive(Clone, Debug)]
+#[must_use]
+pub enum Output {
+    /// Open a TCP connection to `addr` (`host:port`), then call
+    /// [`Session::handle_connected`](crate::Session::handle_connected), or
+    /// [`Session::handle_disconnected`](crate::Session::handle_disconnected) if it
+    /// failed. The session times the attempt itself
+    /// (`socket.connection.setup.timeout.ms`): a driver needs no timer of its own.
+    Connect {
+        /// The connection.
+        conn: ConnId,
+        /// Where to connect.
+        addr: String,
+    },
+    /// Write `frame` to the connection's socket, after every frame written before it.
+    Transmit {
+        /// The connection.
+        conn: ConnId,
+        /// A whole size-prefixed Kafka frame.
+        frame: Bytes,
+        /// For a Produce request, the core's enqueue ticket
+        /// ([`ProduceRequest::ticket`](kacrab_idempotence::ProduceRequest::ticket)); `None`
+        /// for every other request. A driver writing from one loop ignores it; one that
+        /// writes each connection from its own task passes the frame to the socket only
+        /// when [`TicketSequencer::may_enqueue`](kacrab_idempotence::ticket::TicketSequencer::may_enqueue)
+        /// allows, so that a later Produce never overtakes an earlier one across
+        /// connections.
+        ticket: Option<Ticket>,
+    },
+    /// The Produce request holding `ticket` will never be transmitted (its leader has no
+    /// known address, its connection was dropped before the request could be written, or
+    /// no version can encode it); the core was told. A driver ordering writes with a
+    /// [`TicketSequencer`](kacrab_idempotence::ticket::TicketSequencer) must
+    /// [`abandon`](kacrab_idempotence::ticket::TicketSequencer::abandon) it, or later
+    /// tickets wait forever. Every Produce ticket the core hands out ends in exactly one
+    /// `Transmit` or one `Release`.
+    Release {
+        /// The ticket.
+        ticket: Ticket,
+    },
+    /// Close the connection and drop what is still in its socket. Do not report it
+    /// disconnected: the session already forgot it.
+    Close {
+        /// The connection.
+        conn: ConnId,
+        /// Why (for the driver's log).
+        reason: CloseReason,
+    },
+}
