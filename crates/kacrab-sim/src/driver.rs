@@ -15,6 +15,8 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use kacrab_idempotence::record::Record;
 use kacrab_idempotence::RecordId;
 use kacrab_idempotence::{
@@ -77,10 +79,12 @@ impl CoreDriver {
     pub(crate) fn send(
         &mut self,
         tp: &TopicPartition,
-        record: &Record,
+        value: Bytes,
+        timestamp_ms: i64,
         now: Timestamp,
     ) -> Result<RecordId, SendError> {
-        self.producer.send(tp, record, now)
+        self.producer
+            .send(tp, &Record::from_value(value, timestamp_ms), now)
     }
 
     /// Takes what the network told the client on its own: failures become reports

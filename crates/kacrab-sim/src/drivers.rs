@@ -4,8 +4,11 @@
 //! talk to the world through its client side only; the cluster's step loop does not
 //! know which one runs.
 
-use kacrab_idempotence::record::Record;
-use kacrab_idempotence::{NodeId, Producer, RecordId, SendError, Timestamp, TopicPartition};
+use bytes::Bytes;
+use kacrab_idempotence::{
+    ConsumerGroupMetadata, NodeId, OffsetToCommit, Producer, RecordId, SendError, Timestamp,
+    TopicPartition, TxnError,
+};
 
 use crate::driver::CoreDriver;
 use crate::observers::Observers;
@@ -36,9 +39,81 @@ impl Driver {
         either!(self, d => d.producer())
     }
 
-    /// The producer, for the application's commands; the caller drains after.
-    pub(crate) fn producer_mut(&mut self) -> &mut Producer {
-        either!(self, d => d.producer_mut())
+    /// The application calls `flush` (the caller drains after, as after every command).
+    pub(crate) fn flush(&mut self, now: Timestamp) {
+        match self {
+            Driver::Core(d) => d.producer_mut().flush(),
+            Driver::Session(d) => d.flush(now),
+        }
+    }
+
+    /// The application calls `close`.
+    pub(crate) fn close(&mut self, now: Timestamp) {
+        match self {
+            Driver::Core(d) => d.producer_mut().close(),
+            Driver::Session(d) => d.close(now),
+        }
+    }
+
+    /// The application calls `abort` (a forced close).
+    pub(crate) fn abort(&mut self, now: Timestamp) {
+        match self {
+            Driver::Core(d) => d.producer_mut().abort(),
+            Driver::Session(d) => d.abort(now),
+        }
+    }
+
+    /// `init_transactions`; an error is the call's refusal.
+    pub(crate) fn init_transactions(
+        &mut self,
+        obs: &mut Observers,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        match self {
+            Driver::Core(d) => d.producer_mut().init_transactions(),
+            Driver::Session(d) => d.init_transactions(obs, now),
+        }
+    }
+
+    /// `begin_transaction`.
+    pub(crate) fn begin_transaction(
+        &mut self,
+        obs: &mut Observers,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        match self {
+            Driver::Core(d) => d.producer_mut().begin_transaction(),
+            Driver::Session(d) => d.begin_transaction(obs, now),
+        }
+    }
+
+    /// `commit_transaction` (`commit`) or `abort_transaction`.
+    pub(crate) fn end_transaction(
+        &mut self,
+        obs: &mut Observers,
+        commit: bool,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        match (self, commit) {
+            (Driver::Core(d), true) => d.producer_mut().commit_transaction(),
+            (Driver::Core(d), false) => d.producer_mut().abort_transaction(),
+            (Driver::Session(d), true) => d.commit_transaction(obs, now),
+            (Driver::Session(d), false) => d.abort_transaction(obs, now),
+        }
+    }
+
+    /// `send_offsets_to_transaction`.
+    pub(crate) fn send_offsets(
+        &mut self,
+        obs: &mut Observers,
+        offsets: Vec<OffsetToCommit>,
+        group: ConsumerGroupMetadata,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        match self {
+            Driver::Core(d) => d.producer_mut().send_offsets_to_transaction(offsets, group),
+            Driver::Session(d) => d.send_offsets(obs, offsets, group, now),
+        }
     }
 
     /// Whether every record sent so far has an outcome and the driver owes nothing.
@@ -51,14 +126,15 @@ impl Driver {
         either!(self, d => d.owes_reports(world))
     }
 
-    /// The application sends `record` to `tp` now.
+    /// The application sends `value` (stamped `timestamp_ms`) to `tp` now.
     pub(crate) fn send(
         &mut self,
         tp: &TopicPartition,
-        record: &Record,
+        value: Bytes,
+        timestamp_ms: i64,
         now: Timestamp,
     ) -> Result<RecordId, SendError> {
-        either!(self, d => d.send(tp, record, now))
+        either!(self, d => d.send(tp, value, timestamp_ms, now))
     }
 
     /// Takes what the network told the client on its own.

@@ -18,10 +18,12 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
-use kacrab_driver::{ConnId, Output, Session};
-use kacrab_idempotence::record::Record;
+use kacrab_driver::{
+    Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, SendId, Session, SessionConfig,
+};
 use kacrab_idempotence::{
-    NodeId, Producer, ProducerConfig, RecordId, RequestId, SendError, Timestamp, TopicPartition,
+    ConsumerGroupMetadata, DeliveryError, Event, NodeId, OffsetToCommit, Producer, ProducerConfig,
+    RecordId, RequestId, SendError, Timestamp, TopicPartition, TxnError, TxnOp,
 };
 
 use crate::checker::ViolationKind;
@@ -69,6 +71,10 @@ pub(crate) struct SessionDriver {
     timer_stuck_at: Option<Timestamp>,
     /// Whether that was reported (once per run).
     timer_stuck_reported: bool,
+    /// The partition of every send without an outcome yet (a failure names none).
+    sends: BTreeMap<SendId, TopicPartition>,
+    /// Whether the producer's fatal error was reported to the observers.
+    fatal_reported: bool,
 }
 
 impl SessionDriver {
@@ -80,21 +86,177 @@ impl SessionDriver {
             .map(|b| BrokerEndpoint::sim(b.id).addr())
             .collect();
         Self {
-            session: Session::new(config, bootstrap, Some("kacrab-sim".into()), world.now()),
+            session: Session::new(session_config(&config, bootstrap), world.now(), 0),
             conns: BTreeMap::new(),
             owed: VecDeque::new(),
             hellos: Vec::new(),
             timer_stuck_at: None,
             timer_stuck_reported: false,
+            sends: BTreeMap::new(),
+            fatal_reported: false,
         }
     }
 
     pub(crate) fn producer(&self) -> &Producer {
-        self.session.producer_ref()
+        self.session.producer()
     }
 
-    pub(crate) fn producer_mut(&mut self) -> &mut Producer {
-        self.session.producer()
+    pub(crate) fn flush(&mut self, now: Timestamp) {
+        let _ = self.session.flush(now);
+    }
+
+    pub(crate) fn close(&mut self, now: Timestamp) {
+        let _ = self.session.close(None, now);
+    }
+
+    pub(crate) fn abort(&mut self, now: Timestamp) {
+        self.session.abort(now);
+    }
+
+    /// A transactional call. The session answers every call with a completion; one
+    /// that is there at once (a refusal, or `begin_transaction`) is returned, as the
+    /// core returns it, and not reported as an event (the core reports none for it).
+    /// Completions of other commands found meanwhile go to the observers.
+    pub(crate) fn transaction(
+        &mut self,
+        obs: &mut Observers,
+        now: Timestamp,
+        call: impl FnOnce(&mut Session, Timestamp) -> OpId,
+    ) -> Result<(), TxnError> {
+        let op = call(&mut self.session, now);
+        let mut own = None;
+        while let Some(c) = self.session.poll_completion() {
+            match c {
+                Completion::Transaction {
+                    op: o,
+                    kind,
+                    result,
+                } if o == op => {
+                    if result.is_ok() && kind != TxnOp::BeginTransaction {
+                        obs.on_event(
+                            now,
+                            &Event::TransactionCompleted {
+                                op: kind,
+                                result: Ok(()),
+                            },
+                        );
+                    }
+                    own = Some(result);
+                }
+                other => self.observe(obs, now, other),
+            }
+        }
+        own.unwrap_or(Ok(()))
+    }
+
+    pub(crate) fn init_transactions(
+        &mut self,
+        obs: &mut Observers,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        self.transaction(obs, now, Session::init_transactions)
+    }
+
+    pub(crate) fn begin_transaction(
+        &mut self,
+        obs: &mut Observers,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        self.transaction(obs, now, Session::begin_transaction)
+    }
+
+    pub(crate) fn commit_transaction(
+        &mut self,
+        obs: &mut Observers,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        self.transaction(obs, now, Session::commit_transaction)
+    }
+
+    pub(crate) fn abort_transaction(
+        &mut self,
+        obs: &mut Observers,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        self.transaction(obs, now, Session::abort_transaction)
+    }
+
+    pub(crate) fn send_offsets(
+        &mut self,
+        obs: &mut Observers,
+        offsets: Vec<OffsetToCommit>,
+        group: ConsumerGroupMetadata,
+        now: Timestamp,
+    ) -> Result<(), TxnError> {
+        self.transaction(obs, now, |s, now| {
+            s.send_offsets_to_transaction(offsets, group, now)
+        })
+    }
+
+    /// A completion, as the core's event the observers know: a record's outcome under
+    /// the send's id, a transactional operation's end.
+    fn observe(&mut self, obs: &mut Observers, now: Timestamp, completion: Completion) {
+        match completion {
+            Completion::Record { id, outcome } => {
+                let Some(partition) = self.sends.remove(&id) else {
+                    obs.checker_mut().violation(
+                        ViolationKind::Protocol,
+                        format!("a second outcome for send {id:?}"),
+                    );
+                    return;
+                };
+                let records = vec![record_id(id)];
+                let event = match outcome {
+                    Ok(md) => Event::Delivered {
+                        partition,
+                        records,
+                        base_offset: md.offset,
+                    },
+                    Err(ProduceError::Delivery {
+                        error,
+                        possibly_written,
+                    }) => Event::Failed {
+                        partition,
+                        records,
+                        error,
+                        possibly_written,
+                    },
+                    // Refused before it reached the producer: certainly not written.
+                    Err(ProduceError::Send(e)) => {
+                        let error = match e {
+                            SendError::Fatal(k) => DeliveryError::Fatal(k),
+                            SendError::RecordTooLarge { .. } => DeliveryError::RecordTooLarge {
+                                partition: partition.clone(),
+                            },
+                            SendError::BufferFull { .. } => DeliveryError::Timeout {
+                                partition: partition.clone(),
+                            },
+                            _ => DeliveryError::Aborted,
+                        };
+                        Event::Failed {
+                            partition,
+                            records,
+                            error,
+                            possibly_written: false,
+                        }
+                    }
+                    Err(other) => {
+                        obs.checker_mut().violation(
+                            ViolationKind::Protocol,
+                            format!("send {id:?}: an outcome the simulator does not know: {other}"),
+                        );
+                        return;
+                    }
+                };
+                obs.on_event(now, &event);
+            }
+            Completion::Transaction { kind, result, .. } => {
+                if kind != TxnOp::BeginTransaction {
+                    obs.on_event(now, &Event::TransactionCompleted { op: kind, result });
+                }
+            }
+            other => obs.trace(now, || format!("session: {other:?}")),
+        }
     }
 
     pub(crate) fn is_idle(&self, world: &World) -> bool {
@@ -114,13 +276,20 @@ impl SessionDriver {
             })
     }
 
+    /// The application sends `value` to `tp` now. The session never refuses at once
+    /// (a refusal is the send's outcome); the send's id names the record.
     pub(crate) fn send(
         &mut self,
         tp: &TopicPartition,
-        record: &Record,
+        value: Bytes,
+        timestamp_ms: i64,
         now: Timestamp,
     ) -> Result<RecordId, SendError> {
-        self.session.producer().send(tp, record, now)
+        let record =
+            ProducerRecord::new(tp.topic.clone(), tp.partition, value).with_timestamp(timestamp_ms);
+        let id = self.session.send(record, now);
+        self.sends.insert(id, tp.clone());
+        Ok(record_id(id))
     }
 
     /// Takes what the network told the client on its own: a connection to a broker
@@ -250,15 +419,19 @@ impl SessionDriver {
                 Output::Transmit { conn, frame, .. } => self.transmit(world, obs, conn, &frame),
                 // One loop writes every frame in order: nothing to sequence.
                 Output::Release { .. } => {}
-                Output::Close { conn } => self.close(world, obs, conn),
+                Output::Close { conn, .. } => self.close_conn(world, obs, conn),
             }
             self.take_notices(world);
         }
-        while let Some(event) = self.session.poll_event() {
+        while let Some(completion) = self.session.poll_completion() {
             progress = true;
-            obs.on_event(now, &event);
+            self.observe(obs, now, completion);
         }
-        self.session.producer_ref().assert_invariants();
+        if let (Some(error), false) = (self.session.producer().fatal_error(), self.fatal_reported) {
+            self.fatal_reported = true;
+            obs.on_event(now, &Event::Fatal { error });
+        }
+        self.session.assert_invariants();
         if progress {
             self.timer_stuck_at = None;
         }
@@ -303,7 +476,7 @@ impl SessionDriver {
                     ViolationKind::Protocol,
                     format!("session wrote a frame the broker can not read on {conn:?}: {e}"),
                 );
-                self.close(world, obs, conn);
+                self.close_conn(world, obs, conn);
                 self.owed.push_back(ClientInput::Disconnected(conn));
                 return;
             }
@@ -360,7 +533,7 @@ impl SessionDriver {
 
     /// The session closes `conn`: the world's connection to its broker goes, and with
     /// it every other session connection to that broker.
-    fn close(&mut self, world: &mut World, obs: &mut Observers, conn: ConnId) {
+    fn close_conn(&mut self, world: &mut World, obs: &mut Observers, conn: ConnId) {
         let Some(c) = self.conns.remove(&conn) else {
             return;
         };
@@ -425,6 +598,51 @@ impl SessionDriver {
         }
         true
     }
+}
+
+/// The checker's name for send `id` (a session run names its records by send).
+fn record_id(id: SendId) -> RecordId {
+    RecordId(id.0)
+}
+
+/// The simulator's producer configuration as a session's, bootstrapping from
+/// `bootstrap`.
+///
+/// # Panics
+/// When the session would run another configuration than `core` (a key the copy
+/// missed): the run would not be the one configured.
+fn session_config(core: &ProducerConfig, bootstrap: Vec<String>) -> SessionConfig {
+    let mut builder = SessionConfig::builder();
+    builder.bootstrap_servers(bootstrap).client_id("kacrab-sim");
+    let b = builder.core();
+    b.enable_idempotence(core.enable_idempotence())
+        .acks(core.acks())
+        .max_in_flight_requests_per_connection(core.max_in_flight_requests_per_connection())
+        .retries(core.retries())
+        .delivery_timeout(core.delivery_timeout())
+        .request_timeout(core.request_timeout())
+        .linger(core.linger())
+        .batch_size(core.batch_size())
+        .max_request_size(core.max_request_size())
+        .buffer_memory(core.buffer_memory())
+        .retry_backoff(core.retry_backoff())
+        .retry_backoff_max(core.retry_backoff_max())
+        .metadata_max_age(core.metadata_max_age())
+        .transaction_timeout(core.transaction_timeout())
+        .jitter_seed(core.jitter_seed())
+        .producer_id_expiration(core.producer_id_expiration());
+    if let Some(id) = core.transactional_id() {
+        b.transactional_id(id);
+    }
+    let config = builder
+        .build()
+        .expect("the simulator's producer configuration is valid");
+    assert_eq!(
+        config.core(),
+        core,
+        "the session runs the configured producer"
+    );
+    config
 }
 
 /// The session connection whose front end handed out request id `id`.

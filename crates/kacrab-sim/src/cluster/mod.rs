@@ -19,7 +19,6 @@ mod script;
 
 use std::time::Duration;
 
-use kacrab_idempotence::record::Record;
 use kacrab_idempotence::{
     NodeId, Producer, ProducerConfig, RecordId, SendError, Timestamp, Topic, TopicPartition,
 };
@@ -365,20 +364,20 @@ impl Cluster {
 
     /// The application calls `flush`.
     pub fn flush(&mut self) {
-        self.driver.producer_mut().flush();
+        self.driver.flush(self.world.now());
         self.after_input();
     }
 
     /// The application calls `close`.
     pub fn close(&mut self) {
-        self.driver.producer_mut().close();
+        self.driver.close(self.world.now());
         self.after_input();
     }
 
     /// The application calls `abort` (a forced close): every record without an outcome
     /// fails at once, while the requests on the wire still reach their brokers.
     pub fn abort(&mut self) {
-        self.driver.producer_mut().abort();
+        self.driver.abort(self.world.now());
         self.after_input();
     }
 
@@ -396,9 +395,8 @@ impl Cluster {
         let now = self.now();
         let index = self.obs.checker().next_index(gp);
         let value = encode_value(gp as u32, index, self.config.value_size);
-        let record = Record::from_value(value, now.as_millis() as i64);
         let tp = self.world.partitions()[gp].tp.clone();
-        let r = self.driver.send(&tp, &record, now);
+        let r = self.driver.send(&tp, value, now.as_millis() as i64, now);
         if let Ok(id) = r {
             self.obs.checker_mut().on_sent(id, gp, index);
             self.obs.txns_mut().on_sent(id);

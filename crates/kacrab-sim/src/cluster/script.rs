@@ -69,7 +69,8 @@ impl Cluster {
     /// not complete within `max`.
     pub fn init_transactions(&mut self, max: Duration) -> Result<(), TxnError> {
         let start = self.obs.txns().events.len();
-        self.driver.producer_mut().init_transactions()?;
+        let now = self.now();
+        self.driver.init_transactions(&mut self.obs, now)?;
         self.obs.txns_mut().pending = Some(TxnOp::InitTransactions);
         self.after_input();
         self.wait_txn(TxnOp::InitTransactions, start, max)
@@ -81,11 +82,8 @@ impl Cluster {
     fn end_transaction(&mut self, idx: usize, commit: bool, max: Duration) -> TxnOutcome {
         let op = if commit { TxnOp::Commit } else { TxnOp::Abort };
         let start = self.obs.txns().events.len();
-        let called = if commit {
-            self.driver.producer_mut().commit_transaction()
-        } else {
-            self.driver.producer_mut().abort_transaction()
-        };
+        let now = self.now();
+        let called = self.driver.end_transaction(&mut self.obs, commit, now);
         if called.is_ok() {
             self.obs.txns_mut().pending = Some(op);
         }
@@ -150,7 +148,8 @@ impl Cluster {
         let idx = self.obs.txns_mut().begin(commit);
         self.obs
             .trace(self.world.now(), || format!("transaction {idx}: begin"));
-        if let Err(e) = self.driver.producer_mut().begin_transaction() {
+        let now = self.now();
+        if let Err(e) = self.driver.begin_transaction(&mut self.obs, now) {
             self.obs.txns_mut().finish(idx, TxnOutcome::Failed(e));
             return idx;
         }
@@ -297,11 +296,8 @@ impl Cluster {
         let sent = txn_offsets::as_partitions(&offsets);
         let start = self.obs.txns().events.len();
         let group = txn_offsets::workload_group();
-        if let Err(e) = self
-            .driver
-            .producer_mut()
-            .send_offsets_to_transaction(offsets, group)
-        {
+        let now = self.now();
+        if let Err(e) = self.driver.send_offsets(&mut self.obs, offsets, group, now) {
             self.obs.trace(self.world.now(), || {
                 format!("transaction {idx}: send_offsets refused: {e}")
             });
