@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kacrab_driver::{ConnId, Output, Session};
+use kacrab_driver::{Completion, ConnId, Output, ProducerRecord, Session, SessionConfig};
 use kacrab_idempotence::{
-    Event, KafkaError, LeaderHint, Metadata, NodeId, PartitionMetadata, PartitionResponse,
+    KafkaError, LeaderHint, Metadata, NodeId, PartitionMetadata, PartitionResponse,
     ProduceResponse, Producer, ProducerConfig, ProducerIdAndEpoch, Record, RecordId, Request,
     RequestId, Timestamp, TopicPartition,
 };
@@ -30,13 +30,13 @@ fn record(i: u8) -> Record {
     Record::from_value(Bytes::from(vec![b'v', i]), 1_700_000_000_000 + i64::from(i))
 }
 
-/// The application's side: the only place the session's application API is used (it is
-/// being rewritten; adapt here).
+/// The application's side: the only place the session's application API is used. A
+/// send is named by its `SendId`, here as the `RecordId` of the same number.
 fn send(session: &mut Session, i: u8, now: Timestamp) -> RecordId {
-    session
-        .producer()
-        .send(&tp(), &record(i), now)
-        .expect("send accepted")
+    let r = record(i);
+    let value = r.value.clone().expect("a value");
+    let record = ProducerRecord::new("orders", 0, value).with_timestamp(r.timestamp);
+    RecordId(session.send(record, now).0)
 }
 
 /// A model broker that knows one partition, led by `leader` at `leader_epoch`, and
@@ -104,19 +104,18 @@ struct World {
     features: BrokerFeatures,
     model: Model,
     now: Timestamp,
-    events: Vec<Event>,
+    completions: Vec<Completion>,
 }
 
 impl World {
     fn new(brokers: u8, model: Model) -> Self {
-        let config = ProducerConfig::default();
+        let config = SessionConfig::builder()
+            .bootstrap_servers(["sim-broker-1:9092"])
+            .client_id("frontend-test")
+            .build()
+            .expect("valid");
         Self {
-            session: Session::new(
-                config,
-                vec!["sim-broker-1:9092".into()],
-                Some("frontend-test".into()),
-                Timestamp::ZERO,
-            ),
+            session: Session::new(config, Timestamp::ZERO, 0),
             frontends: BTreeMap::new(),
             brokers: (1..=i32::from(brokers))
                 .map(|n| BrokerEndpoint::sim(NodeId(n)))
@@ -127,7 +126,7 @@ impl World {
             },
             model,
             now: Timestamp::ZERO,
-            events: Vec::new(),
+            completions: Vec::new(),
         }
     }
 
@@ -167,14 +166,14 @@ impl World {
                         }
                     }
                     Output::Release { .. } => {}
-                    Output::Close { conn } => {
+                    Output::Close { conn, .. } => {
                         self.frontends.remove(&conn);
                     }
                 }
             }
-            while let Some(e) = self.session.poll_event() {
+            while let Some(c) = self.session.poll_completion() {
                 moved = true;
-                self.events.push(e);
+                self.completions.push(c);
             }
             if !moved {
                 return;
@@ -201,16 +200,9 @@ impl World {
 
     fn delivered(&self) -> Vec<(RecordId, Option<i64>)> {
         let mut out = Vec::new();
-        for e in &self.events {
-            if let Event::Delivered {
-                records,
-                base_offset,
-                ..
-            } = e
-            {
-                for (i, r) in records.iter().enumerate() {
-                    out.push((*r, base_offset.map(|b| b + i as i64)));
-                }
+        for c in &self.completions {
+            if let Completion::Record { id, outcome: Ok(md) } = c {
+                out.push((RecordId(id.0), md.offset));
             }
         }
         out
