@@ -10,7 +10,10 @@
 //!   (write a request on the connection to broker N, take what the network delivers,
 //!   close a connection, learn of a dropped connection).
 //! * `driver`: one [`Producer`](kacrab_idempotence::Producer) driven exactly as a real
-//!   driver drives it (routing, failure reports, feeding answers).
+//!   driver drives it (routing, failure reports, feeding answers), on typed messages.
+//! * `session_driver`: a `kacrab_driver::Session` driven over the world's network on real
+//!   Kafka frames, through the brokers' [`frontend`] ([`DriverKind::Session`]).
+//! * `drivers`: the two behind one face; [`SimConfig::driver`] picks one.
 //! * `workload`: the application's send schedule ([`Workload`]).
 //! * `observers`: the [`checker`] (exactly once, in order, every record resolved once,
 //!   gap-free sequences on the wire, offsets as logged), the [`SimStats`], the trace,
@@ -23,24 +26,24 @@
 //!   [`Report`].
 //! * [`ops`]: decodes an arbitrary byte string into a scripted run, for fuzzing.
 //!
-//! The modules import one another along a DAG (an arrow: "uses"; every module may
-//! also use the leaves `config`, `faults`, `rng`, `net`, `broker`, `log`, `batch`):
+//! The modules import one another along a DAG (besides the leaves every module may use:
+//! `config`, `faults`, `rng`, `net`, `broker`, `log`, `batch`, `coordinator`):
 //!
 //! ```text
-//!   scenario, ops
-//!        |
-//!     cluster ----------------------+------------+
-//!        |            |             |            |
-//!        |          driver       workload        |
-//!        |          /    \                       |
-//!        +------> world   |                 txn_offsets
-//!                 |   \   |                  /       //!                 |  observers ----> checker, txn_sim |
-//!                 |                                   |
-//!                 +--> coordinator  <-----------------+
+//!   ops ──> scenario ──> cluster
+//!   cluster ──> drivers, workload, world, observers      (cluster::script, cluster::checks
+//!   drivers ──> driver, session_driver                    also ──> txn_offsets)
+//!   driver ─────────> world, observers
+//!   session_driver ─> world, observers, frontend
+//!   world ──> observers                                  (world::* ──> their parent)
+//!   txn_offsets ──> txn_sim
+//!   observers ──> checker, txn_sim
 //! ```
 //!
 //! No module imports one that imports it back; a submodule (`world::brokers`,
-//! `cluster::script`, ...) extends its parent's type and is imported by no one.
+//! `cluster::script`, ...) extends its parent's type and is imported by no one. (One
+//! pair in the model broker remains: `verification` extends `broker::PartitionState`
+//! and `broker` calls it.)
 //!
 //! Everything is a pure function of the seed: the same configuration always takes the
 //! same steps.
