@@ -76,7 +76,11 @@ fn after_a_leader_move_the_session_routes_to_the_new_leader() {
     c.move_leader(0, NodeId(2));
     assert_eq!(c.partition(0).leader, NodeId(2));
     ids.extend((0..5).map(|_| c.send(0).expect("sent")));
-    assert!(c.run_until_idle(Duration::from_secs(10)), "{}", c.trace().join("\n"));
+    assert!(
+        c.run_until_idle(Duration::from_secs(10)),
+        "{}",
+        c.trace().join("\n")
+    );
     assert_clean(&mut c);
     assert!(delivered(&c, &ids));
     assert_eq!(log_of(&c, 0), (0..10).collect::<Vec<u32>>());
@@ -85,7 +89,10 @@ fn after_a_leader_move_the_session_routes_to_the_new_leader() {
     let after = &c.checker().wire_log()[before..];
     assert!(!after.is_empty());
     assert_eq!(after.last().map(|b| b.node), Some(2), "{after:#?}");
-    assert!(after.iter().skip_while(|b| b.node == 1).all(|b| b.node == 2));
+    assert!(after
+        .iter()
+        .skip_while(|b| b.node == 1)
+        .all(|b| b.node == 2));
 }
 
 #[test]
@@ -93,7 +100,11 @@ fn a_connection_reset_mid_request_is_retried_once_without_duplicates() {
     let mut c = session_cluster(3, 1, |sim| sim.leaders = Some(vec![1]));
     c.script(Script::LoseResponseAfterApply { partition: 0 });
     let ids: Vec<RecordId> = (0..6).map(|_| c.send(0).expect("sent")).collect();
-    assert!(c.run_until_idle(Duration::from_secs(20)), "{}", c.trace().join("\n"));
+    assert!(
+        c.run_until_idle(Duration::from_secs(20)),
+        "{}",
+        c.trace().join("\n")
+    );
     assert_clean(&mut c);
     assert!(delivered(&c, &ids));
     // The broker applied the request whose answer was lost with the connection; the
@@ -117,11 +128,18 @@ fn the_session_negotiates_versions_on_every_connection_before_its_requests() {
         c.drop_connection(NodeId(node));
     }
     ids.extend((0..9).map(|i| c.send(i % 3).expect("sent")));
-    assert!(c.run_until_idle(Duration::from_secs(20)), "{}", c.trace().join("\n"));
+    assert!(
+        c.run_until_idle(Duration::from_secs(20)),
+        "{}",
+        c.trace().join("\n")
+    );
     // A request before its connection's ApiVersions answer is a violation.
     assert_clean(&mut c);
     assert!(delivered(&c, &ids));
     let stats = c.stats();
     assert!(stats.session_connections > first, "{stats:?}");
-    assert_eq!(stats.api_versions_answered, stats.session_connections, "{stats:?}");
+    assert_eq!(
+        stats.api_versions_answered, stats.session_connections,
+        "{stats:?}"
+    );
 }
