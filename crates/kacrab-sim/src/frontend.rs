@@ -248,6 +248,20 @@ impl Frontend {
         self.awaiting.len()
     }
 
+    /// The requests awaiting their answers, in the order they were read. Kafka answers
+    /// a connection's requests in that order (`SocketServer` mutes a channel until the
+    /// response to its current request is sent); the front end does not enforce it, the
+    /// simulator can check it against [`Frontend::oldest_awaiting`].
+    pub fn awaiting_ids(&self) -> impl Iterator<Item = RequestId> + '_ {
+        self.awaiting.keys().copied()
+    }
+
+    /// The request read first among those awaiting their answers.
+    #[must_use]
+    pub fn oldest_awaiting(&self) -> Option<RequestId> {
+        self.awaiting.keys().next().copied()
+    }
+
     /// The API and version of request `id`, while it awaits its answer.
     #[must_use]
     pub fn request_version(&self, id: RequestId) -> Option<(ApiKey, i16)> {
@@ -292,6 +306,10 @@ impl Frontend {
             Some(r) => FrontendRequest::Model(self.to_broker(id, version, r)?),
         };
         self.next_id += 1;
+        debug_assert!(
+            self.awaiting.keys().all(|k| k.0 < self.next_id),
+            "ids are handed out in order"
+        );
         let answered = !matches!(&translated, FrontendRequest::Model(ToBroker::Produce(p)) if p.acks == Acks::None);
         if answered {
             self.awaiting.insert(

@@ -105,6 +105,9 @@ struct World {
     model: Model,
     now: Timestamp,
     events: Vec<Event>,
+    /// Connections opened, and ApiVersions answers the front ends gave.
+    connections: usize,
+    negotiated: usize,
 }
 
 impl World {
@@ -128,6 +131,8 @@ impl World {
             model,
             now: Timestamp::ZERO,
             events: Vec::new(),
+            connections: 0,
+            negotiated: 0,
         }
     }
 
@@ -143,6 +148,7 @@ impl World {
                         let node = BrokerEndpoint::parse_sim(&addr).expect("a simulated broker");
                         self.frontends
                             .insert(conn, Frontend::new(node, RequestId(conn.0 << 32)));
+                        self.connections += 1;
                         self.session.handle_connected(conn, self.now);
                     }
                     Output::Transmit { conn, frame, .. } => {
@@ -152,6 +158,7 @@ impl World {
                         for req in fe.handle_bytes(&frame).expect("a valid request frame") {
                             match req {
                                 FrontendRequest::ApiVersions { id, .. } => {
+                                    self.negotiated += 1;
                                     replies
                                         .push(fe.answer_api_versions(id, &self.features).unwrap());
                                 }
@@ -285,6 +292,10 @@ fn a_session_negotiates_and_produces_through_the_front_end() {
         .map(|i| send(&mut w.session, i, Timestamp::ZERO))
         .collect();
     w.run_until(|w| w.delivered().len() == 3);
+
+    // One ApiVersions per connection, answered at the first version tried: the
+    // bootstrap connection and the leader's.
+    assert_eq!((w.connections, w.negotiated), (2, 2));
 
     // Routed by the Metadata answer's broker list: the produce went to the leader, over a
     // connection of its own.
@@ -714,4 +725,28 @@ fn frames_split_anywhere_are_read_whole_and_garbage_is_a_typed_error() {
         fe.handle_bytes(&[0x80, 0, 0, 0]),
         Err(FrontendError::Wire(WireError::NegativeLength(_)))
     ));
+}
+
+#[test]
+fn api_versions_too_new_for_the_front_end_is_answered_unsupported_in_v0() {
+    // ApiVersions v7 from a future client: header v2, a body the front end does not read.
+    let frame: &[u8] = &[
+        0, 0, 0, 14, 0, 18, 0, 7, 0, 0, 0, 9, 0, 1, b'x', 0, 0xde, 0xad,
+    ];
+    let mut fe = Frontend::new(NodeId(1), RequestId(0));
+    let got = fe.handle_bytes(frame).unwrap();
+    let [FrontendRequest::ApiVersions { id, version: 7 }] = got[..] else {
+        panic!("{got:?}")
+    };
+    let features = BrokerFeatures {
+        transaction_version: Some(2),
+        features_epoch: 1,
+    };
+    let answer = fe.answer_api_versions(id, &features).unwrap();
+    // v0 header and body: UNSUPPORTED_VERSION, ApiVersions 0..=3 only.
+    let expected: &[u8] = &[
+        0, 0, 0, 16, 0, 0, 0, 9, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 3,
+    ];
+    assert_eq!(&answer[..], expected);
+    assert_eq!(fe.awaiting(), 0);
 }
