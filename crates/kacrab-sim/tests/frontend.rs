@@ -750,3 +750,21 @@ fn api_versions_too_new_for_the_front_end_is_answered_unsupported_in_v0() {
     assert_eq!(&answer[..], expected);
     assert_eq!(fe.awaiting(), 0);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Whatever a client writes, the front end returns requests or a typed error: it
+    /// never panics, and one frame is at most one request.
+    #[test]
+    fn arbitrary_bytes_never_panic_the_front_end(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+        let mut fe = Frontend::new(NodeId(1), RequestId(0));
+        let _ = fe.handle_bytes(&bytes);
+        let mut framed = (bytes.len() as i32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&bytes);
+        let mut fe = Frontend::new(NodeId(1), RequestId(0));
+        if let Ok(got) = fe.handle_bytes(&framed) {
+            proptest::prop_assert!(got.len() <= 1);
+        }
+    }
+}
