@@ -30,13 +30,46 @@ fn record(i: u8) -> Record {
     Record::from_value(Bytes::from(vec![b'v', i]), 1_700_000_000_000 + i64::from(i))
 }
 
-/// The application's side: the only place the session's application API is used (it is
-/// being rewritten; adapt here).
-fn send(session: &mut Session, i: u8, now: Timestamp) -> RecordId {
+// The application's side: every use of the session's application API is in these three
+// items (that API is being rewritten; adapt here).
+
+/// What the application knows a record by.
+type AppId = RecordId;
+
+fn new_session() -> Session {
+    Session::new(
+        ProducerConfig::default(),
+        vec!["sim-broker-1:9092".into()],
+        Some("frontend-test".into()),
+        Timestamp::ZERO,
+    )
+}
+
+fn send(session: &mut Session, i: u8, now: Timestamp) -> AppId {
     session
         .producer()
         .send(&tp(), &record(i), now)
         .expect("send accepted")
+}
+
+/// Takes what the session reports to the application; appends each record delivered
+/// with its offset. Returns whether anything was reported.
+fn poll_deliveries(session: &mut Session, delivered: &mut Vec<(AppId, Option<i64>)>) -> bool {
+    let mut any = false;
+    while let Some(e) = session.poll_event() {
+        any = true;
+        if let Event::Delivered {
+            records,
+            base_offset,
+            ..
+        } = e
+        {
+            for (i, r) in records.iter().enumerate() {
+                delivered.push((*r, base_offset.map(|b| b + i as i64)));
+            }
+        }
+    }
+    any
 }
 
 /// A model broker that knows one partition, led by `leader` at `leader_epoch`, and
@@ -104,7 +137,8 @@ struct World {
     features: BrokerFeatures,
     model: Model,
     now: Timestamp,
-    events: Vec<Event>,
+    /// Records delivered, with their offsets, as the application learnt them.
+    delivered: Vec<(AppId, Option<i64>)>,
     /// Connections opened, and ApiVersions answers the front ends gave.
     connections: usize,
     negotiated: usize,
@@ -112,14 +146,8 @@ struct World {
 
 impl World {
     fn new(brokers: u8, model: Model) -> Self {
-        let config = ProducerConfig::default();
         Self {
-            session: Session::new(
-                config,
-                vec!["sim-broker-1:9092".into()],
-                Some("frontend-test".into()),
-                Timestamp::ZERO,
-            ),
+            session: new_session(),
             frontends: BTreeMap::new(),
             brokers: (1..=i32::from(brokers))
                 .map(|n| BrokerEndpoint::sim(NodeId(n)))
@@ -130,7 +158,7 @@ impl World {
             },
             model,
             now: Timestamp::ZERO,
-            events: Vec::new(),
+            delivered: Vec::new(),
             connections: 0,
             negotiated: 0,
         }
@@ -174,15 +202,12 @@ impl World {
                         }
                     }
                     Output::Release { .. } => {}
-                    Output::Close { conn } => {
+                    Output::Close { conn, .. } => {
                         self.frontends.remove(&conn);
                     }
                 }
             }
-            while let Some(e) = self.session.poll_event() {
-                moved = true;
-                self.events.push(e);
-            }
+            moved |= poll_deliveries(&mut self.session, &mut self.delivered);
             if !moved {
                 return;
             }
@@ -206,21 +231,8 @@ impl World {
         }
     }
 
-    fn delivered(&self) -> Vec<(RecordId, Option<i64>)> {
-        let mut out = Vec::new();
-        for e in &self.events {
-            if let Event::Delivered {
-                records,
-                base_offset,
-                ..
-            } = e
-            {
-                for (i, r) in records.iter().enumerate() {
-                    out.push((*r, base_offset.map(|b| b + i as i64)));
-                }
-            }
-        }
-        out
+    fn delivered(&self) -> Vec<(AppId, Option<i64>)> {
+        self.delivered.clone()
     }
 }
 
@@ -288,7 +300,7 @@ fn a_session_negotiates_and_produces_through_the_front_end() {
         refuse_next: None,
     };
     let mut w = World::new(3, model);
-    let ids: Vec<RecordId> = (0..3)
+    let ids: Vec<AppId> = (0..3)
         .map(|i| send(&mut w.session, i, Timestamp::ZERO))
         .collect();
     w.run_until(|w| w.delivered().len() == 3);
