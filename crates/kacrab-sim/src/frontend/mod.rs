@@ -48,12 +48,13 @@ pub const SIM_BROKER_PORT: i32 = 9092;
 /// The cluster id the front ends report in Metadata (v2+).
 pub const SIM_CLUSTER_ID: &str = "kacrab-sim";
 
-/// The API versions the front end advertises, as Kafka 4.0 does for the APIs the producer
-/// uses (the brokers' `validVersions`; KIP-896 removed Produce v0-v2). Versions above what
-/// `kacrab-wire` implements are advertised all the same, as a real broker would: the
-/// client must cap them itself.
+/// The API versions the front end advertises, as a Kafka 4.0 broker does for the APIs the
+/// producer uses (its schemas' `validVersions`). Produce is listed from v0 although v0-v2
+/// were removed (KIP-896): Kafka 4.0 keeps them in the ApiVersions answer and rejects them
+/// on use (KAFKA-18659). Versions above what `kacrab-wire` implements are advertised all
+/// the same, as a real broker would: the client must cap them itself.
 pub const KAFKA_4_API_VERSIONS: [(ApiKey, VersionRange); 9] = [
-    (ApiKey::Produce, VersionRange::new(3, 12)),
+    (ApiKey::Produce, VersionRange::new(0, 12)),
     (ApiKey::Metadata, VersionRange::new(0, 13)),
     (ApiKey::FindCoordinator, VersionRange::new(0, 6)),
     (ApiKey::ApiVersions, VersionRange::new(0, 4)),
