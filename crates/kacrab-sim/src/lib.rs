@@ -27,6 +27,7 @@ pub mod config;
 pub mod coordinator;
 mod driver;
 pub mod faults;
+pub mod frontend;
 pub mod log;
 pub mod net;
 pub mod ops;

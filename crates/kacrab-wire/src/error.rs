@@ -36,19 +36,20 @@ pub enum WireError {
     #[error("response with unknown correlation id {0}")]
     UnknownCorrelationId(i32),
 
-    /// A response ended before its message did.
-    #[error("{api} v{version} response is truncated")]
+    /// A response (or, on the broker side, a request) ended before its message did.
+    #[error("{api} v{version} message is truncated")]
     Truncated {
-        /// The API whose response was being decoded.
+        /// The API whose message was being decoded.
         api: ApiKey,
         /// The version it was decoded at.
         version: i16,
     },
 
-    /// A response's bytes do not form a valid message.
-    #[error("malformed {api} v{version} response")]
+    /// A response's (or, on the broker side, a request's) bytes do not form a valid
+    /// message.
+    #[error("malformed {api} v{version} message")]
     Decode {
-        /// The API whose response was being decoded.
+        /// The API whose message was being decoded.
         api: ApiKey,
         /// The version it was decoded at.
         version: i16,
@@ -59,10 +60,11 @@ pub enum WireError {
 
     /// A request could not be encoded at the chosen version, typically because it sets a
     /// field that version does not have (for example a producer id in InitProducerId v2, or
-    /// `allow_auto_topic_creation = false` in Metadata v3).
-    #[error("cannot encode {api} v{version} request")]
+    /// `allow_auto_topic_creation = false` in Metadata v3). On the broker side (feature
+    /// `server`), a response that does not fit its version.
+    #[error("cannot encode {api} v{version} message")]
     Encode {
-        /// The API of the request.
+        /// The API of the message.
         api: ApiKey,
         /// The version it was to be encoded at.
         version: i16,
@@ -108,6 +110,27 @@ pub enum WireError {
         api: ApiKey,
         /// Kafka's error code, raw.
         error_code: i16,
+    },
+
+    /// A request frame (broker side) whose API key this crate does not speak. Kafka closes
+    /// such a connection (`SocketServer` cannot parse the request).
+    #[cfg(feature = "server")]
+    #[error("request for unknown API key {api_key} (correlation id {correlation_id})")]
+    UnknownApiKey {
+        /// The API key in the header.
+        api_key: i16,
+        /// The correlation id in the header.
+        correlation_id: i32,
+    },
+
+    /// A request frame (broker side) too short for its header, or whose header is
+    /// malformed (a client id that is not UTF-8, bad tagged fields).
+    #[cfg(feature = "server")]
+    #[error("malformed request header")]
+    RequestHeader {
+        /// What was wrong; `None` when the frame ended inside the header.
+        #[source]
+        source: Option<DecodeError>,
     },
 }
 

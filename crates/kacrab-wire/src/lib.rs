@@ -25,6 +25,9 @@
 //! * [`messages`] holds the requests and responses as this crate's own types; the
 //!   [`Request`] and [`Response`] enums cover them all.
 //!
+//! With the feature `server`, [`server`] holds the broker half (decode requests, encode
+//! responses), for model brokers and fakes; drivers do not need it.
+//!
 //! Error codes inside responses stay raw `i16`s: mapping them is the core's job. A
 //! [`WireError`] from decoding means the connection can no longer be trusted.
 //!
@@ -98,6 +101,8 @@ mod error;
 mod frame;
 pub mod messages;
 mod reader;
+#[cfg(feature = "server")]
+pub mod server;
 mod versions;
 
 /// The `bytes` crate this API speaks ([`bytes::Bytes`] frames and record batches).

@@ -4,7 +4,8 @@
 //! up to `u32::MAX`): five hostile bytes make them ask the allocator for hundreds of GB and
 //! abort the process. Responses are therefore decoded here, by hand, with every allocation
 //! bounded by bytes that actually arrived; kafka-protocol is used for requests only (and,
-//! in the tests, as the oracle the decoders are checked against).
+//! in the tests, as the oracle the decoders are checked against). The broker half
+//! (feature `server`) decodes requests with the same primitives.
 
 use bytes::{Buf, Bytes};
 
@@ -141,6 +142,15 @@ impl Reader {
             Ok(s) => Ok(Some(s.to_owned())),
             Err(_) => Err(DecodeError::InvalidUtf8.into()),
         }
+    }
+
+    /// Nullable bytes (classic `i32` length, or compact), shared with the buffer: no copy.
+    #[cfg(feature = "server")]
+    pub(crate) fn nullable_bytes(&mut self) -> R<Option<Bytes>> {
+        let Some(len) = self.nullable_len(false)? else {
+            return Ok(None);
+        };
+        Ok(Some(self.buf.split_to(len)))
     }
 
     pub(crate) fn string(&mut self) -> R<String> {
