@@ -34,39 +34,33 @@ fn record(i: u8) -> Record {
 // items (that API is being rewritten; adapt here).
 
 /// What the application knows a record by.
-type AppId = RecordId;
+type AppId = kacrab_driver::SendId;
 
 fn new_session() -> Session {
-    Session::new(
-        ProducerConfig::default(),
-        vec!["sim-broker-1:9092".into()],
-        Some("frontend-test".into()),
-        Timestamp::ZERO,
-    )
+    let config = kacrab_driver::SessionConfig::builder()
+        .bootstrap_servers(["sim-broker-1:9092"])
+        .client_id("frontend-test")
+        .build()
+        .expect("a valid configuration");
+    Session::new(config, Timestamp::ZERO, 0)
 }
 
 fn send(session: &mut Session, i: u8, now: Timestamp) -> AppId {
-    session
-        .producer()
-        .send(&tp(), &record(i), now)
-        .expect("send accepted")
+    let r = record(i);
+    let value = r.value.expect("a value");
+    let record = kacrab_driver::ProducerRecord::new(tp().topic, tp().partition, value)
+        .with_timestamp(r.timestamp);
+    session.send(record, now)
 }
 
 /// Takes what the session reports to the application; appends each record delivered
 /// with its offset. Returns whether anything was reported.
 fn poll_deliveries(session: &mut Session, delivered: &mut Vec<(AppId, Option<i64>)>) -> bool {
     let mut any = false;
-    while let Some(e) = session.poll_event() {
+    while let Some(c) = session.poll_completion() {
         any = true;
-        if let Event::Delivered {
-            records,
-            base_offset,
-            ..
-        } = e
-        {
-            for (i, r) in records.iter().enumerate() {
-                delivered.push((*r, base_offset.map(|b| b + i as i64)));
-            }
+        if let kacrab_driver::Completion::Record { id, outcome: Ok(md) } = c {
+            delivered.push((id, md.offset));
         }
     }
     any
