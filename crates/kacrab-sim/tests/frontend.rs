@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kacrab_driver::{Completion, ConnId, Output, ProducerRecord, Session, SessionConfig};
+use kacrab_driver::{ConnId, Output, Session};
 use kacrab_idempotence::{
-    KafkaError, LeaderHint, Metadata, NodeId, PartitionMetadata, PartitionResponse,
+    Event, KafkaError, LeaderHint, Metadata, NodeId, PartitionMetadata, PartitionResponse,
     ProduceResponse, Producer, ProducerConfig, ProducerIdAndEpoch, Record, RecordId, Request,
     RequestId, Timestamp, TopicPartition,
 };
@@ -30,13 +30,40 @@ fn record(i: u8) -> Record {
     Record::from_value(Bytes::from(vec![b'v', i]), 1_700_000_000_000 + i64::from(i))
 }
 
-/// The application's side: the only place the session's application API is used. A
-/// send is named by its `SendId`, here as the `RecordId` of the same number.
-fn send(session: &mut Session, i: u8, now: Timestamp) -> RecordId {
+// The application's side: every use of the session's application API is in these three
+// items (that API is being rewritten; adapt here).
+
+/// What the application knows a record by.
+type AppId = kacrab_driver::SendId;
+
+fn new_session() -> Session {
+    let config = kacrab_driver::SessionConfig::builder()
+        .bootstrap_servers(["sim-broker-1:9092"])
+        .client_id("frontend-test")
+        .build()
+        .expect("a valid configuration");
+    Session::new(config, Timestamp::ZERO, 0)
+}
+
+fn send(session: &mut Session, i: u8, now: Timestamp) -> AppId {
     let r = record(i);
-    let value = r.value.clone().expect("a value");
-    let record = ProducerRecord::new("orders", 0, value).with_timestamp(r.timestamp);
-    RecordId(session.send(record, now).0)
+    let value = r.value.expect("a value");
+    let record = kacrab_driver::ProducerRecord::new(tp().topic, tp().partition, value)
+        .with_timestamp(r.timestamp);
+    session.send(record, now)
+}
+
+/// Takes what the session reports to the application; appends each record delivered
+/// with its offset. Returns whether anything was reported.
+fn poll_deliveries(session: &mut Session, delivered: &mut Vec<(AppId, Option<i64>)>) -> bool {
+    let mut any = false;
+    while let Some(c) = session.poll_completion() {
+        any = true;
+        if let kacrab_driver::Completion::Record { id, outcome: Ok(md) } = c {
+            delivered.push((id, md.offset));
+        }
+    }
+    any
 }
 
 /// A model broker that knows one partition, led by `leader` at `leader_epoch`, and
@@ -104,18 +131,17 @@ struct World {
     features: BrokerFeatures,
     model: Model,
     now: Timestamp,
-    completions: Vec<Completion>,
+    /// Records delivered, with their offsets, as the application learnt them.
+    delivered: Vec<(AppId, Option<i64>)>,
+    /// Connections opened, and ApiVersions answers the front ends gave.
+    connections: usize,
+    negotiated: usize,
 }
 
 impl World {
     fn new(brokers: u8, model: Model) -> Self {
-        let config = SessionConfig::builder()
-            .bootstrap_servers(["sim-broker-1:9092"])
-            .client_id("frontend-test")
-            .build()
-            .expect("valid");
         Self {
-            session: Session::new(config, Timestamp::ZERO, 0),
+            session: new_session(),
             frontends: BTreeMap::new(),
             brokers: (1..=i32::from(brokers))
                 .map(|n| BrokerEndpoint::sim(NodeId(n)))
@@ -126,7 +152,9 @@ impl World {
             },
             model,
             now: Timestamp::ZERO,
-            completions: Vec::new(),
+            delivered: Vec::new(),
+            connections: 0,
+            negotiated: 0,
         }
     }
 
@@ -142,6 +170,7 @@ impl World {
                         let node = BrokerEndpoint::parse_sim(&addr).expect("a simulated broker");
                         self.frontends
                             .insert(conn, Frontend::new(node, RequestId(conn.0 << 32)));
+                        self.connections += 1;
                         self.session.handle_connected(conn, self.now);
                     }
                     Output::Transmit { conn, frame, .. } => {
@@ -151,6 +180,7 @@ impl World {
                         for req in fe.handle_bytes(&frame).expect("a valid request frame") {
                             match req {
                                 FrontendRequest::ApiVersions { id, .. } => {
+                                    self.negotiated += 1;
                                     replies
                                         .push(fe.answer_api_versions(id, &self.features).unwrap());
                                 }
@@ -171,10 +201,7 @@ impl World {
                     }
                 }
             }
-            while let Some(c) = self.session.poll_completion() {
-                moved = true;
-                self.completions.push(c);
-            }
+            moved |= poll_deliveries(&mut self.session, &mut self.delivered);
             if !moved {
                 return;
             }
@@ -198,14 +225,8 @@ impl World {
         }
     }
 
-    fn delivered(&self) -> Vec<(RecordId, Option<i64>)> {
-        let mut out = Vec::new();
-        for c in &self.completions {
-            if let Completion::Record { id, outcome: Ok(md) } = c {
-                out.push((RecordId(id.0), md.offset));
-            }
-        }
-        out
+    fn delivered(&self) -> Vec<(AppId, Option<i64>)> {
+        self.delivered.clone()
     }
 }
 
@@ -273,10 +294,14 @@ fn a_session_negotiates_and_produces_through_the_front_end() {
         refuse_next: None,
     };
     let mut w = World::new(3, model);
-    let ids: Vec<RecordId> = (0..3)
+    let ids: Vec<AppId> = (0..3)
         .map(|i| send(&mut w.session, i, Timestamp::ZERO))
         .collect();
     w.run_until(|w| w.delivered().len() == 3);
+
+    // One ApiVersions per connection, answered at the first version tried: the
+    // bootstrap connection and the leader's.
+    assert_eq!((w.connections, w.negotiated), (2, 2));
 
     // Routed by the Metadata answer's broker list: the produce went to the leader, over a
     // connection of its own.
@@ -706,4 +731,46 @@ fn frames_split_anywhere_are_read_whole_and_garbage_is_a_typed_error() {
         fe.handle_bytes(&[0x80, 0, 0, 0]),
         Err(FrontendError::Wire(WireError::NegativeLength(_)))
     ));
+}
+
+#[test]
+fn api_versions_too_new_for_the_front_end_is_answered_unsupported_in_v0() {
+    // ApiVersions v7 from a future client: header v2, a body the front end does not read.
+    let frame: &[u8] = &[
+        0, 0, 0, 14, 0, 18, 0, 7, 0, 0, 0, 9, 0, 1, b'x', 0, 0xde, 0xad,
+    ];
+    let mut fe = Frontend::new(NodeId(1), RequestId(0));
+    let got = fe.handle_bytes(frame).unwrap();
+    let [FrontendRequest::ApiVersions { id, version: 7 }] = got[..] else {
+        panic!("{got:?}")
+    };
+    let features = BrokerFeatures {
+        transaction_version: Some(2),
+        features_epoch: 1,
+    };
+    let answer = fe.answer_api_versions(id, &features).unwrap();
+    // v0 header and body: UNSUPPORTED_VERSION, ApiVersions 0..=3 only.
+    let expected: &[u8] = &[
+        0, 0, 0, 16, 0, 0, 0, 9, 0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 3,
+    ];
+    assert_eq!(&answer[..], expected);
+    assert_eq!(fe.awaiting(), 0);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Whatever a client writes, the front end returns requests or a typed error: it
+    /// never panics, and one frame is at most one request.
+    #[test]
+    fn arbitrary_bytes_never_panic_the_front_end(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+        let mut fe = Frontend::new(NodeId(1), RequestId(0));
+        let _ = fe.handle_bytes(&bytes);
+        let mut framed = (bytes.len() as i32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&bytes);
+        let mut fe = Frontend::new(NodeId(1), RequestId(0));
+        if let Ok(got) = fe.handle_bytes(&framed) {
+            proptest::prop_assert!(got.len() <= 1);
+        }
+    }
 }

@@ -28,17 +28,14 @@
 //! from the version (Produce v12, TxnOffsetCommit v5 and EndTxn v5 are transaction
 //! version 2, KIP-890), and so does the front end.
 
+mod answers;
+mod requests;
+
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
 
 use bytes::Bytes;
-use kacrab_idempotence as core;
-use kacrab_idempotence::ticket::Ticket;
-use kacrab_idempotence::{
-    Acks, ConsumerGroupMetadata, KafkaError, NodeId, OffsetToCommit, ProducerIdAndEpoch, RequestId,
-    Topic, TopicPartition,
-};
+use kacrab_idempotence::{Acks, NodeId, ProducerIdAndEpoch, RequestId};
 use kacrab_wire::messages as wire;
 use kacrab_wire::server::{self, RequestBody, ServerRequest};
 use kacrab_wire::{ApiKey, FrameDecoder, Request, Response, VersionRange, WireError};
@@ -51,12 +48,13 @@ pub const SIM_BROKER_PORT: i32 = 9092;
 /// The cluster id the front ends report in Metadata (v2+).
 pub const SIM_CLUSTER_ID: &str = "kacrab-sim";
 
-/// The API versions the front end advertises, as Kafka 4.0 does for the APIs the producer
-/// uses (the brokers' `validVersions`; KIP-896 removed Produce v0-v2). Versions above what
-/// `kacrab-wire` implements are advertised all the same, as a real broker would: the
-/// client must cap them itself.
+/// The API versions the front end advertises, as a Kafka 4.0 broker does for the APIs the
+/// producer uses (its schemas' `validVersions`). Produce is listed from v0 although v0-v2
+/// were removed (KIP-896): Kafka 4.0 keeps them in the ApiVersions answer and rejects them
+/// on use (KAFKA-18659). Versions above what `kacrab-wire` implements are advertised all
+/// the same, as a real broker would: the client must cap them itself.
 pub const KAFKA_4_API_VERSIONS: [(ApiKey, VersionRange); 9] = [
-    (ApiKey::Produce, VersionRange::new(3, 12)),
+    (ApiKey::Produce, VersionRange::new(0, 12)),
     (ApiKey::Metadata, VersionRange::new(0, 13)),
     (ApiKey::FindCoordinator, VersionRange::new(0, 6)),
     (ApiKey::ApiVersions, VersionRange::new(0, 4)),
@@ -248,6 +246,20 @@ impl Frontend {
         self.awaiting.len()
     }
 
+    /// The requests awaiting their answers, in the order they were read. Kafka answers
+    /// a connection's requests in that order (`SocketServer` mutes a channel until the
+    /// response to its current request is sent); the front end does not enforce it, the
+    /// simulator can check it against [`Frontend::oldest_awaiting`].
+    pub fn awaiting_ids(&self) -> impl Iterator<Item = RequestId> + '_ {
+        self.awaiting.keys().copied()
+    }
+
+    /// The request read first among those awaiting their answers.
+    #[must_use]
+    pub fn oldest_awaiting(&self) -> Option<RequestId> {
+        self.awaiting.keys().next().copied()
+    }
+
     /// The API and version of request `id`, while it awaits its answer.
     #[must_use]
     pub fn request_version(&self, id: RequestId) -> Option<(ApiKey, i16)> {
@@ -289,9 +301,13 @@ impl Frontend {
         };
         let translated = match request {
             None | Some(Request::ApiVersions(_)) => FrontendRequest::ApiVersions { id, version },
-            Some(r) => FrontendRequest::Model(self.to_broker(id, version, r)?),
+            Some(r) => FrontendRequest::Model(requests::to_broker(self.node, id, version, r)?),
         };
         self.next_id += 1;
+        debug_assert!(
+            self.awaiting.keys().all(|k| k.0 < self.next_id),
+            "ids are handed out in order"
+        );
         let answered = !matches!(&translated, FrontendRequest::Model(ToBroker::Produce(p)) if p.acks == Acks::None);
         if answered {
             self.awaiting.insert(
@@ -326,7 +342,7 @@ impl Frontend {
         let response = if a.unsupported {
             server::unsupported_api_versions(ApiKey::ApiVersions.supported())
         } else {
-            api_versions(features, a.version)
+            answers::api_versions(features, a.version)
         };
         Ok(server::encode_response(
             a.correlation_id,
@@ -365,7 +381,7 @@ impl Frontend {
         let a = self.take(id, api)?;
         let v = a.version;
         let response: Response = match answer {
-            ToClient::Produce(_, r) => produce_response(r, v, brokers).into(),
+            ToClient::Produce(_, r) => answers::produce_response(r, v, brokers).into(),
             ToClient::InitProducerId(_, r) => {
                 let (error_code, pe) = match r {
                     Ok(pe) => (0, *pe),
@@ -379,10 +395,10 @@ impl Frontend {
                 }
                 .into()
             }
-            ToClient::Metadata(_, md) => metadata_response(md, v, brokers).into(),
+            ToClient::Metadata(_, md) => answers::metadata_response(md, v, brokers).into(),
             ToClient::Txn(_, TxnAnswer::FindCoordinator(r)) => {
                 let (error_code, at) = match r {
-                    Ok(node) => (0, Some(endpoint(*node, brokers))),
+                    Ok(node) => (0, Some(answers::endpoint(*node, brokers))),
                     Err(e) => (e.code(), None),
                 };
                 wire::FindCoordinatorResponse {
@@ -398,7 +414,7 @@ impl Frontend {
             }
             ToClient::Txn(_, TxnAnswer::AddPartitions(r)) => wire::AddPartitionsToTxnResponse {
                 throttle_time_ms: 0,
-                topics: topic_results(r),
+                topics: answers::topic_results(r),
             }
             .into(),
             ToClient::Txn(_, TxnAnswer::AddOffsets(e)) => wire::AddOffsetsToTxnResponse {
@@ -408,7 +424,7 @@ impl Frontend {
             .into(),
             ToClient::Txn(_, TxnAnswer::TxnOffsetCommit(r)) => wire::TxnOffsetCommitResponse {
                 throttle_time_ms: 0,
-                topics: topic_results(r),
+                topics: answers::topic_results(r),
             }
             .into(),
             ToClient::Txn(_, TxnAnswer::EndTxn(r)) => {
@@ -451,354 +467,5 @@ impl Frontend {
         } else {
             Err(FrontendError::WrongAnswer { id, api: a.api })
         }
-    }
-
-    /// A wire request as the model's message (see the module docs for the client-only
-    /// fields).
-    fn to_broker(
-        &self,
-        id: RequestId,
-        version: i16,
-        r: Request,
-    ) -> Result<ToBroker, FrontendError> {
-        let node = self.node;
-        let producer = |pid: i64, epoch: i16| ProducerIdAndEpoch::new(pid, epoch);
-        Ok(match r {
-            Request::Produce(p) => ToBroker::Produce(core::ProduceRequest {
-                id,
-                node,
-                ticket: Ticket { seq: 0, parts: 1 },
-                acks: match p.acks {
-                    0 => Acks::None,
-                    1 => Acks::Leader,
-                    -1 => Acks::All,
-                    _ => {
-                        return Err(FrontendError::Unsupported {
-                            api: ApiKey::Produce,
-                            what: "acks other than 0, 1 and -1",
-                        })
-                    }
-                },
-                timeout: millis(p.timeout_ms),
-                transactional_id: p.transactional_id,
-                transaction_v2: version >= 12,
-                batches: p
-                    .topics
-                    .into_iter()
-                    .flat_map(|t| {
-                        let topic = Topic::new(&t.name);
-                        t.partitions
-                            .into_iter()
-                            .map(move |part| core::ProduceBatch {
-                                partition: TopicPartition::new(topic.clone(), part.index),
-                                data: part.records,
-                            })
-                    })
-                    .collect(),
-            }),
-            Request::InitProducerId(r) => ToBroker::InitProducerId(core::InitProducerIdRequest {
-                id,
-                node: Some(node),
-                transactional_id: r.transactional_id,
-                transaction_timeout: millis(r.transaction_timeout_ms),
-                current: producer(r.producer_id, r.producer_epoch),
-            }),
-            Request::Metadata(r) => ToBroker::Metadata(core::MetadataRequest {
-                id,
-                // "Every topic" (null) becomes no topic: the producer never asks for it.
-                topics: r
-                    .topics
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|t| Topic::new(t))
-                    .collect(),
-            }),
-            Request::FindCoordinator(r) => ToBroker::Txn(core::Request::FindCoordinator(
-                core::FindCoordinatorRequest {
-                    id,
-                    key_type: match r.key_type {
-                        wire::CoordinatorType::Group => core::CoordinatorType::Group,
-                        wire::CoordinatorType::Transaction => core::CoordinatorType::Transaction,
-                    },
-                    key: r.key,
-                },
-            )),
-            Request::AddPartitionsToTxn(r) => ToBroker::Txn(core::Request::AddPartitionsToTxn(
-                core::AddPartitionsToTxnRequest {
-                    id,
-                    node,
-                    transactional_id: r.transactional_id,
-                    producer: producer(r.producer_id, r.producer_epoch),
-                    partitions: r
-                        .topics
-                        .iter()
-                        .flat_map(|t| {
-                            let topic = Topic::new(&t.name);
-                            t.partitions
-                                .iter()
-                                .map(move |&p| TopicPartition::new(topic.clone(), p))
-                        })
-                        .collect(),
-                },
-            )),
-            Request::AddOffsetsToTxn(r) => ToBroker::Txn(core::Request::AddOffsetsToTxn(
-                core::AddOffsetsToTxnRequest {
-                    id,
-                    node,
-                    transactional_id: r.transactional_id,
-                    producer: producer(r.producer_id, r.producer_epoch),
-                    group_id: r.group_id,
-                },
-            )),
-            Request::TxnOffsetCommit(r) => ToBroker::Txn(core::Request::TxnOffsetCommit(
-                core::TxnOffsetCommitRequest {
-                    id,
-                    node,
-                    transactional_id: r.transactional_id,
-                    producer: producer(r.producer_id, r.producer_epoch),
-                    offsets: r
-                        .topics
-                        .iter()
-                        .flat_map(|t| {
-                            let topic = Topic::new(&t.name);
-                            t.partitions.iter().map(move |p| OffsetToCommit {
-                                partition: TopicPartition::new(topic.clone(), p.partition_index),
-                                offset: p.committed_offset,
-                                leader_epoch: (p.committed_leader_epoch >= 0)
-                                    .then_some(p.committed_leader_epoch),
-                                metadata: p.committed_metadata.clone(),
-                            })
-                        })
-                        .collect(),
-                    group: ConsumerGroupMetadata {
-                        group_id: r.group_id,
-                        generation_id: r.generation_id,
-                        member_id: r.member_id,
-                        group_instance_id: r.group_instance_id,
-                    },
-                    transaction_v2: version >= 5,
-                },
-            )),
-            Request::EndTxn(r) => ToBroker::Txn(core::Request::EndTxn(core::EndTxnRequest {
-                id,
-                node,
-                transactional_id: r.transactional_id,
-                producer: producer(r.producer_id, r.producer_epoch),
-                commit: r.committed,
-                transaction_v2: version >= 5,
-            })),
-            // Answered by the front end itself; `decode` never gets here with it.
-            Request::ApiVersions(_) => {
-                return Err(FrontendError::Unsupported {
-                    api: ApiKey::ApiVersions,
-                    what: "a body for the model broker",
-                })
-            }
-        })
-    }
-}
-
-/// Milliseconds from the wire; a negative value is read as zero.
-fn millis(ms: i32) -> Duration {
-    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
-}
-
-fn throttle_ms(d: Duration) -> i32 {
-    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
-}
-
-fn endpoint(node: NodeId, brokers: &[BrokerEndpoint]) -> BrokerEndpoint {
-    brokers
-        .iter()
-        .find(|b| b.node == node)
-        .cloned()
-        .unwrap_or_else(|| BrokerEndpoint::sim(node))
-}
-
-/// ApiVersions at `version`: the features exist from v3 (tagged fields, KIP-584).
-fn api_versions(features: &BrokerFeatures, version: i16) -> wire::ApiVersionsResponse {
-    let v3 = version >= 3;
-    let tv = features.transaction_version.filter(|_| v3);
-    wire::ApiVersionsResponse {
-        error_code: 0,
-        api_keys: KAFKA_4_API_VERSIONS
-            .iter()
-            .map(|(api, range)| wire::ApiVersion {
-                api_key: api.id(),
-                min_version: range.min,
-                max_version: range.max,
-            })
-            .collect(),
-        throttle_time_ms: 0,
-        supported_features: tv
-            .map(|_| wire::SupportedFeature {
-                name: kacrab_wire::TRANSACTION_VERSION_FEATURE.into(),
-                min_version: 0,
-                max_version: MAX_TRANSACTION_VERSION,
-            })
-            .into_iter()
-            .collect(),
-        finalized_features_epoch: if v3 { features.features_epoch } else { -1 },
-        finalized_features: tv
-            .map(|level| wire::FinalizedFeature {
-                name: kacrab_wire::TRANSACTION_VERSION_FEATURE.into(),
-                max_version_level: level,
-                min_version_level: level,
-            })
-            .into_iter()
-            .collect(),
-    }
-}
-
-/// Groups `(partition, value)` by topic, topics in order of first appearance.
-fn by_topic<T>(
-    items: impl IntoIterator<Item = (TopicPartition, T)>,
-) -> Vec<(String, Vec<(i32, T)>)> {
-    let mut out: Vec<(String, Vec<(i32, T)>)> = Vec::new();
-    for (tp, value) in items {
-        let name = tp.topic.as_str();
-        match out.iter_mut().find(|(t, _)| t == name) {
-            Some((_, parts)) => parts.push((tp.partition, value)),
-            None => out.push((name.to_owned(), vec![(tp.partition, value)])),
-        }
-    }
-    out
-}
-
-fn topic_results(results: &[(TopicPartition, KafkaError)]) -> Vec<wire::TopicResult> {
-    by_topic(results.iter().cloned())
-        .into_iter()
-        .map(|(name, parts)| wire::TopicResult {
-            name,
-            partitions: parts
-                .into_iter()
-                .map(|(partition_index, e)| wire::PartitionResult {
-                    partition_index,
-                    error_code: e.code(),
-                })
-                .collect(),
-        })
-        .collect()
-}
-
-/// A Produce answer at `v`: the log start offset from v5, the current leader and its
-/// endpoint from v10 (KIP-951: the endpoints of every leader named).
-fn produce_response(
-    r: &core::ProduceResponse,
-    v: i16,
-    brokers: &[BrokerEndpoint],
-) -> wire::ProduceResponse {
-    let kip_951 = v >= 10;
-    let mut leaders: Vec<NodeId> = Vec::new();
-    let topics = by_topic(r.partitions.iter().map(|p| (p.partition.clone(), p)))
-        .into_iter()
-        .map(|(name, parts)| wire::ProduceTopicResponse {
-            name,
-            partitions: parts
-                .into_iter()
-                .map(|(index, p)| {
-                    let current_leader = p.current_leader.filter(|_| kip_951).map(|h| {
-                        if !leaders.contains(&h.leader) {
-                            leaders.push(h.leader);
-                        }
-                        wire::LeaderIdAndEpoch {
-                            leader_id: h.leader.0,
-                            leader_epoch: h.leader_epoch,
-                        }
-                    });
-                    wire::ProducePartitionResponse {
-                        index,
-                        error_code: p.error.code(),
-                        base_offset: p.base_offset,
-                        log_append_time_ms: p.log_append_time,
-                        log_start_offset: if v >= 5 { p.log_start_offset } else { -1 },
-                        record_errors: Vec::new(),
-                        error_message: None,
-                        current_leader,
-                    }
-                })
-                .collect(),
-        })
-        .collect();
-    wire::ProduceResponse {
-        topics,
-        throttle_time_ms: throttle_ms(r.throttle),
-        node_endpoints: leaders
-            .into_iter()
-            .map(|node| {
-                let e = endpoint(node, brokers);
-                wire::NodeEndpoint {
-                    node_id: e.node.0,
-                    host: e.host,
-                    port: e.port,
-                    rack: None,
-                }
-            })
-            .collect(),
-    }
-}
-
-/// A Metadata answer at `v`: `brokers`, then every topic the model answered, in order;
-/// a partition without a leader is reported LEADER_NOT_AVAILABLE with leader -1 (Kafka's
-/// `KRaftMetadataCache`), a topic error with no partitions.
-fn metadata_response(
-    md: &core::Metadata,
-    v: i16,
-    brokers: &[BrokerEndpoint],
-) -> wire::MetadataResponse {
-    let mut topics: Vec<wire::MetadataTopic> =
-        by_topic(md.partitions.iter().map(|p| (p.partition.clone(), p)))
-            .into_iter()
-            .map(|(name, parts)| wire::MetadataTopic {
-                error_code: 0,
-                name: Some(name),
-                topic_id: [0; 16],
-                is_internal: false,
-                partitions: parts
-                    .into_iter()
-                    .map(|(partition_index, p)| {
-                        let replicas: Vec<i32> = p.leader.map(|n| n.0).into_iter().collect();
-                        wire::MetadataPartition {
-                            error_code: if p.leader.is_some() {
-                                0
-                            } else {
-                                KafkaError::LeaderNotAvailable.code()
-                            },
-                            partition_index,
-                            leader_id: p.leader.map_or(-1, |n| n.0),
-                            leader_epoch: if v >= 7 { p.leader_epoch } else { -1 },
-                            replica_nodes: replicas.clone(),
-                            isr_nodes: replicas,
-                            offline_replicas: Vec::new(),
-                        }
-                    })
-                    .collect(),
-            })
-            .collect();
-    topics.extend(
-        md.topic_errors
-            .iter()
-            .map(|(topic, e)| wire::MetadataTopic {
-                error_code: e.code(),
-                name: Some(topic.as_str().to_owned()),
-                topic_id: [0; 16],
-                is_internal: false,
-                partitions: Vec::new(),
-            }),
-    );
-    wire::MetadataResponse {
-        throttle_time_ms: 0,
-        brokers: brokers
-            .iter()
-            .map(|b| wire::MetadataBroker {
-                node_id: b.node.0,
-                host: b.host.clone(),
-                port: b.port,
-                rack: None,
-            })
-            .collect(),
-        cluster_id: (v >= 2).then(|| SIM_CLUSTER_ID.to_owned()),
-        controller_id: brokers.first().map_or(-1, |b| b.node.0),
-        topics,
     }
 }

@@ -1,0 +1,163 @@
+//! Wire requests as the model brokers' messages.
+
+use std::time::Duration;
+
+use kacrab_idempotence as core;
+use kacrab_idempotence::ticket::Ticket;
+use kacrab_idempotence::{
+    Acks, ConsumerGroupMetadata, NodeId, OffsetToCommit, ProducerIdAndEpoch, RequestId, Topic,
+    TopicPartition,
+};
+use kacrab_wire::messages as wire;
+use kacrab_wire::{ApiKey, Request};
+
+use super::FrontendError;
+use crate::net::ToBroker;
+
+/// A wire request as the model's message (see the `frontend` module docs for the client-only
+/// fields).
+pub(super) fn to_broker(
+    node: NodeId,
+    id: RequestId,
+    version: i16,
+    r: Request,
+) -> Result<ToBroker, FrontendError> {
+    let producer = |pid: i64, epoch: i16| ProducerIdAndEpoch::new(pid, epoch);
+    Ok(match r {
+        Request::Produce(p) => ToBroker::Produce(core::ProduceRequest {
+            id,
+            node,
+            ticket: Ticket { seq: 0, parts: 1 },
+            acks: match p.acks {
+                0 => Acks::None,
+                1 => Acks::Leader,
+                -1 => Acks::All,
+                _ => {
+                    return Err(FrontendError::Unsupported {
+                        api: ApiKey::Produce,
+                        what: "acks other than 0, 1 and -1",
+                    })
+                }
+            },
+            timeout: millis(p.timeout_ms),
+            transactional_id: p.transactional_id,
+            transaction_v2: version >= 12,
+            batches: p
+                .topics
+                .into_iter()
+                .flat_map(|t| {
+                    let topic = Topic::new(&t.name);
+                    t.partitions
+                        .into_iter()
+                        .map(move |part| core::ProduceBatch {
+                            partition: TopicPartition::new(topic.clone(), part.index),
+                            data: part.records,
+                        })
+                })
+                .collect(),
+        }),
+        Request::InitProducerId(r) => ToBroker::InitProducerId(core::InitProducerIdRequest {
+            id,
+            node: Some(node),
+            transactional_id: r.transactional_id,
+            transaction_timeout: millis(r.transaction_timeout_ms),
+            current: producer(r.producer_id, r.producer_epoch),
+        }),
+        Request::Metadata(r) => ToBroker::Metadata(core::MetadataRequest {
+            id,
+            // "Every topic" (null) becomes no topic: the producer never asks for it.
+            topics: r
+                .topics
+                .unwrap_or_default()
+                .iter()
+                .map(|t| Topic::new(t))
+                .collect(),
+        }),
+        Request::FindCoordinator(r) => ToBroker::Txn(core::Request::FindCoordinator(
+            core::FindCoordinatorRequest {
+                id,
+                key_type: match r.key_type {
+                    wire::CoordinatorType::Group => core::CoordinatorType::Group,
+                    wire::CoordinatorType::Transaction => core::CoordinatorType::Transaction,
+                },
+                key: r.key,
+            },
+        )),
+        Request::AddPartitionsToTxn(r) => ToBroker::Txn(core::Request::AddPartitionsToTxn(
+            core::AddPartitionsToTxnRequest {
+                id,
+                node,
+                transactional_id: r.transactional_id,
+                producer: producer(r.producer_id, r.producer_epoch),
+                partitions: r
+                    .topics
+                    .iter()
+                    .flat_map(|t| {
+                        let topic = Topic::new(&t.name);
+                        t.partitions
+                            .iter()
+                            .map(move |&p| TopicPartition::new(topic.clone(), p))
+                    })
+                    .collect(),
+            },
+        )),
+        Request::AddOffsetsToTxn(r) => ToBroker::Txn(core::Request::AddOffsetsToTxn(
+            core::AddOffsetsToTxnRequest {
+                id,
+                node,
+                transactional_id: r.transactional_id,
+                producer: producer(r.producer_id, r.producer_epoch),
+                group_id: r.group_id,
+            },
+        )),
+        Request::TxnOffsetCommit(r) => ToBroker::Txn(core::Request::TxnOffsetCommit(
+            core::TxnOffsetCommitRequest {
+                id,
+                node,
+                transactional_id: r.transactional_id,
+                producer: producer(r.producer_id, r.producer_epoch),
+                offsets: r
+                    .topics
+                    .iter()
+                    .flat_map(|t| {
+                        let topic = Topic::new(&t.name);
+                        t.partitions.iter().map(move |p| OffsetToCommit {
+                            partition: TopicPartition::new(topic.clone(), p.partition_index),
+                            offset: p.committed_offset,
+                            leader_epoch: (p.committed_leader_epoch >= 0)
+                                .then_some(p.committed_leader_epoch),
+                            metadata: p.committed_metadata.clone(),
+                        })
+                    })
+                    .collect(),
+                group: ConsumerGroupMetadata {
+                    group_id: r.group_id,
+                    generation_id: r.generation_id,
+                    member_id: r.member_id,
+                    group_instance_id: r.group_instance_id,
+                },
+                transaction_v2: version >= 5,
+            },
+        )),
+        Request::EndTxn(r) => ToBroker::Txn(core::Request::EndTxn(core::EndTxnRequest {
+            id,
+            node,
+            transactional_id: r.transactional_id,
+            producer: producer(r.producer_id, r.producer_epoch),
+            commit: r.committed,
+            transaction_v2: version >= 5,
+        })),
+        // Answered by the front end itself; `decode` never gets here with it.
+        Request::ApiVersions(_) => {
+            return Err(FrontendError::Unsupported {
+                api: ApiKey::ApiVersions,
+                what: "a body for the model broker",
+            })
+        }
+    })
+}
+
+/// Milliseconds from the wire; a negative value is read as zero.
+fn millis(ms: i32) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
