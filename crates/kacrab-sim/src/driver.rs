@@ -175,8 +175,6 @@ impl CoreDriver {
     }
 
     /// Routes one request from `poll_request`.
-
-    /// Routes one request from `poll_request`.
     fn route(&mut self, world: &mut World, obs: &mut Observers, request: Request) {
         let now = world.now();
         match request {

@@ -19,7 +19,7 @@ use crate::world::World;
 #[derive(Debug)]
 pub(crate) enum Driver {
     /// The bare core.
-    Core(CoreDriver),
+    Core(Box<CoreDriver>),
     /// The session.
     Session(Box<SessionDriver>),
 }

@@ -81,7 +81,7 @@ impl Cluster {
                 if config.producer.is_transactional() {
                     producer.handle_transaction_version(config.transaction_version);
                 }
-                Driver::Core(CoreDriver::new(producer))
+                Driver::Core(Box::new(CoreDriver::new(producer)))
             }
             // The session learns the transaction version from the brokers' ApiVersions.
             DriverKind::Session => Driver::Session(Box::new(SessionDriver::new(

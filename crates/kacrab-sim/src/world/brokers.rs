@@ -237,7 +237,7 @@ impl World {
             return;
         }
         if r.acks == Acks::All && !self.committed(&waits) {
-            self.park(obs, node, r.id, resp, gps, waits.clone(), r.timeout);
+            self.park(obs, node, r, resp, gps, waits.clone());
             if self.fault_rng.chance(self.rates.purgatory_leader_move) {
                 if let Some(w) = self.fault_rng.pick(waits.len()) {
                     let gp = waits[w].gp();

@@ -27,7 +27,8 @@
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    KafkaError, LeaderHint, NodeId, PartitionResponse, ProduceResponse, RequestId, Timestamp,
+    KafkaError, LeaderHint, NodeId, PartitionResponse, ProduceRequest, ProduceResponse, RequestId,
+    Timestamp,
 };
 
 use super::World;
@@ -239,17 +240,18 @@ impl World {
         }
     }
 
-    /// Holds an acks=all produce until its batches are committed.
+    /// Holds the acks=all produce `request` until its batches are committed (at most
+    /// its timeout).
     pub(crate) fn park(
         &mut self,
         obs: &mut Observers,
         node: NodeId,
-        id: RequestId,
+        request: &ProduceRequest,
         resp: ProduceResponse,
         gps: &[usize],
         waits: Vec<Wait>,
-        timeout: Duration,
     ) {
+        let (id, timeout) = (request.id, request.timeout);
         // The request came on the connection of `reply_generation`. If that one is gone
         // (a request the broker held and applied late), nobody waits for the answer: the
         // append stands and replicates on its own, and nothing is parked on a newer
