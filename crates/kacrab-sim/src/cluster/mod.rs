@@ -1,7 +1,7 @@
-//! The [`Cluster`]: the [`World`] (model brokers, coordinator, a lying network), the
-//! driver (one [`Producer`] driven exactly as a real driver drives it), the
-//! application's [`Workload`] and the observers, composed and stepped on a virtual
-//! clock, one input per step.
+//! The [`Cluster`]: the world (model brokers, coordinator, a lying network), the
+//! driver (one [`Producer`], bare or inside a `kacrab_driver::Session`, driven exactly as
+//! a real driver drives it; see [`DriverKind`]), the application's [`Workload`] and the
+//! observers, composed and stepped on a virtual clock, one input per step.
 //!
 //! The step loop (shaped like quinn-proto's test `Pair` and str0m's `progress`):
 //! after every input the world settles and the driver drains `poll_request` (routing
@@ -384,7 +384,8 @@ impl Cluster {
     /// The application sends one record to partition `gp` now (then the driver drains).
     ///
     /// # Errors
-    /// What `Producer::send` refused.
+    /// What `Producer::send` refused. A session never refuses at once (a refusal is the
+    /// record's outcome); its records are named by their send ids.
     pub fn send(&mut self, gp: usize) -> Result<RecordId, SendError> {
         let r = self.send_record(gp);
         self.after_input();
