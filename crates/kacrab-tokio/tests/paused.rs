@@ -238,6 +238,26 @@ async fn a_broker_mute_after_the_handshake_is_given_up_after_the_request_timeout
     assert_eq!(broker.state.lock().unwrap().records(0), 1);
 }
 
+/// A connection that opens and negotiates slowly: the core times out the requests
+/// queued behind the negotiation (request.timeout.ms) and retries them after the backoff.
+/// The timed-out ones are never written once the connection is ready (the core would
+/// refuse their answers and the connection would be dropped), only their retries.
+#[tokio::test(start_paused = true)]
+async fn requests_timed_out_behind_a_slow_handshake_are_not_written_after_it() {
+    let broker = Broker::new(1);
+    broker.script_connects(&[ConnectAction::Slow {
+        connect_ms: 600,
+        handshake_ms: 600,
+    }]);
+    let p = producer(&broker, &[]);
+    let meta = p.send(record(0, "a")).await.expect("delivered");
+    assert_eq!(meta.offset, Some(0));
+    let s = broker.state.lock().unwrap();
+    assert_eq!(s.metadata_requests, 1, "only the retry of the first lookup");
+    assert_eq!(s.connect_log.len(), 2, "the bootstrap connection and the leader's");
+    assert_eq!(s.records(0), 1);
+}
+
 /// Bootstrap fallback: a dead first bootstrap server is skipped for the next one.
 #[tokio::test(start_paused = true)]
 async fn a_dead_bootstrap_server_falls_back_to_the_next() {
