@@ -107,8 +107,8 @@ use tokio::sync::{mpsc, oneshot};
 pub use conn::{BrokerStream, ConnectFuture, Connector};
 pub use error::{Error, ProduceError};
 pub use kacrab_driver::{
-    ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
-    MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+    ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID, MAX_BLOCK_MS,
+    SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
 pub use kacrab_idempotence::{
     ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,

@@ -46,7 +46,10 @@ pub enum ConnectAction {
     /// Answer ApiVersions, then nothing more.
     MuteAfterHandshake,
     /// Take `connect_ms` to open and `handshake_ms` to answer ApiVersions, then serve.
-    Slow { connect_ms: u64, handshake_ms: u64 },
+    Slow {
+        connect_ms: u64,
+        handshake_ms: u64,
+    },
 }
 
 #[derive(Debug, Default)]
