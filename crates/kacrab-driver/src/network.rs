@@ -166,6 +166,18 @@ impl Network {
     /// connection carrying a core request the core no longer has outstanding (it timed
     /// it out).
     pub(crate) fn handle_timeout(&mut self, core: &mut Producer, now: Timestamp) {
+        // A request the core gave up on while it waited for its connection's negotiation
+        // is never written: the core would refuse its answer.
+        for c in &mut self.conns {
+            c.queued.retain(|p| {
+                let Pending::Core(r) = p else { return true };
+                let keep = r.id().is_none_or(|id| core.is_outstanding(id));
+                if let (false, Request::Produce(p)) = (keep, r) {
+                    self.out.push_back(Output::Release { ticket: p.ticket });
+                }
+                keep
+            });
+        }
         let mut expired = Vec::new();
         for c in &self.conns {
             let reason = if matches!(c.state, ConnState::Connecting { deadline } if deadline <= now)
@@ -440,7 +452,8 @@ impl Network {
         if let Request::Produce(p) = &request {
             self.out.push_back(Output::Release { ticket: p.ticket });
         }
-        let Some(id) = request.id() else {
+        // A request the core already gave up on (timed out) is not reported again.
+        let Some(id) = request.id().filter(|&id| core.is_outstanding(id)) else {
             return;
         };
         let result = core.handle_request_failed(id, RequestFailure::NotSent, now);
