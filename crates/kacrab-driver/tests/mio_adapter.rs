@@ -1,0 +1,105 @@
+//! The shared adapter test suite (FakeBroker scenarios, transactions, and the real-Kafka
+//! scenarios, which skip without a broker) run against the `mio` example driver: a third
+//! driver, written only against the session's public API, passes what the Tokio and
+//! blocking drivers pass.
+
+#[path = "../examples/mio_driver/driver.rs"]
+mod driver;
+
+use std::sync::mpsc;
+
+use bytes::Bytes;
+use driver::{Id, MioProducer};
+use kacrab_driver::{Completion, ProducerRecord, Session, SessionConfig};
+use kacrab_idempotence::Timestamp;
+use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+
+/// The example driver as the testkit drives it.
+struct Mio(MioProducer);
+
+impl Mio {
+    /// Runs a transactional operation and waits for its outcome.
+    fn txn(
+        &self,
+        call: impl FnOnce(&mut Session, Timestamp) -> kacrab_driver::OpId + Send + 'static,
+    ) -> Result<(), String> {
+        match self.0.call_wait(move |s, now| Id::Op(call(s, now))) {
+            Some(Completion::Transaction { result, .. }) => {
+                result.map_err(|e| format!("{e} ({e:?})"))
+            }
+            other => Err(format!("no transactional outcome: {other:?}")),
+        }
+    }
+}
+
+impl TestProducer for Mio {
+    fn send(&self, topic: &str, partition: i32, key: Bytes, value: Bytes) -> Delivery {
+        let record = ProducerRecord::new(topic, partition, value).with_key(key);
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.0.call(
+            move |s, now| Id::Send(s.send(record, now)),
+            move |done| drop(tx.send(done)),
+        );
+        Delivery(Box::new(move || match rx.recv() {
+            Ok(Completion::Record { outcome, .. }) => outcome
+                .map(|md| DeliveryReport {
+                    partition: md.partition,
+                    offset: md.offset,
+                })
+                .map_err(|e| e.to_string()),
+            other => Err(format!("no outcome for the record: {other:?}")),
+        }))
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        match self.0.call_wait(|s, now| Id::Op(s.flush(now))) {
+            Some(Completion::Flushed { .. }) => Ok(()),
+            other => Err(format!("flush did not complete: {other:?}")),
+        }
+    }
+
+    fn close(self: Box<Self>) -> Result<(), String> {
+        if self.0.close(None) {
+            Ok(())
+        } else {
+            Err("the loop ended before the close completed".into())
+        }
+    }
+
+    fn init_transactions(&self) -> Result<(), String> {
+        self.txn(|s, now| s.init_transactions(now))
+    }
+
+    fn begin_transaction(&self) -> Result<(), String> {
+        self.txn(|s, now| s.begin_transaction(now))
+    }
+
+    fn commit_transaction(&self) -> Result<(), String> {
+        self.txn(|s, now| s.commit_transaction(now))
+    }
+
+    fn abort_transaction(&self) -> Result<(), String> {
+        self.txn(|s, now| s.abort_transaction(now))
+    }
+}
+
+/// The testkit's factory for the example driver.
+fn factory(properties: &[(&str, &str)]) -> Result<Box<dyn TestProducer>, String> {
+    let config =
+        SessionConfig::from_properties(properties.iter().copied()).map_err(|e| e.to_string())?;
+    let producer = MioProducer::start(config).map_err(|e| e.to_string())?;
+    Ok(Box::new(Mio(producer)))
+}
+
+// The same FakeBroker scenarios as the Tokio and blocking drivers, strict variants too.
+kacrab_testkit::fake_broker_tests!(factory; out_of_order_sequence_all_acked, unknown_producer_id_all_acked);
+
+// Transactions, version 1 and 2: commit, abort, fencing, read_committed.
+kacrab_testkit::fake_broker_txn_tests!(factory);
+
+/// The real-Kafka scenarios (skipped unless KACRAB_KAFKA_BOOTSTRAP or
+/// KACRAB_KAFKA_CLUSTER names a broker), in a module so CI can run only them.
+mod real_kafka {
+    use super::factory;
+    kacrab_testkit::real_kafka_tests!(factory);
+}
