@@ -67,11 +67,8 @@ impl MioProducer {
         call: impl FnOnce(&mut Session, Timestamp) -> Id + Send + 'static,
         reply: impl FnOnce(Completion) + Send + 'static,
     ) {
-        if self
-            .commands
-            .send((Box::new(call), Box::new(reply)))
-            .is_ok()
-        {
+        let command: Command = (Box::new(call), Box::new(reply));
+        if self.commands.send(command).is_ok() {
             let _ = self.waker.wake();
         }
     }
