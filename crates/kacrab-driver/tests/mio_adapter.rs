@@ -10,8 +10,7 @@ use std::sync::mpsc;
 
 use bytes::Bytes;
 use driver::{Id, MioProducer};
-use kacrab_driver::{Completion, ProducerRecord, Session, SessionConfig};
-use kacrab_idempotence::Timestamp;
+use kacrab_driver::{Completion, OpId, ProducerRecord, Session, SessionConfig, Timestamp};
 use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
 
 /// The example driver as the testkit drives it.
@@ -21,7 +20,7 @@ impl Mio {
     /// Runs a transactional operation and waits for its outcome.
     fn txn(
         &self,
-        call: impl FnOnce(&mut Session, Timestamp) -> kacrab_driver::OpId + Send + 'static,
+        call: impl FnOnce(&mut Session, Timestamp) -> OpId + Send + 'static,
     ) -> Result<(), String> {
         match self.0.call_wait(move |s, now| Id::Op(call(s, now))) {
             Some(Completion::Transaction { result, .. }) => {

@@ -14,8 +14,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session, SessionConfig};
-use kacrab_idempotence::Timestamp;
+use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session, SessionConfig, Timestamp};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 

@@ -18,8 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use driver::{Id, MioProducer};
-use kacrab_driver::{Completion, ProducerRecord, SessionConfig};
-use kacrab_idempotence::Topic;
+use kacrab_driver::{Completion, ProducerRecord, SessionConfig, Topic};
 
 struct Args {
     topic: String,
