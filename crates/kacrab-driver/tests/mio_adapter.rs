@@ -102,3 +102,41 @@ mod real_kafka {
     use super::factory;
     kacrab_testkit::real_kafka_tests!(factory);
 }
+
+/// The suite's `request_timeouts` scenario delays answers past `request.timeout.ms` but
+/// still sends them, so a driver that never calls `handle_timeout` passes it. Here the
+/// first Produce is never answered on a connection held open: only the session's
+/// request timeout (reached through the driver's `poll_timeout`/`handle_timeout`) closes
+/// that connection and lets the retry through.
+#[test]
+fn a_produce_left_unanswered_is_retried_after_request_timeout_ms() {
+    use kacrab_testkit::{ApiKey, Cluster, Control, Trigger};
+    use std::time::{Duration, Instant};
+
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("silent", 1).expect("topic");
+    let silenced = cluster.inject(
+        ApiKey::Produce,
+        Trigger::always().times(1),
+        Control::Silence,
+    );
+    let bootstrap = cluster.bootstrap();
+    let producer = factory(&[
+        ("bootstrap.servers", bootstrap.as_str()),
+        ("request.timeout.ms", "300"),
+        ("delivery.timeout.ms", "60000"),
+    ])
+    .expect("producer");
+    let start = Instant::now();
+    let delivery = producer.send("silent", 0, Bytes::new(), Bytes::from_static(b"v"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(delivery.wait()));
+    let outcome = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("no outcome 20 s after a 300 ms request timeout");
+    assert_eq!(silenced.count(), 1, "the first Produce was silenced");
+    let report = outcome.expect("the retry is acknowledged");
+    assert_eq!(report.offset, Some(0), "in the log once");
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    producer.close().expect("close");
+}
