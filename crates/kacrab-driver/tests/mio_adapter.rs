@@ -140,3 +140,29 @@ fn a_produce_left_unanswered_is_retried_after_request_timeout_ms() {
     assert!(start.elapsed() >= Duration::from_millis(300));
     producer.close().expect("close");
 }
+
+/// Dropping the driver without `close` closes at once: a record whose Produce is never
+/// answered fails (possibly written: it was on the wire) instead of waiting for ever.
+#[test]
+fn a_producer_dropped_without_close_fails_what_is_left() {
+    use kacrab_testkit::{ApiKey, Cluster, Control, Trigger};
+    use std::time::Duration;
+
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("dropped", 1).expect("topic");
+    let silenced = cluster.inject(ApiKey::Produce, Trigger::always(), Control::Silence);
+    let bootstrap = cluster.bootstrap();
+    let producer = factory(&[("bootstrap.servers", bootstrap.as_str())]).expect("producer");
+    let delivery = producer.send("dropped", 0, Bytes::new(), Bytes::from_static(b"v"));
+    while silenced.count() == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(producer);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(delivery.wait()));
+    let outcome = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("an outcome soon after the drop");
+    let error = outcome.expect_err("never acknowledged");
+    assert!(error.contains("possibly written: true"), "{error}");
+}

@@ -28,8 +28,6 @@ pub enum Id {
     Send(SendId),
     /// Any other command.
     Op(OpId),
-    /// A command without a completion (abort).
-    None,
 }
 
 /// Receives the completion of one command, on the loop's thread.
@@ -82,15 +80,6 @@ impl MioProducer {
         rx.recv().ok()
     }
 
-    /// Fails every record without an outcome and closes: Java's forced close.
-    pub fn abort(&self) {
-        let abort = |s: &mut Session, now| {
-            s.abort(now);
-            Id::None
-        };
-        self.call(abort, drop);
-    }
-
     /// Closes the producer (see [`Session::close`]) and waits for the loop to end.
     /// Returns whether the session reported it closed (not if the loop had ended).
     pub fn close(mut self, timeout: Option<Duration>) -> bool {
@@ -103,9 +92,10 @@ impl MioProducer {
 }
 
 impl Drop for MioProducer {
-    /// A producer dropped without `close` is aborted, so its thread ends.
+    /// A producer dropped without `close` closes at once (what is left fails, as Java's
+    /// `close(Duration.ZERO)`), so its thread ends.
     fn drop(&mut self) {
-        self.abort();
+        self.call(|s, now| Id::Op(s.close(Some(Duration::ZERO), now)), drop);
     }
 }
 
@@ -130,10 +120,7 @@ fn run(config: SessionConfig, mut poll: Poll, commands: mpsc::Receiver<Command>)
     loop {
         let now = clock();
         while let Ok((call, reply)) = commands.try_recv() {
-            match call(&mut session, now) {
-                Id::None => drop(reply),
-                id => drop(waiters.insert(id, reply)),
-            }
+            waiters.insert(call(&mut session, now), reply);
         }
         while let Some(output) = session.poll_output(now) {
             match output {
