@@ -166,3 +166,33 @@ fn a_producer_dropped_without_close_fails_what_is_left() {
     let error = outcome.expect_err("never acknowledged");
     assert!(error.contains("possibly written: true"), "{error}");
 }
+
+/// A refused connect is reported at once (mio signals it as a writable event with a
+/// pending socket error), so the session moves on to the next bootstrap server long
+/// before `socket.connection.setup.timeout.ms`.
+#[test]
+fn a_refused_connect_moves_on_to_the_next_bootstrap_server() {
+    use kacrab_testkit::Cluster;
+    use std::time::Duration;
+
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr")
+    };
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("refused", 1).expect("topic");
+    let servers = format!("{refused},{}", cluster.bootstrap());
+    let producer = factory(&[
+        ("bootstrap.servers", servers.as_str()),
+        ("socket.connection.setup.timeout.ms", "60000"),
+    ])
+    .expect("producer");
+    let delivery = producer.send("refused", 0, Bytes::new(), Bytes::from_static(b"v"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(delivery.wait()));
+    let outcome = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("acknowledged well before the 60 s connect timeout");
+    assert_eq!(outcome.expect("acknowledged").offset, Some(0));
+    producer.close().expect("close");
+}
