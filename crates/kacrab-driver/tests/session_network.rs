@@ -1,0 +1,313 @@
+//! The session's network half against model brokers, byte for byte: routing and
+//! re-routing, version negotiation, reconnects, KIP-951 leader endpoints, malformed
+//! answers.
+
+mod pair;
+
+use std::time::Duration;
+
+use kacrab_driver::{CloseReason, Completion};
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
+use pair::broker::{self, with_correlation, with_header};
+use pair::{Cluster, Pair, Verdict};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn produce_nodes(p: &Pair) -> Vec<i32> {
+    p.cluster
+        .seen
+        .iter()
+        .filter(|s| s.api == ApiKey::Produce)
+        .map(|s| s.node)
+        .collect()
+}
+
+fn versions_of(p: &Pair, api: ApiKey) -> Vec<i16> {
+    p.cluster
+        .seen
+        .iter()
+        .filter(|s| s.api == api)
+        .map(|s| s.version)
+        .collect()
+}
+
+/// Every connection negotiated with exactly these ApiVersions versions, in order.
+fn assert_api_versions_per_connection(p: &Pair, expected: &[i16]) {
+    let mut by_conn = std::collections::BTreeMap::<_, Vec<i16>>::new();
+    for s in p
+        .cluster
+        .seen
+        .iter()
+        .filter(|s| s.api == ApiKey::ApiVersions)
+    {
+        by_conn.entry(s.conn).or_default().push(s.version);
+    }
+    assert!(!by_conn.is_empty());
+    for (conn, versions) in by_conn {
+        assert_eq!(versions, expected, "{conn:?}");
+    }
+}
+
+/// Each record goes to its partition's leader; after the leader moves (and the old
+/// leader answers NOT_LEADER_OR_FOLLOWER without KIP-951 hints, as before Produce v10),
+/// the session learns the new leader from Metadata and the record lands there, once.
+#[test]
+fn records_go_to_the_leader_and_follow_a_leader_move_through_metadata() {
+    let mut cluster = Cluster::new(3).with_topic("t", 3);
+    for b in cluster.brokers.values_mut() {
+        b.api_versions.retain(|k| k.0 != ApiKey::Produce as i16);
+        b.api_versions.push((ApiKey::Produce as i16, 3, 9));
+    }
+    let mut p = Pair::new(cluster, &[]);
+    let a = p.send("t", 1, "a");
+    let b = p.send("t", 2, "b");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_eq!(p.acked(b).offset, Some(0));
+    assert_eq!(
+        produce_nodes(&p),
+        vec![1, 2],
+        "each record went to its leader"
+    );
+    assert!(versions_of(&p, ApiKey::Produce).iter().all(|&v| v == 9));
+
+    p.cluster.move_leader("t", 1, 0);
+    let metadata_before = p.cluster.count(ApiKey::Metadata);
+    let c = p.send("t", 1, "c");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(c).offset, Some(1));
+    assert!(p.cluster.count(ApiKey::Metadata) > metadata_before);
+    let nodes = produce_nodes(&p);
+    assert_eq!(
+        nodes[2..],
+        [1, 0],
+        "refused by the old leader, then sent to the new one"
+    );
+    assert_eq!(p.cluster.values("t", 1), ["a", "c"]);
+    assert!(p.cluster.values("t", 0).is_empty());
+}
+
+/// KIP-951: a NOT_LEADER_OR_FOLLOWER answer naming the new leader and its endpoint
+/// sends the record there, at an address no Metadata answer ever gave.
+#[test]
+fn a_not_leader_answer_with_leader_endpoints_reaches_a_broker_metadata_never_named() {
+    let mut cluster = Cluster::new(3).with_topic("t", 1);
+    cluster.hidden_in_metadata.insert(2);
+    let mut p = Pair::new(cluster, &[]);
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert!(!p.connects.iter().any(|c| c.2 == "b2:9092"));
+
+    p.cluster.move_leader("t", 0, 2);
+    let b = p.send("t", 0, "b");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(b).offset, Some(1));
+    assert_eq!(produce_nodes(&p), vec![0, 0, 2]);
+    assert!(p.connects.iter().any(|c| c.2 == "b2:9092"));
+    assert_eq!(p.cluster.values("t", 0), ["a", "b"]);
+}
+
+/// A broker whose ApiVersions stops at v2 answers the v3 question with a v0
+/// UNSUPPORTED_VERSION body naming its range; the session asks again at v2.
+#[test]
+fn an_unsupported_api_versions_version_is_asked_again_at_the_brokers_version() {
+    let mut cluster = Cluster::new(1).with_topic("t", 1);
+    let b = cluster.brokers.get_mut(&0).unwrap();
+    b.api_versions.retain(|k| k.0 != ApiKey::ApiVersions as i16);
+    b.api_versions.push((ApiKey::ApiVersions as i16, 0, 2));
+    let mut p = Pair::new(cluster, &[]);
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_api_versions_per_connection(&p, &[3, 2]);
+    assert!(p.closes.is_empty(), "{:?}", p.closes);
+}
+
+/// An UNSUPPORTED_VERSION answer that names no ApiVersions range makes the session
+/// fall back to v0 (Java's `NetworkClient.handleApiVersionsResponse`).
+#[test]
+fn an_unsupported_version_answer_without_a_range_forces_the_v0_retry() {
+    let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+    p.hook(|inc, _| {
+        (inc.api == ApiKey::ApiVersions && inc.version > 0).then(|| {
+            let answer =
+                ApiVersionsResponse::default().with_error_code(broker::UNSUPPORTED_VERSION);
+            Verdict::Raw(broker::frame(inc, &answer, 0))
+        })
+    });
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_api_versions_per_connection(&p, &[3, 0]);
+    assert!(p.closes.is_empty(), "{:?}", p.closes);
+}
+
+/// A broker that does not list an API the session needs in common: the v0 answer with
+/// no Produce entry leaves the record without a version; it fails, and is not written.
+#[test]
+fn a_broker_without_a_common_produce_version_fails_the_record_unwritten() {
+    let mut cluster = Cluster::new(1).with_topic("t", 1);
+    let b = cluster.brokers.get_mut(&0).unwrap();
+    b.api_versions.retain(|k| k.0 != ApiKey::Produce as i16);
+    b.api_versions.push((ApiKey::Produce as i16, 0, 2));
+    let mut p = Pair::new(
+        cluster,
+        &[
+            ("delivery.timeout.ms", "3000"),
+            ("request.timeout.ms", "1000"),
+        ],
+    );
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    let err = p.outcome(a).unwrap().as_ref().unwrap_err();
+    assert!(!err.possibly_written(), "{err:?}");
+    assert_eq!(p.cluster.count(ApiKey::Produce), 0);
+    assert!(p.cluster.values("t", 0).is_empty());
+}
+
+/// A transactional producer against a broker that finalizes no `transaction.version`
+/// runs transactions the TV1 way: AddPartitionsToTxn before Produce, Produce at v11 at
+/// most, EndTxn at v4 at most; with `transaction.version` 2 finalized, the TV2 way:
+/// no AddPartitionsToTxn, Produce v12, EndTxn v5 (KIP-890).
+#[test]
+fn the_finalized_transaction_version_decides_tv1_or_tv2_requests() {
+    for level in [None, Some(2)] {
+        let mut cluster = Cluster::new(1).with_topic("t", 1);
+        let b = cluster.brokers.get_mut(&0).unwrap();
+        if let Some(level) = level {
+            b.transaction_version = Some(level);
+            b.features_epoch = 1;
+        }
+        let mut p = Pair::new(cluster, &[("transactional.id", "tx")]);
+        let init = p.session.init_transactions(p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(init).is_some()));
+        assert!(matches!(
+            p.op(init),
+            Some((_, Completion::Transaction { result: Ok(()), .. }))
+        ));
+        let begin = p.session.begin_transaction(p.now);
+        p.pump();
+        assert!(matches!(
+            p.op(begin),
+            Some((_, Completion::Transaction { result: Ok(()), .. }))
+        ));
+        let a = p.send("t", 0, "a");
+        let commit = p.session.commit_transaction(p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(commit).is_some()));
+        assert!(
+            matches!(
+                p.op(commit),
+                Some((_, Completion::Transaction { result: Ok(()), .. }))
+            ),
+            "{level:?}: {:?}",
+            p.op(commit)
+        );
+        assert_eq!(p.acked(a).offset, Some(0));
+        assert_eq!(p.cluster.end_txns, [true]);
+        let produce = versions_of(&p, ApiKey::Produce);
+        let end_txn = versions_of(&p, ApiKey::EndTxn);
+        if level.is_none() {
+            assert_eq!(
+                p.cluster.count(ApiKey::AddPartitionsToTxn),
+                1,
+                "TV1 adds the partition"
+            );
+            assert!(produce.iter().all(|&v| v <= 11), "{produce:?}");
+            assert!(end_txn.iter().all(|&v| v <= 4), "{end_txn:?}");
+        } else {
+            assert_eq!(
+                p.cluster.count(ApiKey::AddPartitionsToTxn),
+                0,
+                "TV2 adds it implicitly"
+            );
+            assert_eq!(produce, [12]);
+            assert_eq!(end_txn, [5]);
+        }
+    }
+}
+
+/// The first Produce reaches the log, then the connection resets before the answer:
+/// the records are retried on a new connection and, as duplicates of what the log
+/// holds, acknowledged once at the offsets they first got.
+#[test]
+fn records_written_before_a_reset_are_retried_and_delivered_once() {
+    let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+    let mut first = true;
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Produce && std::mem::take(&mut first))
+            .then_some(Verdict::ApplyThenReset)
+    });
+    let ids: Vec<_> = (0..4).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    p.settle(10 * SECOND);
+    assert_eq!(p.resets.len(), 1);
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(p.acked(*id).offset, Some(i as i64), "r{i}");
+    }
+    assert_eq!(p.cluster.values("t", 0), ["r0", "r1", "r2", "r3"]);
+    assert!(
+        p.cluster.count(ApiKey::Produce) > 1,
+        "something was retried"
+    );
+}
+
+/// Garbage in place of an answer closes the connection as malformed; what was
+/// acknowledged before stays acknowledged once, and the record the garbage answered is
+/// failed with the connection and retried at once (not after `request.timeout.ms`),
+/// then delivered once.
+#[test]
+fn a_malformed_frame_closes_the_connection_and_loses_nothing_acknowledged() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("request.timeout.ms", "30000")],
+    );
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    let mut armed = true;
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Produce && std::mem::take(&mut armed))
+            .then(|| Verdict::Raw(with_header(inc, &[0xff])))
+    });
+    let b = p.send("t", 0, "b");
+    p.settle(SECOND);
+    assert!(
+        p.closes
+            .iter()
+            .any(|c| matches!(c.2, CloseReason::Malformed(_))),
+        "{:?}",
+        p.closes
+    );
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_eq!(p.acked(b).offset, Some(1));
+    assert_eq!(p.cluster.values("t", 0), ["a", "b"]);
+}
+
+/// An answer naming a correlation id nothing was sent with is a broken stream: the
+/// connection closes, and the record whose real answer came after it is retried and,
+/// the log already holding it, acknowledged once.
+#[test]
+fn an_answer_to_an_unknown_correlation_id_closes_the_connection() {
+    let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+    let mut armed = true;
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Produce && std::mem::take(&mut armed)).then(|| {
+            let body = broker::encode(
+                &kafka_protocol::messages::ProduceResponse::default(),
+                inc.version,
+            );
+            Verdict::AnswerAfter(with_correlation(inc, inc.correlation_id + 1000, &body))
+        })
+    });
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    let closed: Vec<_> = p.closes.iter().map(|c| &c.2).collect();
+    assert!(
+        closed
+            .iter()
+            .any(|r| matches!(r, CloseReason::Malformed(m) if m.contains("correlation"))),
+        "{closed:?}"
+    );
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_eq!(p.cluster.values("t", 0), ["a"]);
+    assert_eq!(p.cluster.count(ApiKey::Produce), 2);
+}
