@@ -166,6 +166,22 @@ impl Network {
     /// connection carrying a core request the core no longer has outstanding (it timed
     /// it out).
     pub(crate) fn handle_timeout(&mut self, core: &mut Producer, now: Timestamp) {
+        // The core times a request from when it hands it over, so one still queued for
+        // its connection's negotiation may already be given up on: it must never be
+        // written (its answer would be one the core no longer expects). A Produce's
+        // ticket is released all the same.
+        for c in &mut self.conns {
+            c.queued.retain(|p| match p {
+                Pending::Core(r) => request_id(r).is_none_or(|id| {
+                    let keep = core.is_outstanding(id);
+                    if let (false, Request::Produce(r)) = (keep, r) {
+                        self.out.push_back(Output::Release { ticket: r.ticket });
+                    }
+                    keep
+                }),
+                Pending::Session(..) => true,
+            });
+        }
         let mut expired = Vec::new();
         for c in &self.conns {
             let reason = if matches!(c.state, ConnState::Connecting { deadline } if deadline <= now)
@@ -460,6 +476,10 @@ impl Network {
         let Some(id) = request_id(&request) else {
             return;
         };
+        if !core.is_outstanding(id) {
+            // The core already gave up on it (timed it out while it was queued).
+            return;
+        }
         let result = core.handle_request_failed(id, RequestFailure::NotSent, now);
         debug_assert!(
             result.is_ok(),
