@@ -55,6 +55,8 @@ pub enum Verdict {
     Raw(Bytes),
     /// The model applies it and answers; these bytes are sent first.
     AnswerAfter(Bytes),
+    /// The model applies it and answers this much later than it would.
+    Delay(Duration),
 }
 
 type Hook = Box<dyn FnMut(&Incoming, &Cluster) -> Option<Verdict>>;
@@ -527,7 +529,12 @@ impl Pair {
                 break;
             }
         }
+        let mut extra = Duration::ZERO;
         let reply = match verdict {
+            Verdict::Delay(d) => {
+                extra = d;
+                vec![self.cluster.answer(&inc)]
+            }
             Verdict::Answer => vec![self.cluster.answer(&inc)],
             Verdict::Ignore => Vec::new(),
             Verdict::ApplyAndIgnore => {
@@ -547,12 +554,12 @@ impl Pair {
             Verdict::AnswerAfter(bytes) => vec![bytes, self.cluster.answer(&inc)],
         };
         for bytes in reply {
-            self.to_client(conn, bytes);
+            self.to_client(conn, bytes, extra);
         }
     }
 
-    fn to_client(&mut self, conn: ConnId, bytes: Bytes) {
-        let delay = self.delay();
+    fn to_client(&mut self, conn: ConnId, bytes: Bytes, extra: Duration) {
+        let delay = self.delay() + extra;
         let split = self.split_responses && bytes.len() > 1;
         let cut = if split {
             1 + self.rng.below(bytes.len() as u64 - 1) as usize
