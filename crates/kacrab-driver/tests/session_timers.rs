@@ -280,6 +280,7 @@ fn close_with_a_timeout_fails_what_is_left_possibly_written_if_on_the_wire() {
     assert!(a.possibly_written(), "{a:?}");
     assert!(!b.possibly_written(), "{b:?}");
     assert!(p.session.is_finished());
+    p.assert_every_ticket_ended();
     assert_eq!(p.session.connection_count(), 0);
     assert!(p.links().is_empty(), "every connection was closed");
     assert!(p.closes.iter().any(|c| c.2 == CloseReason::Finished));

@@ -289,6 +289,15 @@ impl Pair {
             .collect()
     }
 
+    /// Every Produce ticket handed out so far ended in one Transmit or one Release: the
+    /// tickets seen are exactly `0..n` (the core reserves them consecutively). For the
+    /// end of a test, when nothing is queued any more.
+    pub fn assert_every_ticket_ended(&self) {
+        for (i, t) in self.tickets.iter().enumerate() {
+            assert_eq!(t.seq, i as u64, "ticket {i} never ended: {:?}", self.tickets);
+        }
+    }
+
     /// Elapsed virtual time since `t`.
     pub fn since(&self, t: Timestamp) -> Duration {
         self.now.saturating_duration_since(t)
@@ -554,11 +563,11 @@ impl Pair {
             Verdict::AnswerAfter(bytes) => vec![bytes, self.cluster.answer(&inc)],
         };
         for bytes in reply {
-            self.to_client(conn, bytes, extra);
+            self.answer_to_client(conn, bytes, extra);
         }
     }
 
-    fn to_client(&mut self, conn: ConnId, bytes: Bytes, extra: Duration) {
+    fn answer_to_client(&mut self, conn: ConnId, bytes: Bytes, extra: Duration) {
         let delay = self.delay() + extra;
         let split = self.split_responses && bytes.len() > 1;
         let cut = if split {
