@@ -23,15 +23,19 @@ enum Op {
     Reset { pick: usize },
     Flush,
     MoveLeader { partition: i32, to: i32 },
+    Crash { node: i32 },
+    Restart { node: i32 },
 }
 
 fn op(partitions: i32, brokers: i32) -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0..partitions).prop_map(|partition| Op::Send { partition }),
-        3 => (0..40u64).prop_map(|ms| Op::Advance { ms }),
+        3 => prop_oneof![0..40u64, 0..400u64].prop_map(|ms| Op::Advance { ms }),
         1 => any::<usize>().prop_map(|pick| Op::Reset { pick }),
         1 => Just(Op::Flush),
         1 => (0..partitions, 0..brokers).prop_map(|(partition, to)| Op::MoveLeader { partition, to }),
+        1 => (0..brokers).prop_map(|node| Op::Crash { node }),
+        1 => (0..brokers).prop_map(|node| Op::Restart { node }),
     ]
 }
 
@@ -46,7 +50,21 @@ struct Case {
     /// Per mille of requests that meet a fault (answer lost, reset before or after
     /// applying, answer delayed).
     fault_per_mille: u64,
+    /// Per mille of connects refused, and left hanging.
+    connect_faults: (u64, u64),
+    /// How the test ends.
+    end: End,
     ops: Vec<Op>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum End {
+    /// Every broker restarts, every send settles, then `close(None)`.
+    Settle,
+    /// `close(timeout)` right after the last op.
+    CloseWithin(u64),
+    /// `abort()` right after the last op.
+    Abort,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -57,10 +75,25 @@ fn case() -> impl Strategy<Value = Case> {
             0..10u64,
             any::<bool>(),
             0..150u64,
+            (0..100u64, 0..50u64),
+            prop_oneof![
+                4 => Just(End::Settle),
+                1 => (0..3000u64).prop_map(End::CloseWithin),
+                1 => Just(End::Abort),
+            ],
             prop::collection::vec(op(partitions, brokers), 1..60),
         )
             .prop_map(
-                move |(seed, latency_ms, jitter_ms, split, fault_per_mille, ops)| Case {
+                move |(
+                    seed,
+                    latency_ms,
+                    jitter_ms,
+                    split,
+                    fault_per_mille,
+                    connect_faults,
+                    end,
+                    ops,
+                )| Case {
                     seed,
                     brokers,
                     partitions,
@@ -68,6 +101,8 @@ fn case() -> impl Strategy<Value = Case> {
                     jitter_ms,
                     split,
                     fault_per_mille,
+                    connect_faults,
+                    end,
                     ops,
                 },
             )
@@ -76,9 +111,12 @@ fn case() -> impl Strategy<Value = Case> {
 
 fn run(case: &Case) {
     let cluster = Cluster::new(case.brokers).with_topic("t", case.partitions);
+    let bootstrap: Vec<String> = cluster.brokers.values().map(|b| b.addr.clone()).collect();
+    let bootstrap = bootstrap.join(",");
     let mut p = Pair::new(
         cluster,
         &[
+            ("bootstrap.servers", &bootstrap),
             ("request.timeout.ms", "1000"),
             ("delivery.timeout.ms", "20000"),
             ("retry.backoff.ms", "20"),
@@ -89,6 +127,7 @@ fn run(case: &Case) {
     p.latency = Duration::from_millis(case.latency_ms);
     p.jitter = Duration::from_millis(case.jitter_ms);
     p.split_responses = case.split;
+    p.connect_faults = case.connect_faults;
     let mut faults = Rng::new(case.seed ^ 0x5eed);
     let rate = case.fault_per_mille;
     p.hook(move |_, _| {
@@ -121,10 +160,25 @@ fn run(case: &Case) {
             }
             Op::Flush => flushes.push(p.flush()),
             Op::MoveLeader { partition, to } => p.cluster.move_leader("t", partition, to),
+            Op::Crash { node } => p.crash(node),
+            Op::Restart { node } => p.restart(node),
         }
     }
-    p.settle(Duration::from_secs(120));
-    let close = p.close(None);
+    let close = match case.end {
+        End::Settle => {
+            for node in 0..case.brokers {
+                p.restart(node);
+            }
+            p.settle(Duration::from_secs(120));
+            p.close(None)
+        }
+        End::CloseWithin(ms) => p.close(Some(Duration::from_millis(ms))),
+        End::Abort => {
+            p.session.abort(p.now);
+            p.pump();
+            p.close(None)
+        }
+    };
     assert!(
         p.run_until(Duration::from_secs(120), |p| p.session.is_finished()),
         "the session did not finish"
@@ -172,6 +226,17 @@ fn run(case: &Case) {
             }
             Err(_) => {}
         }
+    }
+    if std::env::var_os("PAIR_STATS").is_some() {
+        let acked: usize = acked_by_partition.values().map(Vec::len).sum();
+        eprintln!(
+            "sent {} acked {acked} closes {} resets {} requests {} end {:?}",
+            sent.len(),
+            p.closes.len(),
+            p.resets.len(),
+            p.cluster.seen.len(),
+            case.end
+        );
     }
     for (partition, acked) in acked_by_partition {
         assert!(

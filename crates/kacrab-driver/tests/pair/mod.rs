@@ -128,6 +128,9 @@ pub struct Pair {
     /// Connect behaviour by address (else [`ConnectPolicy::Accept`] for a live broker,
     /// [`ConnectPolicy::Refuse`] otherwise).
     pub connect: BTreeMap<String, ConnectPolicy>,
+    /// Per mille of connects (to addresses without an explicit policy) refused, and
+    /// per mille left hanging.
+    pub connect_faults: (u64, u64),
     /// Every completion, with when it came.
     pub completions: Vec<(Timestamp, Completion)>,
     /// Every `Output::Connect`: when, which, where.
@@ -173,6 +176,7 @@ impl Pair {
             jitter: Duration::ZERO,
             split_responses: false,
             connect: BTreeMap::new(),
+            connect_faults: (0, 0),
             completions: Vec::new(),
             connects: Vec::new(),
             closes: Vec::new(),
@@ -236,6 +240,26 @@ impl Pair {
         }
     }
 
+    /// Stops broker `node`: its connections reset, new ones are refused, Metadata no
+    /// longer lists it.
+    pub fn crash(&mut self, node: i32) {
+        self.cluster.brokers.get_mut(&node).expect("node").alive = false;
+        let conns: Vec<ConnId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.node == Some(node))
+            .map(|(&c, _)| c)
+            .collect();
+        for c in conns {
+            self.reset(c);
+        }
+    }
+
+    /// Starts broker `node` again (its logs and producer state kept).
+    pub fn restart(&mut self, node: i32) {
+        self.cluster.brokers.get_mut(&node).expect("node").alive = true;
+    }
+
     // ------------------------------------------------------------------ queries
 
     /// The outcome of a send, if it has one.
@@ -294,7 +318,11 @@ impl Pair {
     /// end of a test, when nothing is queued any more.
     pub fn assert_every_ticket_ended(&self) {
         for (i, t) in self.tickets.iter().enumerate() {
-            assert_eq!(t.seq, i as u64, "ticket {i} never ended: {:?}", self.tickets);
+            assert_eq!(
+                t.seq, i as u64,
+                "ticket {i} never ended: {:?}",
+                self.tickets
+            );
         }
     }
 
@@ -362,6 +390,19 @@ impl Pair {
                     ConnectPolicy::Accept
                 } else {
                     ConnectPolicy::Refuse
+                };
+                let (refuse, hang) = self.connect_faults;
+                let roll = if refuse + hang > 0 {
+                    self.rng.below(1000)
+                } else {
+                    1000
+                };
+                let default = if roll < refuse {
+                    ConnectPolicy::Refuse
+                } else if roll < refuse + hang {
+                    ConnectPolicy::Hang
+                } else {
+                    default
                 };
                 let policy = self.connect.get(&addr).copied().unwrap_or(default);
                 self.connects.push((now, conn, addr.clone()));
