@@ -311,3 +311,93 @@ fn an_answer_to_an_unknown_correlation_id_closes_the_connection() {
     assert_eq!(p.cluster.values("t", 0), ["a"]);
     assert_eq!(p.cluster.count(ApiKey::Produce), 2);
 }
+
+/// A broker that comes back at another address: its old connection resets and the old
+/// address refuses; Metadata from another broker names the new address, the session
+/// connects there, and the record is delivered once.
+#[test]
+fn a_broker_that_moved_is_reached_at_its_new_address() {
+    let mut cluster = Cluster::new(2).with_topic("t", 1);
+    cluster.move_leader("t", 0, 1);
+    let mut p = Pair::new(cluster, &[("retry.backoff.ms", "10")]);
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(0));
+
+    p.cluster.brokers.get_mut(&1).unwrap().addr = "b1-moved:9092".into();
+    for (conn, addr) in p.links() {
+        if addr == "b1:9092" {
+            p.reset(conn);
+        }
+    }
+    let b = p.send("t", 0, "b");
+    p.settle(30 * SECOND);
+    assert_eq!(p.acked(b).offset, Some(1));
+    assert!(p.connects.iter().any(|c| c.2 == "b1-moved:9092"));
+    assert_eq!(p.cluster.values("t", 0), ["a", "b"]);
+}
+
+/// The leader's address accepts no connection (the connect hangs): the session gives
+/// up after `socket.connection.setup.timeout.ms` each time; once the leader moves to a
+/// reachable broker the record is delivered there.
+#[test]
+fn a_leader_whose_connect_hangs_is_abandoned_and_the_record_follows_the_new_leader() {
+    let mut cluster = Cluster::new(2).with_topic("t", 1);
+    cluster.move_leader("t", 0, 1);
+    let mut p = Pair::new(
+        cluster,
+        &[
+            ("socket.connection.setup.timeout.ms", "200"),
+            ("retry.backoff.ms", "10"),
+        ],
+    );
+    p.connect
+        .insert("b1:9092".into(), pair::ConnectPolicy::Hang);
+    let a = p.send("t", 0, "a");
+    p.run_for(SECOND);
+    assert!(p.outcome(a).is_none());
+    assert!(p.closes.iter().any(|c| c.2 == CloseReason::ConnectTimeout));
+    p.cluster.move_leader("t", 0, 0);
+    p.settle(30 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_eq!(p.cluster.values("t", 0), ["a"]);
+}
+
+/// abort() fails every record without an outcome at once (possibly written only if it
+/// was on the wire), refuses later sends, and finishes the session.
+#[test]
+fn abort_fails_every_record_without_an_outcome_and_finishes() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("max.in.flight.requests.per.connection", "1")],
+    );
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    let on_wire = p.send("t", 0, "a");
+    assert!(p.run_until(10 * SECOND, |p| p.cluster.count(ApiKey::Produce) == 1));
+    let queued = p.send("t", 0, "b");
+    let lookup = p.partition_count("unknown-topic");
+    p.session.abort(p.now);
+    p.pump();
+    assert!(p
+        .outcome(on_wire)
+        .unwrap()
+        .as_ref()
+        .unwrap_err()
+        .possibly_written());
+    assert!(!p
+        .outcome(queued)
+        .unwrap()
+        .as_ref()
+        .unwrap_err()
+        .possibly_written());
+    let close = p.close(None);
+    assert!(p.run_until(SECOND, |p| p.op(close).is_some() && p.session.is_finished()));
+    assert!(matches!(
+        p.op(lookup),
+        Some((_, Completion::PartitionCount { count: None, .. }))
+    ));
+    let late = p.send("t", 0, "late");
+    assert!(p.outcome(late).unwrap().is_err());
+    assert!(p.links().is_empty());
+    p.assert_every_ticket_ended();
+}
