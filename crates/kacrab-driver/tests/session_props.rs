@@ -278,3 +278,181 @@ proptest! {
         run(&case);
     }
 }
+
+#[derive(Clone, Debug)]
+struct TxnCase {
+    seed: u64,
+    brokers: i32,
+    tv2: bool,
+    latency_ms: u64,
+    fault_per_mille: u64,
+    /// Per transaction: the partitions of its records, and whether it commits.
+    txns: Vec<(Vec<i32>, bool)>,
+}
+
+fn txn_case() -> impl Strategy<Value = TxnCase> {
+    (
+        any::<u64>(),
+        1..=3i32,
+        any::<bool>(),
+        0..10u64,
+        0..120u64,
+        prop::collection::vec((prop::collection::vec(0..3i32, 0..8), any::<bool>()), 1..6),
+    )
+        .prop_map(
+            |(seed, brokers, tv2, latency_ms, fault_per_mille, txns)| TxnCase {
+                seed,
+                brokers,
+                tv2,
+                latency_ms,
+                fault_per_mille,
+                txns,
+            },
+        )
+}
+
+/// Transactions through the session under lost answers, resets and delays: every
+/// transactional call and every send gets exactly one completion, the session's
+/// invariants hold throughout, and acknowledged records are in the log once.
+fn run_txn(case: &TxnCase) {
+    let mut cluster = Cluster::new(case.brokers).with_topic("t", 3);
+    cluster.coordinator = case.brokers - 1;
+    if case.tv2 {
+        for b in cluster.brokers.values_mut() {
+            b.transaction_version = Some(2);
+            b.features_epoch = 1;
+        }
+    }
+    let mut p = Pair::new(
+        cluster,
+        &[
+            ("transactional.id", "tx"),
+            ("request.timeout.ms", "1000"),
+            ("delivery.timeout.ms", "20000"),
+            ("retry.backoff.ms", "20"),
+        ],
+    );
+    p.rng = Rng::new(case.seed);
+    p.latency = Duration::from_millis(case.latency_ms);
+    let mut faults = Rng::new(case.seed ^ 0x7e57);
+    let rate = case.fault_per_mille;
+    p.hook(move |_, _| {
+        if faults.below(1000) >= rate {
+            return None;
+        }
+        Some(match faults.below(4) {
+            0 => Verdict::ApplyAndIgnore,
+            1 => Verdict::ApplyThenReset,
+            2 => Verdict::Reset,
+            _ => Verdict::Delay(Duration::from_millis(faults.below(1500))),
+        })
+    });
+    let limit = Duration::from_secs(120);
+    let init = p.session.init_transactions(p.now);
+    assert!(
+        p.run_until(limit, |p| p.op(init).is_some()),
+        "init completed"
+    );
+    let mut sent: BTreeMap<SendId, String> = BTreeMap::new();
+    let mut ops = vec![init];
+    let mut commits: Vec<(OpId, Vec<SendId>)> = Vec::new();
+    for (i, (partitions, commit)) in case.txns.iter().enumerate() {
+        let begin = p.session.begin_transaction(p.now);
+        p.pump();
+        ops.push(begin);
+        let mut ids = Vec::new();
+        for (j, &partition) in partitions.iter().enumerate() {
+            let value = format!("t{i}-{j}");
+            let id = p.send("t", partition, &value);
+            ids.push(id);
+            sent.insert(id, value);
+        }
+        let end = if *commit {
+            let op = p.session.commit_transaction(p.now);
+            commits.push((op, ids));
+            op
+        } else {
+            p.session.abort_transaction(p.now)
+        };
+        ops.push(end);
+        assert!(
+            p.run_until(limit, |p| p.op(end).is_some()),
+            "{end:?} completed"
+        );
+    }
+    p.settle(limit);
+    let close = p.close(None);
+    assert!(p.run_until(limit, |p| p.session.is_finished()), "finished");
+    ops.push(close);
+    for op in ops {
+        assert!(p.op(op).is_some(), "{op:?} completed");
+    }
+    p.assert_every_ticket_ended();
+    for (op, ids) in &commits {
+        if let Some((_, Completion::Transaction { result: Ok(()), .. })) = p.op(*op) {
+            for id in ids {
+                assert!(
+                    matches!(p.outcome(*id), Some(Ok(_))),
+                    "{op:?} committed but {id:?} is {:?}",
+                    p.outcome(*id)
+                );
+            }
+        }
+    }
+    if std::env::var_os("PAIR_STATS").is_some() {
+        let txn: Vec<String> = p
+            .completions
+            .iter()
+            .filter_map(|(_, c)| match c {
+                Completion::Transaction { kind, result, .. } => Some(format!(
+                    "{kind:?}:{}",
+                    if result.is_ok() { "ok" } else { "ERR" }
+                )),
+                _ => None,
+            })
+            .collect();
+        let acked = sent
+            .keys()
+            .filter(|id| p.outcome(**id).unwrap().is_ok())
+            .count();
+        eprintln!(
+            "tv2 {} sent {} acked {acked} end_txns {:?} {txn:?}",
+            case.tv2,
+            sent.len(),
+            p.cluster.end_txns
+        );
+    }
+    let mut in_log = BTreeMap::new();
+    for partition in 0..3 {
+        for r in &p.cluster.partition("t", partition).log {
+            let v = String::from_utf8(r.value.clone().unwrap_or_default().to_vec()).unwrap();
+            assert!(
+                in_log.insert(v.clone(), (partition, r.offset)).is_none(),
+                "{v} twice"
+            );
+        }
+    }
+    for (id, value) in &sent {
+        match p.outcome(*id).expect("an outcome") {
+            Ok(meta) => assert_eq!(
+                in_log.get(value),
+                Some(&(meta.partition, meta.offset.expect("an offset")))
+            ),
+            Err(e) if !e.possibly_written() => assert!(!in_log.contains_key(value), "{e:?}"),
+            Err(_) => {}
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn transactions_complete_every_call_once_under_network_faults(case in txn_case()) {
+        run_txn(&case);
+    }
+}
