@@ -328,3 +328,48 @@ fn a_lookup_of_an_unknown_topic_answers_none_after_max_block() {
         "asked again after each backoff"
     );
 }
+
+/// The Metadata a lookup asked for is lost with its connection: the lookup asks again
+/// after the backoff, on a new connection, and is answered within `max.block.ms`.
+#[test]
+fn a_lookup_survives_a_reset_of_its_metadata_request() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 3),
+        &[("max.block.ms", "5000"), ("retry.backoff.ms", "100")],
+    );
+    let mut armed = true;
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Metadata && std::mem::take(&mut armed)).then_some(Verdict::Reset)
+    });
+    let start = p.now;
+    let op = p.partition_count("t");
+    assert!(p.run_until(10 * SECOND, |p| p.op(op).is_some()));
+    let (at, done) = p.op(op).unwrap();
+    assert!(matches!(done, Completion::PartitionCount { count: Some(3), .. }));
+    assert!(at.saturating_duration_since(start) < SECOND);
+    assert_eq!(p.resets.len(), 1);
+}
+
+/// A second close with a shorter timeout shortens the first: both complete when it
+/// passes, with what is left failed.
+#[test]
+fn a_second_close_with_a_shorter_timeout_shortens_the_first() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("request.timeout.ms", "30000")],
+    );
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    let a = p.send("t", 0, "a");
+    assert!(p.run_until(10 * SECOND, |p| p.cluster.count(ApiKey::Produce) == 1));
+    let start = p.now;
+    let first = p.close(None);
+    p.run_for(50 * MS);
+    let second = p.close(Some(100 * MS));
+    assert!(p.run_until(10 * SECOND, |p| p.op(first).is_some() && p.op(second).is_some()));
+    let (t1, _) = p.op(first).unwrap();
+    let (t2, _) = p.op(second).unwrap();
+    assert_eq!(t1, t2);
+    assert_eq!(t1.saturating_duration_since(start), 150 * MS);
+    assert!(p.outcome(a).unwrap().as_ref().unwrap_err().possibly_written());
+    assert!(p.session.is_finished());
+}
