@@ -54,6 +54,13 @@ struct Case {
     connect_faults: (u64, u64),
     /// How the test ends.
     end: End,
+    /// The brokers' highest Produce and ApiVersions versions.
+    produce_max: i16,
+    api_versions_max: i16,
+    /// `batch.size`, `max.in.flight.requests.per.connection`, `metadata.max.age.ms`.
+    batch_size: u32,
+    max_in_flight: u32,
+    metadata_max_age_ms: u64,
     ops: Vec<Op>,
 }
 
@@ -81,6 +88,13 @@ fn case() -> impl Strategy<Value = Case> {
                 1 => (0..3000u64).prop_map(End::CloseWithin),
                 1 => Just(End::Abort),
             ],
+            (
+                prop_oneof![Just(9i16), Just(11), Just(12)],
+                2..=4i16,
+                prop_oneof![Just(120u32), Just(16_384)],
+                1..=5u32,
+                prop_oneof![Just(300u64), Just(300_000)],
+            ),
             prop::collection::vec(op(partitions, brokers), 1..60),
         )
             .prop_map(
@@ -92,6 +106,7 @@ fn case() -> impl Strategy<Value = Case> {
                     fault_per_mille,
                     connect_faults,
                     end,
+                    (produce_max, api_versions_max, batch_size, max_in_flight, metadata_max_age_ms),
                     ops,
                 )| Case {
                     seed,
@@ -103,6 +118,11 @@ fn case() -> impl Strategy<Value = Case> {
                     fault_per_mille,
                     connect_faults,
                     end,
+                    produce_max,
+                    api_versions_max,
+                    batch_size,
+                    max_in_flight,
+                    metadata_max_age_ms,
                     ops,
                 },
             )
@@ -110,7 +130,19 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn run(case: &Case) {
-    let cluster = Cluster::new(case.brokers).with_topic("t", case.partitions);
+    let mut cluster = Cluster::new(case.brokers).with_topic("t", case.partitions);
+    for b in cluster.brokers.values_mut() {
+        for (key, _, max) in &mut b.api_versions {
+            match *key {
+                0 => *max = case.produce_max,
+                18 => *max = case.api_versions_max,
+                _ => {}
+            }
+        }
+    }
+    let batch_size = case.batch_size.to_string();
+    let max_in_flight = case.max_in_flight.to_string();
+    let metadata_max_age = case.metadata_max_age_ms.to_string();
     let bootstrap: Vec<String> = cluster.brokers.values().map(|b| b.addr.clone()).collect();
     let bootstrap = bootstrap.join(",");
     let mut p = Pair::new(
@@ -121,6 +153,9 @@ fn run(case: &Case) {
             ("delivery.timeout.ms", "20000"),
             ("retry.backoff.ms", "20"),
             ("linger.ms", "2"),
+            ("batch.size", &batch_size),
+            ("max.in.flight.requests.per.connection", &max_in_flight),
+            ("metadata.max.age.ms", &metadata_max_age),
         ],
     );
     p.rng = Rng::new(case.seed);

@@ -345,7 +345,10 @@ fn a_lookup_survives_a_reset_of_its_metadata_request() {
     let op = p.partition_count("t");
     assert!(p.run_until(10 * SECOND, |p| p.op(op).is_some()));
     let (at, done) = p.op(op).unwrap();
-    assert!(matches!(done, Completion::PartitionCount { count: Some(3), .. }));
+    assert!(matches!(
+        done,
+        Completion::PartitionCount { count: Some(3), .. }
+    ));
     assert!(at.saturating_duration_since(start) < SECOND);
     assert_eq!(p.resets.len(), 1);
 }
@@ -365,11 +368,17 @@ fn a_second_close_with_a_shorter_timeout_shortens_the_first() {
     let first = p.close(None);
     p.run_for(50 * MS);
     let second = p.close(Some(100 * MS));
-    assert!(p.run_until(10 * SECOND, |p| p.op(first).is_some() && p.op(second).is_some()));
+    assert!(p.run_until(10 * SECOND, |p| p.op(first).is_some()
+        && p.op(second).is_some()));
     let (t1, _) = p.op(first).unwrap();
     let (t2, _) = p.op(second).unwrap();
     assert_eq!(t1, t2);
     assert_eq!(t1.saturating_duration_since(start), 150 * MS);
-    assert!(p.outcome(a).unwrap().as_ref().unwrap_err().possibly_written());
+    assert!(p
+        .outcome(a)
+        .unwrap()
+        .as_ref()
+        .unwrap_err()
+        .possibly_written());
     assert!(p.session.is_finished());
 }
