@@ -358,6 +358,12 @@ impl Network {
         // request it was not asked, or one that does not match). Nothing more on this
         // connection can be trusted.
         if let Err(e) = result {
+            // A refused answer leaves its request outstanding in the core, but the wire
+            // has already forgotten it: fail it with the connection, as the others.
+            if tag < SESSION_TAG && core.is_outstanding(id) {
+                let failed = core.handle_request_failed(id, RequestFailure::Disconnected, now);
+                debug_assert!(failed.is_ok(), "outstanding request refused: {failed:?}");
+            }
             self.drop_conn(core, conn, now, Some(CloseReason::Protocol(e)));
         }
     }
