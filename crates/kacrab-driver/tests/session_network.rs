@@ -401,3 +401,37 @@ fn abort_fails_every_record_without_an_outcome_and_finishes() {
     assert!(p.links().is_empty());
     p.assert_every_ticket_ended();
 }
+
+/// An answer that decodes but that the core refuses (InitProducerId without an error
+/// and without a producer id): the session closes the connection as a protocol
+/// violation, and the request, which the core keeps outstanding, is failed with the
+/// connection and asked again at once (not after `request.timeout.ms`).
+#[test]
+fn an_answer_the_core_refuses_closes_the_connection_and_its_request_is_retried_at_once() {
+    use kafka_protocol::messages::{InitProducerIdResponse, ProducerId};
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("request.timeout.ms", "30000")],
+    );
+    let mut armed = true;
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::InitProducerId && std::mem::take(&mut armed)).then(|| {
+            let invalid = InitProducerIdResponse::default()
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1);
+            Verdict::Raw(broker::frame(inc, &invalid, inc.version))
+        })
+    });
+    let a = p.send("t", 0, "a");
+    p.settle(SECOND);
+    assert!(
+        p.closes
+            .iter()
+            .any(|c| matches!(c.2, CloseReason::Protocol(_))),
+        "{:?}",
+        p.closes
+    );
+    assert_eq!(p.cluster.count(ApiKey::InitProducerId), 2);
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_eq!(p.cluster.values("t", 0), ["a"]);
+}
