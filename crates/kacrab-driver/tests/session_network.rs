@@ -435,3 +435,21 @@ fn an_answer_the_core_refuses_closes_the_connection_and_its_request_is_retried_a
     assert_eq!(p.acked(a).offset, Some(0));
     assert_eq!(p.cluster.values("t", 0), ["a"]);
 }
+
+/// With `acks=0` the broker never answers: each record completes once its request is
+/// written, without an offset, and the connection stays healthy.
+#[test]
+fn acks_zero_records_complete_once_written_without_an_offset() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("acks", "0"), ("enable.idempotence", "false")],
+    );
+    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    p.settle(SECOND);
+    for id in &ids {
+        assert_eq!(p.acked(*id).offset, None);
+    }
+    p.run_for(SECOND);
+    assert_eq!(p.cluster.values("t", 0), ["r0", "r1", "r2"]);
+    assert!(p.closes.is_empty(), "{:?}", p.closes);
+}

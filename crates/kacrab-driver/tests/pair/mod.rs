@@ -25,7 +25,7 @@ use kacrab_driver::{
 use kacrab_idempotence::ticket::Ticket;
 use kacrab_idempotence::Timestamp;
 
-pub use broker::{Cluster, Incoming};
+pub use broker::{Cluster, Incoming, Req};
 
 /// What happens to a connect to an address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -577,6 +577,13 @@ impl Pair {
             if let Some(v) = hook(&inc, &self.cluster) {
                 verdict = v;
                 break;
+            }
+        }
+        // With acks=0 the broker applies the Produce and never answers.
+        if let (Verdict::Answer, Req::Produce(r)) = (&verdict, &inc.req) {
+            if r.acks == 0 {
+                let _ = self.cluster.answer(&inc);
+                return;
             }
         }
         let mut extra = Duration::ZERO;
