@@ -453,3 +453,35 @@ fn acks_zero_records_complete_once_written_without_an_offset() {
     assert_eq!(p.cluster.values("t", 0), ["r0", "r1", "r2"]);
     assert!(p.closes.is_empty(), "{:?}", p.closes);
 }
+
+/// A leader whose address no answer ever gave: its requests are never written; the
+/// record waits (asking Metadata again with backoff, not in a busy loop) and fails
+/// after `delivery.timeout.ms`, certainly not written.
+#[test]
+fn a_leader_without_a_known_address_fails_the_record_unwritten_at_the_delivery_timeout() {
+    let mut cluster = Cluster::new(2).with_topic("t", 1);
+    cluster.move_leader("t", 0, 1);
+    cluster.hidden_in_metadata.insert(1);
+    let mut p = Pair::new(
+        cluster,
+        &[
+            ("delivery.timeout.ms", "2000"),
+            ("request.timeout.ms", "1000"),
+            ("retry.backoff.ms", "100"),
+        ],
+    );
+    let start = p.now;
+    let a = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    let err = p.outcome(a).unwrap().as_ref().unwrap_err();
+    assert!(!err.possibly_written(), "{err:?}");
+    let at = p.done_at(a).unwrap().saturating_duration_since(start);
+    assert!(at >= 2 * SECOND && at < 3 * SECOND, "{at:?}");
+    assert!(
+        p.cluster.count(ApiKey::Metadata) < 100,
+        "{}",
+        p.cluster.count(ApiKey::Metadata)
+    );
+    assert_eq!(p.cluster.count(ApiKey::Produce), 0);
+    p.assert_every_ticket_ended();
+}

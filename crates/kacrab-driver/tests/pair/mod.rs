@@ -151,6 +151,9 @@ pub struct Pair {
     ops_done: BTreeSet<OpId>,
     /// Every send made through [`Pair::send`].
     sent: BTreeSet<SendId>,
+    /// Steps taken without the clock moving (a session that keeps itself busy at one
+    /// instant would never let virtual time pass).
+    steps_at_now: u32,
 }
 
 /// The properties every test starts from: no linger, short timeouts for virtual time.
@@ -189,6 +192,7 @@ impl Pair {
             records_done: BTreeSet::new(),
             ops_done: BTreeSet::new(),
             sent: BTreeSet::new(),
+            steps_at_now: 0,
         }
     }
 
@@ -487,7 +491,17 @@ impl Pair {
         let Some(t) = self.next_event() else {
             return false;
         };
-        self.now = self.now.max(t);
+        if t > self.now {
+            self.now = t;
+            self.steps_at_now = 0;
+        } else {
+            self.steps_at_now += 1;
+            assert!(
+                self.steps_at_now < 10_000,
+                "10000 steps at {:?} without the clock moving: a busy loop",
+                self.now
+            );
+        }
         // Network events first, one at a time, in time order.
         while let Some((conn, at)) = self
             .links
