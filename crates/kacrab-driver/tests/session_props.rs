@@ -61,6 +61,9 @@ struct Case {
     batch_size: u32,
     max_in_flight: u32,
     metadata_max_age_ms: u64,
+    /// `buffer.memory` and `max.block.ms`.
+    buffer_memory: u64,
+    max_block_ms: u64,
     ops: Vec<Op>,
 }
 
@@ -94,6 +97,8 @@ fn case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just(120u32), Just(16_384)],
                 1..=5u32,
                 prop_oneof![Just(300u64), Just(300_000)],
+                prop_oneof![Just(1u64), Just(300), Just(33_554_432)],
+                prop_oneof![Just(0u64), Just(50), Just(60_000)],
             ),
             prop::collection::vec(op(partitions, brokers), 1..60),
         )
@@ -106,7 +111,15 @@ fn case() -> impl Strategy<Value = Case> {
                     fault_per_mille,
                     connect_faults,
                     end,
-                    (produce_max, api_versions_max, batch_size, max_in_flight, metadata_max_age_ms),
+                    (
+                        produce_max,
+                        api_versions_max,
+                        batch_size,
+                        max_in_flight,
+                        metadata_max_age_ms,
+                        buffer_memory,
+                        max_block_ms,
+                    ),
                     ops,
                 )| Case {
                     seed,
@@ -123,6 +136,8 @@ fn case() -> impl Strategy<Value = Case> {
                     batch_size,
                     max_in_flight,
                     metadata_max_age_ms,
+                    buffer_memory,
+                    max_block_ms,
                     ops,
                 },
             )
@@ -143,6 +158,8 @@ fn run(case: &Case) {
     let batch_size = case.batch_size.to_string();
     let max_in_flight = case.max_in_flight.to_string();
     let metadata_max_age = case.metadata_max_age_ms.to_string();
+    let buffer_memory = case.buffer_memory.to_string();
+    let max_block = case.max_block_ms.to_string();
     let bootstrap: Vec<String> = cluster.brokers.values().map(|b| b.addr.clone()).collect();
     let bootstrap = bootstrap.join(",");
     let mut p = Pair::new(
@@ -156,6 +173,8 @@ fn run(case: &Case) {
             ("batch.size", &batch_size),
             ("max.in.flight.requests.per.connection", &max_in_flight),
             ("metadata.max.age.ms", &metadata_max_age),
+            ("buffer.memory", &buffer_memory),
+            ("max.block.ms", &max_block),
         ],
     );
     p.rng = Rng::new(case.seed);
@@ -178,7 +197,8 @@ fn run(case: &Case) {
     });
 
     let mut sent: BTreeMap<SendId, (i32, String)> = BTreeMap::new();
-    let mut flushes: Vec<OpId> = Vec::new();
+    // Each flush, with the sends made before it.
+    let mut flushes: Vec<(OpId, Vec<SendId>)> = Vec::new();
     for (i, op) in case.ops.iter().enumerate() {
         match *op {
             Op::Send { partition } => {
@@ -193,7 +213,10 @@ fn run(case: &Case) {
                     p.reset(links[pick % links.len()].0);
                 }
             }
-            Op::Flush => flushes.push(p.flush()),
+            Op::Flush => {
+                let before = sent.keys().copied().collect();
+                flushes.push((p.flush(), before));
+            }
             Op::MoveLeader { partition, to } => p.cluster.move_leader("t", partition, to),
             Op::Crash { node } => p.crash(node),
             Op::Restart { node } => p.restart(node),
@@ -220,11 +243,19 @@ fn run(case: &Case) {
     );
     assert!(p.op(close).is_some(), "the close completed");
     p.assert_every_ticket_ended();
-    for f in &flushes {
-        assert!(
-            matches!(p.op(*f), Some((_, Completion::Flushed { .. }))),
-            "{f:?} completed"
-        );
+    for (f, before) in &flushes {
+        let flushed = p
+            .position(|c| matches!(c, Completion::Flushed { op } if op == f))
+            .unwrap_or_else(|| panic!("{f:?} completed"));
+        for id in before {
+            let done = p
+                .position(|c| matches!(c, Completion::Record { id: i, .. } if i == id))
+                .expect("an outcome");
+            assert!(
+                done < flushed,
+                "{f:?} completed before {id:?}, sent before it"
+            );
+        }
     }
 
     // The logs against the outcomes.

@@ -382,3 +382,28 @@ fn a_second_close_with_a_shorter_timeout_shortens_the_first() {
         .possibly_written());
     assert!(p.session.is_finished());
 }
+
+/// abort() with a flush still queued behind sends waiting for `buffer.memory`: the
+/// flush completes after every record sent before it, the one the core holds
+/// included (found by the session property).
+#[test]
+fn on_abort_a_flush_queued_behind_the_backlog_completes_after_the_records_before_it() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("buffer.memory", "1"), ("max.block.ms", "5000")],
+    );
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let flush = p.flush();
+    p.session.abort(p.now);
+    p.pump();
+    let flushed = p
+        .position(|c| matches!(c, Completion::Flushed { op } if *op == flush))
+        .expect("the flush completed");
+    for id in &ids {
+        let done = p
+            .position(|c| matches!(c, Completion::Record { id: i, .. } if i == id))
+            .expect("an outcome");
+        assert!(done < flushed, "{id:?} completed after the flush");
+    }
+}
