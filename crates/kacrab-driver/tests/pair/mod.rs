@@ -42,9 +42,13 @@ pub enum ConnectPolicy {
 pub enum Verdict {
     /// The model applies it and answers.
     Answer,
-    /// The model neither applies nor answers it.
+    /// The model neither applies nor answers it. The connection stalls: as Kafka reads
+    /// the next request of a connection only once it answered the last one
+    /// (`SocketServer`'s `Processor` mutes the channel until the response is sent),
+    /// later requests on it are neither applied nor answered.
     Ignore,
-    /// The model applies it; the answer is lost (never sent).
+    /// The model applies it; the answer never comes, and the connection stalls (see
+    /// [`Verdict::Ignore`]).
     ApplyAndIgnore,
     /// The model applies it, then the connection resets before the answer.
     ApplyThenReset,
@@ -70,6 +74,8 @@ struct Link {
     connect_at: Option<Timestamp>,
     refuse: bool,
     open: bool,
+    /// The broker sits on a request: nothing more on this connection is read.
+    stalled: bool,
     to_broker: VecDeque<(Timestamp, Bytes)>,
     to_client: VecDeque<(Timestamp, Bytes)>,
 }
@@ -418,6 +424,7 @@ impl Pair {
                         connect_at: (policy != ConnectPolicy::Hang).then(|| now + self.latency),
                         refuse: policy == ConnectPolicy::Refuse,
                         open: false,
+                        stalled: false,
                         to_broker: VecDeque::new(),
                         to_client: VecDeque::new(),
                     },
@@ -556,6 +563,9 @@ impl Pair {
         }
         if link.to_broker.front().is_some_and(|f| f.0 <= now) {
             let (_, frame) = link.to_broker.pop_front().expect("frame");
+            if link.stalled {
+                return;
+            }
             let node = link.node.expect("an open link reaches a broker");
             self.at_broker(conn, node, &frame);
         }
@@ -607,9 +617,13 @@ impl Pair {
                 vec![self.cluster.answer(&inc)]
             }
             Verdict::Answer => vec![self.cluster.answer(&inc)],
-            Verdict::Ignore => Vec::new(),
+            Verdict::Ignore => {
+                self.stall(conn);
+                Vec::new()
+            }
             Verdict::ApplyAndIgnore => {
                 let _ = self.cluster.answer(&inc);
+                self.stall(conn);
                 Vec::new()
             }
             Verdict::ApplyThenReset => {
@@ -626,6 +640,12 @@ impl Pair {
         };
         for bytes in reply {
             self.answer_to_client(conn, bytes, extra);
+        }
+    }
+
+    fn stall(&mut self, conn: ConnId) {
+        if let Some(link) = self.links.get_mut(&conn) {
+            link.stalled = true;
         }
     }
 
