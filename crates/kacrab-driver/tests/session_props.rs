@@ -368,6 +368,11 @@ struct TxnCase {
     fault_per_mille: u64,
     /// Per transaction: the partitions of its records, and whether it commits.
     txns: Vec<(Vec<i32>, bool)>,
+    /// Stop in the middle of transaction `.0`, after its sends: `abort()` if `.1`, else
+    /// `close(.2 ms)`.
+    stop: Option<(usize, bool, u64)>,
+    /// `buffer.memory` (1: every send but one waits in the backlog).
+    buffer_memory: u64,
 }
 
 fn txn_case() -> impl Strategy<Value = TxnCase> {
@@ -378,15 +383,21 @@ fn txn_case() -> impl Strategy<Value = TxnCase> {
         0..10u64,
         0..120u64,
         prop::collection::vec((prop::collection::vec(0..3i32, 0..8), any::<bool>()), 1..6),
+        prop::option::weighted(0.3, (0..6usize, any::<bool>(), 0..2000u64)),
+        prop_oneof![Just(1u64), Just(33_554_432)],
     )
         .prop_map(
-            |(seed, brokers, tv2, latency_ms, fault_per_mille, txns)| TxnCase {
-                seed,
-                brokers,
-                tv2,
-                latency_ms,
-                fault_per_mille,
-                txns,
+            |(seed, brokers, tv2, latency_ms, fault_per_mille, txns, stop, buffer_memory)| {
+                TxnCase {
+                    seed,
+                    brokers,
+                    tv2,
+                    latency_ms,
+                    fault_per_mille,
+                    txns,
+                    stop,
+                    buffer_memory,
+                }
             },
         )
 }
@@ -403,10 +414,12 @@ fn run_txn(case: &TxnCase) {
             b.features_epoch = 1;
         }
     }
+    let buffer_memory = case.buffer_memory.to_string();
     let mut p = Pair::new(
         cluster,
         &[
             ("transactional.id", "tx"),
+            ("buffer.memory", &buffer_memory),
             ("request.timeout.ms", "1000"),
             ("delivery.timeout.ms", "20000"),
             ("retry.backoff.ms", "20"),
@@ -446,6 +459,17 @@ fn run_txn(case: &TxnCase) {
             let id = p.send("t", partition, &value);
             ids.push(id);
             sent.insert(id, value);
+        }
+        if let Some((at, abort, ms)) = case.stop {
+            if at == i {
+                if abort {
+                    p.session.abort(p.now);
+                    p.pump();
+                } else {
+                    ops.push(p.close(Some(Duration::from_millis(ms))));
+                }
+                break;
+            }
         }
         let end = if *commit {
             let op = p.session.commit_transaction(p.now);
