@@ -108,3 +108,67 @@ fn a_commit_whose_answer_is_lost_with_its_connection_completes_once() {
     assert_eq!(p.acked(a).offset, Some(0));
     assert_eq!(p.cluster.count(ApiKey::EndTxn), 2);
 }
+
+/// send_offsets_to_transaction reaches the group coordinator: under TV1 through
+/// AddOffsetsToTxn then TxnOffsetCommit (at v4 at most), under TV2 (KIP-890)
+/// TxnOffsetCommit v5 alone; the commit then completes.
+#[test]
+fn offsets_go_to_the_group_coordinator_the_tv1_or_tv2_way() {
+    use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit, TopicPartition};
+    for tv2 in [false, true] {
+        let mut cluster = Cluster::new(2).with_topic("t", 1).with_topic("in", 1);
+        cluster.coordinator = 1;
+        if tv2 {
+            for b in cluster.brokers.values_mut() {
+                b.transaction_version = Some(2);
+                b.features_epoch = 1;
+            }
+        }
+        let mut p = Pair::new(cluster, &[("transactional.id", "tx")]);
+        let init = p.session.init_transactions(p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(init).is_some()));
+        assert!(ok(&p, init), "{:?}", p.op(init));
+        let begin = p.session.begin_transaction(p.now);
+        p.pump();
+        assert!(ok(&p, begin));
+        let a = p.send("t", 0, "a");
+        let offsets = vec![OffsetToCommit {
+            partition: TopicPartition {
+                topic: "in".into(),
+                partition: 0,
+            },
+            offset: 42,
+            leader_epoch: None,
+            metadata: None,
+        }];
+        let group = ConsumerGroupMetadata {
+            group_id: "g".into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+        };
+        let send_offsets = p.session.send_offsets_to_transaction(offsets, group, p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(send_offsets).is_some()));
+        assert!(ok(&p, send_offsets), "tv2 {tv2}: {:?}", p.op(send_offsets));
+        let commit = p.session.commit_transaction(p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(commit).is_some()));
+        assert!(ok(&p, commit), "tv2 {tv2}: {:?}", p.op(commit));
+        assert_eq!(p.acked(a).offset, Some(0));
+        assert_eq!(p.cluster.committed_offsets, [("in".to_owned(), 0, 42)]);
+        let commits: Vec<_> = p
+            .cluster
+            .seen
+            .iter()
+            .filter(|s| s.api == ApiKey::TxnOffsetCommit)
+            .collect();
+        assert_eq!(commits.len(), 1);
+        assert_eq!(commits[0].node, 1, "to the group coordinator");
+        if tv2 {
+            assert!(p.cluster.offset_groups.is_empty());
+            assert_eq!(commits[0].version, 5);
+        } else {
+            assert_eq!(p.cluster.offset_groups, ["g"]);
+            assert!(commits[0].version <= 4);
+        }
+    }
+}

@@ -24,6 +24,13 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
 };
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+};
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest,
     ApiVersionsResponse, BrokerId, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
@@ -153,6 +160,10 @@ pub enum Req {
     AddPartitionsToTxn(AddPartitionsToTxnRequest),
     /// EndTxn.
     EndTxn(EndTxnRequest),
+    /// AddOffsetsToTxn.
+    AddOffsetsToTxn(AddOffsetsToTxnRequest),
+    /// TxnOffsetCommit.
+    TxnOffsetCommit(TxnOffsetCommitRequest),
 }
 
 /// A request as a broker received it.
@@ -200,6 +211,10 @@ pub struct Cluster {
     pub txn_partitions: BTreeSet<(String, i32)>,
     /// EndTxn calls (`committed`), in order.
     pub end_txns: Vec<bool>,
+    /// Groups added to the transaction (AddOffsetsToTxn), in order.
+    pub offset_groups: Vec<String>,
+    /// Offsets committed in transactions (TxnOffsetCommit), in order.
+    pub committed_offsets: Vec<(String, i32, i64)>,
     /// Brokers left out of Metadata's broker list (reachable all the same).
     pub hidden_in_metadata: BTreeSet<i32>,
     next_producer_id: i64,
@@ -219,6 +234,8 @@ impl Cluster {
             txn_partitions: BTreeSet::new(),
             end_txns: Vec::new(),
             hidden_in_metadata: BTreeSet::new(),
+            offset_groups: Vec::new(),
+            committed_offsets: Vec::new(),
             next_producer_id: 1000,
             txn_producers: BTreeMap::new(),
         }
@@ -305,6 +322,12 @@ impl Cluster {
                 AddPartitionsToTxnRequest::decode(&mut buf, version).map_err(text)?,
             ),
             ApiKey::EndTxn => Req::EndTxn(EndTxnRequest::decode(&mut buf, version).map_err(text)?),
+            ApiKey::AddOffsetsToTxn => Req::AddOffsetsToTxn(
+                AddOffsetsToTxnRequest::decode(&mut buf, version).map_err(text)?,
+            ),
+            ApiKey::TxnOffsetCommit => Req::TxnOffsetCommit(
+                TxnOffsetCommitRequest::decode(&mut buf, version).map_err(text)?,
+            ),
             other => return Err(format!("the model broker does not speak {other:?}")),
         };
         if buf.has_remaining() {
@@ -347,6 +370,37 @@ impl Cluster {
             Req::FindCoordinator(r) => encode(&self.find_coordinator(r, v), v),
             Req::AddPartitionsToTxn(r) => encode(&self.add_partitions(r), v),
             Req::EndTxn(r) => encode(&self.end_txn(r, v), v),
+            Req::AddOffsetsToTxn(r) => {
+                self.offset_groups.push(r.group_id.0.to_string());
+                encode(&AddOffsetsToTxnResponse::default(), v)
+            }
+            Req::TxnOffsetCommit(r) => {
+                let topics = r
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        for p in &t.partitions {
+                            self.committed_offsets.push((
+                                t.name.0.to_string(),
+                                p.partition_index,
+                                p.committed_offset,
+                            ));
+                        }
+                        TxnOffsetCommitResponseTopic::default()
+                            .with_name(t.name.clone())
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        TxnOffsetCommitResponsePartition::default()
+                                            .with_partition_index(p.partition_index)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect();
+                encode(&TxnOffsetCommitResponse::default().with_topics(topics), v)
+            }
         };
         with_header(inc, &body)
     }
