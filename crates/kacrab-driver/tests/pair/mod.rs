@@ -129,7 +129,9 @@ pub struct Pair {
     pub latency: Duration,
     /// Extra random latency, up to this much, per frame (order per direction kept).
     pub jitter: Duration,
-    /// Deliver response frames in two pieces, split at a random point.
+    /// Deliver response frames in two pieces, split at a random point, the second a
+    /// microsecond later; and hand everything due on a connection to one
+    /// `handle_bytes` call (frames coalesced as in one socket read).
     pub split_responses: bool,
     /// Connect behaviour by address (else [`ConnectPolicy::Accept`] for a live broker,
     /// [`ConnectPolicy::Refuse`] otherwise).
@@ -555,7 +557,17 @@ impl Pair {
             return;
         }
         if link.to_client.front().is_some_and(|f| f.0 <= now) {
-            let (_, bytes) = link.to_client.pop_front().expect("frame");
+            let (_, mut bytes) = link.to_client.pop_front().expect("frame");
+            if self.split_responses {
+                // Split mode also coalesces: whatever else is due arrives in the same
+                // read, as a socket would hand it over.
+                let mut all = bytes.to_vec();
+                while let Some((_, more)) = link.to_client.front().filter(|f| f.0 <= now) {
+                    all.extend_from_slice(more);
+                    link.to_client.pop_front();
+                }
+                bytes = Bytes::from(all);
+            }
             let n = bytes.len();
             self.trace(format_args!("{conn:?} <- {n} bytes"));
             self.session.handle_bytes(conn, &bytes, now);
@@ -664,7 +676,9 @@ impl Pair {
         let at = link.to_client.back().map_or(now, |f| f.0).max(now + delay);
         link.to_client.push_back((at, bytes.slice(..cut)));
         if cut < bytes.len() {
-            link.to_client.push_back((at, bytes.slice(cut..)));
+            // The rest a moment later, in a read of its own.
+            link.to_client
+                .push_back((at + Duration::from_micros(1), bytes.slice(cut..)));
         }
     }
 
