@@ -363,6 +363,11 @@ impl Pair {
             }
         }
         self.session.assert_invariants();
+        assert_eq!(
+            self.session.connection_count(),
+            self.links.len(),
+            "the session's connections are the driver's"
+        );
         assert!(
             self.undecodable.is_empty(),
             "a broker received undecodable frames: {:?}",
