@@ -485,3 +485,27 @@ fn a_leader_without_a_known_address_fails_the_record_unwritten_at_the_delivery_t
     assert_eq!(p.cluster.count(ApiKey::Produce), 0);
     p.assert_every_ticket_ended();
 }
+
+/// A record for a topic the cluster does not have: Metadata answers
+/// UNKNOWN_TOPIC_OR_PARTITION, nothing is ever written, and the record fails at
+/// `delivery.timeout.ms`, certainly not written, while a record for a real topic sent
+/// beside it is delivered.
+#[test]
+fn a_record_for_a_missing_topic_fails_unwritten_and_does_not_hold_up_others() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[
+            ("delivery.timeout.ms", "2000"),
+            ("request.timeout.ms", "1000"),
+            ("retry.backoff.ms", "50"),
+        ],
+    );
+    let missing = p.send("nope", 0, "x");
+    let real = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(real).offset, Some(0));
+    let err = p.outcome(missing).unwrap().as_ref().unwrap_err();
+    assert!(!err.possibly_written(), "{err:?}");
+    assert!(p.done_at(real) < p.done_at(missing));
+    assert_eq!(p.cluster.values("t", 0), ["a"]);
+}
