@@ -172,3 +172,39 @@ fn offsets_go_to_the_group_coordinator_the_tv1_or_tv2_way() {
         }
     }
 }
+
+/// Brokers learn a feature change at different times: the partition's leader still
+/// reports no finalized features while the coordinator reports `transaction.version` 2
+/// at a newer epoch. The newest view wins whichever connection carried it (Java's
+/// `ApiVersions.maxFinalizedFeaturesEpoch`): the transaction runs the TV2 way, its
+/// Produce at v12 on the lagging leader.
+#[test]
+fn a_lagging_brokers_older_features_view_does_not_lower_the_transaction_version() {
+    let mut cluster = Cluster::new(2).with_topic("t", 1);
+    cluster.move_leader("t", 0, 1);
+    cluster.coordinator = 0;
+    let b0 = cluster.brokers.get_mut(&0).unwrap();
+    b0.transaction_version = Some(2);
+    b0.features_epoch = 5;
+    let mut p = Pair::new(cluster, &[("transactional.id", "tx")]);
+    let init = p.session.init_transactions(p.now);
+    assert!(p.run_until(10 * SECOND, |p| p.op(init).is_some()));
+    assert!(ok(&p, init));
+    let begin = p.session.begin_transaction(p.now);
+    p.pump();
+    assert!(ok(&p, begin));
+    let a = p.send("t", 0, "a");
+    let commit = p.session.commit_transaction(p.now);
+    assert!(p.run_until(10 * SECOND, |p| p.op(commit).is_some()));
+    assert!(ok(&p, commit), "{:?}", p.op(commit));
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_eq!(p.cluster.count(ApiKey::AddPartitionsToTxn), 0);
+    let produce: Vec<_> = p
+        .cluster
+        .seen
+        .iter()
+        .filter(|s| s.api == ApiKey::Produce)
+        .map(|s| (s.node, s.version))
+        .collect();
+    assert_eq!(produce, [(1, 12)]);
+}
