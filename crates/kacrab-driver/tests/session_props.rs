@@ -64,6 +64,9 @@ struct Case {
     /// `buffer.memory` and `max.block.ms`.
     buffer_memory: u64,
     max_block_ms: u64,
+    /// Drive it as a driver writing each connection from its own task would: Produce
+    /// frames in ticket order.
+    ticket_order: bool,
     ops: Vec<Op>,
 }
 
@@ -100,7 +103,10 @@ fn case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just(1u64), Just(300), Just(33_554_432)],
                 prop_oneof![Just(0u64), Just(50), Just(60_000)],
             ),
-            prop::collection::vec(op(partitions, brokers), 1..60),
+            (
+                prop::collection::vec(op(partitions, brokers), 1..60),
+                any::<bool>(),
+            ),
         )
             .prop_map(
                 move |(
@@ -120,7 +126,7 @@ fn case() -> impl Strategy<Value = Case> {
                         buffer_memory,
                         max_block_ms,
                     ),
-                    ops,
+                    (ops, ticket_order),
                 )| Case {
                     seed,
                     brokers,
@@ -138,6 +144,7 @@ fn case() -> impl Strategy<Value = Case> {
                     metadata_max_age_ms,
                     buffer_memory,
                     max_block_ms,
+                    ticket_order,
                     ops,
                 },
             )
@@ -182,6 +189,7 @@ fn run(case: &Case) {
     p.jitter = Duration::from_millis(case.jitter_ms);
     p.split_responses = case.split;
     p.connect_faults = case.connect_faults;
+    p.ticket_order = case.ticket_order;
     let mut faults = Rng::new(case.seed ^ 0x5eed);
     let rate = case.fault_per_mille;
     p.hook(move |_, _| {
@@ -296,12 +304,13 @@ fn run(case: &Case) {
     if std::env::var_os("PAIR_STATS").is_some() {
         let acked: usize = acked_by_partition.values().map(Vec::len).sum();
         eprintln!(
-            "sent {} acked {acked} closes {} resets {} requests {} end {:?}",
+            "sent {} acked {acked} closes {} resets {} requests {} end {:?} ticket_order {}",
             sent.len(),
             p.closes.len(),
             p.resets.len(),
             p.cluster.seen.len(),
-            case.end
+            case.end,
+            case.ticket_order
         );
     }
     for (partition, acked) in &acked_by_partition {
@@ -427,6 +436,8 @@ fn run_txn(case: &TxnCase) {
     );
     p.rng = Rng::new(case.seed);
     p.latency = Duration::from_millis(case.latency_ms);
+    // Half the cases as a driver that orders Produce frames by ticket.
+    p.ticket_order = case.seed % 2 == 0;
     let mut faults = Rng::new(case.seed ^ 0x7e57);
     let rate = case.fault_per_mille;
     p.hook(move |_, _| {
@@ -609,6 +620,7 @@ fn acknowledgements_stay_in_send_order_when_a_broker_sits_on_a_request() {
         metadata_max_age_ms: 300,
         buffer_memory: 300,
         max_block_ms: 0,
+        ticket_order: false,
         ops,
     });
 }

@@ -22,7 +22,7 @@ use kacrab_driver::{
     CloseReason, Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, RecordMetadata,
     SendId, Session, SessionConfig,
 };
-use kacrab_idempotence::ticket::Ticket;
+use kacrab_idempotence::ticket::{Ticket, TicketSequencer};
 use kacrab_idempotence::Timestamp;
 
 pub use broker::{Cluster, Incoming, Req};
@@ -139,6 +139,10 @@ pub struct Pair {
     /// Per mille of connects (to addresses without an explicit policy) refused, and
     /// per mille left hanging.
     pub connect_faults: (u64, u64),
+    /// Write Produce frames in ticket order, as a driver writing each connection from
+    /// its own task must ([`TicketSequencer`]): a frame whose turn has not come waits;
+    /// a Release, or the close of its connection, abandons a ticket.
+    pub ticket_order: bool,
     /// Every completion, with when it came.
     pub completions: Vec<(Timestamp, Completion)>,
     /// Every `Output::Connect`: when, which, where.
@@ -159,6 +163,9 @@ pub struct Pair {
     ops_done: BTreeSet<OpId>,
     /// Every send made through [`Pair::send`].
     sent: BTreeSet<SendId>,
+    /// The ticket-ordering driver's sequencer and its frames waiting for their turn.
+    sequencer: TicketSequencer,
+    parked: VecDeque<(ConnId, Bytes, Ticket)>,
     /// Steps taken without the clock moving (a session that keeps itself busy at one
     /// instant would never let virtual time pass).
     steps_at_now: u32,
@@ -188,6 +195,9 @@ impl Pair {
             split_responses: false,
             connect: BTreeMap::new(),
             connect_faults: (0, 0),
+            ticket_order: false,
+            sequencer: TicketSequencer::new(),
+            parked: VecDeque::new(),
             completions: Vec::new(),
             connects: Vec::new(),
             closes: Vec::new(),
@@ -246,6 +256,7 @@ impl Pair {
     /// Resets `conn` now (the driver reports it disconnected).
     pub fn reset(&mut self, conn: ConnId) {
         if self.links.remove(&conn).is_some() {
+            self.drop_parked(conn);
             self.resets.push((self.now, conn));
             self.session.handle_disconnected(conn, self.now);
             self.pump();
@@ -329,6 +340,11 @@ impl Pair {
     /// tickets seen are exactly `0..n` (the core reserves them consecutively). For the
     /// end of a test, when nothing is queued any more.
     pub fn assert_every_ticket_ended(&self) {
+        assert!(
+            self.parked.is_empty(),
+            "frames still waiting for their ticket's turn: {:?}",
+            self.parked.iter().map(|p| p.2).collect::<Vec<_>>()
+        );
         for (i, t) in self.tickets.iter().enumerate() {
             assert_eq!(
                 t.seq, i as u64,
@@ -444,18 +460,21 @@ impl Pair {
             } => {
                 if let Some(t) = ticket {
                     assert!(self.tickets.insert(t), "ticket {t:?} ended twice");
+                    if self.ticket_order {
+                        assert!(self.links.get(&conn).is_some_and(|l| l.open));
+                        self.parked.push_back((conn, frame, t));
+                        self.unpark();
+                        return;
+                    }
                 }
-                let delay = self.delay();
-                let link = self
-                    .links
-                    .get_mut(&conn)
-                    .unwrap_or_else(|| panic!("Transmit on {conn:?}, which is not open"));
-                assert!(link.open, "Transmit on {conn:?} before it was connected");
-                let at = link.to_broker.back().map_or(now, |f| f.0).max(now + delay);
-                link.to_broker.push_back((at, frame));
+                self.write(conn, frame);
             }
             Output::Release { ticket } => {
                 assert!(self.tickets.insert(ticket), "ticket {ticket:?} ended twice");
+                if self.ticket_order {
+                    self.sequencer.abandon(ticket);
+                    self.unpark();
+                }
             }
             Output::Close { conn, reason } => {
                 assert!(
@@ -463,8 +482,51 @@ impl Pair {
                     "Close of {conn:?}, which is not open ({reason})"
                 );
                 self.closes.push((now, conn, reason));
+                self.drop_parked(conn);
             }
         }
+    }
+
+    /// Writes the parked frames whose turn came, in ticket order.
+    fn unpark(&mut self) {
+        loop {
+            let Some(i) = self
+                .parked
+                .iter()
+                .position(|(_, _, t)| self.sequencer.may_enqueue(*t))
+            else {
+                return;
+            };
+            let (conn, frame, t) = self.parked.remove(i).expect("parked");
+            self.sequencer.enqueued(t);
+            self.write(conn, frame);
+        }
+    }
+
+    /// The connection is gone: its parked frames will never be written.
+    fn drop_parked(&mut self, conn: ConnId) {
+        if !self.ticket_order {
+            return;
+        }
+        let (gone, kept): (VecDeque<_>, VecDeque<_>) =
+            self.parked.drain(..).partition(|(c, _, _)| *c == conn);
+        self.parked = kept;
+        for (_, _, t) in gone {
+            self.sequencer.abandon(t);
+        }
+        self.unpark();
+    }
+
+    fn write(&mut self, conn: ConnId, frame: Bytes) {
+        let now = self.now;
+        let delay = self.delay();
+        let link = self
+            .links
+            .get_mut(&conn)
+            .unwrap_or_else(|| panic!("Transmit on {conn:?}, which is not open"));
+        assert!(link.open, "Transmit on {conn:?} before it was connected");
+        let at = link.to_broker.back().map_or(now, |f| f.0).max(now + delay);
+        link.to_broker.push_back((at, frame));
     }
 
     fn on_completion(&mut self, c: Completion) {
