@@ -568,3 +568,45 @@ fn metadata_is_refreshed_every_metadata_max_age() {
         p.cluster.count(ApiKey::Metadata) - before
     );
 }
+
+/// A driver ordering Produce frames by ticket: a record whose leader has no known
+/// address is released ahead of its turn, while the record before it still waits for
+/// its connection's negotiation. The ticket after it must not wait for the released
+/// one: both records around it are delivered, and it fails unwritten.
+#[test]
+fn a_ticket_released_ahead_of_its_turn_does_not_hold_up_the_next() {
+    let mut cluster = Cluster::new(2).with_topic("t", 2);
+    cluster.hidden_in_metadata.insert(1);
+    let mut p = Pair::new(
+        cluster,
+        &[
+            ("delivery.timeout.ms", "2000"),
+            ("request.timeout.ms", "1000"),
+        ],
+    );
+    p.ticket_order = true;
+    // Learn the leaders first, so the three records are drained one by one.
+    let warm = p.send("t", 0, "warm");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(warm).offset, Some(0));
+    for (conn, _) in p.links() {
+        p.reset(conn);
+    }
+    let a = p.send("t", 0, "a");
+    let b = p.send("t", 1, "b");
+    let c = p.send("t", 0, "c");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(1));
+    assert_eq!(p.acked(c).offset, Some(2));
+    assert!(
+        p.done_at(c) < p.done_at(b),
+        "c did not wait for b's delivery timeout"
+    );
+    assert!(!p
+        .outcome(b)
+        .unwrap()
+        .as_ref()
+        .unwrap_err()
+        .possibly_written());
+    p.assert_every_ticket_ended();
+}
