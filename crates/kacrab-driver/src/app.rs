@@ -302,7 +302,9 @@ impl Application {
                         possibly_written: false,
                     }),
                 ),
-                Queued::Flush { op, .. } => self.completions.push_back(Completion::Flushed { op }),
+                // Completed once every record before it has its outcome (the core's
+                // come as events), like a flush already started.
+                Queued::Flush { op, upto } => self.flushes.push_back((upto, op)),
                 Queued::Close { op, .. } => self.closes.push(op),
                 Queued::Txn { op, call } => self.completions.push_back(Completion::Transaction {
                     op,

@@ -256,9 +256,26 @@ impl Network {
 
     fn handle_frame(&mut self, core: &mut Producer, conn: ConnId, frame: Bytes, now: Timestamp) {
         let Some(c) = self.conn_mut(conn) else { return };
+        // A body that does not decode still consumes its request in `Connection::decode`:
+        // remember whose it was, so that request fails with the connection.
+        let matched = frame
+            .get(..4)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .and_then(|id| c.wire.in_flight().find(|f| f.correlation_id == id))
+            .map(|f| f.tag);
         let decoded = match c.wire.decode(frame) {
             Ok(d) => d,
             Err(e) => {
+                if let Some(tag) = matched.filter(|&t| t < SESSION_TAG) {
+                    if core.is_outstanding(RequestId(tag)) {
+                        let result = core.handle_request_failed(
+                            RequestId(tag),
+                            RequestFailure::Disconnected,
+                            now,
+                        );
+                        debug_assert!(result.is_ok(), "outstanding request refused: {result:?}");
+                    }
+                }
                 let reason = CloseReason::Malformed(e.to_string());
                 self.drop_conn(core, conn, now, Some(reason));
                 return;
@@ -337,6 +354,12 @@ impl Network {
         // request it was not asked, or one that does not match). Nothing more on this
         // connection can be trusted.
         if let Err(e) = result {
+            // A refused answer leaves its request outstanding in the core, but the wire
+            // has already forgotten it: fail it with the connection, as the others.
+            if tag < SESSION_TAG && core.is_outstanding(id) {
+                let failed = core.handle_request_failed(id, RequestFailure::Disconnected, now);
+                debug_assert!(failed.is_ok(), "outstanding request refused: {failed:?}");
+            }
             self.drop_conn(core, conn, now, Some(CloseReason::Protocol(e)));
         }
     }
