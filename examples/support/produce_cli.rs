@@ -122,7 +122,11 @@ impl Args {
             ("bootstrap.servers", self.bootstrap.as_str()),
             ("client.id", client_id),
         ];
-        props.extend(self.properties.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        props.extend(
+            self.properties
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        );
         props
     }
 

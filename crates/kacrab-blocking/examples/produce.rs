@@ -68,7 +68,6 @@ impl Tally {
         }
         *n += 1;
     }
-
 }
 
 /// Sends thread `t`'s records: those of the partitions p with p mod `threads` = t.
@@ -80,8 +79,8 @@ fn send_loop(producer: &Producer, args: &Args, t: usize, tally: &Arc<Tally>) {
             continue;
         }
         tally.reserve(args.max_outstanding);
-        let record = ProducerRecord::new(topic.clone(), partition, args.value(i))
-            .with_key(Args::key(i));
+        let record =
+            ProducerRecord::new(topic.clone(), partition, args.value(i)).with_key(Args::key(i));
         let sent_at = Instant::now();
         let tl = Arc::clone(tally);
         let callback = move |outcome| tl.outcome(i, sent_at, outcome);
@@ -103,14 +102,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let producer = match Producer::from_properties(&args.producer_properties("kacrab-blocking-produce"))
-    {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("produce: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let producer =
+        match Producer::from_properties(&args.producer_properties("kacrab-blocking-produce")) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("produce: {e}");
+                return ExitCode::from(2);
+            }
+        };
     let tally = Arc::new(Tally::default());
     tally
         .latencies
@@ -130,10 +129,14 @@ fn main() -> ExitCode {
     let progress = {
         let (tally, records) = (Arc::clone(&tally), args.records);
         thread::spawn(move || {
-            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_secs(1)) {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_secs(1))
+            {
                 let acked = tally.acked.load(Ordering::Relaxed);
                 let failed = tally.failed.load(Ordering::Relaxed);
-                eprintln!("{}", produce_cli::progress(start.elapsed(), records, acked, failed));
+                eprintln!(
+                    "{}",
+                    produce_cli::progress(start.elapsed(), records, acked, failed)
+                );
             }
         })
     };

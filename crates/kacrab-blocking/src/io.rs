@@ -263,7 +263,10 @@ impl Io {
                 return;
             }
             let msg = match self.session.poll_timeout() {
-                Some(at) => match self.rx.recv_timeout(at.saturating_duration_since(self.now())) {
+                Some(at) => match self
+                    .rx
+                    .recv_timeout(at.saturating_duration_since(self.now()))
+                {
                     Ok(m) => m,
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => return,

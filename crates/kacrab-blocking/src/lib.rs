@@ -190,9 +190,7 @@ impl Producer {
     /// # Errors
     /// [`BuildError::Spawn`] if the I/O thread could not start.
     pub fn new(config: SessionConfig) -> Result<Self, BuildError> {
-        let gate = Arc::new(Gate::new(
-            config.core().buffer_memory().min(HAND_OFF_LIMIT),
-        ));
+        let gate = Arc::new(Gate::new(config.core().buffer_memory().min(HAND_OFF_LIMIT)));
         let stats = Arc::new(Mutex::new(IoStats::default()));
         let (tx, rx) = mpsc::channel();
         let io = Io::new(
@@ -383,7 +381,12 @@ impl Producer {
             return Err(TxnError::Fatal(KafkaError::UnknownServerError));
         }
         let (reply, rx) = oneshot::channel();
-        if self.inner.tx.send(Msg::Transaction { call, reply }).is_err() {
+        if self
+            .inner
+            .tx
+            .send(Msg::Transaction { call, reply })
+            .is_err()
+        {
             return Err(gone());
         }
         rx.wait().unwrap_or_else(|| Err(gone()))

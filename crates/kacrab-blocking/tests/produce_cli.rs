@@ -20,7 +20,13 @@ fn every_flag_parses_and_properties_keep_their_order() {
     )
     .unwrap();
     assert_eq!(
-        (a.bootstrap.as_str(), a.topic.as_str(), a.partitions, a.records, a.record_size),
+        (
+            a.bootstrap.as_str(),
+            a.topic.as_str(),
+            a.partitions,
+            a.records,
+            a.record_size
+        ),
         ("h:1", "t", 6, 100, 10)
     );
     assert_eq!((a.max_outstanding, a.threads), (64, 2));
@@ -66,7 +72,12 @@ fn records_are_checkable_and_the_summary_line_is_fixed() {
     assert_eq!(a.partition(9), 1);
     assert_eq!(Args::key(9), "9");
     assert_eq!(a.value(12), b"12....");
-    assert_eq!(parse("--bootstrap h:1 --topic t --partitions 4 --records 1 --record-size 1").unwrap().value(123), b"123");
+    assert_eq!(
+        parse("--bootstrap h:1 --topic t --partitions 4 --records 1 --record-size 1")
+            .unwrap()
+            .value(123),
+        b"123"
+    );
     let mut latencies = vec![3000, 1000, 2000, 4000];
     assert_eq!(
         produce_cli::summary(4, 4, 0, Duration::from_millis(2000), &mut latencies),
