@@ -239,9 +239,9 @@ impl Io {
                 self.handle(msg);
             }
             self.drive();
+            self.publish();
         }
         self.net.shut_all();
-        self.publish();
         // Whatever is left (only after a panic) is dropped: records report `Terminated`,
         // waiters wake with nothing.
     }

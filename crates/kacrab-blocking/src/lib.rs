@@ -455,12 +455,13 @@ impl Producer {
             reply,
         };
         if self.inner.tx.send(msg).is_err() {
-            return Err(WaitError::Terminated);
+            return self.after_stop().and(Err(WaitError::Timeout));
         }
         match rx.wait() {
             Some(Some(n)) => Ok(n),
             Some(None) => Err(WaitError::Timeout),
-            None => Err(WaitError::Terminated),
+            // Raced a close: the count was not learned.
+            None => self.after_stop().and(Err(WaitError::Timeout)),
         }
     }
 

@@ -142,8 +142,12 @@ impl Net {
                 *unflushed = true;
                 writer.write_all(frame).map_err(|_| WriteFailed(conn))
             }
-            // Not open yet: the session writes only on connections it saw open.
-            _ => Ok(()),
+            Some(Conn::Connecting { .. }) => {
+                debug_assert!(false, "the session wrote on {conn:?} before it was open");
+                Ok(())
+            }
+            // Already lost or closed: the session was told, and the frame is moot.
+            None => Ok(()),
         }
     }
 
