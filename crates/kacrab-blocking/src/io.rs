@@ -61,7 +61,8 @@ impl Done {
             // A panicking callback must not take the I/O thread (and every other record)
             // down with it.
             Some(DoneKind::Callback(f)) => {
-                if catch_unwind(AssertUnwindSafe(|| f(outcome))).is_err() {
+                let ran = catch_unwind(AssertUnwindSafe(|| f(outcome)));
+                if ran.is_err() {
                     eprintln!("kacrab-blocking: a delivery callback panicked");
                 }
             }
