@@ -62,7 +62,7 @@
 //!                                           │                     poll_timeout
 //! ```
 //!
-//! * **One I/O thread** owns the [`Session`] and the write half of every socket. It
+//! * **One I/O thread** owns the [`Session`](kacrab_driver::Session) and the write half of every socket. It
 //!   waits on the channel with `recv_timeout` until the session's `poll_timeout` (a
 //!   [`Timestamp`](kacrab_idempotence::Timestamp) is the time since the producer started, against a start `Instant`),
 //!   and calls `handle_timeout` once the clock passed it.
