@@ -456,6 +456,15 @@ impl Application {
             .min()
     }
 
+    /// The oldest send waiting for `buffer.memory` (the backlog's front, a send by the
+    /// backlog's invariant): every earlier send entered the core or has its outcome.
+    pub(crate) fn oldest_blocked_send(&self) -> Option<SendId> {
+        match self.backlog.front() {
+            Some(Queued::Send { id, .. }) => Some(*id),
+            _ => None,
+        }
+    }
+
     fn front_deadline(&self) -> Option<Timestamp> {
         match self.backlog.front() {
             Some(Queued::Send { deadline, .. }) => Some(*deadline),
