@@ -48,7 +48,7 @@ run_kacrab() { # name binary
   local topic="$1-$run_id" log=/tmp/kacrab-bench-$1.log
   kafka create-topic "$bs" "$topic" "$partitions" 1 >/dev/null
   /usr/bin/time -v "$2" --bootstrap "$bs" --topic "$topic" --partitions "$partitions" \
-    --records "$records" --size "$size" >"$log.out" 2>"$log.err"
+    --records "$records" --record-size "$size" >"$log.out" 2>"$log.err"
   local line rss
   line=$(grep '^produce:' "$log.out" | tail -1)
   rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log.err")

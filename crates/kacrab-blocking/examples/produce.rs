@@ -1,76 +1,34 @@
-//! Produce N records to an existing topic with the blocking producer, then print one
-//! summary line anyone can compare with the Tokio adapter's.
+//! Produce N records to an existing topic with the blocking producer, then print the
+//! summary line the Tokio example prints too.
 //!
 //! ```text
 //! cargo run --release -p kacrab-blocking --example produce -- \
-//!     --bootstrap HOST:PORT --topic T --partitions P --records N --size B
+//!     --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B \
+//!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T] \
+//!     [--property key=value]...
 //! ```
 //!
-//! Record `i` has key `i` in decimal ASCII and a value of `B` bytes starting with `i` in
-//! decimal ASCII (padded with `.`), and goes to partition `i mod P`, so reading the topic
-//! back checks exactly-once and order. The topic must exist: nothing is created. Progress
-//! goes to stderr; the last stdout line is
-//! `produce: records=N acked=A failed=F elapsed_ms=E records_per_s=R p50_ms=X p99_ms=Y`
-//! (send-to-acknowledgement latency percentiles). Sends pipeline: each record's outcome
-//! arrives through a callback, not a wait per record.
+//! The flags, the load and the summary line are the shared ones of
+//! `examples/support/produce_cli.rs`. Sends pipeline: each record's outcome arrives
+//! through a callback (on the producer's I/O thread), and a sending thread waits only
+//! while `--max-outstanding` records are without an outcome. `--threads T` starts T
+//! sending threads; thread t sends, in order, the records of the partitions p with
+//! p mod T = t, so each partition's records are still sent in order.
+
+#[path = "../../../examples/support/produce_cli.rs"]
+mod produce_cli;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use kacrab_blocking::{Producer, ProducerRecord, Topic};
+use kacrab_blocking::{ProduceError, Producer, ProducerRecord, RecordMetadata, Topic};
+use produce_cli::Args;
 
-struct Args {
-    bootstrap: String,
-    topic: String,
-    partitions: i32,
-    records: u64,
-    size: usize,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut bootstrap = None;
-    let mut topic = None;
-    let mut partitions = None;
-    let mut records = None;
-    let mut size = None;
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--bootstrap" => bootstrap = Some(value()?),
-            "--topic" => topic = Some(value()?),
-            "--partitions" => {
-                partitions = Some(value()?.parse().map_err(|e| format!("--partitions: {e}"))?)
-            }
-            "--records" => records = Some(value()?.parse().map_err(|e| format!("--records: {e}"))?),
-            "--size" => size = Some(value()?.parse().map_err(|e| format!("--size: {e}"))?),
-            other => return Err(format!("unknown flag {other}")),
-        }
-    }
-    let args = Args {
-        bootstrap: bootstrap.ok_or("--bootstrap is required")?,
-        topic: topic.ok_or("--topic is required")?,
-        partitions: partitions.ok_or("--partitions is required")?,
-        records: records.ok_or("--records is required")?,
-        size: size.ok_or("--size is required")?,
-    };
-    if args.partitions < 1 {
-        return Err("--partitions must be at least 1".into());
-    }
-    Ok(args)
-}
-
-/// `size` bytes starting with `i` in decimal ASCII, padded with `.`.
-fn value(i: u64, size: usize) -> Vec<u8> {
-    let mut v = i.to_string().into_bytes();
-    if v.len() < size {
-        v.resize(size, b'.');
-    }
-    v
-}
-
+/// What the callbacks report.
 #[derive(Default)]
 struct Tally {
     acked: AtomicU64,
@@ -78,112 +36,133 @@ struct Tally {
     /// Send-to-ack latencies of acknowledged records, in microseconds.
     latencies: Mutex<Vec<u32>>,
     first_error: Mutex<Option<String>>,
+    /// Records without an outcome, bounded by `--max-outstanding`.
+    outstanding: Mutex<usize>,
+    settled: Condvar,
 }
 
-fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
+impl Tally {
+    fn outcome(&self, i: u64, sent_at: Instant, outcome: Result<RecordMetadata, ProduceError>) {
+        match outcome {
+            Ok(_) => {
+                let us = u32::try_from(sent_at.elapsed().as_micros()).unwrap_or(u32::MAX);
+                self.latencies.lock().unwrap().push(us);
+                self.acked.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.failed(format!("record {i}: {e}")),
+        }
+        *self.outstanding.lock().unwrap() -= 1;
+        self.settled.notify_one();
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    f64::from(sorted[rank.clamp(1, sorted.len()) - 1]) / 1000.0
+
+    fn failed(&self, error: String) {
+        self.first_error.lock().unwrap().get_or_insert(error);
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Waits for room under `max` outstanding records, and takes it.
+    fn reserve(&self, max: usize) {
+        let mut n = self.outstanding.lock().unwrap();
+        while *n >= max {
+            n = self.settled.wait(n).unwrap();
+        }
+        *n += 1;
+    }
+}
+
+/// Sends thread `t`'s records: those of the partitions p with p mod `threads` = t.
+fn send_loop(producer: &Producer, args: &Args, t: usize, tally: &Arc<Tally>) {
+    let topic = Topic::new(&args.topic);
+    for i in 0..args.records {
+        let partition = args.partition(i);
+        if partition as usize % args.threads != t {
+            continue;
+        }
+        tally.reserve(args.max_outstanding);
+        let record =
+            ProducerRecord::new(topic.clone(), partition, args.value(i)).with_key(Args::key(i));
+        let sent_at = Instant::now();
+        let tl = Arc::clone(tally);
+        let callback = move |outcome| tl.outcome(i, sent_at, outcome);
+        if let Err(e) = producer.send_with_callback(record, callback) {
+            tally.failed(format!("record {i}: {e}"));
+            *tally.outstanding.lock().unwrap() -= 1;
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
+    let args = match Args::from_env() {
+        Ok(a) => Arc::new(a),
         Err(e) => {
-            eprintln!("produce: {e}");
-            eprintln!("usage: produce --bootstrap HOST:PORT --topic T --partitions P --records N --size B");
+            if !e.is_empty() {
+                eprintln!("produce: {e}");
+            }
+            eprintln!("{}", produce_cli::USAGE);
             return ExitCode::from(2);
         }
     };
-    let producer = match Producer::from_properties(&[
-        ("bootstrap.servers", args.bootstrap.as_str()),
-        ("client.id", "kacrab-blocking-produce"),
-    ]) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("produce: {e}");
-            return ExitCode::from(2);
-        }
-    };
-
+    let producer =
+        match Producer::from_properties(&args.producer_properties("kacrab-blocking-produce")) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("produce: {e}");
+                return ExitCode::from(2);
+            }
+        };
     let tally = Arc::new(Tally::default());
     tally
         .latencies
         .lock()
         .unwrap()
         .reserve(usize::try_from(args.records).unwrap_or(0));
-    let topic = Topic::new(&args.topic);
+
     let start = Instant::now();
-    let mut last_report = start;
-    let mut refused = 0u64;
-    for i in 0..args.records {
-        let partition = (i % args.partitions as u64) as i32;
-        let record = ProducerRecord::new(topic.clone(), partition, value(i, args.size))
-            .with_key(i.to_string());
-        let sent_at = Instant::now();
-        let t = Arc::clone(&tally);
-        let callback = move |outcome: Result<_, kacrab_blocking::ProduceError>| match outcome {
-            Ok(_) => {
-                let us = u32::try_from(sent_at.elapsed().as_micros()).unwrap_or(u32::MAX);
-                t.latencies.lock().unwrap().push(us);
-                t.acked.fetch_add(1, Ordering::Relaxed);
+    let senders: Vec<_> = (0..args.threads)
+        .map(|t| {
+            let (producer, args, tally) = (producer.clone(), Arc::clone(&args), Arc::clone(&tally));
+            thread::spawn(move || send_loop(&producer, &args, t, &tally))
+        })
+        .collect();
+    // Progress every second until `stop` is dropped.
+    let (stop, stopped) = mpsc::channel::<()>();
+    let progress = {
+        let (tally, records) = (Arc::clone(&tally), args.records);
+        thread::spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_secs(1))
+            {
+                let acked = tally.acked.load(Ordering::Relaxed);
+                let failed = tally.failed.load(Ordering::Relaxed);
+                eprintln!(
+                    "{}",
+                    produce_cli::progress(start.elapsed(), records, acked, failed)
+                );
             }
-            Err(e) => {
-                t.first_error
-                    .lock()
-                    .unwrap()
-                    .get_or_insert_with(|| format!("record {i}: {e}"));
-                t.failed.fetch_add(1, Ordering::Relaxed);
-            }
-        };
-        if let Err(e) = producer.send_with_callback(record, callback) {
-            tally
-                .first_error
-                .lock()
-                .unwrap()
-                .get_or_insert_with(|| format!("record {i}: {e}"));
-            refused += 1;
-        }
-        if last_report.elapsed() >= Duration::from_secs(1) {
-            last_report = Instant::now();
-            eprintln!(
-                "produce: sent={} acked={} failed={} elapsed_ms={}",
-                i + 1,
-                tally.acked.load(Ordering::Relaxed),
-                tally.failed.load(Ordering::Relaxed) + refused,
-                start.elapsed().as_millis()
-            );
-        }
+        })
+    };
+    for s in senders {
+        let _ = s.join();
     }
-    eprintln!(
-        "produce: all {} records sent, waiting for acknowledgements",
-        args.records
-    );
+    if let Err(e) = producer.flush() {
+        eprintln!("produce: flush: {e}");
+    }
+    let elapsed = start.elapsed();
+    drop(stop);
+    let _ = progress.join();
     if let Err(e) = producer.close() {
         eprintln!("produce: close: {e}");
     }
-    let elapsed = start.elapsed();
     eprintln!("produce: {:?}", producer.io_stats());
 
     let acked = tally.acked.load(Ordering::Relaxed);
-    let failed = tally.failed.load(Ordering::Relaxed) + refused;
+    let failed = tally.failed.load(Ordering::Relaxed);
     if let Some(e) = tally.first_error.lock().unwrap().as_ref() {
         eprintln!("produce: first failure: {e}");
     }
     let mut latencies = std::mem::take(&mut *tally.latencies.lock().unwrap());
-    latencies.sort_unstable();
-    let secs = elapsed.as_secs_f64().max(1e-9);
     println!(
-        "produce: records={} acked={} failed={} elapsed_ms={} records_per_s={:.0} p50_ms={:.1} p99_ms={:.1}",
-        args.records,
-        acked,
-        failed,
-        elapsed.as_millis(),
-        args.records as f64 / secs,
-        percentile_ms(&latencies, 50.0),
-        percentile_ms(&latencies, 99.0),
+        "{}",
+        produce_cli::summary(args.records, acked, failed, elapsed, &mut latencies)
     );
     if acked == args.records {
         ExitCode::SUCCESS

@@ -2,33 +2,18 @@
 
 use std::time::Duration;
 
-use kacrab_idempotence::{ConfigError, DeliveryError};
+use kacrab_driver::SessionConfigError;
+use kacrab_idempotence::DeliveryError;
 
 /// Why [`Producer::from_properties`](crate::Producer::from_properties) refused a
-/// configuration.
+/// configuration, or could not start.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// A key the core rejected, or a value out of range (see
-    /// [`ProducerConfigBuilder::set`](kacrab_idempotence::ProducerConfigBuilder::set)).
+    /// The session refused the properties: a missing or malformed `bootstrap.servers`, a
+    /// key nothing knows, a value out of range, conflicting keys.
     #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// `bootstrap.servers` is missing or empty.
-    #[error("bootstrap.servers is required")]
-    MissingBootstrap,
-    /// A value of a key this adapter handles itself did not parse.
-    #[error("invalid value {value:?} for {key}: {reason}")]
-    InvalidValue {
-        /// The key.
-        key: &'static str,
-        /// The value as given.
-        value: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// A key this adapter does not support.
-    #[error("{0} is not supported by the blocking producer")]
-    Unsupported(&'static str),
+    Config(#[from] SessionConfigError),
     /// The I/O thread could not be started.
     #[error("could not start the I/O thread: {0}")]
     Spawn(String),
@@ -108,4 +93,27 @@ pub enum WaitError {
     /// The producer's I/O thread has stopped without a `close`.
     #[error("the producer's I/O thread has stopped")]
     Terminated,
+}
+
+impl ProduceError {
+    /// The session's outcome, as this adapter reports it: `buffer.memory` full for
+    /// `max.block.ms` is [`SendError::Timeout`], as from a `send` that blocked.
+    pub(crate) fn from_session(e: kacrab_driver::ProduceError, max_block: Duration) -> Self {
+        match e {
+            kacrab_driver::ProduceError::Send(kacrab_idempotence::SendError::BufferFull {
+                ..
+            }) => Self::Send(SendError::Timeout(max_block)),
+            kacrab_driver::ProduceError::Send(e) => Self::Send(SendError::Rejected(e)),
+            kacrab_driver::ProduceError::Delivery {
+                error,
+                possibly_written,
+            } => Self::Delivery {
+                error,
+                possibly_written,
+            },
+            // A kind of failure this adapter does not know yet: report it as an outcome
+            // lost, which never claims the record is absent from the log.
+            _ => Self::Terminated,
+        }
+    }
 }

@@ -40,12 +40,13 @@
 //!
 //! # Configuration
 //!
-//! [`Producer::from_properties`] takes Kafka property names. `bootstrap.servers`
-//! (required), `client.id` and `max.block.ms` (default 60000) are this adapter's; every
-//! other key goes to [`ProducerConfigBuilder::set`](kacrab_idempotence::ProducerConfigBuilder::set)
+//! [`Producer::from_properties`] takes Kafka property names and hands them to
+//! [`SessionConfig::from_properties`]: `bootstrap.servers` (required), `client.id`,
+//! `max.block.ms` (default 60000), `socket.connection.setup.timeout.ms`, and every key
+//! of [`ProducerConfigBuilder::set`](kacrab_idempotence::ProducerConfigBuilder::set)
 //! (`acks`, `linger.ms`, `batch.size`, `request.timeout.ms`, `delivery.timeout.ms`,
 //! `buffer.memory`, `max.in.flight.requests.per.connection`, ...), with Kafka 4.x
-//! defaults. `request.timeout.ms` also bounds each TCP connect and socket write.
+//! defaults. A bad configuration is refused here ([`BuildError::Config`]), not later.
 //!
 //! # How it works
 //!
@@ -53,43 +54,49 @@
 //!  application threads ──send/flush/close──┐
 //!  connection threads (connect, then read) ─┼─ one mpsc channel ─> I/O thread
 //!                                           │                     owns the Session:
-//!                                           │                     handle_* each message,
-//!                                           │                     drain poll_output (connect,
+//!                                           │                     one input per message,
+//!                                           │                     then poll_output (connect,
 //!                                           │                     write, close sockets) and
-//!                                           │                     poll_event (complete records),
-//!                                           │                     recv_timeout until poll_timeout
+//!                                           │                     poll_completion (wake the
+//!                                           │                     waiter), recv_timeout until
+//!                                           │                     poll_timeout
 //! ```
 //!
-//! * **One I/O thread** owns the [`Session`] (and so the core)
-//!   and the write half of every socket. It waits on the channel with `recv_timeout`
-//!   until the session's `poll_timeout` (a [`Timestamp`]
-//!   is microseconds since the producer started, against a start `Instant`), calls
-//!   `handle_timeout` once the clock passed it, and after every input drains
-//!   `poll_output` and `poll_event`.
+//! * **One I/O thread** owns the [`Session`](kacrab_driver::Session) and the write half of every socket. It
+//!   waits on the channel with `recv_timeout` until the session's `poll_timeout` (a
+//!   [`Timestamp`](kacrab_idempotence::Timestamp) is the time since the producer started, against a start `Instant`),
+//!   and calls `handle_timeout` once the clock passed it.
 //! * **Outputs**: `Connect` starts a connection thread that resolves the address and
-//!   calls `TcpStream::connect_timeout` (so DNS and slow connects never stall the loop),
-//!   sets `TCP_NODELAY` and read/write timeouts, hands the write half back, then blocks
-//!   on `read` and forwards bytes or end-of-stream over the channel. `Transmit` is a
-//!   `write_all` on the I/O thread, in the order the session produced the frames (frames
-//!   of one wake-up are buffered and written when it ends). `Close` shuts the socket
-//!   down. A failed write is a disconnect (`handle_disconnected`).
-//! * **No logic of its own**: retries, sequences, batching, request timeouts, metadata
-//!   refresh and leader routing are the core's and the session's. Because one thread
-//!   writes every frame in order, the core's enqueue tickets (which keep a later request
-//!   from overtaking an earlier one when several tasks write concurrently) are
-//!   honoured by construction and ignored here.
+//!   connects (so DNS and slow connects never stall the loop; the session times the
+//!   attempt with `socket.connection.setup.timeout.ms` and closes it when it is late),
+//!   hands the write half back, then blocks on `read` and forwards bytes or
+//!   end-of-stream over the channel. `Transmit` is a buffered write on the I/O thread, in
+//!   the session's order, flushed when the wake-up ends; a write that cannot progress for
+//!   `request.timeout.ms` fails. `Close` shuts the socket down. A failed write is a
+//!   disconnect (`handle_disconnected`).
+//! * **Completions** go to whoever waits, by the id the command returned: a record's to
+//!   its [`DeliveryHandle`] or callback, a flush's, close's, transactional operation's or
+//!   partition lookup's to the thread blocked in that call.
+//! * **No logic of its own**: the backlog behind a full `buffer.memory` and its
+//!   `max.block.ms`, flush and close ordering, lookups and their deadlines, transactional
+//!   calls, retries, sequences, batching, request and connect timeouts, metadata and
+//!   routing are the session's and the core's. Because one thread writes every frame in
+//!   order, the core's enqueue tickets (which keep a later request from overtaking an
+//!   earlier one when several tasks write concurrently) are honoured by construction and
+//!   ignored here.
 //!
 //! # Sending, blocking and errors
 //!
 //! [`Producer::send`] hands the record to the I/O thread and returns at once with a
-//! [`DeliveryHandle`]; it does not wait for the I/O thread to look at it, so sends
-//! pipeline. It returns an error ([`SendError`]) when the producer is closed or fatal, or
-//! after blocking for `max.block.ms` while the core's `buffer.memory` is full (the core
-//! refused a record with `BufferFull`; it waits on the I/O thread, in send order, until
-//! deliveries free memory). A refusal the calling thread could not foresee (a record over
-//! `max.request.size`, a negative partition, a close or fatal error racing the send)
-//! arrives through the handle as [`ProduceError::Send`], as the Java client reports
-//! such errors through its future.
+//! [`DeliveryHandle`], so sends pipeline. While the session holds sends behind a full
+//! `buffer.memory`, `send` blocks until the session takes its record in, and returns
+//! [`SendError::Timeout`] if the session gave up on it after `max.block.ms` (Java's
+//! `send` blocks the same way). It also returns an error at once when the producer is
+//! closed or fatal. A refusal the calling thread could not foresee (a record over
+//! `max.request.size`, a negative partition, a close or fatal error racing the send, a
+//! record that reached a full buffer before `send` could see it) arrives through the
+//! handle as [`ProduceError::Send`], as the Java client reports such errors through its
+//! future.
 //!
 //! Callbacks run on the I/O thread: keep them short. From a callback, `send` never
 //! blocks, and [`Producer::flush`], [`Producer::close`] and [`DeliveryHandle::wait`]
@@ -107,30 +114,33 @@
 #![warn(missing_docs)]
 
 mod error;
+mod gate;
 mod io;
+mod net;
 mod oneshot;
 
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle, ThreadId};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use kacrab_driver::Session;
-use kacrab_idempotence::record::BatchBuilder;
-use kacrab_idempotence::{ProducerConfig, Record, Timestamp, TopicPartition};
+use kacrab_driver::SessionConfig;
+use kacrab_idempotence::KafkaError;
 
 pub use error::{BuildError, ProduceError, SendError, WaitError};
 pub use io::IoStats;
 pub use kacrab_driver::{ProducerRecord, RecordMetadata};
 
-/// Re-exported from the core: a topic name, a record header.
+/// Re-exported from the core: a topic name, a record header, transactional types.
 pub use kacrab_idempotence::{
     ConsumerGroupMetadata, Header, OffsetToCommit, Topic, TransactionState, TxnError, TxnOp,
 };
 
-use io::{Completion, Gate, Io, Msg, Posted};
+use gate::{Buffer, Gate, IoThread, Life};
+use io::{Done, Io, Msg, TxnCall};
 
-/// The default `max.block.ms`, as in Kafka.
-pub const DEFAULT_MAX_BLOCK: Duration = Duration::from_millis(60_000);
+/// The most bytes of records on their way to the I/O thread before `send` waits for it
+/// to take them (at most `buffer.memory`).
+const HAND_OFF_LIMIT: usize = 1 << 20;
 
 /// A blocking idempotent producer. Cheap to clone (every clone drives the same I/O
 /// thread); `Send + Sync`.
@@ -151,8 +161,8 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // The last handle is gone: close gracefully in the background.
         let _ = self.tx.send(Msg::Close {
-            done: None,
-            abort_at: None,
+            timeout: None,
+            reply: None,
         });
     }
 }
@@ -168,73 +178,27 @@ impl Producer {
     /// connects until the first record (or [`Producer::partition_count`]) needs it.
     ///
     /// # Errors
-    /// A missing `bootstrap.servers`, a key the core does not know, a value out of
-    /// range, or a thread that could not start.
+    /// [`BuildError::Config`] for a configuration the session refuses (see
+    /// [`SessionConfig::from_properties`]); [`BuildError::Spawn`] if the thread could
+    /// not start.
     pub fn from_properties(properties: &[(&str, &str)]) -> Result<Self, BuildError> {
-        let mut bootstrap: Vec<String> = Vec::new();
-        let mut client_id: Option<String> = None;
-        let mut max_block = DEFAULT_MAX_BLOCK;
-        let mut builder = ProducerConfig::builder();
-        for &(key, value) in properties {
-            match key {
-                "bootstrap.servers" => {
-                    bootstrap = value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                        .collect();
-                }
-                "client.id" => client_id = Some(value.trim().to_owned()).filter(|s| !s.is_empty()),
-                "max.block.ms" => {
-                    let ms: u64 = value.trim().parse().map_err(|_| BuildError::InvalidValue {
-                        key: "max.block.ms",
-                        value: value.to_owned(),
-                        reason: "not a non-negative integer",
-                    })?;
-                    max_block = Duration::from_millis(ms);
-                }
-                _ => {
-                    builder.set(key, value)?;
-                }
-            }
-        }
-        if bootstrap.is_empty() {
-            return Err(BuildError::MissingBootstrap);
-        }
-        if let Some(bad) = bootstrap.iter().find(|a| !is_host_port(a)) {
-            return Err(BuildError::InvalidValue {
-                key: "bootstrap.servers",
-                value: bad.clone(),
-                reason: "expected host:port",
-            });
-        }
-        let config = builder.build()?;
-        Self::start(config, bootstrap, client_id, max_block)
+        Self::new(SessionConfig::from_properties(properties.iter().copied())?)
     }
 
-    fn start(
-        config: ProducerConfig,
-        bootstrap: Vec<String>,
-        client_id: Option<String>,
-        max_block: Duration,
-    ) -> Result<Self, BuildError> {
-        let start = Instant::now();
-        let gate = Arc::new(Gate::new(config.buffer_memory(), max_block));
+    /// Starts a producer for a validated configuration.
+    ///
+    /// # Errors
+    /// [`BuildError::Spawn`] if the I/O thread could not start.
+    pub fn new(config: SessionConfig) -> Result<Self, BuildError> {
+        let gate = Arc::new(Gate::new(config.core().buffer_memory().min(HAND_OFF_LIMIT)));
         let stats = Arc::new(Mutex::new(IoStats::default()));
         let (tx, rx) = mpsc::channel();
-        let request_timeout = config.request_timeout();
-        let metadata_retry = config.retry_backoff_max().max(config.retry_backoff());
-        let session = Session::new(config, bootstrap, client_id, Timestamp::ZERO);
         let io = Io::new(
-            session,
+            config,
             rx,
             tx.clone(),
             Arc::clone(&gate),
             Arc::clone(&stats),
-            start,
-            request_timeout,
-            metadata_retry,
         );
         let join = thread::Builder::new()
             .name("kacrab-io".into())
@@ -259,15 +223,14 @@ impl Producer {
     /// Sends a record; wait for its outcome with the returned [`DeliveryHandle`].
     ///
     /// Returns as soon as the I/O thread has the record, without waiting for it. Blocks
-    /// only while the producer's buffers are full, for at most `max.block.ms`.
+    /// only while the producer's buffer is full, for at most `max.block.ms`.
     ///
     /// # Errors
     /// The producer is closed or fatal, its I/O thread stopped, or `max.block.ms`
     /// passed with the buffer full. The record was not queued.
     pub fn send(&self, record: ProducerRecord) -> Result<DeliveryHandle, SendError> {
         let (tx, rx) = oneshot::channel();
-        self.post(record, Completion::handle(tx))
-            .map_err(|(e, _)| e)?;
+        self.post(record, Done::handle(tx))?;
         Ok(DeliveryHandle { rx })
     }
 
@@ -284,57 +247,47 @@ impl Producer {
     where
         F: FnOnce(Result<RecordMetadata, ProduceError>) + Send + 'static,
     {
-        let done = Completion::callback(Box::new(callback));
-        match self.post(record, done) {
-            Ok(()) => Ok(()),
-            Err((e, done)) => {
-                // Not queued: the callback must not run.
-                done.disarm();
-                Err(e)
-            }
-        }
+        self.post(record, Done::callback(Box::new(callback)))
     }
 
-    fn post(
-        &self,
-        record: ProducerRecord,
-        done: Completion,
-    ) -> Result<(), (SendError, Completion)> {
-        let ProducerRecord {
-            topic,
-            partition,
-            key,
-            value,
-            headers,
-            timestamp,
-        } = record;
-        let timestamp = timestamp.unwrap_or_else(now_millis);
-        let record = Record {
-            key,
-            value,
-            headers,
-            timestamp,
+    /// Hands `record` to the I/O thread. On an error `done` is dropped unused.
+    fn post(&self, record: ProducerRecord, done: Done) -> Result<(), SendError> {
+        // What the record weighs on the channel (the core counts `buffer.memory`).
+        let size = record.key.as_ref().map_or(0, |k| k.len())
+            + record.value.as_ref().map_or(0, |v| v.len())
+            + 64;
+        let admitted = match self.inner.gate.admit(size, self.on_io_thread()) {
+            Ok(a) => a,
+            Err(e) => {
+                done.disarm();
+                return Err(e);
+            }
         };
-        let size = BatchBuilder::estimated_record_size(&record);
-        if let Err(e) = self.inner.gate.admit(size, self.on_io_thread()) {
-            return Err((e, done));
-        }
-        let posted = Posted {
-            partition: TopicPartition::new(topic, partition),
+        let (admission, admitted_rx) = match admitted.buffer {
+            Buffer::Blocked => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            Buffer::HasRoom => (None, None),
+        };
+        let msg = Msg::Send {
             record,
             done,
             size,
-            block_deadline: Instant::now() + self.inner.gate.max_block,
+            admission,
         };
-        match self.inner.tx.send(Msg::Send(Box::new(posted))) {
-            Ok(()) => Ok(()),
-            Err(mpsc::SendError(msg)) => {
-                self.inner.gate.unadmit(size);
-                let Msg::Send(posted) = msg else {
-                    unreachable!("sent a Send")
-                };
-                Err((SendError::Terminated, posted.done))
+        if let Err(mpsc::SendError(msg)) = self.inner.tx.send(msg) {
+            drop(admitted);
+            if let Msg::Send { done, .. } = msg {
+                done.disarm();
             }
+            return Err(SendError::Terminated);
+        }
+        admitted.posted();
+        match admitted_rx.and_then(|rx| rx.wait()) {
+            Some(Err(refused)) => Err(refused),
+            // Taken in; or the I/O thread died, and the record's outcome says so.
+            Some(Ok(())) | None => Ok(()),
         }
     }
 
@@ -359,8 +312,8 @@ impl Producer {
     }
 
     /// Stops accepting records, sends everything queued, waits until every record has an
-    /// outcome, and stops the I/O thread. Later sends fail with
-    /// [`kacrab_idempotence::SendError::Closed`].
+    /// outcome (at most `delivery.timeout.ms`), and stops the I/O thread. Later sends
+    /// fail with [`kacrab_idempotence::SendError::Closed`].
     ///
     /// # Errors
     /// [`WaitError::OnIoThread`] from a callback; [`WaitError::Terminated`] if the I/O
@@ -376,25 +329,20 @@ impl Producer {
     /// # Errors
     /// As [`Producer::close`].
     pub fn close_timeout(&self, timeout: Duration) -> Result<(), WaitError> {
-        self.close_inner(Some(Instant::now() + timeout))
+        self.close_inner(Some(timeout))
     }
 
-    fn close_inner(&self, abort_at: Option<Instant>) -> Result<(), WaitError> {
+    fn close_inner(&self, timeout: Option<Duration>) -> Result<(), WaitError> {
         if self.on_io_thread() {
             return Err(WaitError::OnIoThread);
         }
-        self.inner.gate.lock().closed = true;
-        self.inner.gate.notify();
+        self.inner.gate.close();
         let (tx, rx) = oneshot::channel();
-        if self
-            .inner
-            .tx
-            .send(Msg::Close {
-                done: Some(tx),
-                abort_at,
-            })
-            .is_ok()
-        {
+        let msg = Msg::Close {
+            timeout,
+            reply: Some(tx),
+        };
+        if self.inner.tx.send(msg).is_ok() {
             let _ = rx.wait();
         }
         let join = self
@@ -411,22 +359,37 @@ impl Producer {
         self.after_stop()
     }
 
-    /// After the I/O thread ended: fine if it ended because of `close`.
-    fn transaction(&self, call: io::TxnCall) -> Result<(), TxnError> {
-        let dead = || TxnError::Fatal(kacrab_idempotence::KafkaError::UnknownServerError);
+    /// After the I/O thread ended: fine if it ended because of a close.
+    fn after_stop(&self) -> Result<(), WaitError> {
+        let g = self.inner.gate.lock();
+        if g.thread == IoThread::Stopped && g.life == Life::Closed {
+            Ok(())
+        } else {
+            Err(WaitError::Terminated)
+        }
+    }
+
+    fn transaction(&self, call: TxnCall) -> Result<(), TxnError> {
+        let gone = || {
+            if self.after_stop().is_ok() {
+                TxnError::Closed
+            } else {
+                TxnError::Fatal(KafkaError::UnknownServerError)
+            }
+        };
         if self.on_io_thread() {
-            return Err(dead());
+            return Err(TxnError::Fatal(KafkaError::UnknownServerError));
         }
         let (reply, rx) = oneshot::channel();
         if self
             .inner
             .tx
-            .send(io::Msg::Transaction { call, reply })
+            .send(Msg::Transaction { call, reply })
             .is_err()
         {
-            return Err(dead());
+            return Err(gone());
         }
-        rx.wait().unwrap_or_else(|| Err(dead()))
+        rx.wait().unwrap_or_else(|| Err(gone()))
     }
 
     /// Gets a producer id for `transactional.id`, fencing older producers with the same
@@ -435,7 +398,7 @@ impl Producer {
     /// # Errors
     /// As [`kacrab_idempotence::Producer::init_transactions`], or its completion.
     pub fn init_transactions(&self) -> Result<(), TxnError> {
-        self.transaction(io::TxnCall::Init)
+        self.transaction(TxnCall::Init)
     }
 
     /// Opens a transaction; records sent until commit or abort belong to it.
@@ -443,7 +406,7 @@ impl Producer {
     /// # Errors
     /// Not ready (not initialized, a transaction already open, an error state).
     pub fn begin_transaction(&self) -> Result<(), TxnError> {
-        self.transaction(io::TxnCall::Begin)
+        self.transaction(TxnCall::Begin)
     }
 
     /// Commits consumer offsets with the open transaction; blocks until they are added.
@@ -455,7 +418,7 @@ impl Producer {
         offsets: Vec<OffsetToCommit>,
         group: ConsumerGroupMetadata,
     ) -> Result<(), TxnError> {
-        self.transaction(io::TxnCall::SendOffsets(offsets, group))
+        self.transaction(TxnCall::SendOffsets(offsets, group))
     }
 
     /// Commits the open transaction once every record sent in it is acknowledged;
@@ -464,7 +427,7 @@ impl Producer {
     /// # Errors
     /// The transaction must be aborted, or the producer is fenced or fatal.
     pub fn commit_transaction(&self) -> Result<(), TxnError> {
-        self.transaction(io::TxnCall::Commit)
+        self.transaction(TxnCall::Commit)
     }
 
     /// Aborts the open transaction; blocks until the abort completes.
@@ -472,16 +435,7 @@ impl Producer {
     /// # Errors
     /// No transaction to abort, or the producer is fenced or fatal.
     pub fn abort_transaction(&self) -> Result<(), TxnError> {
-        self.transaction(io::TxnCall::Abort)
-    }
-
-    fn after_stop(&self) -> Result<(), WaitError> {
-        let g = self.inner.gate.lock();
-        if g.stopped && g.closed {
-            Ok(())
-        } else {
-            Err(WaitError::Terminated)
-        }
+        self.transaction(TxnCall::Abort)
     }
 
     /// The number of partitions of `topic`, from the cluster's metadata (asked for if
@@ -496,19 +450,18 @@ impl Producer {
             return Err(WaitError::OnIoThread);
         }
         let (reply, rx) = oneshot::channel();
-        let deadline = Instant::now() + self.inner.gate.max_block;
         let msg = Msg::PartitionCount {
             topic: topic.to_owned(),
-            deadline,
             reply,
         };
         if self.inner.tx.send(msg).is_err() {
-            return Err(WaitError::Terminated);
+            return self.after_stop().and(Err(WaitError::Timeout));
         }
         match rx.wait() {
             Some(Some(n)) => Ok(n),
             Some(None) => Err(WaitError::Timeout),
-            None => Err(WaitError::Terminated),
+            // Raced a close: the count was not learned.
+            None => self.after_stop().and(Err(WaitError::Timeout)),
         }
     }
 
@@ -567,16 +520,4 @@ impl DeliveryHandle {
     pub fn is_done(&self) -> bool {
         self.rx.is_ready()
     }
-}
-
-/// `host:port` with a non-empty host and a port number (`[::1]:9092` included).
-fn is_host_port(addr: &str) -> bool {
-    addr.rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
-}
-
-fn now_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -302,7 +302,9 @@ impl Application {
                         possibly_written: false,
                     }),
                 ),
-                Queued::Flush { op, .. } => self.completions.push_back(Completion::Flushed { op }),
+                // Completed once every record before it has its outcome (the core's
+                // come as events), like a flush already started.
+                Queued::Flush { op, upto } => self.flushes.push_back((upto, op)),
                 Queued::Close { op, .. } => self.closes.push(op),
                 Queued::Txn { op, call } => self.completions.push_back(Completion::Transaction {
                     op,
@@ -452,6 +454,15 @@ impl Application {
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// The oldest send waiting for `buffer.memory` (the backlog's front, a send by the
+    /// backlog's invariant): every earlier send entered the core or has its outcome.
+    pub(crate) fn oldest_blocked_send(&self) -> Option<SendId> {
+        match self.backlog.front() {
+            Some(Queued::Send { id, .. }) => Some(*id),
+            _ => None,
+        }
     }
 
     fn front_deadline(&self) -> Option<Timestamp> {

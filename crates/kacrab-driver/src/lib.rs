@@ -56,6 +56,12 @@ pub use config::{
 pub use output::{CloseReason, ConnId, Output};
 pub use record::{ProducerRecord, RecordMetadata};
 pub use session::Session;
+// The core's types that appear in the session's API, so that a driver needs this crate
+// alone.
+pub use kacrab_idempotence::{
+    ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
+    SendError, Stats, Timestamp, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
+};
 
 /// Java-compatible murmur2 partitioning for keyed records: the partition Kafka's default
 /// partitioner picks for `key` among `partitions` partitions.

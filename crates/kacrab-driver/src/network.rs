@@ -166,6 +166,18 @@ impl Network {
     /// connection carrying a core request the core no longer has outstanding (it timed
     /// it out).
     pub(crate) fn handle_timeout(&mut self, core: &mut Producer, now: Timestamp) {
+        // A request the core gave up on while it waited for its connection's negotiation
+        // is never written: the core would refuse its answer.
+        for c in &mut self.conns {
+            c.queued.retain(|p| {
+                let Pending::Core(r) = p else { return true };
+                let keep = r.id().is_none_or(|id| core.is_outstanding(id));
+                if let (false, Request::Produce(p)) = (keep, r) {
+                    self.out.push_back(Output::Release { ticket: p.ticket });
+                }
+                keep
+            });
+        }
         let mut expired = Vec::new();
         for c in &self.conns {
             let reason = if matches!(c.state, ConnState::Connecting { deadline } if deadline <= now)
@@ -244,9 +256,26 @@ impl Network {
 
     fn handle_frame(&mut self, core: &mut Producer, conn: ConnId, frame: Bytes, now: Timestamp) {
         let Some(c) = self.conn_mut(conn) else { return };
+        // A body that does not decode still consumes its request in `Connection::decode`:
+        // remember whose it was, so that request fails with the connection.
+        let matched = frame
+            .get(..4)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .and_then(|id| c.wire.in_flight().find(|f| f.correlation_id == id))
+            .map(|f| f.tag);
         let decoded = match c.wire.decode(frame) {
             Ok(d) => d,
             Err(e) => {
+                if let Some(tag) = matched.filter(|&t| t < SESSION_TAG) {
+                    if core.is_outstanding(RequestId(tag)) {
+                        let result = core.handle_request_failed(
+                            RequestId(tag),
+                            RequestFailure::Disconnected,
+                            now,
+                        );
+                        debug_assert!(result.is_ok(), "outstanding request refused: {result:?}");
+                    }
+                }
                 let reason = CloseReason::Malformed(e.to_string());
                 self.drop_conn(core, conn, now, Some(reason));
                 return;
@@ -325,6 +354,12 @@ impl Network {
         // request it was not asked, or one that does not match). Nothing more on this
         // connection can be trusted.
         if let Err(e) = result {
+            // A refused answer leaves its request outstanding in the core, but the wire
+            // has already forgotten it: fail it with the connection, as the others.
+            if tag < SESSION_TAG && core.is_outstanding(id) {
+                let failed = core.handle_request_failed(id, RequestFailure::Disconnected, now);
+                debug_assert!(failed.is_ok(), "outstanding request refused: {failed:?}");
+            }
             self.drop_conn(core, conn, now, Some(CloseReason::Protocol(e)));
         }
     }
@@ -440,7 +475,8 @@ impl Network {
         if let Request::Produce(p) = &request {
             self.out.push_back(Output::Release { ticket: p.ticket });
         }
-        let Some(id) = request.id() else {
+        // A request the core already gave up on (timed out) is not reported again.
+        let Some(id) = request.id().filter(|&id| core.is_outstanding(id)) else {
             return;
         };
         let result = core.handle_request_failed(id, RequestFailure::NotSent, now);

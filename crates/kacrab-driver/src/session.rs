@@ -245,6 +245,16 @@ impl Session {
         self.core.transaction_state()
     }
 
+    /// The oldest send still waiting for room in `buffer.memory` (see
+    /// [`Session::send`]), if any. Every send before it entered the producer or has its
+    /// outcome; it and every later send wait, in order, for up to `max.block.ms`. A driver
+    /// whose `send` blocks the calling thread, as Java's does, holds a caller until its
+    /// send is older than this.
+    #[must_use]
+    pub fn oldest_blocked_send(&self) -> Option<SendId> {
+        self.app.oldest_blocked_send()
+    }
+
     /// Open connections (being set up, negotiating or ready).
     #[must_use]
     pub fn connection_count(&self) -> usize {
@@ -285,5 +295,67 @@ impl Session {
         if self.app.is_finished() && !was_finished {
             self.net.close_all(&mut self.core, now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::completion::ProduceError;
+    use kacrab_idempotence::SendError;
+
+    fn session(props: &[(&str, &str)]) -> Session {
+        let mut all = vec![("bootstrap.servers", "h:1")];
+        all.extend_from_slice(props);
+        Session::new(
+            SessionConfig::from_properties(all).unwrap(),
+            Timestamp::ZERO,
+            0,
+        )
+    }
+
+    #[test]
+    fn oldest_blocked_send_names_the_backlog_front_until_it_times_out() {
+        let mut s = session(&[
+            ("buffer.memory", "4096"),
+            ("batch.size", "1024"),
+            ("max.block.ms", "100"),
+        ]);
+        let now = Timestamp::ZERO;
+        let record = || ProducerRecord::new("t", 0, vec![b'x'; 500]);
+        let mut first_blocked = None;
+        for _ in 0..20 {
+            let id = s.send(record(), now);
+            if s.oldest_blocked_send().is_some() {
+                first_blocked = Some(id);
+                break;
+            }
+        }
+        let first_blocked = first_blocked.expect("buffer.memory fills without a broker");
+        assert_eq!(s.oldest_blocked_send(), Some(first_blocked));
+        let later = s.send(record(), now);
+        assert_eq!(
+            s.oldest_blocked_send(),
+            Some(first_blocked),
+            "a later send waits behind the oldest"
+        );
+        s.assert_invariants();
+        let at = now + Duration::from_millis(100);
+        while s.poll_timeout().is_some_and(|t| t <= at) {
+            let t = s.poll_timeout().unwrap();
+            s.handle_timeout(t);
+        }
+        assert_eq!(s.oldest_blocked_send(), None);
+        let refused: Vec<SendId> = std::iter::from_fn(|| s.poll_completion())
+            .filter_map(|c| match c {
+                Completion::Record {
+                    id,
+                    outcome: Err(ProduceError::Send(SendError::BufferFull { .. })),
+                } => Some(id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(refused, vec![first_blocked, later]);
+        s.assert_invariants();
     }
 }

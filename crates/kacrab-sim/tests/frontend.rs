@@ -9,9 +9,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use kacrab_driver::{ConnId, Output, Session};
 use kacrab_idempotence::{
-    Event, KafkaError, LeaderHint, Metadata, NodeId, PartitionMetadata, PartitionResponse,
-    ProduceResponse, Producer, ProducerConfig, ProducerIdAndEpoch, Record, RecordId, Request,
-    RequestId, Timestamp, TopicPartition,
+    KafkaError, LeaderHint, Metadata, NodeId, PartitionMetadata, PartitionResponse,
+    ProduceResponse, Producer, ProducerConfig, ProducerIdAndEpoch, Record, Request, RequestId,
+    Timestamp, TopicPartition,
 };
 use kacrab_sim::frontend::{
     BrokerEndpoint, BrokerFeatures, Frontend, FrontendError, FrontendRequest,
@@ -59,7 +59,11 @@ fn poll_deliveries(session: &mut Session, delivered: &mut Vec<(AppId, Option<i64
     let mut any = false;
     while let Some(c) = session.poll_completion() {
         any = true;
-        if let kacrab_driver::Completion::Record { id, outcome: Ok(md) } = c {
+        if let kacrab_driver::Completion::Record {
+            id,
+            outcome: Ok(md),
+        } = c
+        {
             delivered.push((id, md.offset));
         }
     }

@@ -1,120 +1,32 @@
-//! Produce N records to an existing topic with the Tokio producer, then print one summary
-//! line.
+//! Produce N records to an existing topic with the Tokio producer, then print the summary
+//! line the blocking example prints too.
 //!
 //! ```text
 //! cargo run --release -p kacrab-tokio --example produce -- \
-//!     --bootstrap HOST:PORT --topic T --partitions P --records N --size B \
+//!     --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B \
 //!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T] \
 //!     [--property key=value]...
 //! ```
 //!
-//! Record `i` has key `i` in decimal ASCII and a value of `B` bytes starting with `i` in
-//! decimal ASCII (padded with `.`), and goes to partition `i mod P`, so reading the topic
-//! back checks exactly-once and order. The topic must exist: nothing is created.
-//!
-//! Sends are pipelined: the sending loop never waits for an acknowledgement, only for a
-//! permit when `--max-outstanding` records (default 8192) are without an outcome. One
-//! collector task per partition awaits that partition's outcomes in send order (the
-//! order they arrive in) and records each record's send-to-acknowledgement latency.
-//! `--threads 1` (the default) runs everything on a current-thread runtime; more threads
-//! use a multi-thread runtime.
-//!
-//! Progress goes to stderr every second; the last stdout line is
-//! `produce: records=N acked=A failed=F elapsed_ms=E records_per_s=R p50_ms=X p99_ms=Y`.
+//! The flags, the load and the summary line are the shared ones of
+//! `examples/support/produce_cli.rs`. Sends are pipelined: the sending loop never waits
+//! for an acknowledgement, only for a permit when `--max-outstanding` records are without
+//! an outcome. One collector task per partition awaits that partition's outcomes in send
+//! order (the order they arrive in) and records each record's send-to-acknowledgement
+//! latency. `--threads 1` (the default) runs everything on a current-thread runtime; more
+//! threads use a multi-thread runtime.
+
+#[path = "../../../examples/support/produce_cli.rs"]
+mod produce_cli;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use kacrab_tokio::{DeliveryFuture, Producer, ProducerRecord, Topic};
+use produce_cli::Args;
 use tokio::sync::{mpsc, Semaphore};
-
-struct Args {
-    bootstrap: String,
-    topic: String,
-    partitions: i32,
-    records: u64,
-    size: usize,
-    linger_ms: Option<String>,
-    batch_size: Option<String>,
-    max_outstanding: Option<usize>,
-    threads: usize,
-    properties: Vec<(String, String)>,
-}
-
-const USAGE: &str =
-    "usage: produce --bootstrap HOST:PORT --topic T --partitions P --records N --size B \
-    [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T] [--property key=value]...";
-
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        bootstrap: String::new(),
-        topic: String::new(),
-        partitions: 0,
-        records: 0,
-        size: 0,
-        linger_ms: None,
-        batch_size: None,
-        max_outstanding: None,
-        threads: 1,
-        properties: Vec::new(),
-    };
-    let (mut bootstrap, mut topic, mut partitions, mut records, mut size) =
-        (false, false, false, false, false);
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        fn num<T: std::str::FromStr>(flag: &str, v: String) -> Result<T, String> {
-            v.parse().map_err(|_| format!("{flag}: not a number: {v}"))
-        }
-        match flag.as_str() {
-            "--bootstrap" => (a.bootstrap, bootstrap) = (value()?, true),
-            "--topic" => (a.topic, topic) = (value()?, true),
-            "--partitions" => (a.partitions, partitions) = (num(&flag, value()?)?, true),
-            "--records" => (a.records, records) = (num(&flag, value()?)?, true),
-            "--size" => (a.size, size) = (num(&flag, value()?)?, true),
-            "--linger-ms" => a.linger_ms = Some(value()?),
-            "--batch-size" => a.batch_size = Some(value()?),
-            "--max-outstanding" => a.max_outstanding = Some(num(&flag, value()?)?),
-            "--threads" => a.threads = num(&flag, value()?)?,
-            "--property" => {
-                let kv = value()?;
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or_else(|| format!("--property {kv}: expected key=value"))?;
-                a.properties.push((k.to_owned(), v.to_owned()));
-            }
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown flag {other}")),
-        }
-    }
-    if !(bootstrap && topic && partitions && records && size) {
-        return Err("--bootstrap, --topic, --partitions, --records and --size are required".into());
-    }
-    if a.partitions < 1 {
-        return Err("--partitions must be at least 1".into());
-    }
-    Ok(a)
-}
-
-/// `size` bytes starting with `i` in decimal ASCII, padded with `.`.
-fn value(i: u64, size: usize) -> Bytes {
-    let mut v = i.to_string().into_bytes();
-    if v.len() < size {
-        v.resize(size, b'.');
-    }
-    Bytes::from(v)
-}
-
-fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    f64::from(sorted[rank.clamp(1, sorted.len()) - 1]) / 1000.0
-}
 
 #[derive(Default)]
 struct Tally {
@@ -123,13 +35,13 @@ struct Tally {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
+    let args = match Args::from_env() {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
                 eprintln!("produce: {e}");
             }
-            eprintln!("{USAGE}");
+            eprintln!("{}", produce_cli::USAGE);
             return ExitCode::from(2);
         }
     };
@@ -155,34 +67,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> ExitCode {
-    let mut props: Vec<(&str, &str)> = vec![
-        ("bootstrap.servers", args.bootstrap.as_str()),
-        ("client.id", "kacrab-tokio-produce"),
-    ];
-    if let Some(l) = &args.linger_ms {
-        props.push(("linger.ms", l));
-    }
-    if let Some(b) = &args.batch_size {
-        props.push(("batch.size", b));
-    }
-    props.extend(
-        args.properties
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str())),
-    );
-    let producer = match Producer::from_properties(&props) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("produce: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    // Enough to keep every connection's pipeline full on a local broker, few enough that
-    // records do not queue for long (the latency measured is send-to-ack, queueing
-    // included). Throughput is at most max-outstanding / ack latency: raise it for a
-    // cluster whose acks take tens of milliseconds.
-    let max_outstanding = args.max_outstanding.unwrap_or(8192).max(1);
-    let permits = Arc::new(Semaphore::new(max_outstanding));
+    let producer =
+        match Producer::from_properties(&args.producer_properties("kacrab-tokio-produce")) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("produce: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    let permits = Arc::new(Semaphore::new(args.max_outstanding));
     let tally = Arc::new(Tally::default());
 
     // One collector per partition: a partition's outcomes arrive in send order.
@@ -215,37 +108,34 @@ async fn run(args: Args) -> ExitCode {
         }));
     }
 
+    let start = Instant::now();
     let progress = {
         let tally = Arc::clone(&tally);
         let records = args.records;
         tokio::spawn(async move {
-            let start = Instant::now();
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             tick.tick().await;
             loop {
                 tick.tick().await;
                 let acked = tally.acked.load(Ordering::Relaxed);
                 let failed = tally.failed.load(Ordering::Relaxed);
-                let secs = start.elapsed().as_secs_f64();
                 eprintln!(
-                    "produce: {:.0}s acked={acked}/{records} failed={failed} ({:.0} records/s)",
-                    secs,
-                    acked as f64 / secs
+                    "{}",
+                    produce_cli::progress(start.elapsed(), records, acked, failed)
                 );
             }
         })
     };
 
     let topic = Topic::new(&args.topic);
-    let start = Instant::now();
     for i in 0..args.records {
         match permits.acquire().await {
             Ok(permit) => permit.forget(),
             Err(_) => break,
         }
-        let partition = (i % args.partitions as u64) as i32;
-        let record = ProducerRecord::new(topic.clone(), partition, value(i, args.size))
-            .with_key(i.to_string());
+        let partition = args.partition(i);
+        let record =
+            ProducerRecord::new(topic.clone(), partition, args.value(i)).with_key(Args::key(i));
         let sent_at = Instant::now();
         let delivery = producer.send(record);
         let _ = senders[partition as usize].send((sent_at, i, delivery));
@@ -273,17 +163,9 @@ async fn run(args: Args) -> ExitCode {
     if let Some(e) = first_error {
         eprintln!("produce: first failure: {e}");
     }
-    latencies.sort_unstable();
-    let secs = elapsed.as_secs_f64().max(1e-9);
     println!(
-        "produce: records={} acked={} failed={} elapsed_ms={} records_per_s={:.0} p50_ms={:.1} p99_ms={:.1}",
-        args.records,
-        acked,
-        failed,
-        elapsed.as_millis(),
-        args.records as f64 / secs,
-        percentile_ms(&latencies, 50.0),
-        percentile_ms(&latencies, 99.0),
+        "{}",
+        produce_cli::summary(args.records, acked, failed, elapsed, &mut latencies)
     );
     if acked == args.records {
         ExitCode::SUCCESS

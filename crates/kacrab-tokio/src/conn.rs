@@ -4,7 +4,6 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kacrab_driver::ConnId;
@@ -27,7 +26,8 @@ pub type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<Box<dyn BrokerSt
 /// your own with [`ProducerBuilder::connector`](crate::ProducerBuilder::connector) to
 /// run over TLS, a proxy, or in-memory streams in tests.
 ///
-/// The producer bounds each attempt by `request.timeout.ms`.
+/// The producer bounds each attempt by `socket.connection.setup.timeout.ms`: past it the
+/// connect future is dropped.
 pub trait Connector: Send + Sync + 'static {
     /// Opens a stream to `addr` (`host:port`, as `bootstrap.servers` or Metadata name it).
     fn connect(&self, addr: &str) -> ConnectFuture;
@@ -60,8 +60,8 @@ pub(crate) struct OutFrame {
 #[derive(Debug)]
 pub(crate) enum ConnEvent {
     Connected,
-    ConnectFailed,
     Bytes(Bytes),
+    /// The socket failed, or could not be opened.
     Disconnected,
 }
 
@@ -69,8 +69,16 @@ pub(crate) enum ConnEvent {
 #[derive(Debug)]
 pub(crate) struct ConnHandle {
     pub(crate) frames: mpsc::UnboundedSender<OutFrame>,
-    /// Dropped or fired: close the socket now, dropping unwritten frames.
-    pub(crate) close: oneshot::Sender<()>,
+    /// Dropped or fired: close the socket now, even mid-write or while a frame waits for
+    /// its ticket's turn, and drop the frames not yet written.
+    stop: oneshot::Sender<()>,
+}
+
+impl ConnHandle {
+    /// Closes the socket now (dropping the handle does the same).
+    pub(crate) fn close(self) {
+        let _ = self.stop.send(());
+    }
 }
 
 /// Everything a connection task needs.
@@ -78,7 +86,6 @@ pub(crate) struct ConnTask {
     pub(crate) conn: ConnId,
     pub(crate) addr: String,
     pub(crate) transport: Transport,
-    pub(crate) connect_timeout: Duration,
     pub(crate) events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     pub(crate) sequencer: Arc<SharedSequencer>,
 }
@@ -94,7 +101,7 @@ impl ConnTask {
         tokio::spawn(self.run(frames_rx, close_rx));
         ConnHandle {
             frames: frames_tx,
-            close: close_tx,
+            stop: close_tx,
         }
     }
 
@@ -113,10 +120,9 @@ impl ConnTask {
                 Transport::Custom(c) => c.connect(&self.addr).await.map(Stream::Custom),
             }
         };
+        // The session times the attempt: past its deadline it closes the connection.
         let connected: Option<io::Result<Stream>> = tokio::select! {
-            r = tokio::time::timeout(self.connect_timeout, connect) => {
-                Some(r.unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())))
-            }
+            r = connect => Some(r),
             _ = &mut close => None,
         };
         let stream = match connected {
@@ -124,7 +130,7 @@ impl ConnTask {
             None => return abandon_all(&mut frames, None, &self.sequencer),
             Some(Err(_)) => {
                 abandon_all(&mut frames, None, &self.sequencer);
-                let _ = self.events.send((self.conn, ConnEvent::ConnectFailed));
+                let _ = self.events.send((self.conn, ConnEvent::Disconnected));
                 return;
             }
             Some(Ok(s)) => s,
@@ -244,6 +250,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use std::sync::Mutex;
+    use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
     /// A connector over in-memory pipes whose broker ends are handed to the test.
@@ -271,7 +278,6 @@ mod tests {
             conn: ConnId(conn),
             addr: format!("broker-{conn}:9092"),
             transport: transport.clone(),
-            connect_timeout: Duration::from_secs(1),
             events: events.clone(),
             sequencer: Arc::clone(sequencer),
         }
@@ -349,7 +355,7 @@ mod tests {
         a.frames.send(frame(1)).unwrap();
         b.frames.send(frame(2)).unwrap();
         assert_eq!(read(&mut sb).await, None, "ticket 2 waits for 0 and 1");
-        let _ = a.close.send(()); // A gives up ticket 1 ...
+        a.close(); // A gives up ticket 1 ...
         sequencer.abandon(Ticket { seq: 0, parts: 1 }); // ... and the session released 0.
         assert_eq!(read(&mut sb).await, Some(2));
         assert_eq!(read(&mut sa).await, None, "A wrote nothing");

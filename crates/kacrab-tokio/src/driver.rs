@@ -1,20 +1,17 @@
-//! The driver task: the only owner of the [`Session`] (and so of the core's state).
-//!
-//! It waits for an application command, a connection event or its timer; applies
-//! everything that is ready (commands and events are drained in batches, so one poll
-//! loop serves many of them); then runs the session's contract: drain `poll_output`
-//! (executing each output), drain `poll_event` (resolving waiters), and re-arm the timer
-//! from `poll_timeout`.
+//! The driver task: the only owner of the [`Session`]. It runs the session's loop and
+//! nothing else: application commands from the handles become session commands,
+//! connection events become `handle_connected` / `handle_bytes` /
+//! `handle_disconnected`, the clock reaching `poll_timeout` becomes `handle_timeout`,
+//! each `poll_output` is carried out, and each `poll_completion` resolves the oneshot
+//! its id names. Backlog, flushes, closes, lookups, transactions and every timer are the
+//! session's.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use kacrab_driver::{ConnId, Output, Session};
-use kacrab_idempotence::{
-    ConsumerGroupMetadata, Event, OffsetToCommit, Record, RecordId, SendError, Timestamp,
-    TopicPartition, TxnError, TxnOp,
-};
+use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session};
+use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit, Timestamp, TxnError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -25,19 +22,22 @@ use crate::{ProduceError, ProducerRecord, RecordMetadata};
 /// The reply to one send.
 pub(crate) type Reply = oneshot::Sender<Result<RecordMetadata, ProduceError>>;
 
-/// What application handles ask of the driver task.
+/// What application handles ask of the driver task: one variant per session command.
+#[derive(Debug)]
 pub(crate) enum Command {
     Send {
         record: ProducerRecord,
         reply: Reply,
     },
     Flush(oneshot::Sender<()>),
-    Close(oneshot::Sender<()>),
+    Close {
+        timeout: Option<Duration>,
+        reply: oneshot::Sender<()>,
+    },
     PartitionCount {
         topic: String,
         reply: oneshot::Sender<Option<i32>>,
     },
-    /// A transactional operation; the reply comes with its completion event.
     Transaction {
         call: TxnCall,
         reply: oneshot::Sender<Result<(), TxnError>>,
@@ -45,6 +45,7 @@ pub(crate) enum Command {
 }
 
 /// The transactional operations, as the application calls them.
+#[derive(Debug)]
 pub(crate) enum TxnCall {
     Init,
     Begin,
@@ -53,570 +54,228 @@ pub(crate) enum TxnCall {
     Abort,
 }
 
-/// Adapter settings (everything else is the core's configuration).
-pub(crate) struct Settings {
-    pub(crate) max_block: Duration,
-    /// How often a partition-count lookup asks for metadata again.
-    pub(crate) retry_backoff: Duration,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) transport: Transport,
+/// Who waits for the completion of an [`OpId`].
+#[derive(Debug)]
+enum OpReply {
+    /// A flush or a close.
+    Done(oneshot::Sender<()>),
+    Transaction(oneshot::Sender<Result<(), TxnError>>),
+    PartitionCount(oneshot::Sender<Option<i32>>),
 }
 
-/// Commands applied per wake-up before the poll loop runs: large enough to amortise the
-/// poll loop over many sends, small enough to keep serving connections promptly.
+/// Commands applied per wake-up before the session's outputs are drained: large enough
+/// to amortise the drain over many sends, small enough to keep serving connections.
 const COMMAND_BATCH: usize = 1024;
 
-/// A command waiting behind a full `buffer.memory` (Kafka's `max.block.ms`). Commands
-/// after a blocked send wait behind it, so records keep their send order.
-enum Pending {
-    Send {
-        tp: TopicPartition,
-        record: Record,
-        reply: Reply,
-        deadline: Instant,
-    },
-    Flush(oneshot::Sender<()>),
-    /// `None`: every handle was dropped.
-    Close(Option<oneshot::Sender<()>>),
+/// Maps Tokio's clock to the session's [`Timestamp`]s: microseconds since `start`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    start: Instant,
 }
 
-/// What became of a record given to the core.
-enum Submitted {
-    Accepted,
-    /// Refused for good; its reply was sent.
-    Refused,
-    /// `buffer.memory` is full: handed back.
-    Full(TopicPartition, Record, Reply),
-}
-
-/// An application waiting for a topic's partition count.
-struct Lookup {
-    topic: String,
-    reply: oneshot::Sender<Option<i32>>,
-    /// `max.block.ms` after the question.
-    deadline: Instant,
-    /// When to ask for the topic's metadata (again).
-    ask_at: Instant,
-}
-
-struct Waiter {
-    reply: Reply,
-    timestamp: i64,
-}
-
-/// Waiters by [`RecordId`]. The core assigns ids consecutively, so this is a deque
-/// indexed from the oldest unresolved id: no hashing, no allocation per record.
-#[derive(Default)]
-struct Waiters {
-    base: u64,
-    slots: VecDeque<Option<Waiter>>,
-}
-
-impl Waiters {
-    fn insert(&mut self, id: RecordId, waiter: Waiter) {
-        if self.slots.is_empty() {
-            self.base = id.0;
-        }
-        while self.base + (self.slots.len() as u64) < id.0 {
-            self.slots.push_back(None);
-        }
-        debug_assert_eq!(
-            self.base + self.slots.len() as u64,
-            id.0,
-            "record ids are consecutive"
-        );
-        self.slots.push_back(Some(waiter));
+impl Clock {
+    pub(crate) fn new(start: Instant) -> Self {
+        Self { start }
     }
 
-    fn take(&mut self, id: RecordId) -> Option<Waiter> {
-        let index = usize::try_from(id.0.checked_sub(self.base)?).ok()?;
-        let waiter = self.slots.get_mut(index)?.take();
-        while matches!(self.slots.front(), Some(None)) {
-            self.slots.pop_front();
-            self.base += 1;
-        }
-        waiter
+    fn now(self) -> Timestamp {
+        let micros = self.start.elapsed().as_micros();
+        Timestamp::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
     }
 
-    /// The oldest record id without an outcome, or `next` when there is none.
-    fn lowest_unresolved(&self, next: u64) -> u64 {
-        if self.slots.is_empty() {
-            next
-        } else {
-            self.base
-        }
+    /// The instant `t` names. `now()` read at or after it is at least `t` (both round
+    /// microseconds down), so a timer armed for it wakes with the deadline due.
+    fn instant(self, t: Timestamp) -> Instant {
+        self.start + Duration::from_micros(t.as_micros())
     }
+}
+
+/// What woke the driver task.
+enum Wake {
+    Conn(ConnId, ConnEvent),
+    Command(Command),
+    /// Every handle was dropped.
+    HandlesDropped,
+    Timer,
 }
 
 pub(crate) struct Driver {
     session: Session,
-    start: Instant,
-    settings: Settings,
+    clock: Clock,
+    transport: Transport,
     conns: HashMap<ConnId, ConnHandle>,
     conn_events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     sequencer: Arc<SharedSequencer>,
-    waiters: Waiters,
-    /// The id the core gives the next accepted record.
-    next_id: u64,
-    blocked: VecDeque<Pending>,
-    /// Flushes by the first record id they do not wait for, oldest first.
-    flushes: VecDeque<(u64, oneshot::Sender<()>)>,
-    closes: Vec<oneshot::Sender<()>>,
-    lookups: Vec<Lookup>,
-    closing: bool,
-    /// `close` completed: every record has an outcome.
-    closed: bool,
-    /// The wall clock for record timestamps, read once per wake-up.
-    wall_ms: Option<i64>,
-    /// Callers waiting for a transactional operation's completion event.
-    txn_waiters: Vec<(TxnOp, oneshot::Sender<Result<(), TxnError>>)>,
+    /// Invariant: exactly the sends whose completion the session has not yet produced.
+    sends: HashMap<SendId, Reply>,
+    /// Invariant: exactly the other commands whose completion is still to come.
+    ops: HashMap<OpId, OpReply>,
 }
 
 impl Driver {
     pub(crate) fn new(
         session: Session,
-        start: Instant,
-        settings: Settings,
+        clock: Clock,
+        transport: Transport,
     ) -> (Self, mpsc::UnboundedReceiver<(ConnId, ConnEvent)>) {
         let (conn_events, conn_events_rx) = mpsc::unbounded_channel();
         let driver = Self {
             session,
-            start,
-            settings,
+            clock,
+            transport,
             conns: HashMap::new(),
             conn_events,
             sequencer: Arc::new(SharedSequencer::default()),
-            waiters: Waiters::default(),
-            next_id: 0,
-            blocked: VecDeque::new(),
-            flushes: VecDeque::new(),
-            closes: Vec::new(),
-            lookups: Vec::new(),
-            closing: false,
-            closed: false,
-            wall_ms: None,
-            txn_waiters: Vec::new(),
+            sends: HashMap::new(),
+            ops: HashMap::new(),
         };
         (driver, conn_events_rx)
     }
 
-    /// Runs until the producer is closed (by [`Command::Close`] or by every handle being
-    /// dropped) and every record has an outcome.
+    /// Runs until the session is finished: closed (by a close, or by every handle being
+    /// dropped) with every record's outcome reported.
     pub(crate) async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<Command>,
         mut conn_events: mpsc::UnboundedReceiver<(ConnId, ConnEvent)>,
     ) {
-        enum Wake {
-            Conn((ConnId, ConnEvent)),
-            Command(Option<Command>),
-            Timer,
-        }
         let mut commands_open = true;
-        let sleep = tokio::time::sleep_until(self.start);
+        let sleep = tokio::time::sleep_until(self.clock.start);
         tokio::pin!(sleep);
         // The deadline `sleep` is armed for; `None` when no timer is needed, or after it
-        // fired (so the next deadline re-arms it even if unchanged).
-        let mut armed: Option<Instant> = None;
+        // fired (so the next deadline re-arms it).
+        let mut armed: Option<Timestamp> = None;
+        let mut wake: Option<Wake> = None;
         loop {
-            let wake = tokio::select! {
-                biased;
-                Some(ev) = conn_events.recv() => Wake::Conn(ev),
-                cmd = commands.recv(), if commands_open => Wake::Command(cmd),
-                () = &mut sleep, if armed.is_some() => Wake::Timer,
-            };
-            let now = self.clock();
-            self.wall_ms = None;
-            match wake {
-                Wake::Conn((conn, ev)) => self.on_conn_event(conn, ev, now),
-                Wake::Command(Some(cmd)) => self.on_command(cmd, now),
-                Wake::Command(None) => {
-                    commands_open = false;
-                    self.on_handles_dropped();
-                }
-                Wake::Timer => armed = None,
+            let now = self.clock.now();
+            if let Some(w) = wake.take() {
+                self.apply(w, now);
             }
-            // Everything else that is ready now, so that one poll loop serves it all.
+            // Everything else that is ready now, so that one drain serves it all.
             while let Ok((conn, ev)) = conn_events.try_recv() {
-                self.on_conn_event(conn, ev, now);
+                self.apply(Wake::Conn(conn, ev), now);
             }
-            if commands_open {
-                for _ in 0..COMMAND_BATCH {
-                    match commands.try_recv() {
-                        Ok(cmd) => self.on_command(cmd, now),
-                        Err(mpsc::error::TryRecvError::Empty) => break,
-                        Err(mpsc::error::TryRecvError::Disconnected) => {
-                            commands_open = false;
-                            self.on_handles_dropped();
-                            break;
-                        }
+            for _ in 0..COMMAND_BATCH {
+                if !commands_open {
+                    break;
+                }
+                match commands.try_recv() {
+                    Ok(cmd) => self.apply(Wake::Command(cmd), now),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        commands_open = false;
+                        self.apply(Wake::HandlesDropped, now);
                     }
                 }
             }
-            let next = self.process(now);
-            if self.is_finished() {
+            // Whatever woke us: a busy producer may never let the timer branch win.
+            if self.session.poll_timeout().is_some_and(|t| t <= now) {
+                self.session.handle_timeout(now);
+            }
+            self.drain_outputs(now);
+            if self.session.is_finished() {
+                // Stop taking commands before the closes are answered, so that a
+                // handle sees `is_closed` once its close resolved; the session answers
+                // the commands already queued (sends fail with `Closed`).
+                commands.close();
+                while let Ok(cmd) = commands.try_recv() {
+                    self.apply(Wake::Command(cmd), now);
+                }
+                self.drain_outputs(now);
+            }
+            while let Some(done) = self.session.poll_completion() {
+                self.resolve(done);
+            }
+            if self.session.is_finished() {
                 break;
             }
-            match next {
-                Some(deadline) if armed != Some(deadline) => {
-                    sleep.as_mut().reset(deadline);
-                    armed = Some(deadline);
+            match self.session.poll_timeout() {
+                Some(t) if armed != Some(t) => {
+                    sleep.as_mut().reset(self.clock.instant(t));
+                    armed = Some(t);
                 }
                 Some(_) => {}
                 None => armed = None,
             }
+            wake = Some(tokio::select! {
+                biased;
+                Some((conn, ev)) = conn_events.recv() => Wake::Conn(conn, ev),
+                cmd = commands.recv(), if commands_open => match cmd {
+                    Some(cmd) => Wake::Command(cmd),
+                    None => {
+                        commands_open = false;
+                        Wake::HandlesDropped
+                    }
+                },
+                () = &mut sleep, if armed.is_some() => {
+                    armed = None;
+                    Wake::Timer
+                }
+            });
         }
-        // Closed: later sends fail with `Closed`; connection tasks end with their handles.
-        commands.close();
-        while let Ok(cmd) = commands.try_recv() {
-            self.refuse(cmd);
-        }
-        for (_, conn) in self.conns.drain() {
-            let _ = conn.close.send(());
-        }
-        for reply in self.closes.drain(..) {
-            let _ = reply.send(());
-        }
-        for (_, reply) in self.flushes.drain(..) {
-            let _ = reply.send(());
-        }
-        for lookup in self.lookups.drain(..) {
-            let _ = lookup.reply.send(None);
-        }
-    }
-
-    fn clock(&self) -> Timestamp {
-        let micros = self.start.elapsed().as_micros();
-        Timestamp::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
-    }
-
-    fn instant(&self, t: Timestamp) -> Instant {
-        self.start + Duration::from_micros(t.as_micros())
-    }
-
-    fn wall_ms(&mut self) -> i64 {
-        *self.wall_ms.get_or_insert_with(|| {
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        })
-    }
-
-    fn is_finished(&self) -> bool {
-        self.closed
+        debug_assert!(self.sends.is_empty() && self.ops.is_empty());
+        // The session closed every connection; none is left to stop.
+        debug_assert!(self.conns.is_empty());
     }
 
     // ------------------------------------------------------------------ inputs
 
-    fn on_conn_event(&mut self, conn: ConnId, ev: ConnEvent, now: Timestamp) {
-        match ev {
-            ConnEvent::Connected => self.session.handle_connected(conn, now),
-            ConnEvent::Bytes(bytes) => self.session.handle_bytes(conn, &bytes, now),
-            ConnEvent::ConnectFailed => {
-                self.conns.remove(&conn);
-                self.session.handle_connect_failed(conn, now);
+    fn apply(&mut self, wake: Wake, now: Timestamp) {
+        match wake {
+            Wake::Conn(conn, ConnEvent::Connected) => self.session.handle_connected(conn, now),
+            Wake::Conn(conn, ConnEvent::Bytes(bytes)) => {
+                self.session.handle_bytes(conn, &bytes, now);
             }
-            ConnEvent::Disconnected => {
+            Wake::Conn(conn, ConnEvent::Disconnected) => {
                 self.conns.remove(&conn);
                 self.session.handle_disconnected(conn, now);
             }
+            Wake::Command(cmd) => self.command(cmd, now),
+            // Java's producer has no such rule; here the last handle's drop is a close
+            // that nobody waits for.
+            Wake::HandlesDropped => {
+                self.session.close(None, now);
+            }
+            Wake::Timer => {}
         }
     }
 
-    fn on_command(&mut self, cmd: Command, now: Timestamp) {
-        match cmd {
+    fn command(&mut self, cmd: Command, now: Timestamp) {
+        let s = &mut self.session;
+        let (op, reply) = match cmd {
             Command::Send { record, reply } => {
-                let timestamp = match record.timestamp {
-                    Some(t) => t,
-                    None => self.wall_ms(),
-                };
-                let tp = TopicPartition {
-                    topic: record.topic,
-                    partition: record.partition,
-                };
-                let record = Record {
-                    key: record.key,
-                    value: record.value,
-                    headers: record.headers,
-                    timestamp,
-                };
-                if self.blocked.is_empty() {
-                    if let Submitted::Full(tp, record, reply) = self.submit(tp, record, reply, now)
-                    {
-                        self.block(tp, record, reply);
-                    }
-                } else {
-                    self.block(tp, record, reply);
-                }
+                let id = s.send(record, now);
+                self.sends.insert(id, reply);
+                return;
             }
-            Command::Flush(reply) => {
-                if self.blocked.is_empty() {
-                    self.start_flush(reply);
-                } else {
-                    // Make room sooner, then flush once the blocked sends are in.
-                    self.session.producer().flush();
-                    self.blocked.push_back(Pending::Flush(reply));
-                }
-            }
-            Command::PartitionCount { topic, reply } => {
-                let now = Instant::now();
-                self.lookups.push(Lookup {
-                    topic,
-                    reply,
-                    deadline: now + self.settings.max_block,
-                    ask_at: now,
-                });
-            }
+            Command::Flush(reply) => (s.flush(now), OpReply::Done(reply)),
+            Command::Close { timeout, reply } => (s.close(timeout, now), OpReply::Done(reply)),
+            Command::PartitionCount { topic, reply } => (
+                s.partition_count(&topic, now),
+                OpReply::PartitionCount(reply),
+            ),
             Command::Transaction { call, reply } => {
-                let producer = self.session.producer();
-                let (op, started) = match call {
-                    TxnCall::Init => (TxnOp::InitTransactions, producer.init_transactions()),
-                    TxnCall::Begin => {
-                        let _ = reply.send(producer.begin_transaction());
-                        return;
+                let op = match call {
+                    TxnCall::Init => s.init_transactions(now),
+                    TxnCall::Begin => s.begin_transaction(now),
+                    TxnCall::SendOffsets(offsets, group) => {
+                        s.send_offsets_to_transaction(offsets, group, now)
                     }
-                    TxnCall::SendOffsets(offsets, group) => (
-                        TxnOp::SendOffsets,
-                        producer.send_offsets_to_transaction(offsets, group),
-                    ),
-                    TxnCall::Commit => (TxnOp::Commit, producer.commit_transaction()),
-                    TxnCall::Abort => (TxnOp::Abort, producer.abort_transaction()),
+                    TxnCall::Commit => s.commit_transaction(now),
+                    TxnCall::Abort => s.abort_transaction(now),
                 };
-                match started {
-                    Ok(()) => self.txn_waiters.push((op, reply)),
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                }
+                (op, OpReply::Transaction(reply))
             }
-            Command::Close(reply) => {
-                if self.blocked.is_empty() {
-                    self.start_close(Some(reply));
-                } else {
-                    self.session.producer().flush();
-                    self.blocked.push_back(Pending::Close(Some(reply)));
-                }
-            }
-        }
+        };
+        self.ops.insert(op, reply);
     }
 
-    fn on_handles_dropped(&mut self) {
-        if self.blocked.is_empty() {
-            self.start_close(None);
-        } else {
-            self.blocked.push_back(Pending::Close(None));
-        }
-    }
+    // ------------------------------------------------------------------ outputs
 
-    /// Gives `record` to the core. Hands it back if `buffer.memory` is full.
-    fn submit(
-        &mut self,
-        tp: TopicPartition,
-        record: Record,
-        reply: Reply,
-        now: Timestamp,
-    ) -> Submitted {
-        match self.session.producer().send(&tp, &record, now) {
-            Ok(id) => {
-                self.next_id = id.0 + 1;
-                self.waiters.insert(
-                    id,
-                    Waiter {
-                        reply,
-                        timestamp: record.timestamp,
-                    },
-                );
-                Submitted::Accepted
-            }
-            Err(SendError::BufferFull { .. }) => Submitted::Full(tp, record, reply),
-            Err(e) => {
-                let _ = reply.send(Err(ProduceError::Send(e)));
-                Submitted::Refused
-            }
+    fn drain_outputs(&mut self, now: Timestamp) {
+        while let Some(out) = self.session.poll_output(now) {
+            self.execute(out);
         }
-    }
-
-    fn block(&mut self, tp: TopicPartition, record: Record, reply: Reply) {
-        if self.settings.max_block.is_zero() {
-            let buffered = self.session.producer_ref().config().buffer_memory();
-            let _ = reply.send(Err(ProduceError::Send(SendError::BufferFull { buffered })));
-            return;
-        }
-        let deadline = Instant::now() + self.settings.max_block;
-        self.blocked.push_back(Pending::Send {
-            tp,
-            record,
-            reply,
-            deadline,
-        });
-    }
-
-    fn start_flush(&mut self, reply: oneshot::Sender<()>) {
-        self.session.producer().flush();
-        self.flushes.push_back((self.next_id, reply));
-    }
-
-    fn start_close(&mut self, reply: Option<oneshot::Sender<()>>) {
-        self.session.producer().close();
-        self.closing = true;
-        if let Some(reply) = reply {
-            self.closes.push(reply);
-        }
-    }
-
-    fn refuse(&mut self, cmd: Command) {
-        match cmd {
-            Command::Send { reply, .. } => {
-                let _ = reply.send(Err(ProduceError::Send(SendError::Closed)));
-            }
-            Command::Flush(reply) | Command::Close(reply) => {
-                let _ = reply.send(());
-            }
-            Command::PartitionCount { reply, .. } => {
-                let _ = reply.send(None);
-            }
-            Command::Transaction { reply, .. } => {
-                let _ = reply.send(Err(TxnError::Fatal(
-                    kacrab_idempotence::KafkaError::UnknownServerError,
-                )));
-            }
-        }
-    }
-
-    // ------------------------------------------------------------------ the contract
-
-    /// Drains the session's outputs and events until both are empty and no deadline has
-    /// passed; returns when to wake up next.
-    fn process(&mut self, now: Timestamp) -> Option<Instant> {
-        let mut timed_out = false;
-        // Metadata arrives with the inputs just applied: answer lookups first, and ask
-        // for the metadata of the others (an output drained below).
-        if !self.lookups.is_empty() {
-            self.answer_lookups(now);
-        }
-        loop {
-            while let Some(out) = self.session.poll_output(now) {
-                self.execute(out);
-            }
-            let mut freed = false;
-            while let Some(event) = self.session.poll_event() {
-                freed |= self.on_event(event);
-            }
-            if !self.blocked.is_empty()
-                && (freed || self.blocked_deadline().is_some_and(|d| d <= Instant::now()))
-                && self.unblock(now)
-            {
-                continue;
-            }
-            let due = self.session.poll_timeout();
-            // Compare the clock with the deadline here, whatever woke us: a busy producer
-            // may never let the timer branch win.
-            if due.is_some_and(|t| t <= now) && !timed_out {
-                timed_out = true;
-                self.session.handle_timeout(now);
-                continue;
-            }
-            let deadline = due.map(|t| {
-                if t <= now {
-                    // Still due right after handle_timeout: wake again a little later
-                    // rather than spin on it.
-                    Instant::now() + Duration::from_millis(1)
-                } else {
-                    self.instant(t)
-                }
-            });
-            self.settle();
-            let lookups = self.lookups.iter().map(|l| l.ask_at.min(l.deadline)).min();
-            return [deadline, self.blocked_deadline(), lookups]
-                .into_iter()
-                .flatten()
-                .min();
-        }
-    }
-
-    /// Resolves flushes and closes that are complete.
-    fn settle(&mut self) {
-        let lowest = self.waiters.lowest_unresolved(self.next_id);
-        while self
-            .flushes
-            .front()
-            .is_some_and(|(upto, _)| *upto <= lowest)
-        {
-            if let Some((_, reply)) = self.flushes.pop_front() {
-                let _ = reply.send(());
-            }
-        }
-        if self.closing && self.blocked.is_empty() && self.session.producer_ref().is_closed() {
-            // `run` answers the closes (and any flush still queued: nothing is pending)
-            // once it stopped taking commands.
-            self.closed = true;
-        }
-    }
-
-    /// Answers partition-count lookups whose topic is known (or whose `max.block.ms`
-    /// passed), and asks for the metadata of the others when due.
-    fn answer_lookups(&mut self, now: Timestamp) {
-        let wall = Instant::now();
-        let mut i = 0;
-        while i < self.lookups.len() {
-            let known = self.session.partition_count(&self.lookups[i].topic);
-            if known.is_some() || self.lookups[i].deadline <= wall {
-                let lookup = self.lookups.swap_remove(i);
-                let _ = lookup.reply.send(known);
-                continue;
-            }
-            if self.lookups[i].ask_at <= wall {
-                self.lookups[i].ask_at = wall + self.settings.retry_backoff;
-                let topic = self.lookups[i].topic.clone();
-                self.session.request_metadata(&[topic.as_str()], now);
-            }
-            i += 1;
-        }
-    }
-
-    fn blocked_deadline(&self) -> Option<Instant> {
-        self.blocked.iter().find_map(|p| match p {
-            Pending::Send { deadline, .. } => Some(*deadline),
-            _ => None,
-        })
-    }
-
-    /// Retries blocked commands in order; fails sends whose `max.block.ms` passed.
-    /// Returns whether the core accepted a record.
-    fn unblock(&mut self, now: Timestamp) -> bool {
-        let mut accepted = false;
-        let wall = Instant::now();
-        while let Some(pending) = self.blocked.pop_front() {
-            match pending {
-                Pending::Send {
-                    tp,
-                    record,
-                    reply,
-                    deadline,
-                } => match self.submit(tp, record, reply, now) {
-                    Submitted::Accepted => accepted = true,
-                    Submitted::Refused => {}
-                    Submitted::Full(tp, record, reply) => {
-                        if deadline <= wall {
-                            let buffered = self.session.producer_ref().config().buffer_memory();
-                            let _ = reply
-                                .send(Err(ProduceError::Send(SendError::BufferFull { buffered })));
-                            continue;
-                        }
-                        self.blocked.push_front(Pending::Send {
-                            tp,
-                            record,
-                            reply,
-                            deadline,
-                        });
-                        break;
-                    }
-                },
-                Pending::Flush(reply) => self.start_flush(reply),
-                Pending::Close(reply) => self.start_close(reply),
-            }
-        }
-        accepted
     }
 
     fn execute(&mut self, out: Output) {
@@ -625,8 +284,7 @@ impl Driver {
                 let task = ConnTask {
                     conn,
                     addr,
-                    transport: self.settings.transport.clone(),
-                    connect_timeout: self.settings.connect_timeout,
+                    transport: self.transport.clone(),
                     events: self.conn_events.clone(),
                     sequencer: Arc::clone(&self.sequencer),
                 };
@@ -652,61 +310,39 @@ impl Driver {
                 }
             }
             Output::Release { ticket } => self.sequencer.abandon(ticket),
-            Output::Close { conn } => {
+            // The task gives up the tickets it will not write.
+            Output::Close { conn, reason: _ } => {
                 if let Some(c) = self.conns.remove(&conn) {
-                    let _ = c.close.send(());
+                    c.close();
                 }
             }
         }
     }
 
-    /// Resolves the waiters an event names. Returns whether it freed buffer space.
-    fn on_event(&mut self, event: Event) -> bool {
-        match event {
-            Event::Delivered {
-                partition,
-                records,
-                base_offset,
-            } => {
-                for (i, id) in records.into_iter().enumerate() {
-                    if let Some(w) = self.waiters.take(id) {
-                        let _ = w.reply.send(Ok(RecordMetadata {
-                            topic: partition.topic.clone(),
-                            partition: partition.partition,
-                            offset: base_offset.map(|b| b + i as i64),
-                            timestamp: w.timestamp,
-                        }));
-                    }
+    fn resolve(&mut self, done: Completion) {
+        // A send whose future was dropped is not waited for: a failed reply is fine.
+        match done {
+            Completion::Record { id, outcome } => {
+                if let Some(reply) = self.sends.remove(&id) {
+                    let _ = reply.send(outcome.map_err(ProduceError::from));
                 }
-                true
             }
-            Event::Failed {
-                records,
-                error,
-                possibly_written,
-                ..
-            } => {
-                for id in records {
-                    if let Some(w) = self.waiters.take(id) {
-                        let _ = w.reply.send(Err(ProduceError::Delivery {
-                            error: error.clone(),
-                            possibly_written,
-                        }));
-                    }
+            Completion::Flushed { op } | Completion::Closed { op } => {
+                if let Some(OpReply::Done(reply)) = self.ops.remove(&op) {
+                    let _ = reply.send(());
                 }
-                true
             }
-            // Every record is failed by its own event; later sends fail in `send`.
-            Event::TransactionCompleted { op, result } => {
-                let (done, waiting): (Vec<_>, Vec<_>) =
-                    self.txn_waiters.drain(..).partition(|(o, _)| *o == op);
-                self.txn_waiters = waiting;
-                for (_, reply) in done {
-                    let _ = reply.send(result.clone());
+            Completion::Transaction { op, result, .. } => {
+                if let Some(OpReply::Transaction(reply)) = self.ops.remove(&op) {
+                    let _ = reply.send(result);
                 }
-                false
             }
-            Event::Fatal { .. } | Event::ProducerIdChanged { .. } => false,
+            Completion::PartitionCount { op, count } => {
+                if let Some(OpReply::PartitionCount(reply)) = self.ops.remove(&op) {
+                    let _ = reply.send(count);
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -1,36 +1,25 @@
 //! The producer's errors.
 
-use kacrab_idempotence::{ConfigError, DeliveryError, SendError};
+use kacrab_driver::SessionConfigError;
+use kacrab_idempotence::{DeliveryError, SendError};
 
 /// Why a [`Producer`](crate::Producer) could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A core configuration key was unknown, malformed or out of range, or keys
-    /// conflict (Kafka's own validation rules).
+    /// The configuration was refused: an unknown, malformed or out-of-range key,
+    /// conflicting keys, or no `bootstrap.servers`.
     #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// `bootstrap.servers` was not given, or names no `host:port`.
-    #[error("bootstrap.servers is missing or names no host:port")]
-    MissingBootstrap,
-    /// An adapter key (`bootstrap.servers`, `client.id`, `max.block.ms`) has a value that
-    /// does not parse.
-    #[error("invalid value {value:?} for configuration {key}: {reason}")]
-    InvalidValue {
-        /// The key.
-        key: &'static str,
-        /// The rejected value.
-        value: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
+    Config(#[from] SessionConfigError),
     /// The producer was built outside a Tokio runtime: it spawns its tasks on the current
     /// one.
     #[error("a kacrab-tokio Producer must be built inside a Tokio runtime")]
     NoRuntime,
 }
 
-/// Why [`Producer::send`](crate::Producer::send) did not deliver a record.
+/// Why [`Producer::send`](crate::Producer::send) did not deliver a record: the session's
+/// [`kacrab_driver::ProduceError`], plus [`ProduceError::Terminated`] for an outcome lost
+/// with the driver task.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProduceError {
@@ -67,6 +56,24 @@ impl ProduceError {
                 possibly_written, ..
             } => *possibly_written,
             Self::Terminated => true,
+        }
+    }
+}
+
+impl From<kacrab_driver::ProduceError> for ProduceError {
+    fn from(e: kacrab_driver::ProduceError) -> Self {
+        match e {
+            kacrab_driver::ProduceError::Send(e) => Self::Send(e),
+            kacrab_driver::ProduceError::Delivery {
+                error,
+                possibly_written,
+            } => Self::Delivery {
+                error,
+                possibly_written,
+            },
+            // A kind of failure this version does not know: report it as an outcome
+            // lost, which claims nothing about the log (possibly written).
+            _ => Self::Terminated,
         }
     }
 }

@@ -32,12 +32,13 @@
 //! # }
 //! ```
 //!
-//! [`Producer::from_properties`] takes Kafka's property names: `bootstrap.servers` and
-//! `client.id`, `max.block.ms` (how long a send waits for `buffer.memory` to free up
-//! before failing with [`SendError::BufferFull`]; default 60000), and every key of the
-//! core ([`kacrab_idempotence::config::keys`]: `acks`, `linger.ms`, `batch.size`,
-//! `request.timeout.ms`, `delivery.timeout.ms`, `retry.backoff.ms`, ...). An unknown key
-//! is an error. [`ProducerBuilder`] is the typed alternative.
+//! [`Producer::from_properties`] takes Kafka's property names, parsed and validated
+//! once by [`kacrab_driver::SessionConfig`]: `bootstrap.servers`, `client.id`,
+//! `max.block.ms` (how long a send waits for `buffer.memory` to free up before failing
+//! with [`SendError::BufferFull`]; default 60000), `socket.connection.setup.timeout.ms`,
+//! and every key of the core ([`kacrab_idempotence::config::keys`]: `acks`, `linger.ms`,
+//! `batch.size`, `request.timeout.ms`, `delivery.timeout.ms`, `retry.backoff.ms`, ...).
+//! An unknown key is an error. [`ProducerBuilder`] is the typed alternative.
 //!
 //! Partitions are explicit: [`ProducerRecord::new`] names one,
 //! [`ProducerRecord::keyed`] hashes the key as Kafka's default partitioner does, given
@@ -46,27 +47,28 @@
 //! # Architecture
 //!
 //! ```text
-//!  Producer handles ──mpsc (Send / Flush / Close)──▶ driver task ──▶ Session (core + wire)
-//!        ▲                                            │   ▲
-//!        └──────────── oneshot per record ────────────┘   │ bytes, connected, failed
-//!                                          frames (FIFO)  ▼   │
-//!                                        connection task per broker socket
+//!  Producer handles ──mpsc (commands)──▶ driver task ──▶ kacrab_driver::Session
+//!        ▲                                 │   ▲
+//!        └────── oneshot per command ──────┘   │ bytes, connected, disconnected
+//!                           frames (FIFO)  ▼   │
+//!                          connection task per broker socket
 //! ```
 //!
-//! * **One driver task owns the `kacrab_driver::Session`**, and with it all of
-//!   the core's state; nothing else touches it. Commands from the application and events
-//!   from connection tasks arrive over channels. After each wake-up the driver applies
-//!   everything ready (commands in batches), then follows the contract: drain
-//!   `poll_output` and execute it (open a connection, queue a frame, close a connection),
-//!   drain `poll_event` and resolve each record's future, and sleep until
-//!   `poll_timeout`. It converts the core's [`Timestamp`]s to Tokio instants against the
-//!   instant it started, resets its one `Sleep` only when the deadline changes, and
-//!   compares the clock with the deadline itself before calling `handle_timeout`.
-//! * **One task per broker connection** connects (bounded by `request.timeout.ms`),
-//!   writes the frames it receives in order, and sends what it reads back to the driver.
-//!   Pipelining up to `max.in.flight.requests.per.connection` is the core's decision;
-//!   a connection task just writes. Reconnection is the session's: when the core retries,
-//!   it asks for a new connection; a failed connect is reported and the core backs off.
+//! Everything a producer decides (routing, metadata, version negotiation, retries, the
+//! `max.block.ms` backlog, flushes, closes, transactions, every timer) is the
+//! [`kacrab_driver::Session`]'s; this crate moves bytes and time for it:
+//!
+//! * **One driver task owns the session.** It turns each handle's command into the
+//!   session command of the same name, each connection task's event into
+//!   `handle_connected`, `handle_bytes` or `handle_disconnected`, and the clock reaching
+//!   `poll_timeout` into `handle_timeout`; it carries out every `poll_output` and
+//!   resolves the oneshot each `poll_completion` names. Commands and events that are
+//!   ready together are applied in one batch. The clock is Tokio's, as microseconds
+//!   since the producer was built; the wall clock is read once, at build.
+//! * **One task per broker connection** opens the stream (TCP, or a [`Connector`]),
+//!   writes the frames it receives in order, and sends what it reads back to the driver
+//!   task. It has no timer: the session closes a connection whose setup or request took
+//!   too long.
 //! * **Order across connections.** Per connection, the FIFO channel keeps the session's
 //!   order. Across connections (a partition whose leader moved between two requests) the
 //!   core's enqueue tickets decide: every Produce frame carries its ticket
@@ -78,11 +80,10 @@
 //!   the tickets of Produce requests it never transmits, so no task waits forever. A later
 //!   Produce therefore never reaches its socket before an earlier one. The price: while a
 //!   new connection is being opened and negotiated, ticketed writes on other connections
-//!   wait for the Produce queued on it (at most `request.timeout.ms`).
-//! * **No retry, sequence or batching logic lives here**: those are the core's.
+//!   wait for the Produce queued on it.
 //!
 //! `send` never blocks: when `buffer.memory` is full the record waits inside the
-//! producer, in order, for deliveries to free space, for at most `max.block.ms`. Records
+//! session, in order, for deliveries to free space, for at most `max.block.ms`. Records
 //! waiting there are held in memory, so bound how many sends you keep outstanding (the
 //! `produce` example uses a semaphore).
 #![forbid(unsafe_code)]
@@ -97,32 +98,24 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use kacrab_driver::Session;
+use kacrab_driver::{Session, SessionConfigBuilder};
 use kacrab_idempotence::{ProducerConfigBuilder, Timestamp};
 use tokio::sync::{mpsc, oneshot};
 
 pub use conn::{BrokerStream, ConnectFuture, Connector};
 pub use error::{Error, ProduceError};
+pub use kacrab_driver::{
+    ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID, MAX_BLOCK_MS,
+    SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+};
 pub use kacrab_idempotence::{
     ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
     SendError, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
 };
 
-use driver::{Command, Driver, Settings, TxnCall};
-
-/// `bootstrap.servers`: comma-separated `host:port`s.
-pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
-/// `client.id`: sent in every request header.
-pub const CLIENT_ID: &str = "client.id";
-/// `max.block.ms`: how long a send waits for `buffer.memory`.
-pub const MAX_BLOCK_MS: &str = "max.block.ms";
-
-/// Kafka's default `max.block.ms`.
-const DEFAULT_MAX_BLOCK: Duration = Duration::from_millis(60_000);
-
-pub use kacrab_driver::{ProducerRecord, RecordMetadata};
+use driver::{Clock, Command, Driver, TxnCall};
 
 /// The outcome of one [`Producer::send`]: the record's metadata once acknowledged, or
 /// why it was not delivered. Dropping it does not cancel the send.
@@ -161,18 +154,6 @@ pub struct Producer {
     commands: mpsc::UnboundedSender<Command>,
 }
 
-impl std::fmt::Debug for Command {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Send { .. } => "Send",
-            Self::Flush(_) => "Flush",
-            Self::Close(_) => "Close",
-            Self::PartitionCount { .. } => "PartitionCount",
-            Self::Transaction { .. } => "Transaction",
-        })
-    }
-}
-
 impl Producer {
     /// A producer from Kafka property pairs. Must be called inside a Tokio runtime; the
     /// producer's tasks run on it.
@@ -208,29 +189,55 @@ impl Producer {
         DeliveryFuture { state }
     }
 
-    /// Sends every queued record without waiting for `linger.ms`, and resolves once
-    /// every record sent before this call has an outcome.
-    pub fn flush(&self) -> impl Future<Output = ()> + Send + 'static {
+    /// Sends `command` built around a fresh oneshot; resolves to its answer, or to
+    /// `stopped` if the driver task is gone.
+    fn ask<T: Send + 'static>(
+        &self,
+        command: impl FnOnce(oneshot::Sender<T>) -> Command,
+        stopped: T,
+    ) -> impl Future<Output = T> + Send + 'static {
         let (reply, rx) = oneshot::channel();
-        let sent = self.commands.send(Command::Flush(reply)).is_ok();
+        let sent = self.commands.send(command(reply)).is_ok();
         async move {
             if sent {
-                let _ = rx.await;
+                rx.await.unwrap_or(stopped)
+            } else {
+                stopped
             }
         }
     }
 
+    /// Sends every queued record without waiting for `linger.ms`, and resolves once
+    /// every record sent before this call has an outcome.
+    pub fn flush(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.ask(Command::Flush, ())
+    }
+
     /// Closes the producer: later sends fail with [`SendError::Closed`]; records already
-    /// sent are delivered (or fail, by `delivery.timeout.ms` at the latest); then the
-    /// producer's tasks stop. Resolves once that is done.
+    /// sent are delivered (or fail, by `delivery.timeout.ms` at the latest), an open
+    /// transaction is aborted; then the producer's tasks stop. Resolves once that is
+    /// done.
     pub fn close(&self) -> impl Future<Output = ()> + Send + 'static {
-        let (reply, rx) = oneshot::channel();
-        let sent = self.commands.send(Command::Close(reply)).is_ok();
-        async move {
-            if sent {
-                let _ = rx.await;
-            }
-        }
+        self.ask(
+            |reply| Command::Close {
+                timeout: None,
+                reply,
+            },
+            (),
+        )
+    }
+
+    /// As [`Producer::close`], but whatever is still without an outcome once `timeout`
+    /// passed fails (possibly written if it was on the wire): Java's `close(Duration)`.
+    /// A zero timeout fails everything at once (a forced close).
+    pub fn close_timeout(&self, timeout: Duration) -> impl Future<Output = ()> + Send + 'static {
+        self.ask(
+            move |reply| Command::Close {
+                timeout: Some(timeout),
+                reply,
+            },
+            (),
+        )
     }
 
     /// The number of partitions of `topic`, from the cluster's metadata (fetched if the
@@ -241,44 +248,19 @@ impl Producer {
         &self,
         topic: &str,
     ) -> impl Future<Output = Option<i32>> + Send + 'static {
-        let (reply, rx) = oneshot::channel();
-        let sent = self
-            .commands
-            .send(Command::PartitionCount {
-                topic: topic.to_owned(),
-                reply,
-            })
-            .is_ok();
-        async move {
-            if sent {
-                rx.await.ok().flatten()
-            } else {
-                None
-            }
-        }
+        let topic = topic.to_owned();
+        self.ask(|reply| Command::PartitionCount { topic, reply }, None)
     }
 
     fn transaction(
         &self,
         call: TxnCall,
     ) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
-        let (reply, rx) = oneshot::channel();
-        let sent = self
-            .commands
-            .send(Command::Transaction { call, reply })
-            .is_ok();
-        async move {
-            if !sent {
-                return Err(TxnError::Fatal(
-                    kacrab_idempotence::KafkaError::UnknownServerError,
-                ));
-            }
-            rx.await.unwrap_or(Err(TxnError::Fatal(
-                kacrab_idempotence::KafkaError::UnknownServerError,
-            )))
-        }
+        self.ask(
+            |reply| Command::Transaction { call, reply },
+            Err(TxnError::Closed),
+        )
     }
-
     /// Gets a producer id for `transactional.id`, fencing older producers with the same
     /// id. Call once, before any transaction. If the future is dropped (a timeout), call
     /// it again: it completes the same pending work.
@@ -321,31 +303,19 @@ impl Producer {
     }
 }
 
-/// Builds a [`Producer`].
-#[derive(Clone)]
+/// Builds a [`Producer`]: a [`SessionConfigBuilder`] plus how to open connections.
+#[derive(Clone, Default)]
 pub struct ProducerBuilder {
-    core: ProducerConfigBuilder,
-    bootstrap: Vec<String>,
-    client_id: Option<String>,
-    max_block: Duration,
+    config: SessionConfigBuilder,
     connector: Option<Arc<dyn Connector>>,
 }
 
 impl std::fmt::Debug for ProducerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProducerBuilder")
-            .field("core", &self.core)
-            .field("bootstrap", &self.bootstrap)
-            .field("client_id", &self.client_id)
-            .field("max_block", &self.max_block)
+            .field("config", &self.config)
             .field("connector", &self.connector.as_ref().map(|_| "custom"))
             .finish()
-    }
-}
-
-impl Default for ProducerBuilder {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -353,43 +323,18 @@ impl ProducerBuilder {
     /// Kafka's defaults, no bootstrap servers yet.
     #[must_use]
     pub fn new() -> Self {
-        Self {
-            core: ProducerConfigBuilder::default(),
-            bootstrap: Vec::new(),
-            client_id: None,
-            max_block: DEFAULT_MAX_BLOCK,
-            connector: None,
-        }
+        Self::default()
     }
 
     /// Sets a property by its Kafka name: `bootstrap.servers`, `client.id`,
-    /// `max.block.ms`, or any key of [`ProducerConfigBuilder::set`].
+    /// `max.block.ms`, `socket.connection.setup.timeout.ms`, or any key of
+    /// [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] for a malformed adapter key; [`Error::Config`] for an
-    /// unknown key ([`ConfigError::UnknownKey`]) or a core value that does not parse.
+    /// [`Error::Config`] for an unknown key ([`ConfigError::UnknownKey`]) or a value that
+    /// does not parse.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, Error> {
-        match key {
-            BOOTSTRAP_SERVERS => {
-                let servers = parse_bootstrap(value)?;
-                self.bootstrap = servers;
-            }
-            CLIENT_ID => {
-                let id = value.trim();
-                self.client_id = (!id.is_empty()).then(|| id.to_owned());
-            }
-            MAX_BLOCK_MS => {
-                let ms: u64 = value.trim().parse().map_err(|_| Error::InvalidValue {
-                    key: MAX_BLOCK_MS,
-                    value: value.to_owned(),
-                    reason: "expected a non-negative number of milliseconds",
-                })?;
-                self.max_block = Duration::from_millis(ms);
-            }
-            _ => {
-                self.core.set(key, value)?;
-            }
-        }
+        self.config.set(key, value)?;
         Ok(self)
     }
 
@@ -399,25 +344,32 @@ impl ProducerBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.bootstrap = servers.into_iter().map(Into::into).collect();
+        self.config.bootstrap_servers(servers);
         self
     }
 
     /// Sets `client.id`.
     pub fn client_id(&mut self, id: impl Into<String>) -> &mut Self {
-        self.client_id = Some(id.into());
+        self.config.client_id(id);
         self
     }
 
-    /// Sets `max.block.ms`: how long a send waits for `buffer.memory` before failing.
+    /// Sets `max.block.ms`: how long a send waits for `buffer.memory` before failing,
+    /// and a partition lookup for metadata.
     pub fn max_block(&mut self, max_block: Duration) -> &mut Self {
-        self.max_block = max_block;
+        self.config.max_block(max_block);
+        self
+    }
+
+    /// Sets `socket.connection.setup.timeout.ms`: how long opening a connection may take.
+    pub fn connection_setup_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.config.connection_setup_timeout(timeout);
         self
     }
 
     /// The core's configuration, for typed settings (`linger`, `batch_size`, ...).
     pub fn core_config(&mut self) -> &mut ProducerConfigBuilder {
-        &mut self.core
+        self.config.core()
     }
 
     /// Opens broker connections with `connector` instead of plain TCP.
@@ -430,58 +382,26 @@ impl ProducerBuilder {
     /// Tokio runtime.
     ///
     /// # Errors
-    /// [`Error::Config`] if the core's configuration is invalid,
-    /// [`Error::MissingBootstrap`] without bootstrap servers, [`Error::NoRuntime`]
-    /// outside a Tokio runtime.
+    /// [`Error::Config`] if the configuration is invalid (or has no bootstrap servers),
+    /// [`Error::NoRuntime`] outside a Tokio runtime.
     pub fn build(&self) -> Result<Producer, Error> {
-        let config = self.core.build()?;
-        if self.bootstrap.is_empty() {
-            return Err(Error::MissingBootstrap);
-        }
+        let config = self.config.build()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        let settings = Settings {
-            max_block: self.max_block,
-            retry_backoff: config.retry_backoff().max(Duration::from_millis(1)),
-            connect_timeout: config.request_timeout(),
-            transport: match &self.connector {
-                Some(c) => conn::Transport::Custom(Arc::clone(c)),
-                None => conn::Transport::Tcp,
-            },
+        let transport = match &self.connector {
+            Some(c) => conn::Transport::Custom(Arc::clone(c)),
+            None => conn::Transport::Tcp,
         };
-        let session = Session::new(
-            config,
-            self.bootstrap.clone(),
-            self.client_id.clone(),
-            Timestamp::ZERO,
-        );
-        let (commands, commands_rx) = mpsc::unbounded_channel();
+        let unix_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let _guard = runtime.enter();
-        let (driver, conn_events) = Driver::new(session, tokio::time::Instant::now(), settings);
+        let clock = Clock::new(tokio::time::Instant::now());
+        let session = Session::new(config, Timestamp::ZERO, unix_ms);
+        let (commands, commands_rx) = mpsc::unbounded_channel();
+        let (driver, conn_events) = Driver::new(session, clock, transport);
         runtime.spawn(driver.run(commands_rx, conn_events));
         Ok(Producer { commands })
     }
-}
-
-/// Parses `bootstrap.servers`: comma-separated `host:port`s, whitespace ignored.
-fn parse_bootstrap(value: &str) -> Result<Vec<String>, Error> {
-    let mut servers = Vec::new();
-    for part in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let valid = part.rsplit_once(':').is_some_and(|(host, port)| {
-            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
-        });
-        if !valid {
-            return Err(Error::InvalidValue {
-                key: BOOTSTRAP_SERVERS,
-                value: value.to_owned(),
-                reason: "expected comma-separated host:port entries",
-            });
-        }
-        servers.push(part.to_owned());
-    }
-    if servers.is_empty() {
-        return Err(Error::MissingBootstrap);
-    }
-    Ok(servers)
 }
 
 #[cfg(test)]
@@ -489,27 +409,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bootstrap_parsing() {
-        assert_eq!(parse_bootstrap(" a:1 , b:2,").unwrap(), vec!["a:1", "b:2"]);
-        assert_eq!(parse_bootstrap("[::1]:9092").unwrap(), vec!["[::1]:9092"]);
-        assert!(matches!(parse_bootstrap(""), Err(Error::MissingBootstrap)));
-        assert!(matches!(
-            parse_bootstrap("nohost"),
-            Err(Error::InvalidValue { .. })
-        ));
-        assert!(matches!(
-            parse_bootstrap("h:0"),
-            Err(Error::InvalidValue { .. })
-        ));
-    }
-
-    #[test]
     fn unknown_key_is_an_error() {
         let err = ProducerBuilder::new()
             .set("no.such.key", "1")
             .map(|_| ())
             .unwrap_err();
-        assert!(matches!(err, Error::Config(ConfigError::UnknownKey(k)) if k == "no.such.key"));
+        assert!(matches!(
+            err,
+            Error::Config(SessionConfigError::Config(ConfigError::UnknownKey(k))) if k == "no.such.key"
+        ));
     }
 
     #[test]
@@ -517,6 +425,15 @@ mod tests {
         let err =
             Producer::from_properties(&[("bootstrap.servers", "localhost:9092")]).unwrap_err();
         assert!(matches!(err, Error::NoRuntime));
+    }
+
+    #[test]
+    fn a_bad_configuration_fails_before_the_runtime_is_needed() {
+        let err = Producer::from_properties(&[("linger.ms", "1")]).unwrap_err();
+        assert!(matches!(
+            err,
+            Error::Config(SessionConfigError::MissingBootstrap)
+        ));
     }
 
     #[test]

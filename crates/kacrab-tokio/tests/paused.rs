@@ -238,6 +238,85 @@ async fn a_broker_mute_after_the_handshake_is_given_up_after_the_request_timeout
     assert_eq!(broker.state.lock().unwrap().records(0), 1);
 }
 
+/// A connection that opens and negotiates slowly: the core times out the requests
+/// queued behind the negotiation (request.timeout.ms) and retries them after the backoff.
+/// The timed-out ones are never written once the connection is ready (the core would
+/// refuse their answers and the connection would be dropped), only their retries.
+#[tokio::test(start_paused = true)]
+async fn requests_timed_out_behind_a_slow_handshake_are_not_written_after_it() {
+    let broker = Broker::new(1);
+    broker.script_connects(&[ConnectAction::Slow {
+        connect_ms: 600,
+        handshake_ms: 600,
+    }]);
+    let p = producer(&broker, &[]);
+    let meta = p.send(record(0, "a")).await.expect("delivered");
+    assert_eq!(meta.offset, Some(0));
+    let s = broker.state.lock().unwrap();
+    assert_eq!(s.metadata_requests, 1, "only the retry of the first lookup");
+    assert_eq!(
+        s.connect_log.len(),
+        2,
+        "the bootstrap connection and the leader's"
+    );
+    assert_eq!(s.records(0), 1);
+}
+
+/// A connection attempt that hangs is given up at socket.connection.setup.timeout.ms
+/// (the session's timer: the connection task has none) and a new one is opened.
+#[tokio::test(start_paused = true)]
+async fn a_hanging_connect_is_given_up_at_the_setup_timeout() {
+    let broker = Broker::new(1);
+    broker.script_connects(&[ConnectAction::Slow {
+        connect_ms: 60_000,
+        handshake_ms: 0,
+    }]);
+    let p = producer(&broker, &[("socket.connection.setup.timeout.ms", "700")]);
+    let start = Instant::now();
+    p.send(record(0, "a")).await.expect("delivered");
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(700) && took < Duration::from_millis(700 + 200),
+        "took {} ms",
+        ms(took)
+    );
+    let s = broker.state.lock().unwrap();
+    assert_eq!(
+        s.connect_log.len(),
+        3,
+        "the hung attempt, its successor, the leader"
+    );
+    assert_eq!(s.records(0), 1);
+}
+
+/// close_timeout: what is still without an outcome when the timeout passes fails,
+/// possibly written if it was on the wire; the close resolves then, not at
+/// delivery.timeout.ms.
+#[tokio::test(start_paused = true)]
+async fn close_with_a_timeout_fails_what_is_left_when_it_passes() {
+    let broker = Broker::new(1);
+    broker.script_produce(&[Action::Silence; 64]);
+    let p = producer(&broker, &[("delivery.timeout.ms", "60000")]);
+    let pending = p.send(record(0, "a"));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let start = Instant::now();
+    p.close_timeout(Duration::from_millis(500)).await;
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_millis(502),
+        "took {} ms",
+        ms(took)
+    );
+    assert!(p.is_closed());
+    match pending.await {
+        Err(e @ ProduceError::Delivery { .. }) => {
+            assert!(e.possibly_written(), "it was on the wire: {e}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(broker.state.lock().unwrap().records(0), 0);
+}
+
 /// Bootstrap fallback: a dead first bootstrap server is skipped for the next one.
 #[tokio::test(start_paused = true)]
 async fn a_dead_bootstrap_server_falls_back_to_the_next() {

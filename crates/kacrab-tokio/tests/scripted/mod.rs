@@ -45,6 +45,11 @@ pub enum ConnectAction {
     Mute,
     /// Answer ApiVersions, then nothing more.
     MuteAfterHandshake,
+    /// Take `connect_ms` to open and `handshake_ms` to answer ApiVersions, then serve.
+    Slow {
+        connect_ms: u64,
+        handshake_ms: u64,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -121,6 +126,9 @@ impl Broker {
                 match action {
                     ConnectAction::Refuse => Err(io::ErrorKind::ConnectionRefused.into()),
                     accept => {
+                        if let ConnectAction::Slow { connect_ms, .. } = accept {
+                            tokio::time::sleep(std::time::Duration::from_millis(connect_ms)).await;
+                        }
                         let (client, server) = tokio::io::duplex(1 << 20);
                         tokio::spawn(serve(server, state, accept));
                         Ok(Box::new(client) as Box<dyn BrokerStream>)
@@ -154,7 +162,12 @@ async fn serve(mut stream: DuplexStream, state: Arc<Mutex<State>>, how: ConnectA
         let header =
             kp::RequestHeader::decode(&mut frame, api.request_header_version(version)).unwrap();
         let body = match api {
-            kp::ApiKey::ApiVersions => Some(encode(&api_versions(), version)),
+            kp::ApiKey::ApiVersions => {
+                if let ConnectAction::Slow { handshake_ms, .. } = how {
+                    tokio::time::sleep(std::time::Duration::from_millis(handshake_ms)).await;
+                }
+                Some(encode(&api_versions(), version))
+            }
             kp::ApiKey::Metadata => {
                 let _req = kp::MetadataRequest::decode(&mut frame, version).unwrap();
                 let partitions = {

@@ -1,0 +1,90 @@
+//! The command line both `produce` examples share: flags, properties and the summary line.
+
+#[path = "../../../examples/support/produce_cli.rs"]
+mod produce_cli;
+
+use std::time::Duration;
+
+use produce_cli::Args;
+
+fn parse(line: &str) -> Result<Args, String> {
+    Args::parse(line.split_whitespace().map(str::to_owned))
+}
+
+#[test]
+fn every_flag_parses_and_properties_keep_their_order() {
+    let a = parse(
+        "--bootstrap h:1 --topic t --partitions 6 --records 100 --record-size 10 \
+         --linger-ms 5 --batch-size 1000 --max-outstanding 64 --threads 2 \
+         --property acks=1 --property linger.ms=7",
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            a.bootstrap.as_str(),
+            a.topic.as_str(),
+            a.partitions,
+            a.records,
+            a.record_size
+        ),
+        ("h:1", "t", 6, 100, 10)
+    );
+    assert_eq!((a.max_outstanding, a.threads), (64, 2));
+    assert_eq!(
+        a.producer_properties("c"),
+        vec![
+            ("bootstrap.servers", "h:1"),
+            ("client.id", "c"),
+            ("linger.ms", "5"),
+            ("batch.size", "1000"),
+            ("acks", "1"),
+            ("linger.ms", "7"),
+        ]
+    );
+    // `--size` is the older name of `--record-size`; defaults apply without the flags.
+    let b = parse("--bootstrap h:1 --topic t --partitions 1 --records 1 --size 3").unwrap();
+    assert_eq!((b.record_size, b.max_outstanding, b.threads), (3, 8192, 1));
+    assert!(b.properties.is_empty());
+}
+
+#[test]
+fn bad_command_lines_are_refused() {
+    let base = "--bootstrap h:1 --topic t --partitions 2 --records 1 --record-size 1";
+    assert!(parse(base).is_ok());
+    for bad in [
+        "--topic t --partitions 2 --records 1 --record-size 1",
+        &format!("{base} --property nokey"),
+        &format!("{base} --property =v"),
+        &format!("{base} --records"),
+        &format!("{base} --unknown 1"),
+        &format!("{base} --threads 0"),
+        "--bootstrap h:1 --topic t --partitions 0 --records 1 --record-size 1",
+        "--bootstrap h:1 --topic t --partitions x --records 1 --record-size 1",
+    ] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+    assert_eq!(parse("--help"), Err(String::new()));
+}
+
+#[test]
+fn records_are_checkable_and_the_summary_line_is_fixed() {
+    let a = parse("--bootstrap h:1 --topic t --partitions 4 --records 10 --record-size 6").unwrap();
+    assert_eq!(a.partition(9), 1);
+    assert_eq!(Args::key(9), "9");
+    assert_eq!(a.value(12), b"12....");
+    assert_eq!(
+        parse("--bootstrap h:1 --topic t --partitions 4 --records 1 --record-size 1")
+            .unwrap()
+            .value(123),
+        b"123"
+    );
+    let mut latencies = vec![3000, 1000, 2000, 4000];
+    assert_eq!(
+        produce_cli::summary(4, 4, 0, Duration::from_millis(2000), &mut latencies),
+        "produce: records=4 acked=4 failed=0 elapsed_ms=2000 records_per_s=2 p50_ms=2.0 p99_ms=4.0"
+    );
+    assert_eq!(
+        produce_cli::summary(1, 0, 1, Duration::from_millis(10), &mut []),
+        "produce: records=1 acked=0 failed=1 elapsed_ms=10 records_per_s=100 p50_ms=0.0 p99_ms=0.0"
+    );
+}

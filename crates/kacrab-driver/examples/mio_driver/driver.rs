@@ -1,0 +1,254 @@
+//! A complete kacrab driver on `mio`, written only against the session's public API: a
+//! guide for writing one. The [`Session`] does everything Kafka-specific (routing,
+//! metadata, version negotiation, retries, timers, the backlog, flush, close); the
+//! driver moves bytes and time, and maps the session's ids to the application's waiters.
+//!
+//! One thread runs the loop. The application's calls reach it as closures over the
+//! session through a channel, with a [`Waker`] to interrupt `Poll::poll`.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::ToSocketAddrs;
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session, SessionConfig, Timestamp};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+/// The loop's own token; connections use their [`ConnId`] as theirs.
+const WAKER: Token = Token(usize::MAX);
+
+/// What a command returned: the id whose [`Completion`] its caller waits for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Id {
+    /// A send.
+    Send(SendId),
+    /// Any other command.
+    Op(OpId),
+}
+
+/// Receives the completion of one command, on the loop's thread.
+pub type Reply = Box<dyn FnOnce(Completion) + Send>;
+type Command = (Box<dyn FnOnce(&mut Session, Timestamp) -> Id + Send>, Reply);
+
+/// A producer whose session runs on its own thread, in a `mio` loop.
+pub struct MioProducer {
+    commands: mpsc::Sender<Command>,
+    waker: Arc<Waker>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MioProducer {
+    /// Starts the loop for `config`.
+    pub fn start(config: SessionConfig) -> io::Result<Self> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (commands, rx) = mpsc::channel();
+        let thread = thread::Builder::new()
+            .name("kacrab-mio".into())
+            .spawn(move || run(config, poll, rx))?;
+        Ok(Self {
+            commands,
+            waker,
+            thread: Some(thread),
+        })
+    }
+
+    /// Runs `call` on the session; `reply` gets the completion of the id it returns. If
+    /// the loop has ended, `reply` is dropped unanswered.
+    pub fn call(
+        &self,
+        call: impl FnOnce(&mut Session, Timestamp) -> Id + Send + 'static,
+        reply: impl FnOnce(Completion) + Send + 'static,
+    ) {
+        let command: Command = (Box::new(call), Box::new(reply));
+        if self.commands.send(command).is_ok() {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// Runs `call` and blocks until its completion; `None` if the loop has ended.
+    pub fn call_wait(
+        &self,
+        call: impl FnOnce(&mut Session, Timestamp) -> Id + Send + 'static,
+    ) -> Option<Completion> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.call(call, move |done| drop(tx.send(done)));
+        rx.recv().ok()
+    }
+
+    /// Closes the producer (see [`Session::close`]) and waits for the loop to end.
+    /// Returns whether the session reported it closed (not if the loop had ended).
+    pub fn close(mut self, timeout: Option<Duration>) -> bool {
+        let done = self.call_wait(move |s, now| Id::Op(s.close(timeout, now)));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        matches!(done, Some(Completion::Closed { .. }))
+    }
+}
+
+impl Drop for MioProducer {
+    /// A producer dropped without `close` closes at once (what is left fails, as Java's
+    /// `close(Duration.ZERO)`), so its thread ends.
+    fn drop(&mut self) {
+        self.call(|s, now| Id::Op(s.close(Some(Duration::ZERO), now)), drop);
+    }
+}
+
+/// One socket and what is still to be written to it, in order.
+struct Conn {
+    stream: TcpStream,
+    connected: bool,
+    out: VecDeque<Bytes>,
+}
+
+/// The loop: commands in, outputs to sockets, completions out, then wait for a socket, a
+/// command or the session's next deadline.
+fn run(config: SessionConfig, mut poll: Poll, commands: mpsc::Receiver<Command>) {
+    let start = Instant::now();
+    let clock = || Timestamp::from_micros(start.elapsed().as_micros() as u64);
+    let unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut session = Session::new(config, clock(), unix_ms);
+    let (mut conns, mut waiters) = (HashMap::new(), HashMap::<Id, Reply>::new());
+    let mut events = Events::with_capacity(256);
+    loop {
+        let now = clock();
+        while let Ok((call, reply)) = commands.try_recv() {
+            waiters.insert(call(&mut session, now), reply);
+        }
+        while let Some(output) = session.poll_output(now) {
+            match output {
+                Output::Connect { conn, addr } => match connect(&poll, conn, &addr) {
+                    Ok(c) => drop(conns.insert(conn, c)),
+                    Err(_) => session.handle_connect_failed(conn, now),
+                },
+                Output::Transmit { conn, frame, .. } => {
+                    let Some(c) = conns.get_mut(&conn) else {
+                        continue;
+                    };
+                    c.out.push_back(frame);
+                    if c.connected && write_queued(c).is_err() {
+                        drop(conns.remove(&conn));
+                        session.handle_disconnected(conn, now);
+                    }
+                }
+                // One thread writes every socket in the session's order: no ticket sequencer.
+                Output::Release { .. } => {}
+                Output::Close { conn, .. } => {
+                    if let Some(mut c) = conns.remove(&conn) {
+                        let _ = poll.registry().deregister(&mut c.stream);
+                    }
+                }
+            }
+        }
+        while let Some(done) = session.poll_completion() {
+            let id = match &done {
+                Completion::Record { id, .. } => Id::Send(*id),
+                Completion::Flushed { op }
+                | Completion::Transaction { op, .. }
+                | Completion::PartitionCount { op, .. }
+                | Completion::Closed { op } => Id::Op(*op),
+                _ => continue,
+            };
+            if let Some(reply) = waiters.remove(&id) {
+                reply(done);
+            }
+        }
+        if session.is_finished() {
+            return;
+        }
+        let timeout = session
+            .poll_timeout()
+            .map(|t| Duration::from_micros(t.as_micros().saturating_sub(now.as_micros())));
+        if poll
+            .poll(&mut events, timeout)
+            .is_err_and(|e| e.kind() != ErrorKind::Interrupted)
+        {
+            return; // Nothing can be waited for: the waiters see the loop gone.
+        }
+        let now = clock();
+        for event in &events {
+            let conn = ConnId(event.token().0 as u64);
+            let Some(c) = conns.get_mut(&conn) else {
+                continue;
+            };
+            if pump(c, conn, &mut session, now).is_err() {
+                conns.remove(&conn);
+                session.handle_disconnected(conn, now);
+            }
+        }
+        if session.poll_timeout().is_some_and(|t| t <= now) {
+            session.handle_timeout(now);
+        }
+    }
+}
+
+/// Starts a non-blocking connect (the name is resolved here, blocking: a real driver
+/// would resolve on another thread).
+fn connect(poll: &Poll, conn: ConnId, addr: &str) -> io::Result<Conn> {
+    let addr = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or(ErrorKind::AddrNotAvailable)?;
+    let mut stream = TcpStream::connect(addr)?;
+    poll.registry().register(
+        &mut stream,
+        Token(conn.0 as usize),
+        Interest::READABLE | Interest::WRITABLE,
+    )?;
+    let (connected, out) = (false, VecDeque::new());
+    Ok(Conn {
+        stream,
+        connected,
+        out,
+    })
+}
+
+/// Acts on a readiness event: finishes the connect, reads everything there is into the
+/// session, writes what is queued. An error means the connection is gone.
+fn pump(c: &mut Conn, conn: ConnId, session: &mut Session, now: Timestamp) -> io::Result<()> {
+    if !c.connected {
+        if let Some(e) = c.stream.take_error()? {
+            return Err(e);
+        }
+        match c.stream.peer_addr() {
+            Ok(_) => c.connected = true,
+            Err(e) if e.kind() == ErrorKind::NotConnected => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let _ = c.stream.set_nodelay(true);
+        session.handle_connected(conn, now);
+    }
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match c.stream.read(&mut buf) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => session.handle_bytes(conn, &buf[..n], now),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    write_queued(c)
+}
+
+/// Writes queued frames until the socket would block (mio then reports it writable).
+fn write_queued(c: &mut Conn) -> io::Result<()> {
+    while let Some(front) = c.out.front_mut() {
+        match c.stream.write(front) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) if n == front.len() => drop(c.out.pop_front()),
+            Ok(n) => *front = front.slice(n..),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

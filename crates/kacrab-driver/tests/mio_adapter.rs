@@ -1,0 +1,198 @@
+//! The shared adapter test suite (FakeBroker scenarios, transactions, and the real-Kafka
+//! scenarios, which skip without a broker) run against the `mio` example driver: a third
+//! driver, written only against the session's public API, passes what the Tokio and
+//! blocking drivers pass.
+
+#[path = "../examples/mio_driver/driver.rs"]
+mod driver;
+
+use std::sync::mpsc;
+
+use bytes::Bytes;
+use driver::{Id, MioProducer};
+use kacrab_driver::{Completion, OpId, ProducerRecord, Session, SessionConfig, Timestamp};
+use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+
+/// The example driver as the testkit drives it.
+struct Mio(MioProducer);
+
+impl Mio {
+    /// Runs a transactional operation and waits for its outcome.
+    fn txn(
+        &self,
+        call: impl FnOnce(&mut Session, Timestamp) -> OpId + Send + 'static,
+    ) -> Result<(), String> {
+        match self.0.call_wait(move |s, now| Id::Op(call(s, now))) {
+            Some(Completion::Transaction { result, .. }) => {
+                result.map_err(|e| format!("{e} ({e:?})"))
+            }
+            other => Err(format!("no transactional outcome: {other:?}")),
+        }
+    }
+}
+
+impl TestProducer for Mio {
+    fn send(&self, topic: &str, partition: i32, key: Bytes, value: Bytes) -> Delivery {
+        let record = ProducerRecord::new(topic, partition, value).with_key(key);
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.0.call(
+            move |s, now| Id::Send(s.send(record, now)),
+            move |done| drop(tx.send(done)),
+        );
+        Delivery(Box::new(move || match rx.recv() {
+            Ok(Completion::Record { outcome, .. }) => outcome
+                .map(|md| DeliveryReport {
+                    partition: md.partition,
+                    offset: md.offset,
+                })
+                .map_err(|e| e.to_string()),
+            other => Err(format!("no outcome for the record: {other:?}")),
+        }))
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        match self.0.call_wait(|s, now| Id::Op(s.flush(now))) {
+            Some(Completion::Flushed { .. }) => Ok(()),
+            other => Err(format!("flush did not complete: {other:?}")),
+        }
+    }
+
+    fn close(self: Box<Self>) -> Result<(), String> {
+        if self.0.close(None) {
+            Ok(())
+        } else {
+            Err("the loop ended before the close completed".into())
+        }
+    }
+
+    fn init_transactions(&self) -> Result<(), String> {
+        self.txn(|s, now| s.init_transactions(now))
+    }
+
+    fn begin_transaction(&self) -> Result<(), String> {
+        self.txn(|s, now| s.begin_transaction(now))
+    }
+
+    fn commit_transaction(&self) -> Result<(), String> {
+        self.txn(|s, now| s.commit_transaction(now))
+    }
+
+    fn abort_transaction(&self) -> Result<(), String> {
+        self.txn(|s, now| s.abort_transaction(now))
+    }
+}
+
+/// The testkit's factory for the example driver.
+fn factory(properties: &[(&str, &str)]) -> Result<Box<dyn TestProducer>, String> {
+    let config =
+        SessionConfig::from_properties(properties.iter().copied()).map_err(|e| e.to_string())?;
+    let producer = MioProducer::start(config).map_err(|e| e.to_string())?;
+    Ok(Box::new(Mio(producer)))
+}
+
+// The same FakeBroker scenarios as the Tokio and blocking drivers, strict variants too.
+kacrab_testkit::fake_broker_tests!(factory; out_of_order_sequence_all_acked, unknown_producer_id_all_acked);
+
+// Transactions, version 1 and 2: commit, abort, fencing, read_committed.
+kacrab_testkit::fake_broker_txn_tests!(factory);
+
+/// The real-Kafka scenarios (skipped unless KACRAB_KAFKA_BOOTSTRAP or
+/// KACRAB_KAFKA_CLUSTER names a broker), in a module so CI can run only them.
+mod real_kafka {
+    use super::factory;
+    kacrab_testkit::real_kafka_tests!(factory);
+}
+
+/// The suite's `request_timeouts` scenario delays answers past `request.timeout.ms` but
+/// still sends them, so a driver that never calls `handle_timeout` passes it. Here the
+/// first Produce is never answered on a connection held open: only the session's
+/// request timeout (reached through the driver's `poll_timeout`/`handle_timeout`) closes
+/// that connection and lets the retry through.
+#[test]
+fn a_produce_left_unanswered_is_retried_after_request_timeout_ms() {
+    use kacrab_testkit::{ApiKey, Cluster, Control, Trigger};
+    use std::time::{Duration, Instant};
+
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("silent", 1).expect("topic");
+    let silenced = cluster.inject(
+        ApiKey::Produce,
+        Trigger::always().times(1),
+        Control::Silence,
+    );
+    let bootstrap = cluster.bootstrap();
+    let producer = factory(&[
+        ("bootstrap.servers", bootstrap.as_str()),
+        ("request.timeout.ms", "300"),
+        ("delivery.timeout.ms", "60000"),
+    ])
+    .expect("producer");
+    let start = Instant::now();
+    let delivery = producer.send("silent", 0, Bytes::new(), Bytes::from_static(b"v"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(delivery.wait()));
+    let outcome = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("no outcome 20 s after a 300 ms request timeout");
+    assert_eq!(silenced.count(), 1, "the first Produce was silenced");
+    let report = outcome.expect("the retry is acknowledged");
+    assert_eq!(report.offset, Some(0), "in the log once");
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    producer.close().expect("close");
+}
+
+/// Dropping the driver without `close` closes at once: a record whose Produce is never
+/// answered fails (possibly written: it was on the wire) instead of waiting for ever.
+#[test]
+fn a_producer_dropped_without_close_fails_what_is_left() {
+    use kacrab_testkit::{ApiKey, Cluster, Control, Trigger};
+    use std::time::Duration;
+
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("dropped", 1).expect("topic");
+    let silenced = cluster.inject(ApiKey::Produce, Trigger::always(), Control::Silence);
+    let bootstrap = cluster.bootstrap();
+    let producer = factory(&[("bootstrap.servers", bootstrap.as_str())]).expect("producer");
+    let delivery = producer.send("dropped", 0, Bytes::new(), Bytes::from_static(b"v"));
+    while silenced.count() == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(producer);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(delivery.wait()));
+    let outcome = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("an outcome soon after the drop");
+    let error = outcome.expect_err("never acknowledged");
+    assert!(error.contains("possibly written: true"), "{error}");
+}
+
+/// A refused connect is reported at once (mio signals it as a writable event with a
+/// pending socket error), so the session moves on to the next bootstrap server long
+/// before `socket.connection.setup.timeout.ms`.
+#[test]
+fn a_refused_connect_moves_on_to_the_next_bootstrap_server() {
+    use kacrab_testkit::Cluster;
+    use std::time::Duration;
+
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr")
+    };
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("refused", 1).expect("topic");
+    let servers = format!("{refused},{}", cluster.bootstrap());
+    let producer = factory(&[
+        ("bootstrap.servers", servers.as_str()),
+        ("socket.connection.setup.timeout.ms", "60000"),
+    ])
+    .expect("producer");
+    let delivery = producer.send("refused", 0, Bytes::new(), Bytes::from_static(b"v"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(delivery.wait()));
+    let outcome = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("acknowledged well before the 60 s connect timeout");
+    assert_eq!(outcome.expect("acknowledged").offset, Some(0));
+    producer.close().expect("close");
+}

@@ -1,0 +1,741 @@
+//! Model brokers for the session harness: they decode the real request frames the
+//! session writes (with `kafka-protocol`, independently of `kacrab-wire`) and encode
+//! real response frames, following Kafka's broker rules for what the tests exercise:
+//! ApiVersions (an UNSUPPORTED_VERSION answer is a v0 body, as `ApiVersionsRequest`
+//! handling in Kafka's `KafkaApis` does), Metadata, leadership (NOT_LEADER_OR_FOLLOWER
+//! with the KIP-951 `current_leader` and `node_endpoints`), and the idempotent
+//! producer's sequence rules of `ProducerStateManager` / `ProducerAppendInfo` (a batch
+//! equal to one of the last five of its producer is a duplicate, answered with the
+//! offset it got the first time; a gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch
+//! is INVALID_PRODUCER_EPOCH; a newer one must start at sequence 0).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kacrab_driver::ConnId;
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::produce_response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+};
+use kafka_protocol::messages::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest,
+    ApiVersionsResponse, BrokerId, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, ResponseHeader,
+    TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::records::RecordBatchDecoder;
+
+/// Kafka error codes the model answers with.
+pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+/// The broker is not the partition's leader.
+pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+/// ApiVersions at a version the broker does not speak.
+pub const UNSUPPORTED_VERSION: i16 = 35;
+/// A sequence gap.
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+/// An epoch older than the broker's.
+pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+/// How many batches per producer the broker remembers for duplicate detection
+/// (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
+const BATCHES_RETAINED: usize = 5;
+
+/// One model broker.
+#[derive(Clone, Debug)]
+pub struct BrokerSpec {
+    /// `host:port`.
+    pub addr: String,
+    /// A dead broker refuses connections.
+    pub alive: bool,
+    /// `(api key, min, max)` as its ApiVersions answer lists them.
+    pub api_versions: Vec<(i16, i16, i16)>,
+    /// The finalized `transaction.version` level it reports, if any.
+    pub transaction_version: Option<i16>,
+    /// The epoch of its finalized features (-1: none).
+    pub features_epoch: i64,
+}
+
+impl BrokerSpec {
+    /// A Kafka 4.0 broker at `addr`, without finalized features.
+    pub fn new(addr: impl Into<String>) -> Self {
+        Self {
+            addr: addr.into(),
+            alive: true,
+            api_versions: vec![
+                (0, 3, 12), // Produce
+                (3, 0, 12), // Metadata
+                (10, 0, 6), // FindCoordinator
+                (18, 0, 4), // ApiVersions
+                (22, 0, 5), // InitProducerId
+                (24, 0, 5), // AddPartitionsToTxn
+                (25, 0, 4), // AddOffsetsToTxn
+                (26, 0, 5), // EndTxn
+                (28, 0, 5), // TxnOffsetCommit
+            ],
+            transaction_version: None,
+            features_epoch: -1,
+        }
+    }
+
+    /// The broker's highest version of `api`, if it lists it.
+    pub fn max_version(&self, api: ApiKey) -> Option<i16> {
+        self.api_versions
+            .iter()
+            .find(|(k, _, _)| *k == api as i16)
+            .map(|&(_, _, max)| max)
+    }
+
+    fn host_port(&self) -> (StrBytes, i32) {
+        let (host, port) = self.addr.rsplit_once(':').expect("host:port");
+        (
+            StrBytes::from_string(host.to_owned()),
+            port.parse().expect("port"),
+        )
+    }
+}
+
+/// A record in a partition's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Logged {
+    /// Its offset.
+    pub offset: i64,
+    /// Its value.
+    pub value: Option<Bytes>,
+    /// The producer that wrote it.
+    pub producer_id: i64,
+    /// Its epoch.
+    pub producer_epoch: i16,
+    /// Its sequence.
+    pub sequence: i32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct ProducerEntry {
+    epoch: i16,
+    /// `(first sequence, last sequence, base offset)` of the last batches, oldest first.
+    batches: VecDeque<(i32, i32, i64)>,
+}
+
+/// One partition.
+#[derive(Clone, Debug)]
+pub struct Partition {
+    /// The leader's node id.
+    pub leader: i32,
+    /// The leader epoch.
+    pub leader_epoch: i32,
+    /// The log.
+    pub log: Vec<Logged>,
+    producers: BTreeMap<i64, ProducerEntry>,
+}
+
+/// A decoded request.
+#[derive(Clone, Debug)]
+pub enum Req {
+    /// ApiVersions.
+    ApiVersions(ApiVersionsRequest),
+    /// Metadata.
+    Metadata(MetadataRequest),
+    /// Produce.
+    Produce(ProduceRequest),
+    /// InitProducerId.
+    InitProducerId(InitProducerIdRequest),
+    /// FindCoordinator.
+    FindCoordinator(FindCoordinatorRequest),
+    /// AddPartitionsToTxn.
+    AddPartitionsToTxn(AddPartitionsToTxnRequest),
+    /// EndTxn.
+    EndTxn(EndTxnRequest),
+    /// AddOffsetsToTxn.
+    AddOffsetsToTxn(AddOffsetsToTxnRequest),
+    /// TxnOffsetCommit.
+    TxnOffsetCommit(TxnOffsetCommitRequest),
+}
+
+/// A request as a broker received it.
+#[derive(Clone, Debug)]
+pub struct Incoming {
+    /// The broker.
+    pub node: i32,
+    /// The connection it came on.
+    pub conn: ConnId,
+    /// Its API.
+    pub api: ApiKey,
+    /// Its version.
+    pub version: i16,
+    /// Its correlation id.
+    pub correlation_id: i32,
+    /// Its body.
+    pub req: Req,
+}
+
+/// A request the cluster saw (for assertions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The broker.
+    pub node: i32,
+    /// The connection.
+    pub conn: ConnId,
+    /// The API.
+    pub api: ApiKey,
+    /// The version.
+    pub version: i16,
+}
+
+/// The model cluster: brokers, topics, producer ids.
+#[derive(Debug)]
+pub struct Cluster {
+    /// Brokers by node id.
+    pub brokers: BTreeMap<i32, BrokerSpec>,
+    /// Topics and their partitions.
+    pub topics: BTreeMap<String, Vec<Partition>>,
+    /// The transaction coordinator's node.
+    pub coordinator: i32,
+    /// Every request received, in order.
+    pub seen: Vec<Seen>,
+    /// Partitions added to the transaction (AddPartitionsToTxn), in order.
+    pub txn_partitions: BTreeSet<(String, i32)>,
+    /// EndTxn calls (`committed`), in order.
+    pub end_txns: Vec<bool>,
+    /// Groups added to the transaction (AddOffsetsToTxn), in order.
+    pub offset_groups: Vec<String>,
+    /// Offsets committed in transactions (TxnOffsetCommit), in order.
+    pub committed_offsets: Vec<(String, i32, i64)>,
+    /// Brokers left out of Metadata's broker list (reachable all the same).
+    pub hidden_in_metadata: BTreeSet<i32>,
+    next_producer_id: i64,
+    txn_producers: BTreeMap<String, (i64, i16)>,
+}
+
+impl Cluster {
+    /// `brokers` brokers, nodes `0..brokers` at `b{n}:9092`, no topics.
+    pub fn new(brokers: i32) -> Self {
+        Self {
+            brokers: (0..brokers)
+                .map(|n| (n, BrokerSpec::new(format!("b{n}:9092"))))
+                .collect(),
+            topics: BTreeMap::new(),
+            coordinator: 0,
+            seen: Vec::new(),
+            txn_partitions: BTreeSet::new(),
+            end_txns: Vec::new(),
+            hidden_in_metadata: BTreeSet::new(),
+            offset_groups: Vec::new(),
+            committed_offsets: Vec::new(),
+            next_producer_id: 1000,
+            txn_producers: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `topic` with `partitions` partitions, partition `p` led by node
+    /// `p % brokers`.
+    pub fn with_topic(mut self, topic: &str, partitions: i32) -> Self {
+        let n = self.brokers.len() as i32;
+        let parts = (0..partitions)
+            .map(|p| Partition {
+                leader: p % n,
+                leader_epoch: 0,
+                log: Vec::new(),
+                producers: BTreeMap::new(),
+            })
+            .collect();
+        self.topics.insert(topic.to_owned(), parts);
+        self
+    }
+
+    /// The partition.
+    pub fn partition(&self, topic: &str, partition: i32) -> &Partition {
+        &self.topics[topic][partition as usize]
+    }
+
+    /// Moves the leadership of a partition, bumping its leader epoch.
+    pub fn move_leader(&mut self, topic: &str, partition: i32, to: i32) {
+        let p = &mut self.topics.get_mut(topic).expect("topic")[partition as usize];
+        p.leader = to;
+        p.leader_epoch += 1;
+    }
+
+    /// The log's values, as strings.
+    pub fn values(&self, topic: &str, partition: i32) -> Vec<String> {
+        self.partition(topic, partition)
+            .log
+            .iter()
+            .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+            .collect()
+    }
+
+    /// The node at `addr`, if a broker lives there.
+    pub fn node_at(&self, addr: &str) -> Option<i32> {
+        self.brokers
+            .iter()
+            .find(|(_, b)| b.addr == addr)
+            .map(|(&n, _)| n)
+    }
+
+    /// How many requests of `api` the cluster received.
+    pub fn count(&self, api: ApiKey) -> usize {
+        self.seen.iter().filter(|s| s.api == api).count()
+    }
+
+    /// Decodes one request frame (without its size prefix) received by `node` on `conn`.
+    pub fn decode(node: i32, conn: ConnId, frame: &Bytes) -> Result<Incoming, String> {
+        let mut buf = frame.clone();
+        if buf.len() < 4 {
+            return Err("short request".into());
+        }
+        let api_key = i16::from_be_bytes([buf[0], buf[1]]);
+        let version = i16::from_be_bytes([buf[2], buf[3]]);
+        let api = ApiKey::try_from(api_key).map_err(|()| format!("unknown api {api_key}"))?;
+        let header = RequestHeader::decode(&mut buf, api.request_header_version(version))
+            .map_err(|e| e.to_string())?;
+        let req = match api {
+            ApiKey::ApiVersions => {
+                Req::ApiVersions(ApiVersionsRequest::decode(&mut buf, version).map_err(text)?)
+            }
+            ApiKey::Metadata => {
+                Req::Metadata(MetadataRequest::decode(&mut buf, version).map_err(text)?)
+            }
+            ApiKey::Produce => {
+                Req::Produce(ProduceRequest::decode(&mut buf, version).map_err(text)?)
+            }
+            ApiKey::InitProducerId => {
+                Req::InitProducerId(InitProducerIdRequest::decode(&mut buf, version).map_err(text)?)
+            }
+            ApiKey::FindCoordinator => Req::FindCoordinator(
+                FindCoordinatorRequest::decode(&mut buf, version).map_err(text)?,
+            ),
+            ApiKey::AddPartitionsToTxn => Req::AddPartitionsToTxn(
+                AddPartitionsToTxnRequest::decode(&mut buf, version).map_err(text)?,
+            ),
+            ApiKey::EndTxn => Req::EndTxn(EndTxnRequest::decode(&mut buf, version).map_err(text)?),
+            ApiKey::AddOffsetsToTxn => Req::AddOffsetsToTxn(
+                AddOffsetsToTxnRequest::decode(&mut buf, version).map_err(text)?,
+            ),
+            ApiKey::TxnOffsetCommit => Req::TxnOffsetCommit(
+                TxnOffsetCommitRequest::decode(&mut buf, version).map_err(text)?,
+            ),
+            other => return Err(format!("the model broker does not speak {other:?}")),
+        };
+        if buf.has_remaining() {
+            return Err(format!("{} bytes after the {api:?} body", buf.remaining()));
+        }
+        Ok(Incoming {
+            node,
+            conn,
+            api,
+            version,
+            correlation_id: header.correlation_id,
+            req,
+        })
+    }
+
+    /// Applies the request as the broker would, and returns its answer as a whole
+    /// response frame (size prefix included).
+    pub fn answer(&mut self, inc: &Incoming) -> Bytes {
+        let v = inc.version;
+        let body = match &inc.req {
+            Req::ApiVersions(_) => {
+                let b = &self.brokers[&inc.node];
+                let max = b.max_version(ApiKey::ApiVersions).unwrap_or(0);
+                if v > max {
+                    // Kafka answers an ApiVersions version it does not know with a v0 body
+                    // listing its own ApiVersions range.
+                    let answer = ApiVersionsResponse::default()
+                        .with_error_code(UNSUPPORTED_VERSION)
+                        .with_api_keys(vec![ApiVersion::default()
+                            .with_api_key(ApiKey::ApiVersions as i16)
+                            .with_min_version(0)
+                            .with_max_version(max)]);
+                    return frame(inc, &answer, 0);
+                }
+                encode(&self.api_versions(inc.node), v)
+            }
+            Req::Metadata(r) => encode(&self.metadata(r), v),
+            Req::Produce(r) => encode(&self.produce(inc.node, r, v), v),
+            Req::InitProducerId(r) => encode(&self.init_producer_id(r), v),
+            Req::FindCoordinator(r) => encode(&self.find_coordinator(r, v), v),
+            Req::AddPartitionsToTxn(r) => encode(&self.add_partitions(r), v),
+            Req::EndTxn(r) => encode(&self.end_txn(r, v), v),
+            Req::AddOffsetsToTxn(r) => {
+                self.offset_groups.push(r.group_id.0.to_string());
+                encode(&AddOffsetsToTxnResponse::default(), v)
+            }
+            Req::TxnOffsetCommit(r) => {
+                let topics = r
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        for p in &t.partitions {
+                            self.committed_offsets.push((
+                                t.name.0.to_string(),
+                                p.partition_index,
+                                p.committed_offset,
+                            ));
+                        }
+                        TxnOffsetCommitResponseTopic::default()
+                            .with_name(t.name.clone())
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        TxnOffsetCommitResponsePartition::default()
+                                            .with_partition_index(p.partition_index)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect();
+                encode(&TxnOffsetCommitResponse::default().with_topics(topics), v)
+            }
+        };
+        with_header(inc, &body)
+    }
+
+    /// The ApiVersions answer of `node`.
+    pub fn api_versions(&self, node: i32) -> ApiVersionsResponse {
+        let b = &self.brokers[&node];
+        let mut answer = ApiVersionsResponse::default().with_api_keys(
+            b.api_versions
+                .iter()
+                .map(|&(k, min, max)| {
+                    ApiVersion::default()
+                        .with_api_key(k)
+                        .with_min_version(min)
+                        .with_max_version(max)
+                })
+                .collect(),
+        );
+        answer.finalized_features_epoch = b.features_epoch;
+        if let Some(level) = b.transaction_version {
+            answer.finalized_features = vec![FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_static_str("transaction.version"))
+                .with_max_version_level(level)
+                .with_min_version_level(level)];
+        }
+        answer
+    }
+
+    fn brokers_list(&self) -> Vec<MetadataResponseBroker> {
+        self.brokers
+            .iter()
+            .filter(|(n, b)| b.alive && !self.hidden_in_metadata.contains(n))
+            .map(|(&n, b)| {
+                let (host, port) = b.host_port();
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(n))
+                    .with_host(host)
+                    .with_port(port)
+            })
+            .collect()
+    }
+
+    fn metadata(&self, r: &MetadataRequest) -> MetadataResponse {
+        let names: Vec<String> = match &r.topics {
+            None => self.topics.keys().cloned().collect(),
+            Some(ts) => ts
+                .iter()
+                .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+                .collect(),
+        };
+        let topics = names
+            .into_iter()
+            .map(|name| {
+                let t = MetadataResponseTopic::default()
+                    .with_name(Some(TopicName(StrBytes::from_string(name.clone()))));
+                match self.topics.get(&name) {
+                    None => t.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
+                    Some(parts) => t.with_partitions(
+                        parts
+                            .iter()
+                            .enumerate()
+                            .map(|(i, p)| {
+                                MetadataResponsePartition::default()
+                                    .with_partition_index(i as i32)
+                                    .with_leader_id(BrokerId(p.leader))
+                                    .with_leader_epoch(p.leader_epoch)
+                                    .with_replica_nodes(vec![BrokerId(p.leader)])
+                                    .with_isr_nodes(vec![BrokerId(p.leader)])
+                            })
+                            .collect(),
+                    ),
+                }
+            })
+            .collect();
+        MetadataResponse::default()
+            .with_brokers(self.brokers_list())
+            .with_cluster_id(Some(StrBytes::from_static_str("harness")))
+            .with_controller_id(BrokerId(0))
+            .with_topics(topics)
+    }
+
+    fn produce(&mut self, node: i32, r: &ProduceRequest, version: i16) -> ProduceResponse {
+        let mut responses = Vec::new();
+        let mut endpoints = BTreeSet::new();
+        for td in &r.topic_data {
+            let name = td.name.0.to_string();
+            let mut parts = Vec::new();
+            for pd in &td.partition_data {
+                let mut answer = PartitionProduceResponse::default()
+                    .with_index(pd.index)
+                    .with_base_offset(-1)
+                    .with_log_append_time_ms(-1)
+                    .with_log_start_offset(0)
+                    .with_current_leader(
+                        LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(-1))
+                            .with_leader_epoch(-1),
+                    );
+                let Some(p) = self
+                    .topics
+                    .get_mut(&name)
+                    .and_then(|ps| ps.get_mut(usize::try_from(pd.index).ok()?))
+                else {
+                    parts.push(answer.with_error_code(UNKNOWN_TOPIC_OR_PARTITION));
+                    continue;
+                };
+                if p.leader != node {
+                    // KIP-951: the new leader and its address come with the error.
+                    answer.current_leader = LeaderIdAndEpoch::default()
+                        .with_leader_id(BrokerId(p.leader))
+                        .with_leader_epoch(p.leader_epoch);
+                    endpoints.insert(p.leader);
+                    parts.push(answer.with_error_code(NOT_LEADER_OR_FOLLOWER));
+                    continue;
+                }
+                let records = pd.records.clone().unwrap_or_default();
+                match append(p, records) {
+                    Ok(base) => parts.push(answer.with_base_offset(base)),
+                    Err(code) => parts.push(answer.with_error_code(code)),
+                }
+            }
+            responses.push(
+                TopicProduceResponse::default()
+                    .with_name(td.name.clone())
+                    .with_partition_responses(parts),
+            );
+        }
+        let mut answer = ProduceResponse::default().with_responses(responses);
+        if version >= 10 {
+            answer.node_endpoints = endpoints
+                .into_iter()
+                .map(|n| {
+                    let (host, port) = self.brokers[&n].host_port();
+                    NodeEndpoint::default()
+                        .with_node_id(BrokerId(n))
+                        .with_host(host)
+                        .with_port(port)
+                })
+                .collect();
+        }
+        answer
+    }
+
+    fn init_producer_id(&mut self, r: &InitProducerIdRequest) -> InitProducerIdResponse {
+        let (id, epoch) = match &r.transactional_id {
+            Some(t) => {
+                let next = self.next_producer_id;
+                let e = self
+                    .txn_producers
+                    .entry(t.0.to_string())
+                    .and_modify(|(_, epoch)| *epoch += 1)
+                    .or_insert((next, 0));
+                let pe = *e;
+                if pe.0 == next {
+                    self.next_producer_id += 1;
+                }
+                pe
+            }
+            None if r.producer_id.0 >= 0 => (r.producer_id.0, r.producer_epoch + 1),
+            None => {
+                self.next_producer_id += 1;
+                (self.next_producer_id - 1, 0)
+            }
+        };
+        InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(id))
+            .with_producer_epoch(epoch)
+    }
+
+    fn find_coordinator(
+        &self,
+        r: &FindCoordinatorRequest,
+        version: i16,
+    ) -> FindCoordinatorResponse {
+        let node = self.coordinator;
+        let (host, port) = self.brokers[&node].host_port();
+        if version >= 4 {
+            FindCoordinatorResponse::default().with_coordinators(
+                r.coordinator_keys
+                    .iter()
+                    .map(|k| {
+                        Coordinator::default()
+                            .with_key(k.clone())
+                            .with_node_id(BrokerId(node))
+                            .with_host(host.clone())
+                            .with_port(port)
+                    })
+                    .collect(),
+            )
+        } else {
+            FindCoordinatorResponse::default()
+                .with_node_id(BrokerId(node))
+                .with_host(host)
+                .with_port(port)
+        }
+    }
+
+    fn add_partitions(&mut self, r: &AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
+        let results = r
+            .v3_and_below_topics
+            .iter()
+            .map(|t| {
+                for &p in &t.partitions {
+                    self.txn_partitions.insert((t.name.0.to_string(), p));
+                }
+                AddPartitionsToTxnTopicResult::default()
+                    .with_name(t.name.clone())
+                    .with_results_by_partition(
+                        t.partitions
+                            .iter()
+                            .map(|&p| {
+                                AddPartitionsToTxnPartitionResult::default().with_partition_index(p)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
+    }
+
+    fn end_txn(&mut self, r: &EndTxnRequest, version: i16) -> EndTxnResponse {
+        self.end_txns.push(r.committed);
+        let mut answer = EndTxnResponse::default()
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        if version >= 5 {
+            // Transaction version 2: every transaction ends with a new epoch (KIP-890).
+            let epoch = r.producer_epoch + 1;
+            if let Some(e) = self.txn_producers.get_mut(r.transactional_id.0.as_str()) {
+                e.1 = epoch;
+            }
+            answer = answer
+                .with_producer_id(r.producer_id)
+                .with_producer_epoch(epoch);
+        }
+        answer
+    }
+}
+
+/// Appends the batches of one partition's records; the base offset or an error code.
+fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, i16> {
+    let sets = RecordBatchDecoder::decode_all(&mut records).map_err(|_| 2_i16)?; // CORRUPT_MESSAGE;
+    let mut first_base = None;
+    for set in sets {
+        let Some(first) = set.records.first() else {
+            continue;
+        };
+        let (pid, epoch, seq) = (first.producer_id, first.producer_epoch, first.sequence);
+        let count = set.records.len() as i32;
+        let last = seq + count - 1;
+        let base = if pid >= 0 {
+            let entry = p.producers.entry(pid).or_insert_with(|| ProducerEntry {
+                epoch,
+                batches: VecDeque::new(),
+            });
+            if epoch < entry.epoch {
+                return Err(INVALID_PRODUCER_EPOCH);
+            }
+            if let Some(&(_, _, offset)) = entry
+                .batches
+                .iter()
+                .find(|&&(f, l, _)| f == seq && l == last && epoch == entry.epoch)
+            {
+                // A duplicate: answered with the offset it was written at.
+                first_base.get_or_insert(offset);
+                continue;
+            }
+            let expected = if epoch > entry.epoch || entry.batches.is_empty() {
+                0
+            } else {
+                entry.batches.back().map_or(0, |&(_, l, _)| l + 1)
+            };
+            if seq != expected {
+                return Err(OUT_OF_ORDER_SEQUENCE_NUMBER);
+            }
+            if epoch > entry.epoch {
+                entry.epoch = epoch;
+                entry.batches.clear();
+            }
+            let base = p.log.len() as i64;
+            entry.batches.push_back((seq, last, base));
+            if entry.batches.len() > BATCHES_RETAINED {
+                entry.batches.pop_front();
+            }
+            base
+        } else {
+            p.log.len() as i64
+        };
+        for (i, r) in set.records.iter().enumerate() {
+            p.log.push(Logged {
+                offset: base + i as i64,
+                value: r.value.clone(),
+                producer_id: pid,
+                producer_epoch: epoch,
+                sequence: seq + i as i32,
+            });
+        }
+        first_base.get_or_insert(base);
+    }
+    Ok(first_base.unwrap_or(-1))
+}
+
+/// A message body at `version`.
+pub fn encode<M: Encodable>(message: &M, version: i16) -> Bytes {
+    let mut buf = BytesMut::new();
+    message
+        .encode(&mut buf, version)
+        .unwrap_or_else(|e| panic!("the model cannot encode its answer at v{version}: {e}"));
+    buf.freeze()
+}
+
+/// A response frame for `inc` whose body is `message` at `body_version`.
+pub fn frame<M: Encodable>(inc: &Incoming, message: &M, body_version: i16) -> Bytes {
+    with_header(inc, &encode(message, body_version))
+}
+
+/// A response frame for `inc` with `body` (already encoded).
+pub fn with_header(inc: &Incoming, body: &[u8]) -> Bytes {
+    with_correlation(inc, inc.correlation_id, body)
+}
+
+/// A response frame with the header of `inc`'s answer but correlation id `correlation`.
+pub fn with_correlation(inc: &Incoming, correlation: i32, body: &[u8]) -> Bytes {
+    let mut out = BytesMut::new();
+    out.put_i32(0);
+    ResponseHeader::default()
+        .with_correlation_id(correlation)
+        .encode(&mut out, inc.api.response_header_version(inc.version))
+        .expect("header");
+    out.put_slice(body);
+    let len = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    out.freeze()
+}
+
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}

@@ -1,0 +1,789 @@
+//! An in-memory, byte-level harness for [`Session`] on virtual time, in the shape of
+//! quinn-proto's test `Pair`: the session on one end; on the other, model brokers
+//! ([`broker::Cluster`]) that decode the real request frames and encode real response
+//! frames. Between them, one link per connection with a queue each way and a latency,
+//! connects that succeed, are refused or hang, and resets.
+//!
+//! The clock only moves when the harness advances it, to the earliest of the session's
+//! `poll_timeout` and the next delivery on a link. After every step the harness calls
+//! [`Session::assert_invariants`], checks the timer rule (after `handle_timeout(now)`,
+//! `poll_timeout()` is `None` or later than `now`), and checks what the driver sees:
+//! frames only on connections that are open, every Produce ticket ends in exactly one
+//! Transmit or Release, and every command id gets at most one completion.
+#![allow(dead_code)]
+
+pub mod broker;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kacrab_driver::{
+    CloseReason, Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, RecordMetadata,
+    SendId, Session, SessionConfig,
+};
+use kacrab_idempotence::ticket::{Ticket, TicketSequencer};
+use kacrab_idempotence::Timestamp;
+
+pub use broker::{Cluster, Incoming, Req};
+
+/// What happens to a connect to an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectPolicy {
+    /// Completes after the latency (the default for a live broker's address).
+    Accept,
+    /// Fails after the latency (the default for an address no live broker has).
+    Refuse,
+    /// Never completes.
+    Hang,
+}
+
+/// What a broker does with one request. Hooks ([`Pair::hook`]) choose it.
+pub enum Verdict {
+    /// The model applies it and answers.
+    Answer,
+    /// The model neither applies nor answers it. The connection stalls: as Kafka reads
+    /// the next request of a connection only once it answered the last one
+    /// (`SocketServer`'s `Processor` mutes the channel until the response is sent),
+    /// later requests on it are neither applied nor answered.
+    Ignore,
+    /// The model applies it; the answer never comes, and the connection stalls (see
+    /// [`Verdict::Ignore`]).
+    ApplyAndIgnore,
+    /// The model applies it, then the connection resets before the answer.
+    ApplyThenReset,
+    /// The connection resets; nothing is applied.
+    Reset,
+    /// These bytes go back instead of an answer (a whole frame, or garbage); nothing is
+    /// applied.
+    Raw(Bytes),
+    /// The model applies it and answers; these bytes are sent first.
+    AnswerAfter(Bytes),
+    /// The model applies it and answers this much later than it would.
+    Delay(Duration),
+}
+
+type Hook = Box<dyn FnMut(&Incoming, &Cluster) -> Option<Verdict>>;
+
+#[derive(Debug)]
+struct Link {
+    addr: String,
+    /// The broker behind the address (`None`: nobody).
+    node: Option<i32>,
+    /// When the pending connect completes (or fails); `None` once open, or hanging.
+    connect_at: Option<Timestamp>,
+    refuse: bool,
+    open: bool,
+    /// The broker sits on a request: nothing more on this connection is read.
+    stalled: bool,
+    to_broker: VecDeque<(Timestamp, Bytes)>,
+    to_client: VecDeque<(Timestamp, Bytes)>,
+}
+
+impl Link {
+    fn next_event(&self) -> Option<Timestamp> {
+        [
+            self.connect_at,
+            self.to_broker.front().map(|f| f.0),
+            self.to_client.front().map(|f| f.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+/// A tiny deterministic generator (xorshift64*) for latencies and chunking.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded.
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The session, the model cluster and the links between them.
+pub struct Pair {
+    /// The session under test.
+    pub session: Session,
+    /// The virtual clock.
+    pub now: Timestamp,
+    /// The model brokers.
+    pub cluster: Cluster,
+    /// One-way latency of every frame and connect.
+    pub latency: Duration,
+    /// Extra random latency, up to this much, per frame (order per direction kept).
+    pub jitter: Duration,
+    /// Deliver response frames in two pieces, split at a random point, the second a
+    /// microsecond later; and hand everything due on a connection to one
+    /// `handle_bytes` call (frames coalesced as in one socket read).
+    pub split_responses: bool,
+    /// Connect behaviour by address (else [`ConnectPolicy::Accept`] for a live broker,
+    /// [`ConnectPolicy::Refuse`] otherwise).
+    pub connect: BTreeMap<String, ConnectPolicy>,
+    /// Per mille of connects (to addresses without an explicit policy) refused, and
+    /// per mille left hanging.
+    pub connect_faults: (u64, u64),
+    /// Write Produce frames in ticket order, as a driver writing each connection from
+    /// its own task must ([`TicketSequencer`]): a frame whose turn has not come waits;
+    /// a Release, or the close of its connection, abandons a ticket.
+    pub ticket_order: bool,
+    /// Every completion, with when it came.
+    pub completions: Vec<(Timestamp, Completion)>,
+    /// Every `Output::Connect`: when, which, where.
+    pub connects: Vec<(Timestamp, ConnId, String)>,
+    /// Every `Output::Close`.
+    pub closes: Vec<(Timestamp, ConnId, CloseReason)>,
+    /// Connections the harness reset (or refused), with when.
+    pub resets: Vec<(Timestamp, ConnId)>,
+    /// Frames that reached a broker but did not decode (the test fails on any).
+    pub undecodable: Vec<String>,
+    /// The generator for jitter and chunking.
+    pub rng: Rng,
+    hooks: Vec<Hook>,
+    links: BTreeMap<ConnId, Link>,
+    tickets: BTreeSet<Ticket>,
+    /// Whether a command id was completed (to check "exactly once").
+    records_done: BTreeSet<SendId>,
+    ops_done: BTreeSet<OpId>,
+    /// Every send made through [`Pair::send`].
+    sent: BTreeSet<SendId>,
+    /// The ticket-ordering driver's sequencer and its frames waiting for their turn.
+    sequencer: TicketSequencer,
+    parked: VecDeque<(ConnId, Bytes, Ticket)>,
+    /// Steps taken without the clock moving (a session that keeps itself busy at one
+    /// instant would never let virtual time pass).
+    steps_at_now: u32,
+}
+
+/// The properties every test starts from: no linger, short timeouts for virtual time.
+pub const BASE: &[(&str, &str)] = &[("linger.ms", "0"), ("client.id", "harness")];
+
+impl Pair {
+    /// A session for `cluster`, bootstrapped at node 0's address, with [`BASE`] and then
+    /// `props` (later keys win).
+    pub fn new(cluster: Cluster, props: &[(&str, &str)]) -> Self {
+        let bootstrap = cluster.brokers[&0].addr.clone();
+        let mut all: Vec<(&str, &str)> = vec![("bootstrap.servers", bootstrap.as_str())];
+        all.extend_from_slice(BASE);
+        all.extend_from_slice(props);
+        let config = SessionConfig::from_properties(all).expect("valid configuration");
+        let now = Timestamp::from_millis(1_000);
+        let session = Session::new(config, now, 1_700_000_000_000);
+        session.assert_invariants();
+        Self {
+            session,
+            now,
+            cluster,
+            latency: Duration::from_millis(1),
+            jitter: Duration::ZERO,
+            split_responses: false,
+            connect: BTreeMap::new(),
+            connect_faults: (0, 0),
+            ticket_order: false,
+            sequencer: TicketSequencer::new(),
+            parked: VecDeque::new(),
+            completions: Vec::new(),
+            connects: Vec::new(),
+            closes: Vec::new(),
+            resets: Vec::new(),
+            undecodable: Vec::new(),
+            rng: Rng::new(1),
+            hooks: Vec::new(),
+            links: BTreeMap::new(),
+            tickets: BTreeSet::new(),
+            records_done: BTreeSet::new(),
+            ops_done: BTreeSet::new(),
+            sent: BTreeSet::new(),
+            steps_at_now: 0,
+        }
+    }
+
+    /// Adds a hook: it sees every request a broker receives, before the model applies it,
+    /// and may choose what happens (`None`: the next hook, else [`Verdict::Answer`]).
+    pub fn hook(&mut self, f: impl FnMut(&Incoming, &Cluster) -> Option<Verdict> + 'static) {
+        self.hooks.push(Box::new(f));
+    }
+
+    // ------------------------------------------------------------------ commands
+
+    /// Sends `value` to `topic`/`partition`.
+    pub fn send(&mut self, topic: &str, partition: i32, value: &str) -> SendId {
+        let record =
+            ProducerRecord::new(topic, partition, Bytes::copy_from_slice(value.as_bytes()));
+        let id = self.session.send(record, self.now);
+        assert!(self.sent.insert(id), "send ids are never reused");
+        self.pump();
+        id
+    }
+
+    /// Flushes.
+    pub fn flush(&mut self) -> OpId {
+        let op = self.session.flush(self.now);
+        self.pump();
+        op
+    }
+
+    /// Closes with `timeout`.
+    pub fn close(&mut self, timeout: Option<Duration>) -> OpId {
+        let op = self.session.close(timeout, self.now);
+        self.pump();
+        op
+    }
+
+    /// Asks for `topic`'s partition count.
+    pub fn partition_count(&mut self, topic: &str) -> OpId {
+        let op = self.session.partition_count(topic, self.now);
+        self.pump();
+        op
+    }
+
+    /// Resets `conn` now (the driver reports it disconnected).
+    pub fn reset(&mut self, conn: ConnId) {
+        if self.links.remove(&conn).is_some() {
+            self.drop_parked(conn);
+            self.resets.push((self.now, conn));
+            self.session.handle_disconnected(conn, self.now);
+            self.pump();
+        }
+    }
+
+    /// Stops broker `node`: its connections reset, new ones are refused, Metadata no
+    /// longer lists it.
+    pub fn crash(&mut self, node: i32) {
+        self.cluster.brokers.get_mut(&node).expect("node").alive = false;
+        let conns: Vec<ConnId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.node == Some(node))
+            .map(|(&c, _)| c)
+            .collect();
+        for c in conns {
+            self.reset(c);
+        }
+    }
+
+    /// Starts broker `node` again (its logs and producer state kept).
+    pub fn restart(&mut self, node: i32) {
+        self.cluster.brokers.get_mut(&node).expect("node").alive = true;
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    /// The outcome of a send, if it has one.
+    pub fn outcome(&self, id: SendId) -> Option<&Result<RecordMetadata, ProduceError>> {
+        self.completions.iter().find_map(|(_, c)| match c {
+            Completion::Record { id: i, outcome } if *i == id => Some(outcome),
+            _ => None,
+        })
+    }
+
+    /// The acknowledged metadata of a send (panics otherwise).
+    pub fn acked(&self, id: SendId) -> &RecordMetadata {
+        match self.outcome(id) {
+            Some(Ok(m)) => m,
+            other => panic!("{id:?} not acknowledged: {other:?}"),
+        }
+    }
+
+    /// When the completion of `op` came, and what it was.
+    pub fn op(&self, op: OpId) -> Option<(Timestamp, &Completion)> {
+        self.completions.iter().find_map(|(t, c)| {
+            let id = match c {
+                Completion::Flushed { op }
+                | Completion::Transaction { op, .. }
+                | Completion::PartitionCount { op, .. }
+                | Completion::Closed { op } => *op,
+                _ => return None,
+            };
+            (id == op).then_some((*t, c))
+        })
+    }
+
+    /// When the completion of `id` came.
+    pub fn done_at(&self, id: SendId) -> Option<Timestamp> {
+        self.completions.iter().find_map(|(t, c)| match c {
+            Completion::Record { id: i, .. } if *i == id => Some(*t),
+            _ => None,
+        })
+    }
+
+    /// The position of `id`'s completion in the completion stream.
+    pub fn position(&self, pred: impl Fn(&Completion) -> bool) -> Option<usize> {
+        self.completions.iter().position(|(_, c)| pred(c))
+    }
+
+    /// The open (or opening) connections, with their addresses.
+    pub fn links(&self) -> Vec<(ConnId, String)> {
+        self.links
+            .iter()
+            .map(|(&c, l)| (c, l.addr.clone()))
+            .collect()
+    }
+
+    /// Every Produce ticket handed out so far ended in one Transmit or one Release: the
+    /// tickets seen are exactly `0..n` (the core reserves them consecutively). For the
+    /// end of a test, when nothing is queued any more.
+    pub fn assert_every_ticket_ended(&self) {
+        assert!(
+            self.parked.is_empty(),
+            "frames still waiting for their ticket's turn: {:?}",
+            self.parked.iter().map(|p| p.2).collect::<Vec<_>>()
+        );
+        for (i, t) in self.tickets.iter().enumerate() {
+            assert_eq!(
+                t.seq, i as u64,
+                "ticket {i} never ended: {:?}",
+                self.tickets
+            );
+        }
+    }
+
+    /// Elapsed virtual time since `t`.
+    pub fn since(&self, t: Timestamp) -> Duration {
+        self.now.saturating_duration_since(t)
+    }
+
+    // ------------------------------------------------------------------ driving
+
+    /// Drains the session's outputs and completions, acting on each, then checks the
+    /// invariants.
+    pub fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(out) = self.session.poll_output(self.now) {
+                progressed = true;
+                self.on_output(out);
+            }
+            while let Some(c) = self.session.poll_completion() {
+                progressed = true;
+                self.on_completion(c);
+            }
+            if !progressed {
+                break;
+            }
+        }
+        self.session.assert_invariants();
+        assert_eq!(
+            self.session.connection_count(),
+            self.links.len(),
+            "the session's connections are the driver's"
+        );
+        assert!(
+            self.undecodable.is_empty(),
+            "a broker received undecodable frames: {:?}",
+            self.undecodable
+        );
+    }
+
+    fn trace(&self, what: std::fmt::Arguments<'_>) {
+        if std::env::var_os("PAIR_TRACE").is_some() {
+            eprintln!("[{:>9.3} ms] {what}", self.now.as_micros() as f64 / 1000.0);
+        }
+    }
+
+    fn on_output(&mut self, out: Output) {
+        let now = self.now;
+        match &out {
+            Output::Transmit {
+                conn,
+                frame,
+                ticket,
+            } => {
+                self.trace(format_args!(
+                    "Transmit {conn:?} {} bytes {ticket:?}",
+                    frame.len()
+                ));
+            }
+            other => self.trace(format_args!("{other:?}")),
+        }
+        match out {
+            Output::Connect { conn, addr } => {
+                assert!(!self.links.contains_key(&conn), "{conn:?} connected twice");
+                let node = self
+                    .cluster
+                    .node_at(&addr)
+                    .filter(|n| self.cluster.brokers[n].alive);
+                let default = if node.is_some() {
+                    ConnectPolicy::Accept
+                } else {
+                    ConnectPolicy::Refuse
+                };
+                let (refuse, hang) = self.connect_faults;
+                let roll = if refuse + hang > 0 {
+                    self.rng.below(1000)
+                } else {
+                    1000
+                };
+                let default = if roll < refuse {
+                    ConnectPolicy::Refuse
+                } else if roll < refuse + hang {
+                    ConnectPolicy::Hang
+                } else {
+                    default
+                };
+                let policy = self.connect.get(&addr).copied().unwrap_or(default);
+                self.connects.push((now, conn, addr.clone()));
+                self.links.insert(
+                    conn,
+                    Link {
+                        addr,
+                        node,
+                        connect_at: (policy != ConnectPolicy::Hang).then(|| now + self.latency),
+                        refuse: policy == ConnectPolicy::Refuse,
+                        open: false,
+                        stalled: false,
+                        to_broker: VecDeque::new(),
+                        to_client: VecDeque::new(),
+                    },
+                );
+            }
+            Output::Transmit {
+                conn,
+                frame,
+                ticket,
+            } => {
+                if let Some(t) = ticket {
+                    assert!(self.tickets.insert(t), "ticket {t:?} ended twice");
+                    if self.ticket_order {
+                        assert!(self.links.get(&conn).is_some_and(|l| l.open));
+                        self.parked.push_back((conn, frame, t));
+                        self.unpark();
+                        return;
+                    }
+                }
+                self.write(conn, frame);
+            }
+            Output::Release { ticket } => {
+                assert!(self.tickets.insert(ticket), "ticket {ticket:?} ended twice");
+                if self.ticket_order {
+                    self.sequencer.abandon(ticket);
+                    self.unpark();
+                }
+            }
+            Output::Close { conn, reason } => {
+                assert!(
+                    self.links.remove(&conn).is_some(),
+                    "Close of {conn:?}, which is not open ({reason})"
+                );
+                self.closes.push((now, conn, reason));
+                self.drop_parked(conn);
+            }
+        }
+    }
+
+    /// Writes the parked frames whose turn came, in ticket order.
+    fn unpark(&mut self) {
+        loop {
+            let Some(i) = self
+                .parked
+                .iter()
+                .position(|(_, _, t)| self.sequencer.may_enqueue(*t))
+            else {
+                return;
+            };
+            let (conn, frame, t) = self.parked.remove(i).expect("parked");
+            self.sequencer.enqueued(t);
+            self.write(conn, frame);
+        }
+    }
+
+    /// The connection is gone: its parked frames will never be written.
+    fn drop_parked(&mut self, conn: ConnId) {
+        if !self.ticket_order {
+            return;
+        }
+        let (gone, kept): (VecDeque<_>, VecDeque<_>) =
+            self.parked.drain(..).partition(|(c, _, _)| *c == conn);
+        self.parked = kept;
+        for (_, _, t) in gone {
+            self.sequencer.abandon(t);
+        }
+        self.unpark();
+    }
+
+    fn write(&mut self, conn: ConnId, frame: Bytes) {
+        let now = self.now;
+        let delay = self.delay();
+        let link = self
+            .links
+            .get_mut(&conn)
+            .unwrap_or_else(|| panic!("Transmit on {conn:?}, which is not open"));
+        assert!(link.open, "Transmit on {conn:?} before it was connected");
+        let at = link.to_broker.back().map_or(now, |f| f.0).max(now + delay);
+        link.to_broker.push_back((at, frame));
+    }
+
+    fn on_completion(&mut self, c: Completion) {
+        self.trace(format_args!("completion {c:?}"));
+        match &c {
+            Completion::Record { id, .. } => {
+                assert!(self.records_done.insert(*id), "{id:?} completed twice");
+            }
+            Completion::Flushed { op }
+            | Completion::Transaction { op, .. }
+            | Completion::PartitionCount { op, .. }
+            | Completion::Closed { op } => {
+                assert!(self.ops_done.insert(*op), "{op:?} completed twice");
+            }
+            other => panic!("a completion the harness does not know: {other:?}"),
+        }
+        self.completions.push((self.now, c));
+    }
+
+    fn delay(&mut self) -> Duration {
+        let jitter = self.jitter.as_micros() as u64;
+        self.latency + Duration::from_micros(self.rng.below(jitter + 1))
+    }
+
+    /// When something next happens: a link event or the session's timeout.
+    pub fn next_event(&self) -> Option<Timestamp> {
+        let links = self.links.values().filter_map(Link::next_event).min();
+        [links, self.session.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Advances the clock to the next event and handles everything due then. Returns
+    /// `false` when nothing will ever happen again.
+    pub fn step(&mut self) -> bool {
+        self.pump();
+        let Some(t) = self.next_event() else {
+            return false;
+        };
+        if t > self.now {
+            self.now = t;
+            self.steps_at_now = 0;
+        } else {
+            self.steps_at_now += 1;
+            assert!(
+                self.steps_at_now < 10_000,
+                "10000 steps at {:?} without the clock moving: a busy loop",
+                self.now
+            );
+        }
+        // Network events first, one at a time, in time order.
+        while let Some((conn, at)) = self
+            .links
+            .iter()
+            .filter_map(|(&c, l)| l.next_event().map(|t| (c, t)))
+            .min_by_key(|&(_, t)| t)
+        {
+            if at > self.now {
+                break;
+            }
+            self.link_event(conn);
+            self.pump();
+        }
+        if self.session.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.trace(format_args!("handle_timeout"));
+            self.session.handle_timeout(self.now);
+            let next = self.session.poll_timeout();
+            assert!(
+                next.is_none_or(|t| t > self.now),
+                "after handle_timeout({:?}), poll_timeout() is {next:?}",
+                self.now
+            );
+            self.pump();
+        }
+        true
+    }
+
+    fn link_event(&mut self, conn: ConnId) {
+        let now = self.now;
+        let link = self.links.get_mut(&conn).expect("link");
+        if link.connect_at.is_some_and(|t| t <= now) {
+            link.connect_at = None;
+            let refuse = link.refuse;
+            self.trace(format_args!("{conn:?} connect done (refused: {refuse})"));
+            let link = self.links.get_mut(&conn).expect("link");
+            if refuse {
+                self.links.remove(&conn);
+                self.resets.push((now, conn));
+                self.session.handle_connect_failed(conn, now);
+            } else {
+                link.open = true;
+                self.session.handle_connected(conn, now);
+            }
+            return;
+        }
+        if link.to_client.front().is_some_and(|f| f.0 <= now) {
+            let (_, mut bytes) = link.to_client.pop_front().expect("frame");
+            if self.split_responses {
+                // Split mode also coalesces: whatever else is due arrives in the same
+                // read, as a socket would hand it over.
+                let mut all = bytes.to_vec();
+                while let Some((_, more)) = link.to_client.front().filter(|f| f.0 <= now) {
+                    all.extend_from_slice(more);
+                    link.to_client.pop_front();
+                }
+                bytes = Bytes::from(all);
+            }
+            let n = bytes.len();
+            self.trace(format_args!("{conn:?} <- {n} bytes"));
+            self.session.handle_bytes(conn, &bytes, now);
+            return;
+        }
+        if link.to_broker.front().is_some_and(|f| f.0 <= now) {
+            let (_, frame) = link.to_broker.pop_front().expect("frame");
+            if link.stalled {
+                return;
+            }
+            let node = link.node.expect("an open link reaches a broker");
+            self.at_broker(conn, node, &frame);
+        }
+    }
+
+    /// A request frame (size prefix included) reached `node`.
+    fn at_broker(&mut self, conn: ConnId, node: i32, frame: &Bytes) {
+        let size = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        assert_eq!(
+            size as usize,
+            frame.len() - 4,
+            "a Transmit is one whole frame"
+        );
+        let inc = match Cluster::decode(node, conn, &frame.slice(4..)) {
+            Ok(inc) => inc,
+            Err(e) => {
+                self.undecodable.push(e);
+                return;
+            }
+        };
+        self.cluster.seen.push(broker::Seen {
+            node,
+            conn,
+            api: inc.api,
+            version: inc.version,
+        });
+        self.trace(format_args!(
+            "{conn:?} -> node {node}: {:?} v{} #{}",
+            inc.api, inc.version, inc.correlation_id
+        ));
+        let mut verdict = Verdict::Answer;
+        for hook in &mut self.hooks {
+            if let Some(v) = hook(&inc, &self.cluster) {
+                verdict = v;
+                break;
+            }
+        }
+        // With acks=0 the broker applies the Produce and never answers.
+        if let (Verdict::Answer, Req::Produce(r)) = (&verdict, &inc.req) {
+            if r.acks == 0 {
+                let _ = self.cluster.answer(&inc);
+                return;
+            }
+        }
+        let mut extra = Duration::ZERO;
+        let reply = match verdict {
+            Verdict::Delay(d) => {
+                extra = d;
+                vec![self.cluster.answer(&inc)]
+            }
+            Verdict::Answer => vec![self.cluster.answer(&inc)],
+            Verdict::Ignore => {
+                self.stall(conn);
+                Vec::new()
+            }
+            Verdict::ApplyAndIgnore => {
+                let _ = self.cluster.answer(&inc);
+                self.stall(conn);
+                Vec::new()
+            }
+            Verdict::ApplyThenReset => {
+                let _ = self.cluster.answer(&inc);
+                self.reset(conn);
+                return;
+            }
+            Verdict::Reset => {
+                self.reset(conn);
+                return;
+            }
+            Verdict::Raw(bytes) => vec![bytes],
+            Verdict::AnswerAfter(bytes) => vec![bytes, self.cluster.answer(&inc)],
+        };
+        for bytes in reply {
+            self.answer_to_client(conn, bytes, extra);
+        }
+    }
+
+    fn stall(&mut self, conn: ConnId) {
+        if let Some(link) = self.links.get_mut(&conn) {
+            link.stalled = true;
+        }
+    }
+
+    fn answer_to_client(&mut self, conn: ConnId, bytes: Bytes, extra: Duration) {
+        let delay = self.delay() + extra;
+        let split = self.split_responses && bytes.len() > 1;
+        let cut = if split {
+            1 + self.rng.below(bytes.len() as u64 - 1) as usize
+        } else {
+            bytes.len()
+        };
+        let now = self.now;
+        let Some(link) = self.links.get_mut(&conn) else {
+            return;
+        };
+        let at = link.to_client.back().map_or(now, |f| f.0).max(now + delay);
+        link.to_client.push_back((at, bytes.slice(..cut)));
+        if cut < bytes.len() {
+            // The rest a moment later, in a read of its own.
+            link.to_client
+                .push_back((at + Duration::from_micros(1), bytes.slice(cut..)));
+        }
+    }
+
+    /// Steps until `done` holds (then `true`) or `limit` of virtual time passed or nothing
+    /// is left to happen (then `false`).
+    pub fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Pair) -> bool) -> bool {
+        let end = self.now + limit;
+        loop {
+            self.pump();
+            if done(self) {
+                return true;
+            }
+            if self.next_event().is_none_or(|t| t > end) {
+                self.now = self.now.max(end);
+                self.pump();
+                return done(self);
+            }
+            self.step();
+        }
+    }
+
+    /// Steps for `d` of virtual time.
+    pub fn run_for(&mut self, d: Duration) {
+        self.run_until(d, |_| false);
+    }
+
+    /// Steps until every send so far has an outcome (panics after `limit`).
+    pub fn settle(&mut self, limit: Duration) {
+        let ok = self.run_until(limit, |p| p.unresolved().is_empty());
+        assert!(
+            ok,
+            "sends still without an outcome after {limit:?}: {:?}",
+            self.unresolved()
+        );
+    }
+
+    /// The sends without an outcome.
+    pub fn unresolved(&self) -> Vec<SendId> {
+        self.sent.difference(&self.records_done).copied().collect()
+    }
+}

@@ -1,0 +1,198 @@
+//! The command line and the summary line both `produce` examples share (kacrab-tokio's and
+//! kacrab-blocking's), so their runs compare flag for flag and line for line. Included by
+//! each with `#[path = "../../../examples/support/produce_cli.rs"] mod produce_cli;`.
+//!
+//! ```text
+//! produce --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B
+//!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T]
+//!     [--property key=value]...
+//! ```
+//!
+//! Record `i` has key `i` in decimal ASCII and a value of `B` bytes starting with `i` in
+//! decimal ASCII (padded with `.`), and goes to partition `i mod P`, so reading the topic
+//! back checks exactly-once and order. The topic must exist: nothing is created.
+//! `--linger-ms` and `--batch-size` set `linger.ms` and `batch.size`; `--property` sets any
+//! Kafka key (repeatable; a later one wins, also over the flags). At most
+//! `--max-outstanding` records (default 8192) are without an outcome at once; `--threads`
+//! (default 1) is the Tokio runtime's worker threads, or the blocking example's sending
+//! threads (each sends the records of its own partitions, in order). `--size` is an alias
+//! of `--record-size`.
+//!
+//! Progress goes to stderr every second; the last stdout line is
+//! `produce: records=N acked=A failed=F elapsed_ms=E records_per_s=R p50_ms=X p99_ms=Y`
+//! (elapsed from the first send until every record has an outcome; send-to-acknowledgement
+//! latency percentiles of the acknowledged records).
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+/// The usage line.
+pub const USAGE: &str = "usage: produce --bootstrap HOST:PORT --topic T --partitions P \
+    --records N --record-size B [--linger-ms L] [--batch-size S] [--max-outstanding M] \
+    [--threads T] [--property key=value]...";
+
+/// The parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Args {
+    /// `--bootstrap`: `bootstrap.servers`.
+    pub bootstrap: String,
+    /// `--topic`.
+    pub topic: String,
+    /// `--partitions`: at least 1.
+    pub partitions: i32,
+    /// `--records`.
+    pub records: u64,
+    /// `--record-size`: bytes per value.
+    pub record_size: usize,
+    /// `--max-outstanding`: at least 1.
+    pub max_outstanding: usize,
+    /// `--threads`: at least 1.
+    pub threads: usize,
+    /// Kafka properties from `--linger-ms`, `--batch-size` and `--property`, in order.
+    pub properties: Vec<(String, String)>,
+}
+
+impl Args {
+    /// The process's command line; on `Err`, the message to print before the usage
+    /// (empty for `--help`).
+    pub fn from_env() -> Result<Self, String> {
+        Self::parse(std::env::args().skip(1))
+    }
+
+    /// Parses flags (without the program name).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut bootstrap = None;
+        let mut topic = None;
+        let mut partitions = None;
+        let mut records = None;
+        let mut record_size = None;
+        let mut max_outstanding = 8192;
+        let mut threads = 1;
+        let mut properties = Vec::new();
+        let mut it = args.into_iter();
+        while let Some(flag) = it.next() {
+            if flag == "-h" || flag == "--help" {
+                return Err(String::new());
+            }
+            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            match flag.as_str() {
+                "--bootstrap" => bootstrap = Some(value),
+                "--topic" => topic = Some(value),
+                "--partitions" => partitions = Some(number(&flag, &value)?),
+                "--records" => records = Some(number(&flag, &value)?),
+                "--record-size" | "--size" => record_size = Some(number(&flag, &value)?),
+                "--max-outstanding" => max_outstanding = number(&flag, &value)?,
+                "--threads" => threads = number(&flag, &value)?,
+                "--linger-ms" => properties.push(("linger.ms".to_owned(), value)),
+                "--batch-size" => properties.push(("batch.size".to_owned(), value)),
+                "--property" => {
+                    let (k, v) = value
+                        .split_once('=')
+                        .filter(|(k, _)| !k.is_empty())
+                        .ok_or_else(|| format!("--property {value}: expected key=value"))?;
+                    properties.push((k.to_owned(), v.to_owned()));
+                }
+                other => return Err(format!("unknown flag {other}")),
+            }
+        }
+        let missing = |name: &str| format!("{name} is required");
+        let args = Self {
+            bootstrap: bootstrap.ok_or_else(|| missing("--bootstrap"))?,
+            topic: topic.ok_or_else(|| missing("--topic"))?,
+            partitions: partitions.ok_or_else(|| missing("--partitions"))?,
+            records: records.ok_or_else(|| missing("--records"))?,
+            record_size: record_size.ok_or_else(|| missing("--record-size"))?,
+            max_outstanding,
+            threads,
+            properties,
+        };
+        if args.partitions < 1 {
+            return Err("--partitions must be at least 1".into());
+        }
+        if args.max_outstanding < 1 || args.threads < 1 {
+            return Err("--max-outstanding and --threads must be at least 1".into());
+        }
+        Ok(args)
+    }
+
+    /// The producer's properties: `bootstrap.servers`, `client.id`, then the flags'.
+    pub fn producer_properties<'a>(&'a self, client_id: &'a str) -> Vec<(&'a str, &'a str)> {
+        let mut props = vec![
+            ("bootstrap.servers", self.bootstrap.as_str()),
+            ("client.id", client_id),
+        ];
+        props.extend(
+            self.properties
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        props
+    }
+
+    /// Record `i`'s partition.
+    pub fn partition(&self, i: u64) -> i32 {
+        (i % self.partitions as u64) as i32
+    }
+
+    /// Record `i`'s key.
+    pub fn key(i: u64) -> String {
+        i.to_string()
+    }
+
+    /// Record `i`'s value: `record_size` bytes starting with `i` in decimal ASCII, padded
+    /// with `.`.
+    pub fn value(&self, i: u64) -> Vec<u8> {
+        let mut v = i.to_string().into_bytes();
+        if v.len() < self.record_size {
+            v.resize(self.record_size, b'.');
+        }
+        v
+    }
+}
+
+/// A progress line for stderr.
+pub fn progress(elapsed: Duration, records: u64, acked: u64, failed: u64) -> String {
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    format!(
+        "produce: {:.0}s acked={acked}/{records} failed={failed} ({:.0} records/s)",
+        secs,
+        acked as f64 / secs
+    )
+}
+
+/// The summary line; `latencies_us` are the acknowledged records' send-to-ack latencies
+/// in microseconds, in any order.
+pub fn summary(
+    records: u64,
+    acked: u64,
+    failed: u64,
+    elapsed: Duration,
+    latencies_us: &mut [u32],
+) -> String {
+    latencies_us.sort_unstable();
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    format!(
+        "produce: records={records} acked={acked} failed={failed} elapsed_ms={} \
+         records_per_s={:.0} p50_ms={:.1} p99_ms={:.1}",
+        elapsed.as_millis(),
+        records as f64 / secs,
+        percentile_ms(latencies_us, 50.0),
+        percentile_ms(latencies_us, 99.0),
+    )
+}
+
+/// The `p`th percentile of `sorted` microseconds, in milliseconds (nearest rank).
+fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    f64::from(sorted[rank.clamp(1, sorted.len()) - 1]) / 1000.0
+}
+
+fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag}: not a number: {value}"))
+}
