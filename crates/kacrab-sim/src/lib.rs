@@ -8,8 +8,9 @@
 //!   [`Producer`](kacrab_idempotence::Producer) exactly as a real driver does.
 //! * [`faults`]: what the network and brokers lie about, drawn at configurable rates or
 //!   scripted.
-//! * [`checker`]: the properties (exactly once, in order, every record resolved once,
-//!   gap-free sequences on the wire, offsets as logged).
+//! * [`oracle`]: the record encoding, the outcome type and the log-side check shared
+//!   with the adapter suite; [`checker`]: the properties (exactly once, in order, every
+//!   record resolved once, gap-free sequences on the wire, offsets as logged).
 //! * [`scenario`]: a whole run (chaos phase, quiet phase, liveness probes) and its
 //!   [`Report`].
 //! * [`ops`]: decodes an arbitrary byte string into a scripted run, for fuzzing.
@@ -30,6 +31,7 @@ pub mod faults;
 pub mod log;
 pub mod net;
 pub mod ops;
+pub mod oracle;
 mod replica;
 mod replication;
 pub mod rng;
