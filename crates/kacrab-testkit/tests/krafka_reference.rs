@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer};
 use krafka::producer::{Acks, Producer};
 use krafka::{Kafka, Record};
 
@@ -88,6 +88,20 @@ fn factory(pairs: &[(&str, &str)]) -> Result<Box<dyn TestProducer>, String> {
     }))
 }
 
+/// What krafka says of a failed record's fate: a delivery timeout carries the flag; a
+/// non-retriable broker error answered the attempt that failed the batch without an
+/// append; anything else claims nothing (possibly written).
+fn reference_possibly_written(e: &krafka::error::KrafkaError) -> bool {
+    use krafka::error::KrafkaError;
+    match e {
+        KrafkaError::DeliveryTimeout {
+            possibly_written, ..
+        } => *possibly_written,
+        KrafkaError::Broker { code, .. } => code.is_retriable(),
+        _ => true,
+    }
+}
+
 impl TestProducer for Krafka {
     fn send(&self, topic: &str, partition: i32, key: Bytes, value: Bytes) -> Delivery {
         let record = Record::new(topic.to_string(), value)
@@ -102,10 +116,16 @@ impl TestProducer for Krafka {
                             partition: m.partition,
                             offset: (m.offset >= 0).then_some(m.offset),
                         })
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| {
+                            let possibly_written = reference_possibly_written(&e);
+                            DeliveryFailure::new(e, possibly_written)
+                        })
                 }))
             }
-            Err(e) => Delivery(Box::new(move || Err(format!("enqueue: {e}")))),
+            Err(e) => {
+                let f = DeliveryFailure::new(format!("enqueue: {e}"), false);
+                Delivery(Box::new(move || Err(f)))
+            }
         }
     }
 
