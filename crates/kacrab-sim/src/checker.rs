@@ -393,21 +393,17 @@ impl Checker {
                             LogEntry::Marker(_) => None,
                         });
                         for r in removed.clone().flatten() {
-                            let Some((_, idx)) = r.value.as_deref().and_then(decode_value)
-                            else {
+                            let Some((_, idx)) = r.value.as_deref().and_then(decode_value) else {
                                 continue;
                             };
                             let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
-                            if r.producer_id >= 0 && self.logged_sequences.get(&key) == Some(&idx)
-                            {
+                            if r.producer_id >= 0 && self.logged_sequences.get(&key) == Some(&idx) {
                                 self.logged_sequences.remove(&key);
                             }
                         }
                         self.oracle.on_truncated(
                             gp,
-                            removed
-                                .flatten()
-                                .map(|r| (r.offset, r.value.as_deref())),
+                            removed.flatten().map(|r| (r.offset, r.value.as_deref())),
                         );
                     }
                 }

@@ -34,8 +34,22 @@ fn encoding_round_trips_and_rejects_garbage() {
     assert_eq!(decode_value(&v), Some((3, 77)));
     assert_eq!(decode_value(&encode_key(3, 77)), Some((3, 77)));
     assert_eq!(&encode_value(12, 3456, 2)[..], b"12:3456");
-    for bad in [&b""[..], b"3", b":1", b"3:", b"3:7x", b"a:1", b"3:7.x", b"-1:2"] {
-        assert_eq!(decode_value(bad), None, "{:?}", String::from_utf8_lossy(bad));
+    for bad in [
+        &b""[..],
+        b"3",
+        b":1",
+        b"3:",
+        b"3:7x",
+        b"a:1",
+        b"3:7.x",
+        b"-1:2",
+    ] {
+        assert_eq!(
+            decode_value(bad),
+            None,
+            "{:?}",
+            String::from_utf8_lossy(bad)
+        );
     }
 }
 
@@ -52,7 +66,12 @@ fn a_clean_run_finds_nothing() {
     let (mut o, log) = logged(5);
     o.scan_log(0, &log);
     for i in 0..4u32 {
-        o.on_outcome(RecordId(u64::from(i)), Some(0), Outcome::Delivered, Some(i64::from(i)));
+        o.on_outcome(
+            RecordId(u64::from(i)),
+            Some(0),
+            Outcome::Delivered,
+            Some(i64::from(i)),
+        );
     }
     o.on_outcome(
         RecordId(4),
@@ -65,7 +84,10 @@ fn a_clean_run_finds_nothing() {
     o.check_all_resolved();
     assert_eq!(o.take_findings(), vec![]);
     let t = o.tally(None);
-    assert_eq!((t.records, t.acked, t.failed, t.failed_in_log), (5, 4, 1, 1));
+    assert_eq!(
+        (t.records, t.acked, t.failed, t.failed_in_log),
+        (5, 4, 1, 1)
+    );
     assert_eq!(t.failed_not_written, 0);
 }
 

@@ -169,12 +169,7 @@ mod tests {
     const B: usize = 12;
 
     fn rec(offset: i64, i: u64) -> LogRecord {
-        LogRecord::of(
-            offset,
-            record_partition(i, P) as u32,
-            record_index(i, P),
-            B,
-        )
+        LogRecord::of(offset, record_partition(i, P) as u32, record_index(i, P), B)
     }
 
     /// `n` records, all acked at the offsets a perfect broker would give them.
@@ -226,7 +221,10 @@ mod tests {
     fn a_perfect_run_passes() {
         let (o, l) = perfect(100);
         let s = check(&o, &l, &Expect::strict(P, B)).unwrap();
-        assert_eq!((s.records, s.acked, s.failed, s.log_records), (100, 100, 0, 100));
+        assert_eq!(
+            (s.records, s.acked, s.failed, s.log_records),
+            (100, 100, 0, 100)
+        );
     }
 
     #[test]
@@ -236,7 +234,10 @@ mod tests {
         let next = log.len() as i64;
         log.push(rec(next, 4));
         let e = err(&o, &l);
-        assert!(e.contains("(Duplicate): 1 (first: p1: record #1 (id 4)"), "{e}");
+        assert!(
+            e.contains("(Duplicate): 1 (first: p1: record #1 (id 4)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -338,7 +339,9 @@ mod tests {
             "{e}"
         );
         assert!(
-            e.contains("(OffsetMismatch): 1 (first: p2: record #2 acked at Some(0), logged at Some(2))"),
+            e.contains(
+                "(OffsetMismatch): 1 (first: p2: record #2 acked at Some(0), logged at Some(2))"
+            ),
             "{e}"
         );
     }
@@ -377,7 +380,10 @@ mod tests {
         let (o, mut l) = perfect(300);
         l.get_mut(&0).unwrap().clear();
         let e = err(&o, &l);
-        assert!(e.contains("(Lost): 100 (first: p0: record #0 (id 0)"), "{e}");
+        assert!(
+            e.contains("(Lost): 100 (first: p0: record #0 (id 0)"),
+            "{e}"
+        );
         assert!(e.contains("; ...)"), "{e}");
         assert!(e.lines().count() < 5, "{e}");
     }

@@ -510,7 +510,12 @@ fn send_txn_records(
         let key = format!("{label}-{i}");
         let value = format!("{label}:{i}");
         txn.sent.push((partition, key.clone()));
-        let d = producer.send(topic, partition, Bytes::from(key.clone()), Bytes::from(value));
+        let d = producer.send(
+            topic,
+            partition,
+            Bytes::from(key.clone()),
+            Bytes::from(value),
+        );
         pending.push((key, d));
     }
     pending
@@ -1088,8 +1093,7 @@ mod tests {
 
     #[test]
     fn parses_consumer_output() {
-        let logs =
-            parse_consumed("1\t0\t1:0\t1:0.\n0\t1\t6\t6\tx\n0\t0\t0:0\t0:0.\n").unwrap();
+        let logs = parse_consumed("1\t0\t1:0\t1:0.\n0\t1\t6\t6\tx\n0\t0\t0:0\t0:0.\n").unwrap();
         assert_eq!(logs[&0][0], LogRecord::of(0, 0, 0, 4));
         assert_eq!(&logs[&0][1].value[..], b"6\tx");
         assert_eq!(logs[&1].len(), 1);

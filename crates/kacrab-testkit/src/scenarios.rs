@@ -764,7 +764,10 @@ pub fn failed_written_or_not(factory: Factory) -> Result<Report, String> {
     let shape = Shape {
         all_acked: false,
         min_faults: 2,
-        props: vec![("request.timeout.ms", "500"), ("delivery.timeout.ms", "1500")],
+        props: vec![
+            ("request.timeout.ms", "500"),
+            ("delivery.timeout.ms", "1500"),
+        ],
         ..Shape::default()
     };
     let report = run_fake(NAME, factory, shape, no_setup, |ctx, k| {
