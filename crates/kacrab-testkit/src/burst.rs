@@ -12,8 +12,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::checker::{record_key, record_partition, record_value};
-use crate::{DeliveryFailure, DeliveryReport, TestProducer};
+use crate::checker::{record_key, record_partition, record_value, SendResult};
+use crate::TestProducer;
 
 /// A burst of records.
 #[derive(Clone, Debug)]
@@ -47,7 +47,7 @@ pub enum Step {
 #[derive(Debug)]
 pub struct BurstResult {
     /// One result per record sent, by record index.
-    pub outcomes: Vec<Result<DeliveryReport, DeliveryFailure>>,
+    pub outcomes: Vec<SendResult>,
     /// Time spent sending (hooks and pauses included).
     pub send_time: Duration,
     /// Time `flush` took.
@@ -69,7 +69,7 @@ const DONE: u8 = 4;
 struct Progress {
     phase: AtomicU8,
     sent: AtomicU64,
-    outcomes: Mutex<Vec<Result<DeliveryReport, DeliveryFailure>>>,
+    outcomes: Mutex<Vec<SendResult>>,
 }
 
 /// The default deadline, overridable with `KACRAB_TESTKIT_DEADLINE_S`.
@@ -221,7 +221,7 @@ fn drive(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Delivery;
+    use crate::{Delivery, DeliveryReport};
     use bytes::Bytes;
 
     /// Acks everything at once; or, if `hang`, never resolves a delivery.

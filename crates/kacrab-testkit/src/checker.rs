@@ -55,8 +55,11 @@ pub fn record_value(i: u64, partitions: i32, size: usize) -> Bytes {
     )
 }
 
+/// What one send's waiter returned.
+pub type SendResult = Result<DeliveryReport, DeliveryFailure>;
+
 /// The oracle's outcome for one send's result.
-pub fn outcome(result: &Result<DeliveryReport, DeliveryFailure>) -> Outcome {
+pub fn outcome(result: &SendResult) -> Outcome {
     match result {
         Ok(_) => Outcome::Delivered,
         Err(f) => Outcome::Failed {
@@ -94,7 +97,7 @@ const SHOW: usize = 8;
 /// order). Returns the oracle's totals, or a readable report naming the first offending
 /// records of each kind.
 pub fn check(
-    results: &[Result<DeliveryReport, DeliveryFailure>],
+    results: &[SendResult],
     logs: &BTreeMap<i32, Vec<LogRecord>>,
     expect: &Expect,
 ) -> Result<Tally, String> {
@@ -173,12 +176,7 @@ mod tests {
     }
 
     /// `n` records, all acked at the offsets a perfect broker would give them.
-    fn perfect(
-        n: u64,
-    ) -> (
-        Vec<Result<DeliveryReport, DeliveryFailure>>,
-        BTreeMap<i32, Vec<LogRecord>>,
-    ) {
+    fn perfect(n: u64) -> (Vec<SendResult>, BTreeMap<i32, Vec<LogRecord>>) {
         let mut logs: BTreeMap<i32, Vec<LogRecord>> = BTreeMap::new();
         let mut outcomes = Vec::new();
         for i in 0..n {
@@ -194,10 +192,7 @@ mod tests {
         (outcomes, logs)
     }
 
-    fn err(
-        outcomes: &[Result<DeliveryReport, DeliveryFailure>],
-        logs: &BTreeMap<i32, Vec<LogRecord>>,
-    ) -> String {
+    fn err(outcomes: &[SendResult], logs: &BTreeMap<i32, Vec<LogRecord>>) -> String {
         check(outcomes, logs, &Expect::strict(P, B)).expect_err("the check must fail")
     }
 
