@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use bytes::Bytes;
 use driver::{Id, MioProducer};
 use kacrab_driver::{Completion, OpId, ProducerRecord, Session, SessionConfig, Timestamp};
-use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer};
 
 /// The example driver as the testkit drives it.
 struct Mio(MioProducer);
@@ -45,8 +45,11 @@ impl TestProducer for Mio {
                     partition: md.partition,
                     offset: md.offset,
                 })
-                .map_err(|e| e.to_string()),
-            other => Err(format!("no outcome for the record: {other:?}")),
+                .map_err(|e| DeliveryFailure::new(&e, e.possibly_written())),
+            other => Err(DeliveryFailure::new(
+                format!("no outcome for the record: {other:?}"),
+                true,
+            )),
         }))
     }
 
@@ -164,7 +167,7 @@ fn a_producer_dropped_without_close_fails_what_is_left() {
         .recv_timeout(Duration::from_secs(10))
         .expect("an outcome soon after the drop");
     let error = outcome.expect_err("never acknowledged");
-    assert!(error.contains("possibly written: true"), "{error}");
+    assert!(error.possibly_written, "{error}");
 }
 
 /// A refused connect is reported at once (mio signals it as a writable event with a

@@ -1,9 +1,14 @@
-//! The oracle: it watches what the application sent, what went on the wire, what
-//! the logs hold and what the producer reported, and checks the idempotent
+//! The simulator's checker: it watches what the application sent, what went on the
+//! wire, what the logs hold and what the producer reported, and checks the idempotent
 //! producer's promises after every step.
 //!
-//! Every record's value encodes its (global partition, index within the partition),
-//! so a log entry maps back to the [`RecordId`] the producer returned for it.
+//! Every record's value encodes its (global partition, index within the partition)
+//! (see [`crate::oracle`]), so a log entry maps back to the [`RecordId`] the producer
+//! returned for it. The log-side properties (a), (b), (c), (d), (g), (h) are the
+//! [`LogOracle`]'s, the same code the adapter suite checks FakeBroker and real Kafka
+//! with; this module adds what only a simulator can see: the wire (e), the journal of
+//! every append and truncation as it happens, failure reasons, the fatal policy, and
+//! violations stamped with the step and virtual time.
 //!
 //! Properties:
 //! * (a) every acknowledged record is in its partition's log, exactly once, in send
@@ -34,69 +39,15 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use bytes::{BufMut, Bytes, BytesMut};
 use kacrab_idempotence::{
     DeliveryError, Event, ProduceRequest, RecordId, RequestId, Timestamp, TopicPartition,
 };
 
 use crate::batch;
 use crate::broker::PartitionState;
-use crate::log::{LogChange, LogEntry, LoggedRecord};
-
-/// Encodes a record value naming (global partition, index), padded to `size` bytes.
-#[must_use]
-pub fn encode_value(partition: u32, index: u32, size: usize) -> Bytes {
-    let mut b = BytesMut::with_capacity(size.max(8));
-    b.put_u32(partition);
-    b.put_u32(index);
-    b.resize(size.max(8), 0);
-    b.freeze()
-}
-
-/// Reads (global partition, index) back from a record value.
-#[must_use]
-pub fn decode_value(value: &[u8]) -> Option<(u32, u32)> {
-    let p = u32::from_be_bytes(value.get(0..4)?.try_into().ok()?);
-    let i = u32::from_be_bytes(value.get(4..8)?.try_into().ok()?);
-    Some((p, i))
-}
-
-/// What went wrong.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ViolationKind {
-    /// (b) A record appears twice in a log.
-    Duplicate,
-    /// (a)/(d) A record appears after a record sent later.
-    Reordered,
-    /// (a) An acknowledged record is not in the log.
-    Lost,
-    /// (g) The acknowledged offset is not the record's log offset.
-    OffsetMismatch,
-    /// (c) A record got a second outcome.
-    ResolvedTwice,
-    /// (c) A record never got an outcome.
-    Unresolved,
-    /// An outcome names a record in the wrong partition, or an unknown one.
-    WrongRecord,
-    /// (e) A wire sequence run does not start at 0, skips, or reuses a sequence.
-    WireSequence,
-    /// (h) A record failed as "not written" is in the log.
-    FailedButWritten,
-    /// (f) The producer did not drain once faults stopped.
-    Liveness,
-    /// The producer went fatal (the model brokers never send a fatal error).
-    Fatal,
-    /// The core rejected an input the driver had every right to give, or asked for
-    /// something inconsistent.
-    Protocol,
-    /// `poll_timeout` stayed in the past after `handle_timeout` (a busy loop).
-    TimerStuck,
-    /// A batch on the wire could not be decoded by the model broker's reader.
-    BadBatch,
-    /// A transactional property: a committed transaction not visible exactly once and
-    /// in order to `read_committed`, an aborted one visible, a transaction left half.
-    Transaction,
-}
+use crate::log::{LogChange, LogEntry};
+use crate::oracle::LogOracle;
+pub use crate::oracle::{decode_value, encode_value, Outcome, RecordState, Tally, ViolationKind};
 
 /// One property violation, with when it was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,44 +75,6 @@ impl fmt::Display for Violation {
     }
 }
 
-/// A record's outcome as the producer reported it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// No outcome yet.
-    Pending,
-    /// `Event::Delivered`.
-    Delivered,
-    /// `Event::Failed`.
-    Failed {
-        /// As reported.
-        possibly_written: bool,
-    },
-}
-
-/// Everything known about one record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordState {
-    /// Global partition index.
-    pub partition: u32,
-    /// Index within the partition (send order).
-    pub index: u32,
-    /// The first outcome reported.
-    pub outcome: Outcome,
-    /// How many outcomes were reported (1 is right).
-    pub resolutions: u32,
-    /// How many times it is in the log (0 or 1 is right).
-    pub log_count: u32,
-    /// Its offset in the log (first occurrence).
-    pub log_offset: Option<i64>,
-    /// The offset the producer reported for it.
-    pub acked_offset: Option<i64>,
-    /// It was logged after a record sent later.
-    pub out_of_order: bool,
-    /// It was logged out of order by a late request of a retired producer id, not yet
-    /// acknowledged (see property (d)): acknowledging it is a violation.
-    pub retired_write: bool,
-}
-
 /// One batch as seen on the wire.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireBatch {
@@ -185,29 +98,6 @@ pub struct WireBatch {
     pub first_index: u32,
 }
 
-/// Totals over the records (one partition or all).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Records accepted by `send`.
-    pub records: u64,
-    /// Delivered.
-    pub acked: u64,
-    /// Failed.
-    pub failed: u64,
-    /// No outcome yet.
-    pub pending: u64,
-    /// Records in the log more than once.
-    pub duplicates: u64,
-    /// Acknowledged records logged out of send order.
-    pub reordered: u64,
-    /// Acknowledged records absent from the log.
-    pub lost: u64,
-    /// Failed records that are in the log nevertheless (allowed once).
-    pub failed_in_log: u64,
-    /// Data records in the log.
-    pub log_records: u64,
-}
-
 /// Whether the producer going fatal is a violation of the run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FatalPolicy {
@@ -225,16 +115,11 @@ const MAX_KEPT: usize = 64;
 /// The oracle. See the module documentation.
 #[derive(Clone, Debug, Default)]
 pub struct Checker {
-    tps: Vec<TopicPartition>,
     index_of: BTreeMap<TopicPartition, u32>,
-    records: Vec<RecordState>,
-    by_index: Vec<Vec<RecordId>>,
+    /// The log-side properties (a), (b), (c), (d), (g), (h): the oracle the adapter
+    /// suite checks FakeBroker and real Kafka with.
+    oracle: LogOracle,
     scanned: Vec<usize>,
-    max_in_log: Vec<Option<u32>>,
-    /// The producer id that appended the record at `max_in_log`.
-    max_in_log_producer: Vec<i64>,
-    /// Records appended out of order under a retired producer id (see property (d)).
-    retired_producer_writes: u64,
     wire_runs: BTreeMap<(u32, i64, i16), Vec<u32>>,
     /// (partition, producer id, epoch, sequence) → index of the record appended with it.
     logged_sequences: BTreeMap<(u32, i64, i16, i32), u32>,
@@ -247,7 +132,6 @@ pub struct Checker {
     fatal_policy: FatalPolicy,
     /// The fatal error the producer reported, if any.
     fatal: Option<String>,
-    truncated_records: u64,
 }
 
 impl Checker {
@@ -272,14 +156,21 @@ impl Checker {
             .enumerate()
             .map(|(i, tp)| (tp, i as u32))
             .collect();
+        let oracle = LogOracle::new(tps.iter().map(ToString::to_string).collect());
         Self {
-            tps,
             index_of,
-            by_index: vec![Vec::new(); n],
+            oracle,
             scanned: vec![0; n],
-            max_in_log: vec![None; n],
-            max_in_log_producer: vec![-1; n],
             ..Self::default()
+        }
+    }
+
+    /// Moves the oracle's findings into the stamped violations.
+    fn absorb(&mut self) {
+        if self.oracle.has_findings() {
+            for f in self.oracle.take_findings() {
+                self.violation(f.kind, f.detail);
+            }
         }
     }
 
@@ -317,7 +208,7 @@ impl Checker {
     /// The index the next record sent to `partition` gets.
     #[must_use]
     pub fn next_index(&self, partition: usize) -> u32 {
-        self.by_index[partition].len() as u32
+        self.oracle.next_index(partition)
     }
 
     /// The global index of a partition.
@@ -328,46 +219,32 @@ impl Checker {
 
     /// The application's `send` returned `id` for the record `(partition, index)`.
     pub fn on_sent(&mut self, id: RecordId, partition: usize, index: u32) {
-        if id.0 != self.records.len() as u64 {
+        let (expected, assigned) = self.oracle.on_sent(partition);
+        if id != expected {
             self.violation(
                 ViolationKind::Protocol,
-                format!(
-                    "record id {id} assigned out of order (expected {})",
-                    self.records.len()
-                ),
+                format!("record id {id} assigned out of order (expected {expected})"),
             );
         }
-        debug_assert_eq!(index as usize, self.by_index[partition].len());
-        self.by_index[partition].push(id);
-        self.records.push(RecordState {
-            partition: partition as u32,
-            index,
-            outcome: Outcome::Pending,
-            resolutions: 0,
-            log_count: 0,
-            log_offset: None,
-            acked_offset: None,
-            out_of_order: false,
-            retired_write: false,
-        });
+        debug_assert_eq!(index, assigned);
     }
 
     /// Every record sent, by [`RecordId`].
     #[must_use]
     pub fn records(&self) -> &[RecordState] {
-        &self.records
+        self.oracle.records()
     }
 
     /// The record ids sent to `partition`, in send order.
     #[must_use]
     pub fn sent_to(&self, partition: usize) -> &[RecordId] {
-        &self.by_index[partition]
+        self.oracle.sent_to(partition)
     }
 
     /// The state of record `id`.
     #[must_use]
     pub fn record(&self, id: RecordId) -> Option<&RecordState> {
-        self.records.get(usize::try_from(id.0).ok()?)
+        self.oracle.record(id)
     }
 
     /// Failed records by reason (delivery timeout, or the broker's error name).
@@ -500,27 +377,39 @@ impl Checker {
                                     self.logged_sequences.insert(key, idx);
                                 }
                             }
-                            self.on_logged(gp, r.offset, r.producer_id, r.value.as_deref());
+                            self.oracle.on_logged(
+                                gp,
+                                r.offset,
+                                r.producer_id,
+                                r.key.as_deref(),
+                                r.value.as_deref(),
+                            );
                         }
                     }
                     LogChange::Appended(LogEntry::Marker(_)) => {}
                     LogChange::Truncated(entries) => {
-                        for entry in entries {
-                            let LogEntry::Batch(b) = entry else { continue };
-                            for r in &b.records {
-                                self.on_truncated(gp, r);
+                        let removed = entries.iter().filter_map(|e| match e {
+                            LogEntry::Batch(b) => Some(&b.records),
+                            LogEntry::Marker(_) => None,
+                        });
+                        for r in removed.clone().flatten() {
+                            let Some((_, idx)) = r.value.as_deref().and_then(decode_value) else {
+                                continue;
+                            };
+                            let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
+                            if r.producer_id >= 0 && self.logged_sequences.get(&key) == Some(&idx) {
+                                self.logged_sequences.remove(&key);
                             }
                         }
-                        self.max_in_log[gp] = self.by_index[gp]
-                            .iter()
-                            .rev()
-                            .map(|rid| &self.records[rid.0 as usize])
-                            .find(|r| r.log_count > 0)
-                            .map(|r| r.index);
+                        self.oracle.on_truncated(
+                            gp,
+                            removed.flatten().map(|r| (r.offset, r.value.as_deref())),
+                        );
                     }
                 }
             }
         }
+        self.absorb();
     }
 
     /// Records appended behind records of a newer producer id by a request of a
@@ -528,114 +417,13 @@ impl Checker {
     /// acknowledged.
     #[must_use]
     pub fn retired_producer_writes(&self) -> u64 {
-        self.retired_producer_writes
-    }
-
-    /// A record of partition `gp` left the log (truncated by a failover).
-    fn on_truncated(&mut self, gp: usize, r: &LoggedRecord) {
-        self.truncated_records += 1;
-        let Some((p, idx)) = r.value.as_deref().and_then(decode_value) else {
-            return;
-        };
-        let Some(&rid) = (p as usize == gp)
-            .then(|| self.by_index[gp].get(idx as usize))
-            .flatten()
-        else {
-            return;
-        };
-        if r.producer_id >= 0 {
-            let key = (gp as u32, r.producer_id, r.producer_epoch, r.sequence);
-            if self.logged_sequences.get(&key) == Some(&idx) {
-                self.logged_sequences.remove(&key);
-            }
-        }
-        let tp = self.tps[gp].clone();
-        let rec = &mut self.records[rid.0 as usize];
-        rec.log_count = rec.log_count.saturating_sub(1);
-        if rec.log_offset == Some(r.offset) {
-            rec.log_offset = None;
-        }
-        if rec.outcome == Outcome::Delivered {
-            self.violation(
-                ViolationKind::Lost,
-                format!(
-                    "{tp}: record #{idx} (id {rid}) acknowledged, then truncated from offset {} by a failover",
-                    r.offset
-                ),
-            );
-        }
+        self.oracle.retired_producer_writes()
     }
 
     /// Records truncated from a leader's log by failovers so far.
     #[must_use]
     pub fn truncated_records(&self) -> u64 {
-        self.truncated_records
-    }
-
-    fn on_logged(&mut self, gp: usize, offset: i64, producer_id: i64, value: Option<&[u8]>) {
-        let tp = self.tps[gp].clone();
-        let Some((p, idx)) = value.and_then(decode_value) else {
-            self.violation(
-                ViolationKind::WrongRecord,
-                format!("{tp}@{offset}: undecodable value"),
-            );
-            return;
-        };
-        let Some(&rid) = (p as usize == gp)
-            .then(|| self.by_index[gp].get(idx as usize))
-            .flatten()
-        else {
-            self.violation(
-                ViolationKind::WrongRecord,
-                format!("{tp}@{offset}: record p{p}#{idx} was never sent here"),
-            );
-            return;
-        };
-        let max = self.max_in_log[gp];
-        let rec = &mut self.records[rid.0 as usize];
-        rec.log_count += 1;
-        let count = rec.log_count;
-        let outcome = rec.outcome;
-        if count > 1 {
-            self.violation(
-                ViolationKind::Duplicate,
-                format!("{tp}: record #{idx} (id {rid}) logged again at offset {offset}"),
-            );
-            return;
-        }
-        rec.log_offset = Some(offset);
-        let newer_producer = self.max_in_log_producer[gp];
-        if max.is_some_and(|m| m > idx) {
-            rec.out_of_order = true;
-            let retired = producer_id >= 0 && producer_id < newer_producer;
-            if retired && outcome != Outcome::Delivered {
-                rec.retired_write = true;
-                self.retired_producer_writes += 1;
-            } else {
-                self.violation(
-                    ViolationKind::Reordered,
-                    format!(
-                        "{tp}: record #{idx} logged at offset {offset} after record #{}",
-                        max.unwrap_or_default()
-                    ),
-                );
-            }
-        } else {
-            self.max_in_log_producer[gp] = producer_id;
-        }
-        self.max_in_log[gp] = Some(max.map_or(idx, |m| m.max(idx)));
-        if outcome
-            == (Outcome::Failed {
-                possibly_written: false,
-            })
-        {
-            self.violation(
-                ViolationKind::FailedButWritten,
-                format!(
-                    "{tp}: record #{idx} (id {rid}) failed as not written, then logged at {offset}"
-                ),
-            );
-        }
+        self.oracle.truncated_records()
     }
 
     /// An event the producer reported: properties (a), (c), (g), (h).
@@ -646,9 +434,11 @@ impl Checker {
                 records,
                 base_offset,
             } => {
+                let gp = self.partition_index(partition).map(|p| p as usize);
                 for (i, &rid) in records.iter().enumerate() {
                     let expected = base_offset.map(|b| b + i as i64);
-                    self.resolve(partition, rid, Outcome::Delivered, expected);
+                    self.oracle
+                        .on_outcome(rid, gp, Outcome::Delivered, expected);
                 }
             }
             Event::Failed {
@@ -666,11 +456,12 @@ impl Checker {
                     other => other.to_string(),
                 };
                 *self.failure_reasons.entry(reason).or_default() += records.len() as u64;
+                let gp = self.partition_index(partition).map(|p| p as usize);
+                let outcome = Outcome::Failed {
+                    possibly_written: *possibly_written,
+                };
                 for &rid in records {
-                    let outcome = Outcome::Failed {
-                        possibly_written: *possibly_written,
-                    };
-                    self.resolve(partition, rid, outcome, None);
+                    self.oracle.on_outcome(rid, gp, outcome, None);
                 }
             }
             Event::Fatal { error } => {
@@ -684,141 +475,27 @@ impl Checker {
             }
             Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
         }
-    }
-
-    fn resolve(
-        &mut self,
-        tp: &TopicPartition,
-        rid: RecordId,
-        outcome: Outcome,
-        offset: Option<i64>,
-    ) {
-        let gp = self.partition_index(tp);
-        let Some(rec) = usize::try_from(rid.0)
-            .ok()
-            .and_then(|i| self.records.get_mut(i))
-        else {
-            self.violation(
-                ViolationKind::WrongRecord,
-                format!("{tp}: outcome for unknown record {rid}"),
-            );
-            return;
-        };
-        if gp != Some(rec.partition) {
-            let owner = rec.partition;
-            self.violation(
-                ViolationKind::WrongRecord,
-                format!("{tp}: outcome for record {rid} of partition {owner}"),
-            );
-            return;
-        }
-        rec.resolutions += 1;
-        if rec.resolutions > 1 {
-            let first = rec.outcome;
-            self.violation(
-                ViolationKind::ResolvedTwice,
-                format!("{tp}: record {rid} resolved again as {outcome:?} (first {first:?})"),
-            );
-            return;
-        }
-        rec.outcome = outcome;
-        rec.acked_offset = offset;
-        let (idx, log_offset, logged) = (rec.index, rec.log_offset, rec.log_count > 0);
-        let retired_write = rec.retired_write;
-        match outcome {
-            Outcome::Delivered => {
-                if retired_write {
-                    self.violation(
-                        ViolationKind::Reordered,
-                        format!("{tp}: record #{idx} (id {rid}) acknowledged, logged out of order at {log_offset:?}"),
-                    );
-                }
-                if !logged {
-                    self.violation(
-                        ViolationKind::Lost,
-                        format!("{tp}: record #{idx} (id {rid}) acknowledged, not in the log"),
-                    );
-                } else if offset.is_some_and(|o| Some(o) != log_offset) {
-                    self.violation(
-                        ViolationKind::OffsetMismatch,
-                        format!(
-                            "{tp}: record #{idx} acked at {offset:?}, logged at {log_offset:?}"
-                        ),
-                    );
-                }
-            }
-            Outcome::Failed {
-                possibly_written: false,
-            } if logged => {
-                self.violation(
-                    ViolationKind::FailedButWritten,
-                    format!("{tp}: record #{idx} (id {rid}) failed as not written, but logged at {log_offset:?}"),
-                );
-            }
-            _ => {}
-        }
+        self.absorb();
     }
 
     /// End of run: every record must have an outcome (c).
     pub fn check_all_resolved(&mut self) {
-        let pending: Vec<(RecordId, u32, u32)> = self
-            .records
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.outcome == Outcome::Pending)
-            .map(|(i, r)| (RecordId(i as u64), r.partition, r.index))
-            .collect();
-        if let Some(&(rid, p, idx)) = pending.first() {
-            let tp = self.tps[p as usize].clone();
-            self.violation(
-                ViolationKind::Unresolved,
-                format!(
-                    "{} records without an outcome, first: {tp} #{idx} (id {rid})",
-                    pending.len()
-                ),
-            );
-        }
+        self.oracle.check_all_resolved();
+        self.absorb();
     }
 
     /// Totals for one partition, or all when `partition` is `None`.
     #[must_use]
     pub fn tally(&self, partition: Option<usize>) -> Tally {
-        let mut t = Tally::default();
-        for r in &self.records {
-            if partition.is_some_and(|p| p as u32 != r.partition) {
-                continue;
-            }
-            t.records += 1;
-            t.log_records += u64::from(r.log_count);
-            if r.log_count > 1 {
-                t.duplicates += 1;
-            }
-            match r.outcome {
-                Outcome::Pending => t.pending += 1,
-                Outcome::Delivered => {
-                    t.acked += 1;
-                    if r.log_count == 0 {
-                        t.lost += 1;
-                    }
-                    if r.out_of_order {
-                        t.reordered += 1;
-                    }
-                }
-                Outcome::Failed { .. } => {
-                    t.failed += 1;
-                    if r.log_count > 0 {
-                        t.failed_in_log += 1;
-                    }
-                }
-            }
-        }
-        t
+        self.oracle.tally(partition)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::LoggedRecord;
+    use bytes::Bytes;
 
     #[test]
     fn value_round_trip() {
@@ -826,7 +503,6 @@ mod tests {
         assert_eq!(v.len(), 20);
         assert_eq!(decode_value(&v), Some((3, 77)));
         assert_eq!(decode_value(&[1, 2, 3]), None);
-        assert_eq!(encode_value(1, 2, 0).len(), 8);
     }
 
     /// A partition whose leader log holds record #0 of partition 0.

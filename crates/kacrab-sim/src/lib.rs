@@ -22,6 +22,8 @@
 //!   and transactional properties are its own submodules.
 //! * [`faults`]: what the network and brokers lie about, drawn at configurable rates or
 //!   scripted.
+//! * [`oracle`]: the record encoding, the outcome type and the log-side check shared
+//!   with the adapter suite.
 //! * [`scenario`]: a whole run (chaos phase, quiet phase, liveness probes) and its
 //!   [`Report`].
 //! * [`ops`]: decodes an arbitrary byte string into a scripted run, for fuzzing.
@@ -63,6 +65,7 @@ pub mod log;
 pub mod net;
 mod observers;
 pub mod ops;
+pub mod oracle;
 mod replica;
 pub mod rng;
 pub mod scenario;

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::checker::{record_key, record_partition, record_value, Outcome};
+use crate::checker::{record_key, record_partition, record_value, SendResult};
 use crate::TestProducer;
 
 /// A burst of records.
@@ -46,8 +46,8 @@ pub enum Step {
 /// What happened to a burst.
 #[derive(Debug)]
 pub struct BurstResult {
-    /// One outcome per record sent, by record index.
-    pub outcomes: Vec<Outcome>,
+    /// One result per record sent, by record index.
+    pub outcomes: Vec<SendResult>,
     /// Time spent sending (hooks and pauses included).
     pub send_time: Duration,
     /// Time `flush` took.
@@ -69,7 +69,7 @@ const DONE: u8 = 4;
 struct Progress {
     phase: AtomicU8,
     sent: AtomicU64,
-    outcomes: Mutex<Vec<Outcome>>,
+    outcomes: Mutex<Vec<SendResult>>,
 }
 
 /// The default deadline, overridable with `KACRAB_TESTKIT_DEADLINE_S`.
@@ -157,8 +157,8 @@ fn drive(
             deliveries.push(producer.send(
                 &b.topic,
                 p,
-                record_key(i),
-                record_value(i, b.value_size),
+                record_key(i, b.partitions),
+                record_value(i, b.partitions, b.value_size),
             ));
             i += 1;
         }
@@ -190,10 +190,7 @@ fn drive(
     let mut late = 0u64;
     for d in deliveries {
         let w = Instant::now();
-        let outcome = match d.wait() {
-            Ok(report) => Outcome::Acked(report),
-            Err(e) => Outcome::Failed(e),
-        };
+        let outcome = d.wait();
         if w.elapsed() > Duration::from_secs(2) {
             late += 1;
         }
@@ -284,7 +281,7 @@ mod tests {
         assert_eq!(r.outcomes.len(), 50);
         assert_eq!(
             r.outcomes[4],
-            Outcome::Acked(DeliveryReport {
+            Ok(DeliveryReport {
                 partition: 1,
                 offset: None
             })

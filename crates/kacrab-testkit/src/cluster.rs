@@ -303,6 +303,7 @@ impl Cluster {
                 offset: r.offset,
                 key: r.key.unwrap_or_else(Bytes::new),
                 value: r.value.unwrap_or_else(Bytes::new),
+                producer_id: -1,
             });
         }
         for log in out.values_mut() {

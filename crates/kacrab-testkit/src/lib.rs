@@ -9,7 +9,9 @@
 //!   threads: topics, leader moves, crashes, fault injection with counts, log reading.
 //! * [`Proxy`]: a lying TCP proxy (std threads) in front of any broker, FakeBroker or real
 //!   Kafka: drops responses after the write, delays them, cuts frames.
-//! * [`checker`]: the record format and the exactly-once / order check.
+//! * [`checker`]: the record format and the exactly-once / order / "failed as not
+//!   written means absent" check, the simulator's [`kacrab_sim::oracle`] applied to
+//!   logs read back from FakeBroker or real Kafka.
 //! * [`scenarios`]: the FakeBroker scenarios, one `pub fn` each; [`real_kafka`]: the
 //!   real-broker scenarios, skipped unless their environment variable is set.
 //!
@@ -49,19 +51,57 @@ pub mod scenarios;
 mod trigger;
 pub mod txn_scenarios;
 
-pub use checker::{check, Expect, LogRecord, Outcome, Summary};
+pub use checker::{check, Expect, LogRecord, Outcome, Tally};
 pub use cluster::{ApiKey, Cluster, Control, ErrorCode};
 pub use proxy::{Proxy, ProxyAction, ProxyStats};
 pub use scenarios::Report;
 pub use trigger::{Fired, Trigger};
 
 /// The outcome of one send, waited for by the scenario thread.
-pub struct Delivery(pub Box<dyn FnOnce() -> Result<DeliveryReport, String> + Send>);
+pub struct Delivery(pub Box<dyn FnOnce() -> Result<DeliveryReport, DeliveryFailure> + Send>);
 
 impl Delivery {
     /// Blocks until the record has an outcome.
-    pub fn wait(self) -> Result<DeliveryReport, String> {
+    pub fn wait(self) -> Result<DeliveryReport, DeliveryFailure> {
         (self.0)()
+    }
+}
+
+/// Why a send failed, and whether the record may be in the log anyway: the adapter's
+/// `possibly_written`, which the check holds it to (a record failed with
+/// `possibly_written == false` must not be in any log).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeliveryFailure {
+    /// The adapter's error, as text.
+    pub error: String,
+    /// Whether some attempt may have reached the log. `false` for a record refused
+    /// before it was queued.
+    pub possibly_written: bool,
+}
+
+impl DeliveryFailure {
+    /// A failure with this error and flag.
+    pub fn new(error: impl std::fmt::Display, possibly_written: bool) -> Self {
+        Self {
+            error: error.to_string(),
+            possibly_written,
+        }
+    }
+}
+
+impl std::fmt::Display for DeliveryFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (possibly written: {})",
+            self.error, self.possibly_written
+        )
+    }
+}
+
+impl From<DeliveryFailure> for String {
+    fn from(f: DeliveryFailure) -> Self {
+        f.to_string()
     }
 }
 
@@ -135,6 +175,7 @@ macro_rules! fake_broker_tests {
             request_timeouts,
             proxy_drop_after_write,
             proxy_mixed,
+            failed_written_or_not,
         );
     };
 }

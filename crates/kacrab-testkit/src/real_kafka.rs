@@ -151,6 +151,7 @@ fn parse_consumed(out: &str) -> Result<BTreeMap<i32, Vec<LogRecord>>, String> {
             offset,
             key: Bytes::from(k.to_string()),
             value: Bytes::from(v.to_string()),
+            producer_id: -1,
         });
     }
     for log in logs.values_mut() {
@@ -445,6 +446,51 @@ struct Txn {
     sent: Vec<(i32, String)>,
     acked: usize,
     failures: Vec<String>,
+    /// Keys of records reported failed and not possibly written: no log may hold them.
+    not_written: Vec<String>,
+}
+
+impl Txn {
+    fn failed(&mut self, key: String, f: crate::DeliveryFailure) {
+        if !f.possibly_written {
+            self.not_written.push(key);
+        }
+        if self.failures.len() < 5 {
+            self.failures.push(f.to_string());
+        } else {
+            self.failures.push(String::new());
+        }
+    }
+}
+
+/// The rule the adapters' `possibly_written` is held to: no record reported failed and
+/// not possibly written (`keys`) is in `logs`. On a `read_committed` view it proves less
+/// than on a `read_uncommitted` one (an aborted record is invisible either way).
+fn check_not_written_absent(
+    logs: &BTreeMap<i32, Vec<LogRecord>>,
+    keys: &[&str],
+) -> Result<(), String> {
+    let keys: std::collections::BTreeSet<&str> = keys.iter().copied().collect();
+    let found: Vec<String> = logs
+        .iter()
+        .flat_map(|(p, log)| log.iter().map(move |r| (p, r)))
+        .filter(|(_, r)| std::str::from_utf8(&r.key).is_ok_and(|k| keys.contains(k)))
+        .map(|(p, r)| format!("{}@p{p}:{}", String::from_utf8_lossy(&r.key), r.offset))
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} records reported failed and not possibly written are in the log: {:?}",
+        found.len(),
+        &found[..found.len().min(8)]
+    ))
+}
+
+fn not_written<'a>(txns: &[&'a Txn]) -> Vec<&'a str> {
+    txns.iter()
+        .flat_map(|t| t.not_written.iter().map(String::as_str))
+        .collect()
 }
 
 /// Sends `count` records of transaction `label` round-robin over `partitions` partitions
@@ -457,29 +503,29 @@ fn send_txn_records(
     from: u64,
     count: u64,
     txn: &mut Txn,
-) -> Vec<crate::Delivery> {
+) -> Vec<(String, crate::Delivery)> {
     let mut pending = Vec::with_capacity(count as usize);
     for i in from..from + count {
         let partition = (i % partitions as u64) as i32;
         let key = format!("{label}-{i}");
         let value = format!("{label}:{i}");
         txn.sent.push((partition, key.clone()));
-        pending.push(producer.send(topic, partition, Bytes::from(key), Bytes::from(value)));
+        let d = producer.send(
+            topic,
+            partition,
+            Bytes::from(key.clone()),
+            Bytes::from(value),
+        );
+        pending.push((key, d));
     }
     pending
 }
 
-fn wait_deliveries(pending: Vec<crate::Delivery>, txn: &mut Txn) {
-    for d in pending {
+fn wait_deliveries(pending: Vec<(String, crate::Delivery)>, txn: &mut Txn) {
+    for (key, d) in pending {
         match d.wait() {
             Ok(_) => txn.acked += 1,
-            Err(e) => {
-                if txn.failures.len() < 5 {
-                    txn.failures.push(e);
-                } else {
-                    txn.failures.push(String::new());
-                }
-            }
+            Err(f) => txn.failed(key, f),
         }
     }
 }
@@ -490,6 +536,7 @@ fn new_txn(label: &str) -> Txn {
         sent: Vec::new(),
         acked: 0,
         failures: Vec::new(),
+        not_written: Vec::new(),
     }
 }
 
@@ -644,18 +691,17 @@ fn txn_report(
     in_log: usize,
     notes: Vec<String>,
 ) -> Report {
-    let sent: usize = txns.iter().map(|t| t.sent.len()).sum();
-    let acked: usize = txns.iter().map(|t| t.acked).sum();
-    let failed: usize = txns.iter().map(|t| t.failures.len()).sum();
+    let sum = |f: fn(&Txn) -> usize| txns.iter().map(|t| f(t) as u64).sum::<u64>();
     Report {
         scenario: name,
         skipped: false,
-        summary: crate::Summary {
-            sent,
-            acked,
-            failed,
-            failed_but_written: 0,
-            in_log,
+        summary: crate::Tally {
+            records: sum(|t| t.sent.len()),
+            acked: sum(|t| t.acked),
+            failed: sum(|t| t.failures.len()),
+            failed_not_written: sum(|t| t.not_written.len()),
+            log_records: in_log as u64,
+            ..crate::Tally::default()
         },
         faults: 0,
         send_time: Duration::ZERO,
@@ -740,6 +786,8 @@ pub fn real_txn_read_committed(factory: Factory) -> Result<Report, String> {
         .map_err(|e| fail(format!("(topic {topic}) read_committed:\n{e}")))?;
     let all =
         consume_isolated(&bootstrap, &topic, 1_800, 8_000, "read_uncommitted").map_err(fail)?;
+    check_not_written_absent(&all, &not_written(&[&t1, &t2, &t3]))
+        .map_err(|e| fail(format!("(topic {topic}) read_uncommitted: {e}")))?;
     let uncommitted: usize = all.values().map(Vec::len).sum();
     if uncommitted != 1_800 {
         return Err(fail(format!(
@@ -831,6 +879,14 @@ pub fn real_txn_fencing(factory: Factory) -> Result<Report, String> {
         consume_isolated(&bootstrap, &topic, 1_000, 8_000, "read_committed").map_err(fail)?;
     let in_log = check_committed(&committed, &[&tb], &[&ta])
         .map_err(|e| fail(format!("(topic {topic}) read_committed:\n{e}")))?;
+    let mut absent = not_written(&[&ta, &tb]);
+    if let Err(f) = &a_send {
+        if !f.possibly_written {
+            absent.push("a-late");
+        }
+    }
+    check_not_written_absent(&committed, &absent)
+        .map_err(|e| fail(format!("(topic {topic}) read_committed: {e}")))?;
     Ok(txn_report(
         NAME,
         start,
@@ -919,7 +975,7 @@ pub fn real_txn_coordinator_killed(factory: Factory) -> Result<Report, String> {
     let mut pending = send_txn_records(&*producer, &topic, 3, "k2", 0, 500, &mut t2);
     // Let some of the first half reach the broker (registering partitions with the
     // coordinator), then kill with the rest in flight.
-    let first = pending.remove(0);
+    let (first_key, first) = pending.remove(0);
     let first = first.wait();
     dog.phase(format!("kill node {victim}"));
     let t_kill = Instant::now();
@@ -933,7 +989,7 @@ pub fn real_txn_coordinator_killed(factory: Factory) -> Result<Report, String> {
     dog.phase("wait k2 deliveries");
     match first {
         Ok(_) => t2.acked += 1,
-        Err(e) => t2.failures.push(e),
+        Err(f) => t2.failed(first_key, f),
     }
     wait_deliveries(pending, &mut t2);
     let deliveries_time = t_kill.elapsed();
@@ -1008,6 +1064,8 @@ pub fn real_txn_coordinator_killed(factory: Factory) -> Result<Report, String> {
         }),
     }
     .map_err(|e| fail(format!("(topic {topic}) read_committed:\n{e}")))?;
+    check_not_written_absent(&logs, &not_written(&[&t1, &t2, &t3]))
+        .map_err(|e| fail(format!("(topic {topic}) read_committed: {e}")))?;
     let mut report = txn_report(NAME, start, &[&t1, &t2, &t3], in_log, notes);
     report.faults = 1;
     report.notes.push(format!(
@@ -1035,8 +1093,8 @@ mod tests {
 
     #[test]
     fn parses_consumer_output() {
-        let logs = parse_consumed("1\t0\t1\t1....\n0\t1\t6\t6\tx\n0\t0\t0\t0...\n").unwrap();
-        assert_eq!(logs[&0][0], LogRecord::of(0, 0, 4));
+        let logs = parse_consumed("1\t0\t1:0\t1:0.\n0\t1\t6\t6\tx\n0\t0\t0:0\t0:0.\n").unwrap();
+        assert_eq!(logs[&0][0], LogRecord::of(0, 0, 0, 4));
         assert_eq!(&logs[&0][1].value[..], b"6\tx");
         assert_eq!(logs[&1].len(), 1);
         assert!(parse_consumed("garbage\n").is_err());

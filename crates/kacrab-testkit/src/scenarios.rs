@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::burst::{self, Burst, Step};
-use crate::checker::{check, Expect, Summary};
+use crate::checker::{check, Expect, Tally};
 use crate::cluster::{ApiKey, Cluster, Control, ErrorCode};
 use crate::proxy::{Proxy, ProxyAction, ProxyStats};
 use crate::trigger::{Fired, Trigger};
@@ -28,8 +28,8 @@ pub struct Report {
     pub scenario: &'static str,
     /// Skipped (real-Kafka scenarios without their environment variable).
     pub skipped: bool,
-    /// Counts from the check.
-    pub summary: Summary,
+    /// Counts from the check (the oracle's totals).
+    pub summary: Tally,
     /// Faults injected (errors, drops, delays, leader moves, crashes...).
     pub faults: u64,
     /// Time spent sending, hooks and pauses included.
@@ -51,16 +51,17 @@ impl std::fmt::Display for Report {
         write!(
             f,
             "{}: ok in {:.2?} (send {:.2?}, flush {:.2?}): sent={} acked={} failed={} \
-             failed_but_written={} in_log={} faults={}",
+             (not_written={} in_log={}) in_log={} faults={}",
             self.scenario,
             self.elapsed,
             self.send_time,
             self.flush_time,
-            s.sent,
+            s.records,
             s.acked,
             s.failed,
-            s.failed_but_written,
-            s.in_log,
+            s.failed_not_written,
+            s.failed_in_log,
+            s.log_records,
             self.faults
         )?;
         for n in &self.notes {
@@ -280,10 +281,10 @@ pub fn run_fake(
     }
     errors.extend(result.problems.iter().cloned());
     if let Ok(s) = &checked {
-        if shape.failed_unwritten && s.failed_but_written > 0 {
+        if shape.failed_unwritten && s.failed_in_log > 0 {
             errors.push(format!(
                 "{} failed sends are in the log anyway, though the injected fault was never applied",
-                s.failed_but_written
+                s.failed_in_log
             ));
         }
         if !shape.all_acked && s.failed > 0 {
@@ -750,6 +751,59 @@ fn run_proxy(
     })
 }
 
+/// Failures of both kinds, and the rule that tells them apart: from chunk 3, every 5th
+/// Produce (4 at most) is refused with INVALID_RECORD (87, not retriable) before the
+/// append, so its records fail *not possibly written*; from chunk 20, every Produce is
+/// appended and never answered (the connection held) for 2.5 s, longer than
+/// `delivery.timeout.ms` (1.5 s; `request.timeout.ms` 500 ms), so those records fail by
+/// delivery timeout *possibly written*. The check then holds each failure to its flag: a
+/// record reported not possibly written must be absent from the log. The scenario fails
+/// unless both kinds of failure were reported.
+pub fn failed_written_or_not(factory: Factory) -> Result<Report, String> {
+    const NAME: &str = "failed_written_or_not";
+    let shape = Shape {
+        all_acked: false,
+        min_faults: 2,
+        props: vec![
+            ("request.timeout.ms", "500"),
+            ("delivery.timeout.ms", "1500"),
+        ],
+        ..Shape::default()
+    };
+    let report = run_fake(NAME, factory, shape, no_setup, |ctx, k| {
+        let c = &ctx.cluster;
+        match k {
+            3 => ctx.count(c.inject(
+                ApiKey::Produce,
+                Trigger::every(5).times(4),
+                Control::Error(ErrorCode::InvalidRecord),
+            )),
+            20 => ctx.count(c.inject(
+                ApiKey::Produce,
+                Trigger::always(),
+                Control::ApplyThen(Box::new(Control::Silence)),
+            )),
+            21 => {
+                std::thread::sleep(Duration::from_millis(2_500));
+                c.clear_faults();
+            }
+            _ => {}
+        }
+        Ok(Step::Continue)
+    })?;
+    let s = &report.summary;
+    let maybe_written = s.failed - s.failed_not_written;
+    if s.failed_not_written == 0 || maybe_written == 0 {
+        return Err(format!(
+            "scenario {NAME}: {} sends failed not possibly written and {maybe_written} possibly \
+             written; both kinds are needed or the scenario proved nothing\n  ({})",
+            s.failed_not_written,
+            report.notes.join("; ")
+        ));
+    }
+    Ok(report)
+}
+
 /// A scenario function.
 pub type Scenario = fn(Factory) -> Result<Report, String>;
 
@@ -773,6 +827,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("request_timeouts", request_timeouts),
     ("proxy_drop_after_write", proxy_drop_after_write),
     ("proxy_mixed", proxy_mixed),
+    ("failed_written_or_not", failed_written_or_not),
 ];
 
 /// Runs every FakeBroker scenario in turn, printing each report; fails with every failure.

@@ -55,7 +55,7 @@ fn run(name: &'static str, factory: Factory, version: i16) -> Result<Report, Str
     let second = factory(&props)?;
     second.init_transactions()?;
     producer.begin_transaction()?;
-    let _ = producer
+    let zombie = producer
         .send(TOPIC, 0, Bytes::new(), Bytes::from_static(b"zombie"))
         .wait();
     if producer.commit_transaction().is_ok() {
@@ -87,7 +87,18 @@ fn run(name: &'static str, factory: Factory, version: i16) -> Result<Report, Str
             "{name}: read_committed differs: extra {extra:?}, missing {missing:?}"
         ));
     }
-    let all = read(false)?.len();
+    let all = read(false)?;
+    // A fenced producer's record reported not possibly written must not be in the log
+    // (read_uncommitted: not even in an aborted transaction).
+    if let Err(f) = &zombie {
+        if !f.possibly_written && all.iter().any(|v| v == "zombie") {
+            return Err(format!(
+                "{name}: the fenced producer's record failed as not possibly written ({f}), \
+                 yet it is in the log"
+            ));
+        }
+    }
+    let all = all.len();
     if all < 180 {
         return Err(format!(
             "{name}: only {all} records in the log; the aborted ones were not written"

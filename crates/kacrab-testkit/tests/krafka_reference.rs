@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer};
 use krafka::producer::{Acks, Producer};
 use krafka::{Kafka, Record};
 
@@ -88,6 +88,20 @@ fn factory(pairs: &[(&str, &str)]) -> Result<Box<dyn TestProducer>, String> {
     }))
 }
 
+/// What krafka says of a failed record's fate: a delivery timeout carries the flag; a
+/// non-retriable broker error answered the attempt that failed the batch without an
+/// append; anything else claims nothing (possibly written).
+fn reference_possibly_written(e: &krafka::error::KrafkaError) -> bool {
+    use krafka::error::KrafkaError;
+    match e {
+        KrafkaError::DeliveryTimeout {
+            possibly_written, ..
+        } => *possibly_written,
+        KrafkaError::Broker { code, .. } => code.is_retriable(),
+        _ => true,
+    }
+}
+
 impl TestProducer for Krafka {
     fn send(&self, topic: &str, partition: i32, key: Bytes, value: Bytes) -> Delivery {
         let record = Record::new(topic.to_string(), value)
@@ -102,10 +116,16 @@ impl TestProducer for Krafka {
                             partition: m.partition,
                             offset: (m.offset >= 0).then_some(m.offset),
                         })
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| {
+                            let possibly_written = reference_possibly_written(&e);
+                            DeliveryFailure::new(e, possibly_written)
+                        })
                 }))
             }
-            Err(e) => Delivery(Box::new(move || Err(format!("enqueue: {e}")))),
+            Err(e) => {
+                let f = DeliveryFailure::new(format!("enqueue: {e}"), false);
+                Delivery(Box::new(move || Err(f)))
+            }
         }
     }
 
@@ -185,4 +205,71 @@ fn all_acked_variants_report_krafka_failing_sequence_errors() {
             assert!(!e.contains(other), "{e}");
         }
     }
+}
+
+/// A producer that reports every failure as not possibly written, whatever happened.
+struct ClaimsNotWritten(Box<dyn TestProducer>);
+
+impl TestProducer for ClaimsNotWritten {
+    fn send(&self, topic: &str, partition: i32, key: Bytes, value: Bytes) -> Delivery {
+        let d = self.0.send(topic, partition, key, value);
+        Delivery(Box::new(move || {
+            d.wait().map_err(|f| DeliveryFailure {
+                possibly_written: false,
+                ..f
+            })
+        }))
+    }
+    fn flush(&self) -> Result<(), String> {
+        self.0.flush()
+    }
+    fn close(self: Box<Self>) -> Result<(), String> {
+        self.0.close()
+    }
+}
+
+/// The "not possibly written means absent" rule is not vacuous end to end: Produce
+/// requests appended and never answered fail by delivery timeout with their records in
+/// FakeBroker's log; a producer that reports them *not possibly written* must fail the
+/// check.
+#[test]
+fn checker_catches_a_written_record_reported_not_written() {
+    use kacrab_testkit::scenarios::{run_fake, Shape};
+    use kacrab_testkit::{burst::Step, ApiKey, Control, Trigger};
+    let shape = Shape {
+        records: 3_000,
+        all_acked: false,
+        props: vec![
+            ("request.timeout.ms", "500"),
+            ("delivery.timeout.ms", "1500"),
+        ],
+        ..Shape::default()
+    };
+    let liar = |props: &[(&str, &str)]| -> Result<Box<dyn TestProducer>, String> {
+        Ok(Box::new(ClaimsNotWritten(factory(props)?)))
+    };
+    let r = run_fake(
+        "claims_not_written",
+        &liar,
+        shape,
+        |_| Ok(()),
+        |ctx, k| {
+            let c = &ctx.cluster;
+            if k == 3 {
+                let silence = Control::ApplyThen(Box::new(Control::Silence));
+                ctx.count(c.inject(ApiKey::Produce, Trigger::always(), silence));
+            }
+            if k == 4 {
+                std::thread::sleep(Duration::from_millis(2_500));
+                c.clear_faults();
+            }
+            Ok(Step::Continue)
+        },
+    );
+    let e = r.expect_err("a written record reported not written must be found");
+    assert!(
+        e.contains("failed as not possibly written, yet in the log (FailedButWritten)"),
+        "{e}"
+    );
+    println!("{e}");
 }

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use kacrab_blocking::{Producer, ProducerRecord};
-use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer};
 
 /// The blocking producer as the testkit drives it.
 pub struct Blocking(pub Producer);
@@ -18,11 +18,12 @@ impl TestProducer for Blocking {
                         partition: md.partition,
                         offset: md.offset,
                     })
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| DeliveryFailure::new(&e, e.possibly_written()))
             })),
+            // Refused before it was queued: certainly not written.
             Err(e) => {
-                let e = e.to_string();
-                Delivery(Box::new(move || Err(e)))
+                let f = DeliveryFailure::new(e, false);
+                Delivery(Box::new(move || Err(f)))
             }
         }
     }

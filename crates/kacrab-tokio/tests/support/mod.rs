@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
-use kacrab_testkit::{Delivery, DeliveryReport, TestProducer};
+use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer};
 use kacrab_tokio::{Producer, ProducerRecord};
 
 /// The producer with its own runtime: the scenarios run on a plain thread.
@@ -23,7 +23,7 @@ impl TestProducer for TokioTestProducer {
                     partition: m.partition,
                     offset: m.offset,
                 })
-                .map_err(|e| e.to_string())
+                .map_err(|e| DeliveryFailure::new(&e, e.possibly_written()))
         }))
     }
 
