@@ -9,7 +9,7 @@ use kacrab_idempotence::{
 
 use crate::app::{Application, TxnCall};
 use crate::completion::{Completion, OpId, SendId};
-use crate::config::SessionConfig;
+use crate::config::{SessionConfig, SessionConfigError};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
 use crate::record::ProducerRecord;
@@ -50,6 +50,23 @@ impl Session {
             app,
             net,
         }
+    }
+
+    /// A session from Kafka property pairs: [`SessionConfig::from_properties`], then
+    /// [`Session::new`]. A bad configuration is refused here, before anything starts.
+    ///
+    /// # Errors
+    /// As [`SessionConfig::from_properties`].
+    pub fn from_properties<'a>(
+        props: impl IntoIterator<Item = (&'a str, &'a str)>,
+        now: Timestamp,
+        unix_ms: i64,
+    ) -> Result<Self, SessionConfigError> {
+        Ok(Self::new(
+            SessionConfig::from_properties(props)?,
+            now,
+            unix_ms,
+        ))
     }
 
     // ------------------------------------------------------------------ commands
@@ -312,6 +329,20 @@ mod tests {
             Timestamp::ZERO,
             0,
         )
+    }
+
+    #[test]
+    fn a_bad_configuration_is_refused_before_a_session_exists() {
+        let bad = Session::from_properties([("linger.ms", "5")], Timestamp::ZERO, 0);
+        assert_eq!(bad.unwrap_err(), SessionConfigError::MissingBootstrap);
+        let unknown = Session::from_properties(
+            [("bootstrap.servers", "h:1"), ("lingr.ms", "5")],
+            Timestamp::ZERO,
+            0,
+        );
+        assert!(matches!(unknown, Err(SessionConfigError::Config(_))));
+        let ok = Session::from_properties([("bootstrap.servers", "h:1")], Timestamp::ZERO, 0);
+        assert!(ok.is_ok_and(|s| s.connection_count() == 0 && !s.is_finished()));
     }
 
     #[test]
