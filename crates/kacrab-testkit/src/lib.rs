@@ -173,6 +173,7 @@ macro_rules! fake_broker_tests {
             unknown_producer_id,
             throttled,
             request_timeouts,
+            silent_broker,
             proxy_drop_after_write,
             proxy_mixed,
             failed_written_or_not,

@@ -669,6 +669,39 @@ pub fn request_timeouts(factory: Factory) -> Result<Report, String> {
     )
 }
 
+/// A broker that never answers (`request.timeout.ms` 500 ms): from chunk 3 on, a few
+/// Produce requests (3 at most) are read and never answered nor applied, and a few more
+/// (3 at most) are applied and never answered. Only the driver's timer gets the producer
+/// past them: the core times the request out, the session closes the connection, the
+/// retry goes out on a new one and the applied ones are deduplicated. A driver that never
+/// calls `handle_timeout` hangs here until the scenario's deadline.
+pub fn silent_broker(factory: Factory) -> Result<Report, String> {
+    let shape = Shape {
+        min_faults: 2,
+        props: vec![
+            ("request.timeout.ms", "500"),
+            ("delivery.timeout.ms", "30000"),
+        ],
+        ..Shape::default()
+    };
+    run_fake("silent_broker", factory, shape, no_setup, move |ctx, k| {
+        if k == 3 {
+            let c = &ctx.cluster;
+            ctx.count(c.inject(
+                ApiKey::Produce,
+                Trigger::every(10).times(3),
+                Control::Silence,
+            ));
+            ctx.count(c.inject(
+                ApiKey::Produce,
+                Trigger::every(10).after(5).times(3),
+                Control::ApplyThen(Box::new(Control::Silence)),
+            ));
+        }
+        Ok(Step::Continue)
+    })
+}
+
 /// The lying proxy in front of the cluster, from chunk 3 on: every 5th Produce is
 /// forwarded and applied, then its response is dropped with the connection (40 at most).
 pub fn proxy_drop_after_write(factory: Factory) -> Result<Report, String> {
@@ -825,6 +858,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("unknown_producer_id", unknown_producer_id),
     ("throttled", throttled),
     ("request_timeouts", request_timeouts),
+    ("silent_broker", silent_broker),
     ("proxy_drop_after_write", proxy_drop_after_write),
     ("proxy_mixed", proxy_mixed),
     ("failed_written_or_not", failed_written_or_not),
