@@ -47,9 +47,12 @@ impl MioProducer {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (commands, rx) = mpsc::channel();
+        // The loop holds the waker too: dropping the last handle right after its wake
+        // would close the eventfd and take the pending wake-up with it.
+        let held = Arc::clone(&waker);
         let thread = thread::Builder::new()
             .name("kacrab-mio".into())
-            .spawn(move || run(config, poll, rx))?;
+            .spawn(move || run(config, poll, rx, &held))?;
         Ok(Self {
             commands,
             waker,
@@ -108,7 +111,7 @@ struct Conn {
 
 /// The loop: commands in, outputs to sockets, completions out, then wait for a socket, a
 /// command or the session's next deadline.
-fn run(config: SessionConfig, mut poll: Poll, commands: mpsc::Receiver<Command>) {
+fn run(config: SessionConfig, mut poll: Poll, commands: mpsc::Receiver<Command>, _waker: &Waker) {
     let start = Instant::now();
     let clock = || Timestamp::from_micros(start.elapsed().as_micros() as u64);
     let unix_ms = SystemTime::now()
