@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kacrab_driver::{
-    Completion, ConnId, OpId, Output, ProducerRecord, SendId, Session, SessionConfig,
+    Completion, ConnId, OpId, Output, ProducerRecord, SendId, Session, SessionConfig, TxnCall,
 };
-use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit, Timestamp, TxnError};
+use kacrab_idempotence::{Timestamp, TxnError};
 
 use crate::error::{ProduceError, SendError};
 use crate::gate::{Buffer, Gate, IoThread};
@@ -78,15 +78,6 @@ impl Drop for Done {
         }
         // A handle's sender reports the loss by being dropped.
     }
-}
-
-/// The transactional operations, as the application calls them.
-pub(crate) enum TxnCall {
-    Init,
-    Begin,
-    SendOffsets(Vec<OffsetToCommit>, ConsumerGroupMetadata),
-    Commit,
-    Abort,
 }
 
 /// A send's admission: `Ok` once the session took it in (or gave it an outcome other
@@ -318,15 +309,7 @@ impl Io {
                 (s.partition_count(&topic, now), OpWaiter::Count(reply))
             }
             Msg::Transaction { call, reply } => {
-                let op = match call {
-                    TxnCall::Init => s.init_transactions(now),
-                    TxnCall::Begin => s.begin_transaction(now),
-                    TxnCall::SendOffsets(offsets, group) => {
-                        s.send_offsets_to_transaction(offsets, group, now)
-                    }
-                    TxnCall::Commit => s.commit_transaction(now),
-                    TxnCall::Abort => s.abort_transaction(now),
-                };
+                let op = s.transaction(call, now);
                 (op, OpWaiter::Txn(reply))
             }
             Msg::Net(event) => {

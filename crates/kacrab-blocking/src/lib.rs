@@ -136,7 +136,8 @@ pub use kacrab_idempotence::{
 };
 
 use gate::{Buffer, Gate, IoThread, Life};
-use io::{Done, Io, Msg, TxnCall};
+use io::{Done, Io, Msg};
+use kacrab_driver::TxnCall;
 
 /// The most bytes of records on their way to the I/O thread before `send` waits for it
 /// to take them (at most `buffer.memory`).

@@ -18,18 +18,27 @@ use kacrab_idempotence::{
 use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::record::{ProducerRecord, RecordMetadata};
 
-/// A transactional operation as the application calls it.
+/// A transactional operation as the application calls it (see the methods of the same
+/// names on [`Session`](crate::Session)), for drivers that pass calls to their loop as
+/// values.
 #[derive(Clone, Debug)]
-pub(crate) enum TxnCall {
+pub enum TxnCall {
+    /// `init_transactions`.
     Init,
+    /// `begin_transaction`.
     Begin,
+    /// `send_offsets_to_transaction`.
     SendOffsets(Vec<OffsetToCommit>, ConsumerGroupMetadata),
+    /// `commit_transaction`.
     Commit,
+    /// `abort_transaction`.
     Abort,
 }
 
 impl TxnCall {
-    fn kind(&self) -> TxnOp {
+    /// The operation, as completions name it.
+    #[must_use]
+    pub fn kind(&self) -> TxnOp {
         match self {
             Self::Init => TxnOp::InitTransactions,
             Self::Begin => TxnOp::BeginTransaction,

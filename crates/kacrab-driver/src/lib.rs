@@ -48,6 +48,7 @@ mod output;
 mod record;
 mod session;
 
+pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId};
 pub use config::{
     SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,

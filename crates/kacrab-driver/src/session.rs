@@ -140,7 +140,9 @@ impl Session {
         self.transaction(TxnCall::Abort, now)
     }
 
-    fn transaction(&mut self, call: TxnCall, now: Timestamp) -> OpId {
+    /// Runs a transactional operation given as a value: the same as the method of its
+    /// name.
+    pub fn transaction(&mut self, call: TxnCall, now: Timestamp) -> OpId {
         let op = self.app.transaction(&mut self.core, call);
         self.progress(now);
         op

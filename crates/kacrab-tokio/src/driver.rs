@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session};
-use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit, Timestamp, TxnError};
+use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session, TxnCall};
+use kacrab_idempotence::{Timestamp, TxnError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -42,16 +42,6 @@ pub(crate) enum Command {
         call: TxnCall,
         reply: oneshot::Sender<Result<(), TxnError>>,
     },
-}
-
-/// The transactional operations, as the application calls them.
-#[derive(Debug)]
-pub(crate) enum TxnCall {
-    Init,
-    Begin,
-    SendOffsets(Vec<OffsetToCommit>, ConsumerGroupMetadata),
-    Commit,
-    Abort,
 }
 
 /// Who waits for the completion of an [`OpId`].
@@ -255,15 +245,7 @@ impl Driver {
                 OpReply::PartitionCount(reply),
             ),
             Command::Transaction { call, reply } => {
-                let op = match call {
-                    TxnCall::Init => s.init_transactions(now),
-                    TxnCall::Begin => s.begin_transaction(now),
-                    TxnCall::SendOffsets(offsets, group) => {
-                        s.send_offsets_to_transaction(offsets, group, now)
-                    }
-                    TxnCall::Commit => s.commit_transaction(now),
-                    TxnCall::Abort => s.abort_transaction(now),
-                };
+                let op = s.transaction(call, now);
                 (op, OpReply::Transaction(reply))
             }
         };

@@ -115,7 +115,8 @@ pub use kacrab_idempotence::{
     SendError, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
 };
 
-use driver::{Clock, Command, Driver, TxnCall};
+use driver::{Clock, Command, Driver};
+use kacrab_driver::TxnCall;
 
 /// The outcome of one [`Producer::send`]: the record's metadata once acknowledged, or
 /// why it was not delivered. Dropping it does not cancel the send.
