@@ -55,9 +55,10 @@ enum Queued {
         /// The first send the flush does not cover.
         upto: SendId,
     },
+    /// Its timeout, counted from the call, is in [`Life::CloseCalled`]: Java's
+    /// `close(Duration)` bounds the whole call, the wait behind blocked sends included.
     Close {
         op: OpId,
-        timeout: Option<Duration>,
     },
     Txn {
         op: OpId,
@@ -129,8 +130,11 @@ impl Waiters {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Life {
     Open,
-    /// `close` was called (it may still wait in the backlog).
-    CloseCalled,
+    /// `close` was called and waits in the backlog; past `deadline` (the earliest
+    /// close's timeout, from its call), everything is aborted.
+    CloseCalled {
+        deadline: Option<Timestamp>,
+    },
     /// The core is closing; past `deadline`, what is left is aborted.
     Closing {
         deadline: Option<Timestamp>,
@@ -267,22 +271,23 @@ impl Application {
         now: Timestamp,
     ) -> OpId {
         let op = self.op();
+        let deadline = timeout.map(|t| now + t);
         match self.life {
             Life::Open => {
-                self.life = Life::CloseCalled;
                 if self.backlog.is_empty() {
-                    self.start_close(core, op, timeout, now);
+                    self.start_close(core, op, deadline, now);
                 } else {
+                    self.life = Life::CloseCalled { deadline };
                     core.flush();
-                    self.backlog.push_back(Queued::Close { op, timeout });
+                    self.backlog.push_back(Queued::Close { op });
                 }
             }
             Life::Finished => self.completions.push_back(Completion::Closed { op }),
-            Life::CloseCalled | Life::Closing { .. } => {
-                // A second close joins the first; a shorter timeout shortens it.
-                if let (Life::Closing { deadline }, Some(t)) = (&mut self.life, timeout) {
-                    let d = now + t;
-                    *deadline = Some(deadline.map_or(d, |old| old.min(d)));
+            Life::CloseCalled { deadline: ref mut d } | Life::Closing { deadline: ref mut d } => {
+                // A second close joins the first; a shorter timeout shortens it, even
+                // while the first still waits in the backlog.
+                if let Some(new) = deadline {
+                    *d = Some(d.map_or(new, |old| old.min(new)));
                 }
                 self.closes.push(op);
             }
@@ -374,14 +379,17 @@ impl Application {
         if !self.backlog.is_empty() && (freed || self.front_deadline().is_some_and(|d| d <= now)) {
             self.unblock(core, now);
         }
-        if let Life::Closing {
+        if let Life::CloseCalled {
+            deadline: Some(deadline),
+        }
+        | Life::Closing {
             deadline: Some(deadline),
         } = self.life
         {
             if deadline <= now {
-                // close(timeout) ran out: what is left fails (Java's forced close).
-                core.abort();
-                self.life = Life::Closing { deadline: None };
+                // close(timeout) ran out, perhaps while the close still waited behind
+                // blocked sends: what is left fails (Java's forced close).
+                self.abort(core, now);
                 while let Some(event) = core.poll_event() {
                     self.on_event(event);
                 }
@@ -446,8 +454,8 @@ impl Application {
     /// a lookup's next question or deadline, a close's timeout.
     pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
         let close = match self.life {
-            Life::Closing { deadline } => deadline,
-            _ => None,
+            Life::CloseCalled { deadline } | Life::Closing { deadline } => deadline,
+            Life::Open | Life::Finished => None,
         };
         let lookups = self.lookups.iter().map(|l| l.ask_at.min(l.deadline)).min();
         [self.front_deadline(), close, lookups]
@@ -575,7 +583,13 @@ impl Application {
                     return;
                 }
                 Queued::Flush { op, upto } => self.start_flush(core, op, upto),
-                Queued::Close { op, timeout } => self.start_close(core, op, timeout, now),
+                Queued::Close { op } => {
+                    let deadline = match self.life {
+                        Life::CloseCalled { deadline } => deadline,
+                        _ => None,
+                    };
+                    self.start_close(core, op, deadline, now);
+                }
                 Queued::Txn { op, call } => self.start_txn(core, op, call),
             }
         }
@@ -591,18 +605,16 @@ impl Application {
         &mut self,
         core: &mut Producer,
         op: OpId,
-        timeout: Option<Duration>,
+        deadline: Option<Timestamp>,
         now: Timestamp,
     ) {
         self.closes.push(op);
-        if timeout.is_some_and(|t| t.is_zero()) {
+        if deadline.is_some_and(|d| d <= now) {
             self.abort(core, now);
             return;
         }
         core.close();
-        self.life = Life::Closing {
-            deadline: timeout.map(|t| now + t),
-        };
+        self.life = Life::Closing { deadline };
     }
 
     fn start_txn(&mut self, core: &mut Producer, op: OpId, call: TxnCall) {

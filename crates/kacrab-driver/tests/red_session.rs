@@ -1,0 +1,106 @@
+//! Red-team tests of the session's application half: close(timeout) semantics, the
+//! backlog under close and abort, and every command completing exactly once.
+
+mod pair;
+
+use std::time::Duration;
+
+use kacrab_driver::{Completion, ProduceError};
+use kafka_protocol::messages::ApiKey;
+use pair::{Cluster, Pair, Verdict};
+
+const MS: Duration = Duration::from_millis(1);
+
+/// A session whose Produce requests are never answered, with a buffer so small that
+/// the second send waits in the backlog, and a long `max.block.ms`.
+fn stuck_with_backlog() -> (Pair, Vec<kacrab_driver::SendId>) {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[
+            ("buffer.memory", "1"),
+            ("max.block.ms", "60000"),
+            ("delivery.timeout.ms", "120000"),
+            ("request.timeout.ms", "30000"),
+        ],
+    );
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    let mut ids = vec![p.send("t", 0, "r0")];
+    p.run_for(50 * MS);
+    assert_eq!(p.cluster.count(ApiKey::Produce), 1, "r0 is on the wire");
+    ids.extend((1..3).map(|i| p.send("t", 0, &format!("r{i}"))));
+    assert!(
+        p.session.oldest_blocked_send().is_some(),
+        "a send waits for buffer.memory"
+    );
+    (p, ids)
+}
+
+/// Java's `close(Duration)` bounds the call by its timeout from the moment it is
+/// called: sends still waiting for `buffer.memory` do not extend it to their
+/// `max.block.ms`. The close completes by its timeout, and every send has an outcome.
+#[test]
+fn close_with_a_timeout_behind_blocked_sends_completes_by_its_timeout() {
+    let (mut p, ids) = stuck_with_backlog();
+    let start = p.now;
+    let close = p.close(Some(100 * MS));
+    assert!(p.run_until(Duration::from_secs(200), |p| p.op(close).is_some()));
+    let (at, _) = p.op(close).unwrap();
+    assert!(
+        at.saturating_duration_since(start) <= 200 * MS,
+        "close(100ms) completed after {:?}",
+        at.saturating_duration_since(start)
+    );
+    for id in ids {
+        assert!(p.outcome(id).is_some(), "{id:?} has no outcome");
+    }
+}
+
+/// A second close with a shorter timeout shortens the first, even while the first
+/// still waits in the backlog.
+#[test]
+fn a_shorter_second_close_shortens_a_close_still_in_the_backlog() {
+    let (mut p, _ids) = stuck_with_backlog();
+    let start = p.now;
+    let first = p.close(None);
+    let second = p.close(Some(100 * MS));
+    assert!(p.run_until(Duration::from_secs(300), |p| p.op(second).is_some()));
+    let (at, _) = p.op(second).unwrap();
+    assert!(
+        at.saturating_duration_since(start) <= 200 * MS,
+        "close(100ms) completed after {:?}",
+        at.saturating_duration_since(start)
+    );
+    assert!(p.op(first).is_some());
+}
+
+/// abort() with sends in the backlog: each gets exactly one outcome, failed and not
+/// possibly written (they never entered the producer); the one on the wire is possibly
+/// written; a flush and a close queued behind them complete.
+#[test]
+fn abort_with_a_backlog_completes_every_command_once() {
+    let (mut p, ids) = stuck_with_backlog();
+    let flush = p.flush();
+    let close = p.close(None);
+    p.session.abort(p.now);
+    p.pump();
+    assert!(p.run_until(Duration::from_secs(1), |p| p.op(close).is_some()));
+    assert!(p.op(flush).is_some());
+    match p.outcome(ids[0]) {
+        Some(Err(ProduceError::Delivery {
+            possibly_written: true,
+            ..
+        })) => {}
+        other => panic!("the record on the wire: {other:?}"),
+    }
+    for id in &ids[1..] {
+        assert!(
+            matches!(p.outcome(*id), Some(Err(_))),
+            "{id:?}: {:?}",
+            p.outcome(*id)
+        );
+    }
+    assert!(p.session.is_finished());
+    let late = p.send("t", 0, "late");
+    assert!(matches!(p.outcome(late), Some(Err(ProduceError::Send(_)))));
+    let _ = Completion::Closed { op: close };
+}
