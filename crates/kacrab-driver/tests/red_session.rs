@@ -104,3 +104,94 @@ fn abort_with_a_backlog_completes_every_command_once() {
     assert!(matches!(p.outcome(late), Some(Err(ProduceError::Send(_)))));
     let _ = Completion::Closed { op: close };
 }
+
+/// An init_transactions the coordinator never answers, then close(timeout): when the
+/// timeout passes the operation completes (with an error), and so does the close.
+#[test]
+fn close_with_a_timeout_completes_a_pending_init_transactions() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("transactional.id", "tx"), ("max.block.ms", "60000")],
+    );
+    p.hook(|inc, _| {
+        (inc.api == ApiKey::FindCoordinator || inc.api == ApiKey::InitProducerId)
+            .then_some(Verdict::Ignore)
+    });
+    let init = p.session.init_transactions(p.now);
+    p.run_for(50 * MS);
+    assert!(p.op(init).is_none());
+    let start = p.now;
+    let close = p.close(Some(100 * MS));
+    assert!(p.run_until(Duration::from_secs(5), |p| p.op(close).is_some()));
+    assert!(p.since(start) <= 200 * MS, "close took {:?}", p.since(start));
+    assert!(
+        matches!(
+            p.op(init),
+            Some((_, Completion::Transaction { result: Err(_), .. }))
+        ),
+        "{:?}",
+        p.op(init)
+    );
+    assert!(p.session.is_finished());
+}
+
+/// A lookup of a topic no broker knows, then close: the close completes, and the lookup
+/// is answered (no count) rather than left without a completion.
+#[test]
+fn a_lookup_pending_at_close_is_answered() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("max.block.ms", "60000")],
+    );
+    let lookup = p.partition_count("missing");
+    p.run_for(50 * MS);
+    assert!(p.op(lookup).is_none());
+    let close = p.close(None);
+    assert!(p.run_until(Duration::from_secs(5), |p| p.op(close).is_some()));
+    assert!(
+        matches!(
+            p.op(lookup),
+            Some((_, Completion::PartitionCount { count: None, .. }))
+        ),
+        "{:?}",
+        p.op(lookup)
+    );
+    let after = p.partition_count("t");
+    assert!(p.op(after).is_some(), "a lookup after finishing is answered");
+}
+
+/// A commit waiting in the backlog when abort() arrives completes once, with an error;
+/// nothing of the transaction is committed.
+#[test]
+fn abort_with_a_commit_in_the_backlog_fails_it_once() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[
+            ("transactional.id", "tx"),
+            ("buffer.memory", "1"),
+            ("max.block.ms", "60000"),
+        ],
+    );
+    let init = p.session.init_transactions(p.now);
+    assert!(p.run_until(Duration::from_secs(10), |p| p.op(init).is_some()));
+    let begin = p.session.begin_transaction(p.now);
+    p.pump();
+    assert!(p.op(begin).is_some());
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let commit = p.session.commit_transaction(p.now);
+    p.pump();
+    assert!(p.op(commit).is_none());
+    p.session.abort(p.now);
+    p.pump();
+    p.settle(Duration::from_secs(5));
+    assert!(matches!(
+        p.op(commit),
+        Some((_, Completion::Transaction { result: Err(_), .. }))
+    ));
+    for id in ids {
+        assert!(matches!(p.outcome(id), Some(Err(_))), "{id:?}");
+    }
+    assert!(p.cluster.end_txns.iter().all(|c| !c), "{:?}", p.cluster.end_txns);
+    assert!(p.session.is_finished());
+}
