@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, DeliveryError, Event, OffsetToCommit, Producer, Record, RecordId,
-    SendError, Timestamp, TopicPartition, TxnError, TxnOp,
+    ConsumerGroupMetadata, DeliveryError, Event, KafkaError, OffsetToCommit, Producer, Record,
+    RecordId, SendError, Timestamp, TopicPartition, TransactionState, TxnError, TxnOp,
 };
 
 use crate::completion::{Completion, OpId, ProduceError, SendId};
@@ -126,6 +126,14 @@ impl Waiters {
     }
 }
 
+/// Whether the open transaction lost a record before it entered the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxnRecordLoss {
+    None,
+    /// A send failed for `buffer.memory`; commit and send_offsets are refused.
+    Lost,
+}
+
 /// Where the producer is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Life {
@@ -164,6 +172,12 @@ pub(crate) struct Application {
     txn_waiters: Vec<(TxnOp, OpId)>,
     lookups: Vec<Lookup>,
     closes: Vec<OpId>,
+    /// A send of the open transaction failed before entering the core (`max.block.ms`
+    /// ran out): the transaction lost a record, so it may only be aborted. Java's
+    /// `KafkaProducer.doSend` passes the `BufferExhaustedException` to
+    /// `TransactionManager.maybeTransitionToErrorState`, which makes the transaction
+    /// abortable. Cleared when an abort of the transaction starts.
+    lost_in_transaction: TxnRecordLoss,
     life: Life,
     completions: VecDeque<Completion>,
 }
@@ -188,6 +202,7 @@ impl Application {
             txn_waiters: Vec::new(),
             lookups: Vec::new(),
             closes: Vec::new(),
+            lost_in_transaction: TxnRecordLoss::None,
             life: Life::Open,
             completions: VecDeque::new(),
         }
@@ -283,7 +298,12 @@ impl Application {
                 }
             }
             Life::Finished => self.completions.push_back(Completion::Closed { op }),
-            Life::CloseCalled { deadline: ref mut d } | Life::Closing { deadline: ref mut d } => {
+            Life::CloseCalled {
+                deadline: ref mut d,
+            }
+            | Life::Closing {
+                deadline: ref mut d,
+            } => {
                 // A second close joins the first; a shorter timeout shortens it, even
                 // while the first still waits in the backlog.
                 if let Some(new) = deadline {
@@ -495,6 +515,18 @@ impl Application {
 
     // ------------------------------------------------------------------ internals
 
+    /// A send failed for `buffer.memory` before entering the core.
+    fn buffer_full(&mut self, core: &Producer, id: SendId) {
+        if core.transaction_state() == Some(TransactionState::InTransaction) {
+            self.lost_in_transaction = TxnRecordLoss::Lost;
+        }
+        let buffered = core.config().buffer_memory();
+        self.record_done(
+            id,
+            Err(ProduceError::Send(SendError::BufferFull { buffered })),
+        );
+    }
+
     fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
         self.completions
             .push_back(Completion::Record { id, outcome });
@@ -537,11 +569,7 @@ impl Application {
         now: Timestamp,
     ) {
         if self.max_block.is_zero() {
-            let buffered = core.config().buffer_memory();
-            self.record_done(
-                id,
-                Err(ProduceError::Send(SendError::BufferFull { buffered })),
-            );
+            self.buffer_full(core, id);
             return;
         }
         self.backlog.push_back(Queued::Send {
@@ -567,11 +595,7 @@ impl Application {
                         continue;
                     };
                     if deadline <= now {
-                        let buffered = core.config().buffer_memory();
-                        self.record_done(
-                            id,
-                            Err(ProduceError::Send(SendError::BufferFull { buffered })),
-                        );
+                        self.buffer_full(core, id);
                         continue;
                     }
                     self.backlog.push_front(Queued::Send {
@@ -619,6 +643,16 @@ impl Application {
 
     fn start_txn(&mut self, core: &mut Producer, op: OpId, call: TxnCall) {
         let kind = call.kind();
+        if self.lost_in_transaction == TxnRecordLoss::Lost
+            && matches!(call, TxnCall::Commit | TxnCall::SendOffsets(..))
+        {
+            self.completions.push_back(Completion::Transaction {
+                op,
+                kind,
+                result: Err(TxnError::Abortable(KafkaError::RequestTimedOut)),
+            });
+            return;
+        }
         let started = match call {
             TxnCall::Init => core.init_transactions(),
             TxnCall::Begin => {
@@ -631,7 +665,13 @@ impl Application {
                 core.send_offsets_to_transaction(offsets, group)
             }
             TxnCall::Commit => core.commit_transaction(),
-            TxnCall::Abort => core.abort_transaction(),
+            TxnCall::Abort => {
+                let started = core.abort_transaction();
+                if started.is_ok() {
+                    self.lost_in_transaction = TxnRecordLoss::None;
+                }
+                started
+            }
         };
         match started {
             Ok(()) => self.txn_waiters.push((kind, op)),

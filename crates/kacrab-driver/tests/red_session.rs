@@ -123,7 +123,11 @@ fn close_with_a_timeout_completes_a_pending_init_transactions() {
     let start = p.now;
     let close = p.close(Some(100 * MS));
     assert!(p.run_until(Duration::from_secs(5), |p| p.op(close).is_some()));
-    assert!(p.since(start) <= 200 * MS, "close took {:?}", p.since(start));
+    assert!(
+        p.since(start) <= 200 * MS,
+        "close took {:?}",
+        p.since(start)
+    );
     assert!(
         matches!(
             p.op(init),
@@ -157,7 +161,10 @@ fn a_lookup_pending_at_close_is_answered() {
         p.op(lookup)
     );
     let after = p.partition_count("t");
-    assert!(p.op(after).is_some(), "a lookup after finishing is answered");
+    assert!(
+        p.op(after).is_some(),
+        "a lookup after finishing is answered"
+    );
 }
 
 /// A commit waiting in the backlog when abort() arrives completes once, with an error;
@@ -192,6 +199,72 @@ fn abort_with_a_commit_in_the_backlog_fails_it_once() {
     for id in ids {
         assert!(matches!(p.outcome(id), Some(Err(_))), "{id:?}");
     }
-    assert!(p.cluster.end_txns.iter().all(|c| !c), "{:?}", p.cluster.end_txns);
+    assert!(
+        p.cluster.end_txns.iter().all(|c| !c),
+        "{:?}",
+        p.cluster.end_txns
+    );
     assert!(p.session.is_finished());
+}
+
+/// A send of an open transaction that fails waiting for `buffer.memory`
+/// (`max.block.ms`) never reaches the log, so the transaction can not commit: Java's
+/// `KafkaProducer.doSend` hands the `BufferExhaustedException` (an `ApiException`) to
+/// `TransactionManager.maybeTransitionToErrorState`, which makes the transaction
+/// abortable. A commit called after it fails and commits nothing; the transaction can
+/// then be aborted.
+#[test]
+fn a_transactional_send_that_fails_for_buffer_memory_makes_the_commit_fail() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[
+            ("transactional.id", "tx"),
+            ("buffer.memory", "1"),
+            ("max.block.ms", "100"),
+        ],
+    );
+    let init = p.session.init_transactions(p.now);
+    assert!(p.run_until(Duration::from_secs(10), |p| p.op(init).is_some()));
+    let begin = p.session.begin_transaction(p.now);
+    p.pump();
+    assert!(p.op(begin).is_some());
+    // The first Produce is answered late, so the sends behind it time out.
+    let mut armed = true;
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Produce && std::mem::take(&mut armed))
+            .then_some(Verdict::Delay(Duration::from_millis(500)))
+    });
+    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    p.run_for(300 * MS);
+    assert!(
+        matches!(p.outcome(ids[2]), Some(Err(ProduceError::Send(_)))),
+        "{:?}",
+        p.outcome(ids[2])
+    );
+    let commit = p.session.commit_transaction(p.now);
+    p.pump();
+    assert!(p.run_until(Duration::from_secs(10), |p| p.op(commit).is_some()));
+    assert!(
+        matches!(
+            p.op(commit),
+            Some((_, Completion::Transaction { result: Err(_), .. }))
+        ),
+        "the commit of a transaction that lost a record: {:?}",
+        p.op(commit)
+    );
+    assert!(
+        !p.cluster.end_txns.contains(&true),
+        "committed: {:?}",
+        p.cluster.end_txns
+    );
+    let abort = p.session.abort_transaction(p.now);
+    assert!(p.run_until(Duration::from_secs(10), |p| p.op(abort).is_some()));
+    assert!(
+        matches!(
+            p.op(abort),
+            Some((_, Completion::Transaction { result: Ok(()), .. }))
+        ),
+        "{:?}",
+        p.op(abort)
+    );
 }
