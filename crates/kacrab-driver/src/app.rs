@@ -776,6 +776,10 @@ impl Application {
             .all(|(a, b)| a.0 <= b.0));
         if self.life == Life::Finished {
             assert!(self.backlog.is_empty() && self.closes.is_empty() && self.lookups.is_empty());
+            assert!(
+                self.flushes.is_empty() && self.txn_waiters.is_empty(),
+                "a finished session answered every flush and transactional call"
+            );
         }
     }
 }
