@@ -268,3 +268,91 @@ fn a_transactional_send_that_fails_for_buffer_memory_makes_the_commit_fail() {
         p.op(abort)
     );
 }
+
+/// close(timeout) whose deadline falls at the same instant as the blocked sends'
+/// `max.block.ms`: one `handle_timeout` acts on both (the harness checks the timer
+/// rule), every send gets one outcome, and the close completes at that instant.
+#[test]
+fn a_close_deadline_equal_to_max_block_fires_once_with_the_sends() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("buffer.memory", "1"), ("max.block.ms", "200")],
+    );
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let start = p.now;
+    let close = p.close(Some(200 * MS));
+    assert!(p.run_until(Duration::from_secs(5), |p| p.op(close).is_some()));
+    assert!(
+        p.since(start) <= 201 * MS,
+        "close took {:?}",
+        p.since(start)
+    );
+    for id in ids {
+        assert!(p.outcome(id).is_some(), "{id:?}");
+    }
+    assert!(p.session.is_finished());
+}
+
+/// After a transactional send failed for `buffer.memory`, send_offsets_to_transaction
+/// is refused too (the transaction may only be aborted), and after the abort a new
+/// transaction commits.
+#[test]
+fn after_a_lost_transactional_send_only_abort_is_accepted_then_a_new_transaction_commits() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[
+            ("transactional.id", "tx"),
+            ("buffer.memory", "1"),
+            ("max.block.ms", "100"),
+        ],
+    );
+    let init = p.session.init_transactions(p.now);
+    assert!(p.run_until(Duration::from_secs(10), |p| p.op(init).is_some()));
+    let begin = p.session.begin_transaction(p.now);
+    p.pump();
+    assert!(p.op(begin).is_some());
+    let mut armed = true;
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Produce && std::mem::take(&mut armed))
+            .then_some(Verdict::Delay(Duration::from_millis(500)))
+    });
+    let _ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    p.run_for(800 * MS);
+    let offsets = p.session.send_offsets_to_transaction(
+        Vec::new(),
+        kacrab_idempotence::ConsumerGroupMetadata {
+            group_id: "g".into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+        },
+        p.now,
+    );
+    p.pump();
+    assert!(
+        matches!(
+            p.op(offsets),
+            Some((_, Completion::Transaction { result: Err(_), .. }))
+        ),
+        "{:?}",
+        p.op(offsets)
+    );
+    let abort = p.session.abort_transaction(p.now);
+    assert!(p.run_until(Duration::from_secs(10), |p| p.op(abort).is_some()));
+    let begin = p.session.begin_transaction(p.now);
+    p.pump();
+    assert!(p.op(begin).is_some());
+    let last = p.send("t", 0, "again");
+    let commit = p.session.commit_transaction(p.now);
+    assert!(p.run_until(Duration::from_secs(10), |p| p.op(commit).is_some()));
+    assert!(
+        matches!(
+            p.op(commit),
+            Some((_, Completion::Transaction { result: Ok(()), .. }))
+        ),
+        "{:?}",
+        p.op(commit)
+    );
+    assert!(p.outcome(last).is_some_and(Result::is_ok));
+}
