@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, DeliveryError, Event, OffsetToCommit, Producer, Record, RecordId,
-    SendError, Timestamp, TopicPartition, TxnError, TxnOp,
+    ConsumerGroupMetadata, DeliveryError, Event, KafkaError, OffsetToCommit, Producer, Record,
+    RecordId, SendError, Timestamp, TopicPartition, TransactionState, TxnError, TxnOp,
 };
 
 use crate::completion::{Completion, OpId, ProduceError, SendId};
@@ -64,9 +64,10 @@ enum Queued {
         /// The first send the flush does not cover.
         upto: SendId,
     },
+    /// Its timeout, counted from the call, is in [`Life::CloseCalled`]: Java's
+    /// `close(Duration)` bounds the whole call, the wait behind blocked sends included.
     Close {
         op: OpId,
-        timeout: Option<Duration>,
     },
     Txn {
         op: OpId,
@@ -134,12 +135,23 @@ impl Waiters {
     }
 }
 
+/// Whether the open transaction lost a record before it entered the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxnRecordLoss {
+    None,
+    /// A send failed for `buffer.memory`; commit and send_offsets are refused.
+    Lost,
+}
+
 /// Where the producer is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Life {
     Open,
-    /// `close` was called (it may still wait in the backlog).
-    CloseCalled,
+    /// `close` was called and waits in the backlog; past `deadline` (the earliest
+    /// close's timeout, from its call), everything is aborted.
+    CloseCalled {
+        deadline: Option<Timestamp>,
+    },
     /// The core is closing; past `deadline`, what is left is aborted.
     Closing {
         deadline: Option<Timestamp>,
@@ -169,6 +181,12 @@ pub(crate) struct Application {
     txn_waiters: Vec<(TxnOp, OpId)>,
     lookups: Vec<Lookup>,
     closes: Vec<OpId>,
+    /// A send of the open transaction failed before entering the core (`max.block.ms`
+    /// ran out): the transaction lost a record, so it may only be aborted. Java's
+    /// `KafkaProducer.doSend` passes the `BufferExhaustedException` to
+    /// `TransactionManager.maybeTransitionToErrorState`, which makes the transaction
+    /// abortable. Cleared when an abort of the transaction starts.
+    lost_in_transaction: TxnRecordLoss,
     life: Life,
     completions: VecDeque<Completion>,
 }
@@ -193,6 +211,7 @@ impl Application {
             txn_waiters: Vec::new(),
             lookups: Vec::new(),
             closes: Vec::new(),
+            lost_in_transaction: TxnRecordLoss::None,
             life: Life::Open,
             completions: VecDeque::new(),
         }
@@ -276,22 +295,28 @@ impl Application {
         now: Timestamp,
     ) -> OpId {
         let op = self.op();
+        let deadline = timeout.map(|t| now + t);
         match self.life {
             Life::Open => {
-                self.life = Life::CloseCalled;
                 if self.backlog.is_empty() {
-                    self.start_close(core, op, timeout, now);
+                    self.start_close(core, op, deadline, now);
                 } else {
+                    self.life = Life::CloseCalled { deadline };
                     core.flush();
-                    self.backlog.push_back(Queued::Close { op, timeout });
+                    self.backlog.push_back(Queued::Close { op });
                 }
             }
             Life::Finished => self.completions.push_back(Completion::Closed { op }),
-            Life::CloseCalled | Life::Closing { .. } => {
-                // A second close joins the first; a shorter timeout shortens it.
-                if let (Life::Closing { deadline }, Some(t)) = (&mut self.life, timeout) {
-                    let d = now + t;
-                    *deadline = Some(deadline.map_or(d, |old| old.min(d)));
+            Life::CloseCalled {
+                deadline: ref mut d,
+            }
+            | Life::Closing {
+                deadline: ref mut d,
+            } => {
+                // A second close joins the first; a shorter timeout shortens it, even
+                // while the first still waits in the backlog.
+                if let Some(new) = deadline {
+                    *d = Some(d.map_or(new, |old| old.min(new)));
                 }
                 self.closes.push(op);
             }
@@ -383,14 +408,17 @@ impl Application {
         if !self.backlog.is_empty() && (freed || self.front_deadline().is_some_and(|d| d <= now)) {
             self.unblock(core, now);
         }
-        if let Life::Closing {
+        if let Life::CloseCalled {
+            deadline: Some(deadline),
+        }
+        | Life::Closing {
             deadline: Some(deadline),
         } = self.life
         {
             if deadline <= now {
-                // close(timeout) ran out: what is left fails (Java's forced close).
-                core.abort();
-                self.life = Life::Closing { deadline: None };
+                // close(timeout) ran out, perhaps while the close still waited behind
+                // blocked sends: what is left fails (Java's forced close).
+                self.abort(core, now);
                 while let Some(event) = core.poll_event() {
                     self.on_event(event);
                 }
@@ -455,8 +483,8 @@ impl Application {
     /// a lookup's next question or deadline, a close's timeout.
     pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
         let close = match self.life {
-            Life::Closing { deadline } => deadline,
-            _ => None,
+            Life::CloseCalled { deadline } | Life::Closing { deadline } => deadline,
+            Life::Open | Life::Finished => None,
         };
         let lookups = self.lookups.iter().map(|l| l.ask_at.min(l.deadline)).min();
         [self.front_deadline(), close, lookups]
@@ -495,6 +523,18 @@ impl Application {
     }
 
     // ------------------------------------------------------------------ internals
+
+    /// A send failed for `buffer.memory` before entering the core.
+    fn buffer_full(&mut self, core: &Producer, id: SendId) {
+        if core.transaction_state() == Some(TransactionState::InTransaction) {
+            self.lost_in_transaction = TxnRecordLoss::Lost;
+        }
+        let buffered = core.config().buffer_memory();
+        self.record_done(
+            id,
+            Err(ProduceError::Send(SendError::BufferFull { buffered })),
+        );
+    }
 
     fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
         self.completions
@@ -538,11 +578,7 @@ impl Application {
         now: Timestamp,
     ) {
         if self.max_block.is_zero() {
-            let buffered = core.config().buffer_memory();
-            self.record_done(
-                id,
-                Err(ProduceError::Send(SendError::BufferFull { buffered })),
-            );
+            self.buffer_full(core, id);
             return;
         }
         self.backlog.push_back(Queued::Send {
@@ -568,11 +604,7 @@ impl Application {
                         continue;
                     };
                     if deadline <= now {
-                        let buffered = core.config().buffer_memory();
-                        self.record_done(
-                            id,
-                            Err(ProduceError::Send(SendError::BufferFull { buffered })),
-                        );
+                        self.buffer_full(core, id);
                         continue;
                     }
                     self.backlog.push_front(Queued::Send {
@@ -584,7 +616,13 @@ impl Application {
                     return;
                 }
                 Queued::Flush { op, upto } => self.start_flush(core, op, upto),
-                Queued::Close { op, timeout } => self.start_close(core, op, timeout, now),
+                Queued::Close { op } => {
+                    let deadline = match self.life {
+                        Life::CloseCalled { deadline } => deadline,
+                        _ => None,
+                    };
+                    self.start_close(core, op, deadline, now);
+                }
                 Queued::Txn { op, call } => self.start_txn(core, op, call),
             }
         }
@@ -600,22 +638,30 @@ impl Application {
         &mut self,
         core: &mut Producer,
         op: OpId,
-        timeout: Option<Duration>,
+        deadline: Option<Timestamp>,
         now: Timestamp,
     ) {
         self.closes.push(op);
-        if timeout.is_some_and(|t| t.is_zero()) {
+        if deadline.is_some_and(|d| d <= now) {
             self.abort(core, now);
             return;
         }
         core.close();
-        self.life = Life::Closing {
-            deadline: timeout.map(|t| now + t),
-        };
+        self.life = Life::Closing { deadline };
     }
 
     fn start_txn(&mut self, core: &mut Producer, op: OpId, call: TxnCall) {
         let kind = call.kind();
+        if self.lost_in_transaction == TxnRecordLoss::Lost
+            && matches!(call, TxnCall::Commit | TxnCall::SendOffsets(..))
+        {
+            self.completions.push_back(Completion::Transaction {
+                op,
+                kind,
+                result: Err(TxnError::Abortable(KafkaError::RequestTimedOut)),
+            });
+            return;
+        }
         let started = match call {
             TxnCall::Init => core.init_transactions(),
             TxnCall::Begin => {
@@ -628,7 +674,13 @@ impl Application {
                 core.send_offsets_to_transaction(offsets, group)
             }
             TxnCall::Commit => core.commit_transaction(),
-            TxnCall::Abort => core.abort_transaction(),
+            TxnCall::Abort => {
+                let started = core.abort_transaction();
+                if started.is_ok() {
+                    self.lost_in_transaction = TxnRecordLoss::None;
+                }
+                started
+            }
         };
         match started {
             Ok(()) => self.txn_waiters.push((kind, op)),
@@ -733,6 +785,10 @@ impl Application {
             .all(|(a, b)| a.0 <= b.0));
         if self.life == Life::Finished {
             assert!(self.backlog.is_empty() && self.closes.is_empty() && self.lookups.is_empty());
+            assert!(
+                self.flushes.is_empty() && self.txn_waiters.is_empty(),
+                "a finished session answered every flush and transactional call"
+            );
         }
     }
 }
