@@ -313,20 +313,11 @@ fn run(case: &Case) {
             case.ticket_order
         );
     }
-    for (partition, acked) in &acked_by_partition {
-        // Acknowledgements of a partition reach the application in send order.
-        let positions: Vec<usize> = acked
-            .iter()
-            .map(|(id, _)| {
-                p.position(|c| matches!(c, Completion::Record { id: i, .. } if i == id))
-                    .expect("an outcome")
-            })
-            .collect();
-        assert!(
-            positions.windows(2).all(|w| w[0] < w[1]),
-            "partition {partition}: acknowledgements out of send order: {acked:?}"
-        );
-    }
+    // Completions of one partition come in response order, which is send order except
+    // when the answer to an earlier batch was lost and its retry is confirmed as a
+    // duplicate after a later batch (sent to a new leader) was acknowledged: see
+    // docs/design.md, "Completion order within a partition". The log order, checked
+    // next, is always send order.
     for (partition, acked) in acked_by_partition {
         assert!(
             acked.windows(2).all(|w| w[0].1 < w[1].1),
@@ -576,7 +567,7 @@ proptest! {
 /// connection while it sat on an earlier one (a lost answer on a live connection): the
 /// later record was acknowledged first. Kafka cannot do that (it reads a connection's
 /// next request only after answering the last), and the model now stalls such a
-/// connection; the acknowledgements stay in send order.
+/// connection; the log keeps send order.
 #[test]
 fn acknowledgements_stay_in_send_order_when_a_broker_sits_on_a_request() {
     use Op::*;
@@ -615,6 +606,53 @@ fn acknowledgements_stay_in_send_order_when_a_broker_sits_on_a_request() {
         end: End::Settle,
         produce_max: 9,
         api_versions_max: 3,
+        batch_size: 120,
+        max_in_flight: 2,
+        metadata_max_age_ms: 300,
+        buffer_memory: 300,
+        max_block_ms: 0,
+        ticket_order: false,
+        ops,
+    });
+}
+
+/// Found at 20,000 cases: the leader of partition 0 moves while a batch is in flight to
+/// the old one, a connection resets, and the earlier batch's retry is confirmed after a
+/// later batch was acknowledged. Every record is in the log once, in send order; only the
+/// completions of the two batches come in response order.
+#[test]
+fn a_retried_batch_confirmed_after_a_later_one_keeps_the_log_in_send_order() {
+    use Op::*;
+    let ops = vec![
+        Send { partition: 0 },
+        Advance { ms: 32 },
+        Send { partition: 0 },
+        Advance { ms: 43 },
+        MoveLeader {
+            partition: 0,
+            to: 1,
+        },
+        Send { partition: 1 },
+        Advance { ms: 2 },
+        Reset {
+            pick: 491704636458010571,
+        },
+        Advance { ms: 7 },
+        Send { partition: 0 },
+        Send { partition: 0 },
+    ];
+    run(&Case {
+        seed: 11261082192155310217,
+        brokers: 3,
+        partitions: 2,
+        latency_ms: 3,
+        jitter_ms: 5,
+        split: false,
+        fault_per_mille: 51,
+        connect_faults: (0, 0),
+        end: End::Settle,
+        produce_max: 9,
+        api_versions_max: 2,
         batch_size: 120,
         max_in_flight: 2,
         metadata_max_age_ms: 300,
