@@ -16,17 +16,29 @@ pub(crate) fn frame<B: Encodable>(
     client_id: Option<&StrBytes>,
     body: &B,
 ) -> Result<Bytes, WireError> {
-    let err = |e: Box<dyn std::error::Error + Send + Sync>| WireError::Encode {
-        api,
-        version,
-        source: e,
-    };
     let header = RequestHeader::default()
         .with_request_api_key(api.id())
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
         .with_client_id(client_id.cloned());
     let header_version = api.request_header_version(version);
+    framed(api, version, &header, header_version, body)
+}
+
+/// `length prefix + header + body` in one buffer sized up front: the framing requests
+/// and (under the `server` feature) responses share.
+pub(crate) fn framed<H: Encodable, B: Encodable>(
+    api: ApiKey,
+    version: i16,
+    header: &H,
+    header_version: i16,
+    body: &B,
+) -> Result<Bytes, WireError> {
+    let err = |e: Box<dyn std::error::Error + Send + Sync>| WireError::Encode {
+        api,
+        version,
+        source: e,
+    };
     let size = header
         .compute_size(header_version)
         .map_err(|e| err(e.into()))?

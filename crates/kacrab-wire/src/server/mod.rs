@@ -22,7 +22,7 @@
 mod requests;
 mod responses;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::ResponseHeader;
 use kafka_protocol::protocol::Encodable;
 
@@ -254,26 +254,6 @@ fn frame<B: Encodable>(
     correlation_id: i32,
     body: &B,
 ) -> Result<Bytes, WireError> {
-    let err = |e: Box<dyn std::error::Error + Send + Sync>| WireError::Encode {
-        api,
-        version,
-        source: e,
-    };
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
-    let size = header
-        .compute_size(header_version)
-        .map_err(|e| err(e.into()))?
-        + body.compute_size(version).map_err(|e| err(e.into()))?;
-    let max = i32::MAX as usize;
-    if size > max {
-        return Err(WireError::FrameTooLarge { size, max });
-    }
-    let mut buf = BytesMut::with_capacity(4 + size);
-    buf.put_i32(size as i32);
-    header
-        .encode(&mut buf, header_version)
-        .map_err(|e| err(e.into()))?;
-    body.encode(&mut buf, version).map_err(|e| err(e.into()))?;
-    debug_assert_eq!(buf.len(), 4 + size, "compute_size disagrees with encode");
-    Ok(buf.freeze())
+    crate::encode::framed(api, version, &header, header_version, body)
 }
