@@ -15,12 +15,10 @@ partitions=${3:-6}
 kafka() { bash scripts/kafka.sh "$@"; }
 
 command -v /usr/bin/time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-cargo build --release -q -p kacrab-tokio --example produce
-cargo build --release -q -p kacrab-blocking --example produce
-tokio_bin="$repo/target/release/examples/produce"
-# Both examples are named `produce`; the last build wins the path, so copy each.
-cargo build --release -q -p kacrab-tokio --example produce && cp "$tokio_bin" /tmp/kacrab-produce-tokio
-cargo build --release -q -p kacrab-blocking --example produce && cp "$tokio_bin" /tmp/kacrab-produce-blocking
+cargo build --release -q -p kacrab-tokio --example tokio_produce
+cargo build --release -q -p kacrab-blocking --example blocking_produce
+cp "$repo/target/release/examples/tokio_produce" /tmp/kacrab-produce-tokio
+cp "$repo/target/release/examples/blocking_produce" /tmp/kacrab-produce-blocking
 
 started_here=0
 if [ -z "${KACRAB_KAFKA_BOOTSTRAP:-}" ]; then

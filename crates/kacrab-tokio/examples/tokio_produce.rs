@@ -2,7 +2,7 @@
 //! line the blocking example prints too.
 //!
 //! ```text
-//! cargo run --release -p kacrab-tokio --example produce -- \
+//! cargo run --release -p kacrab-tokio --example tokio_produce -- \
 //!     --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B \
 //!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T] \
 //!     [--property key=value]...

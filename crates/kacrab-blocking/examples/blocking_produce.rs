@@ -2,7 +2,7 @@
 //! summary line the Tokio example prints too.
 //!
 //! ```text
-//! cargo run --release -p kacrab-blocking --example produce -- \
+//! cargo run --release -p kacrab-blocking --example blocking_produce -- \
 //!     --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B \
 //!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T] \
 //!     [--property key=value]...
