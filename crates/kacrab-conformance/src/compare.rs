@@ -1,0 +1,362 @@
+//! Compares the two sides' outputs and classifies every difference.
+//!
+//! The invariant lives per partition, so the comparison does too: each side's output is
+//! projected onto each partition (the batches sent for it, in order, and the answers
+//! they got), and the first place where the projections differ is classified by the
+//! detectors below, one per departure in `docs/design.md` ("Where the core departs from
+//! the Java client"). Everything after a partition's first difference follows from it
+//! and is not classified again. Record outcomes are compared only when every partition's
+//! wire history is identical.
+
+use std::collections::BTreeMap;
+
+use crate::core_side::CoreExtra;
+use crate::trace::Trace;
+
+/// What a difference between Java and the core is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    /// Identical output.
+    Same,
+    /// Departure 7: Java pipelines a second batch of a partition before the first ack
+    /// under the current identity; the core sends one batch at a time until then.
+    FirstBatchGate,
+    /// Departure 6: Java stamps a batch while `max.in.flight` batches stamped since the
+    /// partition's oldest unfinished one are still unfinished; the core waits.
+    InFlightWindow,
+    /// Departure 2: Java renumbers (new epoch or new sequence) a batch that may already be
+    /// in the log; the core first resends it unchanged.
+    NoRenumberOfPossiblyWritten,
+    /// Departures 1, 5, 8, 11: after a batch whose fate is unknown (or was definitively
+    /// rejected), Java and the core choose differently between keeping the numbering and
+    /// bumping the epoch.
+    UnresolvedSequenceHandling,
+    /// Departure 9 and 11: the wire histories agree but a failed record's outcome
+    /// differs in a way the core's proof-of-absence rules explain.
+    OutcomeOfPossiblyWritten,
+    /// A difference no detector explains: a core bug or a missing detector.
+    Unexplained,
+}
+
+/// A batch's stamp: partition, producer id, epoch, base sequence, record count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Partition.
+    pub p: i32,
+    /// Producer id.
+    pub pid: i64,
+    /// Epoch.
+    pub epoch: i32,
+    /// Base sequence.
+    pub seq: i64,
+    /// Record count.
+    pub count: i64,
+}
+
+impl Stamp {
+    fn parse(s: &str) -> Option<Self> {
+        let mut it = s.split(':').map(str::parse::<i64>);
+        let mut next = || it.next().and_then(Result::ok);
+        Some(Self {
+            p: i32::try_from(next()?).ok()?,
+            pid: next()?,
+            epoch: i32::try_from(next()?).ok()?,
+            seq: next()?,
+            count: next()?,
+        })
+    }
+
+    fn identity(&self) -> (i64, i32) {
+        (self.pid, self.epoch)
+    }
+}
+
+/// One event of a partition's projected history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PartitionEvent {
+    /// A batch went on the wire to `node`.
+    Sent {
+        /// The broker.
+        node: i32,
+        /// The stamp.
+        stamp: Stamp,
+    },
+    /// A batch got this answer.
+    Answered {
+        /// The stamp.
+        stamp: Stamp,
+        /// Kafka's error name.
+        error: String,
+    },
+    /// The connection carrying the partition's requests to `node` broke.
+    Disconnected {
+        /// The broker.
+        node: i32,
+    },
+}
+
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("\"{key}\":");
+    let start = line.find(&pat)? + pat.len();
+    let rest = &line[start..];
+    if let Some(r) = rest.strip_prefix('"') {
+        r.split('"').next()
+    } else {
+        rest.split([',', '}']).next()
+    }
+}
+
+/// Per partition, the projected history of one side's output; and the outcome lines.
+fn project(lines: &[String]) -> (BTreeMap<i32, Vec<PartitionEvent>>, BTreeMap<i64, String>) {
+    let mut parts: BTreeMap<i32, Vec<PartitionEvent>> = BTreeMap::new();
+    let mut outcomes = BTreeMap::new();
+    for line in lines {
+        let ev = field(line, "ev").unwrap_or_default();
+        let node = field(line, "node").and_then(|n| n.parse().ok()).unwrap_or(-1);
+        match ev {
+            "produce" => {
+                for s in field(line, "batches").unwrap_or_default().split(',') {
+                    if let Some(stamp) = Stamp::parse(s) {
+                        parts
+                            .entry(stamp.p)
+                            .or_default()
+                            .push(PartitionEvent::Sent { node, stamp });
+                    }
+                }
+            }
+            "answered" => {
+                for s in field(line, "batches").unwrap_or_default().split(',') {
+                    let Some((stamp, error)) = s.split_once('=') else {
+                        continue;
+                    };
+                    if let Some(stamp) = Stamp::parse(stamp) {
+                        parts
+                            .entry(stamp.p)
+                            .or_default()
+                            .push(PartitionEvent::Answered {
+                                stamp,
+                                error: error.to_string(),
+                            });
+                    }
+                }
+            }
+            "disconnected" => {
+                // Only partitions with a batch on that node's connection see it.
+                for (_, events) in parts.iter_mut() {
+                    if in_flight(events).iter().any(|(n, _)| *n == node) {
+                        events.push(PartitionEvent::Disconnected { node });
+                    }
+                }
+            }
+            "outcome" => {
+                let rec = field(line, "rec").and_then(|r| r.parse().ok()).unwrap_or(-1);
+                outcomes.insert(rec, field(line, "result").unwrap_or_default().to_string());
+            }
+            _ => {}
+        }
+    }
+    (parts, outcomes)
+}
+
+/// The batches of a partition on the wire and unanswered after `events`.
+fn in_flight(events: &[PartitionEvent]) -> Vec<(i32, Stamp)> {
+    let mut flying: Vec<(i32, Stamp)> = Vec::new();
+    for e in events {
+        match e {
+            PartitionEvent::Sent { node, stamp } => flying.push((*node, stamp.clone())),
+            PartitionEvent::Answered { stamp, .. } => {
+                if let Some(i) = flying.iter().position(|(_, s)| s == stamp) {
+                    flying.remove(i);
+                }
+            }
+            PartitionEvent::Disconnected { node } => flying.retain(|(n, _)| n != node),
+        }
+    }
+    flying
+}
+
+/// Codes after which Kafka's broker may have appended the batch (everything but the
+/// codes it answers before the append; see `KafkaError::rejected_before_append`).
+fn possibly_written(error: &str) -> bool {
+    !matches!(
+        error,
+        "NOT_ENOUGH_REPLICAS"
+            | "CORRUPT_MESSAGE"
+            | "MESSAGE_TOO_LARGE"
+            | "RECORD_LIST_TOO_LARGE"
+            | "INVALID_RECORD"
+            | "OUT_OF_ORDER_SEQUENCE_NUMBER"
+            | "UNKNOWN_PRODUCER_ID"
+            | "INVALID_PRODUCER_EPOCH"
+            | "TOPIC_AUTHORIZATION_FAILED"
+            | "DUPLICATE_SEQUENCE_NUMBER"
+            | "UNKNOWN_TOPIC_OR_PARTITION"
+            | "NONE"
+    )
+}
+
+/// What the shared prefix of a partition's history shows.
+struct Prefix {
+    /// The identity of the last batch sent.
+    identity: Option<(i64, i32)>,
+    /// Whether a batch was acknowledged under that identity.
+    acked_under_identity: bool,
+    /// Whether some batch's attempt may be in the log without an ack (possibly-written
+    /// error or a broken connection) and was not acknowledged since.
+    unknown_fate: bool,
+    /// Whether some batch got an error at all.
+    any_error: bool,
+    /// Batches stamped under the current identity and not yet acknowledged.
+    unfinished: Vec<Stamp>,
+}
+
+fn prefix(events: &[PartitionEvent]) -> Prefix {
+    let mut p = Prefix {
+        identity: None,
+        acked_under_identity: false,
+        unknown_fate: false,
+        any_error: false,
+        unfinished: Vec::new(),
+    };
+    let mut flying: Vec<(i32, Stamp)> = Vec::new();
+    for e in events {
+        match e {
+            PartitionEvent::Sent { node, stamp } => {
+                if p.identity != Some(stamp.identity()) {
+                    p.identity = Some(stamp.identity());
+                    p.acked_under_identity = false;
+                    p.unfinished.clear();
+                }
+                if !p.unfinished.iter().any(|s| s.seq == stamp.seq) {
+                    p.unfinished.push(stamp.clone());
+                }
+                flying.push((*node, stamp.clone()));
+            }
+            PartitionEvent::Answered { stamp, error } => {
+                if let Some(i) = flying.iter().position(|(_, s)| s == stamp) {
+                    flying.remove(i);
+                }
+                if error == "NONE" || error == "DUPLICATE_SEQUENCE_NUMBER" {
+                    if Some(stamp.identity()) == p.identity {
+                        p.acked_under_identity = true;
+                        p.unfinished.retain(|s| s.seq != stamp.seq);
+                    }
+                } else {
+                    p.any_error = true;
+                    if possibly_written(error) {
+                        p.unknown_fate = true;
+                    }
+                }
+            }
+            PartitionEvent::Disconnected { node } => {
+                if flying.iter().any(|(n, _)| n == node) {
+                    p.unknown_fate = true;
+                    p.any_error = true;
+                }
+                flying.retain(|(n, _)| n != node);
+            }
+        }
+    }
+    p
+}
+
+fn classify_partition(
+    trace: &Trace,
+    shared: &[PartitionEvent],
+    java: Option<&PartitionEvent>,
+    core: Option<&PartitionEvent>,
+) -> Verdict {
+    let pre = prefix(shared);
+    let max_in_flight = trace.config.max_in_flight as usize;
+    let sent = |e: Option<&PartitionEvent>| match e {
+        Some(PartitionEvent::Sent { stamp, .. }) => Some(stamp.clone()),
+        _ => None,
+    };
+    let (j, c) = (sent(java), sent(core));
+    // Java sends a batch the core holds back.
+    if let Some(j) = &j {
+        let same_identity = pre.identity == Some(j.identity());
+        let new_batch = !pre.unfinished.iter().any(|s| s.seq == j.seq);
+        let core_holds = c.as_ref().is_none_or(|c| c.seq != j.seq || c.count != j.count);
+        if same_identity && new_batch && core_holds {
+            if !pre.acked_under_identity && !pre.unfinished.is_empty() {
+                return Verdict::FirstBatchGate;
+            }
+            if pre.unfinished.len() >= max_in_flight {
+                return Verdict::InFlightWindow;
+            }
+        }
+    }
+    if pre.any_error {
+        match (&j, &c) {
+            // Java renumbers under a new identity while the core resends the old stamp.
+            (Some(j), Some(c)) if pre.unknown_fate && Some(c.identity()) == pre.identity => {
+                if Some(j.identity()) != pre.identity {
+                    return Verdict::NoRenumberOfPossiblyWritten;
+                }
+                return Verdict::UnresolvedSequenceHandling;
+            }
+            _ => return Verdict::UnresolvedSequenceHandling,
+        }
+    }
+    Verdict::Unexplained
+}
+
+/// The classified comparison of one trace.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    /// The verdict: [`Verdict::Same`], the class of the earliest difference, or
+    /// [`Verdict::Unexplained`] if any difference is unexplained.
+    pub verdict: Verdict,
+    /// Per diverging partition: its class and where (index in its projected history).
+    pub partitions: Vec<(i32, Verdict, usize)>,
+}
+
+/// Compares `java` with `core` for `trace`.
+#[must_use]
+pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtra) -> Comparison {
+    let (jp, jo) = project(java);
+    let (cp, co) = project(core);
+    let mut partitions = Vec::new();
+    let empty = Vec::new();
+    for p in jp.keys().chain(cp.keys()).copied().collect::<std::collections::BTreeSet<_>>() {
+        let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
+        if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
+            let v = classify_partition(trace, &je[..k], je.get(k), ce.get(k));
+            partitions.push((p, v, k));
+        }
+    }
+    let mut verdict = if partitions.iter().any(|(_, v, _)| *v == Verdict::Unexplained) {
+        Verdict::Unexplained
+    } else {
+        partitions.first().map_or(Verdict::Same, |(_, v, _)| *v)
+    };
+    let exotic = java
+        .iter()
+        .chain(core)
+        .any(|l| l.contains("java_exception") || l.contains("input_error") || l.contains("+twice"));
+    if exotic {
+        verdict = Verdict::Unexplained;
+    }
+    if verdict == Verdict::Same && jo != co {
+        // Same wire history, different outcomes.
+        let explained = jo.iter().all(|(rec, j)| {
+            let c = co.get(rec).map_or("", String::as_str);
+            j == c
+                || (j.starts_with("err") || c.starts_with("err"))
+                    && usize::try_from(*rec)
+                        .ok()
+                        .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
+                        .is_some()
+        });
+        verdict = if explained {
+            Verdict::OutcomeOfPossiblyWritten
+        } else {
+            Verdict::Unexplained
+        };
+    }
+    Comparison {
+        verdict,
+        partitions,
+    }
+}
