@@ -34,6 +34,11 @@ pub enum Verdict {
     /// Departure 9 and 11: the wire histories agree but a failed record's outcome
     /// differs in a way the core's proof-of-absence rules explain.
     OutcomeOfPossiblyWritten,
+    /// A known core bug (reported, not a departure): a record larger than `batch.size`
+    /// closes its batch at once in the core, while Java's batch keeps the room of its
+    /// buffer (`max(batch.size, estimateSizeInBytesUpperBound)`, `MemoryRecordsBuilder.
+    /// hasRoomFor`) and takes more records until linger or the next batch makes it ready.
+    CoreBugOversizedBatchFill,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -107,10 +112,21 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Per partition, the projected history of one side's output; and the outcome lines.
-fn project(lines: &[String]) -> (BTreeMap<i32, Vec<PartitionEvent>>, BTreeMap<i64, String>) {
+type Projection = (
+    BTreeMap<i32, Vec<PartitionEvent>>,
+    BTreeMap<i32, Vec<usize>>,
+    BTreeMap<i64, String>,
+);
+
+fn project(lines: &[String]) -> Projection {
     let mut parts: BTreeMap<i32, Vec<PartitionEvent>> = BTreeMap::new();
     let mut outcomes = BTreeMap::new();
-    for line in lines {
+    let mut at: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    for (index, line) in lines.iter().enumerate() {
+        for (p, events) in &parts {
+            let seen = at.entry(*p).or_default();
+            seen.resize(events.len(), index.saturating_sub(1));
+        }
         let ev = field(line, "ev").unwrap_or_default();
         let node = field(line, "node").and_then(|n| n.parse().ok()).unwrap_or(-1);
         match ev {
@@ -155,7 +171,10 @@ fn project(lines: &[String]) -> (BTreeMap<i32, Vec<PartitionEvent>>, BTreeMap<i6
             _ => {}
         }
     }
-    (parts, outcomes)
+    for (p, events) in &parts {
+        at.entry(*p).or_default().resize(events.len(), lines.len());
+    }
+    (parts, at, outcomes)
 }
 
 /// The batches of a partition on the wire and unanswered after `events`.
@@ -194,6 +213,10 @@ fn possibly_written(error: &str) -> bool {
             | "NONE"
     )
 }
+
+/// A record batch's overhead plus a record's: a value within this many bytes of
+/// `batch.size` may need a batch larger than `batch.size`.
+const OVERSIZE_SLACK: usize = 61 + 21;
 
 /// What the shared prefix of a partition's history shows.
 struct Prefix {
@@ -273,6 +296,18 @@ fn classify_partition(
         _ => None,
     };
     let (j, c) = (sent(java), sent(core));
+    // A record larger than batch.size went to this partition: batch boundaries differ.
+    let oversized = trace.ops.iter().any(|op| {
+        matches!(op, crate::trace::Op::Send { p, size }
+            if Some(*p) == j.as_ref().or(c.as_ref()).map(|s| s.p)
+                && *size as usize + OVERSIZE_SLACK > trace.config.batch_size as usize)
+    });
+    let boundary_differs = match (&j, &c) {
+        (Some(j), Some(c)) => j.seq == c.seq && j.count != c.count,
+        (None, Some(_)) | (Some(_), None) => true,
+        _ => matches!(java, Some(PartitionEvent::Answered { .. }))
+            && matches!(core, Some(PartitionEvent::Sent { .. })),
+    };
     // Java sends a batch the core holds back.
     if let Some(j) = &j {
         let same_identity = pre.identity == Some(j.identity());
@@ -286,6 +321,9 @@ fn classify_partition(
                 return Verdict::InFlightWindow;
             }
         }
+    }
+    if oversized && boundary_differs && !pre.any_error {
+        return Verdict::CoreBugOversizedBatchFill;
     }
     if pre.any_error {
         match (&j, &c) {
@@ -308,29 +346,34 @@ pub struct Comparison {
     /// The verdict: [`Verdict::Same`], the class of the earliest difference, or
     /// [`Verdict::Unexplained`] if any difference is unexplained.
     pub verdict: Verdict,
-    /// Per diverging partition: its class and where (index in its projected history).
-    pub partitions: Vec<(i32, Verdict, usize)>,
+    /// Per diverging partition, earliest first: its class, where (index in its
+    /// projected history) and when (output line).
+    pub partitions: Vec<(i32, Verdict, usize, usize)>,
 }
 
 /// Compares `java` with `core` for `trace`.
 #[must_use]
 pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtra) -> Comparison {
-    let (jp, jo) = project(java);
-    let (cp, co) = project(core);
+    let (jp, jat, jo) = project(java);
+    let (cp, cat, co) = project(core);
     let mut partitions = Vec::new();
     let empty = Vec::new();
     for p in jp.keys().chain(cp.keys()).copied().collect::<std::collections::BTreeSet<_>>() {
         let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
         if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
             let v = classify_partition(trace, &je[..k], je.get(k), ce.get(k));
-            partitions.push((p, v, k));
+            let when = |at: &BTreeMap<i32, Vec<usize>>| {
+                at.get(&p).and_then(|a| a.get(k)).copied().unwrap_or(usize::MAX)
+            };
+            partitions.push((p, v, k, when(&jat).min(when(&cat))));
         }
     }
-    let mut verdict = if partitions.iter().any(|(_, v, _)| *v == Verdict::Unexplained) {
-        Verdict::Unexplained
-    } else {
-        partitions.first().map_or(Verdict::Same, |(_, v, _)| *v)
-    };
+    // The earliest difference classifies the trace. Answers are scripted per broker
+    // (its oldest request), so once one partition's batches are grouped into requests
+    // differently, every partition sharing those brokers sees different answers: later
+    // differences are consequences, not classified on their own.
+    partitions.sort_by_key(|&(_, _, _, when)| when);
+    let mut verdict = partitions.first().map_or(Verdict::Same, |(_, v, _, _)| *v);
     let exotic = java
         .iter()
         .chain(core)

@@ -74,6 +74,21 @@ public final class ConformanceHarness {
             return super.isReady(node, now) && inFlightRequestCount(node.idString()) < maxInFlight;
         }
 
+        /**
+         * NetworkClient.handleTimedOutRequests closes every connection with an expired
+         * request. MockClient's own check looks only at the head of its queue and, after
+         * disconnecting, drops the next request unanswered; so expire them here first.
+         */
+        @Override
+        public List<org.apache.kafka.clients.ClientResponse> poll(long timeoutMs, long now) {
+            java.util.Set<String> expired = new java.util.TreeSet<>();
+            for (ClientRequest r : requests()) {
+                if (now - r.createdTimeMs() >= r.requestTimeoutMs()) expired.add(r.destination());
+            }
+            for (String node : expired) disconnect(node);
+            return super.poll(timeoutMs, now);
+        }
+
         @Override
         public boolean ready(Node node, long now) {
             return super.ready(node, now) && inFlightRequestCount(node.idString()) < maxInFlight;
@@ -196,6 +211,7 @@ public final class ConformanceHarness {
                     initCount++;
                     client.respondToRequest(r, new InitProducerIdResponse(new InitProducerIdResponseData()
                         .setProducerId(pid).setProducerEpoch(epoch).setErrorCode(Errors.NONE.code())));
+                    deliver();
                 } else if (r.apiKey() == ApiKeys.PRODUCE) {
                     stepLines.add(describe(r));
                 } else {
@@ -259,6 +275,16 @@ public final class ConformanceHarness {
         out.println("{\"ev\":\"answered\",\"node\":" + node + ",\"batches\":\""
             + String.join(",", said.values()) + "\"}");
         client.respondToRequest(r, new ProduceResponse(data));
+        deliver();
+    }
+
+    /**
+     * NetworkClient.poll takes an answered request off the connection's in-flight queue and
+     * runs its callback in the same call; MockClient.respondToRequest only does the first.
+     * Deliver at once, so the Sender never sees a free connection before the answer.
+     */
+    void deliver() {
+        client.poll(0, time.milliseconds());
     }
 
     void flushStep() {
@@ -300,6 +326,7 @@ public final class ConformanceHarness {
             case "disconnect":
                 out.println("{\"ev\":\"disconnected\",\"node\":" + num(m, "node", 0) + "}");
                 client.disconnect(String.valueOf(num(m, "node", 0)));
+                deliver();
                 break;
             case "leader": {
                 int p = num(m, "p", 0);
