@@ -39,6 +39,10 @@ pub enum Verdict {
     /// buffer (`max(batch.size, estimateSizeInBytesUpperBound)`, `MemoryRecordsBuilder.
     /// hasRoomFor`) and takes more records until linger or the next batch makes it ready.
     CoreBugOversizedBatchFill,
+    /// A known difference in batching (reported, not a documented departure): Java's
+    /// `RecordAccumulator.drain` takes the first batch of every partition led by a node
+    /// that has one ready batch, lingering or not; the core sends only ready batches.
+    CoreBugNoLingerPiggyback,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -285,6 +289,7 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
 
 fn classify_partition(
     trace: &Trace,
+    some_record_failed: bool,
     shared: &[PartitionEvent],
     java: Option<&PartitionEvent>,
     core: Option<&PartitionEvent>,
@@ -296,11 +301,11 @@ fn classify_partition(
         _ => None,
     };
     let (j, c) = (sent(java), sent(core));
-    // A record larger than batch.size went to this partition: batch boundaries differ.
+    // A record larger than batch.size was sent: batch boundaries differ, and so do the
+    // requests that group them, for every partition sharing those brokers.
     let oversized = trace.ops.iter().any(|op| {
-        matches!(op, crate::trace::Op::Send { p, size }
-            if Some(*p) == j.as_ref().or(c.as_ref()).map(|s| s.p)
-                && *size as usize + OVERSIZE_SLACK > trace.config.batch_size as usize)
+        matches!(op, crate::trace::Op::Send { size, .. }
+            if *size as usize + OVERSIZE_SLACK > trace.config.batch_size as usize)
     });
     let boundary_differs = match (&j, &c) {
         (Some(j), Some(c)) => j.seq == c.seq && j.count != c.count,
@@ -322,10 +327,23 @@ fn classify_partition(
             }
         }
     }
-    if oversized && boundary_differs && !pre.any_error {
+    // Java holds such a batch for linger (or more records) where the core sends it: the
+    // first difference can be any event, while no error has been answered yet.
+    if oversized && (boundary_differs || trace.config.linger_ms > 0) && !pre.any_error {
         return Verdict::CoreBugOversizedBatchFill;
     }
-    if pre.any_error {
+    if trace.config.linger_ms > 0 && !pre.any_error {
+        if let Some(j) = &j {
+            if c.as_ref() != Some(j) && !pre.unfinished.iter().any(|s| s.seq == j.seq) {
+                return Verdict::CoreBugNoLingerPiggyback;
+            }
+        }
+    }
+    // A batch that expired (delivery timeout) leaves no answer in the projection but an
+    // unresolved sequence all the same: one side bumps, the other continues.
+    let epoch_vs_continue = matches!((&j, &c), (Some(j), Some(c))
+        if j.identity() != c.identity() && (j.seq == 0 || c.seq == 0));
+    if pre.any_error || (some_record_failed && epoch_vs_continue) {
         match (&j, &c) {
             // Java renumbers under a new identity while the core resends the old stamp.
             (Some(j), Some(c)) if pre.unknown_fate && Some(c.identity()) == pre.identity => {
@@ -361,7 +379,8 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     for p in jp.keys().chain(cp.keys()).copied().collect::<std::collections::BTreeSet<_>>() {
         let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
         if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
-            let v = classify_partition(trace, &je[..k], je.get(k), ce.get(k));
+            let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
+            let v = classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k));
             let when = |at: &BTreeMap<i32, Vec<usize>>| {
                 at.get(&p).and_then(|a| a.get(k)).copied().unwrap_or(usize::MAX)
             };
