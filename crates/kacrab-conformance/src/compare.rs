@@ -343,6 +343,13 @@ fn classify_partition(
     // unresolved sequence all the same: one side bumps, the other continues.
     let epoch_vs_continue = matches!((&j, &c), (Some(j), Some(c))
         if j.identity() != c.identity() && (j.seq == 0 || c.seq == 0));
+    // Java bumps at an expiry while the expired batch's attempt is still on the wire; the
+    // core waits for that attempt's answer first.
+    let java_bumps_alone = matches!(&j, Some(j) if pre.identity.is_some_and(|i| i != j.identity()))
+        && c.as_ref().is_none_or(|c| Some(c.identity()) == pre.identity);
+    if some_record_failed && java_bumps_alone && !pre.any_error {
+        return Verdict::UnresolvedSequenceHandling;
+    }
     if pre.any_error || (some_record_failed && epoch_vs_continue) {
         match (&j, &c) {
             // Java renumbers under a new identity while the core resends the old stamp.
