@@ -68,7 +68,11 @@ fn a_batch_opened_by_a_record_larger_than_batch_size_takes_small_records_like_ja
         .unwrap();
     let mut sent = produce_requests(&mut p, 1, t0);
     sent.extend(produce_requests(&mut p, 1, Timestamp::from_millis(10)));
-    assert_eq!(sent, vec![vec![(0, 2)]], "Java sends one batch of both records");
+    assert_eq!(
+        sent,
+        vec![vec![(0, 2)]],
+        "Java sends one batch of both records"
+    );
 }
 
 /// Java's `RecordAccumulator.drain` takes the first batch of every partition led by a

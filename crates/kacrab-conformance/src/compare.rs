@@ -132,7 +132,9 @@ fn project(lines: &[String]) -> Projection {
             seen.resize(events.len(), index.saturating_sub(1));
         }
         let ev = field(line, "ev").unwrap_or_default();
-        let node = field(line, "node").and_then(|n| n.parse().ok()).unwrap_or(-1);
+        let node = field(line, "node")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(-1);
         match ev {
             "produce" => {
                 for s in field(line, "batches").unwrap_or_default().split(',') {
@@ -169,7 +171,9 @@ fn project(lines: &[String]) -> Projection {
                 }
             }
             "outcome" => {
-                let rec = field(line, "rec").and_then(|r| r.parse().ok()).unwrap_or(-1);
+                let rec = field(line, "rec")
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(-1);
                 outcomes.insert(rec, field(line, "result").unwrap_or_default().to_string());
             }
             _ => {}
@@ -310,14 +314,18 @@ fn classify_partition(
     let boundary_differs = match (&j, &c) {
         (Some(j), Some(c)) => j.seq == c.seq && j.count != c.count,
         (None, Some(_)) | (Some(_), None) => true,
-        _ => matches!(java, Some(PartitionEvent::Answered { .. }))
-            && matches!(core, Some(PartitionEvent::Sent { .. })),
+        _ => {
+            matches!(java, Some(PartitionEvent::Answered { .. }))
+                && matches!(core, Some(PartitionEvent::Sent { .. }))
+        }
     };
     // Java sends a batch the core holds back.
     if let Some(j) = &j {
         let same_identity = pre.identity == Some(j.identity());
         let new_batch = !pre.unfinished.iter().any(|s| s.seq == j.seq);
-        let core_holds = c.as_ref().is_none_or(|c| c.seq != j.seq || c.count != j.count);
+        let core_holds = c
+            .as_ref()
+            .is_none_or(|c| c.seq != j.seq || c.count != j.count);
         if same_identity && new_batch && core_holds {
             if !pre.acked_under_identity && !pre.unfinished.is_empty() {
                 return Verdict::FirstBatchGate;
@@ -346,7 +354,8 @@ fn classify_partition(
     // Java bumps at an expiry while the expired batch's attempt is still on the wire; the
     // core waits for that attempt's answer first.
     let java_bumps_alone = matches!(&j, Some(j) if pre.identity.is_some_and(|i| i != j.identity()))
-        && c.as_ref().is_none_or(|c| Some(c.identity()) == pre.identity);
+        && c.as_ref()
+            .is_none_or(|c| Some(c.identity()) == pre.identity);
     if some_record_failed && java_bumps_alone && !pre.any_error {
         return Verdict::UnresolvedSequenceHandling;
     }
@@ -383,13 +392,21 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     let (cp, cat, co) = project(core);
     let mut partitions = Vec::new();
     let empty = Vec::new();
-    for p in jp.keys().chain(cp.keys()).copied().collect::<std::collections::BTreeSet<_>>() {
+    for p in jp
+        .keys()
+        .chain(cp.keys())
+        .copied()
+        .collect::<std::collections::BTreeSet<_>>()
+    {
         let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
         if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
             let v = classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k));
             let when = |at: &BTreeMap<i32, Vec<usize>>| {
-                at.get(&p).and_then(|a| a.get(k)).copied().unwrap_or(usize::MAX)
+                at.get(&p)
+                    .and_then(|a| a.get(k))
+                    .copied()
+                    .unwrap_or(usize::MAX)
             };
             partitions.push((p, v, k, when(&jat).min(when(&cat))));
         }

@@ -93,7 +93,8 @@ fn config(c: &TraceConfig) -> ProducerConfig {
     for (k, v) in pairs {
         b.set(k, &v).expect("the generator writes valid keys");
     }
-    b.build().expect("the generator writes a valid configuration")
+    b.build()
+        .expect("the generator writes a valid configuration")
 }
 
 impl Harness {
@@ -291,10 +292,9 @@ impl Harness {
                 }
             }
             Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
-            Event::Fatal { error } => self.step_lines.push((
-                -1,
-                format!(r#"{{"ev":"fatal","error":{}}}"#, error.code()),
-            )),
+            Event::Fatal { error } => self
+                .step_lines
+                .push((-1, format!(r#"{{"ev":"fatal","error":{}}}"#, error.code()))),
         }
     }
 
@@ -307,7 +307,11 @@ impl Harness {
     }
 
     fn answer(&mut self, node: i32, error: &str, special: Option<(i32, &str)>, log_start: i64) {
-        let Some(o) = self.outstanding.get_mut(&node).and_then(VecDeque::pop_front) else {
+        let Some(o) = self
+            .outstanding
+            .get_mut(&node)
+            .and_then(VecDeque::pop_front)
+        else {
             return;
         };
         let mut response = ProduceResponse::default();

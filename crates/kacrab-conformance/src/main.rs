@@ -1,7 +1,7 @@
 //! `kacrab-conformance`: generate traces, run them through Java and the core, compare.
 //!
 //! ```text
-//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean] [--shrink] [--save FILE] [--strict]
+//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean] [--shrink] [--save FILE] [--strict] [--find CLASS]
 //! kacrab-conformance replay FILE      # a trace file through both sides, outputs side by side
 //! kacrab-conformance core FILE        # a trace file through the core only
 //! ```
@@ -93,6 +93,14 @@ fn check(args: &[String]) -> Result<bool, String> {
         Answers::Faulty
     };
     let want_shrink = args.iter().any(|a| a == "--shrink");
+    // `--find CLASS`: collect and shrink traces of that verdict instead (minimal traces
+    // for the documentation).
+    let wanted = args
+        .iter()
+        .position(|a| a == "--find")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| "Unexplained".to_string());
     let cp = classpath()?;
     let started = Instant::now();
     let mut by_verdict: BTreeMap<Verdict, u64> = BTreeMap::new();
@@ -110,7 +118,7 @@ fn check(args: &[String]) -> Result<bool, String> {
             requests += j.iter().filter(|l| l.contains(r#""ev":"produce""#)).count() as u64;
             let cmp = compare(t, j, &c, &extra);
             *by_verdict.entry(cmp.verdict).or_default() += 1;
-            if cmp.verdict == Verdict::Unexplained && unexplained.len() < 20 {
+            if format!("{:?}", cmp.verdict) == wanted && unexplained.len() < 20 {
                 unexplained.push(t.clone());
             }
         }
@@ -140,7 +148,7 @@ fn check(args: &[String]) -> Result<bool, String> {
                         .zip(outs)
                         .map(|(t, j)| {
                             let (c, extra) = core_side::run(t);
-                            compare(t, &j, &c, &extra).verdict == Verdict::Unexplained
+                            format!("{:?}", compare(t, &j, &c, &extra).verdict) == wanted
                         })
                         .collect(),
                     Err(_) => vec![false; ts.len()],
@@ -151,11 +159,18 @@ fn check(args: &[String]) -> Result<bool, String> {
         } else {
             first.clone()
         };
-        println!("first unexplained divergence (shrunk: {want_shrink}):\n{}", minimal.to_jsonl());
+        println!(
+            "first {wanted} trace (shrunk: {want_shrink}):\n{}",
+            minimal.to_jsonl()
+        );
     }
     let unexplained_count = by_verdict.get(&Verdict::Unexplained).copied().unwrap_or(0);
     if args.iter().any(|a| a == "--strict") {
-        println!("{} passed, {} failed", count - unexplained_count, unexplained_count);
+        println!(
+            "{} passed, {} failed",
+            count - unexplained_count,
+            unexplained_count
+        );
         Ok(unexplained_count == 0)
     } else {
         println!("unexplained divergences: {unexplained_count} of {count} traces (not --strict: reported, not failed)");
