@@ -340,7 +340,16 @@ fn classify_partition(
     if oversized && (boundary_differs || trace.config.linger_ms > 0) && !pre.any_error {
         return Verdict::CoreBugOversizedBatchFill;
     }
+    // The same batch answered differently: it went in a different request (the answers
+    // are scripted per request), so the two sides grouped batches differently.
+    let regrouped = matches!((java, core), (
+        Some(PartitionEvent::Answered { stamp: a, .. }),
+        Some(PartitionEvent::Answered { stamp: b, .. }),
+    ) if a == b);
     if trace.config.linger_ms > 0 && !pre.any_error {
+        if regrouped {
+            return Verdict::CoreBugNoLingerPiggyback;
+        }
         if let Some(j) = &j {
             if c.as_ref() != Some(j) && !pre.unfinished.iter().any(|s| s.seq == j.seq) {
                 return Verdict::CoreBugNoLingerPiggyback;
