@@ -43,6 +43,13 @@ pub enum Verdict {
     /// `RecordAccumulator.drain` takes the first batch of every partition led by a node
     /// that has one ready batch, lingering or not; the core sends only ready batches.
     CoreBugNoLingerPiggyback,
+    /// Java's `RecordAccumulator.drainBatchesForOneNode` stops draining a node (`break`)
+    /// at the first partition that must wait for its in-flight retry
+    /// (`shouldStopDrainBatchesForPartition`), so the node's later partitions wait too;
+    /// the core skips only the waiting partition. Liveness only (the core is never
+    /// slower); approximate: the core sends a new batch Java holds while some answer in
+    /// the trace was an error or a disconnect.
+    JavaDrainStopsAtWaitingPartition,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -378,6 +385,18 @@ fn classify_partition(
                 return Verdict::UnresolvedSequenceHandling;
             }
             _ => return Verdict::UnresolvedSequenceHandling,
+        }
+    }
+    let trace_has_faults = trace.ops.iter().any(|op| match op {
+        crate::trace::Op::Answer { error, p, .. } => error != "NONE" || p.is_some(),
+        crate::trace::Op::Disconnect { .. } => true,
+        _ => false,
+    });
+    if let Some(c) = &c {
+        let core_new_batch =
+            Some(c.identity()) == pre.identity && !pre.unfinished.iter().any(|s| s.seq == c.seq);
+        if core_new_batch && j.as_ref() != Some(c) && !pre.any_error && trace_has_faults {
+            return Verdict::JavaDrainStopsAtWaitingPartition;
         }
     }
     Verdict::Unexplained
