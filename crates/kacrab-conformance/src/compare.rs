@@ -347,12 +347,16 @@ fn classify_partition(
     if oversized && (boundary_differs || trace.config.linger_ms > 0) && !pre.any_error {
         return Verdict::CoreBugOversizedBatchFill;
     }
-    // The same batch answered differently: it went in a different request (the answers
-    // are scripted per request), so the two sides grouped batches differently.
-    let regrouped = matches!((java, core), (
-        Some(PartitionEvent::Answered { stamp: a, .. }),
-        Some(PartitionEvent::Answered { stamp: b, .. }),
-    ) if a == b);
+    // The same batches on the wire, answered differently (another error, or a disconnect
+    // on one side only): they went in different requests (answers are scripted per
+    // request), so the two sides grouped batches differently.
+    let reached = |e: Option<&PartitionEvent>| {
+        matches!(
+            e,
+            Some(PartitionEvent::Answered { .. } | PartitionEvent::Disconnected { .. })
+        )
+    };
+    let regrouped = reached(java) && reached(core);
     if trace.config.linger_ms > 0 && !pre.any_error {
         if regrouped {
             return Verdict::CoreBugNoLingerPiggyback;
