@@ -1,0 +1,395 @@
+/*
+ * kacrab's differential conformance harness, Java side (issue 15).
+ *
+ * Reads traces (JSON lines, one flat object per line; a trace starts with an "op":"config"
+ * line and ends with "op":"end") and drives Kafka's own RecordAccumulator, Sender and
+ * TransactionManager with a scripted MockClient and a MockTime. Writes, per trace, what
+ * went on the wire and every record's outcome, in the format the Rust side writes
+ * (crates/kacrab-conformance), then an "ev":"end" line.
+ *
+ * It lives in Sender's package because Sender.runOnce() is package-private.
+ */
+package org.apache.kafka.clients.producer.internals;
+
+import org.apache.kafka.clients.ApiVersions;
+import org.apache.kafka.clients.ClientRequest;
+import org.apache.kafka.clients.MockClient;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.internals.ClusterResourceListeners;
+import org.apache.kafka.common.message.InitProducerIdResponseData;
+import org.apache.kafka.common.message.ProduceRequestData;
+import org.apache.kafka.common.message.ProduceResponseData;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.Record;
+import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.common.requests.InitProducerIdRequest;
+import org.apache.kafka.common.requests.InitProducerIdResponse;
+import org.apache.kafka.common.requests.MetadataResponse;
+import org.apache.kafka.common.requests.ProduceRequest;
+import org.apache.kafka.common.requests.ProduceResponse;
+import org.apache.kafka.common.requests.RequestTestUtils;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.common.utils.MockTime;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+public final class ConformanceHarness {
+    static final String TOPIC = "t";
+    /** Time advances in steps of at most this many ms, on both sides alike. */
+    static final long STEP_MS = 50;
+
+    /**
+     * MockClient does not enforce max.in.flight.requests.per.connection (NetworkClient's
+     * InFlightRequests.canSendMore does); this one does, as a real connection would.
+     */
+    static final class LimitedClient extends MockClient {
+        final int maxInFlight;
+
+        LimitedClient(MockTime time, ProducerMetadata metadata, int maxInFlight) {
+            super(time, metadata);
+            this.maxInFlight = maxInFlight;
+        }
+
+        @Override
+        public boolean isReady(Node node, long now) {
+            return super.isReady(node, now) && inFlightRequestCount(node.idString()) < maxInFlight;
+        }
+
+        /**
+         * NetworkClient.handleTimedOutRequests closes every connection with an expired
+         * request. MockClient's own check looks only at the head of its queue and, after
+         * disconnecting, drops the next request unanswered; so expire them here first.
+         */
+        @Override
+        public List<org.apache.kafka.clients.ClientResponse> poll(long timeoutMs, long now) {
+            java.util.Set<String> expired = new java.util.TreeSet<>();
+            for (ClientRequest r : requests()) {
+                if (now - r.createdTimeMs() >= r.requestTimeoutMs()) expired.add(r.destination());
+            }
+            for (String node : expired) disconnect(node);
+            return super.poll(timeoutMs, now);
+        }
+
+        @Override
+        public boolean ready(Node node, long now) {
+            return super.ready(node, now) && inFlightRequestCount(node.idString()) < maxInFlight;
+        }
+    }
+
+    static Map<String, String> parse(String line) {
+        Map<String, String> m = new HashMap<>();
+        Matcher x = Pattern.compile("\"(\\w+)\"\\s*:\\s*(\"([^\"]*)\"|-?\\d+|true|false)").matcher(line);
+        while (x.find()) m.put(x.group(1), x.group(3) != null ? x.group(3) : x.group(2));
+        return m;
+    }
+
+    static int num(Map<String, String> m, String k, int dflt) {
+        String v = m.get(k);
+        return v == null ? dflt : Integer.parseInt(v);
+    }
+
+    final PrintStream out;
+    final MockTime time = new MockTime(0, 1_000_000, 0);
+    final int partitions, nodes, maxInFlight;
+    final int[] leader, leaderEpoch;
+    final long[] logEnd;
+    final ProducerMetadata metadata;
+    final LimitedClient client;
+    final RecordAccumulator accumulator;
+    final Sender sender;
+    final TransactionManager txn;
+    final Map<Integer, String> outcomes = new TreeMap<>();
+    final IdentityHashMap<ClientRequest, Boolean> seen = new IdentityHashMap<>();
+    final List<String> stepLines = new ArrayList<>();
+    int records = 0;
+    int initCount = 0;
+
+    ConformanceHarness(Map<String, String> cfg, PrintStream out) {
+        this.out = out;
+        partitions = num(cfg, "partitions", 1);
+        nodes = num(cfg, "nodes", 1);
+        maxInFlight = num(cfg, "max_in_flight", 5);
+        int batchSize = num(cfg, "batch_size", 16384);
+        int linger = num(cfg, "linger_ms", 0);
+        int requestTimeout = num(cfg, "request_timeout_ms", 30000);
+        int deliveryTimeout = num(cfg, "delivery_timeout_ms", 120000);
+        int backoff = num(cfg, "retry_backoff_ms", 100);
+        int maxRequestSize = num(cfg, "max_request_size", 1048576);
+        leader = new int[partitions];
+        leaderEpoch = new int[partitions];
+        logEnd = new long[partitions];
+        for (int p = 0; p < partitions; p++) leader[p] = p % nodes;
+
+        LogContext log = new LogContext("conformance ");
+        Metrics metrics = new Metrics(time);
+        ApiVersions apiVersions = new ApiVersions();
+        txn = new TransactionManager(log, null, 0, backoff, apiVersions, false);
+        metadata = new ProducerMetadata(backoff, backoff, 300_000, 300_000, log,
+            new ClusterResourceListeners(), time);
+        metadata.add(TOPIC, time.milliseconds());
+        client = new LimitedClient(time, metadata, maxInFlight);
+        client.updateMetadata(metadataResponse());
+        BufferPool pool = new BufferPool(32L * 1024 * 1024, batchSize, metrics, time, "producer-metrics");
+        accumulator = new RecordAccumulator(log, batchSize, Compression.NONE, linger, backoff, backoff,
+            deliveryTimeout, metrics, "producer-metrics", time, txn, pool);
+        sender = new Sender(log, client, metadata, accumulator, maxInFlight == 1, maxRequestSize,
+            (short) -1, Integer.MAX_VALUE, new SenderMetricsRegistry(metrics), time, requestTimeout,
+            backoff, txn);
+    }
+
+    MetadataResponse metadataResponse() {
+        List<Node> ns = new ArrayList<>();
+        for (int n = 0; n < nodes; n++) ns.add(new Node(n, "localhost", 9092 + n));
+        List<MetadataResponse.PartitionMetadata> pms = new ArrayList<>();
+        for (int p = 0; p < partitions; p++) {
+            List<Integer> replicas = Collections.singletonList(leader[p]);
+            pms.add(new MetadataResponse.PartitionMetadata(Errors.NONE, new TopicPartition(TOPIC, p),
+                Optional.of(leader[p]), Optional.of(leaderEpoch[p]), replicas, replicas,
+                Collections.emptyList()));
+        }
+        MetadataResponse.TopicMetadata tm = new MetadataResponse.TopicMetadata(Errors.NONE, TOPIC, false, pms);
+        return RequestTestUtils.metadataResponse(ns, "cluster", 0, Collections.singletonList(tm));
+    }
+
+    void send(int p, int size) throws InterruptedException {
+        final int rec = records++;
+        byte[] value = new byte[size];
+        RecordAccumulator.AppendCallbacks cb = new RecordAccumulator.AppendCallbacks() {
+            @Override
+            public void setPartition(int partition) { }
+
+            @Override
+            public void onCompletion(RecordMetadata md, Exception e) {
+                if (outcomes.containsKey(rec)) {
+                    outcomes.put(rec, outcomes.get(rec) + "+twice");
+                } else if (e == null) {
+                    outcomes.put(rec, "ok:" + md.offset());
+                } else {
+                    outcomes.put(rec, "err:" + Errors.forException(e).code());
+                }
+            }
+        };
+        accumulator.append(TOPIC, p, 0L, null, value, Record.EMPTY_HEADERS, cb, 0, time.milliseconds(),
+            metadata.fetch());
+    }
+
+    /** Runs the Sender until it sends nothing new; answers InitProducerId at once. */
+    void pump() {
+        for (int round = 0; round < 10; round++) {
+            sender.runOnce();
+            boolean fresh = false;
+            for (ClientRequest r : new ArrayList<>(client.requests())) {
+                if (seen.containsKey(r)) continue;
+                seen.put(r, Boolean.TRUE);
+                fresh = true;
+                if (r.apiKey() == ApiKeys.INIT_PRODUCER_ID) {
+                    InitProducerIdRequest ir = (InitProducerIdRequest) r.requestBuilder().build();
+                    long cur = ir.data().producerId();
+                    short curEpoch = ir.data().producerEpoch();
+                    stepLines.add("{\"ev\":\"init\",\"pid\":" + cur + ",\"epoch\":" + curEpoch + "}");
+                    long pid = cur >= 0 ? cur : 1000 + initCount;
+                    short epoch = cur >= 0 ? (short) (curEpoch + 1) : 0;
+                    initCount++;
+                    client.respondToRequest(r, new InitProducerIdResponse(new InitProducerIdResponseData()
+                        .setProducerId(pid).setProducerEpoch(epoch).setErrorCode(Errors.NONE.code())));
+                    deliver();
+                } else if (r.apiKey() == ApiKeys.PRODUCE) {
+                    stepLines.add(describe(r));
+                } else {
+                    stepLines.add("{\"ev\":\"unexpected\",\"api\":\"" + r.apiKey() + "\"}");
+                }
+            }
+            if (!fresh && client.responses().isEmpty() && round > 1) break;
+        }
+    }
+
+    static ProduceRequest produce(ClientRequest r) {
+        ProduceRequest.Builder b = (ProduceRequest.Builder) r.requestBuilder();
+        return b.build(b.latestAllowedVersion());
+    }
+
+    String describe(ClientRequest r) {
+        TreeMap<Integer, String> parts = new TreeMap<>();
+        for (ProduceRequestData.TopicProduceData t : produce(r).data().topicData()) {
+            for (ProduceRequestData.PartitionProduceData pd : t.partitionData()) {
+                RecordBatch b = ((MemoryRecords) pd.records()).batches().iterator().next();
+                parts.put(pd.index(), pd.index() + ":" + b.producerId() + ":" + b.producerEpoch() + ":"
+                    + b.baseSequence() + ":" + b.countOrNull());
+            }
+        }
+        return "{\"ev\":\"produce\",\"node\":" + r.destination() + ",\"batches\":\""
+            + String.join(",", parts.values()) + "\"}";
+    }
+
+    ClientRequest oldestProduce(int node) {
+        for (ClientRequest r : client.requests()) {
+            if (r.apiKey() == ApiKeys.PRODUCE && r.destination().equals(String.valueOf(node))) return r;
+        }
+        return null;
+    }
+
+    /** Answers the oldest Produce request to node: every partition gets `error`, except `p`. */
+    void answer(int node, String error, int p, String perr, long logStart) {
+        ClientRequest r = oldestProduce(node);
+        if (r == null) return;
+        ProduceResponseData data = new ProduceResponseData();
+        TreeMap<Integer, String> said = new TreeMap<>();
+        for (ProduceRequestData.TopicProduceData t : produce(r).data().topicData()) {
+            ProduceResponseData.TopicProduceResponse tr = new ProduceResponseData.TopicProduceResponse()
+                .setName(t.name()).setTopicId(t.topicId());
+            for (ProduceRequestData.PartitionProduceData pd : t.partitionData()) {
+                RecordBatch b = ((MemoryRecords) pd.records()).batches().iterator().next();
+                Errors e = Errors.valueOf(pd.index() == p && perr != null ? perr : error);
+                long base = -1;
+                said.put(pd.index(), pd.index() + ":" + b.producerId() + ":" + b.producerEpoch() + ":"
+                    + b.baseSequence() + ":" + b.countOrNull() + "=" + e.name());
+                if (e == Errors.NONE) {
+                    base = logEnd[pd.index()];
+                    logEnd[pd.index()] += b.countOrNull();
+                }
+                tr.partitionResponses().add(new ProduceResponseData.PartitionProduceResponse()
+                    .setIndex(pd.index()).setErrorCode(e.code()).setBaseOffset(base)
+                    .setLogStartOffset(e == Errors.NONE ? 0 : logStart).setLogAppendTimeMs(-1));
+            }
+            data.responses().add(tr);
+        }
+        out.println("{\"ev\":\"answered\",\"node\":" + node + ",\"batches\":\""
+            + String.join(",", said.values()) + "\"}");
+        client.respondToRequest(r, new ProduceResponse(data));
+        deliver();
+    }
+
+    /**
+     * NetworkClient.poll takes an answered request off the connection's in-flight queue and
+     * runs its callback in the same call; MockClient.respondToRequest only does the first.
+     * Deliver at once, so the Sender never sees a free connection before the answer.
+     */
+    void deliver() {
+        client.poll(0, time.milliseconds());
+    }
+
+    void flushStep() {
+        // Requests of one step to different nodes go out in an order neither side promises:
+        // order them by node (stable, so each node's own order is kept).
+        List<String> lines = new ArrayList<>(stepLines);
+        lines.sort((a, b) -> Integer.compare(nodeOf(a), nodeOf(b)));
+        for (String l : lines) out.println(l);
+        stepLines.clear();
+    }
+
+    static int nodeOf(String line) {
+        Matcher m = Pattern.compile("\"node\":(-?\\d+)").matcher(line);
+        return m.find() ? Integer.parseInt(m.group(1)) : -1;
+    }
+
+    void tick(long ms) {
+        while (ms > 0) {
+            long d = Math.min(ms, STEP_MS);
+            time.sleep(d);
+            ms -= d;
+            pump();
+            flushStep();
+        }
+    }
+
+    void op(Map<String, String> m) throws InterruptedException {
+        switch (m.get("op")) {
+            case "send":
+                send(num(m, "p", 0), num(m, "size", 10));
+                break;
+            case "tick":
+                tick(num(m, "ms", 0));
+                return;
+            case "answer":
+                answer(num(m, "node", 0), m.getOrDefault("error", "NONE"), num(m, "p", -1), m.get("perr"),
+                    num(m, "log_start", 0));
+                break;
+            case "disconnect":
+                out.println("{\"ev\":\"disconnected\",\"node\":" + num(m, "node", 0) + "}");
+                client.disconnect(String.valueOf(num(m, "node", 0)));
+                deliver();
+                break;
+            case "leader": {
+                int p = num(m, "p", 0);
+                leader[p] = num(m, "node", 0);
+                leaderEpoch[p]++;
+                client.updateMetadata(metadataResponse());
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("unknown op " + m.get("op"));
+        }
+        pump();
+        flushStep();
+    }
+
+    /** After the script: the broker answers everything with NONE until every record has an outcome. */
+    void drain() {
+        for (int round = 0; round < 400 && outcomes.size() < records; round++) {
+            for (int n = 0; n < nodes; n++) {
+                while (oldestProduce(n) != null) {
+                    answer(n, "NONE", -1, null, 0);
+                    pump();
+                    flushStep();
+                }
+            }
+            tick(100);
+        }
+        for (int r = 0; r < records; r++) {
+            out.println("{\"ev\":\"outcome\",\"rec\":" + r + ",\"result\":\"" + outcomes.getOrDefault(r, "none") + "\"}");
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, "UTF-8");
+        ConformanceHarness h = null;
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) continue;
+            Map<String, String> m = parse(line);
+            String op = m.get("op");
+            if ("config".equals(op)) {
+                h = new ConformanceHarness(m, out);
+                h.pump();
+                h.flushStep();
+            } else if ("end".equals(op)) {
+                try {
+                    h.drain();
+                } catch (RuntimeException e) {
+                    out.println("{\"ev\":\"java_exception\",\"what\":\"" + e.getClass().getSimpleName() + "\"}");
+                }
+                out.println("{\"ev\":\"end\"}");
+                out.flush();
+                h = null;
+            } else {
+                try {
+                    h.op(m);
+                } catch (RuntimeException e) {
+                    out.println("{\"ev\":\"java_exception\",\"what\":\"" + e.getClass().getSimpleName() + ": "
+                        + String.valueOf(e.getMessage()).replace('"', '\'') + "\"}");
+                }
+            }
+        }
+        out.flush();
+    }
+}

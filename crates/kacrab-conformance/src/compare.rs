@@ -1,0 +1,480 @@
+//! Compares the two sides' outputs and classifies every difference.
+//!
+//! The invariant lives per partition, so the comparison does too: each side's output is
+//! projected onto each partition (the batches sent for it, in order, and the answers
+//! they got), and the first place where the projections differ is classified by the
+//! detectors below, one per departure in `docs/design.md` ("Where the core departs from
+//! the Java client"). Everything after a partition's first difference follows from it
+//! and is not classified again. Record outcomes are compared only when every partition's
+//! wire history is identical.
+
+use std::collections::BTreeMap;
+
+use crate::core_side::CoreExtra;
+use crate::trace::Trace;
+
+/// What a difference between Java and the core is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    /// Identical output.
+    Same,
+    /// Departure 7: Java pipelines a second batch of a partition before the first ack
+    /// under the current identity; the core sends one batch at a time until then.
+    FirstBatchGate,
+    /// Departure 6: Java stamps a batch while `max.in.flight` batches stamped since the
+    /// partition's oldest unfinished one are still unfinished; the core waits.
+    InFlightWindow,
+    /// Departure 2: Java renumbers (new epoch or new sequence) a batch that may already be
+    /// in the log; the core first resends it unchanged.
+    NoRenumberOfPossiblyWritten,
+    /// Departures 1, 5, 8, 11: after a batch whose fate is unknown (or was definitively
+    /// rejected), Java and the core choose differently between keeping the numbering and
+    /// bumping the epoch.
+    UnresolvedSequenceHandling,
+    /// Departure 9 and 11: the wire histories agree but a failed record's outcome
+    /// differs in a way the core's proof-of-absence rules explain.
+    OutcomeOfPossiblyWritten,
+    /// A known core bug (reported, not a departure): a record larger than `batch.size`
+    /// closes its batch at once in the core, while Java's batch keeps the room of its
+    /// buffer (`max(batch.size, estimateSizeInBytesUpperBound)`, `MemoryRecordsBuilder.
+    /// hasRoomFor`) and takes more records until linger or the next batch makes it ready.
+    CoreBugOversizedBatchFill,
+    /// A known difference in batching (reported, not a documented departure): Java's
+    /// `RecordAccumulator.drain` takes the first batch of every partition led by a node
+    /// that has one ready batch, lingering or not; the core sends only ready batches.
+    CoreBugNoLingerPiggyback,
+    /// Java's `RecordAccumulator.drainBatchesForOneNode` stops draining a node (`break`)
+    /// at the first partition that must wait for its in-flight retry
+    /// (`shouldStopDrainBatchesForPartition`), so the node's later partitions wait too;
+    /// the core skips only the waiting partition. Liveness only (the core is never
+    /// slower); approximate: the core sends a new batch Java holds while some answer in
+    /// the trace was an error or a disconnect.
+    JavaDrainStopsAtWaitingPartition,
+    /// A difference no detector explains: a core bug or a missing detector.
+    Unexplained,
+}
+
+/// A batch's stamp: partition, producer id, epoch, base sequence, record count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Partition.
+    pub p: i32,
+    /// Producer id.
+    pub pid: i64,
+    /// Epoch.
+    pub epoch: i32,
+    /// Base sequence.
+    pub seq: i64,
+    /// Record count.
+    pub count: i64,
+}
+
+impl Stamp {
+    fn parse(s: &str) -> Option<Self> {
+        let mut it = s.split(':').map(str::parse::<i64>);
+        let mut next = || it.next().and_then(Result::ok);
+        Some(Self {
+            p: i32::try_from(next()?).ok()?,
+            pid: next()?,
+            epoch: i32::try_from(next()?).ok()?,
+            seq: next()?,
+            count: next()?,
+        })
+    }
+
+    fn identity(&self) -> (i64, i32) {
+        (self.pid, self.epoch)
+    }
+}
+
+/// One event of a partition's projected history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PartitionEvent {
+    /// A batch went on the wire to `node`.
+    Sent {
+        /// The broker.
+        node: i32,
+        /// The stamp.
+        stamp: Stamp,
+    },
+    /// A batch got this answer.
+    Answered {
+        /// The stamp.
+        stamp: Stamp,
+        /// Kafka's error name.
+        error: String,
+    },
+    /// The connection carrying the partition's requests to `node` broke.
+    Disconnected {
+        /// The broker.
+        node: i32,
+    },
+}
+
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("\"{key}\":");
+    let start = line.find(&pat)? + pat.len();
+    let rest = &line[start..];
+    if let Some(r) = rest.strip_prefix('"') {
+        r.split('"').next()
+    } else {
+        rest.split([',', '}']).next()
+    }
+}
+
+/// Per partition, the projected history of one side's output; and the outcome lines.
+type Projection = (
+    BTreeMap<i32, Vec<PartitionEvent>>,
+    BTreeMap<i32, Vec<usize>>,
+    BTreeMap<i64, String>,
+);
+
+fn project(lines: &[String]) -> Projection {
+    let mut parts: BTreeMap<i32, Vec<PartitionEvent>> = BTreeMap::new();
+    let mut outcomes = BTreeMap::new();
+    let mut at: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    for (index, line) in lines.iter().enumerate() {
+        for (p, events) in &parts {
+            let seen = at.entry(*p).or_default();
+            seen.resize(events.len(), index.saturating_sub(1));
+        }
+        let ev = field(line, "ev").unwrap_or_default();
+        let node = field(line, "node")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(-1);
+        match ev {
+            "produce" => {
+                for s in field(line, "batches").unwrap_or_default().split(',') {
+                    if let Some(stamp) = Stamp::parse(s) {
+                        parts
+                            .entry(stamp.p)
+                            .or_default()
+                            .push(PartitionEvent::Sent { node, stamp });
+                    }
+                }
+            }
+            "answered" => {
+                for s in field(line, "batches").unwrap_or_default().split(',') {
+                    let Some((stamp, error)) = s.split_once('=') else {
+                        continue;
+                    };
+                    if let Some(stamp) = Stamp::parse(stamp) {
+                        parts
+                            .entry(stamp.p)
+                            .or_default()
+                            .push(PartitionEvent::Answered {
+                                stamp,
+                                error: error.to_string(),
+                            });
+                    }
+                }
+            }
+            "disconnected" => {
+                // Only partitions with a batch on that node's connection see it.
+                for (_, events) in parts.iter_mut() {
+                    if in_flight(events).iter().any(|(n, _)| *n == node) {
+                        events.push(PartitionEvent::Disconnected { node });
+                    }
+                }
+            }
+            "outcome" => {
+                let rec = field(line, "rec")
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(-1);
+                outcomes.insert(rec, field(line, "result").unwrap_or_default().to_string());
+            }
+            _ => {}
+        }
+    }
+    for (p, events) in &parts {
+        at.entry(*p).or_default().resize(events.len(), lines.len());
+    }
+    (parts, at, outcomes)
+}
+
+/// The batches of a partition on the wire and unanswered after `events`.
+fn in_flight(events: &[PartitionEvent]) -> Vec<(i32, Stamp)> {
+    let mut flying: Vec<(i32, Stamp)> = Vec::new();
+    for e in events {
+        match e {
+            PartitionEvent::Sent { node, stamp } => flying.push((*node, stamp.clone())),
+            PartitionEvent::Answered { stamp, .. } => {
+                if let Some(i) = flying.iter().position(|(_, s)| s == stamp) {
+                    flying.remove(i);
+                }
+            }
+            PartitionEvent::Disconnected { node } => flying.retain(|(n, _)| n != node),
+        }
+    }
+    flying
+}
+
+/// Codes after which Kafka's broker may have appended the batch (everything but the
+/// codes it answers before the append; see `KafkaError::rejected_before_append`).
+fn possibly_written(error: &str) -> bool {
+    !matches!(
+        error,
+        "NOT_ENOUGH_REPLICAS"
+            | "CORRUPT_MESSAGE"
+            | "MESSAGE_TOO_LARGE"
+            | "RECORD_LIST_TOO_LARGE"
+            | "INVALID_RECORD"
+            | "OUT_OF_ORDER_SEQUENCE_NUMBER"
+            | "UNKNOWN_PRODUCER_ID"
+            | "INVALID_PRODUCER_EPOCH"
+            | "TOPIC_AUTHORIZATION_FAILED"
+            | "DUPLICATE_SEQUENCE_NUMBER"
+            | "UNKNOWN_TOPIC_OR_PARTITION"
+            | "NONE"
+    )
+}
+
+/// A record batch's overhead plus a record's: a value within this many bytes of
+/// `batch.size` may need a batch larger than `batch.size`.
+const OVERSIZE_SLACK: usize = 61 + 21;
+
+/// What the shared prefix of a partition's history shows.
+struct Prefix {
+    /// The identity of the last batch sent.
+    identity: Option<(i64, i32)>,
+    /// Whether a batch was acknowledged under that identity.
+    acked_under_identity: bool,
+    /// Whether some batch's attempt may be in the log without an ack (possibly-written
+    /// error or a broken connection) and was not acknowledged since.
+    unknown_fate: bool,
+    /// Whether some batch got an error at all.
+    any_error: bool,
+    /// Batches stamped under the current identity and not yet acknowledged.
+    unfinished: Vec<Stamp>,
+}
+
+fn prefix(events: &[PartitionEvent]) -> Prefix {
+    let mut p = Prefix {
+        identity: None,
+        acked_under_identity: false,
+        unknown_fate: false,
+        any_error: false,
+        unfinished: Vec::new(),
+    };
+    let mut flying: Vec<(i32, Stamp)> = Vec::new();
+    for e in events {
+        match e {
+            PartitionEvent::Sent { node, stamp } => {
+                if p.identity != Some(stamp.identity()) {
+                    p.identity = Some(stamp.identity());
+                    p.acked_under_identity = false;
+                    p.unfinished.clear();
+                }
+                if !p.unfinished.iter().any(|s| s.seq == stamp.seq) {
+                    p.unfinished.push(stamp.clone());
+                }
+                flying.push((*node, stamp.clone()));
+            }
+            PartitionEvent::Answered { stamp, error } => {
+                if let Some(i) = flying.iter().position(|(_, s)| s == stamp) {
+                    flying.remove(i);
+                }
+                if error == "NONE" || error == "DUPLICATE_SEQUENCE_NUMBER" {
+                    if Some(stamp.identity()) == p.identity {
+                        p.acked_under_identity = true;
+                        p.unfinished.retain(|s| s.seq != stamp.seq);
+                    }
+                } else {
+                    p.any_error = true;
+                    if possibly_written(error) {
+                        p.unknown_fate = true;
+                    }
+                }
+            }
+            PartitionEvent::Disconnected { node } => {
+                if flying.iter().any(|(n, _)| n == node) {
+                    p.unknown_fate = true;
+                    p.any_error = true;
+                }
+                flying.retain(|(n, _)| n != node);
+            }
+        }
+    }
+    p
+}
+
+fn classify_partition(
+    trace: &Trace,
+    some_record_failed: bool,
+    shared: &[PartitionEvent],
+    java: Option<&PartitionEvent>,
+    core: Option<&PartitionEvent>,
+) -> Verdict {
+    let pre = prefix(shared);
+    let max_in_flight = trace.config.max_in_flight as usize;
+    let sent = |e: Option<&PartitionEvent>| match e {
+        Some(PartitionEvent::Sent { stamp, .. }) => Some(stamp.clone()),
+        _ => None,
+    };
+    let (j, c) = (sent(java), sent(core));
+    // A record larger than batch.size was sent: batch boundaries differ, and so do the
+    // requests that group them, for every partition sharing those brokers.
+    let oversized = trace.ops.iter().any(|op| {
+        matches!(op, crate::trace::Op::Send { size, .. }
+            if *size as usize + OVERSIZE_SLACK > trace.config.batch_size as usize)
+    });
+    let boundary_differs = match (&j, &c) {
+        (Some(j), Some(c)) => j.seq == c.seq && j.count != c.count,
+        (None, Some(_)) | (Some(_), None) => true,
+        _ => {
+            matches!(java, Some(PartitionEvent::Answered { .. }))
+                && matches!(core, Some(PartitionEvent::Sent { .. }))
+        }
+    };
+    // Java sends a batch the core holds back.
+    if let Some(j) = &j {
+        let same_identity = pre.identity == Some(j.identity());
+        let new_batch = !pre.unfinished.iter().any(|s| s.seq == j.seq);
+        let core_holds = c
+            .as_ref()
+            .is_none_or(|c| c.seq != j.seq || c.count != j.count);
+        if same_identity && new_batch && core_holds {
+            if !pre.acked_under_identity && !pre.unfinished.is_empty() {
+                return Verdict::FirstBatchGate;
+            }
+            if pre.unfinished.len() >= max_in_flight {
+                return Verdict::InFlightWindow;
+            }
+        }
+    }
+    // Java holds such a batch for linger (or more records) where the core sends it: the
+    // first difference can be any event, while no error has been answered yet.
+    if oversized && (boundary_differs || trace.config.linger_ms > 0) && !pre.any_error {
+        return Verdict::CoreBugOversizedBatchFill;
+    }
+    // The same batches on the wire, answered differently (another error, or a disconnect
+    // on one side only): they went in different requests (answers are scripted per
+    // request), so the two sides grouped batches differently.
+    let reached = |e: Option<&PartitionEvent>| {
+        matches!(
+            e,
+            Some(PartitionEvent::Answered { .. } | PartitionEvent::Disconnected { .. })
+        )
+    };
+    let regrouped = reached(java) && reached(core);
+    if trace.config.linger_ms > 0 && !pre.any_error {
+        if regrouped {
+            return Verdict::CoreBugNoLingerPiggyback;
+        }
+        if let Some(j) = &j {
+            if c.as_ref() != Some(j) && !pre.unfinished.iter().any(|s| s.seq == j.seq) {
+                return Verdict::CoreBugNoLingerPiggyback;
+            }
+        }
+    }
+    // A batch that expired (delivery timeout) leaves no answer in the projection but an
+    // unresolved sequence all the same: one side bumps, the other continues.
+    let epoch_vs_continue = matches!((&j, &c), (Some(j), Some(c))
+        if j.identity() != c.identity() && (j.seq == 0 || c.seq == 0));
+    // Java bumps at an expiry while the expired batch's attempt is still on the wire; the
+    // core waits for that attempt's answer first.
+    let java_bumps_alone = matches!(&j, Some(j) if pre.identity.is_some_and(|i| i != j.identity()))
+        && c.as_ref()
+            .is_none_or(|c| Some(c.identity()) == pre.identity);
+    if some_record_failed && java_bumps_alone && !pre.any_error {
+        return Verdict::UnresolvedSequenceHandling;
+    }
+    if pre.any_error || (some_record_failed && epoch_vs_continue) {
+        match (&j, &c) {
+            // Java renumbers under a new identity while the core resends the old stamp.
+            (Some(j), Some(c)) if pre.unknown_fate && Some(c.identity()) == pre.identity => {
+                if Some(j.identity()) != pre.identity {
+                    return Verdict::NoRenumberOfPossiblyWritten;
+                }
+                return Verdict::UnresolvedSequenceHandling;
+            }
+            _ => return Verdict::UnresolvedSequenceHandling,
+        }
+    }
+    let trace_has_faults = trace.ops.iter().any(|op| match op {
+        crate::trace::Op::Answer { error, p, .. } => error != "NONE" || p.is_some(),
+        crate::trace::Op::Disconnect { .. } => true,
+        _ => false,
+    });
+    if let Some(c) = &c {
+        let core_new_batch =
+            Some(c.identity()) == pre.identity && !pre.unfinished.iter().any(|s| s.seq == c.seq);
+        if core_new_batch && j.as_ref() != Some(c) && !pre.any_error && trace_has_faults {
+            return Verdict::JavaDrainStopsAtWaitingPartition;
+        }
+    }
+    Verdict::Unexplained
+}
+
+/// The classified comparison of one trace.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    /// The verdict: [`Verdict::Same`], the class of the earliest difference, or
+    /// [`Verdict::Unexplained`] if any difference is unexplained.
+    pub verdict: Verdict,
+    /// Per diverging partition, earliest first: its class, where (index in its
+    /// projected history) and when (output line).
+    pub partitions: Vec<(i32, Verdict, usize, usize)>,
+}
+
+/// Compares `java` with `core` for `trace`.
+#[must_use]
+pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtra) -> Comparison {
+    let (jp, jat, jo) = project(java);
+    let (cp, cat, co) = project(core);
+    let mut partitions = Vec::new();
+    let empty = Vec::new();
+    for p in jp
+        .keys()
+        .chain(cp.keys())
+        .copied()
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
+        if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
+            let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
+            let v = classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k));
+            let when = |at: &BTreeMap<i32, Vec<usize>>| {
+                at.get(&p)
+                    .and_then(|a| a.get(k))
+                    .copied()
+                    .unwrap_or(usize::MAX)
+            };
+            partitions.push((p, v, k, when(&jat).min(when(&cat))));
+        }
+    }
+    // The earliest difference classifies the trace. Answers are scripted per broker
+    // (its oldest request), so once one partition's batches are grouped into requests
+    // differently, every partition sharing those brokers sees different answers: later
+    // differences are consequences, not classified on their own.
+    partitions.sort_by_key(|&(_, _, _, when)| when);
+    let mut verdict = partitions.first().map_or(Verdict::Same, |(_, v, _, _)| *v);
+    let exotic = java
+        .iter()
+        .chain(core)
+        .any(|l| l.contains("java_exception") || l.contains("input_error") || l.contains("+twice"));
+    if exotic {
+        verdict = Verdict::Unexplained;
+    }
+    if verdict == Verdict::Same && jo != co {
+        // Same wire history, different outcomes.
+        let explained = jo.iter().all(|(rec, j)| {
+            let c = co.get(rec).map_or("", String::as_str);
+            j == c
+                || (j.starts_with("err") || c.starts_with("err"))
+                    && usize::try_from(*rec)
+                        .ok()
+                        .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
+                        .is_some()
+        });
+        verdict = if explained {
+            Verdict::OutcomeOfPossiblyWritten
+        } else {
+            Verdict::Unexplained
+        };
+    }
+    Comparison {
+        verdict,
+        partitions,
+    }
+}

@@ -1,0 +1,462 @@
+//! The Rust side: a trace through kacrab's core, written in the Java side's format.
+//!
+//! Mirrors `ConformanceHarness.java` step for step: the same scripted broker (answers by
+//! node, oldest request first; InitProducerId and Metadata answered at once), the same
+//! clock steps, the same output lines.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use bytes::Bytes;
+use kacrab_idempotence::{
+    record, DeliveryError, Event, KafkaError, Metadata, NodeId, PartitionMetadata,
+    PartitionResponse, ProduceResponse, Producer, ProducerConfig, ProducerIdAndEpoch, Record,
+    RecordId, Request, RequestFailure, RequestId, Timestamp, TopicPartition,
+};
+
+use crate::trace::{Op, Trace, TraceConfig, STEP_MS};
+
+/// The topic every trace writes to.
+pub const TOPIC: &str = "t";
+
+/// Kafka's error code for a name, e.g. `NOT_LEADER_OR_FOLLOWER`.
+#[must_use]
+pub fn error_by_name(name: &str) -> KafkaError {
+    if name == "NONE" {
+        return KafkaError::None;
+    }
+    (-1..=130)
+        .map(KafkaError::from_code)
+        .find(|e| e.name() == name)
+        .unwrap_or(KafkaError::UnknownServerError)
+}
+
+/// The error code an outcome line names for a failed record (Java's
+/// `Errors.forException(e).code()` on the callback's exception).
+fn delivery_code(error: &DeliveryError) -> i16 {
+    match error {
+        DeliveryError::Broker { error, .. } | DeliveryError::Fatal(error) => error.code(),
+        DeliveryError::Timeout { .. } => KafkaError::RequestTimedOut.code(),
+        DeliveryError::RecordTooLarge { .. } => KafkaError::MessageTooLarge.code(),
+        _ => KafkaError::UnknownServerError.code(),
+    }
+}
+
+/// One Produce request the scripted broker has not answered: its id and, per batch,
+/// (partition, record count).
+struct Outstanding {
+    id: RequestId,
+    batches: Vec<(i32, i32, String)>,
+}
+
+/// What the Rust side learned beyond the shared output: whether each failed record was
+/// reported possibly written (Java has no such flag).
+#[derive(Clone, Debug, Default)]
+pub struct CoreExtra {
+    /// Per record: `Some(possibly_written)` if it failed.
+    pub failed_possibly_written: Vec<Option<bool>>,
+}
+
+struct Harness {
+    producer: Producer,
+    now: Timestamp,
+    now_ms: u64,
+    tps: Vec<TopicPartition>,
+    nodes: i32,
+    leader: Vec<i32>,
+    leader_epoch: Vec<i32>,
+    log_end: Vec<i64>,
+    outstanding: BTreeMap<i32, VecDeque<Outstanding>>,
+    record_index: HashMap<RecordId, usize>,
+    outcomes: Vec<Option<String>>,
+    extra: CoreExtra,
+    init_count: i64,
+    step_lines: Vec<(i32, String)>,
+    out: Vec<String>,
+}
+
+fn config(c: &TraceConfig) -> ProducerConfig {
+    let mut b = ProducerConfig::builder();
+    let pairs = [
+        ("enable.idempotence", "true".to_string()),
+        ("acks", "all".to_string()),
+        ("batch.size", c.batch_size.to_string()),
+        ("linger.ms", c.linger_ms.to_string()),
+        (
+            "max.in.flight.requests.per.connection",
+            c.max_in_flight.to_string(),
+        ),
+        ("request.timeout.ms", c.request_timeout_ms.to_string()),
+        ("delivery.timeout.ms", c.delivery_timeout_ms.to_string()),
+        ("retry.backoff.ms", c.retry_backoff_ms.to_string()),
+        ("retry.backoff.max.ms", c.retry_backoff_ms.to_string()),
+    ];
+    for (k, v) in pairs {
+        b.set(k, &v).expect("the generator writes valid keys");
+    }
+    b.build()
+        .expect("the generator writes a valid configuration")
+}
+
+impl Harness {
+    fn new(c: &TraceConfig) -> Self {
+        let now = Timestamp::from_millis(0);
+        let partitions = usize::try_from(c.partitions).unwrap_or(0);
+        Self {
+            producer: Producer::new(config(c), now),
+            now,
+            now_ms: 0,
+            tps: (0..c.partitions)
+                .map(|p| TopicPartition::new(TOPIC, p))
+                .collect(),
+            nodes: c.nodes,
+            leader: (0..c.partitions).map(|p| p % c.nodes.max(1)).collect(),
+            leader_epoch: vec![0; partitions],
+            log_end: vec![0; partitions],
+            outstanding: BTreeMap::new(),
+            record_index: HashMap::new(),
+            outcomes: Vec::new(),
+            extra: CoreExtra::default(),
+            init_count: 0,
+            step_lines: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    fn metadata(&self) -> Metadata {
+        Metadata {
+            partitions: self
+                .tps
+                .iter()
+                .enumerate()
+                .map(|(i, tp)| PartitionMetadata {
+                    partition: tp.clone(),
+                    leader: Some(NodeId(self.leader[i])),
+                    leader_epoch: self.leader_epoch[i],
+                })
+                .collect(),
+            topic_errors: Vec::new(),
+        }
+    }
+
+    fn outcome(&mut self, id: RecordId, result: String) {
+        let Some(&i) = self.record_index.get(&id) else {
+            self.step_lines
+                .push((-1, r#"{"ev":"unknown_record"}"#.to_string()));
+            return;
+        };
+        self.outcomes[i] = Some(match self.outcomes[i].take() {
+            Some(prev) => prev + "+twice",
+            None => result,
+        });
+    }
+
+    fn pump(&mut self) {
+        for _ in 0..50 {
+            if self.producer.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.producer.handle_timeout(self.now);
+            }
+            let mut any = false;
+            while let Some(request) = self.producer.poll_request(self.now) {
+                any = true;
+                self.request(request);
+            }
+            while let Some(event) = self.producer.poll_event() {
+                self.event(event);
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    fn request(&mut self, request: Request) {
+        match request {
+            Request::Produce(r) => {
+                let mut parts = BTreeMap::new();
+                let mut batches = Vec::new();
+                for b in &r.batches {
+                    let p = b.partition.partition;
+                    match record::read_header(&b.data) {
+                        Ok(h) => {
+                            let stamp = format!(
+                                "{p}:{}:{}:{}:{}",
+                                h.producer_id.0,
+                                h.producer_epoch.0,
+                                h.base_sequence,
+                                h.record_count
+                            );
+                            parts.insert(p, stamp.clone());
+                            batches.push((p, h.record_count, stamp));
+                        }
+                        Err(_) => {
+                            parts.insert(p, format!("{p}:unreadable"));
+                            batches.push((p, 0, format!("{p}:unreadable")));
+                        }
+                    }
+                }
+                let joined: Vec<String> = parts.into_values().collect();
+                self.step_lines.push((
+                    r.node.0,
+                    format!(
+                        r#"{{"ev":"produce","node":{},"batches":"{}"}}"#,
+                        r.node.0,
+                        joined.join(",")
+                    ),
+                ));
+                self.outstanding
+                    .entry(r.node.0)
+                    .or_default()
+                    .push_back(Outstanding { id: r.id, batches });
+            }
+            Request::InitProducerId(r) => {
+                let cur = r.current;
+                self.step_lines.push((
+                    -1,
+                    format!(
+                        r#"{{"ev":"init","pid":{},"epoch":{}}}"#,
+                        cur.id.0, cur.epoch.0
+                    ),
+                ));
+                let assigned = if cur.is_valid() {
+                    ProducerIdAndEpoch::new(cur.id.0, cur.epoch.0.saturating_add(1))
+                } else {
+                    ProducerIdAndEpoch::new(1000 + self.init_count, 0)
+                };
+                self.init_count += 1;
+                if self
+                    .producer
+                    .handle_producer_id(r.id, Ok(assigned), self.now)
+                    .is_err()
+                {
+                    self.step_lines
+                        .push((-1, r#"{"ev":"input_error"}"#.to_string()));
+                }
+            }
+            Request::Metadata(r) => {
+                let md = self.metadata();
+                if self
+                    .producer
+                    .handle_metadata(Some(r.id), &md, self.now)
+                    .is_err()
+                {
+                    self.step_lines
+                        .push((-1, r#"{"ev":"input_error"}"#.to_string()));
+                }
+            }
+            Request::CloseConnection { node } => {
+                // The core already failed every request on the connection.
+                if let Some(q) = self.outstanding.get_mut(&node.0) {
+                    q.clear();
+                }
+            }
+            other => self.step_lines.push((
+                -1,
+                format!(
+                    r#"{{"ev":"unexpected","api":"{}"}}"#,
+                    match other {
+                        Request::FindCoordinator(_) => "FIND_COORDINATOR",
+                        Request::AddPartitionsToTxn(_) => "ADD_PARTITIONS_TO_TXN",
+                        Request::AddOffsetsToTxn(_) => "ADD_OFFSETS_TO_TXN",
+                        Request::TxnOffsetCommit(_) => "TXN_OFFSET_COMMIT",
+                        _ => "END_TXN",
+                    }
+                ),
+            )),
+        }
+    }
+
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::Delivered {
+                records,
+                base_offset,
+                ..
+            } => {
+                for (k, id) in records.into_iter().enumerate() {
+                    let offset = base_offset.map_or(-1, |b| b + k as i64);
+                    self.outcome(id, format!("ok:{offset}"));
+                }
+            }
+            Event::Failed {
+                records,
+                error,
+                possibly_written,
+                ..
+            } => {
+                let code = delivery_code(&error);
+                for id in records {
+                    if let Some(&i) = self.record_index.get(&id) {
+                        self.extra.failed_possibly_written[i] = Some(possibly_written);
+                    }
+                    self.outcome(id, format!("err:{code}"));
+                }
+            }
+            Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
+            Event::Fatal { error } => self
+                .step_lines
+                .push((-1, format!(r#"{{"ev":"fatal","error":{}}}"#, error.code()))),
+        }
+    }
+
+    fn flush_step(&mut self) {
+        // Requests of one step to different brokers go out in an order neither side
+        // promises: order them by node, keeping each node's own order.
+        self.step_lines.sort_by_key(|(node, _)| *node);
+        self.out
+            .extend(self.step_lines.drain(..).map(|(_, line)| line));
+    }
+
+    fn answer(&mut self, node: i32, error: &str, special: Option<(i32, &str)>, log_start: i64) {
+        let Some(o) = self
+            .outstanding
+            .get_mut(&node)
+            .and_then(VecDeque::pop_front)
+        else {
+            return;
+        };
+        let mut response = ProduceResponse::default();
+        let mut said = Vec::new();
+        for (p, count, stamp) in &o.batches {
+            let (p, count) = (*p, *count);
+            let name = match special {
+                Some((sp, perr)) if sp == p => perr,
+                _ => error,
+            };
+            let error = error_by_name(name);
+            said.push((p, format!("{stamp}={name}")));
+            let idx = usize::try_from(p).unwrap_or(0);
+            let mut r = PartitionResponse::error(self.tps[idx].clone(), error);
+            if error == KafkaError::None {
+                r.base_offset = self.log_end[idx];
+                r.log_start_offset = 0;
+                self.log_end[idx] += i64::from(count);
+            } else {
+                r.log_start_offset = log_start;
+            }
+            response.partitions.push(r);
+        }
+        said.sort_by_key(|(p, _)| *p);
+        let said: Vec<String> = said.into_iter().map(|(_, s)| s).collect();
+        self.out.push(format!(
+            r#"{{"ev":"answered","node":{node},"batches":"{}"}}"#,
+            said.join(",")
+        ));
+        if self
+            .producer
+            .handle_produce_response(o.id, &response, self.now)
+            .is_err()
+        {
+            self.step_lines
+                .push((-1, r#"{"ev":"input_error"}"#.to_string()));
+        }
+    }
+
+    fn tick(&mut self, mut ms: u32) {
+        while ms > 0 {
+            let d = ms.min(STEP_MS);
+            ms -= d;
+            self.now_ms += u64::from(d);
+            self.now = Timestamp::from_millis(self.now_ms);
+            self.pump();
+            self.flush_step();
+        }
+    }
+
+    fn op(&mut self, op: &Op) {
+        match op {
+            Op::Send { p, size } => {
+                let idx = usize::try_from(*p).unwrap_or(0);
+                let record = Record::from_value(Bytes::from(vec![0u8; *size as usize]), 0);
+                match self.producer.send(&self.tps[idx], &record, self.now) {
+                    Ok(id) => {
+                        self.record_index.insert(id, self.outcomes.len());
+                    }
+                    Err(_) => {
+                        // Refused before queueing; Java would throw from send().
+                        self.step_lines
+                            .push((-1, r#"{"ev":"send_refused"}"#.to_string()));
+                    }
+                }
+                self.outcomes.push(None);
+                self.extra.failed_possibly_written.push(None);
+            }
+            Op::Tick { ms } => {
+                self.tick(*ms);
+                return;
+            }
+            Op::Answer {
+                node,
+                error,
+                p,
+                log_start,
+            } => {
+                let special = p.as_ref().map(|(p, e)| (*p, e.as_str()));
+                self.answer(*node, error, special, *log_start);
+            }
+            Op::Disconnect { node } => {
+                self.out
+                    .push(format!(r#"{{"ev":"disconnected","node":{node}}}"#));
+                if let Some(q) = self.outstanding.remove(node) {
+                    for o in q {
+                        if self
+                            .producer
+                            .handle_request_failed(o.id, RequestFailure::Disconnected, self.now)
+                            .is_err()
+                        {
+                            self.step_lines
+                                .push((-1, r#"{"ev":"input_error"}"#.to_string()));
+                        }
+                    }
+                }
+            }
+            Op::Leader { p, node } => {
+                let idx = usize::try_from(*p).unwrap_or(0);
+                self.leader[idx] = *node;
+                self.leader_epoch[idx] += 1;
+                let md = self.metadata();
+                if self.producer.handle_metadata(None, &md, self.now).is_err() {
+                    self.step_lines
+                        .push((-1, r#"{"ev":"input_error"}"#.to_string()));
+                }
+            }
+        }
+        self.pump();
+        self.flush_step();
+    }
+
+    fn drain(&mut self) {
+        for _ in 0..400 {
+            if self.outcomes.iter().all(Option::is_some) {
+                break;
+            }
+            for node in 0..self.nodes {
+                while self.outstanding.get(&node).is_some_and(|q| !q.is_empty()) {
+                    self.answer(node, "NONE", None, 0);
+                    self.pump();
+                    self.flush_step();
+                }
+            }
+            self.tick(100);
+        }
+        for (i, o) in self.outcomes.iter().enumerate() {
+            self.out.push(format!(
+                r#"{{"ev":"outcome","rec":{i},"result":"{}"}}"#,
+                o.as_deref().unwrap_or("none")
+            ));
+        }
+    }
+}
+
+/// Runs `trace` through the core: the output lines (without the closing `end`) and what
+/// only the core reports.
+#[must_use]
+pub fn run(trace: &Trace) -> (Vec<String>, CoreExtra) {
+    let mut h = Harness::new(&trace.config);
+    h.pump();
+    h.flush_step();
+    for op in &trace.ops {
+        h.op(op);
+    }
+    h.drain();
+    (h.out, h.extra)
+}
