@@ -85,6 +85,14 @@ pub enum Completion {
         /// closed).
         count: Option<i32>,
     },
+    /// A connection could not be secured (TLS): the broker and the cause. Final: the
+    /// session then fails what is left as [`Session::abort`](crate::Session::abort)
+    /// does (a record never written is reported `possibly_written: false`) and
+    /// finishes. Comes once, before those records' completions.
+    ConnectionFailed {
+        /// Which broker, and why.
+        error: crate::phases::ConnectError,
+    },
     /// The producer is closed: every record has an outcome and nothing more will be
     /// sent. Every close call gets one.
     Closed {

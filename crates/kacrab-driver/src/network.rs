@@ -22,6 +22,7 @@ use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
 use crate::convert;
 use crate::features::FinalizedFeatures;
 use crate::output::{CloseReason, ConnId, Output};
+use crate::phases::{ConnectError, ConnectFailure, Security, TlsFailure, Transport};
 
 /// Tags at or above this value name session-owned requests (ApiVersions, lookup
 /// metadata); below it, a tag is the core's `RequestId`.
@@ -31,6 +32,10 @@ const SESSION_TAG: u64 = 1 << 63;
 enum ConnState {
     /// Waiting for the driver's `handle_connected`, until the setup deadline.
     Connecting {
+        deadline: Timestamp,
+    },
+    /// TCP is up; the TLS handshake runs, until the same setup deadline.
+    TlsHandshake {
         deadline: Timestamp,
     },
     /// ApiVersions sent at this version.
@@ -45,6 +50,8 @@ struct Conn {
     node: Option<i32>,
     addr: String,
     state: ConnState,
+    /// Plain, or TLS once connected (the handshake runs in `TlsHandshake`).
+    transport: Transport,
     wire: Connection,
     frames: FrameDecoder,
     /// Invariant: `Some` exactly when `state` is `Ready`.
@@ -83,6 +90,19 @@ pub(crate) struct Network {
     features: FinalizedFeatures,
     request_timeout: Duration,
     setup_timeout: Duration,
+    security: Security,
+    /// The first security failure, until the session takes it (see `phases`).
+    failure: Option<ConnectError>,
+    /// A security phase failed: final; no connection is opened again and every request
+    /// is reported never sent. Never goes back to `Healthy`.
+    health: Health,
+}
+
+/// Whether the session may still open connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Health {
+    Healthy,
+    SecurityFailed,
 }
 
 impl Network {
@@ -91,6 +111,7 @@ impl Network {
         client_id: Option<String>,
         request_timeout: Duration,
         setup_timeout: Duration,
+        security: Security,
     ) -> Self {
         debug_assert!(!bootstrap.is_empty(), "validated by SessionConfig");
         Self {
@@ -106,6 +127,55 @@ impl Network {
             features: FinalizedFeatures::new(),
             request_timeout,
             setup_timeout,
+            security,
+            failure: None,
+            health: Health::Healthy,
+        }
+    }
+
+    /// The security failure that ends the session, once.
+    pub(crate) fn take_failure(&mut self) -> Option<ConnectError> {
+        self.failure.take()
+    }
+
+    /// Fails `conn` for good: the session learns why (the first failure only), and the
+    /// connection closes.
+    fn fail_conn(&mut self, core: &mut Producer, conn: ConnId, cause: TlsFailure, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        let error = ConnectError {
+            broker: c.addr.clone(),
+            node: c.node,
+            cause: ConnectFailure::Tls(cause),
+        };
+        if self.health == Health::Healthy {
+            self.failure = Some(error.clone());
+        }
+        self.health = Health::SecurityFailed;
+        self.drop_conn(core, conn, now, Some(CloseReason::Security(error)));
+    }
+
+    /// Writes `frame` on `conn` through its transport.
+    fn transmit(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        frame: Bytes,
+        ticket: Option<kacrab_idempotence::ticket::Ticket>,
+        now: Timestamp,
+    ) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        match c.transport.seal(frame) {
+            Ok(frame) => self.out.push_back(Output::Transmit {
+                conn,
+                frame,
+                ticket,
+            }),
+            Err(e) => {
+                if let Some(ticket) = ticket {
+                    self.out.push_back(Output::Release { ticket });
+                }
+                self.fail_conn(core, conn, e, now);
+            }
         }
     }
 
@@ -132,6 +202,9 @@ impl Network {
         topics: &[&str],
         now: Timestamp,
     ) {
+        if self.health == Health::SecurityFailed {
+            return;
+        }
         let tag = self.session_tag();
         let request = MetadataRequest::topics(topics.iter().map(|t| (*t).to_owned()));
         let conn = self.any_conn(now);
@@ -150,7 +223,9 @@ impl Network {
             .iter()
             .filter_map(|c| {
                 let setup = match c.state {
-                    ConnState::Connecting { deadline } => Some(deadline),
+                    ConnState::Connecting { deadline } | ConnState::TlsHandshake { deadline } => {
+                        Some(deadline)
+                    }
                     _ => None,
                 };
                 let request = c.deadlines.front().map(|&(_, d)| d);
@@ -180,7 +255,7 @@ impl Network {
         }
         let mut expired = Vec::new();
         for c in &self.conns {
-            let reason = if matches!(c.state, ConnState::Connecting { deadline } if deadline <= now)
+            let reason = if matches!(c.state, ConnState::Connecting { deadline } | ConnState::TlsHandshake { deadline } if deadline <= now)
             {
                 Some(CloseReason::ConnectTimeout)
             } else if c.deadlines.front().is_some_and(|&(_, d)| d <= now)
@@ -211,9 +286,34 @@ impl Network {
 
     pub(crate) fn handle_connected(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
         let Some(c) = self.conn_mut(conn) else { return };
-        if !matches!(c.state, ConnState::Connecting { .. }) {
+        let ConnState::Connecting { deadline } = c.state else {
+            return;
+        };
+        let addr = c.addr.clone();
+        if self.security.uses_tls() {
+            self.security.tick(now);
+            match self.security.transport(&addr) {
+                Ok(transport) => {
+                    let Some(c) = self.conn_mut(conn) else { return };
+                    c.transport = transport;
+                    c.state = ConnState::TlsHandshake { deadline };
+                    let hello = c.transport.take_outgoing();
+                    self.out.push_back(Output::Transmit {
+                        conn,
+                        frame: hello,
+                        ticket: None,
+                    });
+                }
+                Err(e) => self.fail_conn(core, conn, e, now),
+            }
             return;
         }
+        self.negotiate(core, conn, now);
+    }
+
+    /// The transport is up: version negotiation starts.
+    fn negotiate(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
         let version = ApiVersionsRequest::FIRST_VERSION;
         c.state = ConnState::Negotiating(version);
         self.send_api_versions(core, conn, version, now);
@@ -227,6 +327,32 @@ impl Network {
         conn: ConnId,
         now: Timestamp,
     ) {
+        // A plaintext listener closes on a TLS ClientHello (it reads it as an oversized
+        // request), so a close during the handshake is this attempt's failure.
+        if self
+            .conns
+            .iter()
+            .any(|c| c.id == conn && matches!(c.state, ConnState::TlsHandshake { .. }))
+        {
+            self.fail_handshake_closed(core, conn, now);
+            return;
+        }
+        self.drop_conn(core, conn, now, None);
+    }
+
+    /// The broker closed a connection during its TLS handshake: final, as any other
+    /// handshake failure. The driver already reported it gone, so no `Close` is asked.
+    fn fail_handshake_closed(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        let error = ConnectError {
+            broker: c.addr.clone(),
+            node: c.node,
+            cause: ConnectFailure::Tls(TlsFailure::ClosedDuringHandshake),
+        };
+        if self.health == Health::Healthy {
+            self.failure = Some(error);
+        }
+        self.health = Health::SecurityFailed;
         self.drop_conn(core, conn, now, None);
     }
 
@@ -237,8 +363,45 @@ impl Network {
         bytes: &[u8],
         now: Timestamp,
     ) {
+        self.security.tick(now);
         let Some(c) = self.conn_mut(conn) else { return };
-        c.frames.extend(bytes);
+        let opened = match c.transport.open(bytes) {
+            Ok(o) => o,
+            Err(e) => {
+                self.fail_conn(core, conn, e, now);
+                return;
+            }
+        };
+        if !opened.reply.is_empty() {
+            self.out.push_back(Output::Transmit {
+                conn,
+                frame: opened.reply,
+                ticket: None,
+            });
+        }
+        let Some(c) = self.conn_mut(conn) else { return };
+        if let ConnState::TlsHandshake { .. } = c.state {
+            if opened.closed {
+                self.fail_conn(core, conn, TlsFailure::ClosedDuringHandshake, now);
+                return;
+            }
+            if !c.transport.is_handshaking() {
+                self.negotiate(core, conn, now);
+            }
+        }
+        let Some(c) = self.conn_mut(conn) else { return };
+        c.frames.extend(&opened.plaintext);
+        if opened.closed {
+            // The broker ended the TLS session (close_notify): answers already decrypted
+            // are handled, then the connection goes as a disconnect.
+            self.decode_frames(core, conn, now);
+            self.drop_conn(core, conn, now, Some(CloseReason::ClosedByBroker));
+            return;
+        }
+        self.decode_frames(core, conn, now);
+    }
+
+    fn decode_frames(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
         loop {
             let Some(c) = self.conn_mut(conn) else { return };
             match c.frames.decode() {
@@ -436,6 +599,12 @@ impl Network {
 
     /// Routes one request from the core's `poll_request`.
     pub(crate) fn route(&mut self, core: &mut Producer, request: Request, now: Timestamp) {
+        if self.health == Health::SecurityFailed
+            && !matches!(request, Request::CloseConnection { .. })
+        {
+            self.never_sent(core, request, now);
+            return;
+        }
         let node = match &request {
             Request::Produce(r) => Some(r.node.0),
             Request::InitProducerId(r) => r.node.map(|n| n.0),
@@ -544,11 +713,7 @@ impl Network {
             .and_then(|v| c.wire.encode(wire_request, v, id.0));
         match encoded {
             // With acks=0 nothing comes back; the core already reported those batches.
-            Ok(e) => self.out.push_back(Output::Transmit {
-                conn,
-                frame: e.frame,
-                ticket,
-            }),
+            Ok(e) => self.transmit(core, conn, e.frame, ticket, now),
             Err(_) => {
                 if let Some(ticket) = ticket {
                     self.out.push_back(Output::Release { ticket });
@@ -607,11 +772,7 @@ impl Network {
         match c.wire.encode(hello, version, tag) {
             Ok(e) => {
                 c.deadlines.push_back((tag, deadline));
-                self.out.push_back(Output::Transmit {
-                    conn,
-                    frame: e.frame,
-                    ticket: None,
-                });
+                self.transmit(core, conn, e.frame, None, now);
             }
             Err(e) => {
                 let reason = CloseReason::Malformed(e.to_string());
@@ -628,7 +789,6 @@ impl Network {
         tag: u64,
         now: Timestamp,
     ) {
-        let _ = core;
         let deadline = now + self.request_timeout;
         let Some(c) = self.conn_mut(conn) else { return };
         let Some(versions) = c.versions.as_ref() else {
@@ -642,11 +802,7 @@ impl Network {
         // (on another connection, perhaps) until max.block.ms.
         if let Ok(e) = encoded {
             c.deadlines.push_back((tag, deadline));
-            self.out.push_back(Output::Transmit {
-                conn,
-                frame: e.frame,
-                ticket: None,
-            });
+            self.transmit(core, conn, e.frame, None, now);
         }
     }
 
@@ -700,6 +856,7 @@ impl Network {
             state: ConnState::Connecting {
                 deadline: now + self.setup_timeout,
             },
+            transport: Transport::Plain,
             wire: Connection::new(self.client_id.clone()),
             frames: FrameDecoder::new(),
             versions: None,

@@ -12,6 +12,7 @@ use crate::completion::{Completion, OpId, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
+use crate::phases::Security;
 use crate::record::ProducerRecord;
 
 /// The sans-IO producer session: the core plus everything between it and the
@@ -38,6 +39,7 @@ impl Session {
             config.client_id().map(str::to_owned),
             core_config.request_timeout(),
             config.connection_setup_timeout(),
+            Security::new(config.security(), now, unix_ms),
         );
         let app = Application::new(
             config.max_block(),
@@ -303,6 +305,11 @@ impl Session {
     /// flushes and closes; then, once finished, every connection closes.
     fn progress(&mut self, now: Timestamp) {
         let was_finished = self.app.is_finished();
+        // A connection that cannot be secured ends the session (see `phases`).
+        if let Some(error) = self.net.take_failure() {
+            self.app.connection_failed(error);
+            self.app.abort(&mut self.core, now);
+        }
         let net = &self.net;
         let ask = self
             .app
