@@ -22,7 +22,11 @@ use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
 use crate::convert;
 use crate::features::FinalizedFeatures;
 use crate::output::{CloseReason, ConnId, Output};
-use crate::phases::{ConnectError, ConnectFailure, Security, TlsFailure, Transport};
+use crate::phases::{ConnectError, Security, TlsFailure, Transport};
+
+mod secure;
+
+use secure::{Gone, Health};
 
 /// Tags at or above this value name session-owned requests (ApiVersions, lookup
 /// metadata); below it, a tag is the core's `RequestId`.
@@ -98,13 +102,6 @@ pub(crate) struct Network {
     health: Health,
 }
 
-/// Whether the session may still open connections.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Health {
-    Healthy,
-    SecurityFailed,
-}
-
 impl Network {
     pub(crate) fn new(
         bootstrap: Vec<String>,
@@ -133,52 +130,6 @@ impl Network {
         }
     }
 
-    /// The security failure that ends the session, once.
-    pub(crate) fn take_failure(&mut self) -> Option<ConnectError> {
-        self.failure.take()
-    }
-
-    /// Fails `conn` for good: the session learns why (the first failure only), and the
-    /// connection closes.
-    fn fail_conn(&mut self, core: &mut Producer, conn: ConnId, cause: TlsFailure, now: Timestamp) {
-        let Some(c) = self.conn_mut(conn) else { return };
-        let error = ConnectError {
-            broker: c.addr.clone(),
-            node: c.node,
-            cause: ConnectFailure::Tls(cause),
-        };
-        if self.health == Health::Healthy {
-            self.failure = Some(error.clone());
-        }
-        self.health = Health::SecurityFailed;
-        self.drop_conn(core, conn, now, Some(CloseReason::Security(error)));
-    }
-
-    /// Writes `frame` on `conn` through its transport.
-    fn transmit(
-        &mut self,
-        core: &mut Producer,
-        conn: ConnId,
-        frame: Bytes,
-        ticket: Option<kacrab_idempotence::ticket::Ticket>,
-        now: Timestamp,
-    ) {
-        let Some(c) = self.conn_mut(conn) else { return };
-        match c.transport.seal(frame) {
-            Ok(frame) => self.out.push_back(Output::Transmit {
-                conn,
-                frame,
-                ticket,
-            }),
-            Err(e) => {
-                if let Some(ticket) = ticket {
-                    self.out.push_back(Output::Release { ticket });
-                }
-                self.fail_conn(core, conn, e, now);
-            }
-        }
-    }
-
     pub(crate) fn partition_count(&self, topic: &str) -> Option<i32> {
         self.partition_counts.get(topic).copied()
     }
@@ -202,7 +153,7 @@ impl Network {
         topics: &[&str],
         now: Timestamp,
     ) {
-        if self.health == Health::SecurityFailed {
+        if self.has_failed() {
             return;
         }
         let tag = self.session_tag();
@@ -289,23 +240,8 @@ impl Network {
         let ConnState::Connecting { deadline } = c.state else {
             return;
         };
-        let addr = c.addr.clone();
         if self.security.uses_tls() {
-            self.security.tick(now);
-            match self.security.transport(&addr) {
-                Ok(transport) => {
-                    let Some(c) = self.conn_mut(conn) else { return };
-                    c.transport = transport;
-                    c.state = ConnState::TlsHandshake { deadline };
-                    let hello = c.transport.take_outgoing();
-                    self.out.push_back(Output::Transmit {
-                        conn,
-                        frame: hello,
-                        ticket: None,
-                    });
-                }
-                Err(e) => self.fail_conn(core, conn, e, now),
-            }
+            self.start_tls(core, conn, deadline, now);
             return;
         }
         self.negotiate(core, conn, now);
@@ -327,32 +263,17 @@ impl Network {
         conn: ConnId,
         now: Timestamp,
     ) {
-        // A plaintext listener closes on a TLS ClientHello (it reads it as an oversized
-        // request), so a close during the handshake is this attempt's failure.
-        if self
-            .conns
-            .iter()
-            .any(|c| c.id == conn && matches!(c.state, ConnState::TlsHandshake { .. }))
-        {
-            self.fail_handshake_closed(core, conn, now);
+        if self.in_handshake(conn) {
+            // The driver already reported it gone: no `Close` is asked.
+            self.fail(
+                core,
+                conn,
+                TlsFailure::ClosedDuringHandshake,
+                Gone::Reported,
+                now,
+            );
             return;
         }
-        self.drop_conn(core, conn, now, None);
-    }
-
-    /// The broker closed a connection during its TLS handshake: final, as any other
-    /// handshake failure. The driver already reported it gone, so no `Close` is asked.
-    fn fail_handshake_closed(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
-        let Some(c) = self.conn_mut(conn) else { return };
-        let error = ConnectError {
-            broker: c.addr.clone(),
-            node: c.node,
-            cause: ConnectFailure::Tls(TlsFailure::ClosedDuringHandshake),
-        };
-        if self.health == Health::Healthy {
-            self.failure = Some(error);
-        }
-        self.health = Health::SecurityFailed;
         self.drop_conn(core, conn, now, None);
     }
 
@@ -363,32 +284,9 @@ impl Network {
         bytes: &[u8],
         now: Timestamp,
     ) {
-        self.security.tick(now);
-        let Some(c) = self.conn_mut(conn) else { return };
-        let opened = match c.transport.open(bytes) {
-            Ok(o) => o,
-            Err(e) => {
-                self.fail_conn(core, conn, e, now);
-                return;
-            }
+        let Some(opened) = self.open_bytes(core, conn, bytes, now) else {
+            return;
         };
-        if !opened.reply.is_empty() {
-            self.out.push_back(Output::Transmit {
-                conn,
-                frame: opened.reply,
-                ticket: None,
-            });
-        }
-        let Some(c) = self.conn_mut(conn) else { return };
-        if let ConnState::TlsHandshake { .. } = c.state {
-            if opened.closed {
-                self.fail_conn(core, conn, TlsFailure::ClosedDuringHandshake, now);
-                return;
-            }
-            if !c.transport.is_handshaking() {
-                self.negotiate(core, conn, now);
-            }
-        }
         let Some(c) = self.conn_mut(conn) else { return };
         c.frames.extend(&opened.plaintext);
         if opened.closed {
@@ -599,9 +497,7 @@ impl Network {
 
     /// Routes one request from the core's `poll_request`.
     pub(crate) fn route(&mut self, core: &mut Producer, request: Request, now: Timestamp) {
-        if self.health == Health::SecurityFailed
-            && !matches!(request, Request::CloseConnection { .. })
-        {
+        if self.has_failed() && !matches!(request, Request::CloseConnection { .. }) {
             self.never_sent(core, request, now);
             return;
         }

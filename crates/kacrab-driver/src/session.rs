@@ -276,6 +276,14 @@ impl Session {
         self.app.oldest_blocked_send()
     }
 
+    /// The failure that ended the session because a connection could not be secured
+    /// (also reported once as [`Completion::ConnectionFailed`]), if one did. A driver
+    /// attaches it to the errors it gives the application.
+    #[must_use]
+    pub fn connection_failure(&self) -> Option<&crate::phases::ConnectError> {
+        self.net.security_failure()
+    }
+
     /// Open connections (being set up, negotiating or ready).
     #[must_use]
     pub fn connection_count(&self) -> usize {

@@ -123,6 +123,7 @@ fn fails_once(mut p: Pair) -> TlsFailure {
     assert!(p.session.is_finished());
     let error = failure(&p);
     assert_eq!(error.broker, "b0:9092");
+    assert_eq!(p.session.connection_failure(), Some(&error), "kept for drivers");
     let failed_before_record = p
         .position(|c| matches!(c, Completion::ConnectionFailed { .. }))
         .unwrap()
