@@ -35,6 +35,15 @@ pub enum ProduceError {
         /// not in it.
         possibly_written: bool,
     },
+    /// A connection could not be secured (a TLS failure), which ends the session: the
+    /// broker and the cause. The record was given up with everything else.
+    #[error("{error} (possibly written: {possibly_written})")]
+    Connection {
+        /// Which broker, and why.
+        error: crate::phases::ConnectError,
+        /// As for [`ProduceError::Delivery`]: `false` for a record never written.
+        possibly_written: bool,
+    },
 }
 
 impl ProduceError {
@@ -44,6 +53,9 @@ impl ProduceError {
         match self {
             Self::Send(_) => false,
             Self::Delivery {
+                possibly_written, ..
+            }
+            | Self::Connection {
                 possibly_written, ..
             } => *possibly_written,
         }

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, OffsetToCommit, Producer, Stats, Timestamp, TransactionState,
+    ConsumerGroupMetadata, DeliveryError, OffsetToCommit, Producer, Stats, Timestamp,
+    TransactionState,
 };
 
 use crate::app::{Application, TxnCall};
-use crate::completion::{Completion, OpId, SendId};
+use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
@@ -172,7 +173,28 @@ impl Session {
 
     /// The next thing the application should learn, if any.
     pub fn poll_completion(&mut self) -> Option<Completion> {
-        self.app.pop_completion()
+        let done = self.app.pop_completion()?;
+        // After a security failure the records given up name its cause.
+        Some(match (done, self.net.security_failure()) {
+            (
+                Completion::Record {
+                    id,
+                    outcome:
+                        Err(ProduceError::Delivery {
+                            error: DeliveryError::Aborted,
+                            possibly_written,
+                        }),
+                },
+                Some(error),
+            ) => Completion::Record {
+                id,
+                outcome: Err(ProduceError::Connection {
+                    error: error.clone(),
+                    possibly_written,
+                }),
+            },
+            (done, _) => done,
+        })
     }
 
     /// When [`Session::handle_timeout`] is next needed: the earliest of the core's

@@ -114,7 +114,7 @@ fn fails_once(mut p: Pair) -> TlsFailure {
     p.run_for(30 * SECOND);
     assert_eq!(p.connects.len(), 1, "no reconnect: {:?}", p.connects);
     match p.outcome(id) {
-        Some(Err(e @ ProduceError::Delivery { .. })) => {
+        Some(Err(e @ ProduceError::Connection { .. })) => {
             assert!(!e.possibly_written(), "{e}");
         }
         other => panic!("the record failed: {other:?}"),
@@ -123,7 +123,11 @@ fn fails_once(mut p: Pair) -> TlsFailure {
     assert!(p.session.is_finished());
     let error = failure(&p);
     assert_eq!(error.broker, "b0:9092");
-    assert_eq!(p.session.connection_failure(), Some(&error), "kept for drivers");
+    assert_eq!(
+        p.session.connection_failure(),
+        Some(&error),
+        "kept for drivers"
+    );
     let failed_before_record = p
         .position(|c| matches!(c, Completion::ConnectionFailed { .. }))
         .unwrap()
