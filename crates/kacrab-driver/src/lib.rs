@@ -52,7 +52,7 @@ mod tls;
 
 pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId};
-pub use config::security::{SecurityConfig, SecurityProtocol, TlsSettings};
+pub use config::security::{self, SecurityConfig, SecurityProtocol, TlsSettings};
 pub use config::{
     SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
     MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,

@@ -161,7 +161,7 @@ impl Default for SessionConfigBuilder {
 impl SessionConfigBuilder {
     /// Sets a property by its Kafka name: the session's keys ([`BOOTSTRAP_SERVERS`],
     /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]), the
-    /// security keys (`security.protocol`, `ssl.*`: [`security`]) or any key of
+    /// security keys (`security.protocol`, `ssl.*`: [`crate::security`]) or any key of
     /// [`ProducerConfigBuilder::set`].
     ///
     /// # Errors

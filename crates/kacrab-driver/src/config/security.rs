@@ -328,6 +328,14 @@ impl SecurityBuilder {
 
     /// Validates: reads and parses the PEM material.
     pub(crate) fn build(&self) -> Result<SecurityConfig, SessionConfigError> {
+        if self.protocol.uses_sasl() {
+            // Refused rather than run without authentication: the SASL phase comes with
+            // the `sasl` module.
+            return Err(unsupported(
+                SECURITY_PROTOCOL,
+                "SASL_PLAINTEXT and SASL_SSL need the SASL phase, not in this build yet",
+            ));
+        }
         if !self.protocol.uses_tls() {
             return Ok(SecurityConfig {
                 protocol: self.protocol,
@@ -470,6 +478,16 @@ mod tests {
         let c = build(&[]).unwrap();
         assert_eq!(c.protocol, SecurityProtocol::Plaintext);
         assert!(c.tls.is_none());
+    }
+
+    #[test]
+    fn sasl_protocols_are_refused_until_the_sasl_phase_exists() {
+        for p in ["SASL_SSL", "SASL_PLAINTEXT"] {
+            assert!(matches!(
+                build(&[(SECURITY_PROTOCOL, p)]),
+                Err(SessionConfigError::Unsupported { .. })
+            ));
+        }
     }
 
     #[test]
