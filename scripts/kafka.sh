@@ -208,6 +208,51 @@ EOF
   fi
 }
 
+# ---------------------------------------------------------------- TLS listener
+# With KACRAB_KAFKA_SECURE=1 the single broker also listens with SSL (client
+# authentication required) on its port + 50. A throwaway CA is made with
+# openssl at start under $RUN/tls: ca.pem (the truststore), broker.pem (key +
+# chain for the broker, names 127.0.0.1 and localhost), client.pem (key +
+# chain for a client, mutual TLS), untrusted-ca.pem (a CA nobody uses).
+SECURE_OFFSET=50
+make_tls() {
+  local t="$RUN/tls"
+  [ -s "$t/client.pem" ] && return 0
+  mkdir -p "$t"
+  command -v openssl >/dev/null || die "openssl is needed for KACRAB_KAFKA_SECURE=1"
+  local k
+  for k in ca broker client untrusted-ca; do
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$t/$k.key" 2>/dev/null
+  done
+  openssl req -x509 -new -key "$t/ca.key" -subj "/CN=kacrab throwaway CA" -days 2 -out "$t/ca.pem" 2>/dev/null
+  openssl req -x509 -new -key "$t/untrusted-ca.key" -subj "/CN=untrusted CA" -days 2 -out "$t/untrusted-ca.pem" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$t/broker.ext"
+  printf 'extendedKeyUsage=clientAuth\n' >"$t/client.ext"
+  for k in broker client; do
+    openssl req -new -key "$t/$k.key" -subj "/CN=kacrab-$k" -out "$t/$k.csr" 2>/dev/null
+    openssl x509 -req -in "$t/$k.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial \
+      -days 2 -extfile "$t/$k.ext" -out "$t/$k.crt" 2>/dev/null
+    cat "$t/$k.key" "$t/$k.crt" >"$t/$k.pem"
+  done
+  log "throwaway TLS material in $t"
+}
+
+# secure_config <dir> <broker-port>: adds the SSL listener to server.properties.
+secure_config() {
+  local dir="$1" sport=$(($2 + SECURE_OFFSET)) t="$RUN/tls"
+  sed -i -e "s|^listeners=PLAINTEXT://127.0.0.1:$2,|listeners=PLAINTEXT://127.0.0.1:$2,SSL://127.0.0.1:$sport,|" \
+    -e "s|^advertised.listeners=PLAINTEXT://127.0.0.1:$2\$|advertised.listeners=PLAINTEXT://127.0.0.1:$2,SSL://127.0.0.1:$sport|" \
+    -e "s|^listener.security.protocol.map=.*|listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL|" \
+    "$dir/server.properties"
+  {
+    echo "listener.name.ssl.ssl.keystore.type=PEM"
+    echo "listener.name.ssl.ssl.keystore.location=$t/broker.pem"
+    echo "listener.name.ssl.ssl.truststore.type=PEM"
+    echo "listener.name.ssl.ssl.truststore.location=$t/ca.pem"
+    echo "listener.name.ssl.ssl.client.auth=required"
+  } >>"$dir/server.properties"
+}
+
 format_node() { # format_node <dir> <cluster-id>
   if ! java "${ADMIN_JVM_OPTS[@]}" -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" \
       -cp "$LIBS/*" kafka.tools.StorageTool format -t "$2" -c "$1/server.properties" \
@@ -318,6 +363,9 @@ cmd_start_single() {
   local t0; t0=$(now_ms)
   rm -rf "$dir"; mkdir -p "$dir"
   write_config "$dir" 1 "$port" "$cport" "1@127.0.0.1:$cport" 1 1
+  if [ "${KACRAB_KAFKA_SECURE:-0}" = 1 ]; then
+    make_tls; secure_config "$dir" "$port"
+  fi
   echo "$port" >"$dir/port"
   format_node "$dir" "$(random_cluster_id)"
   launch_node "$dir"
@@ -327,6 +375,10 @@ cmd_start_single() {
   fi
   log "single broker up on 127.0.0.1:$port (pid $(node_pid "$dir")) in $(secs_since "$t0")s; logs: $dir/logs"
   echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"
+  if [ "${KACRAB_KAFKA_SECURE:-0}" = 1 ]; then
+    echo "KACRAB_KAFKA_SSL_BOOTSTRAP=127.0.0.1:$((port + SECURE_OFFSET))"
+    echo "KACRAB_KAFKA_TLS_DIR=$RUN/tls"
+  fi
   echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
   report_features "127.0.0.1:$port"
 }

@@ -55,6 +55,15 @@ pub enum ProduceError {
     /// or `buffer.memory` stayed full for `max.block.ms`).
     #[error("record refused: {0}")]
     Send(SendError),
+    /// A connection could not be secured (TLS): the broker and the cause. Final: every
+    /// record without an outcome fails so.
+    #[error("{error}")]
+    Connection {
+        /// Which broker, and why.
+        error: kacrab_driver::ConnectError,
+        /// `false` for a record never written.
+        possibly_written: bool,
+    },
     /// The producer's I/O thread stopped (it panicked) before the record had an outcome.
     /// The record may have been written.
     #[error("the producer's I/O thread stopped before the record had an outcome")]
@@ -69,6 +78,9 @@ impl ProduceError {
         match self {
             Self::Send(_) => false,
             Self::Delivery {
+                possibly_written, ..
+            }
+            | Self::Connection {
                 possibly_written, ..
             } => *possibly_written,
             Self::Terminated => true,
@@ -108,6 +120,13 @@ impl ProduceError {
                 error,
                 possibly_written,
             } => Self::Delivery {
+                error,
+                possibly_written,
+            },
+            kacrab_driver::ProduceError::Connection {
+                error,
+                possibly_written,
+            } => Self::Connection {
                 error,
                 possibly_written,
             },

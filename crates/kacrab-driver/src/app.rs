@@ -324,6 +324,13 @@ impl Application {
         op
     }
 
+    /// A connection could not be secured: the application learns it first (the session
+    /// aborts next).
+    pub(crate) fn connection_failed(&mut self, error: crate::phases::ConnectError) {
+        self.completions
+            .push_back(Completion::ConnectionFailed { error });
+    }
+
     /// Fails everything now (Java's forced close).
     pub(crate) fn abort(&mut self, core: &mut Producer, now: Timestamp) {
         core.abort();

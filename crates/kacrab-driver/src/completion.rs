@@ -35,6 +35,15 @@ pub enum ProduceError {
         /// not in it.
         possibly_written: bool,
     },
+    /// A connection could not be secured (a TLS failure), which ends the session: the
+    /// broker and the cause. The record was given up with everything else.
+    #[error("{error} (possibly written: {possibly_written})")]
+    Connection {
+        /// Which broker, and why.
+        error: crate::phases::ConnectError,
+        /// As for [`ProduceError::Delivery`]: `false` for a record never written.
+        possibly_written: bool,
+    },
 }
 
 impl ProduceError {
@@ -44,6 +53,9 @@ impl ProduceError {
         match self {
             Self::Send(_) => false,
             Self::Delivery {
+                possibly_written, ..
+            }
+            | Self::Connection {
                 possibly_written, ..
             } => *possibly_written,
         }
@@ -84,6 +96,14 @@ pub enum Completion {
         /// `max.block.ms` (the topic does not exist, no broker answered, or the producer
         /// closed).
         count: Option<i32>,
+    },
+    /// A connection could not be secured (TLS): the broker and the cause. Final: the
+    /// session then fails what is left as [`Session::abort`](crate::Session::abort)
+    /// does (a record never written is reported `possibly_written: false`) and
+    /// finishes. Comes once, before those records' completions.
+    ConnectionFailed {
+        /// Which broker, and why.
+        error: crate::phases::ConnectError,
     },
     /// The producer is closed: every record has an outcome and nothing more will be
     /// sent. Every close call gets one.

@@ -45,16 +45,20 @@ mod convert;
 mod features;
 mod network;
 mod output;
+mod phases;
 mod record;
 mod session;
+mod tls;
 
 pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId};
+pub use config::security::{self, SecurityConfig, SecurityProtocol, TlsSettings};
 pub use config::{
     SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
     MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
 pub use output::{CloseReason, ConnId, Output};
+pub use phases::{ConnectError, ConnectFailure, TlsFailure};
 pub use record::{ProducerRecord, RecordMetadata};
 pub use session::Session;
 // The core's types that appear in the session's API, so that a driver needs this crate

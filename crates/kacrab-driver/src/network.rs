@@ -22,6 +22,11 @@ use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
 use crate::convert;
 use crate::features::FinalizedFeatures;
 use crate::output::{CloseReason, ConnId, Output};
+use crate::phases::{ConnectError, Security, TlsFailure, Transport};
+
+mod secure;
+
+use secure::{Gone, Health};
 
 /// Tags at or above this value name session-owned requests (ApiVersions, lookup
 /// metadata); below it, a tag is the core's `RequestId`.
@@ -31,6 +36,10 @@ const SESSION_TAG: u64 = 1 << 63;
 enum ConnState {
     /// Waiting for the driver's `handle_connected`, until the setup deadline.
     Connecting {
+        deadline: Timestamp,
+    },
+    /// TCP is up; the TLS handshake runs, until the same setup deadline.
+    TlsHandshake {
         deadline: Timestamp,
     },
     /// ApiVersions sent at this version.
@@ -45,6 +54,8 @@ struct Conn {
     node: Option<i32>,
     addr: String,
     state: ConnState,
+    /// Plain, or TLS once connected (the handshake runs in `TlsHandshake`).
+    transport: Transport,
     wire: Connection,
     frames: FrameDecoder,
     /// Invariant: `Some` exactly when `state` is `Ready`.
@@ -83,6 +94,12 @@ pub(crate) struct Network {
     features: FinalizedFeatures,
     request_timeout: Duration,
     setup_timeout: Duration,
+    security: Security,
+    /// The first security failure, until the session takes it (see `phases`).
+    failure: Option<ConnectError>,
+    /// A security phase failed: final; no connection is opened again and every request
+    /// is reported never sent. Never goes back to `Healthy`.
+    health: Health,
 }
 
 impl Network {
@@ -91,6 +108,7 @@ impl Network {
         client_id: Option<String>,
         request_timeout: Duration,
         setup_timeout: Duration,
+        security: Security,
     ) -> Self {
         debug_assert!(!bootstrap.is_empty(), "validated by SessionConfig");
         Self {
@@ -106,6 +124,9 @@ impl Network {
             features: FinalizedFeatures::new(),
             request_timeout,
             setup_timeout,
+            security,
+            failure: None,
+            health: Health::Healthy,
         }
     }
 
@@ -132,6 +153,9 @@ impl Network {
         topics: &[&str],
         now: Timestamp,
     ) {
+        if self.has_failed() {
+            return;
+        }
         let tag = self.session_tag();
         let request = MetadataRequest::topics(topics.iter().map(|t| (*t).to_owned()));
         let conn = self.any_conn(now);
@@ -150,7 +174,9 @@ impl Network {
             .iter()
             .filter_map(|c| {
                 let setup = match c.state {
-                    ConnState::Connecting { deadline } => Some(deadline),
+                    ConnState::Connecting { deadline } | ConnState::TlsHandshake { deadline } => {
+                        Some(deadline)
+                    }
                     _ => None,
                 };
                 let request = c.deadlines.front().map(|&(_, d)| d);
@@ -180,7 +206,7 @@ impl Network {
         }
         let mut expired = Vec::new();
         for c in &self.conns {
-            let reason = if matches!(c.state, ConnState::Connecting { deadline } if deadline <= now)
+            let reason = if matches!(c.state, ConnState::Connecting { deadline } | ConnState::TlsHandshake { deadline } if deadline <= now)
             {
                 Some(CloseReason::ConnectTimeout)
             } else if c.deadlines.front().is_some_and(|&(_, d)| d <= now)
@@ -211,9 +237,19 @@ impl Network {
 
     pub(crate) fn handle_connected(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
         let Some(c) = self.conn_mut(conn) else { return };
-        if !matches!(c.state, ConnState::Connecting { .. }) {
+        let ConnState::Connecting { deadline } = c.state else {
+            return;
+        };
+        if self.security.uses_tls() {
+            self.start_tls(core, conn, deadline, now);
             return;
         }
+        self.negotiate(core, conn, now);
+    }
+
+    /// The transport is up: version negotiation starts.
+    fn negotiate(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
         let version = ApiVersionsRequest::FIRST_VERSION;
         c.state = ConnState::Negotiating(version);
         self.send_api_versions(core, conn, version, now);
@@ -227,6 +263,17 @@ impl Network {
         conn: ConnId,
         now: Timestamp,
     ) {
+        if self.in_handshake(conn) {
+            // The driver already reported it gone: no `Close` is asked.
+            self.fail(
+                core,
+                conn,
+                TlsFailure::ClosedDuringHandshake,
+                Gone::Reported,
+                now,
+            );
+            return;
+        }
         self.drop_conn(core, conn, now, None);
     }
 
@@ -237,8 +284,22 @@ impl Network {
         bytes: &[u8],
         now: Timestamp,
     ) {
+        let Some(opened) = self.open_bytes(core, conn, bytes, now) else {
+            return;
+        };
         let Some(c) = self.conn_mut(conn) else { return };
-        c.frames.extend(bytes);
+        c.frames.extend(&opened.plaintext);
+        if opened.closed {
+            // The broker ended the TLS session (close_notify): answers already decrypted
+            // are handled, then the connection goes as a disconnect.
+            self.decode_frames(core, conn, now);
+            self.drop_conn(core, conn, now, Some(CloseReason::ClosedByBroker));
+            return;
+        }
+        self.decode_frames(core, conn, now);
+    }
+
+    fn decode_frames(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
         loop {
             let Some(c) = self.conn_mut(conn) else { return };
             match c.frames.decode() {
@@ -436,6 +497,10 @@ impl Network {
 
     /// Routes one request from the core's `poll_request`.
     pub(crate) fn route(&mut self, core: &mut Producer, request: Request, now: Timestamp) {
+        if self.has_failed() && !matches!(request, Request::CloseConnection { .. }) {
+            self.never_sent(core, request, now);
+            return;
+        }
         let node = match &request {
             Request::Produce(r) => Some(r.node.0),
             Request::InitProducerId(r) => r.node.map(|n| n.0),
@@ -544,11 +609,7 @@ impl Network {
             .and_then(|v| c.wire.encode(wire_request, v, id.0));
         match encoded {
             // With acks=0 nothing comes back; the core already reported those batches.
-            Ok(e) => self.out.push_back(Output::Transmit {
-                conn,
-                frame: e.frame,
-                ticket,
-            }),
+            Ok(e) => self.transmit(core, conn, e.frame, ticket, now),
             Err(_) => {
                 if let Some(ticket) = ticket {
                     self.out.push_back(Output::Release { ticket });
@@ -607,11 +668,7 @@ impl Network {
         match c.wire.encode(hello, version, tag) {
             Ok(e) => {
                 c.deadlines.push_back((tag, deadline));
-                self.out.push_back(Output::Transmit {
-                    conn,
-                    frame: e.frame,
-                    ticket: None,
-                });
+                self.transmit(core, conn, e.frame, None, now);
             }
             Err(e) => {
                 let reason = CloseReason::Malformed(e.to_string());
@@ -628,7 +685,6 @@ impl Network {
         tag: u64,
         now: Timestamp,
     ) {
-        let _ = core;
         let deadline = now + self.request_timeout;
         let Some(c) = self.conn_mut(conn) else { return };
         let Some(versions) = c.versions.as_ref() else {
@@ -642,11 +698,7 @@ impl Network {
         // (on another connection, perhaps) until max.block.ms.
         if let Ok(e) = encoded {
             c.deadlines.push_back((tag, deadline));
-            self.out.push_back(Output::Transmit {
-                conn,
-                frame: e.frame,
-                ticket: None,
-            });
+            self.transmit(core, conn, e.frame, None, now);
         }
     }
 
@@ -700,6 +752,7 @@ impl Network {
             state: ConnState::Connecting {
                 deadline: now + self.setup_timeout,
             },
+            transport: Transport::Plain,
             wire: Connection::new(self.client_id.clone()),
             frames: FrameDecoder::new(),
             versions: None,

@@ -30,6 +30,10 @@ pub enum CloseReason {
     BrokerMoved,
     /// The producer is closed: nothing more will be sent.
     Finished,
+    /// A security phase failed (TLS); final for the session.
+    Security(crate::phases::ConnectError),
+    /// The broker ended the TLS session (close_notify).
+    ClosedByBroker,
 }
 
 impl core::fmt::Display for CloseReason {
@@ -45,6 +49,8 @@ impl core::fmt::Display for CloseReason {
             Self::Negotiation => f.write_str("ApiVersions negotiation failed"),
             Self::BrokerMoved => f.write_str("the broker moved to another address"),
             Self::Finished => f.write_str("the producer is closed"),
+            Self::Security(e) => write!(f, "{e}"),
+            Self::ClosedByBroker => f.write_str("the broker closed the TLS session"),
         }
     }
 }

@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, OffsetToCommit, Producer, Stats, Timestamp, TransactionState,
+    ConsumerGroupMetadata, DeliveryError, OffsetToCommit, Producer, Stats, Timestamp,
+    TransactionState,
 };
 
 use crate::app::{Application, TxnCall};
-use crate::completion::{Completion, OpId, SendId};
+use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
+use crate::phases::Security;
 use crate::record::ProducerRecord;
 
 /// The sans-IO producer session: the core plus everything between it and the
@@ -38,6 +40,7 @@ impl Session {
             config.client_id().map(str::to_owned),
             core_config.request_timeout(),
             config.connection_setup_timeout(),
+            Security::new(config.security(), now, unix_ms),
         );
         let app = Application::new(
             config.max_block(),
@@ -170,7 +173,28 @@ impl Session {
 
     /// The next thing the application should learn, if any.
     pub fn poll_completion(&mut self) -> Option<Completion> {
-        self.app.pop_completion()
+        let done = self.app.pop_completion()?;
+        // After a security failure the records given up name its cause.
+        Some(match (done, self.net.security_failure()) {
+            (
+                Completion::Record {
+                    id,
+                    outcome:
+                        Err(ProduceError::Delivery {
+                            error: DeliveryError::Aborted,
+                            possibly_written,
+                        }),
+                },
+                Some(error),
+            ) => Completion::Record {
+                id,
+                outcome: Err(ProduceError::Connection {
+                    error: error.clone(),
+                    possibly_written,
+                }),
+            },
+            (done, _) => done,
+        })
     }
 
     /// When [`Session::handle_timeout`] is next needed: the earliest of the core's
@@ -274,6 +298,14 @@ impl Session {
         self.app.oldest_blocked_send()
     }
 
+    /// The failure that ended the session because a connection could not be secured
+    /// (also reported once as [`Completion::ConnectionFailed`]), if one did. A driver
+    /// attaches it to the errors it gives the application.
+    #[must_use]
+    pub fn connection_failure(&self) -> Option<&crate::phases::ConnectError> {
+        self.net.security_failure()
+    }
+
     /// Open connections (being set up, negotiating or ready).
     #[must_use]
     pub fn connection_count(&self) -> usize {
@@ -303,6 +335,11 @@ impl Session {
     /// flushes and closes; then, once finished, every connection closes.
     fn progress(&mut self, now: Timestamp) {
         let was_finished = self.app.is_finished();
+        // A connection that cannot be secured ends the session (see `phases`).
+        if let Some(error) = self.net.take_failure() {
+            self.app.connection_failed(error);
+            self.app.abort(&mut self.core, now);
+        }
         let net = &self.net;
         let ask = self
             .app

@@ -39,6 +39,15 @@ pub enum ProduceError {
         /// not in it.
         possibly_written: bool,
     },
+    /// A connection could not be secured (TLS): the broker and the cause. Final: every
+    /// record without an outcome fails so.
+    #[error("{error} (possibly written: {possibly_written})")]
+    Connection {
+        /// Which broker, and why.
+        error: kacrab_driver::ConnectError,
+        /// `false` for a record never written.
+        possibly_written: bool,
+    },
     /// The producer's driver task ended (its runtime shut down, or it panicked) before
     /// the record had an outcome. The record may have been written.
     #[error("the producer's driver task ended before the record had an outcome")]
@@ -54,6 +63,9 @@ impl ProduceError {
             Self::Send(_) => false,
             Self::Delivery {
                 possibly_written, ..
+            }
+            | Self::Connection {
+                possibly_written, ..
             } => *possibly_written,
             Self::Terminated => true,
         }
@@ -68,6 +80,13 @@ impl From<kacrab_driver::ProduceError> for ProduceError {
                 error,
                 possibly_written,
             } => Self::Delivery {
+                error,
+                possibly_written,
+            },
+            kacrab_driver::ProduceError::Connection {
+                error,
+                possibly_written,
+            } => Self::Connection {
                 error,
                 possibly_written,
             },

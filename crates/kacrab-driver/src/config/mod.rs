@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 
+pub mod security;
+
+use security::{SecurityBuilder, SecurityConfig};
+
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
 /// `client.id`: sent in every request header.
@@ -41,6 +45,24 @@ pub enum SessionConfigError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A key kacrab knows of but does not support (a JKS keystore, an `ssl.*` key
+    /// outside the supported set, ...).
+    #[error("configuration {key} is not supported: {reason}")]
+    Unsupported {
+        /// The key.
+        key: String,
+        /// Why, or what to use instead.
+        reason: &'static str,
+    },
+    /// TLS material that cannot be used: a file that cannot be read, PEM that does not
+    /// parse, a key rustls refuses. Never contains key material.
+    #[error("TLS configuration {key}: {reason}")]
+    Tls {
+        /// The key whose value is at fault.
+        key: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// A validated session configuration: the core's plus the keys the session owns.
@@ -51,6 +73,7 @@ pub struct SessionConfig {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    security: SecurityConfig,
 }
 
 impl SessionConfig {
@@ -103,6 +126,12 @@ impl SessionConfig {
     pub fn connection_setup_timeout(&self) -> Duration {
         self.connection_setup_timeout
     }
+
+    /// `security.protocol` and the TLS settings.
+    #[must_use]
+    pub fn security(&self) -> &SecurityConfig {
+        &self.security
+    }
 }
 
 /// Builds a [`SessionConfig`].
@@ -113,6 +142,7 @@ pub struct SessionConfigBuilder {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    security: SecurityBuilder,
 }
 
 impl Default for SessionConfigBuilder {
@@ -123,14 +153,16 @@ impl Default for SessionConfigBuilder {
             client_id: None,
             max_block: DEFAULT_MAX_BLOCK,
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
+            security: SecurityBuilder::default(),
         }
     }
 }
 
 impl SessionConfigBuilder {
     /// Sets a property by its Kafka name: the session's keys ([`BOOTSTRAP_SERVERS`],
-    /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]) or any key
-    /// of [`ProducerConfigBuilder::set`].
+    /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]), the
+    /// security keys (`security.protocol`, `ssl.*`: [`crate::security`]) or any key of
+    /// [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
     /// [`SessionConfigError::InvalidValue`] for a malformed session key;
@@ -155,6 +187,7 @@ impl SessionConfigBuilder {
                 }
                 self.connection_setup_timeout = t;
             }
+            _ if self.security.set(key, value)? => {}
             _ => {
                 self.core.set(key, value)?;
             }
@@ -205,7 +238,9 @@ impl SessionConfigBuilder {
         if self.bootstrap.is_empty() {
             return Err(SessionConfigError::MissingBootstrap);
         }
+        let security = self.security.build()?;
         Ok(SessionConfig {
+            security,
             core,
             bootstrap: self.bootstrap.clone(),
             client_id: self.client_id.clone(),

@@ -15,6 +15,8 @@
 pub mod broker;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -78,6 +80,10 @@ struct Link {
     stalled: bool,
     to_broker: VecDeque<(Timestamp, Bytes)>,
     to_client: VecDeque<(Timestamp, Bytes)>,
+    /// The broker's TLS half, on a TLS listener.
+    tls: Option<rustls::ServerConnection>,
+    /// Decrypted request bytes not yet a whole frame.
+    plain: Vec<u8>,
 }
 
 impl Link {
@@ -139,6 +145,10 @@ pub struct Pair {
     /// Per mille of connects (to addresses without an explicit policy) refused, and
     /// per mille left hanging.
     pub connect_faults: (u64, u64),
+    /// The brokers' TLS listener configuration: `None` for plaintext listeners. A
+    /// plaintext listener closes a connection whose first frame is larger than
+    /// `socket.request.max.bytes`, as Kafka does with a TLS ClientHello.
+    pub tls_server: Option<Arc<rustls::ServerConfig>>,
     /// Write Produce frames in ticket order, as a driver writing each connection from
     /// its own task must ([`TicketSequencer`]): a frame whose turn has not come waits;
     /// a Release, or the close of its connection, abandons a ticket.
@@ -196,6 +206,7 @@ impl Pair {
             connect: BTreeMap::new(),
             connect_faults: (0, 0),
             ticket_order: false,
+            tls_server: None,
             sequencer: TicketSequencer::new(),
             parked: VecDeque::new(),
             completions: Vec::new(),
@@ -450,6 +461,10 @@ impl Pair {
                         stalled: false,
                         to_broker: VecDeque::new(),
                         to_client: VecDeque::new(),
+                        tls: self.tls_server.clone().map(|c| {
+                            rustls::ServerConnection::new(c).expect("server TLS configuration")
+                        }),
+                        plain: Vec::new(),
                     },
                 );
             }
@@ -541,6 +556,7 @@ impl Pair {
             | Completion::Closed { op } => {
                 assert!(self.ops_done.insert(*op), "{op:?} completed twice");
             }
+            Completion::ConnectionFailed { .. } => {}
             other => panic!("a completion the harness does not know: {other:?}"),
         }
         self.completions.push((self.now, c));
@@ -646,13 +662,97 @@ impl Pair {
                 return;
             }
             let node = link.node.expect("an open link reaches a broker");
-            self.at_broker(conn, node, &frame);
+            if link.tls.is_some() {
+                self.at_tls_broker(conn, node, &frame);
+            } else {
+                self.at_broker(conn, node, &frame);
+            }
         }
+    }
+
+    /// Ciphertext reached `node`'s TLS listener: the server half answers the handshake
+    /// (or an alert), and every whole decrypted frame goes to [`Pair::at_broker`].
+    fn at_tls_broker(&mut self, conn: ConnId, node: i32, bytes: &Bytes) {
+        let link = self.links.get_mut(&conn).expect("link");
+        let server = link.tls.as_mut().expect("a TLS link");
+        let mut input: &[u8] = bytes;
+        let mut failed = false;
+        while !input.is_empty() {
+            if server.read_tls(&mut input).expect("read_tls from memory") == 0 {
+                break;
+            }
+            if let Err(e) = server.process_new_packets() {
+                self.trace_tls(format_args!("{conn:?} server TLS error: {e}"));
+                failed = true;
+                break;
+            }
+        }
+        let link = self.links.get_mut(&conn).expect("link");
+        let server = link.tls.as_mut().expect("a TLS link");
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match server.reader().read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => link.plain.extend_from_slice(&buf[..n]),
+            }
+        }
+        let mut reply = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut reply).expect("write_tls to memory");
+        }
+        if !reply.is_empty() {
+            self.send_raw_to_client(conn, Bytes::from(reply));
+        }
+        if failed {
+            // The alert is on its way; the server then stops reading.
+            self.stall(conn);
+            return;
+        }
+        loop {
+            let link = self.links.get_mut(&conn).expect("link");
+            let Some(size) = link
+                .plain
+                .get(..4)
+                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            else {
+                return;
+            };
+            if link.plain.len() < 4 + size {
+                return;
+            }
+            let frame = Bytes::from(link.plain.drain(..4 + size).collect::<Vec<u8>>());
+            self.at_broker(conn, node, &frame);
+            if !self.links.contains_key(&conn) {
+                return;
+            }
+        }
+    }
+
+    fn trace_tls(&self, what: std::fmt::Arguments<'_>) {
+        self.trace(what);
+    }
+
+    /// Bytes already in TLS (or plaintext bytes on a plaintext link) to the client.
+    fn send_raw_to_client(&mut self, conn: ConnId, bytes: Bytes) {
+        let delay = self.delay();
+        let now = self.now;
+        let Some(link) = self.links.get_mut(&conn) else {
+            return;
+        };
+        let at = link.to_client.back().map_or(now, |f| f.0).max(now + delay);
+        link.to_client.push_back((at, bytes));
     }
 
     /// A request frame (size prefix included) reached `node`.
     fn at_broker(&mut self, conn: ConnId, node: i32, frame: &Bytes) {
         let size = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        // `socket.request.max.bytes` (100 MiB): Kafka's `NetworkReceive` refuses a larger
+        // size and the `Selector` closes the connection. A TLS ClientHello sent to a
+        // plaintext listener reads as one (0x16 0x03 ...).
+        if size as u32 > 104_857_600 {
+            self.reset(conn);
+            return;
+        }
         assert_eq!(
             size as usize,
             frame.len() - 4,
@@ -722,6 +822,11 @@ impl Pair {
         }
     }
 
+    /// The broker stops reading `conn`: nothing more on it is answered.
+    pub fn stall_link(&mut self, conn: ConnId) {
+        self.stall(conn);
+    }
+
     fn stall(&mut self, conn: ConnId) {
         if let Some(link) = self.links.get_mut(&conn) {
             link.stalled = true;
@@ -729,6 +834,17 @@ impl Pair {
     }
 
     fn answer_to_client(&mut self, conn: ConnId, bytes: Bytes, extra: Duration) {
+        let bytes = match self.links.get_mut(&conn).and_then(|l| l.tls.as_mut()) {
+            Some(server) => {
+                server.writer().write_all(&bytes).expect("write to TLS");
+                let mut sealed = Vec::new();
+                while server.wants_write() {
+                    server.write_tls(&mut sealed).expect("write_tls to memory");
+                }
+                Bytes::from(sealed)
+            }
+            None => bytes,
+        };
         let delay = self.delay() + extra;
         let split = self.split_responses && bytes.len() > 1;
         let cut = if split {

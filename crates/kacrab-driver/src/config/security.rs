@@ -1,0 +1,561 @@
+//! `security.protocol` and the `ssl.*` keys: how a connection is secured.
+//!
+//! Kafka's names and defaults (`org.apache.kafka.common.config.SslConfigs`,
+//! `CommonClientConfigs.SECURITY_PROTOCOL_CONFIG`). Only PEM material is supported
+//! (KIP-651): `ssl.truststore.type=PEM` and `ssl.keystore.type=PEM`, from a file or
+//! inline. Files are read once, when the configuration is built; the session itself
+//! reads nothing. Every other `ssl.*` key is refused with
+//! [`SessionConfigError::Unsupported`] rather than ignored.
+
+use std::fmt;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use super::SessionConfigError;
+
+/// `security.protocol`: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+pub const SECURITY_PROTOCOL: &str = "security.protocol";
+/// `ssl.truststore.type`: only `PEM`.
+pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
+/// `ssl.truststore.location`: a PEM file of trusted CA certificates.
+pub const SSL_TRUSTSTORE_LOCATION: &str = "ssl.truststore.location";
+/// `ssl.truststore.certificates`: trusted CA certificates, PEM, inline.
+pub const SSL_TRUSTSTORE_CERTIFICATES: &str = "ssl.truststore.certificates";
+/// `ssl.keystore.type`: only `PEM`.
+pub const SSL_KEYSTORE_TYPE: &str = "ssl.keystore.type";
+/// `ssl.keystore.location`: a PEM file with the client's private key and certificate
+/// chain (mutual TLS).
+pub const SSL_KEYSTORE_LOCATION: &str = "ssl.keystore.location";
+/// `ssl.keystore.certificate.chain`: the client's certificate chain, PEM, inline.
+pub const SSL_KEYSTORE_CERTIFICATE_CHAIN: &str = "ssl.keystore.certificate.chain";
+/// `ssl.keystore.key`: the client's private key, PEM (PKCS#8, unencrypted), inline.
+pub const SSL_KEYSTORE_KEY: &str = "ssl.keystore.key";
+/// `ssl.endpoint.identification.algorithm`: `https` (the default) checks the broker's
+/// certificate names its host; empty turns the check off.
+pub const SSL_ENDPOINT_IDENTIFICATION_ALGORITHM: &str = "ssl.endpoint.identification.algorithm";
+/// `ssl.protocol`: `TLSv1.3` (default) or `TLSv1.2`.
+pub const SSL_PROTOCOL: &str = "ssl.protocol";
+/// `ssl.enabled.protocols`: a subset of `TLSv1.2,TLSv1.3` (the default).
+pub const SSL_ENABLED_PROTOCOLS: &str = "ssl.enabled.protocols";
+
+/// `security.protocol`, Kafka's `SecurityProtocol`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    /// No TLS, no SASL (the default).
+    #[default]
+    Plaintext,
+    /// TLS.
+    Ssl,
+    /// SASL over plain TCP.
+    SaslPlaintext,
+    /// SASL over TLS.
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Whether connections run TLS.
+    #[must_use]
+    pub fn uses_tls(self) -> bool {
+        matches!(self, Self::Ssl | Self::SaslSsl)
+    }
+
+    /// Whether connections authenticate with SASL.
+    #[must_use]
+    pub fn uses_sasl(self) -> bool {
+        matches!(self, Self::SaslPlaintext | Self::SaslSsl)
+    }
+
+    /// Kafka's name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plaintext => "PLAINTEXT",
+            Self::Ssl => "SSL",
+            Self::SaslPlaintext => "SASL_PLAINTEXT",
+            Self::SaslSsl => "SASL_SSL",
+        }
+    }
+}
+
+/// Where the broker certificates' trust comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TrustAnchors {
+    /// The platform's trust store (read once, when the configuration is built), as the
+    /// JVM's default truststore is in Kafka.
+    #[default]
+    Platform,
+    /// These CA certificates only (`ssl.truststore.*`).
+    Pem(Vec<CertificateDer<'static>>),
+}
+
+/// Whether the broker's certificate must name the host connected to
+/// (`ssl.endpoint.identification.algorithm`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EndpointIdentification {
+    /// `https`: the certificate must be valid for the broker's host name (the default
+    /// since KIP-294).
+    #[default]
+    Https,
+    /// Empty: any name is accepted; the chain is still verified.
+    Disabled,
+}
+
+/// A client identity for mutual TLS: a certificate chain and its private key.
+#[derive(PartialEq, Eq)]
+pub struct ClientIdentity {
+    chain: Vec<CertificateDer<'static>>,
+    /// The private key. Never printed.
+    key: PrivateKeyDer<'static>,
+}
+
+impl Clone for ClientIdentity {
+    fn clone(&self) -> Self {
+        Self {
+            chain: self.chain.clone(),
+            key: self.key.clone_key(),
+        }
+    }
+}
+
+impl ClientIdentity {
+    /// The certificate chain, leaf first.
+    #[must_use]
+    pub fn chain(&self) -> &[CertificateDer<'static>] {
+        &self.chain
+    }
+
+    /// The private key.
+    #[must_use]
+    pub(crate) fn key(&self) -> PrivateKeyDer<'static> {
+        self.key.clone_key()
+    }
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field(
+                "chain",
+                &format_args!("{} certificate(s)", self.chain.len()),
+            )
+            .field("key", &format_args!("[redacted]"))
+            .finish()
+    }
+}
+
+/// Allowed TLS versions (`ssl.protocol` / `ssl.enabled.protocols`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlsVersions {
+    /// TLS 1.2 allowed.
+    pub tls12: bool,
+    /// TLS 1.3 allowed.
+    pub tls13: bool,
+}
+
+impl Default for TlsVersions {
+    fn default() -> Self {
+        Self {
+            tls12: true,
+            tls13: true,
+        }
+    }
+}
+
+/// The validated TLS settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// Trust.
+    pub trust: TrustAnchors,
+    /// The client's identity, for brokers that require client authentication.
+    pub identity: Option<ClientIdentity>,
+    /// Hostname verification.
+    pub endpoint_identification: EndpointIdentification,
+    /// Allowed versions.
+    pub versions: TlsVersions,
+}
+
+/// The security keys as set, validated by [`SecurityBuilder::build`].
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct SecurityBuilder {
+    protocol: SecurityProtocol,
+    truststore_location: Option<String>,
+    truststore_certificates: Option<String>,
+    keystore_location: Option<String>,
+    keystore_chain: Option<String>,
+    /// Inline PEM private key: secret, never printed.
+    keystore_key: Option<String>,
+    endpoint_identification: EndpointIdentification,
+    versions: TlsVersions,
+}
+
+impl fmt::Debug for SecurityBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecurityBuilder")
+            .field("protocol", &self.protocol)
+            .field("truststore_location", &self.truststore_location)
+            .field(
+                "truststore_certificates",
+                &self.truststore_certificates.is_some(),
+            )
+            .field("keystore_location", &self.keystore_location)
+            .field("keystore_chain", &self.keystore_chain.is_some())
+            .field(
+                "keystore_key",
+                &self.keystore_key.as_ref().map(|_| "[redacted]"),
+            )
+            .field("endpoint_identification", &self.endpoint_identification)
+            .field("versions", &self.versions)
+            .finish()
+    }
+}
+
+/// The validated security configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SecurityConfig {
+    /// `security.protocol`.
+    pub protocol: SecurityProtocol,
+    /// For SSL and SASL_SSL.
+    pub tls: Option<TlsSettings>,
+}
+
+fn unsupported(key: &str, reason: &'static str) -> SessionConfigError {
+    SessionConfigError::Unsupported {
+        key: key.to_owned(),
+        reason,
+    }
+}
+
+fn invalid(key: &'static str, value: &str, reason: &'static str) -> SessionConfigError {
+    SessionConfigError::InvalidValue {
+        key,
+        value: value.to_owned(),
+        reason,
+    }
+}
+
+impl SecurityBuilder {
+    /// Handles `security.protocol` and `ssl.*`; `Ok(false)` if `key` is neither.
+    pub(crate) fn set(&mut self, key: &str, value: &str) -> Result<bool, SessionConfigError> {
+        let v = value.trim();
+        match key {
+            SECURITY_PROTOCOL => {
+                self.protocol = match v.to_ascii_uppercase().as_str() {
+                    "PLAINTEXT" => SecurityProtocol::Plaintext,
+                    "SSL" => SecurityProtocol::Ssl,
+                    "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
+                    "SASL_SSL" => SecurityProtocol::SaslSsl,
+                    _ => {
+                        return Err(invalid(
+                            SECURITY_PROTOCOL,
+                            value,
+                            "expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                        ))
+                    }
+                };
+            }
+            SSL_TRUSTSTORE_TYPE | SSL_KEYSTORE_TYPE => {
+                if !v.eq_ignore_ascii_case("PEM") {
+                    return Err(unsupported(
+                        key,
+                        "only PEM stores are supported (JKS and PKCS12 are not)",
+                    ));
+                }
+            }
+            SSL_TRUSTSTORE_LOCATION => self.truststore_location = non_empty(v),
+            SSL_TRUSTSTORE_CERTIFICATES => self.truststore_certificates = non_empty(v),
+            SSL_KEYSTORE_LOCATION => self.keystore_location = non_empty(v),
+            SSL_KEYSTORE_CERTIFICATE_CHAIN => self.keystore_chain = non_empty(v),
+            SSL_KEYSTORE_KEY => self.keystore_key = non_empty(v),
+            SSL_ENDPOINT_IDENTIFICATION_ALGORITHM => {
+                self.endpoint_identification = match v.to_ascii_lowercase().as_str() {
+                    "https" => EndpointIdentification::Https,
+                    "" => EndpointIdentification::Disabled,
+                    _ => {
+                        return Err(invalid(
+                            SSL_ENDPOINT_IDENTIFICATION_ALGORITHM,
+                            value,
+                            "expected https or empty",
+                        ))
+                    }
+                };
+            }
+            SSL_PROTOCOL => match v {
+                // The protocol of the SSLContext; the enabled list decides what is
+                // offered, as in Kafka.
+                "TLSv1.2" | "TLSv1.3" | "TLS" => {}
+                _ => return Err(invalid(SSL_PROTOCOL, value, "expected TLSv1.2 or TLSv1.3")),
+            },
+            SSL_ENABLED_PROTOCOLS => {
+                let mut versions = TlsVersions {
+                    tls12: false,
+                    tls13: false,
+                };
+                for p in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    match p {
+                        "TLSv1.2" => versions.tls12 = true,
+                        "TLSv1.3" => versions.tls13 = true,
+                        _ => {
+                            return Err(invalid(
+                                SSL_ENABLED_PROTOCOLS,
+                                value,
+                                "only TLSv1.2 and TLSv1.3 are supported",
+                            ))
+                        }
+                    }
+                }
+                if !(versions.tls12 || versions.tls13) {
+                    return Err(invalid(SSL_ENABLED_PROTOCOLS, value, "names no protocol"));
+                }
+                self.versions = versions;
+            }
+            "ssl.key.password" => {
+                return Err(unsupported(key, "encrypted private keys are not supported"))
+            }
+            "ssl.truststore.password" | "ssl.keystore.password" => {
+                return Err(unsupported(
+                    key,
+                    "PEM stores take no password (as in Kafka, KIP-651)",
+                ))
+            }
+            _ if key.starts_with("ssl.") => {
+                return Err(unsupported(key, "this ssl.* key is not supported"))
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Validates: reads and parses the PEM material.
+    pub(crate) fn build(&self) -> Result<SecurityConfig, SessionConfigError> {
+        if self.protocol.uses_sasl() {
+            // Refused rather than run without authentication: the SASL phase comes with
+            // the `sasl` module.
+            return Err(unsupported(
+                SECURITY_PROTOCOL,
+                "SASL_PLAINTEXT and SASL_SSL need the SASL phase, not in this build yet",
+            ));
+        }
+        if !self.protocol.uses_tls() {
+            return Ok(SecurityConfig {
+                protocol: self.protocol,
+                tls: None,
+            });
+        }
+        let trust = match (&self.truststore_location, &self.truststore_certificates) {
+            (Some(_), Some(_)) => {
+                return Err(conflict(
+                    "ssl.truststore.location and ssl.truststore.certificates are exclusive",
+                ))
+            }
+            (Some(path), None) => {
+                let pem = read(SSL_TRUSTSTORE_LOCATION, path)?;
+                TrustAnchors::Pem(certificates(SSL_TRUSTSTORE_LOCATION, &pem)?)
+            }
+            (None, Some(pem)) => {
+                TrustAnchors::Pem(certificates(SSL_TRUSTSTORE_CERTIFICATES, pem.as_bytes())?)
+            }
+            (None, None) => TrustAnchors::Platform,
+        };
+        let identity = match (
+            &self.keystore_location,
+            &self.keystore_chain,
+            &self.keystore_key,
+        ) {
+            (None, None, None) => None,
+            (Some(path), None, None) => {
+                let pem = read(SSL_KEYSTORE_LOCATION, path)?;
+                Some(identity(
+                    SSL_KEYSTORE_LOCATION,
+                    &pem,
+                    SSL_KEYSTORE_LOCATION,
+                    &pem,
+                )?)
+            }
+            (None, Some(chain), Some(key)) => Some(identity(
+                SSL_KEYSTORE_CERTIFICATE_CHAIN,
+                chain.as_bytes(),
+                SSL_KEYSTORE_KEY,
+                key.as_bytes(),
+            )?),
+            (Some(_), _, _) => {
+                return Err(conflict(
+                    "ssl.keystore.location excludes ssl.keystore.certificate.chain and ssl.keystore.key",
+                ))
+            }
+            _ => {
+                return Err(conflict(
+                    "ssl.keystore.certificate.chain and ssl.keystore.key go together",
+                ))
+            }
+        };
+        let tls = TlsSettings {
+            trust,
+            identity,
+            endpoint_identification: self.endpoint_identification,
+            versions: self.versions,
+        };
+        // Everything rustls will be given is checked now, so a session never fails to
+        // build its TLS configuration.
+        crate::tls::client_config(&tls, crate::tls::UnixClock::default())?;
+        Ok(SecurityConfig {
+            protocol: self.protocol,
+            tls: Some(tls),
+        })
+    }
+}
+
+fn conflict(reason: &'static str) -> SessionConfigError {
+    SessionConfigError::Tls {
+        key: "ssl.*",
+        reason: reason.to_owned(),
+    }
+}
+
+fn non_empty(v: &str) -> Option<String> {
+    (!v.is_empty()).then(|| v.to_owned())
+}
+
+fn read(key: &'static str, path: &str) -> Result<Vec<u8>, SessionConfigError> {
+    std::fs::read(path).map_err(|e| SessionConfigError::Tls {
+        key,
+        reason: format!("cannot read {path}: {e}"),
+    })
+}
+
+fn certificates(
+    key: &'static str,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, SessionConfigError> {
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(pem).collect();
+    match certs {
+        Ok(c) if !c.is_empty() => Ok(c),
+        Ok(_) => Err(SessionConfigError::Tls {
+            key,
+            reason: "no PEM certificate found".to_owned(),
+        }),
+        Err(e) => Err(SessionConfigError::Tls {
+            key,
+            reason: format!("malformed PEM certificate: {e}"),
+        }),
+    }
+}
+
+fn identity(
+    chain_key: &'static str,
+    chain: &[u8],
+    key_key: &'static str,
+    key: &[u8],
+) -> Result<ClientIdentity, SessionConfigError> {
+    let chain = certificates(chain_key, chain)?;
+    // The key's bytes never appear in the error: only what kind of problem it is.
+    let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| SessionConfigError::Tls {
+        key: key_key,
+        reason: match e {
+            rustls::pki_types::pem::Error::NoItemsFound => {
+                "no unencrypted PEM private key found (PKCS#8, PKCS#1 or SEC1)".to_owned()
+            }
+            _ => "malformed PEM private key".to_owned(),
+        },
+    })?;
+    Ok(ClientIdentity { chain, key })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(pairs: &[(&str, &str)]) -> Result<SecurityConfig, SessionConfigError> {
+        let mut b = SecurityBuilder::default();
+        for (k, v) in pairs {
+            b.set(k, v)?;
+        }
+        b.build()
+    }
+
+    #[test]
+    fn plaintext_is_the_default_and_needs_no_tls() {
+        let c = build(&[]).unwrap();
+        assert_eq!(c.protocol, SecurityProtocol::Plaintext);
+        assert!(c.tls.is_none());
+    }
+
+    #[test]
+    fn sasl_protocols_are_refused_until_the_sasl_phase_exists() {
+        for p in ["SASL_SSL", "SASL_PLAINTEXT"] {
+            assert!(matches!(
+                build(&[(SECURITY_PROTOCOL, p)]),
+                Err(SessionConfigError::Unsupported { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn protocol_names_are_kafkas_case_insensitively() {
+        for (name, p) in [
+            ("PLAINTEXT", SecurityProtocol::Plaintext),
+            ("ssl", SecurityProtocol::Ssl),
+            ("SASL_PLAINTEXT", SecurityProtocol::SaslPlaintext),
+            ("SASL_SSL", SecurityProtocol::SaslSsl),
+        ] {
+            let mut b = SecurityBuilder::default();
+            b.set(SECURITY_PROTOCOL, name).unwrap();
+            assert_eq!(b.protocol, p);
+        }
+        let mut b = SecurityBuilder::default();
+        assert!(matches!(
+            b.set(SECURITY_PROTOCOL, "TLS"),
+            Err(SessionConfigError::InvalidValue { .. })
+        ));
+    }
+
+    #[test]
+    fn unsupported_ssl_keys_are_refused_by_name() {
+        let mut b = SecurityBuilder::default();
+        for (k, v) in [
+            ("ssl.truststore.type", "JKS"),
+            ("ssl.keystore.type", "PKCS12"),
+            ("ssl.key.password", "x"),
+            ("ssl.truststore.password", "x"),
+            ("ssl.cipher.suites", "x"),
+            ("ssl.engine.factory.class", "x"),
+        ] {
+            match b.set(k, v) {
+                Err(SessionConfigError::Unsupported { key, .. }) => assert_eq!(key, k),
+                other => panic!("{k}: {other:?}"),
+            }
+        }
+        assert_eq!(b.set("linger.ms", "1"), Ok(false));
+        assert_eq!(b.set("ssl.truststore.type", "pem"), Ok(true));
+    }
+
+    #[test]
+    fn a_malformed_truststore_is_refused_at_build() {
+        let err = build(&[
+            (SECURITY_PROTOCOL, "SSL"),
+            (SSL_TRUSTSTORE_CERTIFICATES, "not a certificate"),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(err, SessionConfigError::Tls { key, .. } if key == SSL_TRUSTSTORE_CERTIFICATES)
+        );
+        let err = build(&[
+            (SECURITY_PROTOCOL, "SSL"),
+            (SSL_TRUSTSTORE_LOCATION, "/no/such/file.pem"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("/no/such/file.pem"), "{err}");
+    }
+
+    #[test]
+    fn a_keystore_key_never_appears_in_debug_or_errors() {
+        let secret = "-----BEGIN PRIVATE KEY-----\nU0VDUkVULUtFWS1NQVRFUklBTA==\n-----END PRIVATE KEY-----\n";
+        let mut b = SecurityBuilder::default();
+        b.set(SECURITY_PROTOCOL, "SSL").unwrap();
+        b.set(SSL_KEYSTORE_KEY, secret).unwrap();
+        b.set(SSL_KEYSTORE_CERTIFICATE_CHAIN, "junk").unwrap();
+        assert!(!format!("{b:?}").contains("U0VDUkVU"));
+        let err = b.build().unwrap_err();
+        assert!(!format!("{err:?} {err}").contains("U0VDUkVU"));
+    }
+}

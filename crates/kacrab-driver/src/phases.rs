@@ -1,0 +1,146 @@
+//! The phases a connection goes through before it carries the core's requests:
+//! TCP connected (the driver's `handle_connected`) -> TLS handshake (SSL, SASL_SSL) ->
+//! ApiVersions (negotiation) -> ready. The network half (`network.rs`) owns the state of
+//! each connection; this module owns the transport under it (plain or TLS), the wall
+//! clock rustls judges certificates by, and the failures that end the session.
+//!
+//! A failure of the security phases (a certificate the client does not trust, a host
+//! name it does not match, an expired certificate, a broker that does not speak TLS) is
+//! final: retrying cannot heal a configuration, and retrying would only hammer the
+//! broker (Java's producer likewise surfaces an `SslAuthenticationException` to the
+//! application instead of retrying: `NetworkClient.processDisconnection`,
+//! `ChannelState.AUTHENTICATION_FAILED`). The session reports one
+//! [`Completion::ConnectionFailed`](crate::Completion::ConnectionFailed) naming the broker
+//! and the cause, then fails what is left as a forced close would; a record never
+//! written is reported `possibly_written: false`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kacrab_idempotence::Timestamp;
+use rustls::ClientConfig;
+
+use crate::config::security::SecurityConfig;
+use crate::tls::{Opened, TlsStream, UnixClock};
+
+pub use crate::tls::TlsFailure;
+
+/// Why a connection to a broker could not be set up, naming the broker.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("connection to broker {broker} ({}) failed: {cause}", node.map_or_else(|| "bootstrap".to_owned(), |n| format!("node {n}")))]
+pub struct ConnectError {
+    /// The broker's `host:port`.
+    pub broker: String,
+    /// Its node id, `None` for a bootstrap address.
+    pub node: Option<i32>,
+    /// What failed.
+    pub cause: ConnectFailure,
+}
+
+/// The phase that failed, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// The TLS handshake (SSL, SASL_SSL).
+    #[error("TLS handshake: {0}")]
+    Tls(#[from] TlsFailure),
+}
+
+/// The transport of one connection.
+#[derive(Debug)]
+pub(crate) enum Transport {
+    /// Plain TCP: frames go as they are.
+    Plain,
+    /// TLS: frames are sealed into records.
+    Tls(Box<TlsStream>),
+}
+
+impl Transport {
+    /// The bytes to write for `frame`.
+    pub(crate) fn seal(&mut self, frame: Bytes) -> Result<Bytes, TlsFailure> {
+        match self {
+            Self::Plain => Ok(frame),
+            Self::Tls(tls) => tls.seal(&frame),
+        }
+    }
+
+    /// What bytes read from the socket carry.
+    pub(crate) fn open(&mut self, bytes: &[u8]) -> Result<Opened, TlsFailure> {
+        match self {
+            Self::Plain => Ok(Opened {
+                plaintext: bytes.to_vec(),
+                ..Opened::default()
+            }),
+            Self::Tls(tls) => tls.open(bytes),
+        }
+    }
+
+    /// Whether a TLS handshake is still running.
+    pub(crate) fn is_handshaking(&self) -> bool {
+        match self {
+            Self::Plain => false,
+            Self::Tls(tls) => tls.is_handshaking(),
+        }
+    }
+
+    /// TLS bytes waiting to be written (the ClientHello once connected).
+    pub(crate) fn take_outgoing(&mut self) -> Bytes {
+        match self {
+            Self::Plain => Bytes::new(),
+            Self::Tls(tls) => tls.take_outgoing(),
+        }
+    }
+}
+
+/// The session's security: the TLS configuration, if any, and its clock.
+#[derive(Debug)]
+pub(crate) struct Security {
+    tls: Option<Arc<ClientConfig>>,
+    clock: UnixClock,
+    /// The driver's clock and the wall clock at the session's start: the wall clock at
+    /// `now` is `start_unix_ms + (now - start)`.
+    start: Timestamp,
+    start_unix_ms: i64,
+}
+
+impl Security {
+    pub(crate) fn new(config: &SecurityConfig, now: Timestamp, unix_ms: i64) -> Self {
+        let clock = UnixClock::default();
+        let tls = config.tls.as_ref().map(|settings| {
+            // `SecurityBuilder::build` made this same configuration once already.
+            crate::tls::client_config(settings, clock.clone())
+                .expect("TLS settings were validated when the configuration was built")
+        });
+        let security = Self {
+            tls,
+            clock,
+            start: now,
+            start_unix_ms: unix_ms,
+        };
+        security.tick(now);
+        security
+    }
+
+    /// Sets the wall clock rustls reads to `now`'s.
+    pub(crate) fn tick(&self, now: Timestamp) {
+        let elapsed = now.saturating_duration_since(self.start).as_millis() as i64;
+        let unix_ms = self.start_unix_ms.saturating_add(elapsed).max(0);
+        self.clock.set(unix_ms as u64);
+    }
+
+    /// The transport for a new connection to `addr`.
+    pub(crate) fn transport(&self, addr: &str) -> Result<Transport, TlsFailure> {
+        match &self.tls {
+            None => Ok(Transport::Plain),
+            Some(config) => Ok(Transport::Tls(Box::new(TlsStream::connect(
+                config.clone(),
+                addr,
+            )?))),
+        }
+    }
+
+    /// Whether connections start with a TLS handshake.
+    pub(crate) fn uses_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+}
