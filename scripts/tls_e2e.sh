@@ -23,7 +23,7 @@ produce() { # produce <crate> <example> <bootstrap> <property>...
   local crate=$1 ex=$2 bs=$3; shift 3
   local args=() p
   for p in "$@"; do args+=(--property "$p"); done
-  timeout 120 cargo run -q -p "$crate" --example "$ex" -- --bootstrap "$bs" --topic "$topic" \
+  timeout 120 "$examples/$ex" --bootstrap "$bs" --topic "$topic" \
     --partitions 3 --records "$records" --record-size 100 "${args[@]}"
 }
 
@@ -42,9 +42,10 @@ expect_failure() { # expect_failure <name> <expected text> <crate> <example> <bo
   echo "tls_e2e: $name ($2): failed as expected in ${secs}s: $(grep -m1 'connection to broker' <<<"$out")" >&2
 }
 
-# Build first, so the timeouts below time the runs only.
-cargo build -q -p kacrab-tokio --example tokio_produce
-cargo build -q -p kacrab-blocking --example blocking_produce
+# Build first, so the timeouts below time the runs only. `--workspace` resolves features
+# as `cargo test --workspace` does, so CI reuses the examples that step already built.
+cargo build -q --workspace --examples
+examples="${CARGO_TARGET_DIR:-target}/debug/examples"
 
 ok=0
 for driver in "kacrab-tokio tokio_produce" "kacrab-blocking blocking_produce"; do
