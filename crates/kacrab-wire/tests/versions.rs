@@ -227,7 +227,11 @@ fn every_api_has_its_own_slot_in_the_tables() {
     let ranges = ApiKey::ALL.map(|api| (api, VersionRange::new(0, api.id())));
     let v = Versions::from_broker_ranges(ranges);
     for api in ApiKey::ALL {
-        assert_eq!(v.broker_range(api), Some(VersionRange::new(0, api.id())), "{api}");
+        assert_eq!(
+            v.broker_range(api),
+            Some(VersionRange::new(0, api.id())),
+            "{api}"
+        );
     }
     assert_eq!(v.get(ApiKey::SaslHandshake).unwrap(), 1);
     assert_eq!(v.get(ApiKey::SaslAuthenticate).unwrap(), 2);

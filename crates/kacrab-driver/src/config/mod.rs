@@ -5,6 +5,15 @@ use std::time::Duration;
 
 use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 
+mod jaas;
+mod sasl;
+
+pub use jaas::{ControlFlag, JaasError};
+pub use sasl::{
+    OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials, SaslMechanism,
+    SASL_JAAS_CONFIG, SASL_MECHANISM,
+};
+
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
 /// `client.id`: sent in every request header.
@@ -41,6 +50,9 @@ pub enum SessionConfigError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A `sasl.*` setting was refused (its message never holds a password).
+    #[error(transparent)]
+    Sasl(#[from] SaslConfigError),
 }
 
 /// A validated session configuration: the core's plus the keys the session owns.
@@ -51,6 +63,7 @@ pub struct SessionConfig {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    sasl: SaslConfig,
 }
 
 impl SessionConfig {
@@ -103,6 +116,12 @@ impl SessionConfig {
     pub fn connection_setup_timeout(&self) -> Duration {
         self.connection_setup_timeout
     }
+
+    /// The SASL settings (`sasl.*`).
+    #[must_use]
+    pub fn sasl(&self) -> &SaslConfig {
+        &self.sasl
+    }
 }
 
 /// Builds a [`SessionConfig`].
@@ -113,6 +132,7 @@ pub struct SessionConfigBuilder {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    sasl: SaslConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -123,19 +143,21 @@ impl Default for SessionConfigBuilder {
             client_id: None,
             max_block: DEFAULT_MAX_BLOCK,
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
+            sasl: SaslConfig::default(),
         }
     }
 }
 
 impl SessionConfigBuilder {
     /// Sets a property by its Kafka name: the session's keys ([`BOOTSTRAP_SERVERS`],
-    /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]) or any key
-    /// of [`ProducerConfigBuilder::set`].
+    /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]), the SASL
+    /// keys ([`SASL_MECHANISM`], [`SASL_JAAS_CONFIG`]; other `sasl.*` keys are refused as
+    /// not supported) or any key of [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
     /// [`SessionConfigError::InvalidValue`] for a malformed session key;
     /// [`SessionConfigError::Config`] for an unknown key or a core value that does not
-    /// parse.
+    /// parse; [`SessionConfigError::Sasl`] for a SASL key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
         match key {
             BOOTSTRAP_SERVERS => self.bootstrap = parse_bootstrap(value)?,
@@ -156,7 +178,9 @@ impl SessionConfigBuilder {
                 self.connection_setup_timeout = t;
             }
             _ => {
-                self.core.set(key, value)?;
+                if !self.sasl.set(key, value)? {
+                    self.core.set(key, value)?;
+                }
             }
         }
         Ok(self)
@@ -190,6 +214,11 @@ impl SessionConfigBuilder {
         self
     }
 
+    /// The SASL settings, for typed credentials ([`SaslConfig::plain`], ...).
+    pub fn sasl(&mut self) -> &mut SaslConfig {
+        &mut self.sasl
+    }
+
     /// The core's configuration, for typed settings (`linger`, `batch_size`, ...).
     pub fn core(&mut self) -> &mut ProducerConfigBuilder {
         &mut self.core
@@ -199,11 +228,16 @@ impl SessionConfigBuilder {
     ///
     /// # Errors
     /// [`SessionConfigError::Config`] if the core's configuration is invalid,
-    /// [`SessionConfigError::MissingBootstrap`] without bootstrap servers.
+    /// [`SessionConfigError::MissingBootstrap`] without bootstrap servers,
+    /// [`SessionConfigError::Sasl`] when SASL settings were given that do not fit
+    /// ([`SaslConfig::validate`]).
     pub fn build(&self) -> Result<SessionConfig, SessionConfigError> {
         let core = self.core.build()?;
         if self.bootstrap.is_empty() {
             return Err(SessionConfigError::MissingBootstrap);
+        }
+        if self.sasl.is_configured() {
+            self.sasl.validate()?;
         }
         Ok(SessionConfig {
             core,
@@ -211,6 +245,7 @@ impl SessionConfigBuilder {
             client_id: self.client_id.clone(),
             max_block: self.max_block,
             connection_setup_timeout: self.connection_setup_timeout,
+            sasl: self.sasl.clone(),
         })
     }
 }

@@ -26,9 +26,9 @@ pub use produce::{
     ProduceResponse, ProduceTopic, ProduceTopicResponse, RecordError,
 };
 pub use sasl::{
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
-    SaslHandshakeResponse, SaslRequest, SaslResponse, ILLEGAL_SASL_STATE,
-    SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    SaslRequest, SaslResponse, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED,
+    UNSUPPORTED_SASL_MECHANISM,
 };
 pub use txn::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
