@@ -104,7 +104,7 @@ fn is_word_char(c: char) -> bool {
 
 impl Tokens<'_> {
     fn skip_to_eol(&mut self) {
-        while let Some(c) = self.chars.next() {
+        for c in self.chars.by_ref() {
             if c == '\n' || c == '\r' {
                 break;
             }
