@@ -663,3 +663,110 @@ fn no_debug_output_or_error_holds_a_secret() {
         assert_no_secret("SaslError", &format!("{err} {err:?}"));
     }
 }
+
+// ------------------------------------------------------------------ real broker
+
+/// One authentication against a real broker over a plain socket: ApiVersions, then the
+/// exchange, with the versions negotiated. Returns the session lifetime granted.
+fn authenticate_against(addr: &str, config: &SaslConfig) -> Result<Option<Duration>, SaslError> {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(addr).expect("connect to the probe broker");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut conn = Connection::new(Some("kacrab-sasl-probe".into()));
+    let mut frames = FrameDecoder::new();
+    let mut roundtrip = |conn: &mut Connection, request: Request, version: i16| -> Response {
+        let sent = conn.encode(request, version, 0).unwrap();
+        socket.write_all(&sent.frame).unwrap();
+        loop {
+            if let Some(frame) = frames.decode().unwrap() {
+                return conn.decode(frame).unwrap().response;
+            }
+            let mut buf = [0u8; 4096];
+            let n = socket.read(&mut buf).expect("read from the probe broker");
+            assert!(n > 0, "the broker closed the connection");
+            frames.extend(&buf[..n]);
+        }
+    };
+    let Response::ApiVersions(av) = roundtrip(
+        &mut conn,
+        ApiVersionsRequest {
+            client_software_name: "kacrab".into(),
+            client_software_version: "0".into(),
+        }
+        .into(),
+        3,
+    ) else {
+        panic!("not an ApiVersions answer")
+    };
+    let versions = kacrab_wire::Versions::from_response(&av).unwrap();
+    let mut x = SaslExchange::new(config, Timestamp::ZERO, ClientNonce::derive(&[3; 32], 9))?;
+    let mut step = x.start();
+    loop {
+        let request = match step {
+            SaslStep::Send(r) => r,
+            SaslStep::Done { session_lifetime } => return Ok(session_lifetime),
+        };
+        let version = versions.get(request.api_key()).unwrap();
+        let Response::Sasl(answer) = roundtrip(&mut conn, Request::Sasl(request), version) else {
+            panic!("not a SASL answer")
+        };
+        step = x.handle_response(answer)?;
+    }
+}
+
+/// Against a real SASL_PLAINTEXT listener named by `KACRAB_SASL_PROBE_BOOTSTRAP`, with
+/// PLAIN user alice/alice-pw, SCRAM-SHA-512 user bob/bob-pw, Kafka's unsecured
+/// OAUTHBEARER validator, and SCRAM-SHA-256 not enabled. Skips without it.
+#[test]
+fn real_broker_authenticates_each_mechanism_and_refuses_bad_credentials() {
+    let Ok(addr) = std::env::var("KACRAB_SASL_PROBE_BOOTSTRAP") else {
+        eprintln!(
+            "skipped: set KACRAB_SASL_PROBE_BOOTSTRAP=host:port of a SASL_PLAINTEXT listener \
+             (PLAIN alice/alice-pw, SCRAM-SHA-512 bob/bob-pw, unsecured OAUTHBEARER)"
+        );
+        return;
+    };
+    let jaas = |module: &str, user: &str, pw: &str| {
+        format!(
+            r#"org.apache.kafka.common.security.{module} required username="{user}" password="{pw}";"#
+        )
+    };
+    let ok = |mech: &str, jaas: &str| {
+        let config = sasl_config(&[("sasl.mechanism", mech), ("sasl.jaas.config", jaas)]);
+        authenticate_against(&addr, &config)
+    };
+    let plain = jaas("plain.PlainLoginModule", "alice", "alice-pw");
+    let scram = jaas("scram.ScramLoginModule", "bob", "bob-pw");
+    let lifetime = ok("PLAIN", &plain).expect("PLAIN");
+    eprintln!("PLAIN ok, session lifetime {lifetime:?}");
+    ok("SCRAM-SHA-512", &scram).expect("SCRAM-SHA-512");
+    ok(
+        "OAUTHBEARER",
+        r#"org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="carol";"#,
+    )
+    .expect("OAUTHBEARER");
+    let wrong = ok(
+        "SCRAM-SHA-512",
+        &jaas("scram.ScramLoginModule", "bob", "not-bobs"),
+    )
+    .unwrap_err();
+    eprintln!("wrong SCRAM password: {wrong}");
+    assert!(
+        matches!(wrong, SaslError::AuthenticationFailed { .. }),
+        "{wrong:?}"
+    );
+    let wrong = ok("PLAIN", &jaas("plain.PlainLoginModule", "alice", "nope")).unwrap_err();
+    eprintln!("wrong PLAIN password: {wrong}");
+    assert!(
+        matches!(wrong, SaslError::AuthenticationFailed { .. }),
+        "{wrong:?}"
+    );
+    let unknown = ok("SCRAM-SHA-256", &scram).unwrap_err();
+    eprintln!("mechanism not enabled: {unknown}");
+    assert!(
+        matches!(&unknown, SaslError::UnsupportedMechanism { offered, .. } if offered.iter().any(|m| m == "PLAIN")),
+        "{unknown:?}"
+    );
+}
