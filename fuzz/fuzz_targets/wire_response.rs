@@ -6,7 +6,8 @@
 use kacrab_wire::bytes::Bytes;
 use kacrab_wire::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, ApiVersionsRequest, EndTxnRequest, FindCoordinatorRequest,
-    InitProducerIdRequest, MetadataRequest, ProduceRequest, TxnOffsetCommitRequest,
+    InitProducerIdRequest, MetadataRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    TxnOffsetCommitRequest,
 };
 use kacrab_wire::{ApiKey, Connection, FrameDecoder, Request, Response};
 use libfuzzer_sys::fuzz_target;
@@ -23,6 +24,8 @@ fn request_for(api: ApiKey) -> Request {
         ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default().into(),
         ApiKey::TxnOffsetCommit => TxnOffsetCommitRequest::default().into(),
         ApiKey::EndTxn => EndTxnRequest::default().into(),
+        ApiKey::SaslHandshake => SaslHandshakeRequest::default().into(),
+        ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default().into(),
     }
 }
 

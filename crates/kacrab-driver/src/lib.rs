@@ -47,6 +47,8 @@ mod network;
 mod output;
 mod phases;
 mod record;
+mod sasl;
+mod secret;
 mod session;
 mod tls;
 
@@ -54,12 +56,19 @@ pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId};
 pub use config::security::{self, SecurityConfig, SecurityProtocol, TlsSettings};
 pub use config::{
+    ControlFlag, JaasError, OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials,
+    SaslMechanism, SASL_JAAS_CONFIG, SASL_MECHANISM,
+};
+pub use config::{
     SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
     MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
 pub use output::{CloseReason, ConnId, Output};
 pub use phases::{ConnectError, ConnectFailure, TlsFailure};
 pub use record::{ProducerRecord, RecordMetadata};
+pub use sasl::oauthbearer::{OAuthBearerToken, OAuthBearerTokenProvider, UnsecuredJwt};
+pub use sasl::SaslError;
+pub use secret::Secret;
 pub use session::Session;
 // The core's types that appear in the session's API, so that a driver needs this crate
 // alone.

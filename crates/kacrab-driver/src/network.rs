@@ -409,7 +409,10 @@ impl Network {
                 };
                 core.handle_end_txn(id, result, now)
             }
-            Response::ApiVersions(_) => Ok(()),
+            // SASL answers belong to the connection's authentication phase, which runs
+            // before the connection is ready; none reaches here (no SASL request is sent
+            // outside that phase).
+            Response::ApiVersions(_) | Response::Sasl(_) => Ok(()),
         };
         // The core refused the answer: the broker broke the protocol (an answer to a
         // request it was not asked, or one that does not match). Nothing more on this

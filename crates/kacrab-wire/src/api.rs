@@ -62,6 +62,8 @@ pub enum ApiKey {
     Metadata = 3,
     /// FindCoordinator (10).
     FindCoordinator = 10,
+    /// SaslHandshake (17), KIP-43.
+    SaslHandshake = 17,
     /// ApiVersions (18).
     ApiVersions = 18,
     /// InitProducerId (22).
@@ -74,20 +76,24 @@ pub enum ApiKey {
     EndTxn = 26,
     /// TxnOffsetCommit (28).
     TxnOffsetCommit = 28,
+    /// SaslAuthenticate (36), KIP-152.
+    SaslAuthenticate = 36,
 }
 
 impl ApiKey {
     /// Every API this crate speaks, in id order.
-    pub const ALL: [ApiKey; 9] = [
+    pub const ALL: [ApiKey; 11] = [
         ApiKey::Produce,
         ApiKey::Metadata,
         ApiKey::FindCoordinator,
+        ApiKey::SaslHandshake,
         ApiKey::ApiVersions,
         ApiKey::InitProducerId,
         ApiKey::AddPartitionsToTxn,
         ApiKey::AddOffsetsToTxn,
         ApiKey::EndTxn,
         ApiKey::TxnOffsetCommit,
+        ApiKey::SaslAuthenticate,
     ];
 
     /// The protocol id.
@@ -115,13 +121,16 @@ impl ApiKey {
             ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",
             ApiKey::EndTxn => "EndTxn",
             ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
+            ApiKey::SaslHandshake => "SaslHandshake",
+            ApiKey::SaslAuthenticate => "SaslAuthenticate",
         }
     }
 
     /// The versions this crate can encode and decode.
     ///
     /// Produce stops at v12 (v13 addresses topics by id), AddPartitionsToTxn at v3 (v4+ is
-    /// broker to broker). Whether a transactional producer may use the top versions of
+    /// broker to broker), SaslHandshake is v1 only (v0 sent the mechanism's tokens as raw
+    /// frames). Whether a transactional producer may use the top versions of
     /// Produce, EndTxn and TxnOffsetCommit is [`crate::Versions`]' business.
     #[must_use]
     pub const fn supported(self) -> VersionRange {
@@ -135,6 +144,8 @@ impl ApiKey {
             ApiKey::AddOffsetsToTxn => VersionRange::new(0, 4),
             ApiKey::EndTxn => VersionRange::new(0, 5),
             ApiKey::TxnOffsetCommit => VersionRange::new(0, 5),
+            ApiKey::SaslHandshake => VersionRange::new(1, 1),
+            ApiKey::SaslAuthenticate => VersionRange::new(0, 2),
         }
     }
 
@@ -151,6 +162,8 @@ impl ApiKey {
             ApiKey::AddOffsetsToTxn => kp::AddOffsetsToTxnRequest::header_version(version),
             ApiKey::EndTxn => kp::EndTxnRequest::header_version(version),
             ApiKey::TxnOffsetCommit => kp::TxnOffsetCommitRequest::header_version(version),
+            ApiKey::SaslHandshake => kp::SaslHandshakeRequest::header_version(version),
+            ApiKey::SaslAuthenticate => kp::SaslAuthenticateRequest::header_version(version),
         }
     }
 
@@ -168,6 +181,8 @@ impl ApiKey {
             ApiKey::AddOffsetsToTxn => kp::AddOffsetsToTxnResponse::header_version(version),
             ApiKey::EndTxn => kp::EndTxnResponse::header_version(version),
             ApiKey::TxnOffsetCommit => kp::TxnOffsetCommitResponse::header_version(version),
+            ApiKey::SaslHandshake => kp::SaslHandshakeResponse::header_version(version),
+            ApiKey::SaslAuthenticate => kp::SaslAuthenticateResponse::header_version(version),
         }
     }
 
@@ -184,6 +199,9 @@ impl ApiKey {
             ApiKey::AddOffsetsToTxn => 3,
             ApiKey::EndTxn => 3,
             ApiKey::TxnOffsetCommit => 3,
+            // No flexible version.
+            ApiKey::SaslHandshake => i16::MAX,
+            ApiKey::SaslAuthenticate => 2,
         };
         version >= first
     }

@@ -112,5 +112,5 @@ pub use api::{ApiKey, VersionRange};
 pub use connection::{Connection, DecodedResponse, EncodedRequest, InFlight};
 pub use error::{DecodeError, WireError};
 pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
-pub use messages::{Request, Response};
+pub use messages::{Request, Response, SaslRequest, SaslResponse};
 pub use versions::{Versions, TRANSACTION_VERSION_FEATURE};

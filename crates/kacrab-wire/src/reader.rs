@@ -144,8 +144,13 @@ impl Reader {
         }
     }
 
+    /// Non-nullable bytes, shared with the buffer: no copy.
+    pub(crate) fn bytes(&mut self) -> R<Bytes> {
+        self.nullable_bytes()?
+            .ok_or(ReadError::Malformed(DecodeError::UnexpectedNull))
+    }
+
     /// Nullable bytes (classic `i32` length, or compact), shared with the buffer: no copy.
-    #[cfg(feature = "server")]
     pub(crate) fn nullable_bytes(&mut self) -> R<Option<Bytes>> {
         let Some(len) = self.nullable_len(false)? else {
             return Ok(None);

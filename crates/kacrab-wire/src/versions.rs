@@ -28,17 +28,20 @@ pub struct Versions {
     finalized_features: Vec<FinalizedFeature>,
 }
 
+/// The API's position in [`ApiKey::ALL`], which both tables follow.
 fn index(api: ApiKey) -> usize {
     match api {
         ApiKey::Produce => 0,
         ApiKey::Metadata => 1,
         ApiKey::FindCoordinator => 2,
-        ApiKey::ApiVersions => 3,
-        ApiKey::InitProducerId => 4,
-        ApiKey::AddPartitionsToTxn => 5,
-        ApiKey::AddOffsetsToTxn => 6,
-        ApiKey::EndTxn => 7,
-        ApiKey::TxnOffsetCommit => 8,
+        ApiKey::SaslHandshake => 3,
+        ApiKey::ApiVersions => 4,
+        ApiKey::InitProducerId => 5,
+        ApiKey::AddPartitionsToTxn => 6,
+        ApiKey::AddOffsetsToTxn => 7,
+        ApiKey::EndTxn => 8,
+        ApiKey::TxnOffsetCommit => 9,
+        ApiKey::SaslAuthenticate => 10,
     }
 }
 

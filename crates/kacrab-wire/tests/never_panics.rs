@@ -22,6 +22,8 @@ fn request_for(api: ApiKey) -> Request {
         ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default().into(),
         ApiKey::TxnOffsetCommit => TxnOffsetCommitRequest::default().into(),
         ApiKey::EndTxn => EndTxnRequest::default().into(),
+        ApiKey::SaslHandshake => SaslHandshakeRequest::default().into(),
+        ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default().into(),
     }
 }
 

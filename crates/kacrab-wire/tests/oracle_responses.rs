@@ -60,6 +60,8 @@ fn request_for(api: ApiKey) -> Request {
         ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default().into(),
         ApiKey::TxnOffsetCommit => TxnOffsetCommitRequest::default().into(),
         ApiKey::EndTxn => EndTxnRequest::default().into(),
+        ApiKey::SaslHandshake => SaslHandshakeRequest::default().into(),
+        ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default().into(),
     }
 }
 
@@ -683,6 +685,49 @@ proptest! {
     ) {
         let api = ApiKey::Produce;
         let body = produce_kp(&r, flex_tags(api, v, tags));
+        check(api, v, &body, header_tags, r.into())?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn sasl_handshake_matches_oracle(
+        v in versions(ApiKey::SaslHandshake),
+        error_code in any::<i16>(),
+        mechanisms in vec(s(), 0..4),
+        header_tags in unknown_tags(),
+    ) {
+        let body = kp::SaslHandshakeResponse::default()
+            .with_error_code(error_code)
+            .with_mechanisms(mechanisms.iter().map(|m| sb(m)).collect());
+        let r = SaslHandshakeResponse { error_code, mechanisms };
+        check(ApiKey::SaslHandshake, v, &body, header_tags, r.into())?;
+    }
+
+    #[test]
+    fn sasl_authenticate_matches_oracle(
+        v in versions(ApiKey::SaslAuthenticate),
+        (error_code, lifetime) in any::<(i16, i64)>(),
+        error_message in os(),
+        auth in vec(any::<u8>(), 0..40),
+        tags in unknown_tags(), header_tags in unknown_tags(),
+    ) {
+        let api = ApiKey::SaslAuthenticate;
+        let session_lifetime_ms = if v >= 1 { lifetime } else { 0 };
+        let body = kp::SaslAuthenticateResponse::default()
+            .with_error_code(error_code)
+            .with_error_message(osb(&error_message))
+            .with_auth_bytes(Bytes::from(auth.clone()))
+            .with_session_lifetime_ms(session_lifetime_ms)
+            .with_unknown_tagged_fields(flex_tags(api, v, tags));
+        let r = SaslAuthenticateResponse {
+            error_code,
+            error_message,
+            auth_bytes: Bytes::from(auth),
+            session_lifetime_ms,
+        };
         check(api, v, &body, header_tags, r.into())?;
     }
 }

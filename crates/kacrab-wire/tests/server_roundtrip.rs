@@ -170,6 +170,19 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
                 },
             )
             .boxed(),
+        ApiKey::SaslHandshake => s()
+            .prop_map(|mechanism| same(SaslHandshakeRequest { mechanism }.into()))
+            .boxed(),
+        ApiKey::SaslAuthenticate => vec(any::<u8>(), 0..40)
+            .prop_map(|b| {
+                same(
+                    SaslAuthenticateRequest {
+                        auth_bytes: Bytes::from(b),
+                    }
+                    .into(),
+                )
+            })
+            .boxed(),
         ApiKey::TxnOffsetCommit => {
             let partition = (any::<i32>(), any::<i64>(), any::<i32>(), os()).prop_map(
                 move |(partition_index, committed_offset, epoch, committed_metadata)| {
@@ -550,6 +563,26 @@ fn response(api: ApiKey, v: i16) -> BoxedStrategy<Response> {
                 .into()
             })
             .boxed(),
+        ApiKey::SaslHandshake => (any::<i16>(), vec(s(), 0..4))
+            .prop_map(|(error_code, mechanisms)| {
+                SaslHandshakeResponse {
+                    error_code,
+                    mechanisms,
+                }
+                .into()
+            })
+            .boxed(),
+        ApiKey::SaslAuthenticate => (any::<i16>(), os(), vec(any::<u8>(), 0..40), any::<i64>())
+            .prop_map(move |(error_code, error_message, b, lifetime)| {
+                SaslAuthenticateResponse {
+                    error_code,
+                    error_message,
+                    auth_bytes: Bytes::from(b),
+                    session_lifetime_ms: if v >= 1 { lifetime } else { 0 },
+                }
+                .into()
+            })
+            .boxed(),
     }
 }
 
@@ -575,6 +608,8 @@ fn any_request_of(api: ApiKey) -> Request {
         ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default().into(),
         ApiKey::TxnOffsetCommit => TxnOffsetCommitRequest::default().into(),
         ApiKey::EndTxn => EndTxnRequest::default().into(),
+        ApiKey::SaslHandshake => SaslHandshakeRequest::default().into(),
+        ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default().into(),
     }
 }
 

@@ -222,13 +222,30 @@ fn an_error_answer_gives_no_table() {
 }
 
 #[test]
+fn every_api_has_its_own_slot_in_the_tables() {
+    // One distinct range per API: a slot shared by two APIs would mix their versions.
+    let ranges = ApiKey::ALL.map(|api| (api, VersionRange::new(0, api.id())));
+    let v = Versions::from_broker_ranges(ranges);
+    for api in ApiKey::ALL {
+        assert_eq!(
+            v.broker_range(api),
+            Some(VersionRange::new(0, api.id())),
+            "{api}"
+        );
+    }
+    assert_eq!(v.get(ApiKey::SaslHandshake).unwrap(), 1);
+    assert_eq!(v.get(ApiKey::SaslAuthenticate).unwrap(), 2);
+}
+
+#[test]
 fn api_key_ids_and_ranges() {
     for api in ApiKey::ALL {
         assert_eq!(ApiKey::from_id(api.id()), Some(api));
         assert!(!api.supported().is_empty());
         assert_eq!(
             api.response_header_version(api.supported().max) == 1,
-            api != ApiKey::ApiVersions
+            // ApiVersions answers in header v0 always, SaslHandshake has no flexible version.
+            api != ApiKey::ApiVersions && api != ApiKey::SaslHandshake
         );
     }
     assert_eq!(ApiKey::from_id(1), None);

@@ -8,6 +8,14 @@ use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 pub mod security;
 
 use security::{SecurityBuilder, SecurityConfig};
+mod jaas;
+mod sasl;
+
+pub use jaas::{ControlFlag, JaasError};
+pub use sasl::{
+    OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials, SaslMechanism,
+    SASL_JAAS_CONFIG, SASL_MECHANISM,
+};
 
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
@@ -63,6 +71,9 @@ pub enum SessionConfigError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A `sasl.*` setting was refused (its message never holds a password).
+    #[error(transparent)]
+    Sasl(#[from] SaslConfigError),
 }
 
 /// A validated session configuration: the core's plus the keys the session owns.
@@ -74,6 +85,7 @@ pub struct SessionConfig {
     max_block: Duration,
     connection_setup_timeout: Duration,
     security: SecurityConfig,
+    sasl: SaslConfig,
 }
 
 impl SessionConfig {
@@ -132,6 +144,12 @@ impl SessionConfig {
     pub fn security(&self) -> &SecurityConfig {
         &self.security
     }
+
+    /// The SASL settings (`sasl.*`).
+    #[must_use]
+    pub fn sasl(&self) -> &SaslConfig {
+        &self.sasl
+    }
 }
 
 /// Builds a [`SessionConfig`].
@@ -143,6 +161,7 @@ pub struct SessionConfigBuilder {
     max_block: Duration,
     connection_setup_timeout: Duration,
     security: SecurityBuilder,
+    sasl: SaslConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -154,6 +173,7 @@ impl Default for SessionConfigBuilder {
             max_block: DEFAULT_MAX_BLOCK,
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
             security: SecurityBuilder::default(),
+            sasl: SaslConfig::default(),
         }
     }
 }
@@ -161,13 +181,14 @@ impl Default for SessionConfigBuilder {
 impl SessionConfigBuilder {
     /// Sets a property by its Kafka name: the session's keys ([`BOOTSTRAP_SERVERS`],
     /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]), the
-    /// security keys (`security.protocol`, `ssl.*`: [`crate::security`]) or any key of
-    /// [`ProducerConfigBuilder::set`].
+    /// security keys (`security.protocol`, `ssl.*`: [`crate::security`]), the SASL keys
+    /// ([`SASL_MECHANISM`], [`SASL_JAAS_CONFIG`]; other `sasl.*` keys are refused as not
+    /// supported) or any key of [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
     /// [`SessionConfigError::InvalidValue`] for a malformed session key;
     /// [`SessionConfigError::Config`] for an unknown key or a core value that does not
-    /// parse.
+    /// parse; [`SessionConfigError::Sasl`] for a SASL key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
         match key {
             BOOTSTRAP_SERVERS => self.bootstrap = parse_bootstrap(value)?,
@@ -189,7 +210,9 @@ impl SessionConfigBuilder {
             }
             _ if self.security.set(key, value)? => {}
             _ => {
-                self.core.set(key, value)?;
+                if !self.sasl.set(key, value)? {
+                    self.core.set(key, value)?;
+                }
             }
         }
         Ok(self)
@@ -223,6 +246,11 @@ impl SessionConfigBuilder {
         self
     }
 
+    /// The SASL settings, for typed credentials ([`SaslConfig::plain`], ...).
+    pub fn sasl(&mut self) -> &mut SaslConfig {
+        &mut self.sasl
+    }
+
     /// The core's configuration, for typed settings (`linger`, `batch_size`, ...).
     pub fn core(&mut self) -> &mut ProducerConfigBuilder {
         &mut self.core
@@ -232,13 +260,18 @@ impl SessionConfigBuilder {
     ///
     /// # Errors
     /// [`SessionConfigError::Config`] if the core's configuration is invalid,
-    /// [`SessionConfigError::MissingBootstrap`] without bootstrap servers.
+    /// [`SessionConfigError::MissingBootstrap`] without bootstrap servers,
+    /// [`SessionConfigError::Sasl`] when SASL settings were given that do not fit
+    /// ([`SaslConfig::validate`]).
     pub fn build(&self) -> Result<SessionConfig, SessionConfigError> {
         let core = self.core.build()?;
         if self.bootstrap.is_empty() {
             return Err(SessionConfigError::MissingBootstrap);
         }
         let security = self.security.build()?;
+        if self.sasl.is_configured() {
+            self.sasl.validate()?;
+        }
         Ok(SessionConfig {
             security,
             core,
@@ -246,6 +279,7 @@ impl SessionConfigBuilder {
             client_id: self.client_id.clone(),
             max_block: self.max_block,
             connection_setup_timeout: self.connection_setup_timeout,
+            sasl: self.sasl.clone(),
         })
     }
 }

@@ -154,6 +154,13 @@ pub(super) fn to_broker(
                 what: "a body for the model broker",
             })
         }
+        // The model brokers run no authentication (PLAINTEXT listeners only).
+        Request::Sasl(r) => {
+            return Err(FrontendError::Unsupported {
+                api: r.api_key(),
+                what: "SASL: the model brokers have no authentication",
+            })
+        }
     })
 }
 

@@ -9,6 +9,7 @@ mod find_coordinator;
 mod init_producer_id;
 mod metadata;
 mod produce;
+mod sasl;
 mod txn;
 
 pub use api_versions::{
@@ -23,6 +24,11 @@ pub use metadata::{
 pub use produce::{
     LeaderIdAndEpoch, NodeEndpoint, ProducePartition, ProducePartitionResponse, ProduceRequest,
     ProduceResponse, ProduceTopic, ProduceTopicResponse, RecordError,
+};
+pub use sasl::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    SaslRequest, SaslResponse, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED,
+    UNSUPPORTED_SASL_MECHANISM,
 };
 pub use txn::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
@@ -60,6 +66,8 @@ pub enum Request {
     TxnOffsetCommit(TxnOffsetCommitRequest),
     /// EndTxn.
     EndTxn(EndTxnRequest),
+    /// SaslHandshake or SaslAuthenticate (a connection's authentication phase).
+    Sasl(SaslRequest),
 }
 
 /// Any response this crate decodes.
@@ -83,6 +91,8 @@ pub enum Response {
     TxnOffsetCommit(TxnOffsetCommitResponse),
     /// EndTxn.
     EndTxn(EndTxnResponse),
+    /// SaslHandshake or SaslAuthenticate.
+    Sasl(SaslResponse),
 }
 
 macro_rules! from_impls {
@@ -112,6 +122,29 @@ from_impls!(
     AddOffsetsToTxn(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
     TxnOffsetCommit(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     EndTxn(EndTxnRequest, EndTxnResponse),
+    Sasl(SaslRequest, SaslResponse),
+);
+
+macro_rules! sasl_from_impls {
+    ($($req:ty, $resp:ty);* $(;)?) => {
+        $(
+            impl From<$req> for Request {
+                fn from(r: $req) -> Self {
+                    Request::Sasl(r.into())
+                }
+            }
+            impl From<$resp> for Response {
+                fn from(r: $resp) -> Self {
+                    Response::Sasl(r.into())
+                }
+            }
+        )*
+    };
+}
+
+sasl_from_impls!(
+    SaslHandshakeRequest, SaslHandshakeResponse;
+    SaslAuthenticateRequest, SaslAuthenticateResponse;
 );
 
 impl Request {
@@ -128,6 +161,7 @@ impl Request {
             Request::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
             Request::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
             Request::EndTxn(_) => ApiKey::EndTxn,
+            Request::Sasl(r) => r.api_key(),
         }
     }
 
@@ -166,6 +200,12 @@ impl Request {
                 frame(api, version, correlation_id, client_id, &r.into_kp())
             }
             Request::EndTxn(r) => frame(api, version, correlation_id, client_id, &r.into_kp()),
+            Request::Sasl(SaslRequest::Handshake(r)) => {
+                frame(api, version, correlation_id, client_id, &r.into_kp())
+            }
+            Request::Sasl(SaslRequest::Authenticate(r)) => {
+                frame(api, version, correlation_id, client_id, &r.into_kp())
+            }
         }
     }
 }
@@ -197,6 +237,7 @@ impl Response {
             Response::AddOffsetsToTxn(_) => ApiKey::AddOffsetsToTxn,
             Response::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
             Response::EndTxn(_) => ApiKey::EndTxn,
+            Response::Sasl(r) => r.api_key(),
         }
     }
 
@@ -214,6 +255,7 @@ impl Response {
             Response::AddOffsetsToTxn(r) => r.throttle_time_ms,
             Response::TxnOffsetCommit(r) => r.throttle_time_ms,
             Response::EndTxn(r) => r.throttle_time_ms,
+            Response::Sasl(_) => 0,
         }
     }
 
@@ -249,5 +291,7 @@ fn read_body(r: &mut Reader, api: ApiKey, version: i16) -> R<Response> {
         ApiKey::AddOffsetsToTxn => AddOffsetsToTxnResponse::read(r, version)?.into(),
         ApiKey::TxnOffsetCommit => TxnOffsetCommitResponse::read(r, version)?.into(),
         ApiKey::EndTxn => EndTxnResponse::read(r, version)?.into(),
+        ApiKey::SaslHandshake => SaslHandshakeResponse::read(r, version)?.into(),
+        ApiKey::SaslAuthenticate => SaslAuthenticateResponse::read(r, version)?.into(),
     })
 }

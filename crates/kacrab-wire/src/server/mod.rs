@@ -29,7 +29,9 @@ use kafka_protocol::protocol::Encodable;
 use crate::api::{ApiKey, VersionRange};
 use crate::error::WireError;
 use crate::messages::UNSUPPORTED_VERSION;
-use crate::messages::{check_version, ApiVersion, ApiVersionsResponse, Request, Response};
+use crate::messages::{
+    check_version, ApiVersion, ApiVersionsResponse, Request, Response, SaslResponse,
+};
 use crate::reader::{ReadError, Reader};
 
 /// A request frame's header, as the broker reads it.
@@ -242,6 +244,20 @@ pub fn encode_response(
             header_version,
             correlation_id,
             &responses::end_txn(r),
+        ),
+        Response::Sasl(SaslResponse::Handshake(r)) => frame(
+            api,
+            version,
+            header_version,
+            correlation_id,
+            &responses::sasl_handshake(r),
+        ),
+        Response::Sasl(SaslResponse::Authenticate(r)) => frame(
+            api,
+            version,
+            header_version,
+            correlation_id,
+            &responses::sasl_authenticate(r),
         ),
     }
 }

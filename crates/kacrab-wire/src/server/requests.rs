@@ -17,7 +17,19 @@ pub(super) fn read_body(r: &mut Reader, api: ApiKey, version: i16) -> R<Request>
         ApiKey::AddOffsetsToTxn => add_offsets_to_txn(r)?.into(),
         ApiKey::TxnOffsetCommit => txn_offset_commit(r, version)?.into(),
         ApiKey::EndTxn => end_txn(r)?.into(),
+        ApiKey::SaslHandshake => SaslHandshakeRequest {
+            mechanism: r.string()?,
+        }
+        .into(),
+        ApiKey::SaslAuthenticate => sasl_authenticate(r)?.into(),
     })
+}
+
+/// SaslAuthenticate: the mechanism's bytes, tagged fields from v2.
+fn sasl_authenticate(r: &mut Reader) -> R<SaslAuthenticateRequest> {
+    let auth_bytes = r.bytes()?;
+    r.skip_tagged_fields()?;
+    Ok(SaslAuthenticateRequest { auth_bytes })
 }
 
 fn invalid(what: &'static str) -> ReadError {

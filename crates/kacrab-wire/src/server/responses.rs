@@ -277,3 +277,17 @@ pub(super) fn end_txn(r: &EndTxnResponse) -> kp::EndTxnResponse {
         .with_producer_id(ProducerId(r.producer_id))
         .with_producer_epoch(r.producer_epoch)
 }
+
+pub(super) fn sasl_handshake(r: &SaslHandshakeResponse) -> kp::SaslHandshakeResponse {
+    kp::SaslHandshakeResponse::default()
+        .with_error_code(r.error_code)
+        .with_mechanisms(r.mechanisms.iter().map(|m| sb(m)).collect())
+}
+
+pub(super) fn sasl_authenticate(r: &SaslAuthenticateResponse) -> kp::SaslAuthenticateResponse {
+    kp::SaslAuthenticateResponse::default()
+        .with_error_code(r.error_code)
+        .with_error_message(osb(r.error_message.as_ref()))
+        .with_auth_bytes(r.auth_bytes.clone())
+        .with_session_lifetime_ms(r.session_lifetime_ms)
+}

@@ -1,0 +1,518 @@
+//! The `sasl.*` keys: the mechanism and its credentials.
+//!
+//! Credentials come from typed setters ([`SaslConfig::plain`], [`SaslConfig::scram`],
+//! [`SaslConfig::oauthbearer`]) or from `sasl.jaas.config` in Java's JAAS syntax, with
+//! the login modules the Java client uses for the mechanisms kacrab speaks:
+//!
+//! * `org.apache.kafka.common.security.plain.PlainLoginModule` and
+//!   `org.apache.kafka.common.security.scram.ScramLoginModule`, options `username` and
+//!   `password`. As in Java, where either module only stores the two strings for the
+//!   mechanism's callback handler (`SaslClientCallbackHandler`), either serves PLAIN and
+//!   SCRAM alike.
+//! * `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule` with Kafka's
+//!   unsecured-JWT options (`unsecuredLoginStringClaim_sub`, ...; see
+//!   [`UnsecuredJwt`]), for tests and development. Real tokens come from the
+//!   application's [`OAuthBearerTokenProvider`].
+//!
+//! Other `sasl.*` keys Kafka knows are refused as not supported, with the reason; a
+//! password never appears in an error.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::jaas::{self, JaasError};
+use crate::sasl::oauthbearer::{OAuthBearerTokenProvider, UnsecuredJwt};
+use crate::secret::Secret;
+
+/// `sasl.mechanism`: the SASL mechanism (Kafka's default, `GSSAPI`, is not supported).
+pub const SASL_MECHANISM: &str = "sasl.mechanism";
+/// `sasl.jaas.config`: the login module and its options, in JAAS syntax.
+pub const SASL_JAAS_CONFIG: &str = "sasl.jaas.config";
+
+const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+const OAUTHBEARER_LOGIN_MODULE: &str =
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+
+/// The SASL mechanisms kacrab speaks, by Kafka's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SaslMechanism {
+    /// `PLAIN` (RFC 4616): username and password in the clear (use it over TLS).
+    Plain,
+    /// `SCRAM-SHA-256` (RFC 5802, RFC 7677).
+    ScramSha256,
+    /// `SCRAM-SHA-512` (RFC 5802).
+    ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628, KIP-255).
+    OAuthBearer,
+}
+
+impl SaslMechanism {
+    /// Kafka's name, as sent in SaslHandshake.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            SaslMechanism::Plain => "PLAIN",
+            SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
+            SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
+        }
+    }
+
+    /// The mechanism with Kafka's name `name` (exact, as Kafka compares it).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            SaslMechanism::Plain,
+            SaslMechanism::ScramSha256,
+            SaslMechanism::ScramSha512,
+            SaslMechanism::OAuthBearer,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
+    }
+
+    const fn takes_password(self) -> bool {
+        !matches!(self, SaslMechanism::OAuthBearer)
+    }
+}
+
+impl fmt::Display for SaslMechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why the SASL settings were refused. Never holds a password or a token.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SaslConfigError {
+    /// `sasl.mechanism` names a mechanism kacrab does not speak.
+    #[error("sasl.mechanism {mechanism:?} is not supported (supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)")]
+    UnsupportedMechanism {
+        /// The name given.
+        mechanism: String,
+    },
+    /// A `sasl.*` key kacrab does not implement.
+    #[error("configuration {key} is not supported: {reason}")]
+    UnsupportedKey {
+        /// The key.
+        key: String,
+        /// Why, and what to use instead.
+        reason: &'static str,
+    },
+    /// `sasl.jaas.config` does not parse.
+    #[error("invalid sasl.jaas.config: {0}")]
+    Jaas(#[from] JaasError),
+    /// `sasl.jaas.config` names a login module kacrab does not know.
+    #[error("sasl.jaas.config login module {module} is not supported (supported: PlainLoginModule, ScramLoginModule, OAuthBearerLoginModule)")]
+    UnsupportedLoginModule {
+        /// The class name given.
+        module: String,
+    },
+    /// A login module option that must be there is missing, or is malformed.
+    #[error("sasl.jaas.config option {option} of {module}: {reason}")]
+    BadOption {
+        /// The login module's short name.
+        module: &'static str,
+        /// The option.
+        option: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The credentials do not fit the mechanism (a password for OAUTHBEARER, a token for
+    /// SCRAM).
+    #[error("sasl.mechanism {mechanism} does not take {credentials} credentials")]
+    CredentialsMismatch {
+        /// The mechanism.
+        mechanism: SaslMechanism,
+        /// What was given instead.
+        credentials: &'static str,
+    },
+    /// A mechanism without credentials.
+    #[error("sasl.mechanism {mechanism} needs credentials: set sasl.jaas.config or the typed credentials")]
+    MissingCredentials {
+        /// The mechanism.
+        mechanism: SaslMechanism,
+    },
+    /// Credentials the mechanism cannot carry (a NUL in a PLAIN username or password,
+    /// RFC 4616).
+    #[error("invalid SASL credentials: {reason}")]
+    InvalidCredentials {
+        /// What is wrong (never the value).
+        reason: &'static str,
+    },
+    /// Credentials without `sasl.mechanism` (Kafka's default, GSSAPI, is not supported).
+    #[error("sasl.mechanism is not set (Kafka's default GSSAPI is not supported)")]
+    MissingMechanism,
+}
+
+/// Where an OAUTHBEARER token comes from.
+#[derive(Clone)]
+pub enum OAuthBearerSource {
+    /// The application's provider.
+    Provider(Arc<dyn OAuthBearerTokenProvider>),
+    /// Kafka's unsecured JWT (`alg: none`) from the JAAS options: tests and development
+    /// only, as in Kafka.
+    Unsecured(UnsecuredJwt),
+}
+
+impl fmt::Debug for OAuthBearerSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OAuthBearerSource::Provider(_) => f.write_str("Provider(..)"),
+            OAuthBearerSource::Unsecured(u) => f.debug_tuple("Unsecured").field(u).finish(),
+        }
+    }
+}
+
+impl PartialEq for OAuthBearerSource {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (OAuthBearerSource::Provider(a), OAuthBearerSource::Provider(b)) => Arc::ptr_eq(a, b),
+            (OAuthBearerSource::Unsecured(a), OAuthBearerSource::Unsecured(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for OAuthBearerSource {}
+
+/// The credentials a mechanism authenticates with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SaslCredentials {
+    /// A username and password (PLAIN, SCRAM).
+    UsernamePassword {
+        /// The username (the SCRAM or PLAIN identity).
+        username: String,
+        /// The password (redacted in `Debug`).
+        password: Secret,
+    },
+    /// An OAUTHBEARER token source.
+    OAuthBearer(OAuthBearerSource),
+}
+
+/// The SASL part of the session's configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SaslConfig {
+    /// `sasl.mechanism`; `None` until set (Kafka's default, GSSAPI, is not supported).
+    mechanism: Option<SaslMechanism>,
+    /// From the typed setters or `sasl.jaas.config` (the later one wins).
+    credentials: Option<SaslCredentials>,
+}
+
+impl SaslConfig {
+    /// Handles `sasl.*` keys; `Ok(false)` if `key` is not a SASL key.
+    ///
+    /// # Errors
+    /// [`SaslConfigError`] for a value that does not parse or a key kacrab does not
+    /// implement.
+    pub(crate) fn set(&mut self, key: &str, value: &str) -> Result<bool, SaslConfigError> {
+        match key {
+            SASL_MECHANISM => {
+                let name = value.trim();
+                let mechanism = SaslMechanism::from_name(name).ok_or_else(|| {
+                    SaslConfigError::UnsupportedMechanism {
+                        mechanism: name.to_owned(),
+                    }
+                })?;
+                self.mechanism = Some(mechanism);
+            }
+            SASL_JAAS_CONFIG => self.credentials = Some(credentials_from_jaas(value)?),
+            _ => match unsupported_reason(key) {
+                Some(reason) => {
+                    return Err(SaslConfigError::UnsupportedKey {
+                        key: key.to_owned(),
+                        reason,
+                    })
+                }
+                None => return Ok(false),
+            },
+        }
+        Ok(true)
+    }
+
+    /// Sets `sasl.mechanism`.
+    pub fn mechanism(&mut self, mechanism: SaslMechanism) -> &mut Self {
+        self.mechanism = Some(mechanism);
+        self
+    }
+
+    /// PLAIN with this username and password.
+    pub fn plain(&mut self, username: impl Into<String>, password: impl Into<Secret>) -> &mut Self {
+        self.mechanism = Some(SaslMechanism::Plain);
+        self.username_password(username, password)
+    }
+
+    /// SCRAM (`ScramSha256` or `ScramSha512`; any other mechanism is refused at build)
+    /// with this username and password.
+    pub fn scram(
+        &mut self,
+        mechanism: SaslMechanism,
+        username: impl Into<String>,
+        password: impl Into<Secret>,
+    ) -> &mut Self {
+        self.mechanism = Some(mechanism);
+        self.username_password(username, password)
+    }
+
+    /// OAUTHBEARER with tokens from the application's provider.
+    pub fn oauthbearer(&mut self, provider: Arc<dyn OAuthBearerTokenProvider>) -> &mut Self {
+        self.mechanism = Some(SaslMechanism::OAuthBearer);
+        self.credentials = Some(SaslCredentials::OAuthBearer(OAuthBearerSource::Provider(
+            provider,
+        )));
+        self
+    }
+
+    /// The username and password, keeping the mechanism.
+    pub fn username_password(
+        &mut self,
+        username: impl Into<String>,
+        password: impl Into<Secret>,
+    ) -> &mut Self {
+        self.credentials = Some(SaslCredentials::UsernamePassword {
+            username: username.into(),
+            password: password.into(),
+        });
+        self
+    }
+
+    /// The mechanism, if set.
+    #[must_use]
+    pub fn mechanism_setting(&self) -> Option<SaslMechanism> {
+        self.mechanism
+    }
+
+    /// The credentials, if set.
+    #[must_use]
+    pub fn credentials(&self) -> Option<&SaslCredentials> {
+        self.credentials.as_ref()
+    }
+
+    /// Whether anything SASL was configured.
+    #[must_use]
+    pub fn is_configured(&self) -> bool {
+        self.mechanism.is_some() || self.credentials.is_some()
+    }
+
+    /// Checks that the mechanism and its credentials fit: what a SASL connection needs.
+    ///
+    /// # Errors
+    /// [`SaslConfigError::MissingMechanism`], [`SaslConfigError::MissingCredentials`],
+    /// [`SaslConfigError::CredentialsMismatch`] or [`SaslConfigError::InvalidCredentials`].
+    pub fn validate(&self) -> Result<(SaslMechanism, &SaslCredentials), SaslConfigError> {
+        let mechanism = self.mechanism.ok_or(SaslConfigError::MissingMechanism)?;
+        let credentials = self
+            .credentials
+            .as_ref()
+            .ok_or(SaslConfigError::MissingCredentials { mechanism })?;
+        let fits = match credentials {
+            SaslCredentials::UsernamePassword { .. } => mechanism.takes_password(),
+            SaslCredentials::OAuthBearer(_) => !mechanism.takes_password(),
+        };
+        if !fits {
+            let credentials = match credentials {
+                SaslCredentials::UsernamePassword { .. } => "username/password",
+                SaslCredentials::OAuthBearer(_) => "OAUTHBEARER token",
+            };
+            return Err(SaslConfigError::CredentialsMismatch {
+                mechanism,
+                credentials,
+            });
+        }
+        if let (SaslMechanism::Plain, SaslCredentials::UsernamePassword { username, password }) =
+            (mechanism, credentials)
+        {
+            if username.contains('\0') || password.expose().contains('\0') {
+                return Err(SaslConfigError::InvalidCredentials {
+                    reason: "a PLAIN username or password cannot hold a NUL character (RFC 4616)",
+                });
+            }
+        }
+        Ok((mechanism, credentials))
+    }
+}
+
+/// Credentials from `sasl.jaas.config`.
+fn credentials_from_jaas(text: &str) -> Result<SaslCredentials, SaslConfigError> {
+    let entry = jaas::parse(text)?;
+    let module = match entry.login_module.as_str() {
+        PLAIN_LOGIN_MODULE => "PlainLoginModule",
+        SCRAM_LOGIN_MODULE => "ScramLoginModule",
+        OAUTHBEARER_LOGIN_MODULE => {
+            return Ok(SaslCredentials::OAuthBearer(OAuthBearerSource::Unsecured(
+                UnsecuredJwt::from_jaas_options(&entry.options)?,
+            )))
+        }
+        other => {
+            return Err(SaslConfigError::UnsupportedLoginModule {
+                module: other.to_owned(),
+            })
+        }
+    };
+    let get = |option: &'static str| {
+        entry
+            .options
+            .get(option)
+            .cloned()
+            .ok_or(SaslConfigError::BadOption {
+                module,
+                option: option.to_owned(),
+                reason: "missing",
+            })
+    };
+    Ok(SaslCredentials::UsernamePassword {
+        username: get("username")?,
+        password: Secret::new(get("password")?),
+    })
+}
+
+/// Why a `sasl.*` key Kafka knows is not implemented; `None` for a key that is not a
+/// SASL key at all (the caller's business).
+fn unsupported_reason(key: &str) -> Option<&'static str> {
+    Some(match key {
+        _ if key.starts_with("sasl.kerberos.") => {
+            "GSSAPI (Kerberos) is not supported; use PLAIN, SCRAM or OAUTHBEARER"
+        }
+        "sasl.client.callback.handler.class"
+        | "sasl.login.class"
+        | "sasl.login.callback.handler.class" => {
+            "Java classes cannot be loaded; set credentials with the typed SASL settings or an OAuthBearerTokenProvider"
+        }
+        _ if key.starts_with("sasl.login.") => {
+            "token login and refresh are the OAuthBearerTokenProvider's business"
+        }
+        _ if key.starts_with("sasl.oauthbearer.") => {
+            "the OAuth client-credentials login (KIP-768) is not implemented; supply tokens with an OAuthBearerTokenProvider"
+        }
+        _ if key.starts_with("sasl.") => "not a SASL setting kacrab implements",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(props: &[(&str, &str)]) -> Result<SaslConfig, SaslConfigError> {
+        let mut c = SaslConfig::default();
+        for (k, v) in props {
+            assert!(c.set(k, v)?, "{k} is a SASL key");
+        }
+        Ok(c)
+    }
+
+    #[test]
+    fn plain_and_scram_from_jaas() {
+        let c = from(&[
+            ("sasl.mechanism", "PLAIN"),
+            (
+                "sasl.jaas.config",
+                r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";"#,
+            ),
+        ])
+        .unwrap();
+        let (m, creds) = c.validate().unwrap();
+        assert_eq!(m, SaslMechanism::Plain);
+        assert_eq!(
+            creds,
+            &SaslCredentials::UsernamePassword {
+                username: "u".into(),
+                password: "p".into()
+            }
+        );
+        let c = from(&[
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            (
+                "sasl.jaas.config",
+                r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="a\"b";"#,
+            ),
+        ])
+        .unwrap();
+        let (m, creds) = c.validate().unwrap();
+        assert_eq!(m, SaslMechanism::ScramSha512);
+        let SaslCredentials::UsernamePassword { password, .. } = creds else {
+            panic!("{creds:?}")
+        };
+        assert_eq!(password.expose(), "a\"b");
+    }
+
+    #[test]
+    fn mechanisms_by_kafkas_names_only() {
+        for m in ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] {
+            assert_eq!(SaslMechanism::from_name(m).unwrap().name(), m);
+        }
+        for bad in ["GSSAPI", "plain", "SCRAM-SHA-1", ""] {
+            assert!(matches!(
+                from(&[("sasl.mechanism", bad)]),
+                Err(SaslConfigError::UnsupportedMechanism { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn keys_kacrab_does_not_implement_are_refused_with_a_reason() {
+        for key in [
+            "sasl.kerberos.service.name",
+            "sasl.login.callback.handler.class",
+            "sasl.client.callback.handler.class",
+            "sasl.login.refresh.window.factor",
+            "sasl.oauthbearer.token.endpoint.url",
+            "sasl.made.up",
+        ] {
+            let mut c = SaslConfig::default();
+            let err = c.set(key, "x").unwrap_err();
+            assert!(
+                matches!(&err, SaslConfigError::UnsupportedKey { key: k, .. } if k == key),
+                "{err}"
+            );
+            assert!(err.to_string().contains("not supported"), "{err}");
+        }
+        assert!(!SaslConfig::default().set("linger.ms", "5").unwrap());
+    }
+
+    #[test]
+    fn mismatched_or_missing_settings_are_refused() {
+        let mut c = SaslConfig::default();
+        c.mechanism(SaslMechanism::ScramSha256);
+        assert_eq!(
+            c.validate().unwrap_err(),
+            SaslConfigError::MissingCredentials {
+                mechanism: SaslMechanism::ScramSha256
+            }
+        );
+        let mut c = SaslConfig::default();
+        c.username_password("u", "p");
+        assert_eq!(c.validate().unwrap_err(), SaslConfigError::MissingMechanism);
+        let mut nul = SaslConfig::default();
+        nul.plain("u", "p\0w");
+        assert!(matches!(
+            nul.validate().unwrap_err(),
+            SaslConfigError::InvalidCredentials { .. }
+        ));
+        c.mechanism(SaslMechanism::OAuthBearer);
+        assert!(matches!(
+            c.validate().unwrap_err(),
+            SaslConfigError::CredentialsMismatch { .. }
+        ));
+        let err = from(&[(
+            "sasl.jaas.config",
+            "com.example.MyLoginModule required password=\"hunter2\";",
+        )])
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            SaslConfigError::UnsupportedLoginModule { .. }
+        ));
+        let err = from(&[(
+            "sasl.jaas.config",
+            "org.apache.kafka.common.security.plain.PlainLoginModule required password=\"hunter2\";",
+        )])
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sasl.jaas.config option username of PlainLoginModule: missing"
+        );
+    }
+}
