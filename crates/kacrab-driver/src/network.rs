@@ -83,6 +83,8 @@ pub(crate) struct Network {
     features: FinalizedFeatures,
     request_timeout: Duration,
     setup_timeout: Duration,
+    /// Responses decoded, for the metrics (drained by the session).
+    pub(crate) tally: crate::metrics::NetTally,
 }
 
 impl Network {
@@ -106,6 +108,7 @@ impl Network {
             features: FinalizedFeatures::new(),
             request_timeout,
             setup_timeout,
+            tally: crate::metrics::NetTally::default(),
         }
     }
 
@@ -123,6 +126,17 @@ impl Network {
 
     pub(crate) fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// The broker of a live connection (`Some(None)` for a bootstrap address), `None`
+    /// for a connection the session no longer has.
+    pub(crate) fn node_of(&self, conn: ConnId) -> Option<Option<i32>> {
+        self.conns.iter().find(|c| c.id == conn).map(|c| c.node)
+    }
+
+    /// Requests written and not yet answered, over every connection.
+    pub(crate) fn in_flight_count(&self) -> usize {
+        self.conns.iter().map(|c| c.wire.in_flight_count()).sum()
     }
 
     /// Asks any broker for the metadata of `topics`, as the session's own request.
@@ -286,6 +300,8 @@ impl Network {
             debug_assert_eq!(c.deadlines.front().map(|d| d.0), Some(tag));
             c.deadlines.pop_front();
         }
+        let node = c.node;
+        self.tally.response(node);
         if let Response::ApiVersions(answer) = &decoded.response {
             self.handle_api_versions(core, conn, answer, now);
             return;

@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 
+mod metrics;
+pub use metrics::{
+    MetricsConfig, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL, METRICS_SAMPLE_WINDOW_MS,
+};
+
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
 /// `client.id`: sent in every request header.
@@ -51,6 +56,7 @@ pub struct SessionConfig {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    metrics: MetricsConfig,
 }
 
 impl SessionConfig {
@@ -103,6 +109,12 @@ impl SessionConfig {
     pub fn connection_setup_timeout(&self) -> Duration {
         self.connection_setup_timeout
     }
+
+    /// The `metrics.*` keys.
+    #[must_use]
+    pub fn metrics(&self) -> &MetricsConfig {
+        &self.metrics
+    }
 }
 
 /// Builds a [`SessionConfig`].
@@ -113,6 +125,7 @@ pub struct SessionConfigBuilder {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    metrics: MetricsConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -123,6 +136,7 @@ impl Default for SessionConfigBuilder {
             client_id: None,
             max_block: DEFAULT_MAX_BLOCK,
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -155,6 +169,7 @@ impl SessionConfigBuilder {
                 }
                 self.connection_setup_timeout = t;
             }
+            _ if self.metrics.set(key, value)? => {}
             _ => {
                 self.core.set(key, value)?;
             }
@@ -211,6 +226,7 @@ impl SessionConfigBuilder {
             client_id: self.client_id.clone(),
             max_block: self.max_block,
             connection_setup_timeout: self.connection_setup_timeout,
+            metrics: self.metrics,
         })
     }
 }
