@@ -36,7 +36,7 @@ impl Producer {
             unreachable!()
         };
         let now = self.now;
-        self.metrics_answered(node, o.deadline, response.throttle);
+        self.metrics_answered(node, response.throttle);
         let n = self.node_mut(node);
         n.in_flight = n.in_flight.saturating_sub(1);
         if !response.throttle.is_zero() {

@@ -13,7 +13,8 @@
 //! `Sender.SenderMetrics.updateProduceRequestMetrics` at drain (batch size, queue time,
 //! compression rate, record size, records per request, per-topic bytes and records),
 //! `recordRetries` when a batch is re-enqueued, `recordErrors` when a batch fails,
-//! `recordLatency` and the throttle time when a produce response arrives, and
+//! the throttle time when a produce response arrives (`recordLatency` is the
+//! session's: it sees the write), and
 //! `batch-split-rate` when a batch is split after MESSAGE_TOO_LARGE.
 
 use alloc::collections::VecDeque;
@@ -21,7 +22,7 @@ use core::time::Duration;
 
 use crate::io::Event;
 use crate::producer::Producer;
-use crate::types::{BatchId, NodeId, ProducerIdAndEpoch, Timestamp, Topic};
+use crate::types::{BatchId, NodeId, ProducerIdAndEpoch, Topic};
 
 /// Counters for reports, tests and metrics. They never influence behaviour. Each counts
 /// from the producer's creation and never goes down.
@@ -111,12 +112,11 @@ pub enum MetricSample {
         /// Whether they may be in the log.
         possibly_written: bool,
     },
-    /// A produce response arrived for an outstanding request.
+    /// A produce response arrived for an outstanding request. (Its latency is the
+    /// session's to measure: from the write on the wire, which the core does not see.)
     ProduceAnswered {
         /// The broker.
         node: NodeId,
-        /// From the request's hand-out to its answer (Kafka's `requestLatencyMs`).
-        latency: Duration,
         /// The broker's `throttle_time_ms`.
         throttle: Duration,
     },
@@ -227,16 +227,10 @@ impl Producer {
         self.samples.push(MetricSample::Retried { topic, records });
     }
 
-    /// A produce answer for the request handed out at `deadline - request.timeout.ms`.
-    pub(crate) fn metrics_answered(&mut self, node: NodeId, deadline: Timestamp, throttle: Duration) {
-        let timeout = u64::try_from(self.config.request_timeout().as_micros()).unwrap_or(u64::MAX);
-        let sent = Timestamp::from_micros(deadline.as_micros().saturating_sub(timeout));
-        let latency = self.now.saturating_duration_since(sent);
-        self.samples.push(MetricSample::ProduceAnswered {
-            node,
-            latency,
-            throttle,
-        });
+    /// A produce answer from `node`.
+    pub(crate) fn metrics_answered(&mut self, node: NodeId, throttle: Duration) {
+        self.samples
+            .push(MetricSample::ProduceAnswered { node, throttle });
     }
 
     /// A batch was split.

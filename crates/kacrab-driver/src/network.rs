@@ -301,7 +301,7 @@ impl Network {
             c.deadlines.pop_front();
         }
         let node = c.node;
-        self.tally.response(node);
+        self.tally.response(node, tag, now);
         if let Response::ApiVersions(answer) = &decoded.response {
             self.handle_api_versions(core, conn, answer, now);
             return;
@@ -560,11 +560,14 @@ impl Network {
             .and_then(|v| c.wire.encode(wire_request, v, id.0));
         match encoded {
             // With acks=0 nothing comes back; the core already reported those batches.
-            Ok(e) => self.out.push_back(Output::Transmit {
-                conn,
-                frame: e.frame,
-                ticket,
-            }),
+            Ok(e) => {
+                self.tally.written(ticket.map(|_| id.0), now);
+                self.out.push_back(Output::Transmit {
+                    conn,
+                    frame: e.frame,
+                    ticket,
+                });
+            }
             Err(_) => {
                 if let Some(ticket) = ticket {
                     self.out.push_back(Output::Release { ticket });

@@ -257,15 +257,8 @@ impl SessionMetrics {
                     .error
                     .record(w, f64::from(records), t);
             }
-            MetricSample::ProduceAnswered {
-                node,
-                latency,
-                throttle,
-                ..
-            } => {
-                self.latency.record(w, ms(latency), t);
+            MetricSample::ProduceAnswered { throttle, .. } => {
                 self.throttle.record(w, ms(throttle), t);
-                self.node(Some(node.0)).latency.record(w, ms(latency), t);
             }
             MetricSample::BatchSplit => self.split.record(w, 1.0, t),
             MetricSample::MetadataUpdated => self.metadata_at = now,
@@ -317,6 +310,13 @@ impl SessionMetrics {
             self.responses.record(w, 1.0, t);
             self.node(node).responses.record(w, 1.0, t);
         }
+    }
+
+    /// A produce answer came `latency` after its request was written to `node`.
+    pub(crate) fn latency(&mut self, node: Option<i32>, latency: Duration, now: Timestamp) {
+        let (w, t) = (self.window, now_ms(now));
+        self.latency.record(w, ms(latency), t);
+        self.node(node).latency.record(w, ms(latency), t);
     }
 
     /// A timed call began.
@@ -489,22 +489,44 @@ pub(crate) struct Gauges {
 }
 
 /// The network's observations for the metrics, drained by the session after each
-/// input: which node each decoded response came from.
+/// input: when each Produce was written, and which node each decoded response came
+/// from. Kafka's `request-latency` runs from the write (Java creates the `ClientRequest`
+/// only for a ready connection, and sends it at once) to the answer, so a request that
+/// waited for its connection's setup does not count that wait.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct NetTally {
-    responses: Vec<Option<i32>>,
+    /// Produce requests written and not answered: the core's request id, when.
+    written: BTreeMap<u64, Timestamp>,
+    responses: Vec<(Option<i32>, Option<Duration>)>,
 }
 
 impl NetTally {
-    /// A response was decoded on a connection to `node`.
-    pub(crate) fn response(&mut self, node: Option<i32>) {
-        self.responses.push(node);
+    /// A core request was written; `produce` is its id if it is a Produce.
+    pub(crate) fn written(&mut self, produce: Option<u64>, now: Timestamp) {
+        if let Some(tag) = produce {
+            self.written.insert(tag, now);
+        }
     }
 
-    /// Hands every tallied response to the sensors.
-    pub(crate) fn drain_into(&mut self, metrics: &mut SessionMetrics, now: Timestamp) {
-        for node in self.responses.drain(..) {
+    /// A response to the request tagged `tag` was decoded on a connection to `node`.
+    pub(crate) fn response(&mut self, node: Option<i32>, tag: u64, now: Timestamp) {
+        let latency = self
+            .written
+            .remove(&tag)
+            .map(|at| now.saturating_duration_since(at));
+        self.responses.push((node, latency));
+    }
+
+    /// Hands every tallied response to the sensors, and forgets the writes of requests
+    /// the core no longer waits for (their connection failed, or they timed out).
+    pub(crate) fn drain_into(&mut self, metrics: &mut SessionMetrics, core: &Producer, now: Timestamp) {
+        for (node, latency) in self.responses.drain(..) {
             metrics.responses(node, 1, now);
+            if let Some(latency) = latency {
+                metrics.latency(node, latency, now);
+            }
         }
+        self.written
+            .retain(|&tag, _| core.is_outstanding(kacrab_idempotence::RequestId(tag)));
     }
 }
