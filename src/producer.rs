@@ -12,9 +12,9 @@ use crate::batch::{BatchData, BatchSlab, ProducerBatch, StampFate, WriteState};
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
 use crate::io::{Event, Metadata};
+use crate::metrics::{Samples, Stats};
 use crate::partition::{OpenBatch, PartitionState};
 use crate::record::{BatchBuilder, Compression, Record, RECORD_BATCH_OVERHEAD};
-use crate::metrics::{Samples, Stats};
 use crate::ticket::TicketSequencer;
 use crate::txn::Txn;
 use crate::types::{

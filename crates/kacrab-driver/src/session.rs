@@ -357,7 +357,9 @@ impl Session {
         if self.app.is_finished() && !was_finished {
             self.net.close_all(&mut self.core, now);
         }
-        self.net.tally.drain_into(&mut self.metrics, &self.core, now);
+        self.net
+            .tally
+            .drain_into(&mut self.metrics, &self.core, now);
         let blocked = self.app.blocked_sends();
         self.metrics.after_input(&mut self.core, blocked, now);
     }

@@ -81,7 +81,10 @@ fn a_retry_counts_in_record_retry_total_and_a_throttled_answer_in_produce_thrott
     first_produce_fails(&mut p, NOT_ENOUGH_REPLICAS, 250);
     let before = producer(&mut p);
     assert_eq!(before.record_retry_total, 0.0);
-    assert!(before.produce_throttle_time_max.is_nan(), "nothing recorded yet");
+    assert!(
+        before.produce_throttle_time_max.is_nan(),
+        "nothing recorded yet"
+    );
     let id = p.send("t", 0, "a");
     p.settle(10 * SECOND);
     assert_eq!(p.acked(id).offset, Some(0));
@@ -116,7 +119,11 @@ fn an_epoch_bump_counts_as_a_bump_and_an_epoch_change() {
     assert_eq!(before.epoch_bump_total, 0.0);
     let a = p.send("t", 0, "a");
     p.settle(10 * SECOND);
-    assert!(p.outcome(a).is_some_and(Result::is_ok), "{:?}", p.outcome(a));
+    assert!(
+        p.outcome(a).is_some_and(Result::is_ok),
+        "{:?}",
+        p.outcome(a)
+    );
     let m = producer(&mut p);
     assert_eq!(m.epoch_bump_total, 1.0);
     assert_eq!(m.epoch_change_total, 1.0);
@@ -136,7 +143,11 @@ fn a_failed_record_counts_as_an_error_and_not_as_possibly_written() {
     first_produce_fails(&mut p, 87, 0);
     let a = p.send("t", 0, "a");
     p.settle(10 * SECOND);
-    assert!(p.outcome(a).is_some_and(Result::is_err), "{:?}", p.outcome(a));
+    assert!(
+        p.outcome(a).is_some_and(Result::is_err),
+        "{:?}",
+        p.outcome(a)
+    );
     let m = producer(&mut p);
     assert_eq!(m.record_error_total, 1.0);
     assert!(m.record_error_rate > 0.0);
@@ -151,7 +162,10 @@ fn a_failed_record_counts_as_an_error_and_not_as_possibly_written() {
 fn a_possibly_written_failure_counts() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
-        &[("delivery.timeout.ms", "1500"), ("request.timeout.ms", "1000")],
+        &[
+            ("delivery.timeout.ms", "1500"),
+            ("request.timeout.ms", "1000"),
+        ],
     );
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::ApplyAndIgnore));
     let a = p.send("t", 0, "a");
@@ -184,7 +198,10 @@ fn request_latency_comes_from_the_time_inputs() {
     assert_eq!(snapshot.producer.request_latency_avg, 252.0);
     let node: &NodeMetrics = &snapshot.nodes[&0];
     assert_eq!(node.request_latency_max, 502.0);
-    assert!(node.request_total >= 3.0, "ApiVersions, Metadata, InitProducerId, Produce");
+    assert!(
+        node.request_total >= 3.0,
+        "ApiVersions, Metadata, InitProducerId, Produce"
+    );
 }
 
 /// Rates divide the windowed total by Kafka's `Rate.windowSize`: at least
@@ -207,7 +224,10 @@ fn rates_cover_kafkas_windows_on_virtual_time() {
     // less than one full 30 s window elapsed, Rate.windowSize adds one.
     let bounds = |p: &Pair| {
         let secs = |t: Timestamp| p.now.saturating_duration_since(t).as_secs_f64();
-        (10.0 / (30.0 + secs(start)), 10.0 / (30.0 + secs(first_done)))
+        (
+            10.0 / (30.0 + secs(start)),
+            10.0 / (30.0 + secs(first_done)),
+        )
     };
     let (low, high) = bounds(&p);
     assert!(
@@ -236,7 +256,10 @@ fn rates_cover_kafkas_windows_on_virtual_time() {
 fn metrics_sample_window_ms_sets_the_window() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
-        &[("metrics.sample.window.ms", "1000"), ("metrics.num.samples", "2")],
+        &[
+            ("metrics.sample.window.ms", "1000"),
+            ("metrics.num.samples", "2"),
+        ],
     );
     p.send("t", 0, "a");
     p.settle(10 * SECOND);
@@ -263,12 +286,18 @@ fn network_metrics_count_every_request_response_and_connection() {
     let now = p.now;
     let s = p.session.metrics(now);
     let seen = p.cluster.seen.len() as f64;
-    assert_eq!(s.producer.request_total, seen, "every request the broker saw");
+    assert_eq!(
+        s.producer.request_total, seen,
+        "every request the broker saw"
+    );
     assert_eq!(s.producer.response_total, seen, "every one answered");
     assert_eq!(s.producer.requests_in_flight, 0.0);
     let opened = p.connects.len() as f64;
     assert!(opened >= 1.0);
-    assert_eq!(s.producer.connection_creation_total, opened, "every connect succeeded");
+    assert_eq!(
+        s.producer.connection_creation_total, opened,
+        "every connect succeeded"
+    );
     assert_eq!(
         s.producer.connection_count,
         p.session.connection_count() as f64
@@ -291,7 +320,10 @@ fn network_metrics_count_every_request_response_and_connection() {
     assert_eq!(m.connection_close_total, closed);
     assert_eq!(m.connection_creation_total, p.connects.len() as f64);
     p.run_until(5 * SECOND, |_| false);
-    assert!(producer(&mut p).metadata_age >= 5.0, "age counts from the last answer");
+    assert!(
+        producer(&mut p).metadata_age >= 5.0,
+        "age counts from the last answer"
+    );
 }
 
 /// `buffer-total-bytes` is `buffer.memory`; `buffer-available-bytes` what records
@@ -302,7 +334,11 @@ fn network_metrics_count_every_request_response_and_connection() {
 fn buffer_metrics_follow_buffer_memory_and_blocked_sends() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
-        &[("buffer.memory", "1024"), ("batch.size", "1024"), ("max.block.ms", "100")],
+        &[
+            ("buffer.memory", "1024"),
+            ("batch.size", "1024"),
+            ("max.block.ms", "100"),
+        ],
     );
     // The broker never answers: records keep their buffer.memory.
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
@@ -311,12 +347,19 @@ fn buffer_metrics_follow_buffer_memory_and_blocked_sends() {
     p.pump();
     let m = producer(&mut p);
     assert_eq!(m.buffer_total_bytes, 1024.0);
-    assert!(m.buffer_available_bytes < 1024.0 - 600.0, "{}", m.buffer_available_bytes);
+    assert!(
+        m.buffer_available_bytes < 1024.0 - 600.0,
+        "{}",
+        m.buffer_available_bytes
+    );
     let blocked = p.send("t", 0, &value);
     assert!(p.run_until(SECOND, |p| p.outcome(blocked).is_some()));
     let m = producer(&mut p);
     assert_eq!(m.buffer_exhausted_total, 1.0);
-    assert_eq!(m.bufferpool_wait_time_ns_total, 100_000_000.0, "max.block.ms");
+    assert_eq!(
+        m.bufferpool_wait_time_ns_total, 100_000_000.0,
+        "max.block.ms"
+    );
 }
 
 /// The transaction timers (`KafkaProducerMetrics`) sum the time from each call to its
@@ -376,9 +419,12 @@ fn the_flat_list_has_kafkas_groups_names_and_tags() {
     assert!(all
         .iter()
         .any(|m| m.group == "producer-topic-metrics" && m.tags == [("topic", "t".to_owned())]));
-    assert!(all
-        .iter()
-        .any(|m| m.group == "producer-node-metrics" && m.tags == [("node-id", "node-0".to_owned())]));
+    assert!(all.iter().any(
+        |m| m.group == "producer-node-metrics" && m.tags == [("node-id", "node-0".to_owned())]
+    ));
     let text = s.to_string();
-    assert!(text.contains("producer-metrics:record-send-total 1\n"), "{text}");
+    assert!(
+        text.contains("producer-metrics:record-send-total 1\n"),
+        "{text}"
+    );
 }

@@ -207,7 +207,8 @@ impl SessionMetrics {
     pub(crate) fn after_input(&mut self, core: &mut Producer, blocked: usize, now: Timestamp) {
         self.last_now = now;
         let (was, since) = self.blocked;
-        self.bufferpool_wait_ns += was as f64 * now.saturating_duration_since(since).as_nanos() as f64;
+        self.bufferpool_wait_ns +=
+            was as f64 * now.saturating_duration_since(since).as_nanos() as f64;
         self.blocked = (blocked, now);
         while let Some(sample) = core.poll_metric_sample() {
             self.record(sample, now);
@@ -357,7 +358,12 @@ impl SessionMetrics {
     }
 
     /// Every metric at `now`. `gauges` are read from the session's parts.
-    pub(crate) fn snapshot(&mut self, core: &Producer, gauges: Gauges, now: Timestamp) -> MetricsSnapshot {
+    pub(crate) fn snapshot(
+        &mut self,
+        core: &Producer,
+        gauges: Gauges,
+        now: Timestamp,
+    ) -> MetricsSnapshot {
         let w = self.window;
         let t = now_ms(now);
         let stats = core.stats();
@@ -368,8 +374,8 @@ impl SessionMetrics {
         let (size_avg, size_max) = self.request_size.measure(w, t);
         let (batch_avg, batch_max) = self.batch_size.measure(w, t);
         let (throttle_avg, throttle_max) = self.throttle.measure(w, t);
-        let waiting_now = self.blocked.0 as f64
-            * now.saturating_duration_since(self.blocked.1).as_nanos() as f64;
+        let waiting_now =
+            self.blocked.0 as f64 * now.saturating_duration_since(self.blocked.1).as_nanos() as f64;
         let call = |name: &str| self.call_ns.get(name).copied().unwrap_or(0.0);
         let producer = ProducerMetrics {
             record_send_rate: self.record_send.rate(w, t),
@@ -413,7 +419,9 @@ impl SessionMetrics {
             connection_creation_total: self.created.total(),
             connection_close_rate: self.closed.rate(w, t),
             connection_close_total: self.closed.total(),
-            metadata_age: now.saturating_duration_since(self.metadata_at).as_secs_f64(),
+            metadata_age: now
+                .saturating_duration_since(self.metadata_at)
+                .as_secs_f64(),
             txn_init_time_ns_total: call("txn-init-time-ns-total"),
             txn_begin_time_ns_total: call("txn-begin-time-ns-total"),
             txn_send_offsets_time_ns_total: call("txn-send-offsets-time-ns-total"),
@@ -519,7 +527,12 @@ impl NetTally {
 
     /// Hands every tallied response to the sensors, and forgets the writes of requests
     /// the core no longer waits for (their connection failed, or they timed out).
-    pub(crate) fn drain_into(&mut self, metrics: &mut SessionMetrics, core: &Producer, now: Timestamp) {
+    pub(crate) fn drain_into(
+        &mut self,
+        metrics: &mut SessionMetrics,
+        core: &Producer,
+        now: Timestamp,
+    ) {
         for (node, latency) in self.responses.drain(..) {
             metrics.responses(node, 1, now);
             if let Some(latency) = latency {
