@@ -4,7 +4,7 @@
 //! (see `kacrab_idempotence::metrics`); the session adds what only it sees (bytes,
 //! requests and responses of every kind, connections, blocked sends, the time the
 //! application's calls take) and keeps Kafka's windowed statistics over both
-//! ([`stat`]: `SampledStat`, `Rate`, `Avg`, `Max`, `Meter`, with
+//! (the `stat` module: `SampledStat`, `Rate`, `Avg`, `Max`, `Meter`, with
 //! `metrics.sample.window.ms` and `metrics.num.samples`). Where each metric is recorded
 //! follows Kafka: `Sender.SenderMetrics` and `SenderMetricsRegistry` (record, batch,
 //! request latency, throttle, split, in-flight and metadata-age metrics),
