@@ -4,13 +4,16 @@
 //! ```text
 //! cargo run --release --example chaos -- [--seed N] [--records N] [--partitions N]
 //!                                        [--brokers N] [--fault-rate F] [--driver D]
+//!                                        [--json]
 //! ```
 //!
 //! `--driver session` (the default) runs the producer inside a `kacrab_driver::Session`
 //! over the lying network on real Kafka frames; `--driver core` runs the bare core with
 //! the simulator's own router (faster, and the simulator's behaviour before the session).
 //!
-//! The last line is always
+//! With `--json`, every progress line and the result are also printed as one JSON
+//! object per line, prefixed `json: ` (`"type":"progress"` and `"type":"result"`), the
+//! result just before the last line. The last line is always
 //! `chaos: records=N acked=A failed=F duplicates=D reordered=R lost=L epoch_bumps=E retries=T`;
 //! the exit status is non-zero when D, R or L is not zero, or any other property of the
 //! simulator's checker was violated.
@@ -30,10 +33,13 @@ struct Args {
     brokers: u32,
     fault_rate: f64,
     driver: DriverKind,
+    /// `--json`: progress and the final result also as one JSON object per line on
+    /// stdout (prefixed `json: `), for machines; the human lines stay.
+    json: bool,
 }
 
 const USAGE: &str =
-    "usage: chaos [--seed N] [--records N] [--partitions N] [--brokers N] [--fault-rate F] [--driver session|core]";
+    "usage: chaos [--seed N] [--records N] [--partitions N] [--brokers N] [--fault-rate F] [--driver session|core] [--json]";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -43,11 +49,16 @@ fn parse_args() -> Result<Args, String> {
         brokers: 3,
         fault_rate: 0.05,
         driver: DriverKind::Session,
+        json: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Err(USAGE.to_string());
+        }
+        if flag == "--json" {
+            args.json = true;
+            continue;
         }
         let (name, inline) = match flag.split_once('=') {
             Some((n, v)) => (n.to_string(), Some(v.to_string())),
@@ -150,6 +161,19 @@ fn main() -> ExitCode {
             p.violations,
             started.elapsed().as_secs_f64()
         );
+        if args.json {
+            println!(
+                "json: {{\"type\":\"progress\",\"sent\":{},\"records\":{total},\"virtual_s\":{:.3},\"steps\":{},\"delivered\":{},\"failed\":{},\"faults\":{},\"violations\":{},\"phase\":\"{phase}\",\"wall_s\":{:.3}}}",
+                p.sent,
+                p.now.as_secs_f64(),
+                p.steps,
+                p.delivered,
+                p.failed,
+                p.faults,
+                p.violations,
+                started.elapsed().as_secs_f64()
+            );
+        }
     });
     print!("{}", report.render());
     println!("wall time {:.2} s", started.elapsed().as_secs_f64());
@@ -162,6 +186,28 @@ fn main() -> ExitCode {
         || !report.is_clean()
         || !fatal_clean
         || !txn_clean;
+    if args.json {
+        let (t, st) = (&report.tally, &report.producer);
+        println!(
+            "json: {{\"type\":\"result\",\"seed\":{},\"records\":{},\"acked\":{},\"failed\":{},\"failed_not_written\":{},\"duplicates\":{},\"reordered\":{},\"lost\":{},\"violations\":{},\"epoch_bumps\":{},\"retries\":{},\"records_retried\":{},\"possibly_written_failures\":{},\"virtual_s\":{:.3},\"wall_s\":{:.3},\"fatal_runs_clean\":{fatal_clean},\"transactional_runs_clean\":{txn_clean},\"clean\":{}}}",
+            report.seed,
+            t.records,
+            t.acked,
+            t.failed,
+            t.failed_not_written,
+            t.duplicates,
+            t.reordered,
+            t.lost,
+            report.violation_count,
+            st.epoch_bumps,
+            st.retries,
+            st.records_retried,
+            st.possibly_written_failures,
+            report.virtual_time.as_secs_f64(),
+            started.elapsed().as_secs_f64(),
+            !broken
+        );
+    }
     println!("{}", report.chaos_line());
     if broken {
         ExitCode::FAILURE

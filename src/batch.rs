@@ -113,6 +113,8 @@ pub(crate) struct ProducerBatch {
     /// not `data`'s length); released exactly when the batch is reported. The pieces of
     /// a split share their parent's charge, so the sum never changes.
     pub(crate) charged: usize,
+    /// The largest record's charge (Kafka's `maxRecordSize`, for `record-size-avg/max`).
+    pub(crate) max_record_size: usize,
     /// When the first record was appended; delivery.timeout.ms counts from here.
     pub(crate) created: Timestamp,
     /// Attempts that ended in a retry (Java's `attempts`).

@@ -36,6 +36,7 @@ impl Producer {
             unreachable!()
         };
         let now = self.now;
+        self.metrics_answered(node, response.throttle);
         let n = self.node_mut(node);
         n.in_flight = n.in_flight.saturating_sub(1);
         if !response.throttle.is_zero() {
@@ -312,6 +313,7 @@ impl Producer {
         };
         self.partitions[p as usize].reenqueue(id, &self.batches);
         self.stats.retries += 1;
+        self.metrics_retried(id);
         self.list(p);
     }
 
@@ -473,6 +475,7 @@ impl Producer {
         };
         let b = self.batches.remove(id).expect("live");
         self.stats.splits += 1;
+        self.metrics_split();
         let transactional = self.config.is_transactional();
         let mut records = b.records.into_iter();
         let mut seq = b.stamp.map(|s| s.base_sequence);
@@ -499,6 +502,7 @@ impl Producer {
                 records: piece_records,
                 data: BatchData::new(data),
                 charged,
+                max_record_size: b.max_record_size,
                 created: b.created,
                 attempts: b.attempts,
                 retry_at: None,

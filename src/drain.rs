@@ -335,6 +335,7 @@ impl Producer {
             });
         }
         self.stats.produce_requests += 1;
+        self.metrics_drained(node, &taken);
         let ticket = self.tickets.reserve(1);
         if acks == Acks::None {
             // No answer will come: the batches count as delivered once handed out.

@@ -139,6 +139,7 @@ pub mod error;
 mod expiry;
 mod invariants;
 pub mod io;
+pub mod metrics;
 mod partition;
 mod producer;
 pub mod record;
@@ -157,7 +158,8 @@ pub use io::{
     PartitionMetadata, PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse, Request,
     RequestFailure, TxnOffsetCommitRequest,
 };
-pub use producer::{Producer, SequenceState, Stats};
+pub use metrics::{MetricSample, Stats};
+pub use producer::{Producer, SequenceState};
 pub use record::{Header, Record};
 pub use txn::{
     ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, TransactionState, TxnError, TxnOp,

@@ -18,6 +18,8 @@ pub(crate) struct OpenBatch {
     pub(crate) created: Timestamp,
     /// The `buffer.memory` bytes its records were charged when `send` accepted them.
     pub(crate) charged: usize,
+    /// The largest of those charges (Kafka's `ProducerBatch.maxRecordSize`).
+    pub(crate) max_record_size: usize,
 }
 
 /// Everything the producer tracks for one partition.

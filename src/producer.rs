@@ -12,6 +12,7 @@ use crate::batch::{BatchData, BatchSlab, ProducerBatch, StampFate, WriteState};
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
 use crate::io::{Event, Metadata};
+use crate::metrics::{Samples, Stats};
 use crate::partition::{OpenBatch, PartitionState};
 use crate::record::{BatchBuilder, Compression, Record, RECORD_BATCH_OVERHEAD};
 use crate::ticket::TicketSequencer;
@@ -19,28 +20,6 @@ use crate::txn::Txn;
 use crate::types::{
     BatchId, NodeId, ProducerIdAndEpoch, RecordId, RequestId, Sequence, Timestamp, TopicPartition,
 };
-
-/// Counters for reports and tests. They never influence behaviour.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Records accepted by `send`.
-    pub records_sent: u64,
-    /// Produce requests handed to the driver.
-    pub produce_requests: u64,
-    /// Batches put back in the queue for another attempt.
-    pub retries: u64,
-    /// Epoch bumps applied (KIP-360), including new producer ids after exhaustion.
-    pub epoch_bumps: u64,
-    /// Batches split after MESSAGE_TOO_LARGE.
-    pub splits: u64,
-    /// Batches failed by delivery.timeout.ms.
-    pub expired_batches: u64,
-    /// Requests the core timed out (request.timeout.ms).
-    pub request_timeouts: u64,
-    /// Metadata requests emitted.
-    pub metadata_requests: u64,
-}
 
 /// One partition's sequencing state, as [`Producer::sequence_state`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +150,8 @@ pub struct Producer {
     /// of the `charged` bytes of every unreported batch (open, queued, on the wire).
     pub(crate) buffered_bytes: usize,
     pub(crate) stats: Stats,
+    /// Metric samples for the session, once enabled (see `metrics.rs`).
+    pub(crate) samples: Samples,
     /// The transactional state machine, iff `transactional.id` is set.
     pub(crate) txn: Option<Txn>,
 }
@@ -225,6 +206,7 @@ impl Producer {
             unreported_records: 0,
             buffered_bytes: 0,
             stats: Stats::default(),
+            samples: Samples::default(),
             txn,
         }
     }
@@ -409,6 +391,7 @@ impl Producer {
                 records: Vec::new(),
                 created: self.now,
                 charged: 0,
+                max_record_size: 0,
             });
         }
         let id = RecordId(self.next_record_id);
@@ -420,6 +403,7 @@ impl Producer {
         open.builder.append(record);
         open.records.push(id);
         open.charged += size;
+        open.max_record_size = open.max_record_size.max(size);
         let full = open.builder.size_in_bytes() >= batch_size;
         if full {
             self.close_open(p);
@@ -460,7 +444,9 @@ impl Producer {
 
     /// The next event for the application, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let event = self.events.pop_front()?;
+        self.metrics_event(&event);
+        Some(event)
     }
 
     /// The next time the producer needs [`Producer::handle_timeout`], if any. Drivers
@@ -583,6 +569,7 @@ impl Producer {
             self.metadata_retry_at = None;
         }
         if known {
+            self.metrics_metadata();
             Ok(())
         } else {
             Err(InputError::UnknownRequest(request.unwrap_or(RequestId(0))))
@@ -681,6 +668,7 @@ impl Producer {
                 open.builder.finish()
             }),
             charged: open.charged,
+            max_record_size: open.max_record_size,
             created: open.created,
             attempts: 0,
             retry_at: None,

@@ -5,7 +5,7 @@
 //! ```text
 //! produce --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B
 //!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T]
-//!     [--property key=value]...
+//!     [--property key=value]... [--stats]
 //! ```
 //!
 //! Record `i` has key `i` in decimal ASCII and a value of `B` bytes starting with `i` in
@@ -18,7 +18,10 @@
 //! threads (each sends the records of its own partitions, in order). `--size` is an alias
 //! of `--record-size`.
 //!
-//! Progress goes to stderr every second; the last stdout line is
+//! Progress goes to stderr every second (acknowledged and failed records, and the rates
+//! since the previous line and since the start); with `--stats` the producer's metrics
+//! snapshot (Kafka's names, one `group:name{tags} value` line each) goes to stdout before
+//! the summary. The last stdout line is
 //! `produce: records=N acked=A failed=F elapsed_ms=E records_per_s=R p50_ms=X p99_ms=Y`
 //! (elapsed from the first send until every record has an outcome; send-to-acknowledgement
 //! latency percentiles of the acknowledged records).
@@ -30,7 +33,7 @@ use std::time::Duration;
 /// The usage line.
 pub const USAGE: &str = "usage: produce --bootstrap HOST:PORT --topic T --partitions P \
     --records N --record-size B [--linger-ms L] [--batch-size S] [--max-outstanding M] \
-    [--threads T] [--property key=value]...";
+    [--threads T] [--property key=value]... [--stats]";
 
 /// The parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +54,8 @@ pub struct Args {
     pub threads: usize,
     /// Kafka properties from `--linger-ms`, `--batch-size` and `--property`, in order.
     pub properties: Vec<(String, String)>,
+    /// `--stats`: print the metrics snapshot at the end.
+    pub stats: bool,
 }
 
 impl Args {
@@ -70,10 +75,15 @@ impl Args {
         let mut max_outstanding = 8192;
         let mut threads = 1;
         let mut properties = Vec::new();
+        let mut stats = false;
         let mut it = args.into_iter();
         while let Some(flag) = it.next() {
             if flag == "-h" || flag == "--help" {
                 return Err(String::new());
+            }
+            if flag == "--stats" {
+                stats = true;
+                continue;
             }
             let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
@@ -106,6 +116,7 @@ impl Args {
             max_outstanding,
             threads,
             properties,
+            stats,
         };
         if args.partitions < 1 {
             return Err("--partitions must be at least 1".into());
@@ -151,12 +162,22 @@ impl Args {
     }
 }
 
-/// A progress line for stderr.
-pub fn progress(elapsed: Duration, records: u64, acked: u64, failed: u64) -> String {
+/// A progress line for stderr: the counts, the overall rate, and the rate since the
+/// previous line (`last`: its elapsed time and acknowledged count; `None` for the first).
+pub fn progress(
+    elapsed: Duration,
+    records: u64,
+    acked: u64,
+    failed: u64,
+    last: Option<(Duration, u64)>,
+) -> String {
     let secs = elapsed.as_secs_f64().max(1e-9);
+    let (since, before) = last.unwrap_or((Duration::ZERO, 0));
+    let window = elapsed.saturating_sub(since).as_secs_f64().max(1e-9);
     format!(
-        "produce: {:.0}s acked={acked}/{records} failed={failed} ({:.0} records/s)",
+        "produce: {:.0}s acked={acked}/{records} failed={failed} ({:.0} records/s now, {:.0} records/s overall)",
         secs,
+        acked.saturating_sub(before) as f64 / window,
         acked as f64 / secs
     )
 }

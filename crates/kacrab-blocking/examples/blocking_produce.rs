@@ -129,14 +129,17 @@ fn main() -> ExitCode {
     let progress = {
         let (tally, records) = (Arc::clone(&tally), args.records);
         thread::spawn(move || {
+            let mut last = None;
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_secs(1))
             {
                 let acked = tally.acked.load(Ordering::Relaxed);
                 let failed = tally.failed.load(Ordering::Relaxed);
+                let elapsed = start.elapsed();
                 eprintln!(
                     "{}",
-                    produce_cli::progress(start.elapsed(), records, acked, failed)
+                    produce_cli::progress(elapsed, records, acked, failed, last)
                 );
+                last = Some((elapsed, acked));
             }
         })
     };
@@ -149,10 +152,15 @@ fn main() -> ExitCode {
     let elapsed = start.elapsed();
     drop(stop);
     let _ = progress.join();
+    // Every record has its outcome: the snapshot covers the whole run.
+    let stats = if args.stats { producer.metrics() } else { None };
     if let Err(e) = producer.close() {
         eprintln!("produce: close: {e}");
     }
     eprintln!("produce: {:?}", producer.io_stats());
+    if let Some(stats) = stats {
+        print!("{stats}");
+    }
 
     let acked = tally.acked.load(Ordering::Relaxed);
     let failed = tally.failed.load(Ordering::Relaxed);

@@ -109,6 +109,8 @@ pub(crate) enum Msg {
         call: TxnCall,
         reply: oneshot::Sender<Result<(), TxnError>>,
     },
+    /// `Producer::metrics`, answered at once.
+    Metrics(oneshot::Sender<kacrab_driver::MetricsSnapshot>),
     Net(NetEvent),
 }
 
@@ -311,6 +313,10 @@ impl Io {
             Msg::Transaction { call, reply } => {
                 let op = s.transaction(call, now);
                 (op, OpWaiter::Txn(reply))
+            }
+            Msg::Metrics(reply) => {
+                reply.send(s.metrics(now));
+                return;
             }
             Msg::Net(event) => {
                 self.network(event, now);

@@ -128,7 +128,8 @@ use kacrab_idempotence::KafkaError;
 
 pub use error::{BuildError, ProduceError, SendError, WaitError};
 pub use io::IoStats;
-pub use kacrab_driver::{ProducerRecord, RecordMetadata};
+pub use kacrab_driver::metrics;
+pub use kacrab_driver::{MetricsSnapshot, ProducerRecord, RecordMetadata};
 
 /// Re-exported from the core: a topic name, a record header, transactional types.
 pub use kacrab_idempotence::{
@@ -464,6 +465,19 @@ impl Producer {
             // Raced a close: the count was not learned.
             None => self.after_stop().and(Err(WaitError::Timeout)),
         }
+    }
+
+    /// Every metric of the producer, with Kafka's names and meanings (see
+    /// [`MetricsSnapshot`]), taken on the I/O thread. `None` once it has stopped, or
+    /// when called on the I/O thread (from a delivery callback).
+    #[must_use]
+    pub fn metrics(&self) -> Option<MetricsSnapshot> {
+        if self.on_io_thread() {
+            return None;
+        }
+        let (reply, rx) = oneshot::channel();
+        self.inner.tx.send(Msg::Metrics(reply)).ok()?;
+        rx.wait()
     }
 
     /// Counters of the I/O thread (connections, bytes, timeouts), updated after every

@@ -88,3 +88,32 @@ fn records_are_checkable_and_the_summary_line_is_fixed() {
         "produce: records=1 acked=0 failed=1 elapsed_ms=10 records_per_s=100 p50_ms=0.0 p99_ms=0.0"
     );
 }
+
+#[test]
+fn stats_is_a_flag_without_a_value() {
+    let base = "--bootstrap h:1 --topic t --partitions 2 --records 1 --record-size 1";
+    assert!(!parse(base).unwrap().stats);
+    let a = parse(&format!("--stats {base}")).unwrap();
+    assert!(a.stats);
+    assert_eq!(a.records, 1, "the flag takes no value");
+}
+
+#[test]
+fn a_progress_line_has_the_rate_now_and_overall() {
+    let first = produce_cli::progress(Duration::from_secs(1), 100, 50, 0, None);
+    assert_eq!(
+        first,
+        "produce: 1s acked=50/100 failed=0 (50 records/s now, 50 records/s overall)"
+    );
+    let later = produce_cli::progress(
+        Duration::from_secs(2),
+        100,
+        60,
+        1,
+        Some((Duration::from_secs(1), 50)),
+    );
+    assert_eq!(
+        later,
+        "produce: 2s acked=60/100 failed=1 (10 records/s now, 30 records/s overall)"
+    );
+}

@@ -378,3 +378,28 @@ fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
     eprintln!("{stats:?}");
     p.close().unwrap();
 }
+
+/// The metrics snapshot through the blocking driver: against FakeBroker, every
+/// acknowledged record counts once in `record-send-total` (no retries), per topic too.
+#[test]
+fn the_metrics_snapshot_counts_every_delivered_record() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("m", 2));
+    let p = producer(&f, &[]);
+    let handles: Vec<_> = (0..10)
+        .map(|i| p.send(ProducerRecord::new("m", i % 2, "v")).unwrap())
+        .collect();
+    p.flush().unwrap();
+    for h in handles {
+        h.wait().unwrap();
+    }
+    let m = p.metrics().expect("the I/O thread runs");
+    assert_eq!(m.client_id, "smoke");
+    assert_eq!(m.producer.record_send_total, 10.0);
+    assert_eq!(m.producer.record_error_total, 0.0);
+    assert_eq!(m.topics["m"].record_send_total, 10.0);
+    assert!(m.producer.connection_count >= 1.0);
+    assert!(m.producer.request_latency_max >= 0.0);
+    p.close().unwrap();
+    assert!(p.metrics().is_none(), "stopped");
+}

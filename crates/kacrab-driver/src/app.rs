@@ -509,6 +509,14 @@ impl Application {
         }
     }
 
+    /// Sends waiting for room in `buffer.memory` (for `bufferpool-wait-time-ns-total`).
+    pub(crate) fn blocked_sends(&self) -> usize {
+        self.backlog
+            .iter()
+            .filter(|q| matches!(q, Queued::Send { .. }))
+            .count()
+    }
+
     fn front_deadline(&self) -> Option<Timestamp> {
         match self.backlog.front() {
             Some(Queued::Send { deadline, .. }) => Some(*deadline),

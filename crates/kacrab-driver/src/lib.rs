@@ -43,6 +43,7 @@ mod completion;
 mod config;
 mod convert;
 mod features;
+pub mod metrics;
 mod network;
 mod output;
 mod phases;
@@ -60,9 +61,11 @@ pub use config::{
     SaslMechanism, SASL_JAAS_CONFIG, SASL_MECHANISM,
 };
 pub use config::{
-    SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
-    MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+    MetricsConfig, SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS,
+    CLIENT_ID, MAX_BLOCK_MS, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL,
+    METRICS_SAMPLE_WINDOW_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
+pub use metrics::MetricsSnapshot;
 pub use output::{CloseReason, ConnId, Output};
 pub use phases::{ConnectError, ConnectFailure, TlsFailure};
 pub use record::{ProducerRecord, RecordMetadata};

@@ -100,6 +100,8 @@ pub(crate) struct Network {
     /// A security phase failed: final; no connection is opened again and every request
     /// is reported never sent. Never goes back to `Healthy`.
     health: Health,
+    /// Responses decoded, for the metrics (drained by the session).
+    pub(crate) tally: crate::metrics::NetTally,
 }
 
 impl Network {
@@ -127,6 +129,7 @@ impl Network {
             security,
             failure: None,
             health: Health::Healthy,
+            tally: crate::metrics::NetTally::default(),
         }
     }
 
@@ -144,6 +147,17 @@ impl Network {
 
     pub(crate) fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// The broker of a live connection (`Some(None)` for a bootstrap address), `None`
+    /// for a connection the session no longer has.
+    pub(crate) fn node_of(&self, conn: ConnId) -> Option<Option<i32>> {
+        self.conns.iter().find(|c| c.id == conn).map(|c| c.node)
+    }
+
+    /// Requests written and not yet answered, over every connection.
+    pub(crate) fn in_flight_count(&self) -> usize {
+        self.conns.iter().map(|c| c.wire.in_flight_count()).sum()
     }
 
     /// Asks any broker for the metadata of `topics`, as the session's own request.
@@ -347,6 +361,8 @@ impl Network {
             debug_assert_eq!(c.deadlines.front().map(|d| d.0), Some(tag));
             c.deadlines.pop_front();
         }
+        let node = c.node;
+        self.tally.response(node, tag, now);
         if let Response::ApiVersions(answer) = &decoded.response {
             self.handle_api_versions(core, conn, answer, now);
             return;
@@ -612,7 +628,10 @@ impl Network {
             .and_then(|v| c.wire.encode(wire_request, v, id.0));
         match encoded {
             // With acks=0 nothing comes back; the core already reported those batches.
-            Ok(e) => self.transmit(core, conn, e.frame, ticket, now),
+            Ok(e) => {
+                self.tally.written(ticket.map(|_| id.0), now);
+                self.transmit(core, conn, e.frame, ticket, now);
+            }
             Err(_) => {
                 if let Some(ticket) = ticket {
                     self.out.push_back(Output::Release { ticket });

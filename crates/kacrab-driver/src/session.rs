@@ -11,6 +11,7 @@ use kacrab_idempotence::{
 use crate::app::{Application, TxnCall};
 use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
+use crate::metrics::{Gauges, MetricsSnapshot, SessionMetrics, TimedCall};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
 use crate::phases::Security;
@@ -26,6 +27,7 @@ pub struct Session {
     core: Producer,
     app: Application,
     net: Network,
+    metrics: SessionMetrics,
 }
 
 impl Session {
@@ -48,10 +50,19 @@ impl Session {
             now,
             unix_ms,
         );
+        let metrics = SessionMetrics::new(
+            config.metrics().sample_window(),
+            config.metrics().num_samples(),
+            config.client_id(),
+            now,
+        );
+        let mut core = Producer::new(core_config, now);
+        core.enable_metric_samples();
         Self {
-            core: Producer::new(core_config, now),
+            core,
             app,
             net,
+            metrics,
         }
     }
 
@@ -88,6 +99,7 @@ impl Session {
     /// ([`Completion::Flushed`]) once every record sent before this call has an outcome.
     pub fn flush(&mut self, now: Timestamp) -> OpId {
         let op = self.app.flush(&mut self.core);
+        self.metrics.call(op, TimedCall::Flush, now);
         self.progress(now);
         op
     }
@@ -146,7 +158,9 @@ impl Session {
     /// Runs a transactional operation given as a value: the same as the method of its
     /// name.
     pub fn transaction(&mut self, call: TxnCall, now: Timestamp) -> OpId {
+        let timed = TimedCall::of(&call);
         let op = self.app.transaction(&mut self.core, call);
+        self.metrics.call(op, timed, now);
         self.progress(now);
         op
     }
@@ -157,6 +171,7 @@ impl Session {
     pub fn partition_count(&mut self, topic: &str, now: Timestamp) -> OpId {
         let known = self.net.partition_count(topic);
         let op = self.app.partition_count(topic, known, now);
+        self.metrics.call(op, TimedCall::MetadataWait, now);
         self.progress(now);
         op
     }
@@ -168,14 +183,20 @@ impl Session {
         if !self.net.has_output() {
             self.drain_core(now);
         }
-        self.net.pop_output()
+        let out = self.net.pop_output()?;
+        let node = match &out {
+            Output::Transmit { conn, .. } => self.net.node_of(*conn).flatten(),
+            _ => None,
+        };
+        self.metrics.output(&out, node, now);
+        Some(out)
     }
 
     /// The next thing the application should learn, if any.
     pub fn poll_completion(&mut self) -> Option<Completion> {
         let done = self.app.pop_completion()?;
         // After a security failure the records given up name its cause.
-        Some(match (done, self.net.security_failure()) {
+        let done = match (done, self.net.security_failure()) {
             (
                 Completion::Record {
                     id,
@@ -194,7 +215,9 @@ impl Session {
                 }),
             },
             (done, _) => done,
-        })
+        };
+        self.metrics.completion(&done);
+        Some(done)
     }
 
     /// When [`Session::handle_timeout`] is next needed: the earliest of the core's
@@ -245,6 +268,9 @@ impl Session {
 
     /// The connection is open: the session negotiates versions on it.
     pub fn handle_connected(&mut self, conn: ConnId, now: Timestamp) {
+        if self.net.node_of(conn).is_some() {
+            self.metrics.connected(now);
+        }
         self.net.handle_connected(&mut self.core, conn, now);
         self.progress(now);
     }
@@ -258,12 +284,18 @@ impl Session {
     /// The connection failed (or could not be opened). Requests written on it may have
     /// been applied by the broker; the core treats them so.
     pub fn handle_disconnected(&mut self, conn: ConnId, now: Timestamp) {
+        if self.net.node_of(conn).is_some() {
+            self.metrics.closed(now);
+        }
         self.net.handle_disconnected(&mut self.core, conn, now);
         self.progress(now);
     }
 
     /// Bytes read from the connection's socket.
     pub fn handle_bytes(&mut self, conn: ConnId, bytes: &[u8], now: Timestamp) {
+        if let Some(node) = self.net.node_of(conn) {
+            self.metrics.incoming(node, bytes.len(), now);
+        }
         self.net.handle_bytes(&mut self.core, conn, bytes, now);
         self.progress(now);
     }
@@ -280,6 +312,17 @@ impl Session {
     #[must_use]
     pub fn stats(&self) -> Stats {
         self.core.stats()
+    }
+
+    /// Every metric, with Kafka's names and meanings, at `now` (rates and averages over
+    /// `metrics.sample.window.ms` x `metrics.num.samples` ending at `now`). Taking a
+    /// snapshot changes nothing the producer does.
+    pub fn metrics(&mut self, now: Timestamp) -> MetricsSnapshot {
+        let gauges = Gauges {
+            in_flight: self.net.in_flight_count(),
+            connections: self.net.connection_count(),
+        };
+        self.metrics.snapshot(&self.core, gauges, now)
     }
 
     /// The transactional state, for a transactional producer.
@@ -351,6 +394,11 @@ impl Session {
         if self.app.is_finished() && !was_finished {
             self.net.close_all(&mut self.core, now);
         }
+        self.net
+            .tally
+            .drain_into(&mut self.metrics, &self.core, now);
+        let blocked = self.app.blocked_sends();
+        self.metrics.after_input(&mut self.core, blocked, now);
     }
 }
 

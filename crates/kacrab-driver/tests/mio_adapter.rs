@@ -199,3 +199,30 @@ fn a_refused_connect_moves_on_to_the_next_bootstrap_server() {
     assert_eq!(outcome.expect("acknowledged").offset, Some(0));
     producer.close().expect("close");
 }
+
+/// The example driver gives the session's metrics snapshot: against FakeBroker, one
+/// acknowledged record counts once in `record-send-total`, its connection in
+/// `connection-creation-total`.
+#[test]
+fn the_metrics_snapshot_counts_a_delivered_record() {
+    use kacrab_testkit::Cluster;
+
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("metrics", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let config = SessionConfig::from_properties([("bootstrap.servers", bootstrap.as_str())])
+        .expect("config");
+    let producer = MioProducer::start(config).expect("start");
+    let record = ProducerRecord::new("metrics", 0, Bytes::from_static(b"v"));
+    let done = producer.call_wait(move |s, now| Id::Send(s.send(record, now)));
+    assert!(
+        matches!(done, Some(Completion::Record { outcome: Ok(_), .. })),
+        "{done:?}"
+    );
+    let m = producer.metrics().expect("the loop runs");
+    assert_eq!(m.producer.record_send_total, 1.0);
+    assert_eq!(m.topics["metrics"].record_send_total, 1.0);
+    assert!(m.producer.connection_creation_total >= 1.0);
+    assert!(m.producer.outgoing_byte_total > 0.0);
+    assert!(producer.close(None));
+}

@@ -115,14 +115,17 @@ async fn run(args: Args) -> ExitCode {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             tick.tick().await;
+            let mut last = None;
             loop {
                 tick.tick().await;
                 let acked = tally.acked.load(Ordering::Relaxed);
                 let failed = tally.failed.load(Ordering::Relaxed);
+                let elapsed = start.elapsed();
                 eprintln!(
                     "{}",
-                    produce_cli::progress(start.elapsed(), records, acked, failed)
+                    produce_cli::progress(elapsed, records, acked, failed, last)
                 );
+                last = Some((elapsed, acked));
             }
         })
     };
@@ -155,8 +158,17 @@ async fn run(args: Args) -> ExitCode {
         }
     }
     let elapsed = start.elapsed();
+    // Every record has its outcome: the snapshot covers the whole run.
+    let stats = if args.stats {
+        producer.metrics().await
+    } else {
+        None
+    };
     producer.close().await;
     progress.abort();
+    if let Some(stats) = stats {
+        print!("{stats}");
+    }
 
     let acked = tally.acked.load(Ordering::Relaxed);
     let failed = tally.failed.load(Ordering::Relaxed);

@@ -42,6 +42,8 @@ pub(crate) enum Command {
         call: TxnCall,
         reply: oneshot::Sender<Result<(), TxnError>>,
     },
+    /// A metrics snapshot, answered at once.
+    Metrics(oneshot::Sender<kacrab_driver::MetricsSnapshot>),
 }
 
 /// Who waits for the completion of an [`OpId`].
@@ -247,6 +249,10 @@ impl Driver {
             Command::Transaction { call, reply } => {
                 let op = s.transaction(call, now);
                 (op, OpReply::Transaction(reply))
+            }
+            Command::Metrics(reply) => {
+                let _ = reply.send(s.metrics(now));
+                return;
             }
         };
         self.ops.insert(op, reply);

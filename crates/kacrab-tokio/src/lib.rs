@@ -106,9 +106,10 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use conn::{BrokerStream, ConnectFuture, Connector};
 pub use error::{Error, ProduceError};
+pub use kacrab_driver::metrics;
 pub use kacrab_driver::{
-    ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID, MAX_BLOCK_MS,
-    SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+    MetricsSnapshot, ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS,
+    CLIENT_ID, MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
 pub use kacrab_idempotence::{
     ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
@@ -295,6 +296,21 @@ impl Producer {
     /// see the sent ones.
     pub fn abort_transaction(&self) -> impl Future<Output = Result<(), TxnError>> + Send + 'static {
         self.transaction(TxnCall::Abort)
+    }
+
+    /// Every metric of the producer, with Kafka's names and meanings (see
+    /// [`MetricsSnapshot`]), taken on the driver task. `None` once the producer has
+    /// stopped.
+    pub fn metrics(&self) -> impl Future<Output = Option<MetricsSnapshot>> + Send + 'static {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.commands.send(Command::Metrics(reply)).is_ok();
+        async move {
+            if sent {
+                rx.await.ok()
+            } else {
+                None
+            }
+        }
     }
 
     /// Whether the producer has stopped (closed, or its runtime shut down).

@@ -14,3 +14,29 @@ kacrab_testkit::fake_broker_tests!(
 
 // Transactions, version 1 and 2: commit, abort, fencing, read_committed.
 kacrab_testkit::fake_broker_txn_tests!(support::factory);
+
+/// The metrics snapshot through the Tokio driver: against FakeBroker, one acknowledged
+/// record counts once in `record-send-total`, per topic too.
+#[test]
+fn the_metrics_snapshot_counts_a_delivered_record() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("metrics", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let p = kacrab_tokio::Producer::from_properties(&[("bootstrap.servers", &bootstrap)])
+            .expect("producer");
+        p.send(kacrab_tokio::ProducerRecord::new("metrics", 0, "v"))
+            .await
+            .expect("acknowledged");
+        let m = p.metrics().await.expect("the driver runs");
+        assert_eq!(m.producer.record_send_total, 1.0);
+        assert_eq!(m.topics["metrics"].record_send_total, 1.0);
+        assert!(m.producer.connection_creation_total >= 1.0);
+        p.close().await;
+    });
+}

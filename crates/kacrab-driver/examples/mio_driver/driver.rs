@@ -14,7 +14,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session, SessionConfig, Timestamp};
+use kacrab_driver::{
+    Completion, ConnId, MetricsSnapshot, OpId, Output, SendId, Session, SessionConfig, Timestamp,
+};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 
@@ -33,10 +35,13 @@ pub enum Id {
 /// Receives the completion of one command, on the loop's thread.
 pub type Reply = Box<dyn FnOnce(Completion) + Send>;
 type Command = (Box<dyn FnOnce(&mut Session, Timestamp) -> Id + Send>, Reply);
+/// A look at the session that completes at once (a metrics snapshot).
+type Inspect = Box<dyn FnOnce(&mut Session, Timestamp) + Send>;
 
 /// A producer whose session runs on its own thread, in a `mio` loop.
 pub struct MioProducer {
     commands: mpsc::Sender<Command>,
+    inspects: mpsc::Sender<Inspect>,
     waker: Arc<Waker>,
     thread: Option<JoinHandle<()>>,
 }
@@ -47,14 +52,16 @@ impl MioProducer {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (commands, rx) = mpsc::channel();
+        let (inspects, inspect_rx) = mpsc::channel();
         // The loop holds the waker too: dropping the last handle right after its wake
         // would close the eventfd and take the pending wake-up with it.
         let held = Arc::clone(&waker);
         let thread = thread::Builder::new()
             .name("kacrab-mio".into())
-            .spawn(move || run(config, poll, rx, &held))?;
+            .spawn(move || run(config, poll, rx, inspect_rx, &held))?;
         Ok(Self {
             commands,
+            inspects,
             waker,
             thread: Some(thread),
         })
@@ -80,6 +87,16 @@ impl MioProducer {
     ) -> Option<Completion> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.call(call, move |done| drop(tx.send(done)));
+        rx.recv().ok()
+    }
+
+    /// Every metric of the session (see [`Session::metrics`]); `None` if the loop has
+    /// ended.
+    pub fn metrics(&self) -> Option<MetricsSnapshot> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let inspect: Inspect = Box::new(move |s, now| drop(tx.send(s.metrics(now))));
+        self.inspects.send(inspect).ok()?;
+        let _ = self.waker.wake();
         rx.recv().ok()
     }
 
@@ -111,7 +128,13 @@ struct Conn {
 
 /// The loop: commands in, outputs to sockets, completions out, then wait for a socket, a
 /// command or the session's next deadline.
-fn run(config: SessionConfig, mut poll: Poll, commands: mpsc::Receiver<Command>, _waker: &Waker) {
+fn run(
+    config: SessionConfig,
+    mut poll: Poll,
+    commands: mpsc::Receiver<Command>,
+    inspects: mpsc::Receiver<Inspect>,
+    _waker: &Waker,
+) {
     let start = Instant::now();
     let clock = || Timestamp::from_micros(start.elapsed().as_micros() as u64);
     let unix_ms = SystemTime::now()
@@ -124,6 +147,9 @@ fn run(config: SessionConfig, mut poll: Poll, commands: mpsc::Receiver<Command>,
         let now = clock();
         while let Ok((call, reply)) = commands.try_recv() {
             waiters.insert(call(&mut session, now), reply);
+        }
+        while let Ok(inspect) = inspects.try_recv() {
+            inspect(&mut session, now);
         }
         while let Some(output) = session.poll_output(now) {
             match output {

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p kacrab-driver --example mio_driver -- \
 //!     --bootstrap HOST:PORT --topic T --partitions P --records N --size B \
-//!     [--linger-ms MS] [--batch-size BYTES] [--property KEY=VALUE]...
+//!     [--linger-ms MS] [--batch-size BYTES] [--property KEY=VALUE]... [--stats]
 //! ```
 //!
 //! Record `i` has key `i` in decimal ASCII and a value of `B` bytes starting with `i`
@@ -27,13 +27,20 @@ struct Args {
     size: usize,
     /// Kafka properties: `--bootstrap`, `--linger-ms`, `--batch-size` and `--property`.
     properties: Vec<(String, String)>,
+    /// `--stats`: print the metrics snapshot at the end.
+    stats: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut properties = vec![("client.id".to_owned(), "kacrab-mio-produce".to_owned())];
     let (mut topic, mut partitions, mut records, mut size) = (None, None, None, None);
+    let mut stats = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--stats" {
+            stats = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
         let mut set = |k: &str, v: String| properties.push((k.to_owned(), v));
@@ -58,6 +65,7 @@ fn parse_args() -> Result<Args, String> {
         records: records.ok_or("--records is required")?,
         size: size.ok_or("--size is required")?,
         properties,
+        stats,
     })
 }
 
@@ -69,7 +77,7 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => {
             eprintln!("produce: {e}");
-            eprintln!("usage: mio_driver --bootstrap HOST:PORT --topic T --partitions P --records N --size B [--linger-ms MS] [--batch-size BYTES] [--property KEY=VALUE]...");
+            eprintln!("usage: mio_driver --bootstrap HOST:PORT --topic T --partitions P --records N --size B [--linger-ms MS] [--batch-size BYTES] [--property KEY=VALUE]... [--stats]");
             return ExitCode::from(2);
         }
     };
@@ -114,6 +122,13 @@ fn main() -> ExitCode {
         "produce: all {} records sent, waiting for acknowledgements",
         args.records
     );
+    if args.stats {
+        // After a flush every record has its outcome: the snapshot covers the run.
+        producer.call_wait(|s, now| Id::Op(s.flush(now)));
+        if let Some(stats) = producer.metrics() {
+            print!("{stats}");
+        }
+    }
     if !producer.close(None) {
         eprintln!("produce: the loop ended before the close completed");
     }

@@ -16,6 +16,10 @@ pub use sasl::{
     OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials, SaslMechanism,
     SASL_JAAS_CONFIG, SASL_MECHANISM,
 };
+mod metrics;
+pub use metrics::{
+    MetricsConfig, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL, METRICS_SAMPLE_WINDOW_MS,
+};
 
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
@@ -86,6 +90,7 @@ pub struct SessionConfig {
     connection_setup_timeout: Duration,
     security: SecurityConfig,
     sasl: SaslConfig,
+    metrics: MetricsConfig,
 }
 
 impl SessionConfig {
@@ -150,6 +155,12 @@ impl SessionConfig {
     pub fn sasl(&self) -> &SaslConfig {
         &self.sasl
     }
+
+    /// The `metrics.*` keys.
+    #[must_use]
+    pub fn metrics(&self) -> &MetricsConfig {
+        &self.metrics
+    }
 }
 
 /// Builds a [`SessionConfig`].
@@ -162,6 +173,7 @@ pub struct SessionConfigBuilder {
     connection_setup_timeout: Duration,
     security: SecurityBuilder,
     sasl: SaslConfig,
+    metrics: MetricsConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -174,6 +186,7 @@ impl Default for SessionConfigBuilder {
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
             security: SecurityBuilder::default(),
             sasl: SaslConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -209,6 +222,7 @@ impl SessionConfigBuilder {
                 self.connection_setup_timeout = t;
             }
             _ if self.security.set(key, value)? => {}
+            _ if self.metrics.set(key, value)? => {}
             _ => {
                 if !self.sasl.set(key, value)? {
                     self.core.set(key, value)?;
@@ -280,6 +294,7 @@ impl SessionConfigBuilder {
             max_block: self.max_block,
             connection_setup_timeout: self.connection_setup_timeout,
             sasl: self.sasl.clone(),
+            metrics: self.metrics,
         })
     }
 }

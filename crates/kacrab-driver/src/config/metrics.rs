@@ -1,0 +1,109 @@
+//! The `metrics.*` keys: Kafka's `MetricConfig` for the session's windowed statistics
+//! (`CommonClientConfigs.METRICS_SAMPLE_WINDOW_MS_CONFIG`, `METRICS_NUM_SAMPLES_CONFIG`,
+//! `METRICS_RECORDING_LEVEL_CONFIG`).
+
+use std::time::Duration;
+
+use super::SessionConfigError;
+
+/// `metrics.sample.window.ms`: the span of one sample of a windowed metric.
+pub const METRICS_SAMPLE_WINDOW_MS: &str = "metrics.sample.window.ms";
+/// `metrics.num.samples`: how many samples a windowed metric keeps.
+pub const METRICS_NUM_SAMPLES: &str = "metrics.num.samples";
+/// `metrics.recording.level`: `INFO`, `DEBUG` or `TRACE`. Accepted for compatibility;
+/// every metric kacrab has is recorded at any level (Kafka's producer metrics are INFO).
+pub const METRICS_RECORDING_LEVEL: &str = "metrics.recording.level";
+
+/// The metrics part of a session's configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricsConfig {
+    sample_window: Duration,
+    num_samples: u32,
+}
+
+impl Default for MetricsConfig {
+    /// Kafka's defaults: 30 000 ms, 2 samples.
+    fn default() -> Self {
+        Self {
+            sample_window: Duration::from_millis(30_000),
+            num_samples: 2,
+        }
+    }
+}
+
+impl MetricsConfig {
+    /// `metrics.sample.window.ms`.
+    #[must_use]
+    pub fn sample_window(&self) -> Duration {
+        self.sample_window
+    }
+
+    /// `metrics.num.samples`.
+    #[must_use]
+    pub fn num_samples(&self) -> u32 {
+        self.num_samples
+    }
+
+    /// Sets one of this module's keys. `Ok(false)` for a key that is not one of them.
+    ///
+    /// # Errors
+    /// [`SessionConfigError::InvalidValue`] for a value Kafka's `ConfigDef` refuses: a
+    /// window or sample count below 1, a level other than INFO, DEBUG or TRACE.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, SessionConfigError> {
+        let invalid = |key: &'static str, reason: &'static str| SessionConfigError::InvalidValue {
+            key,
+            value: value.to_owned(),
+            reason,
+        };
+        match key {
+            METRICS_SAMPLE_WINDOW_MS => {
+                let ms: u64 = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&ms| ms >= 1)
+                    .ok_or_else(|| invalid(METRICS_SAMPLE_WINDOW_MS, "expected at least 1 ms"))?;
+                self.sample_window = Duration::from_millis(ms);
+            }
+            METRICS_NUM_SAMPLES => {
+                self.num_samples = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| invalid(METRICS_NUM_SAMPLES, "expected at least 1"))?;
+            }
+            METRICS_RECORDING_LEVEL => {
+                if !matches!(value.trim(), "INFO" | "DEBUG" | "TRACE") {
+                    return Err(invalid(
+                        METRICS_RECORDING_LEVEL,
+                        "expected INFO, DEBUG or TRACE",
+                    ));
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_defaults_and_validation() {
+        let mut c = MetricsConfig::default();
+        assert_eq!(c.sample_window(), Duration::from_millis(30_000));
+        assert_eq!(c.num_samples(), 2);
+        assert_eq!(c.set(METRICS_SAMPLE_WINDOW_MS, "1000"), Ok(true));
+        assert_eq!(c.set(METRICS_NUM_SAMPLES, "3"), Ok(true));
+        assert_eq!(c.set(METRICS_RECORDING_LEVEL, "DEBUG"), Ok(true));
+        assert_eq!(c.set("linger.ms", "5"), Ok(false));
+        assert_eq!(c.sample_window(), Duration::from_millis(1000));
+        assert_eq!(c.num_samples(), 3);
+        assert!(c.set(METRICS_SAMPLE_WINDOW_MS, "0").is_err());
+        assert!(c.set(METRICS_NUM_SAMPLES, "0").is_err());
+        assert!(c.set(METRICS_RECORDING_LEVEL, "LOUD").is_err());
+    }
+}
