@@ -54,6 +54,10 @@ pub use config::{
     SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
     MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
+pub use config::{
+    COMPRESSION_GZIP_LEVEL, COMPRESSION_LZ4_LEVEL, COMPRESSION_TYPE, COMPRESSION_ZSTD_LEVEL,
+};
+pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use output::{CloseReason, ConnId, Output};
 pub use record::{ProducerRecord, RecordMetadata};
 pub use session::Session;

@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 
+mod compression;
+pub use compression::{
+    COMPRESSION_GZIP_LEVEL, COMPRESSION_LZ4_LEVEL, COMPRESSION_TYPE, COMPRESSION_ZSTD_LEVEL,
+};
+
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
 /// `client.id`: sent in every request header.
@@ -113,6 +118,7 @@ pub struct SessionConfigBuilder {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    compression: compression::CompressionConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -123,13 +129,15 @@ impl Default for SessionConfigBuilder {
             client_id: None,
             max_block: DEFAULT_MAX_BLOCK,
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
+            compression: compression::CompressionConfig::default(),
         }
     }
 }
 
 impl SessionConfigBuilder {
     /// Sets a property by its Kafka name: the session's keys ([`BOOTSTRAP_SERVERS`],
-    /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]) or any key
+    /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]), the compression
+    /// keys ([`COMPRESSION_TYPE`] and the three levels of KIP-390) or any key
     /// of [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
@@ -155,6 +163,7 @@ impl SessionConfigBuilder {
                 }
                 self.connection_setup_timeout = t;
             }
+            _ if compression::CompressionConfig::owns(key) => self.compression.set(key, value)?,
             _ => {
                 self.core.set(key, value)?;
             }
@@ -190,6 +199,17 @@ impl SessionConfigBuilder {
         self
     }
 
+    /// Sets the compression codec (`None`: `compression.type=none`) and its level
+    /// (`None`: Kafka's default), as `compression.type` and its level key would.
+    pub fn compression(
+        &mut self,
+        codec: Option<kacrab_idempotence::Codec>,
+        level: Option<i32>,
+    ) -> &mut Self {
+        self.compression.set_codec(codec, level);
+        self
+    }
+
     /// The core's configuration, for typed settings (`linger`, `batch_size`, ...).
     pub fn core(&mut self) -> &mut ProducerConfigBuilder {
         &mut self.core
@@ -201,7 +221,11 @@ impl SessionConfigBuilder {
     /// [`SessionConfigError::Config`] if the core's configuration is invalid,
     /// [`SessionConfigError::MissingBootstrap`] without bootstrap servers.
     pub fn build(&self) -> Result<SessionConfig, SessionConfigError> {
-        let core = self.core.build()?;
+        let core = self
+            .core
+            .clone()
+            .compression(self.compression.build()?)
+            .build()?;
         if self.bootstrap.is_empty() {
             return Err(SessionConfigError::MissingBootstrap);
         }
