@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bs=$1; data=$2; n=${3:-200000}; size=${4:-200}
 target=${CARGO_TARGET_DIR:-target}
-produce="$target/release/examples/tokio_produce"
+produce=${KACRAB_PRODUCE_BIN:-$target/release/examples/tokio_produce}
 [ -x "$produce" ] || { echo "build $produce first" >&2; exit 1; }
 command -v kcat >/dev/null || { echo "kcat is not installed" >&2; exit 1; }
 run=$$

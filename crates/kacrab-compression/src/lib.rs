@@ -30,7 +30,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use kacrab_idempotence::compression::{Codec, Compression, CompressionError, Compressor};
+#[cfg(doc)]
+use kacrab_idempotence::compression::Compressor;
+use kacrab_idempotence::compression::{Codec, Compression, CompressionError};
 
 #[cfg(feature = "gzip")]
 mod gzip;
@@ -77,6 +79,7 @@ pub fn compression(codec: Codec, level: Option<i32>) -> Result<Compression, Code
         (Some(range), None) => range.default,
         (None, _) => 0,
     };
+    // Unused only in a build without any codec feature.
     let _ = level;
     match codec {
         #[cfg(feature = "gzip")]
@@ -101,7 +104,3 @@ fn failure(codec: Codec, operation: &'static str, e: &dyn std::fmt::Display) -> 
         reason: e.to_string(),
     }
 }
-
-/// Compile-time check that every compressor can be registered with the core.
-#[allow(dead_code)]
-fn assert_compressor<C: Compressor + 'static>() {}
