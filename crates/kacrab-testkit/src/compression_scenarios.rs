@@ -19,11 +19,14 @@ use crate::{Factory, TestProducer};
 /// Every codec's `compression.type` value.
 pub const CODECS: [&str; 4] = ["gzip", "snappy", "lz4", "zstd"];
 
+/// What a factory returns.
+type Built = Result<Box<dyn TestProducer>, String>;
+
 /// `factory` with `compression.type=codec` appended to its properties.
 fn compressed<'a>(
     factory: Factory<'a>,
     codec: &'static str,
-) -> impl Fn(&[(&str, &str)]) -> Result<Box<dyn TestProducer>, String> + 'a {
+) -> impl Fn(&[(&str, &str)]) -> Built + 'a {
     move |props: &[(&str, &str)]| {
         let mut props = props.to_vec();
         props.push(("compression.type", codec));
