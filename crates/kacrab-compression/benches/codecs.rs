@@ -1,5 +1,5 @@
 //! The codec's own cost per batch: compressing (and decompressing) the records section of
-//! one 16 KiB-class batch of JSON-log-like records, per codec at Kafka's default level.
+//! one batch of 80 JSON-log-like records (about 12 KiB), per codec at Kafka's default level.
 //! `cargo bench -p kacrab-compression --bench codecs`.
 
 use bytes::{Bytes, BytesMut};
@@ -12,7 +12,7 @@ fn main() {
     divan::main();
 }
 
-/// The records section of an uncompressed batch of `n` 200-byte JSON log lines.
+/// The records section of an uncompressed batch of `n` JSON log lines (at most 200 bytes).
 fn records_section(n: u64) -> Vec<u8> {
     let mut b = BatchBuilder::new(Compression::None, 64 * 1024);
     for i in 0..n {
@@ -53,7 +53,7 @@ fn json(i: u64) -> String {
 
 const CODECS: [Codec; 4] = [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd];
 
-/// Compress one batch's records (80 records, about 16 KiB uncompressed).
+/// Compress one batch's records (80 records, about 12 KiB uncompressed).
 #[divan::bench(args = CODECS)]
 fn compress(bencher: Bencher, codec: Codec) {
     let section = records_section(80);
