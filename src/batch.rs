@@ -109,6 +109,9 @@ pub(crate) struct ProducerBatch {
     pub(crate) records: Vec<RecordId>,
     pub(crate) record_count: i32,
     pub(crate) data: BatchData,
+    /// The records section's size before compression (equal to its stored size without
+    /// a codec): with `data`'s length, the batch's compression rate.
+    pub(crate) uncompressed_records_len: usize,
     /// The `buffer.memory` bytes its records were charged by `send` (estimated sizes,
     /// not `data`'s length); released exactly when the batch is reported. The pieces of
     /// a split share their parent's charge, so the sum never changes.
@@ -146,6 +149,12 @@ impl ProducerBatch {
     /// flag comes from, whatever path fails the batch.
     pub(crate) fn possibly_written(&self) -> bool {
         self.write_state == WriteState::Maybe || self.on_wire.is_some()
+    }
+
+    /// The records section's size before compression, for compression-rate metrics.
+    #[allow(dead_code)] // read by the metrics helper and tests
+    pub(crate) fn uncompressed_size(&self) -> usize {
+        self.uncompressed_records_len
     }
 
     pub(crate) fn last_sequence(&self) -> Option<Sequence> {

@@ -461,7 +461,15 @@ impl Producer {
                 b.attempts < self.config.retries(),
             )
         };
-        let split = record::split(self.batches.get(id).expect("live").data.as_slice(), target);
+        // A compressed batch is decompressed, split by its own compression ratio, and each
+        // piece compressed again (Java's `ProducerBatch.split` rebuilds the pieces with
+        // the batch's codec). The pieces get their CRC when they are stamped below.
+        let split = record::split_pieces(
+            self.batches.get(id).expect("live").data.as_slice(),
+            target,
+            self.config.compression(),
+            record::Crc::Write,
+        );
         let pieces = match split {
             Ok(pieces) if pieces.len() > 1 => pieces,
             _ => {
@@ -485,7 +493,11 @@ impl Producer {
         let total_records = b.record_count.max(1) as usize;
         let mut uncharged = b.charged;
         let last_piece = pieces.len() - 1;
-        for (k, data) in pieces.into_iter().enumerate() {
+        for (k, piece) in pieces.into_iter().enumerate() {
+            let record::SplitPiece {
+                data,
+                uncompressed_records_len,
+            } = piece;
             let count = record::read_header(&data).map_or(0, |h| h.record_count);
             let piece_records: Vec<_> = records.by_ref().take(count as usize).collect();
             let charged = if k == last_piece {
@@ -501,6 +513,7 @@ impl Producer {
                 record_count: piece_records.len() as i32,
                 records: piece_records,
                 data: BatchData::new(data),
+                uncompressed_records_len,
                 charged,
                 max_record_size: b.max_record_size,
                 created: b.created,

@@ -7,6 +7,8 @@
 //! only when the user did not ask for the conflicting value).
 
 use alloc::string::{String, ToString};
+
+use crate::compression::Compression;
 use core::time::Duration;
 
 /// The highest `max.in.flight.requests.per.connection` an idempotent producer accepts: the
@@ -150,6 +152,8 @@ pub struct ProducerConfig {
     transaction_timeout: Duration,
     jitter_seed: u64,
     producer_id_expiration: Duration,
+    /// Set by the embedder (a driver parses `compression.type`): the core has no codec.
+    compression: Compression,
 }
 
 /// Kafka 4.x's defaults (`linger.ms` is 5 since KIP-1030).
@@ -171,6 +175,7 @@ const DEFAULT: ProducerConfig = ProducerConfig {
     transaction_timeout: Duration::from_millis(60_000),
     jitter_seed: 0,
     producer_id_expiration: Duration::from_millis(86_400_000),
+    compression: Compression::None,
 };
 
 impl Default for ProducerConfig {
@@ -253,6 +258,13 @@ impl ProducerConfig {
         producer_id_expiration: Duration;
     }
 
+    /// How batches are compressed: the compressor the embedder registered with
+    /// [`ProducerConfigBuilder::compression`], [`Compression::None`] by default.
+    #[must_use]
+    pub fn compression(&self) -> &Compression {
+        &self.compression
+    }
+
     /// `transactional.id`, if one is set.
     #[must_use]
     pub fn transactional_id(&self) -> Option<&str> {
@@ -287,6 +299,13 @@ macro_rules! setters {
 }
 
 impl ProducerConfigBuilder {
+    /// Registers the compressor every batch goes through (the `compression.type` a
+    /// driver parsed, or the embedder's own codec); see [`crate::compression`].
+    pub fn compression(&mut self, compression: Compression) -> &mut Self {
+        self.values.compression = compression;
+        self
+    }
+
     /// Sets `enable.idempotence`.
     pub fn enable_idempotence(&mut self, value: bool) -> &mut Self {
         self.values.enable_idempotence = value;

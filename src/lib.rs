@@ -133,6 +133,7 @@ extern crate std;
 pub mod backoff;
 mod batch;
 mod complete;
+pub mod compression;
 pub mod config;
 mod drain;
 pub mod error;
@@ -150,6 +151,7 @@ mod txn_complete;
 mod txn_ops;
 pub mod types;
 
+pub use compression::{Codec, Compression, Compressor};
 pub use config::{Acks, ConfigError, ProducerConfig, ProducerConfigBuilder};
 pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, SendError};
 pub use io::{

@@ -45,6 +45,8 @@ pub struct Stats {
     pub request_timeouts: u64,
     /// Metadata requests emitted.
     pub metadata_requests: u64,
+    /// Batches sent uncompressed because the registered compressor failed on them.
+    pub compression_failures: u64,
     /// Records put back in the queue for another attempt, once per attempt (Kafka's
     /// `record-retry-total`).
     pub records_retried: u64,

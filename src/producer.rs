@@ -9,12 +9,13 @@ use core::time::Duration;
 
 use crate::backoff::Backoff;
 use crate::batch::{BatchData, BatchSlab, ProducerBatch, StampFate, WriteState};
+use crate::compression::{CompressionRatio, RatioEstimates};
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
 use crate::io::{Event, Metadata};
 use crate::metrics::{Samples, Stats};
 use crate::partition::{OpenBatch, PartitionState};
-use crate::record::{BatchBuilder, Compression, Record, RECORD_BATCH_OVERHEAD};
+use crate::record::{BatchBuilder, Crc, Record, RECORD_BATCH_OVERHEAD};
 use crate::ticket::TicketSequencer;
 use crate::txn::Txn;
 use crate::types::{
@@ -154,6 +155,8 @@ pub struct Producer {
     pub(crate) samples: Samples,
     /// The transactional state machine, iff `transactional.id` is set.
     pub(crate) txn: Option<Txn>,
+    /// Per-topic compression ratio estimates that size compressed batches.
+    pub(crate) ratios: RatioEstimates,
 }
 
 impl Producer {
@@ -208,6 +211,7 @@ impl Producer {
             stats: Stats::default(),
             samples: Samples::default(),
             txn,
+            ratios: RatioEstimates::default(),
         }
     }
 
@@ -386,8 +390,10 @@ impl Producer {
         if needs_new {
             self.close_open(p);
             let capacity = batch_size.max(size + RECORD_BATCH_OVERHEAD);
+            let ratio = self.ratios.get(&partition.topic);
+            let compression = self.config.compression().clone();
             self.partitions[p as usize].open = Some(OpenBatch {
-                builder: BatchBuilder::new(Compression::None, capacity),
+                builder: BatchBuilder::with_ratio(compression, ratio, capacity),
                 records: Vec::new(),
                 created: self.now,
                 charged: 0,
@@ -655,18 +661,29 @@ impl Producer {
         }
         let id = self.batches.next_id();
         let record_count = open.builder.record_count();
+        // An idempotent batch is stamped before it is sent, and stamping writes the
+        // CRC: computing it here too would hash every batch twice.
+        let crc = if self.is_idempotent() {
+            Crc::LeaveToStamp
+        } else {
+            Crc::Write
+        };
+        let closed = open.builder.close(crc);
+        if closed.compression_failed {
+            self.stats.compression_failures += 1;
+        } else if self.config.compression().codec().is_some() {
+            let stored = closed.data.len() - RECORD_BATCH_OVERHEAD;
+            let observed = CompressionRatio::observed(stored, closed.uncompressed_records_len);
+            let topic = &self.partitions[p as usize].tp.topic;
+            self.ratios.observe(topic, observed);
+        }
         let batch = ProducerBatch {
             id,
             partition: p,
             records: open.records,
             record_count,
-            // An idempotent batch is stamped before it is sent, and stamping writes the
-            // CRC: computing it here too would hash every batch twice.
-            data: BatchData::new(if self.is_idempotent() {
-                open.builder.finish_unsealed()
-            } else {
-                open.builder.finish()
-            }),
+            data: BatchData::new(closed.data),
+            uncompressed_records_len: closed.uncompressed_records_len,
             charged: open.charged,
             max_record_size: open.max_record_size,
             created: open.created,

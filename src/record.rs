@@ -34,7 +34,13 @@
 use alloc::vec::Vec;
 use bytes::{BufMut, Bytes, BytesMut};
 
+pub use crate::compression::Compression;
+use crate::compression::{Codec, CompressionError, CompressionRatio};
 use crate::types::{ProducerEpoch, ProducerId, ProducerIdAndEpoch, Sequence};
+
+mod split;
+pub use split::{decode_records, decode_records_with, split, split_with};
+pub(crate) use split::{split_pieces, SplitPiece};
 
 const BASE_OFFSET: usize = 0;
 const BATCH_LENGTH: usize = 8;
@@ -119,29 +125,6 @@ impl Record {
     }
 }
 
-/// Compression codec of a batch (attribute bits 0-2).
-///
-/// Only [`Compression::None`] exists today. A codec would plug in at [`BatchBuilder::finish`]:
-/// records are still appended uncompressed, then the records section is compressed as a
-/// whole and the codec's bits set in the attributes, as Kafka does. [`stamp`] works
-/// unchanged on compressed batches because it only touches the header.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Compression {
-    /// Records are stored as they are (codec 0).
-    #[default]
-    None,
-}
-
-impl Compression {
-    /// The codec's value in attribute bits 0-2.
-    const fn attribute_bits(self) -> i16 {
-        match self {
-            Self::None => 0,
-        }
-    }
-}
-
 /// Why a byte string is not a batch this module can read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
 #[non_exhaustive]
@@ -165,9 +148,12 @@ pub enum RecordError {
     /// The bytes are framed correctly but their content is inconsistent.
     #[error("malformed record batch: {0}")]
     Malformed(&'static str),
-    /// The batch is compressed; records can only be decoded (and so split) uncompressed.
+    /// The batch is compressed and no compressor for its codec was given.
     #[error("record batch is compressed, cannot decode its records")]
     Compressed,
+    /// The batch is compressed and its records section does not decompress.
+    #[error(transparent)]
+    Decompression(#[from] CompressionError),
 }
 
 /// Builds one v2 batch into a single [`BytesMut`].
@@ -178,6 +164,8 @@ pub enum RecordError {
 pub struct BatchBuilder {
     buf: BytesMut,
     compression: Compression,
+    /// The compression ratio [`BatchBuilder::size_in_bytes`] assumes; 1.0 without a codec.
+    ratio: CompressionRatio,
     record_count: i32,
     base_timestamp: i64,
     max_timestamp: i64,
@@ -192,15 +180,31 @@ impl BatchBuilder {
     /// If `capacity_hint` cannot be allocated.
     #[must_use]
     pub fn new(compression: Compression, capacity_hint: usize) -> Self {
-        let mut buf = BytesMut::with_capacity(capacity_hint.max(RECORD_BATCH_OVERHEAD));
-        // Make the buffer reference-counted now, while the batch is being built: a
-        // Vec-backed buffer would allocate its shared header on the first clone, which
-        // happens when the batch is first drained, on the stamp path.
-        drop(buf.split_to(0));
-        buf.put_bytes(0, RECORD_BATCH_OVERHEAD);
+        Self::with_ratio(compression, CompressionRatio::ONE, capacity_hint)
+    }
+
+    /// A builder whose [`BatchBuilder::size_in_bytes`] assumes the records compress by
+    /// `ratio` (ignored without a codec); `capacity_hint` is the estimated *compressed*
+    /// size wanted, and the uncompressed buffer is sized by the same ratio.
+    ///
+    /// # Panics
+    ///
+    /// If the buffer cannot be allocated.
+    #[must_use]
+    pub fn with_ratio(
+        compression: Compression,
+        ratio: CompressionRatio,
+        capacity_hint: usize,
+    ) -> Self {
+        let ratio = match compression {
+            Compression::None => CompressionRatio::ONE,
+            Compression::Codec(_) => ratio,
+        };
+        let buf = header_reserved(ratio.inverse(capacity_hint));
         Self {
             buf,
             compression,
+            ratio,
             record_count: 0,
             base_timestamp: NO_TIMESTAMP,
             max_timestamp: NO_TIMESTAMP,
@@ -283,11 +287,23 @@ impl BatchBuilder {
         self.record_count
     }
 
-    /// The size the finished batch will have, header included.
+    /// The size the finished batch will have, header included: exact without a codec,
+    /// else the header plus the records' estimated compressed size (Java's
+    /// `MemoryRecordsBuilder.estimatedBytesWritten`).
     #[must_use]
     pub fn size_in_bytes(&self) -> usize {
-        // With a codec this would become an estimate of the compressed size.
-        self.buf.len()
+        match self.compression {
+            Compression::None => self.buf.len(),
+            Compression::Codec(_) => {
+                RECORD_BATCH_OVERHEAD + self.ratio.estimate(self.uncompressed_records_len())
+            }
+        }
+    }
+
+    /// The records section's size before compression.
+    #[must_use]
+    pub fn uncompressed_records_len(&self) -> usize {
+        self.buf.len() - RECORD_BATCH_OVERHEAD
     }
 
     /// Whether no record was appended.
@@ -308,22 +324,28 @@ impl BatchBuilder {
     /// If the batch is longer than `i32::MAX` bytes (see [`BatchBuilder::append`]).
     #[must_use]
     pub fn finish(self) -> BytesMut {
-        let mut buf = self.finish_unsealed();
-        write_crc(&mut buf);
-        buf
+        self.close(Crc::Write).data
     }
 
-    /// [`BatchBuilder::finish`] without the CRC, for a batch that will be [`stamp`]ed
-    /// (which writes the CRC) before anyone reads it: the idempotent producer's path.
-    pub(crate) fn finish_unsealed(self) -> BytesMut {
+    /// Compresses the records (if a codec is set) and writes the header; the CRC only
+    /// with [`Crc::Write`]: a batch that will be [`stamp`]ed before anyone reads it gets
+    /// its CRC there (the idempotent producer's path), and hashing twice is waste.
+    pub(crate) fn close(self, crc: Crc) -> ClosedBatch {
         let Self {
-            mut buf,
+            buf,
             compression,
+            ratio: _,
             record_count,
             base_timestamp,
             max_timestamp,
         } = self;
-        // A codec would compress buf[RECORD_BATCH_OVERHEAD..] here, before the length is known.
+        let uncompressed_records_len = buf.len() - RECORD_BATCH_OVERHEAD;
+        let (mut buf, codec, compression_failed) = match compress(&compression, &buf) {
+            Compressed::Yes(out, codec) => (out, Some(codec), false),
+            Compressed::NotAsked => (buf, None, false),
+            Compressed::Failed => (buf, None, true),
+        };
+        let attributes = codec.map_or(0, Codec::attribute_bits);
         let batch_length = to_i32(buf.len() - LOG_OVERHEAD);
         if let Some(h) = buf.first_chunk_mut::<RECORD_BATCH_OVERHEAD>() {
             put_at(h, BASE_OFFSET, 0i64.to_be_bytes());
@@ -334,7 +356,7 @@ impl BatchBuilder {
                 NO_PARTITION_LEADER_EPOCH.to_be_bytes(),
             );
             put_at(h, MAGIC, MAGIC_V2.to_be_bytes());
-            put_at(h, ATTRIBUTES, compression.attribute_bits().to_be_bytes());
+            put_at(h, ATTRIBUTES, attributes.to_be_bytes());
             put_at(
                 h,
                 LAST_OFFSET_DELTA,
@@ -347,7 +369,14 @@ impl BatchBuilder {
             put_at(h, BASE_SEQUENCE, NO_SEQUENCE.to_be_bytes());
             put_at(h, RECORD_COUNT, record_count.to_be_bytes());
         }
-        buf
+        if crc == Crc::Write {
+            write_crc(&mut buf);
+        }
+        ClosedBatch {
+            data: buf,
+            uncompressed_records_len,
+            compression_failed,
+        }
     }
 
     /// Encoded size of `record` after the length prefix, were it appended next.
@@ -355,6 +384,62 @@ impl BatchBuilder {
         let timestamp_delta = record.timestamp.wrapping_sub(self.base_timestamp);
         1 + varlong_len(timestamp_delta) + varint_len(self.record_count) + payload_len(record)
     }
+}
+
+/// Whether [`BatchBuilder::close`] computes the CRC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Crc {
+    /// Now: the batch may be read before it is stamped.
+    Write,
+    /// Not now: [`stamp`] will write it before the batch leaves the producer.
+    LeaveToStamp,
+}
+
+/// A finished batch and what a metrics reader wants to know about its compression.
+#[derive(Debug)]
+pub(crate) struct ClosedBatch {
+    /// The encoded batch.
+    pub(crate) data: BytesMut,
+    /// The records section's size before compression (equal to its size without a codec).
+    pub(crate) uncompressed_records_len: usize,
+    /// The compressor failed and the batch went out uncompressed.
+    pub(crate) compression_failed: bool,
+}
+
+/// What compressing a finished records section gave.
+enum Compressed {
+    /// A new buffer: a zeroed header's room, then the compressed records.
+    Yes(BytesMut, Codec),
+    /// No codec is configured.
+    NotAsked,
+    /// The codec failed; the batch stays uncompressed.
+    Failed,
+}
+
+/// Compresses `buf[RECORD_BATCH_OVERHEAD..]` into a fresh buffer, as Kafka compresses
+/// the whole records section as one stream.
+fn compress(compression: &Compression, buf: &BytesMut) -> Compressed {
+    let Compression::Codec(compressor) = compression else {
+        return Compressed::NotAsked;
+    };
+    let records = buf.get(RECORD_BATCH_OVERHEAD..).unwrap_or_default();
+    // Most logs compress to well under half; the buffer grows if not.
+    let mut out = header_reserved(RECORD_BATCH_OVERHEAD + records.len() / 2 + 64);
+    match compressor.compress(records, &mut out) {
+        Ok(()) => Compressed::Yes(out, compressor.codec()),
+        Err(_) => Compressed::Failed,
+    }
+}
+
+/// A reference-counted buffer of `capacity` bytes holding a zeroed batch header.
+fn header_reserved(capacity: usize) -> BytesMut {
+    let mut buf = BytesMut::with_capacity(capacity.max(RECORD_BATCH_OVERHEAD));
+    // Make the buffer reference-counted now, while the batch is being built: a
+    // Vec-backed buffer would allocate its shared header on the first clone, which
+    // happens when the batch is first drained, on the stamp path.
+    drop(buf.split_to(0));
+    buf.put_bytes(0, RECORD_BATCH_OVERHEAD);
+    buf
 }
 
 /// Header fields read back from a batch.
@@ -442,95 +527,6 @@ pub fn stamp(
     put_at(h, ATTRIBUTES, attributes.to_be_bytes());
     write_crc(batch);
     Ok(())
-}
-
-/// Decodes the records of an uncompressed batch this module wrote (used for
-/// `MESSAGE_TOO_LARGE` splits and by tests).
-///
-/// Checks everything [`read_header`] does, then that every record is well formed, that
-/// offset deltas are 0, 1, 2, ... as a producer writes them (the sequences of a split rely on
-/// it), that lastOffsetDelta agrees, and that no bytes follow the last record. The returned
-/// keys, values and headers are slices of one copy of the records section.
-pub fn decode_records(batch: &[u8]) -> Result<Vec<Record>, RecordError> {
-    decode(batch).map(|(_, records)| records)
-}
-
-/// Splits a batch into batches of at most `target_size` bytes each (at least one record per
-/// batch, so a record larger than `target_size` gets a batch of its own), preserving record
-/// order, keys, values, headers and timestamps.
-///
-/// Outputs are unstamped (producer id -1, sequence -1, not transactional) whatever the input
-/// was; the caller stamps them with consecutive sequences. A batch with no records splits
-/// into none. Control batches are refused: brokers write them, producers never resend them.
-pub fn split(batch: &[u8], target_size: usize) -> Result<Vec<BytesMut>, RecordError> {
-    let (header, records) = decode(batch)?;
-    if header.control {
-        return Err(RecordError::Malformed("control batches cannot be split"));
-    }
-    // No part is larger than the whole plus a header, whatever target_size says; bounding the
-    // hint keeps a huge target_size from reserving memory that will never be used.
-    let hint = target_size.min(batch.len());
-    let mut parts = Vec::new();
-    let mut builder = BatchBuilder::new(Compression::None, hint);
-    for record in &records {
-        if !builder.has_room_for(record, target_size) {
-            let full = core::mem::replace(&mut builder, BatchBuilder::new(Compression::None, hint));
-            parts.push(full.finish());
-        }
-        builder.append(record);
-    }
-    if !builder.is_empty() {
-        parts.push(builder.finish());
-    }
-    Ok(parts)
-}
-
-/// Header and records of an uncompressed batch.
-fn decode(batch: &[u8]) -> Result<(BatchHeader, Vec<Record>), RecordError> {
-    let header = read_header(batch)?;
-    let attributes = i16::from_be_bytes(get_at(check_frame(batch)?, ATTRIBUTES));
-    if attributes & CODEC_MASK != 0 {
-        return Err(RecordError::Compressed);
-    }
-    let expected_last = header.record_count.saturating_sub(1).max(0);
-    if header.last_offset_delta != expected_last {
-        return Err(RecordError::Malformed(
-            "lastOffsetDelta does not match recordCount",
-        ));
-    }
-    // One copy of the records section; every key, value and header is a slice of it.
-    let section = Bytes::copy_from_slice(batch.get(RECORD_BATCH_OVERHEAD..).unwrap_or_default());
-    let count = usize::try_from(header.record_count).unwrap_or(0);
-    let mut records = Vec::with_capacity(count.min(section.len() / MIN_RECORD_LEN));
-    let mut reader = Reader {
-        data: &section,
-        pos: 0,
-        end: section.len(),
-        eof: RecordError::Truncated,
-    };
-    for index in 0..header.record_count {
-        let len = reader.length()?;
-        let end = reader
-            .pos
-            .checked_add(len)
-            .filter(|&e| e <= reader.end)
-            .ok_or(RecordError::Truncated)?;
-        let mut r = Reader {
-            data: &section,
-            pos: reader.pos,
-            end,
-            eof: RecordError::Malformed("record fields run past the record's length"),
-        };
-        reader.pos = end;
-        records.push(r.record(index, header.base_timestamp)?);
-        if r.pos != end {
-            return Err(RecordError::Malformed("record length exceeds its fields"));
-        }
-    }
-    if reader.pos != reader.end {
-        return Err(RecordError::Malformed("bytes after the last record"));
-    }
-    Ok((header, records))
 }
 
 /// Checks framing (header present, magic 2, batchLength matches the slice exactly,

@@ -5,6 +5,7 @@
 //! ```text
 //! produce --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B
 //!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T]
+//!     [--compression none|gzip|snappy|lz4|zstd] [--payload dots|json]
 //!     [--property key=value]... [--stats]
 //! ```
 //!
@@ -16,7 +17,11 @@
 //! `--max-outstanding` records (default 8192) are without an outcome at once; `--threads`
 //! (default 1) is the Tokio runtime's worker threads, or the blocking example's sending
 //! threads (each sends the records of its own partitions, in order). `--size` is an alias
-//! of `--record-size`.
+//! of `--record-size`. `--compression C` sets `compression.type`. `--payload json` makes
+//! each value a JSON log line instead (deterministic in `i`: sequence number, timestamp,
+//! level, service, request id and a message drawn from a fixed vocabulary, padded or cut
+//! to `B` bytes), which compresses like real logs; the default `dots` compresses far
+//! better than anything real.
 //!
 //! Progress goes to stderr every second (acknowledged and failed records, and the rates
 //! since the previous line and since the start); with `--stats` the producer's metrics
@@ -33,7 +38,16 @@ use std::time::Duration;
 /// The usage line.
 pub const USAGE: &str = "usage: produce --bootstrap HOST:PORT --topic T --partitions P \
     --records N --record-size B [--linger-ms L] [--batch-size S] [--max-outstanding M] \
-    [--threads T] [--property key=value]... [--stats]";
+    [--threads T] [--compression C] [--payload dots|json] [--property key=value]... [--stats]";
+
+/// What each record's value looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    /// `i` in decimal, padded with `.`.
+    Dots,
+    /// A JSON log line, deterministic in `i`.
+    Json,
+}
 
 /// The parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,10 +66,13 @@ pub struct Args {
     pub max_outstanding: usize,
     /// `--threads`: at least 1.
     pub threads: usize,
-    /// Kafka properties from `--linger-ms`, `--batch-size` and `--property`, in order.
+    /// Kafka properties from `--linger-ms`, `--batch-size`, `--compression` and
+    /// `--property`, in order.
     pub properties: Vec<(String, String)>,
     /// `--stats`: print the metrics snapshot at the end.
     pub stats: bool,
+    /// `--payload`.
+    pub payload: Payload,
 }
 
 impl Args {
@@ -76,6 +93,7 @@ impl Args {
         let mut threads = 1;
         let mut properties = Vec::new();
         let mut stats = false;
+        let mut payload = Payload::Dots;
         let mut it = args.into_iter();
         while let Some(flag) = it.next() {
             if flag == "-h" || flag == "--help" {
@@ -96,6 +114,14 @@ impl Args {
                 "--threads" => threads = number(&flag, &value)?,
                 "--linger-ms" => properties.push(("linger.ms".to_owned(), value)),
                 "--batch-size" => properties.push(("batch.size".to_owned(), value)),
+                "--compression" => properties.push(("compression.type".to_owned(), value)),
+                "--payload" => {
+                    payload = match value.as_str() {
+                        "dots" => Payload::Dots,
+                        "json" => Payload::Json,
+                        _ => return Err(format!("--payload {value}: expected dots or json")),
+                    }
+                }
                 "--property" => {
                     let (k, v) = value
                         .split_once('=')
@@ -117,6 +143,7 @@ impl Args {
             threads,
             properties,
             stats,
+            payload,
         };
         if args.partitions < 1 {
             return Err("--partitions must be at least 1".into());
@@ -154,12 +181,68 @@ impl Args {
     /// Record `i`'s value: `record_size` bytes starting with `i` in decimal ASCII, padded
     /// with `.`.
     pub fn value(&self, i: u64) -> Vec<u8> {
+        if self.payload == Payload::Json {
+            return json_log_line(i, self.record_size);
+        }
         let mut v = i.to_string().into_bytes();
         if v.len() < self.record_size {
             v.resize(self.record_size, b'.');
         }
         v
     }
+}
+
+/// Record `i`'s JSON log line, `size` bytes: the fields vary with `i` through a fixed
+/// 64-bit mix (no randomness, so every run and every client sends the same bytes).
+pub fn json_log_line(i: u64, size: usize) -> Vec<u8> {
+    const LEVELS: [&str; 4] = ["INFO", "INFO", "WARN", "DEBUG"];
+    const SERVICES: [&str; 5] = ["checkout", "payments", "search", "auth", "inventory"];
+    const WORDS: [&str; 16] = [
+        "request",
+        "completed",
+        "user",
+        "cart",
+        "timeout",
+        "retrying",
+        "upstream",
+        "cache",
+        "miss",
+        "hit",
+        "order",
+        "created",
+        "latency",
+        "exceeded",
+        "session",
+        "refreshed",
+    ];
+    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let mut next = || {
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        x ^= x >> 29;
+        x
+    };
+    let mut msg = String::new();
+    while msg.len() < size {
+        if !msg.is_empty() {
+            msg.push(' ');
+        }
+        msg.push_str(WORDS[(next() % 16) as usize]);
+    }
+    let line = format!(
+        r#"{{"seq":{i},"ts":"2026-12-01T12:{:02}:{:02}.{:03}Z","level":"{}","service":"{}","host":"node-{:02}","request_id":"{:016x}","duration_ms":{},"msg":"{msg}"}}"#,
+        (i / 60_000) % 60,
+        (i / 1000) % 60,
+        i % 1000,
+        LEVELS[(next() % 4) as usize],
+        SERVICES[(next() % 5) as usize],
+        next() % 12,
+        next(),
+        next() % 2_000,
+    );
+    let mut v = line.into_bytes();
+    v.truncate(size);
+    v
 }
 
 /// A progress line for stderr: the counts, the overall rate, and the rate since the

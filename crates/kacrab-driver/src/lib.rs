@@ -62,9 +62,11 @@ pub use config::{
 };
 pub use config::{
     MetricsConfig, SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS,
-    CLIENT_ID, MAX_BLOCK_MS, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL,
+    CLIENT_ID, COMPRESSION_GZIP_LEVEL, COMPRESSION_LZ4_LEVEL, COMPRESSION_TYPE,
+    COMPRESSION_ZSTD_LEVEL, MAX_BLOCK_MS, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL,
     METRICS_SAMPLE_WINDOW_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
+pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use metrics::MetricsSnapshot;
 pub use output::{CloseReason, ConnId, Output};
 pub use phases::{ConnectError, ConnectFailure, TlsFailure};

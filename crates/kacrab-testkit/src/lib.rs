@@ -45,6 +45,7 @@ use bytes::Bytes;
 pub mod burst;
 pub mod checker;
 pub mod cluster;
+pub mod compression_scenarios;
 pub mod proxy;
 pub mod real_kafka;
 pub mod scenarios;
@@ -178,6 +179,7 @@ macro_rules! fake_broker_tests {
             proxy_mixed,
             failed_written_or_not,
         );
+        $crate::__scenario_tests!($factory, compression_scenarios; fake_compression_every_codec);
     };
 }
 
@@ -203,6 +205,14 @@ macro_rules! real_kafka_tests {
             real_txn_read_committed,
             real_txn_fencing,
             real_txn_coordinator_killed,
+        );
+        $crate::__scenario_tests!(
+            $factory, compression_scenarios;
+            real_compression_gzip,
+            real_compression_snappy,
+            real_compression_lz4,
+            real_compression_zstd,
+            real_txn_zstd,
         );
     };
 }

@@ -62,7 +62,7 @@ fn script_env(args: &[&str], env: &[(&str, &str)]) -> Result<String, String> {
 }
 
 /// A topic name no earlier run used.
-fn fresh_topic(prefix: &str) -> String {
+pub(crate) fn fresh_topic(prefix: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -170,7 +170,7 @@ fn parse_consumed(out: &str) -> Result<BTreeMap<i32, Vec<LogRecord>>, String> {
     Ok(logs)
 }
 
-fn env_or_skip(var: &str, name: &'static str, how: &str) -> Option<String> {
+pub(crate) fn env_or_skip(var: &str, name: &'static str, how: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
         _ => {
@@ -183,7 +183,7 @@ fn env_or_skip(var: &str, name: &'static str, how: &str) -> Option<String> {
     }
 }
 
-fn skipped(name: &'static str) -> Report {
+pub(crate) fn skipped(name: &'static str) -> Report {
     Report {
         scenario: name,
         skipped: true,
@@ -191,7 +191,7 @@ fn skipped(name: &'static str) -> Report {
     }
 }
 
-fn records(default: u64) -> u64 {
+pub(crate) fn records(default: u64) -> u64 {
     std::env::var("KACRAB_REAL_RECORDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -209,7 +209,7 @@ fn real_props(bootstrap: &str, name: &str) -> Vec<(String, String)> {
 
 /// Sends the burst, reads the topic back with the console consumer, checks (every send
 /// acknowledged, each record once, in order, offsets as reported).
-fn produce_and_verify(
+pub(crate) fn produce_and_verify(
     name: &'static str,
     factory: Factory,
     bootstrap_for_producer: &str,

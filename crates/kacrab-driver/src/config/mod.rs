@@ -20,6 +20,10 @@ mod metrics;
 pub use metrics::{
     MetricsConfig, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL, METRICS_SAMPLE_WINDOW_MS,
 };
+mod compression;
+pub use compression::{
+    COMPRESSION_GZIP_LEVEL, COMPRESSION_LZ4_LEVEL, COMPRESSION_TYPE, COMPRESSION_ZSTD_LEVEL,
+};
 
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
@@ -174,6 +178,7 @@ pub struct SessionConfigBuilder {
     security: SecurityBuilder,
     sasl: SaslConfig,
     metrics: MetricsConfig,
+    compression: compression::CompressionConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -187,6 +192,7 @@ impl Default for SessionConfigBuilder {
             security: SecurityBuilder::default(),
             sasl: SaslConfig::default(),
             metrics: MetricsConfig::default(),
+            compression: compression::CompressionConfig::default(),
         }
     }
 }
@@ -196,7 +202,8 @@ impl SessionConfigBuilder {
     /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]), the
     /// security keys (`security.protocol`, `ssl.*`: [`crate::security`]), the SASL keys
     /// ([`SASL_MECHANISM`], [`SASL_JAAS_CONFIG`]; other `sasl.*` keys are refused as not
-    /// supported) or any key of [`ProducerConfigBuilder::set`].
+    /// supported), the compression keys ([`COMPRESSION_TYPE`] and the three levels of
+    /// KIP-390), the `metrics.*` keys or any key of [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
     /// [`SessionConfigError::InvalidValue`] for a malformed session key;
@@ -223,6 +230,7 @@ impl SessionConfigBuilder {
             }
             _ if self.security.set(key, value)? => {}
             _ if self.metrics.set(key, value)? => {}
+            _ if compression::CompressionConfig::owns(key) => self.compression.set(key, value)?,
             _ => {
                 if !self.sasl.set(key, value)? {
                     self.core.set(key, value)?;
@@ -265,6 +273,17 @@ impl SessionConfigBuilder {
         &mut self.sasl
     }
 
+    /// Sets the compression codec (`None`: `compression.type=none`) and its level
+    /// (`None`: Kafka's default), as `compression.type` and its level key would.
+    pub fn compression(
+        &mut self,
+        codec: Option<kacrab_idempotence::Codec>,
+        level: Option<i32>,
+    ) -> &mut Self {
+        self.compression.set_codec(codec, level);
+        self
+    }
+
     /// The core's configuration, for typed settings (`linger`, `batch_size`, ...).
     pub fn core(&mut self) -> &mut ProducerConfigBuilder {
         &mut self.core
@@ -278,7 +297,11 @@ impl SessionConfigBuilder {
     /// [`SessionConfigError::Sasl`] when SASL settings were given that do not fit
     /// ([`SaslConfig::validate`]).
     pub fn build(&self) -> Result<SessionConfig, SessionConfigError> {
-        let core = self.core.build()?;
+        let core = self
+            .core
+            .clone()
+            .compression(self.compression.build()?)
+            .build()?;
         if self.bootstrap.is_empty() {
             return Err(SessionConfigError::MissingBootstrap);
         }

@@ -1,0 +1,90 @@
+//! The codec's own cost per batch: compressing (and decompressing) the records section of
+//! one batch of 80 JSON-log-like records (about 12 KiB), per codec at Kafka's default level.
+//! `cargo bench -p kacrab-compression --bench codecs`.
+
+use bytes::{Bytes, BytesMut};
+use divan::Bencher;
+use kacrab_compression::compression;
+use kacrab_idempotence::compression::Codec;
+use kacrab_idempotence::record::{BatchBuilder, Compression, Record};
+
+fn main() {
+    divan::main();
+}
+
+/// The records section of an uncompressed batch of `n` JSON log lines (at most 200 bytes).
+fn records_section(n: u64) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None, 64 * 1024);
+    for i in 0..n {
+        b.append(&Record::from_value(
+            Bytes::from(json(i)),
+            1_764_000_000_000 + i as i64,
+        ));
+    }
+    b.finish()[61..].to_vec()
+}
+
+/// The same deterministic JSON log line as the produce examples' `--payload json`.
+fn json(i: u64) -> String {
+    const WORDS: [&str; 8] = [
+        "request",
+        "completed",
+        "user",
+        "cart",
+        "timeout",
+        "cache",
+        "miss",
+        "order",
+    ];
+    let w = |k: u64| WORDS[((i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (k * 3)) % 8) as usize];
+    let mut s = format!(
+        r#"{{"seq":{i},"ts":"2026-12-01T12:00:{:02}.{:03}Z","level":"INFO","service":"checkout","request_id":"{:016x}","msg":"{} {} {} {}"}}"#,
+        (i / 1000) % 60,
+        i % 1000,
+        i.wrapping_mul(0xFF51_AFD7_ED55_8CCD),
+        w(1),
+        w(2),
+        w(3),
+        w(4)
+    );
+    s.truncate(200);
+    s
+}
+
+const CODECS: [Codec; 4] = [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd];
+
+/// Compress one batch's records (80 records, about 12 KiB uncompressed).
+#[divan::bench(args = CODECS)]
+fn compress(bencher: Bencher, codec: Codec) {
+    let section = records_section(80);
+    let c = compression(codec, None).unwrap();
+    let compressor = c.compressor().unwrap();
+    bencher
+        .counter(divan::counter::BytesCount::new(section.len()))
+        .bench_local(|| {
+            let mut out = BytesMut::with_capacity(section.len());
+            compressor
+                .compress(divan::black_box(&section), &mut out)
+                .unwrap();
+            out
+        });
+}
+
+/// Decompress it again (the split path, and what a consumer pays).
+#[divan::bench(args = CODECS)]
+fn decompress(bencher: Bencher, codec: Codec) {
+    let section = records_section(80);
+    let c = compression(codec, None).unwrap();
+    let compressor = c.compressor().unwrap();
+    let mut compressed = BytesMut::new();
+    compressor.compress(&section, &mut compressed).unwrap();
+    bencher
+        .counter(divan::counter::BytesCount::new(section.len()))
+        .bench_local(|| {
+            let mut out = Vec::with_capacity(section.len());
+            compressor
+                .decompress(divan::black_box(&compressed), &mut out)
+                .unwrap();
+            out
+        });
+}
