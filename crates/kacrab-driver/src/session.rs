@@ -4,15 +4,19 @@
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, OffsetToCommit, Producer, Stats, Timestamp, TransactionState,
+    ConsumerGroupMetadata, OffsetToCommit, Producer, Record, Stats, Timestamp, Topic,
+    TransactionState,
 };
 
-use crate::app::{Application, TxnCall};
+use crate::app::{Application, Resolve, TxnCall};
 use crate::completion::{Completion, OpId, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
+use crate::partitioner::{BuiltIn, Partitioner};
 use crate::record::ProducerRecord;
+use crate::routing::{Placement, Router};
+use crate::topics::Topics;
 
 /// The sans-IO producer session: the core plus everything between it and the
 /// application on one side and the sockets on the other. See the crate documentation
@@ -24,6 +28,31 @@ pub struct Session {
     core: Producer,
     app: Application,
     net: Network,
+    router: Router,
+}
+
+/// The session's metadata and partitioners, as the application half asks them.
+struct Resolver<'a> {
+    topics: &'a Topics,
+    router: &'a mut Router,
+}
+
+impl Resolve for Resolver<'_> {
+    fn partition_count(&self, topic: &str) -> Option<i32> {
+        self.topics.partition_count(topic)
+    }
+
+    fn place(
+        &mut self,
+        core: &Producer,
+        topic: &Topic,
+        partition: Option<i32>,
+        record: &Record,
+        now: Timestamp,
+    ) -> Placement {
+        self.router
+            .place(topic, partition, record, self.topics, core, now)
+    }
 }
 
 impl Session {
@@ -49,6 +78,7 @@ impl Session {
             core: Producer::new(core_config, now),
             app,
             net,
+            router: Router::new(BuiltIn::new(config.partitioner())),
         }
     }
 
@@ -75,10 +105,26 @@ impl Session {
     /// [`Completion::Record`] naming the returned id. If `buffer.memory` is full it
     /// waits, in order, for up to `max.block.ms`, then fails with
     /// [`SendError::BufferFull`](kacrab_idempotence::SendError::BufferFull).
+    ///
+    /// A record without a partition waits, in the same order, for its topic's metadata
+    /// (up to the same `max.block.ms`, from this call), then goes where the
+    /// [`Partitioner`] installed with [`Session::set_partitioner`] or Kafka's built-in
+    /// partitioner puts it; it fails with [`ProduceError::Topic`](crate::ProduceError::Topic)
+    /// if the topic stays unknown, the broker refuses it, or its name is invalid.
     pub fn send(&mut self, record: ProducerRecord, now: Timestamp) -> SendId {
-        let id = self.app.send(&mut self.core, record, now);
+        let mut resolve = Resolver {
+            topics: self.net.topics(),
+            router: &mut self.router,
+        };
+        let id = self.app.send(&mut self.core, record, &mut resolve, now);
         self.progress(now);
         id
+    }
+
+    /// Installs the application's partitioner for records sent without a partition (the
+    /// built-in one still decides when it returns `None`).
+    pub fn set_partitioner(&mut self, partitioner: Box<dyn Partitioner>) {
+        self.router.set_partitioner(partitioner);
     }
 
     /// Sends every queued record without waiting for `linger.ms`; completes
@@ -303,10 +349,14 @@ impl Session {
     /// flushes and closes; then, once finished, every connection closes.
     fn progress(&mut self, now: Timestamp) {
         let was_finished = self.app.is_finished();
-        let net = &self.net;
-        let ask = self
-            .app
-            .progress(&mut self.core, |t| net.partition_count(t), now);
+        for leader in self.net.take_drained() {
+            self.router.drained(leader, now);
+        }
+        let mut resolve = Resolver {
+            topics: self.net.topics(),
+            router: &mut self.router,
+        };
+        let ask = self.app.progress(&mut self.core, &mut resolve, now);
         if !ask.is_empty() {
             let topics: Vec<&str> = ask.iter().map(String::as_str).collect();
             self.net.request_metadata(&mut self.core, &topics, now);

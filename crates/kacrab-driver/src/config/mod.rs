@@ -5,6 +5,13 @@ use std::time::Duration;
 
 use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 
+mod partitioner;
+
+pub use partitioner::{
+    PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
+    PARTITIONER_IGNORE_KEYS,
+};
+
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
 /// `client.id`: sent in every request header.
@@ -51,6 +58,7 @@ pub struct SessionConfig {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    partitioner: partitioner::PartitionerConfig,
 }
 
 impl SessionConfig {
@@ -103,6 +111,18 @@ impl SessionConfig {
     pub fn connection_setup_timeout(&self) -> Duration {
         self.connection_setup_timeout
     }
+
+    /// The built-in partitioner's settings (`partitioner.*`, `batch.size`; its draws
+    /// are seeded from `kacrab.jitter.seed`).
+    pub(crate) fn partitioner(&self) -> crate::partitioner::BuiltInSettings {
+        crate::partitioner::BuiltInSettings {
+            keys: self.partitioner.keys,
+            draw: self.partitioner.draw,
+            availability_timeout: self.partitioner.availability_timeout,
+            sticky_bytes: self.core.batch_size().max(1),
+            seed: self.core.jitter_seed() ^ 0x7061_7274_6974_696f,
+        }
+    }
 }
 
 /// Builds a [`SessionConfig`].
@@ -113,6 +133,7 @@ pub struct SessionConfigBuilder {
     client_id: Option<String>,
     max_block: Duration,
     connection_setup_timeout: Duration,
+    partitioner: partitioner::PartitionerConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -123,6 +144,7 @@ impl Default for SessionConfigBuilder {
             client_id: None,
             max_block: DEFAULT_MAX_BLOCK,
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
+            partitioner: partitioner::PartitionerConfig::default(),
         }
     }
 }
@@ -155,6 +177,7 @@ impl SessionConfigBuilder {
                 }
                 self.connection_setup_timeout = t;
             }
+            _ if self.partitioner.set(key, value)? => {}
             _ => {
                 self.core.set(key, value)?;
             }
@@ -211,6 +234,7 @@ impl SessionConfigBuilder {
             client_id: self.client_id.clone(),
             max_block: self.max_block,
             connection_setup_timeout: self.connection_setup_timeout,
+            partitioner: self.partitioner,
         })
     }
 }
