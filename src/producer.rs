@@ -289,12 +289,10 @@ impl Producer {
     /// for a partition the producer never saw.
     #[must_use]
     pub fn queued_batches(&self, partition: &TopicPartition) -> usize {
-        self.partition_index
-            .get(partition)
-            .map_or(0, |&p| {
-                let part = &self.partitions[p as usize];
-                part.queue.len() + usize::from(part.open.is_some())
-            })
+        self.partition_index.get(partition).map_or(0, |&p| {
+            let part = &self.partitions[p as usize];
+            part.queue.len() + usize::from(part.open.is_some())
+        })
     }
 
     /// Whether request `id` is outstanding: handed out by `poll_request`, expecting an

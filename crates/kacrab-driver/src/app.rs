@@ -16,9 +16,9 @@ use kacrab_idempotence::{
 };
 
 use crate::completion::{Completion, OpId, ProduceError, SendId, TopicError};
+use crate::record::{ProducerRecord, RecordMetadata};
 use crate::routing::Placement;
 use crate::waiters::{Waiter, Waiters};
-use crate::record::{ProducerRecord, RecordMetadata};
 
 /// A transactional operation as the application calls it (see the methods of the same
 /// names on [`Session`](crate::Session)), for drivers that pass calls to their loop as

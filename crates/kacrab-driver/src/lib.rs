@@ -47,6 +47,7 @@ mod network;
 mod output;
 mod partitioner;
 mod record;
+mod refresh;
 mod routing;
 mod session;
 mod topics;
@@ -56,16 +57,17 @@ pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId, TopicError};
 pub use config::{
     SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
-    MAX_BLOCK_MS, PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
-    PARTITIONER_IGNORE_KEYS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+    MAX_BLOCK_MS, METADATA_MAX_IDLE_MS, PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE,
+    PARTITIONER_AVAILABILITY_TIMEOUT_MS, PARTITIONER_IGNORE_KEYS,
+    SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
 pub use output::{CloseReason, ConnId, Output};
 pub use partitioner::{
     murmur2, partition_for_key, KeyUse, Partitioner, StickyDraw, TopicPartitions,
 };
 pub use record::{ProducerRecord, RecordMetadata};
-pub use topics::PartitionInfo;
 pub use session::Session;
+pub use topics::PartitionInfo;
 // The core's types that appear in the session's API, so that a driver needs this crate
 // alone.
 pub use kacrab_idempotence::{

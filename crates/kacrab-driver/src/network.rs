@@ -122,6 +122,10 @@ impl Network {
         &self.topics
     }
 
+    pub(crate) fn topics_mut(&mut self) -> &mut Topics {
+        &mut self.topics
+    }
+
     pub(crate) fn take_drained(&mut self) -> Vec<i32> {
         std::mem::take(&mut self.drained)
     }

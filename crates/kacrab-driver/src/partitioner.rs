@@ -294,10 +294,7 @@ impl BuiltIn {
             return None;
         }
         let max_plus_one = candidates.iter().map(|c| c.1).max().unwrap_or(0) + 1;
-        let total: u64 = candidates
-            .iter()
-            .map(|c| (max_plus_one - c.1) as u64)
-            .sum();
+        let total: u64 = candidates.iter().map(|c| (max_plus_one - c.1) as u64).sum();
         let mut pick = random % total;
         for &(p, queued) in &candidates {
             let weight = (max_plus_one - queued) as u64;

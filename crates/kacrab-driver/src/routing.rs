@@ -96,8 +96,7 @@ impl Router {
         let view = TopicPartitions::new(&meta.partitions);
         let key = record.key.as_deref();
         if let Some(custom) = self.custom.as_mut() {
-            if let Some(p) = custom.partition(topic.as_str(), key, record.value.as_deref(), view)
-            {
+            if let Some(p) = custom.partition(topic.as_str(), key, record.value.as_deref(), view) {
                 return if (0..view.count()).contains(&p) {
                     Placement::To(p)
                 } else {

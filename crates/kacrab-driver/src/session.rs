@@ -15,6 +15,7 @@ use crate::network::Network;
 use crate::output::{ConnId, Output};
 use crate::partitioner::{BuiltIn, Partitioner};
 use crate::record::ProducerRecord;
+use crate::refresh::MetadataLifecycle;
 use crate::routing::{Placement, Router};
 use crate::topics::Topics;
 
@@ -29,12 +30,16 @@ pub struct Session {
     app: Application,
     net: Network,
     router: Router,
+    lifecycle: MetadataLifecycle,
+    /// Metadata answers the lifecycle has seen (see `Topics::answers`).
+    answers_seen: u64,
 }
 
 /// The session's metadata and partitioners, as the application half asks them.
 struct Resolver<'a> {
     topics: &'a Topics,
     router: &'a mut Router,
+    lifecycle: &'a mut MetadataLifecycle,
 }
 
 impl Resolve for Resolver<'_> {
@@ -50,6 +55,7 @@ impl Resolve for Resolver<'_> {
         record: &Record,
         now: Timestamp,
     ) -> Placement {
+        self.lifecycle.used(topic.as_str(), now);
         self.router
             .place(topic, partition, record, self.topics, core, now)
     }
@@ -62,6 +68,7 @@ impl Session {
     #[must_use]
     pub fn new(config: SessionConfig, now: Timestamp, unix_ms: i64) -> Self {
         let core_config = config.core().clone();
+        let max_age = core_config.metadata_max_age();
         let net = Network::new(
             config.bootstrap().to_vec(),
             config.client_id().map(str::to_owned),
@@ -79,6 +86,8 @@ impl Session {
             app,
             net,
             router: Router::new(BuiltIn::new(config.partitioner())),
+            lifecycle: MetadataLifecycle::new(max_age, config.metadata_max_idle(), now),
+            answers_seen: 0,
         }
     }
 
@@ -115,6 +124,7 @@ impl Session {
         let mut resolve = Resolver {
             topics: self.net.topics(),
             router: &mut self.router,
+            lifecycle: &mut self.lifecycle,
         };
         let id = self.app.send(&mut self.core, record, &mut resolve, now);
         self.progress(now);
@@ -232,6 +242,7 @@ impl Session {
             self.core.poll_timeout(),
             self.net.poll_timeout(),
             self.app.poll_timeout(),
+            self.lifecycle.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -253,6 +264,15 @@ impl Session {
         // A request the core gave up on closes its connection; the requests the core
         // makes next (retries) go out on fresh ones.
         self.net.handle_timeout(&mut self.core, now);
+        let (forget, refresh) = self.lifecycle.handle_timeout(now);
+        for topic in &forget {
+            self.net.topics_mut().forget(topic);
+            self.router.forget(topic);
+        }
+        if !refresh.is_empty() {
+            let topics: Vec<&str> = refresh.iter().map(String::as_str).collect();
+            self.net.request_metadata(&mut self.core, &topics, now);
+        }
         self.progress(now);
         self.drain_core(now);
         debug_assert!(
@@ -352,9 +372,14 @@ impl Session {
         for leader in self.net.take_drained() {
             self.router.drained(leader, now);
         }
+        if self.net.topics().answers() != self.answers_seen {
+            self.answers_seen = self.net.topics().answers();
+            self.lifecycle.answered(now);
+        }
         let mut resolve = Resolver {
             topics: self.net.topics(),
             router: &mut self.router,
+            lifecycle: &mut self.lifecycle,
         };
         let ask = self.app.progress(&mut self.core, &mut resolve, now);
         if !ask.is_empty() {

@@ -42,9 +42,15 @@ pub(crate) enum TopicState {
 #[derive(Debug, Default)]
 pub(crate) struct Topics {
     topics: BTreeMap<String, TopicState>,
+    /// Metadata answers applied, ever (the session notices fresh answers by it).
+    answers: u64,
 }
 
 impl Topics {
+    pub(crate) fn answers(&self) -> u64 {
+        self.answers
+    }
+
     pub(crate) fn get(&self, topic: &str) -> Option<&TopicState> {
         self.topics.get(topic)
     }
@@ -54,11 +60,6 @@ impl Topics {
             TopicState::Known(m) => i32::try_from(m.partitions.len()).ok(),
             TopicState::Refused(_) => None,
         }
-    }
-
-    /// The topics the session knows or was refused, for a periodic refresh.
-    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
-        self.topics.keys().map(String::as_str)
     }
 
     /// Forgets a topic (`metadata.max.idle.ms` passed without a send to it).
@@ -72,6 +73,7 @@ impl Topics {
     /// not exist yet, a leader election) is forgotten, so sends wait for it again.
     /// Topics the answer does not name are kept.
     pub(crate) fn learn(&mut self, answer: &MetadataResponse) {
+        self.answers += 1;
         for t in &answer.topics {
             let Some(name) = &t.name else { continue };
             let state = match KafkaError::from_code(t.error_code) {

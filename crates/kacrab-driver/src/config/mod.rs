@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 
+mod metadata;
 mod partitioner;
+
+pub use metadata::METADATA_MAX_IDLE_MS;
 
 pub use partitioner::{
     PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
@@ -59,6 +62,7 @@ pub struct SessionConfig {
     max_block: Duration,
     connection_setup_timeout: Duration,
     partitioner: partitioner::PartitionerConfig,
+    metadata: metadata::MetadataConfig,
 }
 
 impl SessionConfig {
@@ -112,6 +116,13 @@ impl SessionConfig {
         self.connection_setup_timeout
     }
 
+    /// `metadata.max.idle.ms`: a topic no send used for this long is no longer
+    /// refreshed, and a send to it waits for its metadata again.
+    #[must_use]
+    pub fn metadata_max_idle(&self) -> Duration {
+        self.metadata.max_idle
+    }
+
     /// The built-in partitioner's settings (`partitioner.*`, `batch.size`; its draws
     /// are seeded from `kacrab.jitter.seed`).
     pub(crate) fn partitioner(&self) -> crate::partitioner::BuiltInSettings {
@@ -134,6 +145,7 @@ pub struct SessionConfigBuilder {
     max_block: Duration,
     connection_setup_timeout: Duration,
     partitioner: partitioner::PartitionerConfig,
+    metadata: metadata::MetadataConfig,
 }
 
 impl Default for SessionConfigBuilder {
@@ -145,6 +157,7 @@ impl Default for SessionConfigBuilder {
             max_block: DEFAULT_MAX_BLOCK,
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
             partitioner: partitioner::PartitionerConfig::default(),
+            metadata: metadata::MetadataConfig::default(),
         }
     }
 }
@@ -178,6 +191,7 @@ impl SessionConfigBuilder {
                 self.connection_setup_timeout = t;
             }
             _ if self.partitioner.set(key, value)? => {}
+            _ if self.metadata.set(key, value)? => {}
             _ => {
                 self.core.set(key, value)?;
             }
@@ -235,6 +249,7 @@ impl SessionConfigBuilder {
             max_block: self.max_block,
             connection_setup_timeout: self.connection_setup_timeout,
             partitioner: self.partitioner,
+            metadata: self.metadata,
         })
     }
 }
