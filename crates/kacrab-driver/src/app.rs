@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, DeliveryError, KafkaError, OffsetToCommit, Producer, Record,
-    SendError, Timestamp, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
+    ConsumerGroupMetadata, DeliveryError, KafkaError, OffsetToCommit, Producer, Record, SendError,
+    Timestamp, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
 };
 
 use crate::completion::{Completion, OpId, ProduceError, SendId, TopicError};
