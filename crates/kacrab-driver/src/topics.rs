@@ -126,12 +126,10 @@ fn known(t: &kacrab_wire::messages::MetadataTopic) -> Option<TopicState> {
             .iter()
             .enumerate()
             .all(|(i, p)| i32::try_from(i) == Ok(p.partition));
-    complete.then(|| {
-        TopicState::Known(TopicMeta {
-            id: t.topic_id,
-            partitions,
-        })
-    })
+    complete.then_some(TopicState::Known(TopicMeta {
+        id: t.topic_id,
+        partitions,
+    }))
 }
 
 /// Kafka's rules for a topic name (`org.apache.kafka.common.internals.Topic.validate`):
