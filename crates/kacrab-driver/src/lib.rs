@@ -56,8 +56,8 @@ mod waiters;
 pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId, TopicError};
 pub use config::{
-    SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID,
-    MAX_BLOCK_MS, METADATA_MAX_IDLE_MS, PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE,
+    ConfigNote, SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS,
+    CLIENT_ID, MAX_BLOCK_MS, METADATA_MAX_IDLE_MS, PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE,
     PARTITIONER_AVAILABILITY_TIMEOUT_MS, PARTITIONER_IGNORE_KEYS,
     SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };

@@ -417,7 +417,13 @@ mod tests {
             Timestamp::ZERO,
             0,
         );
-        assert!(matches!(unknown, Err(SessionConfigError::Config(_))));
+        assert!(matches!(
+            unknown,
+            Err(SessionConfigError::UnknownKey {
+                suggestion: Some("linger.ms"),
+                ..
+            })
+        ));
         let ok = Session::from_properties([("bootstrap.servers", "h:1")], Timestamp::ZERO, 0);
         assert!(ok.is_ok_and(|s| s.connection_count() == 0 && !s.is_finished()));
     }

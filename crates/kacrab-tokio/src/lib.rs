@@ -340,7 +340,7 @@ impl ProducerBuilder {
     /// [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
-    /// [`Error::Config`] for an unknown key ([`ConfigError::UnknownKey`]) or a value that
+    /// [`Error::Config`] for an unknown key ([`SessionConfigError::UnknownKey`]) or a value that
     /// does not parse.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, Error> {
         self.config.set(key, value)?;
@@ -425,7 +425,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(
             err,
-            Error::Config(SessionConfigError::Config(ConfigError::UnknownKey(k))) if k == "no.such.key"
+            Error::Config(SessionConfigError::UnknownKey { key, .. }) if key == "no.such.key"
         ));
     }
 

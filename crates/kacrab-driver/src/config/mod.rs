@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 
+mod catalogue;
 mod metadata;
 mod partitioner;
 
@@ -51,6 +52,32 @@ pub enum SessionConfigError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A key of Kafka's producer configuration kacrab does not support (the value is
+    /// not shown: it may be a secret).
+    #[error("{key}: known Kafka producer setting, not supported: {reason}")]
+    NotSupported {
+        /// The key.
+        key: &'static str,
+        /// Why, or "not yet implemented".
+        reason: &'static str,
+    },
+    /// A key that is neither Kafka's nor kacrab's.
+    #[error("unknown configuration key {key:?}{}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default())]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+        /// The known key nearest to it by edit distance, if close enough to be a typo.
+        suggestion: Option<&'static str>,
+    },
+}
+
+/// A key that was accepted without effect, and why (see [`SessionConfig::notes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigNote {
+    /// The key.
+    pub key: &'static str,
+    /// What kacrab did with it.
+    pub note: &'static str,
 }
 
 /// A validated session configuration: the core's plus the keys the session owns.
@@ -63,6 +90,7 @@ pub struct SessionConfig {
     connection_setup_timeout: Duration,
     partitioner: partitioner::PartitionerConfig,
     metadata: metadata::MetadataConfig,
+    notes: Vec<ConfigNote>,
 }
 
 impl SessionConfig {
@@ -123,6 +151,13 @@ impl SessionConfig {
         self.metadata.max_idle
     }
 
+    /// The keys that were accepted without effect (`key.serializer`, a not-supported
+    /// key set to the value kacrab's behaviour matches, ...), each with why.
+    #[must_use]
+    pub fn notes(&self) -> &[ConfigNote] {
+        &self.notes
+    }
+
     /// The built-in partitioner's settings (`partitioner.*`, `batch.size`; its draws
     /// are seeded from `kacrab.jitter.seed`).
     pub(crate) fn partitioner(&self) -> crate::partitioner::BuiltInSettings {
@@ -146,6 +181,7 @@ pub struct SessionConfigBuilder {
     connection_setup_timeout: Duration,
     partitioner: partitioner::PartitionerConfig,
     metadata: metadata::MetadataConfig,
+    notes: Vec<ConfigNote>,
 }
 
 impl Default for SessionConfigBuilder {
@@ -158,6 +194,7 @@ impl Default for SessionConfigBuilder {
             connection_setup_timeout: DEFAULT_CONNECTION_SETUP_TIMEOUT,
             partitioner: partitioner::PartitionerConfig::default(),
             metadata: metadata::MetadataConfig::default(),
+            notes: Vec::new(),
         }
     }
 }
@@ -169,8 +206,11 @@ impl SessionConfigBuilder {
     ///
     /// # Errors
     /// [`SessionConfigError::InvalidValue`] for a malformed session key;
-    /// [`SessionConfigError::Config`] for an unknown key or a core value that does not
-    /// parse.
+    /// [`SessionConfigError::Config`] for a core value that does not parse;
+    /// [`SessionConfigError::NotSupported`] for a Kafka producer key kacrab does not
+    /// support; [`SessionConfigError::UnknownKey`] (with the nearest known key) for any
+    /// other key. `key.serializer` and `value.serializer` are accepted and ignored, with
+    /// a [`SessionConfig::notes`] entry.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
         match key {
             BOOTSTRAP_SERVERS => self.bootstrap = parse_bootstrap(value)?,
@@ -192,11 +232,42 @@ impl SessionConfigBuilder {
             }
             _ if self.partitioner.set(key, value)? => {}
             _ if self.metadata.set(key, value)? => {}
-            _ => {
-                self.core.set(key, value)?;
-            }
+            _ => self.set_catalogued(key, value)?,
         }
         Ok(self)
+    }
+
+    /// A key no session module took: the core's, or answered by the catalogue of
+    /// Kafka's producer keys (ignored with a note, not supported, or unknown).
+    fn set_catalogued(&mut self, key: &str, value: &str) -> Result<(), SessionConfigError> {
+        use catalogue::Answer;
+        let known = catalogue::answer(key);
+        let note = match known {
+            None if !kacrab_idempotence::config::keys::ALL.contains(&key) => {
+                return Err(SessionConfigError::UnknownKey {
+                    key: key.to_owned(),
+                    suggestion: catalogue::nearest(key),
+                });
+            }
+            None | Some((_, Answer::Implemented)) => {
+                self.core.set(key, value)?;
+                return Ok(());
+            }
+            Some((key, Answer::Ignored(note))) => ConfigNote { key, note },
+            Some((key, Answer::NotSupported { reason, unless })) => {
+                if unless.is_some_and(|v| v.eq_ignore_ascii_case(value.trim())) {
+                    ConfigNote {
+                        key,
+                        note: "accepted: this value asks for what kacrab does without it",
+                    }
+                } else {
+                    return Err(SessionConfigError::NotSupported { key, reason });
+                }
+            }
+        };
+        self.notes.retain(|n| n.key != note.key);
+        self.notes.push(note);
+        Ok(())
     }
 
     /// Sets `bootstrap.servers` from `host:port` strings.
@@ -250,6 +321,7 @@ impl SessionConfigBuilder {
             connection_setup_timeout: self.connection_setup_timeout,
             partitioner: self.partitioner,
             metadata: self.metadata,
+            notes: self.notes.clone(),
         })
     }
 }
@@ -318,7 +390,10 @@ mod tests {
         );
         assert!(matches!(
             SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("no.such.key", "1")]),
-            Err(SessionConfigError::Config(ConfigError::UnknownKey(_)))
+            Err(SessionConfigError::UnknownKey {
+                suggestion: None,
+                ..
+            })
         ));
         assert!(matches!(
             SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("max.block.ms", "x")]),
