@@ -56,10 +56,10 @@ mod waiters;
 pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId, TopicError};
 pub use config::{
-    ConfigNote, SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS,
-    CLIENT_ID, MAX_BLOCK_MS, METADATA_MAX_IDLE_MS, PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE,
-    PARTITIONER_AVAILABILITY_TIMEOUT_MS, PARTITIONER_IGNORE_KEYS,
-    SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+    parse_java_properties, ConfigNote, MalformedProperties, SessionConfig, SessionConfigBuilder,
+    SessionConfigError, BOOTSTRAP_SERVERS, CLIENT_ID, MAX_BLOCK_MS, METADATA_MAX_IDLE_MS,
+    PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
+    PARTITIONER_IGNORE_KEYS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
 pub use output::{CloseReason, ConnId, Output};
 pub use partitioner::{

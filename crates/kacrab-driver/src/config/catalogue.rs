@@ -74,9 +74,14 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("batch.size", Answer::Implemented),
     ("bootstrap.servers", Answer::Implemented),
     ("buffer.memory", Answer::Implemented),
+    // The drivers connect with `std::net::TcpStream::connect` / tokio's, which try
+    // every resolved address in turn: Kafka's default, `use_all_dns_ips`.
     (
         "client.dns.lookup",
-        refused_unless(NOT_YET, "use_all_dns_ips"),
+        refused_unless(
+            "only use_all_dns_ips (every resolved address is tried in turn)",
+            "use_all_dns_ips",
+        ),
     ),
     ("client.id", Answer::Implemented),
     ("compression.type", compression_or("none")),

@@ -8,6 +8,9 @@ use kacrab_idempotence::{ConfigError, ProducerConfig, ProducerConfigBuilder};
 mod catalogue;
 mod metadata;
 mod partitioner;
+mod properties;
+
+pub use properties::{parse_java_properties, MalformedProperties};
 
 pub use metadata::METADATA_MAX_IDLE_MS;
 
