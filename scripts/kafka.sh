@@ -16,6 +16,8 @@
 #   scripts/kafka.sh wait-leaders <bootstrap> <topic> [--not N] [--timeout S]
 #   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
 #   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID]
+#   scripts/kafka.sh produce-keyed <bootstrap> <topic>   # stdin: key<TAB>value lines
+#   scripts/kafka.sh add-partitions <bootstrap> <topic> <total-partitions>
 #   scripts/kafka.sh features <bootstrap>
 #   scripts/kafka.sh status | clean
 #
@@ -63,7 +65,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -650,6 +652,27 @@ cmd_perf() {
   echo "KACRAB_PERF_ELAPSED_S=$el"
 }
 
+# produce-keyed: Java's console producer, one record per stdin line
+# "key<TAB>value" (parse.key=true), with Java's default (built-in) partitioner, so a
+# test can compare where Java puts a key with where kacrab does.
+cmd_produce_keyed() {
+  [ $# -eq 2 ] || die "produce-keyed <bootstrap> <topic>"
+  ensure_fetched
+  local rp=--reader-property cp=--command-property
+  ver_ge "$KAFKA_VERSION" 4.2 || { rp=--property; cp=--producer-property; }
+  run_tool data org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$1" \
+    --topic "$2" "$rp" parse.key=true "$rp" "key.separator=$(printf '\t')" \
+    "$cp" acks=all >&2
+}
+
+# add-partitions: grows a live topic to <total-partitions> (TopicCommand --alter).
+cmd_add_partitions() {
+  [ $# -eq 3 ] || die "add-partitions <bootstrap> <topic> <total-partitions>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --alter \
+    --topic "$2" --partitions "$3" >&2
+}
+
 # ---------------------------------------------------------------- main
 main() {
   [ $# -ge 1 ] || usage
@@ -665,6 +688,8 @@ main() {
     describe-topic) cmd_describe_topic "$@" ;;
     consume) cmd_consume "$@" ;;
     perf) cmd_perf "$@" ;;
+    produce-keyed) cmd_produce_keyed "$@" ;;
+    add-partitions) cmd_add_partitions "$@" ;;
     wait-leaders) cmd_wait_leaders "$@" ;;
     features) cmd_features "$@" ;;
     status) cmd_status ;;

@@ -269,6 +269,18 @@ impl Producer {
         self.unreported_records
     }
 
+    /// Batches of `partition` waiting to be sent (closed ones, and the open one being
+    /// filled), not counting those on the wire: the queue length Java's
+    /// `RecordAccumulator.partitionReady` feeds to adaptive partitioning (KIP-794). `0`
+    /// for a partition the producer never saw.
+    #[must_use]
+    pub fn queued_batches(&self, partition: &TopicPartition) -> usize {
+        self.partition_index.get(partition).map_or(0, |&p| {
+            let part = &self.partitions[p as usize];
+            part.queue.len() + usize::from(part.open.is_some())
+        })
+    }
+
     /// Whether request `id` is outstanding: handed out by `poll_request`, expecting an
     /// answer or a failure report, and not timed out. A driver holding a request the core
     /// no longer has outstanding (it passed `request.timeout.ms`) closes its connection,

@@ -64,6 +64,15 @@ pub enum ProduceError {
         /// `false` for a record never written.
         possibly_written: bool,
     },
+    /// The record's topic could not be used (unknown after `max.block.ms`, refused by
+    /// the broker, an invalid name): nothing was queued and nothing was written.
+    #[error("topic {topic}: {error}")]
+    Topic {
+        /// The record's topic.
+        topic: kacrab_driver::Topic,
+        /// Why.
+        error: kacrab_driver::TopicError,
+    },
     /// The producer's I/O thread stopped (it panicked) before the record had an outcome.
     /// The record may have been written.
     #[error("the producer's I/O thread stopped before the record had an outcome")]
@@ -76,7 +85,7 @@ impl ProduceError {
     #[must_use]
     pub fn possibly_written(&self) -> bool {
         match self {
-            Self::Send(_) => false,
+            Self::Send(_) | Self::Topic { .. } => false,
             Self::Delivery {
                 possibly_written, ..
             }
@@ -130,6 +139,7 @@ impl ProduceError {
                 error,
                 possibly_written,
             },
+            kacrab_driver::ProduceError::Topic { topic, error } => Self::Topic { topic, error },
             // A kind of failure this adapter does not know yet: report it as an outcome
             // lost, which never claims the record is absent from the log.
             _ => Self::Terminated,

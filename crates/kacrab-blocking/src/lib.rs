@@ -26,7 +26,8 @@
 //!
 //! // ...or pipeline many, each with a callback (run on the producer's I/O thread).
 //! for i in 0..1000 {
-//!     let record = ProducerRecord::keyed("events", i.to_string(), "value", 6);
+//!     // The session's partitioner picks the partition for the key, as Java's does.
+//!     let record = ProducerRecord::keyed("events", i.to_string(), "value");
 //!     producer.send_with_callback(record, move |outcome| {
 //!         if let Err(e) = outcome {
 //!             eprintln!("record {i} failed: {e}");
@@ -230,9 +231,13 @@ impl Producer {
     /// # Errors
     /// The producer is closed or fatal, its I/O thread stopped, or `max.block.ms`
     /// passed with the buffer full. The record was not queued.
-    pub fn send(&self, record: ProducerRecord) -> Result<DeliveryHandle, SendError> {
+    ///
+    /// `record` is a [`ProducerRecord`] or anything that converts into one:
+    /// `send(("events", "user-7", "hello"))` sends a keyed record for the session's
+    /// partitioner.
+    pub fn send(&self, record: impl Into<ProducerRecord>) -> Result<DeliveryHandle, SendError> {
         let (tx, rx) = oneshot::channel();
-        self.post(record, Done::handle(tx))?;
+        self.post(record.into(), Done::handle(tx))?;
         Ok(DeliveryHandle { rx })
     }
 

@@ -167,10 +167,11 @@ fn partition_count_and_keyed_records() {
     assert!(f.broker.create_topic("k", 4));
     let p = producer(&f, &[("max.block.ms", "3000")]);
     assert_eq!(p.partition_count("k").unwrap(), 4);
-    let r = ProducerRecord::keyed("k", "foobar", "v", 4);
-    assert_eq!(r.partition, kacrab_driver::partition_for_key(b"foobar", 4));
-    let md = p.send(r.clone()).unwrap().wait().unwrap();
-    assert_eq!(md.partition, r.partition);
+    // The session's partitioner hashes the key over the topic's four partitions.
+    let r = ProducerRecord::keyed("k", "foobar", "v");
+    assert_eq!(r.partition, None);
+    let md = p.send(r).unwrap().wait().unwrap();
+    assert_eq!(md.partition, kacrab_driver::partition_for_key(b"foobar", 4));
     // FakeBroker creates unknown topics on Metadata, so no Timeout can be provoked here.
     let _ = WaitError::Timeout;
     p.close().unwrap();

@@ -11,12 +11,18 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, DeliveryError, Event, KafkaError, OffsetToCommit, Producer, Record,
-    RecordId, SendError, Timestamp, TopicPartition, TransactionState, TxnError, TxnOp,
+    ConsumerGroupMetadata, DeliveryError, KafkaError, OffsetToCommit, Producer, Record, SendError,
+    Timestamp, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
 };
 
-use crate::completion::{Completion, OpId, ProduceError, SendId};
+use crate::completion::{Completion, OpId, ProduceError, SendId, TopicError};
 use crate::record::{ProducerRecord, RecordMetadata};
+use crate::routing::Placement;
+use crate::waiters::{Waiter, Waiters};
+
+// The core's events and the invariant checks, in a file of their own (this one is long).
+#[path = "app_events.rs"]
+mod events;
 
 /// A transactional operation as the application calls it (see the methods of the same
 /// names on [`Session`](crate::Session)), for drivers that pass calls to their loop as
@@ -54,7 +60,9 @@ impl TxnCall {
 enum Queued {
     Send {
         id: SendId,
-        tp: TopicPartition,
+        topic: Topic,
+        /// `None` until the topic's metadata is known and a partitioner chose.
+        partition: Option<i32>,
         record: Record,
         /// `max.block.ms` after the call.
         deadline: Timestamp,
@@ -86,53 +94,19 @@ struct Lookup {
     ask_at: Timestamp,
 }
 
-/// A record the core accepted, waiting for its outcome.
-#[derive(Debug, Clone, Copy)]
-struct Waiter {
-    id: SendId,
-    timestamp: i64,
-}
-
-/// Waiters by the core's [`RecordId`]. The core assigns ids consecutively and records
-/// enter it in send order, so this is a deque indexed from the oldest unresolved id.
-/// Invariant: the front slot, if any, is occupied, and the occupied slots' send ids
-/// ascend.
-#[derive(Debug, Default)]
-struct Waiters {
-    base: u64,
-    slots: VecDeque<Option<Waiter>>,
-}
-
-impl Waiters {
-    fn insert(&mut self, record: RecordId, waiter: Waiter) {
-        if self.slots.is_empty() {
-            self.base = record.0;
-        }
-        while self.base + (self.slots.len() as u64) < record.0 {
-            self.slots.push_back(None);
-        }
-        debug_assert_eq!(self.base + self.slots.len() as u64, record.0);
-        self.slots.push_back(Some(waiter));
-    }
-
-    fn take(&mut self, record: RecordId) -> Option<Waiter> {
-        let index = usize::try_from(record.0.checked_sub(self.base)?).ok()?;
-        let waiter = self.slots.get_mut(index)?.take();
-        while matches!(self.slots.front(), Some(None)) {
-            self.slots.pop_front();
-            self.base += 1;
-        }
-        waiter
-    }
-
-    /// The oldest send still waiting for its outcome.
-    fn oldest(&self) -> Option<SendId> {
-        self.slots.front().copied().flatten().map(|w| w.id)
-    }
-
-    fn len(&self) -> usize {
-        self.slots.iter().flatten().count()
-    }
+/// What the application half asks of the session's metadata and partitioners.
+pub(crate) trait Resolve {
+    /// The topic's partition count, if its metadata is known.
+    fn partition_count(&self, topic: &str) -> Option<i32>;
+    /// Where a record of `topic` goes (see [`crate::routing`]).
+    fn place(
+        &mut self,
+        core: &Producer,
+        topic: &Topic,
+        partition: Option<i32>,
+        record: &Record,
+        now: Timestamp,
+    ) -> Placement;
 }
 
 /// Whether the open transaction lost a record before it entered the core.
@@ -180,6 +154,9 @@ pub(crate) struct Application {
     /// Transactional calls handed to the core, waiting for its completion event.
     txn_waiters: Vec<(TxnOp, OpId)>,
     lookups: Vec<Lookup>,
+    /// When to ask (again) for the metadata of the topics the backlog's sends without a
+    /// partition wait for (every `retry.backoff.ms` while the front waits).
+    metadata_ask_at: Timestamp,
     closes: Vec<OpId>,
     /// A send of the open transaction failed before entering the core (`max.block.ms`
     /// ran out): the transaction lost a record, so it may only be aborted. Java's
@@ -210,6 +187,7 @@ impl Application {
             flushes: VecDeque::new(),
             txn_waiters: Vec::new(),
             lookups: Vec::new(),
+            metadata_ask_at: now,
             closes: Vec::new(),
             lost_in_transaction: TxnRecordLoss::None,
             life: Life::Open,
@@ -247,6 +225,7 @@ impl Application {
         &mut self,
         core: &mut Producer,
         record: ProducerRecord,
+        resolve: &mut dyn Resolve,
         now: Timestamp,
     ) -> SendId {
         let id = SendId(self.next_send);
@@ -255,22 +234,29 @@ impl Application {
             self.record_done(id, Err(ProduceError::Send(SendError::Closed)));
             return id;
         }
-        let tp = TopicPartition {
-            topic: record.topic,
-            partition: record.partition,
-        };
+        let (topic, partition) = (record.topic, record.partition);
         let record = Record {
             key: record.key,
             value: record.value,
             headers: record.headers,
             timestamp: record.timestamp.unwrap_or_else(|| self.wall_ms(now)),
         };
-        if self.backlog.is_empty() {
-            if let Some((tp, record)) = self.submit(core, id, tp, record, now) {
-                self.block(core, id, tp, record, now);
+        if !self.backlog.is_empty() {
+            self.block(core, id, topic, partition, record, now);
+            return id;
+        }
+        match resolve.place(core, &topic, partition, &record, now) {
+            Placement::To(partition) => {
+                let tp = TopicPartition { topic, partition };
+                if let Some((tp, record)) = self.submit(core, id, tp, record, now) {
+                    self.block(core, id, tp.topic, Some(tp.partition), record, now);
+                }
             }
-        } else {
-            self.block(core, id, tp, record, now);
+            Placement::Wait => {
+                self.metadata_ask_at = now;
+                self.block(core, id, topic, None, record, now);
+            }
+            Placement::Refuse(error) => self.topic_failed(core, id, topic, error),
         }
         id
     }
@@ -405,15 +391,19 @@ impl Application {
     pub(crate) fn progress(
         &mut self,
         core: &mut Producer,
-        partition_count: impl Fn(&str) -> Option<i32>,
+        resolve: &mut dyn Resolve,
         now: Timestamp,
     ) -> Vec<String> {
         let mut freed = false;
         while let Some(event) = core.poll_event() {
             freed |= self.on_event(event);
         }
-        if !self.backlog.is_empty() && (freed || self.front_deadline().is_some_and(|d| d <= now)) {
-            self.unblock(core, now);
+        if !self.backlog.is_empty()
+            && (freed
+                || self.front_waits_for_metadata()
+                || self.front_deadline().is_some_and(|d| d <= now))
+        {
+            self.unblock(core, resolve, now);
         }
         if let Life::CloseCalled {
             deadline: Some(deadline),
@@ -454,18 +444,41 @@ impl Application {
                 });
             }
         }
-        self.answer_lookups(partition_count, now)
+        let mut ask = self.answer_lookups(resolve, now);
+        if self.front_waits_for_metadata() && self.metadata_ask_at <= now {
+            self.metadata_ask_at = now + self.lookup_backoff;
+            for q in &self.backlog {
+                if let Queued::Send {
+                    topic,
+                    partition: None,
+                    ..
+                } = q
+                {
+                    if !ask.iter().any(|t| t == topic.as_str()) {
+                        ask.push(topic.as_str().to_owned());
+                    }
+                }
+            }
+        }
+        ask
     }
 
-    fn answer_lookups(
-        &mut self,
-        partition_count: impl Fn(&str) -> Option<i32>,
-        now: Timestamp,
-    ) -> Vec<String> {
+    /// Whether the backlog's front is a send waiting for its topic's metadata.
+    fn front_waits_for_metadata(&self) -> bool {
+        matches!(
+            self.backlog.front(),
+            Some(Queued::Send {
+                partition: None,
+                ..
+            })
+        )
+    }
+
+    fn answer_lookups(&mut self, resolve: &dyn Resolve, now: Timestamp) -> Vec<String> {
         let mut ask = Vec::new();
         let mut i = 0;
         while i < self.lookups.len() {
-            let known = partition_count(&self.lookups[i].topic);
+            let known = resolve.partition_count(&self.lookups[i].topic);
             if known.is_some() || self.lookups[i].deadline <= now {
                 let l = self.lookups.swap_remove(i);
                 self.completions.push_back(Completion::PartitionCount {
@@ -494,7 +507,10 @@ impl Application {
             Life::Open | Life::Finished => None,
         };
         let lookups = self.lookups.iter().map(|l| l.ask_at.min(l.deadline)).min();
-        [self.front_deadline(), close, lookups]
+        let metadata = self
+            .front_waits_for_metadata()
+            .then_some(self.metadata_ask_at);
+        [self.front_deadline(), close, lookups, metadata]
             .into_iter()
             .flatten()
             .min()
@@ -551,6 +567,21 @@ impl Application {
         );
     }
 
+    /// A send failed for its topic before entering the core; in a transaction, Java's
+    /// `KafkaProducer.doSend` makes such an error abortable, as a full buffer.
+    fn topic_failed(&mut self, core: &Producer, id: SendId, topic: Topic, error: TopicError) {
+        if core.transaction_state() == Some(TransactionState::InTransaction) {
+            self.lost_in_transaction = TxnRecordLoss::Lost;
+        }
+        self.record_done(id, Err(ProduceError::Topic { topic, error }));
+    }
+
+    /// A send waited `max.block.ms` for its topic's metadata.
+    fn not_present(&mut self, core: &Producer, id: SendId, topic: Topic) {
+        let waited = self.max_block;
+        self.topic_failed(core, id, topic, TopicError::NotPresent { waited });
+    }
+
     fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
         self.completions
             .push_back(Completion::Record { id, outcome });
@@ -588,17 +619,22 @@ impl Application {
         &mut self,
         core: &Producer,
         id: SendId,
-        tp: TopicPartition,
+        topic: Topic,
+        partition: Option<i32>,
         record: Record,
         now: Timestamp,
     ) {
         if self.max_block.is_zero() {
-            self.buffer_full(core, id);
+            match partition {
+                Some(_) => self.buffer_full(core, id),
+                None => self.not_present(core, id, topic),
+            }
             return;
         }
         self.backlog.push_back(Queued::Send {
             id,
-            tp,
+            topic,
+            partition,
             record,
             deadline: now + self.max_block,
         });
@@ -606,15 +642,37 @@ impl Application {
 
     /// Runs the backlog in order: sends while they fit (failing those past
     /// `max.block.ms`), and every other command as it reaches the front.
-    fn unblock(&mut self, core: &mut Producer, now: Timestamp) {
+    fn unblock(&mut self, core: &mut Producer, resolve: &mut dyn Resolve, now: Timestamp) {
         while let Some(q) = self.backlog.pop_front() {
             match q {
                 Queued::Send {
                     id,
-                    tp,
+                    topic,
+                    partition,
                     record,
                     deadline,
                 } => {
+                    let tp = match resolve.place(core, &topic, partition, &record, now) {
+                        Placement::To(partition) => TopicPartition { topic, partition },
+                        Placement::Refuse(error) => {
+                            self.topic_failed(core, id, topic, error);
+                            continue;
+                        }
+                        Placement::Wait if deadline <= now => {
+                            self.not_present(core, id, topic);
+                            continue;
+                        }
+                        Placement::Wait => {
+                            self.backlog.push_front(Queued::Send {
+                                id,
+                                topic,
+                                partition: None,
+                                record,
+                                deadline,
+                            });
+                            return;
+                        }
+                    };
                     let Some((tp, record)) = self.submit(core, id, tp, record, now) else {
                         continue;
                     };
@@ -624,7 +682,8 @@ impl Application {
                     }
                     self.backlog.push_front(Queued::Send {
                         id,
-                        tp,
+                        topic: tp.topic,
+                        partition: Some(tp.partition),
                         record,
                         deadline,
                     });
@@ -704,106 +763,6 @@ impl Application {
                 kind,
                 result: Err(e),
             }),
-        }
-    }
-
-    /// Turns a core event into completions. Returns whether it freed buffer space.
-    fn on_event(&mut self, event: Event) -> bool {
-        match event {
-            Event::Delivered {
-                partition,
-                records,
-                base_offset,
-            } => {
-                for (i, rid) in records.into_iter().enumerate() {
-                    if let Some(w) = self.waiters.take(rid) {
-                        let meta = RecordMetadata {
-                            topic: partition.topic.clone(),
-                            partition: partition.partition,
-                            offset: base_offset.map(|b| b + i as i64),
-                            timestamp: w.timestamp,
-                        };
-                        self.record_done(w.id, Ok(meta));
-                    }
-                }
-                true
-            }
-            Event::Failed {
-                records,
-                error,
-                possibly_written,
-                ..
-            } => {
-                for rid in records {
-                    if let Some(w) = self.waiters.take(rid) {
-                        self.record_done(
-                            w.id,
-                            Err(ProduceError::Delivery {
-                                error: error.clone(),
-                                possibly_written,
-                            }),
-                        );
-                    }
-                }
-                true
-            }
-            Event::TransactionCompleted { op: kind, result } => {
-                let mut i = 0;
-                while i < self.txn_waiters.len() {
-                    if self.txn_waiters[i].0 == kind {
-                        let (_, op) = self.txn_waiters.remove(i);
-                        self.completions.push_back(Completion::Transaction {
-                            op,
-                            kind,
-                            result: result.clone(),
-                        });
-                    } else {
-                        i += 1;
-                    }
-                }
-                false
-            }
-            // Every record is failed by its own event; later sends fail in `send`.
-            Event::Fatal { .. } | Event::ProducerIdChanged { .. } => false,
-        }
-    }
-
-    /// Checks the application half's invariants (see its fields).
-    pub(crate) fn assert_invariants(&self, core: &Producer) {
-        assert!(!matches!(self.waiters.slots.front(), Some(None)));
-        let ids: Vec<SendId> = self.waiters.slots.iter().flatten().map(|w| w.id).collect();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "waiters ascend");
-        assert_eq!(
-            self.waiters.len() as u64,
-            core.unreported_records(),
-            "one waiter per record the core has not reported"
-        );
-        if let Some(front) = self.backlog.front() {
-            assert!(
-                matches!(front, Queued::Send { .. }),
-                "the backlog's front is a send"
-            );
-        }
-        let deadlines: Vec<Timestamp> = self
-            .backlog
-            .iter()
-            .filter_map(|q| match q {
-                Queued::Send { deadline, .. } => Some(*deadline),
-                _ => None,
-            })
-            .collect();
-        assert!(deadlines.windows(2).all(|w| w[0] <= w[1]));
-        assert!(self
-            .flushes
-            .iter()
-            .zip(self.flushes.iter().skip(1))
-            .all(|(a, b)| a.0 <= b.0));
-        if self.life == Life::Finished {
-            assert!(self.backlog.is_empty() && self.closes.is_empty() && self.lookups.is_empty());
-            assert!(
-                self.flushes.is_empty() && self.txn_waiters.is_empty(),
-                "a finished session answered every flush and transactional call"
-            );
         }
     }
 }

@@ -1,7 +1,9 @@
 //! What the application learns from the session: one stream of [`Completion`]s, each
 //! naming the command it completes by the id that command returned.
 
-use kacrab_idempotence::{DeliveryError, SendError, TxnError, TxnOp};
+use std::time::Duration;
+
+use kacrab_idempotence::{DeliveryError, KafkaError, SendError, Topic, TxnError, TxnOp};
 
 use crate::record::RecordMetadata;
 
@@ -44,6 +46,44 @@ pub enum ProduceError {
         /// As for [`ProduceError::Delivery`]: `false` for a record never written.
         possibly_written: bool,
     },
+    /// The record's topic could not be used: nothing was queued and nothing was
+    /// written.
+    #[error("topic {topic}: {error}")]
+    Topic {
+        /// The record's topic.
+        topic: Topic,
+        /// Why.
+        error: TopicError,
+    },
+}
+
+/// Why a record's topic could not be used (see [`ProduceError::Topic`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopicError {
+    /// No metadata named the topic within `max.block.ms` (it does not exist and the
+    /// broker does not create it, or no broker answered): Java's `TimeoutException`
+    /// "Topic ... not present in metadata after ... ms" from `KafkaProducer.waitOnMetadata`.
+    #[error("not present in metadata after {} ms", waited.as_millis())]
+    NotPresent {
+        /// `max.block.ms`.
+        waited: Duration,
+    },
+    /// The broker refused the topic: TOPIC_AUTHORIZATION_FAILED or
+    /// INVALID_TOPIC_EXCEPTION, which waiting cannot fix.
+    #[error("refused by the broker: {0}")]
+    Refused(KafkaError),
+    /// The name breaks Kafka's rules for topic names (`Topic.validate`).
+    #[error("invalid topic name: {0}")]
+    InvalidName(&'static str),
+    /// The application's partitioner chose a partition the topic does not have.
+    #[error("the partitioner chose partition {partition} of {count}")]
+    NoSuchPartition {
+        /// The partition chosen.
+        partition: i32,
+        /// The topic's partition count.
+        count: i32,
+    },
 }
 
 impl ProduceError {
@@ -51,7 +91,7 @@ impl ProduceError {
     #[must_use]
     pub fn possibly_written(&self) -> bool {
         match self {
-            Self::Send(_) => false,
+            Self::Send(_) | Self::Topic { .. } => false,
             Self::Delivery {
                 possibly_written, ..
             }

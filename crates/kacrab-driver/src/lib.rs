@@ -46,16 +46,26 @@ mod features;
 pub mod metrics;
 mod network;
 mod output;
+mod partitioner;
 mod phases;
 mod record;
+mod refresh;
+mod routing;
 mod sasl;
 mod secret;
 mod session;
 mod tls;
+mod topics;
+mod waiters;
 
 pub use app::TxnCall;
-pub use completion::{Completion, OpId, ProduceError, SendId};
+pub use completion::{Completion, OpId, ProduceError, SendId, TopicError};
 pub use config::security::{self, SecurityConfig, SecurityProtocol, TlsSettings};
+pub use config::{
+    parse_java_properties, ConfigNote, MalformedProperties, METADATA_MAX_IDLE_MS,
+    PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
+    PARTITIONER_IGNORE_KEYS,
+};
 pub use config::{
     ControlFlag, JaasError, OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials,
     SaslMechanism, SASL_JAAS_CONFIG, SASL_MECHANISM,
@@ -69,85 +79,19 @@ pub use config::{
 pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use metrics::MetricsSnapshot;
 pub use output::{CloseReason, ConnId, Output};
+pub use partitioner::{
+    murmur2, partition_for_key, KeyUse, Partitioner, StickyDraw, TopicPartitions,
+};
 pub use phases::{ConnectError, ConnectFailure, TlsFailure};
 pub use record::{ProducerRecord, RecordMetadata};
 pub use sasl::oauthbearer::{OAuthBearerToken, OAuthBearerTokenProvider, UnsecuredJwt};
 pub use sasl::SaslError;
 pub use secret::Secret;
 pub use session::Session;
+pub use topics::PartitionInfo;
 // The core's types that appear in the session's API, so that a driver needs this crate
 // alone.
 pub use kacrab_idempotence::{
     ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
     SendError, Stats, Timestamp, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
 };
-
-/// Java-compatible murmur2 partitioning for keyed records: the partition Kafka's default
-/// partitioner picks for `key` among `partitions` partitions.
-#[must_use]
-pub fn partition_for_key(key: &[u8], partitions: i32) -> i32 {
-    let positive = murmur2(key) & 0x7fff_ffff;
-    positive % partitions.max(1)
-}
-
-/// Kafka's murmur2 hash (`Utils.murmur2`), seed `0x9747b28c`.
-#[must_use]
-pub fn murmur2(data: &[u8]) -> i32 {
-    const M: u32 = 0x5bd1_e995;
-    const R: u32 = 24;
-    let len = data.len();
-    let mut h: u32 = 0x9747_b28c ^ (len as u32);
-    let mut chunks = data.chunks_exact(4);
-    for c in &mut chunks {
-        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        k = k.wrapping_mul(M);
-        k ^= k >> R;
-        k = k.wrapping_mul(M);
-        h = h.wrapping_mul(M);
-        h ^= k;
-    }
-    let rest = chunks.remainder();
-    if rest.len() >= 3 {
-        h ^= u32::from(rest[2]) << 16;
-    }
-    if rest.len() >= 2 {
-        h ^= u32::from(rest[1]) << 8;
-    }
-    if !rest.is_empty() {
-        h ^= u32::from(rest[0]);
-        h = h.wrapping_mul(M);
-    }
-    h ^= h >> 13;
-    h = h.wrapping_mul(M);
-    h ^= h >> 15;
-    h as i32
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Values from Kafka's `UtilsTest.testMurmur2`.
-    #[test]
-    fn murmur2_matches_kafka() {
-        let cases: [(&[u8], i32); 6] = [
-            (b"21", -973_932_308),
-            (b"foobar", -790_332_482),
-            (b"a-little-bit-long-string", -985_981_536),
-            (b"a-little-bit-longer-string", -1_486_304_829),
-            (
-                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
-                -58_897_971,
-            ),
-            (b"abc", 479_470_107),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(
-                murmur2(input),
-                expected,
-                "{}",
-                String::from_utf8_lossy(input)
-            );
-        }
-    }
-}

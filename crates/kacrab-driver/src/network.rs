@@ -26,6 +26,7 @@ use crate::phases::{ConnectError, Security, TlsFailure, Transport};
 
 mod secure;
 
+use crate::topics::Topics;
 use secure::{Gone, Health};
 
 /// Tags at or above this value name session-owned requests (ApiVersions, lookup
@@ -85,7 +86,10 @@ pub(crate) struct Network {
     bootstrap: Vec<String>,
     next_bootstrap: usize,
     brokers: BTreeMap<i32, String>,
-    partition_counts: BTreeMap<String, i32>,
+    topics: Topics,
+    /// Leaders a Produce request was written to since the session last took them (for
+    /// the partitioner's `partitioner.availability.timeout.ms`).
+    drained: Vec<i32>,
     conns: Vec<Conn>,
     next_conn: u64,
     next_session_tag: u64,
@@ -118,7 +122,8 @@ impl Network {
             bootstrap,
             next_bootstrap: 0,
             brokers: BTreeMap::new(),
-            partition_counts: BTreeMap::new(),
+            topics: Topics::default(),
+            drained: Vec::new(),
             conns: Vec::new(),
             next_conn: 0,
             next_session_tag: SESSION_TAG,
@@ -134,7 +139,19 @@ impl Network {
     }
 
     pub(crate) fn partition_count(&self, topic: &str) -> Option<i32> {
-        self.partition_counts.get(topic).copied()
+        self.topics.partition_count(topic)
+    }
+
+    pub(crate) fn topics(&self) -> &Topics {
+        &self.topics
+    }
+
+    pub(crate) fn topics_mut(&mut self) -> &mut Topics {
+        &mut self.topics
+    }
+
+    pub(crate) fn take_drained(&mut self) -> Vec<i32> {
+        std::mem::take(&mut self.drained)
     }
 
     pub(crate) fn pop_output(&mut self) -> Option<Output> {
@@ -388,12 +405,7 @@ impl Network {
                 for b in &r.brokers {
                     self.learn_broker(core, b.node_id, &b.host, b.port, now);
                 }
-                for t in &r.topics {
-                    if let (Some(name), 0) = (&t.name, t.error_code) {
-                        self.partition_counts
-                            .insert(name.clone(), t.partitions.len() as i32);
-                    }
-                }
+                self.topics.learn(&r);
                 let md = convert::metadata(&r);
                 let request = (tag < SESSION_TAG).then_some(id);
                 core.handle_metadata(request, &md, now)
@@ -587,7 +599,10 @@ impl Network {
         now: Timestamp,
     ) {
         let ticket = match &request {
-            Request::Produce(r) => Some(r.ticket),
+            Request::Produce(r) => {
+                self.drained.push(r.node.0);
+                Some(r.ticket)
+            }
             _ => None,
         };
         let (id, wire_request) = match &request {
@@ -823,6 +838,7 @@ impl Network {
 
     /// Checks the network's invariants (see the fields of `Conn`).
     pub(crate) fn assert_invariants(&self) {
+        self.topics.assert_invariants();
         let mut ids: Vec<ConnId> = self.conns.iter().map(|c| c.id).collect();
         ids.sort_unstable();
         ids.dedup();

@@ -9,8 +9,11 @@ use kacrab_idempotence::{Header, Topic};
 pub struct ProducerRecord {
     /// The topic. Cheap to clone: keep one [`Topic`] and build records from it.
     pub topic: Topic,
-    /// The partition (explicit; see [`ProducerRecord::keyed`]).
-    pub partition: i32,
+    /// The partition, if the application chose one (it always wins). `None` lets the
+    /// session's partitioner choose from the topic's metadata: Kafka's built-in one
+    /// (murmur2 of the key, or sticky for records without a key; KIP-794) unless a
+    /// [`Partitioner`](crate::Partitioner) of the application's was installed.
+    pub partition: Option<i32>,
     /// The key; `None` differs from an empty key.
     pub key: Option<Bytes>,
     /// The value; `None` is a tombstone.
@@ -22,11 +25,32 @@ pub struct ProducerRecord {
 }
 
 impl ProducerRecord {
-    /// A record with a value, no key, for `partition` of `topic`.
+    /// A record with a value, no key, for `partition` of `topic` (an explicit partition:
+    /// no partitioner is asked).
     pub fn new(topic: impl Into<Topic>, partition: i32, value: impl Into<Bytes>) -> Self {
         Self {
+            partition: Some(partition),
+            ..Self::unkeyed(topic, value)
+        }
+    }
+
+    /// A keyed record whose partition the session's partitioner picks from the topic's
+    /// metadata: with Kafka's built-in partitioner, the partition Java's producer picks
+    /// for the same key and partition count (`BuiltInPartitioner.partitionForKey`:
+    /// murmur2 of the key, made positive, modulo the count).
+    pub fn keyed(topic: impl Into<Topic>, key: impl Into<Bytes>, value: impl Into<Bytes>) -> Self {
+        Self {
+            key: Some(key.into()),
+            ..Self::unkeyed(topic, value)
+        }
+    }
+
+    /// A record without a key or partition: the built-in partitioner sticks to one
+    /// partition until `batch.size` bytes went there, then moves on (KIP-794).
+    pub fn unkeyed(topic: impl Into<Topic>, value: impl Into<Bytes>) -> Self {
+        Self {
             topic: topic.into(),
-            partition,
+            partition: None,
             key: None,
             value: Some(value.into()),
             headers: Vec::new(),
@@ -34,26 +58,14 @@ impl ProducerRecord {
         }
     }
 
-    /// A keyed record, for the partition Kafka's default partitioner picks for `key`
-    /// among `partitions` (murmur2, as the Java client).
-    pub fn keyed(
-        topic: impl Into<Topic>,
-        key: impl Into<Bytes>,
-        value: impl Into<Bytes>,
-        partitions: i32,
-    ) -> Self {
-        let key = key.into();
-        Self {
-            topic: topic.into(),
-            partition: crate::partition_for_key(&key, partitions),
-            key: Some(key),
-            value: Some(value.into()),
-            headers: Vec::new(),
-            timestamp: None,
-        }
+    /// Sets an explicit partition (the partitioner is not asked).
+    #[must_use]
+    pub fn with_partition(mut self, partition: i32) -> Self {
+        self.partition = Some(partition);
+        self
     }
 
-    /// Sets the key (the partition stays as it is).
+    /// Sets the key (an explicit partition stays as it is).
     #[must_use]
     pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
         self.key = Some(key.into());
@@ -75,6 +87,30 @@ impl ProducerRecord {
     pub fn with_timestamp(mut self, timestamp: i64) -> Self {
         self.timestamp = Some(timestamp);
         self
+    }
+}
+
+/// `(topic, key, value)`: a keyed record for the partitioner, so that a driver's
+/// `send(("events", "user-7", "hello"))` needs nothing else.
+impl<T, K, V> From<(T, K, V)> for ProducerRecord
+where
+    T: Into<Topic>,
+    K: Into<Bytes>,
+    V: Into<Bytes>,
+{
+    fn from((topic, key, value): (T, K, V)) -> Self {
+        Self::keyed(topic, key, value)
+    }
+}
+
+/// `(topic, value)`: a record without a key, for the partitioner.
+impl<T, V> From<(T, V)> for ProducerRecord
+where
+    T: Into<Topic>,
+    V: Into<Bytes>,
+{
+    fn from((topic, value): (T, V)) -> Self {
+        Self::unkeyed(topic, value)
     }
 }
 

@@ -4,18 +4,22 @@
 use std::time::Duration;
 
 use kacrab_idempotence::{
-    ConsumerGroupMetadata, DeliveryError, OffsetToCommit, Producer, Stats, Timestamp,
-    TransactionState,
+    ConsumerGroupMetadata, DeliveryError, OffsetToCommit, Producer, Record, Stats, Timestamp,
+    Topic, TransactionState,
 };
 
-use crate::app::{Application, TxnCall};
+use crate::app::{Application, Resolve, TxnCall};
 use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
 use crate::metrics::{Gauges, MetricsSnapshot, SessionMetrics, TimedCall};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
+use crate::partitioner::{BuiltIn, Partitioner};
 use crate::phases::Security;
 use crate::record::ProducerRecord;
+use crate::refresh::MetadataLifecycle;
+use crate::routing::{Placement, Router};
+use crate::topics::Topics;
 
 /// The sans-IO producer session: the core plus everything between it and the
 /// application on one side and the sockets on the other. See the crate documentation
@@ -28,6 +32,36 @@ pub struct Session {
     app: Application,
     net: Network,
     metrics: SessionMetrics,
+    router: Router,
+    lifecycle: MetadataLifecycle,
+    /// Metadata answers the lifecycle has seen (see `Topics::answers`).
+    answers_seen: u64,
+}
+
+/// The session's metadata and partitioners, as the application half asks them.
+struct Resolver<'a> {
+    topics: &'a Topics,
+    router: &'a mut Router,
+    lifecycle: &'a mut MetadataLifecycle,
+}
+
+impl Resolve for Resolver<'_> {
+    fn partition_count(&self, topic: &str) -> Option<i32> {
+        self.topics.partition_count(topic)
+    }
+
+    fn place(
+        &mut self,
+        core: &Producer,
+        topic: &Topic,
+        partition: Option<i32>,
+        record: &Record,
+        now: Timestamp,
+    ) -> Placement {
+        self.lifecycle.used(topic.as_str(), now);
+        self.router
+            .place(topic, partition, record, self.topics, core, now)
+    }
 }
 
 impl Session {
@@ -37,6 +71,7 @@ impl Session {
     #[must_use]
     pub fn new(config: SessionConfig, now: Timestamp, unix_ms: i64) -> Self {
         let core_config = config.core().clone();
+        let max_age = core_config.metadata_max_age();
         let net = Network::new(
             config.bootstrap().to_vec(),
             config.client_id().map(str::to_owned),
@@ -63,6 +98,9 @@ impl Session {
             app,
             net,
             metrics,
+            router: Router::new(BuiltIn::new(config.partitioner())),
+            lifecycle: MetadataLifecycle::new(max_age, config.metadata_max_idle(), now),
+            answers_seen: 0,
         }
     }
 
@@ -89,10 +127,27 @@ impl Session {
     /// [`Completion::Record`] naming the returned id. If `buffer.memory` is full it
     /// waits, in order, for up to `max.block.ms`, then fails with
     /// [`SendError::BufferFull`](kacrab_idempotence::SendError::BufferFull).
+    ///
+    /// A record without a partition waits, in the same order, for its topic's metadata
+    /// (up to the same `max.block.ms`, from this call), then goes where the
+    /// [`Partitioner`] installed with [`Session::set_partitioner`] or Kafka's built-in
+    /// partitioner puts it; it fails with [`ProduceError::Topic`](crate::ProduceError::Topic)
+    /// if the topic stays unknown, the broker refuses it, or its name is invalid.
     pub fn send(&mut self, record: ProducerRecord, now: Timestamp) -> SendId {
-        let id = self.app.send(&mut self.core, record, now);
+        let mut resolve = Resolver {
+            topics: self.net.topics(),
+            router: &mut self.router,
+            lifecycle: &mut self.lifecycle,
+        };
+        let id = self.app.send(&mut self.core, record, &mut resolve, now);
         self.progress(now);
         id
+    }
+
+    /// Installs the application's partitioner for records sent without a partition (the
+    /// built-in one still decides when it returns `None`).
+    pub fn set_partitioner(&mut self, partitioner: Box<dyn Partitioner>) {
+        self.router.set_partitioner(partitioner);
     }
 
     /// Sends every queued record without waiting for `linger.ms`; completes
@@ -233,6 +288,7 @@ impl Session {
             self.core.poll_timeout(),
             self.net.poll_timeout(),
             self.app.poll_timeout(),
+            self.lifecycle.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -254,6 +310,15 @@ impl Session {
         // A request the core gave up on closes its connection; the requests the core
         // makes next (retries) go out on fresh ones.
         self.net.handle_timeout(&mut self.core, now);
+        let (forget, refresh) = self.lifecycle.handle_timeout(now);
+        for topic in &forget {
+            self.net.topics_mut().forget(topic);
+            self.router.forget(topic);
+        }
+        if !refresh.is_empty() {
+            let topics: Vec<&str> = refresh.iter().map(String::as_str).collect();
+            self.net.request_metadata(&mut self.core, &topics, now);
+        }
         self.progress(now);
         self.drain_core(now);
         debug_assert!(
@@ -383,10 +448,19 @@ impl Session {
             self.app.connection_failed(error);
             self.app.abort(&mut self.core, now);
         }
-        let net = &self.net;
-        let ask = self
-            .app
-            .progress(&mut self.core, |t| net.partition_count(t), now);
+        for leader in self.net.take_drained() {
+            self.router.drained(leader, now);
+        }
+        if self.net.topics().answers() != self.answers_seen {
+            self.answers_seen = self.net.topics().answers();
+            self.lifecycle.answered(now);
+        }
+        let mut resolve = Resolver {
+            topics: self.net.topics(),
+            router: &mut self.router,
+            lifecycle: &mut self.lifecycle,
+        };
+        let ask = self.app.progress(&mut self.core, &mut resolve, now);
         if !ask.is_empty() {
             let topics: Vec<&str> = ask.iter().map(String::as_str).collect();
             self.net.request_metadata(&mut self.core, &topics, now);
@@ -427,7 +501,13 @@ mod tests {
             Timestamp::ZERO,
             0,
         );
-        assert!(matches!(unknown, Err(SessionConfigError::Config(_))));
+        assert!(matches!(
+            unknown,
+            Err(SessionConfigError::UnknownKey {
+                suggestion: Some("linger.ms"),
+                ..
+            })
+        ));
         let ok = Session::from_properties([("bootstrap.servers", "h:1")], Timestamp::ZERO, 0);
         assert!(ok.is_ok_and(|s| s.connection_count() == 0 && !s.is_finished()));
     }

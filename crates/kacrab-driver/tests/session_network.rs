@@ -549,9 +549,9 @@ fn a_broker_moved_by_metadata_closes_its_old_connection_and_the_record_is_delive
 
 /// Java's producer refreshes metadata every `metadata.max.age.ms` even when nothing
 /// failed (`Metadata.timeToNextUpdate`), so it notices moved brokers and leaders early.
-/// The core parses the key but never acts on it.
+/// The session acts on the key (`refresh.rs`): it asks for every topic in use once the
+/// view is `metadata.max.age.ms` old.
 #[test]
-#[ignore = "core gap (root crate): metadata.max.age.ms is parsed but never acted on"]
 fn metadata_is_refreshed_every_metadata_max_age() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),

@@ -48,6 +48,15 @@ pub enum ProduceError {
         /// `false` for a record never written.
         possibly_written: bool,
     },
+    /// The record's topic could not be used (unknown after `max.block.ms`, refused by
+    /// the broker, an invalid name): nothing was queued and nothing was written.
+    #[error("topic {topic}: {error}")]
+    Topic {
+        /// The record's topic.
+        topic: kacrab_driver::Topic,
+        /// Why.
+        error: kacrab_driver::TopicError,
+    },
     /// The producer's driver task ended (its runtime shut down, or it panicked) before
     /// the record had an outcome. The record may have been written.
     #[error("the producer's driver task ended before the record had an outcome")]
@@ -60,7 +69,7 @@ impl ProduceError {
     #[must_use]
     pub fn possibly_written(&self) -> bool {
         match self {
-            Self::Send(_) => false,
+            Self::Send(_) | Self::Topic { .. } => false,
             Self::Delivery {
                 possibly_written, ..
             }
@@ -90,6 +99,7 @@ impl From<kacrab_driver::ProduceError> for ProduceError {
                 error,
                 possibly_written,
             },
+            kacrab_driver::ProduceError::Topic { topic, error } => Self::Topic { topic, error },
             // A kind of failure this version does not know: report it as an outcome
             // lost, which claims nothing about the log (possibly written).
             _ => Self::Terminated,

@@ -21,7 +21,8 @@
 //! // `send` queues the record at once, in call order, and returns a future of its
 //! // outcome: keep sending without waiting for acknowledgements.
 //! let first = producer.send(ProducerRecord::new("events", 0, "hello"));
-//! let second = producer.send(ProducerRecord::keyed("events", "user-7", "world", 6));
+//! // Topic, key, value: the partition is Kafka's for the key (murmur2, as Java's).
+//! let second = producer.send(("events", "user-7", "world"));
 //! let meta = first.await?;
 //! println!("{}-{} at offset {:?}", meta.topic, meta.partition, meta.offset);
 //! second.await?;
@@ -40,9 +41,11 @@
 //! `batch.size`, `request.timeout.ms`, `delivery.timeout.ms`, `retry.backoff.ms`, ...).
 //! An unknown key is an error. [`ProducerBuilder`] is the typed alternative.
 //!
-//! Partitions are explicit: [`ProducerRecord::new`] names one,
-//! [`ProducerRecord::keyed`] hashes the key as Kafka's default partitioner does, given
-//! the topic's partition count ([`Producer::partition_count`] asks the cluster).
+//! Partitions come from the topic's metadata unless a record names one
+//! ([`ProducerRecord::new`]): a keyed record ([`ProducerRecord::keyed`], or a `(topic,
+//! key, value)` triple) goes where Java's producer puts the same key (murmur2), one
+//! without a key ([`ProducerRecord::unkeyed`], or `(topic, value)`) sticks to a
+//! partition for `batch.size` bytes (KIP-794). See [`kacrab_driver::Partitioner`].
 //!
 //! # Architecture
 //!
@@ -182,7 +185,12 @@ impl Producer {
     ///
     /// If `buffer.memory` is full the record waits, in order, for up to `max.block.ms`,
     /// then fails with [`SendError::BufferFull`].
-    pub fn send(&self, record: ProducerRecord) -> DeliveryFuture {
+    ///
+    /// `record` is a [`ProducerRecord`] or anything that converts into one:
+    /// `send(("events", "user-7", "hello"))` sends a keyed record, `send(("events",
+    /// "hello"))` one without a key, and the session's partitioner picks the partition.
+    pub fn send(&self, record: impl Into<ProducerRecord>) -> DeliveryFuture {
+        let record = record.into();
         let (reply, rx) = oneshot::channel();
         let state = match self.commands.send(Command::Send { record, reply }) {
             Ok(()) => DeliveryState::Waiting(rx),
@@ -348,7 +356,7 @@ impl ProducerBuilder {
     /// [`ProducerConfigBuilder::set`].
     ///
     /// # Errors
-    /// [`Error::Config`] for an unknown key ([`ConfigError::UnknownKey`]) or a value that
+    /// [`Error::Config`] for an unknown key ([`SessionConfigError::UnknownKey`]) or a value that
     /// does not parse.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, Error> {
         self.config.set(key, value)?;
@@ -433,7 +441,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(
             err,
-            Error::Config(SessionConfigError::Config(ConfigError::UnknownKey(k))) if k == "no.such.key"
+            Error::Config(SessionConfigError::UnknownKey { key, .. }) if key == "no.such.key"
         ));
     }
 
@@ -454,9 +462,10 @@ mod tests {
     }
 
     #[test]
-    fn keyed_records_use_murmur2() {
-        let r = ProducerRecord::keyed("t", "21", "v", 6);
-        assert_eq!(r.partition, kacrab_driver::partition_for_key(b"21", 6));
+    fn a_topic_key_value_triple_is_a_keyed_record_for_the_partitioner() {
+        let r: ProducerRecord = ("t", "21", "v").into();
+        assert_eq!(r, ProducerRecord::keyed("t", "21", "v"));
+        assert_eq!(r.partition, None, "the session's partitioner decides");
         assert_eq!(r.key.as_deref(), Some(&b"21"[..]));
     }
 }

@@ -371,12 +371,16 @@ async fn partition_count_from_metadata() {
     );
     let asked = broker.state.lock().unwrap().metadata_requests;
     assert!((10..=12).contains(&asked), "asked {asked} times");
-    let key_partition = ProducerRecord::keyed(TOPIC, "user-7", "v", 3).partition;
+    // A keyed record needs no partition count from the caller: the session's
+    // partitioner hashes the key over the topic's partitions, as Java's does.
     let meta = p
-        .send(ProducerRecord::keyed(TOPIC, "user-7", "v", 3))
+        .send(ProducerRecord::keyed(TOPIC, "user-7", "v"))
         .await
         .unwrap();
-    assert_eq!(meta.partition, key_partition);
+    assert_eq!(
+        meta.partition,
+        kacrab_driver::partition_for_key(b"user-7", 3)
+    );
 }
 
 /// buffer.memory full: sends wait in order (max.block.ms) and go once deliveries free

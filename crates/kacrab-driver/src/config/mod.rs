@@ -24,6 +24,19 @@ mod compression;
 pub use compression::{
     COMPRESSION_GZIP_LEVEL, COMPRESSION_LZ4_LEVEL, COMPRESSION_TYPE, COMPRESSION_ZSTD_LEVEL,
 };
+mod catalogue;
+mod metadata;
+mod partitioner;
+mod properties;
+
+pub use properties::{parse_java_properties, MalformedProperties};
+
+pub use metadata::METADATA_MAX_IDLE_MS;
+
+pub use partitioner::{
+    PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
+    PARTITIONER_IGNORE_KEYS,
+};
 
 /// `bootstrap.servers`: comma-separated `host:port`s.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
@@ -82,6 +95,32 @@ pub enum SessionConfigError {
     /// A `sasl.*` setting was refused (its message never holds a password).
     #[error(transparent)]
     Sasl(#[from] SaslConfigError),
+    /// A key of Kafka's producer configuration kacrab does not support (the value is
+    /// not shown: it may be a secret).
+    #[error("{key}: known Kafka producer setting, not supported: {reason}")]
+    NotSupported {
+        /// The key.
+        key: &'static str,
+        /// Why, or "not yet implemented".
+        reason: &'static str,
+    },
+    /// A key that is neither Kafka's nor kacrab's.
+    #[error("unknown configuration key {key:?}{}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default())]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+        /// The known key nearest to it by edit distance, if close enough to be a typo.
+        suggestion: Option<&'static str>,
+    },
+}
+
+/// A key that was accepted without effect, and why (see [`SessionConfig::notes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigNote {
+    /// The key.
+    pub key: &'static str,
+    /// What kacrab did with it.
+    pub note: &'static str,
 }
 
 /// A validated session configuration: the core's plus the keys the session owns.
@@ -95,6 +134,9 @@ pub struct SessionConfig {
     security: SecurityConfig,
     sasl: SaslConfig,
     metrics: MetricsConfig,
+    partitioner: partitioner::PartitionerConfig,
+    metadata: metadata::MetadataConfig,
+    notes: Vec<ConfigNote>,
 }
 
 impl SessionConfig {
@@ -165,6 +207,32 @@ impl SessionConfig {
     pub fn metrics(&self) -> &MetricsConfig {
         &self.metrics
     }
+
+    /// `metadata.max.idle.ms`: a topic no send used for this long is no longer
+    /// refreshed, and a send to it waits for its metadata again.
+    #[must_use]
+    pub fn metadata_max_idle(&self) -> Duration {
+        self.metadata.max_idle
+    }
+
+    /// The keys that were accepted without effect (`key.serializer`, a not-supported
+    /// key set to the value kacrab's behaviour matches, ...), each with why.
+    #[must_use]
+    pub fn notes(&self) -> &[ConfigNote] {
+        &self.notes
+    }
+
+    /// The built-in partitioner's settings (`partitioner.*`, `batch.size`; its draws
+    /// are seeded from `kacrab.jitter.seed`).
+    pub(crate) fn partitioner(&self) -> crate::partitioner::BuiltInSettings {
+        crate::partitioner::BuiltInSettings {
+            keys: self.partitioner.keys,
+            draw: self.partitioner.draw,
+            availability_timeout: self.partitioner.availability_timeout,
+            sticky_bytes: self.core.batch_size().max(1),
+            seed: self.core.jitter_seed() ^ 0x7061_7274_6974_696f,
+        }
+    }
 }
 
 /// Builds a [`SessionConfig`].
@@ -179,6 +247,9 @@ pub struct SessionConfigBuilder {
     sasl: SaslConfig,
     metrics: MetricsConfig,
     compression: compression::CompressionConfig,
+    partitioner: partitioner::PartitionerConfig,
+    metadata: metadata::MetadataConfig,
+    notes: Vec<ConfigNote>,
 }
 
 impl Default for SessionConfigBuilder {
@@ -193,6 +264,9 @@ impl Default for SessionConfigBuilder {
             sasl: SaslConfig::default(),
             metrics: MetricsConfig::default(),
             compression: compression::CompressionConfig::default(),
+            partitioner: partitioner::PartitionerConfig::default(),
+            metadata: metadata::MetadataConfig::default(),
+            notes: Vec::new(),
         }
     }
 }
@@ -207,8 +281,12 @@ impl SessionConfigBuilder {
     ///
     /// # Errors
     /// [`SessionConfigError::InvalidValue`] for a malformed session key;
-    /// [`SessionConfigError::Config`] for an unknown key or a core value that does not
-    /// parse; [`SessionConfigError::Sasl`] for a SASL key.
+    /// [`SessionConfigError::Config`] for a core value that does not parse;
+    /// [`SessionConfigError::Sasl`] for a SASL key; [`SessionConfigError::NotSupported`]
+    /// for a Kafka producer key kacrab does not support;
+    /// [`SessionConfigError::UnknownKey`] (with the nearest known key) for any other key.
+    /// `key.serializer` and `value.serializer` are accepted and ignored, with a
+    /// [`SessionConfig::notes`] entry.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
         match key {
             BOOTSTRAP_SERVERS => self.bootstrap = parse_bootstrap(value)?,
@@ -231,13 +309,52 @@ impl SessionConfigBuilder {
             _ if self.security.set(key, value)? => {}
             _ if self.metrics.set(key, value)? => {}
             _ if compression::CompressionConfig::owns(key) => self.compression.set(key, value)?,
-            _ => {
-                if !self.sasl.set(key, value)? {
-                    self.core.set(key, value)?;
-                }
-            }
+            _ if self.partitioner.set(key, value)? => {}
+            _ if self.metadata.set(key, value)? => {}
+            _ if self.sasl.set(key, value)? => {}
+            _ => self.set_catalogued(key, value)?,
         }
         Ok(self)
+    }
+
+    /// A key no session module took: the core's, or answered by the catalogue of
+    /// Kafka's producer keys (ignored with a note, not supported, or unknown).
+    fn set_catalogued(&mut self, key: &str, value: &str) -> Result<(), SessionConfigError> {
+        use catalogue::Answer;
+        let known = catalogue::answer(key);
+        let note = match known {
+            None if !kacrab_idempotence::config::keys::ALL.contains(&key) => {
+                return Err(SessionConfigError::UnknownKey {
+                    key: key.to_owned(),
+                    suggestion: catalogue::nearest(key),
+                });
+            }
+            None | Some((_, Answer::Implemented)) => {
+                self.core.set(key, value)?;
+                return Ok(());
+            }
+            Some((key, Answer::Ignored(note))) => ConfigNote { key, note },
+            // A module key its module did not claim: the module does not support it.
+            Some((key, Answer::Module(_))) => {
+                return Err(SessionConfigError::NotSupported {
+                    key,
+                    reason: "not supported by kacrab's implementation of this setting's family",
+                });
+            }
+            Some((key, Answer::NotSupported { reason, unless })) => {
+                if unless.is_some_and(|v| v.eq_ignore_ascii_case(value.trim())) {
+                    ConfigNote {
+                        key,
+                        note: "accepted: this value asks for what kacrab does without it",
+                    }
+                } else {
+                    return Err(SessionConfigError::NotSupported { key, reason });
+                }
+            }
+        };
+        self.notes.retain(|n| n.key != note.key);
+        self.notes.push(note);
+        Ok(())
     }
 
     /// Sets `bootstrap.servers` from `host:port` strings.
@@ -318,6 +435,9 @@ impl SessionConfigBuilder {
             connection_setup_timeout: self.connection_setup_timeout,
             sasl: self.sasl.clone(),
             metrics: self.metrics,
+            partitioner: self.partitioner,
+            metadata: self.metadata,
+            notes: self.notes.clone(),
         })
     }
 }
@@ -386,7 +506,10 @@ mod tests {
         );
         assert!(matches!(
             SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("no.such.key", "1")]),
-            Err(SessionConfigError::Config(ConfigError::UnknownKey(_)))
+            Err(SessionConfigError::UnknownKey {
+                suggestion: None,
+                ..
+            })
         ));
         assert!(matches!(
             SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("max.block.ms", "x")]),

@@ -217,6 +217,8 @@ pub struct Cluster {
     pub committed_offsets: Vec<(String, i32, i64)>,
     /// Brokers left out of Metadata's broker list (reachable all the same).
     pub hidden_in_metadata: BTreeSet<i32>,
+    /// Topics Metadata answers with this error code instead of their partitions.
+    pub metadata_errors: BTreeMap<String, i16>,
     next_producer_id: i64,
     txn_producers: BTreeMap<String, (i64, i16)>,
 }
@@ -234,6 +236,7 @@ impl Cluster {
             txn_partitions: BTreeSet::new(),
             end_txns: Vec::new(),
             hidden_in_metadata: BTreeSet::new(),
+            metadata_errors: BTreeMap::new(),
             offset_groups: Vec::new(),
             committed_offsets: Vec::new(),
             next_producer_id: 1000,
@@ -255,6 +258,17 @@ impl Cluster {
             .collect();
         self.topics.insert(topic.to_owned(), parts);
         self
+    }
+
+    /// Adds a partition to `topic`, led by node `leader` (Kafka's
+    /// `kafka-topics --alter --partitions`).
+    pub fn add_partition(&mut self, topic: &str, leader: i32) {
+        self.topics.get_mut(topic).expect("topic").push(Partition {
+            leader,
+            leader_epoch: 0,
+            log: Vec::new(),
+            producers: BTreeMap::new(),
+        });
     }
 
     /// The partition.
@@ -456,6 +470,9 @@ impl Cluster {
             .map(|name| {
                 let t = MetadataResponseTopic::default()
                     .with_name(Some(TopicName(StrBytes::from_string(name.clone()))));
+                if let Some(&code) = self.metadata_errors.get(&name) {
+                    return t.with_error_code(code);
+                }
                 match self.topics.get(&name) {
                     None => t.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
                     Some(parts) => t.with_partitions(

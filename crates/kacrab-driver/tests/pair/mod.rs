@@ -243,6 +243,14 @@ impl Pair {
         id
     }
 
+    /// Sends `record` as it is (a partition of its own, or none for the partitioner).
+    pub fn send_record(&mut self, record: ProducerRecord) -> SendId {
+        let id = self.session.send(record, self.now);
+        assert!(self.sent.insert(id), "send ids are never reused");
+        self.pump();
+        id
+    }
+
     /// Flushes.
     pub fn flush(&mut self) -> OpId {
         let op = self.session.flush(self.now);
