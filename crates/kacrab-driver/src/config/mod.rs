@@ -76,7 +76,7 @@ pub enum SessionConfigError {
     },
     /// A key kacrab knows of but does not support (a JKS keystore, an `ssl.*` key
     /// outside the supported set, ...).
-    #[error("configuration {key} is not supported: {reason}")]
+    #[error("{key}: known Kafka producer setting, not supported: {reason}")]
     Unsupported {
         /// The key.
         key: String,

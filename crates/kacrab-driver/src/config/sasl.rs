@@ -94,7 +94,7 @@ pub enum SaslConfigError {
         mechanism: String,
     },
     /// A `sasl.*` key kacrab does not implement.
-    #[error("configuration {key} is not supported: {reason}")]
+    #[error("{key}: known Kafka producer setting, not supported: {reason}")]
     UnsupportedKey {
         /// The key.
         key: String,

@@ -318,7 +318,9 @@ impl SecurityBuilder {
                     "PEM stores take no password (as in Kafka, KIP-651)",
                 ))
             }
-            _ if key.starts_with("ssl.") => {
+            // Kafka's other ssl.* keys: known, not supported. Any other ssl.* key is a
+            // typo, answered as every unknown key is (with the nearest known one).
+            _ if key.starts_with("ssl.") && super::catalogue::answer(key).is_some() => {
                 return Err(unsupported(key, "this ssl.* key is not supported"))
             }
             _ => return Ok(false),
@@ -527,6 +529,23 @@ mod tests {
         }
         assert_eq!(b.set("linger.ms", "1"), Ok(false));
         assert_eq!(b.set("ssl.truststore.type", "pem"), Ok(true));
+    }
+
+    #[test]
+    fn an_ssl_typo_is_an_unknown_key_with_a_suggestion_and_a_known_key_says_so() {
+        let mut b = crate::config::SessionConfig::builder();
+        assert_eq!(
+            b.set("ssl.trustore.location", "/ca.pem").unwrap_err(),
+            SessionConfigError::UnknownKey {
+                key: "ssl.trustore.location".into(),
+                suggestion: Some("ssl.truststore.location"),
+            }
+        );
+        let known = b.set("ssl.cipher.suites", "x").unwrap_err().to_string();
+        assert!(
+            known.starts_with("ssl.cipher.suites: known Kafka producer setting, not supported: "),
+            "{known}"
+        );
     }
 
     #[test]
