@@ -16,7 +16,7 @@ use kacrab_idempotence::{
     InputError, KafkaError, Producer, ProducerIdAndEpoch, Request, RequestFailure, RequestId,
     Timestamp,
 };
-use kacrab_wire::messages::{ApiVersionsRequest, MetadataRequest};
+use kacrab_wire::messages::MetadataRequest;
 use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
 
 use crate::convert;
@@ -24,6 +24,7 @@ use crate::features::FinalizedFeatures;
 use crate::output::{CloseReason, ConnId, Output};
 use crate::phases::{ConnectError, Security, TlsFailure, Transport};
 
+mod negotiation;
 mod secure;
 
 use crate::topics::Topics;
@@ -278,14 +279,6 @@ impl Network {
         self.negotiate(core, conn, now);
     }
 
-    /// The transport is up: version negotiation starts.
-    fn negotiate(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
-        let Some(c) = self.conn_mut(conn) else { return };
-        let version = ApiVersionsRequest::FIRST_VERSION;
-        c.state = ConnState::Negotiating(version);
-        self.send_api_versions(core, conn, version, now);
-    }
-
     /// The connection could not be opened, or failed after it was: requests written on
     /// it may have been applied, queued ones never left.
     pub(crate) fn handle_disconnected(
@@ -453,51 +446,6 @@ impl Network {
                 debug_assert!(failed.is_ok(), "outstanding request refused: {failed:?}");
             }
             self.drop_conn(core, conn, now, Some(CloseReason::Protocol(e)));
-        }
-    }
-
-    fn handle_api_versions(
-        &mut self,
-        core: &mut Producer,
-        conn: ConnId,
-        answer: &kacrab_wire::messages::ApiVersionsResponse,
-        now: Timestamp,
-    ) {
-        let Some(c) = self.conn_mut(conn) else { return };
-        let ConnState::Negotiating(sent) = c.state else {
-            return;
-        };
-        if answer.error_code == kacrab_wire::messages::UNSUPPORTED_VERSION {
-            match answer.retry_version(sent) {
-                Some(v) => {
-                    c.state = ConnState::Negotiating(v);
-                    self.send_api_versions(core, conn, v, now);
-                }
-                None => self.drop_conn(core, conn, now, Some(CloseReason::Negotiation)),
-            }
-            return;
-        }
-        match Versions::from_response(answer) {
-            Ok(versions) if answer.error_code == 0 => {
-                // The finalized transaction.version (KIP-890) decides TV1 or TV2; the
-                // newest view across every connection counts, not the latest answer.
-                if let Some(level) = self.features.observe(&versions) {
-                    core.handle_transaction_version(level);
-                }
-                let Some(c) = self.conn_mut(conn) else { return };
-                c.versions = Some(versions);
-                c.state = ConnState::Ready;
-                let queued: Vec<Pending> = c.queued.drain(..).collect();
-                for p in queued {
-                    match p {
-                        Pending::Core(r) => self.write_core_request(core, conn, r, now),
-                        Pending::Session(r, tag) => {
-                            self.send_session_request(core, conn, r, tag, now);
-                        }
-                    }
-                }
-            }
-            _ => self.drop_conn(core, conn, now, Some(CloseReason::Negotiation)),
         }
     }
 
@@ -686,32 +634,6 @@ impl Network {
         let tag = self.next_session_tag;
         self.next_session_tag += 1;
         tag
-    }
-
-    fn send_api_versions(
-        &mut self,
-        core: &mut Producer,
-        conn: ConnId,
-        version: i16,
-        now: Timestamp,
-    ) {
-        let tag = self.session_tag();
-        let deadline = now + self.request_timeout;
-        let Some(c) = self.conn_mut(conn) else { return };
-        let hello = ApiVersionsRequest {
-            client_software_name: "kacrab".into(),
-            client_software_version: env!("CARGO_PKG_VERSION").into(),
-        };
-        match c.wire.encode(hello, version, tag) {
-            Ok(e) => {
-                c.deadlines.push_back((tag, deadline));
-                self.transmit(core, conn, e.frame, None, now);
-            }
-            Err(e) => {
-                let reason = CloseReason::Malformed(e.to_string());
-                self.drop_conn(core, conn, now, Some(reason));
-            }
-        }
     }
 
     fn send_session_request(
