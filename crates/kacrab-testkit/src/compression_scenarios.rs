@@ -94,22 +94,26 @@ fn real_codec(name: &'static str, codec: &'static str, factory: Factory) -> Resu
     Ok(report)
 }
 
-/// [`real_codec`] with gzip.
+/// Real Kafka, gzip: 20,000 records to a fresh topic, read back by Kafka's
+/// console consumer exactly once and in order per partition.
 pub fn real_compression_gzip(factory: Factory) -> Result<Report, String> {
     real_codec("real_compression_gzip", "gzip", factory)
 }
 
-/// [`real_codec`] with snappy (snappy-java's stream).
+/// Real Kafka, snappy (snappy-java's stream): 20,000 records to a fresh topic, read back by Kafka's
+/// console consumer exactly once and in order per partition.
 pub fn real_compression_snappy(factory: Factory) -> Result<Report, String> {
     real_codec("real_compression_snappy", "snappy", factory)
 }
 
-/// [`real_codec`] with lz4 (Kafka's LZ4 frame).
+/// Real Kafka, lz4 (Kafka's LZ4 frame): 20,000 records to a fresh topic, read back by Kafka's
+/// console consumer exactly once and in order per partition.
 pub fn real_compression_lz4(factory: Factory) -> Result<Report, String> {
     real_codec("real_compression_lz4", "lz4", factory)
 }
 
-/// [`real_codec`] with zstd.
+/// Real Kafka, zstd: 20,000 records to a fresh topic, read back by Kafka's
+/// console consumer exactly once and in order per partition.
 pub fn real_compression_zstd(factory: Factory) -> Result<Report, String> {
     real_codec("real_compression_zstd", "zstd", factory)
 }

@@ -25,7 +25,7 @@
 //! * [`messages`] holds the requests and responses as this crate's own types; the
 //!   [`Request`] and [`Response`] enums cover them all.
 //!
-//! With the feature `server`, [`server`] holds the broker half (decode requests, encode
+//! With the feature `server`, the module `server` holds the broker half (decode requests, encode
 //! responses), for model brokers and fakes; drivers do not need it.
 //!
 //! Error codes inside responses stay raw `i16`s: mapping them is the core's job. A
