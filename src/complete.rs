@@ -243,7 +243,10 @@ impl Producer {
         }
     }
 
-    /// Java's `Sender.canRetry` plus `TransactionManager.canRetry` (A.5). May request an
+    /// Java's `Sender.canRetry` (delivery timeout not reached, attempts below `retries`,
+    /// batch not done) plus `TransactionManager.canRetry` (the sequence errors:
+    /// UNKNOWN_PRODUCER_ID and OUT_OF_ORDER_SEQUENCE_NUMBER retry, bumping the epoch of
+    /// an idempotent producer, KIP-360; otherwise retriable errors only). May request an
     /// epoch bump as a side effect, exactly where Java does.
     fn can_retry(&mut self, id: BatchId, error: KafkaError, log_start: i64) -> bool {
         let b = self.batches.get(id).expect("live");
@@ -261,8 +264,9 @@ impl Producer {
         let base = b.stamp.map(|s| s.base_sequence);
         let part = &self.partitions[p as usize];
         if self.txn.is_some() {
-            // Transactional (A.5): no client-side bump; a sequence error that is not
-            // "an earlier batch failed" fails the batch, and the abort bumps the epoch.
+            // Transactional (`TransactionManager.canRetry`): no client-side bump; a
+            // sequence error that is not "an earlier batch failed" fails the batch, and
+            // the abort bumps the epoch.
             return match error {
                 KafkaError::UnknownProducerId => log_start == -1 || reopened,
                 KafkaError::OutOfOrderSequenceNumber => {

@@ -165,9 +165,9 @@ pub enum ErrorClass {
     Leadership,
     /// `DUPLICATE_SEQUENCE_NUMBER`: the batch was already written; success without offset.
     Duplicate,
-    /// `OUT_OF_ORDER_SEQUENCE_NUMBER`: decided by the canRetry rule (A.5).
+    /// `OUT_OF_ORDER_SEQUENCE_NUMBER`: decided by `TransactionManager.canRetry`.
     OutOfOrder,
-    /// `UNKNOWN_PRODUCER_ID`: decided by the canRetry rule (A.5).
+    /// `UNKNOWN_PRODUCER_ID`: decided by `TransactionManager.canRetry`.
     UnknownProducer,
     /// The producer can never recover: every later operation fails.
     Fatal,

@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(s.serving(), 2);
     }
 
-    /// The study's defect 1: a dispatch spanning two brokers released the turn after the
+    /// kacrab 0.4's defect 1: a dispatch spanning two brokers released the turn after the
     /// first broker, so a later dispatch overtook its second part.
     #[test]
     fn multi_broker_dispatch_holds_the_turn_until_every_part_is_enqueued() {

@@ -38,7 +38,8 @@ pub enum TransactionState {
 }
 
 impl TransactionState {
-    /// Java's transition table (reference A.9). `FatalError` is reachable from anywhere.
+    /// Java's transition table (`TransactionManager.State.isTransitionValid`).
+    /// `FatalError` is reachable from anywhere.
     #[must_use]
     pub fn can_transition_to(self, target: Self) -> bool {
         use TransactionState as S;

@@ -1,4 +1,7 @@
-//! Answers to the transactional requests (Java's per-RPC handlers, reference A.11).
+//! Answers to the transactional requests, rule for rule Java's per-RPC handlers
+//! (`TransactionManager`'s `InitProducerIdHandler`, `AddPartitionsToTxnHandler`,
+//! `FindCoordinatorHandler`, `AddOffsetsToTxnHandler`, `TxnOffsetCommitHandler`,
+//! `EndTxnHandler`).
 
 use alloc::vec::Vec;
 
@@ -22,7 +25,11 @@ enum Next {
     Fatal(KafkaError),
 }
 
-/// The classification most transactional answers share (A.11).
+/// The classification most transactional answers share (the handlers of
+/// `TransactionManager`): NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE look the
+/// coordinator up again; INVALID_PRODUCER_EPOCH from a coordinator is PRODUCER_FENCED
+/// (KIP-588); UNKNOWN_PRODUCER_ID and TRANSACTION_ABORTABLE (KIP-890) abort the
+/// transaction; other retriable errors retry; the rest are fatal.
 fn common(error: KafkaError, coordinator: CoordinatorType) -> Next {
     match error {
         KafkaError::None => Next::Done,

@@ -311,7 +311,7 @@ impl Producer {
             t.enqueue(Queued::AddPartitions);
         }
         if t.in_flight.is_some() {
-            return Err(()); // Java sends no produce data while one is out (F.10)
+            return Err(()); // No produce data while one is out (Java's Sender.runOnce)
         }
         if t.retry_at.is_some_and(|at| at > now) {
             return Ok(None);

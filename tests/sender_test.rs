@@ -1,5 +1,6 @@
-//! Idempotence and sequencing scenarios ported from Kafka's `SenderTest` (section D.3
-//! of the reference). Each test names its Java original. The harness answers
+//! Idempotence and sequencing scenarios ported from Kafka's `SenderTest`
+//! (`org.apache.kafka.clients.producer.internals`, the clients module's tests). Each
+//! test names its Java original. The harness answers
 //! InitProducerId and Metadata itself; tests answer Produce requests per partition.
 
 mod support;

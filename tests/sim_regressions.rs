@@ -1,7 +1,7 @@
 //! Named regressions, each a scripted run of the cluster simulator (`kacrab-sim`):
 //!
-//! * the three correctness defects the study reproduced in the previous client
-//!   (kacrab-study.md, section 5.1), which this core must not have;
+//! * the three correctness defects found in the previous client (kacrab 0.4), which
+//!   this core must not have;
 //! * the core bugs the simulator found, each minimised to a scripted sequence and
 //!   `#[ignore]`d with the reason until the core is fixed; run them with
 //!   `cargo test --test sim_regressions -- --ignored`.
@@ -82,9 +82,9 @@ fn send(c: &mut Cluster, gp: usize) -> RecordId {
     c.send(gp).expect("send accepted")
 }
 
-// ------------------------------------------------------------------ study defects
+// ----------------------------------------------------------- kacrab 0.4's defects
 
-/// Defect 1 of the study (kacrab-study.md §5.1): **multi-broker dispatch ordering**.
+/// kacrab 0.4's defect 1: **multi-broker dispatch ordering**.
 /// The previous client released the enqueue turn after the first broker of a
 /// multi-broker dispatch, so with one slow broker a later send to the other broker's
 /// partition could go out before an earlier one (the p1 log came out [c, b]; on a cold
@@ -140,7 +140,7 @@ fn defect1_multi_broker_dispatch_keeps_send_order() {
     }
 }
 
-/// Defect 2 of the study (§5.1): **sequence reuse after a batch that may have been
+/// kacrab 0.4's defect 2: **sequence reuse after a batch that may have been
 /// appended**. The first attempt is appended, then answered
 /// NOT_ENOUGH_REPLICAS_AFTER_APPEND; every retry gets NOT_ENOUGH_REPLICAS until
 /// delivery.timeout.ms. The previous client then rewound the sequence, so the next
@@ -198,7 +198,7 @@ fn defect2_no_sequence_reuse_after_append_then_timeout() {
     assert!(c.producer().stats().epoch_bumps >= 1);
 }
 
-/// Defect 3 of the study (§5.1): **one partition's error must not re-send the
+/// kacrab 0.4's defect 3: **one partition's error must not re-send the
 /// acknowledged partition**. One request carries p0 and p1; the broker appends p0 and
 /// answers NOT_LEADER_OR_FOLLOWER for p1. The previous client retried the whole group,
 /// so with idempotence off p0's log became [a, a]. Each partition must complete on its

@@ -1,5 +1,7 @@
-//! The three correctness defects of the kacrab 0.4 study (reference `kacrab-study.md`,
-//! section 5.1), each as a regression test against the core. The simulator's
+//! The three correctness defects found in kacrab 0.4, the client this core replaces,
+//! each as a regression test against the core: a multi-broker dispatch that released
+//! its ordering turn too early, a sequence reused after a batch that may have been
+//! appended, and a whole request retried for one partition's error. The simulator's
 //! `sim_regressions` tests replay the same defects against model brokers.
 
 mod support;

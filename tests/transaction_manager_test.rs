@@ -1,5 +1,6 @@
-//! Idempotent-producer scenarios ported from Kafka's `TransactionManagerTest` (section
-//! D.1 of the reference), driven through the public API. Each names its Java original.
+//! Idempotent-producer scenarios ported from Kafka's `TransactionManagerTest`
+//! (`org.apache.kafka.clients.producer.internals`, the clients module's tests), driven
+//! through the public API. Each names its Java original.
 
 mod support;
 

@@ -1,5 +1,6 @@
-//! Transactional scenarios ported from Kafka's `TransactionManagerTest` (reference D.1
-//! and D.2), driven through the public API with the scripted harness: the harness finds
+//! Transactional scenarios ported from Kafka's `TransactionManagerTest` (its
+//! sequencing and per-RPC error-handling tests), driven through the public API with the
+//! scripted harness: the harness finds
 //! coordinators (node 9); each test answers the other transactional requests.
 
 mod support;

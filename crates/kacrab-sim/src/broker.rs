@@ -3,9 +3,12 @@
 //! `UnifiedLog`), transaction markers, producer expiry and the state a new
 //! leader starts with.
 //!
-//! Written from Kafka's documented rules (java-producer.md, sections C.1 to
-//! C.6), never from the client's code, so that the simulator is an
-//! independent oracle. What is modelled, for a modern (2.5+) broker:
+//! Written from Kafka's broker-side rules (`ProducerStateEntry`,
+//! `ProducerAppendInfo.appendDataBatch` and `appendEndTxnMarker`,
+//! `UnifiedLog.analyzeAndValidateProducerState`,
+//! `ProducerStateManager.removeExpiredProducers`), never from the client's
+//! code, so that the simulator is an independent oracle. What is modelled,
+//! for a modern (2.5+) broker:
 //!
 //! * Dedup first: a batch whose (epoch, first sequence, last sequence) matches
 //!   one of the last [`NUM_BATCHES_TO_RETAIN`] batches of its producer is

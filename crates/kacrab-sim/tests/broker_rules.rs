@@ -1,5 +1,6 @@
 //! The model broker's rules, checked against Kafka's own broker scenarios
-//! (ProducerStateManagerTest, java-producer.md D.5) and the rules of C.1–C.6.
+//! (ports of `ProducerStateManagerTest`) and the rules of `ProducerStateEntry`,
+//! `ProducerAppendInfo` and `UnifiedLog.analyzeAndValidateProducerState`.
 //!
 //! Batches are built by a small encoder written here from the v2 format, so
 //! the oracle depends on neither the core's writer nor the reader under test.
@@ -12,7 +13,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 
-// ---------------------------------------------------------------- D.5 ports
+// ---------------------------------------- ProducerStateManagerTest ports
 
 /// Port of ProducerStateManagerTest.testBasicIdMapping: in-sequence appends,
 /// a retry (duplicate at the log level, OOOS for the bare sequence check), a

@@ -1,5 +1,6 @@
-//! The model transaction coordinator's rules (java-producer.md C.5, with the
-//! markers of C.3 and the codes of A.11/A.12), checked together with the model
+//! The model transaction coordinator's rules (`TransactionCoordinator`'s
+//! handlers, with the markers of `ProducerAppendInfo.appendEndTxnMarker` and
+//! the codes of KIP-360, KIP-588 and KIP-890), checked together with the model
 //! partitions the markers land on.
 //!
 //! Batches are built by a small v2 encoder written here, as in
@@ -218,8 +219,8 @@ fn never_write() -> impl FnMut(&Partition, &TxnMarker) -> Result<(), i16> {
 
 // ---------------------------------------------------------------- InitProducerId
 
-/// C.5: a new transactional id gets a fresh producer id with epoch 0 (and an
-/// idempotent producer a fresh id at epoch 0 too).
+/// `handleInitProducerId`: a new transactional id gets a fresh producer id with
+/// epoch 0 (and an idempotent producer a fresh id at epoch 0 too).
 #[test]
 fn init_new_transactional_id_gets_a_fresh_producer_id_at_epoch_zero() {
     let mut w = World::new();
@@ -234,7 +235,8 @@ fn init_new_transactional_id_gets_a_fresh_producer_id_at_epoch_zero() {
     assert_eq!(w.init_id("txn-c", Some((77, 3))), Ok((FIRST_PID + 3, 0)));
 }
 
-/// C.5: an existing id in Empty or Complete* is bumped and goes to Empty.
+/// `handleInitProducerId`: an existing id in Empty or Complete* is bumped and
+/// goes to Empty.
 #[test]
 fn init_existing_transactional_id_bumps_the_epoch() {
     let mut w = World::new();
@@ -247,9 +249,9 @@ fn init_existing_transactional_id_bumps_the_epoch() {
     assert_eq!(w.state(), TxnState::Empty);
 }
 
-/// C.5/KIP-360: the expected epoch equal to the current one bumps; equal to
-/// the last one is a retry that gets the current epoch; anything else, or
-/// another producer id, is fenced.
+/// `handleInitProducerId`, KIP-360: the expected epoch equal to the current one
+/// bumps; equal to the last one is a retry that gets the current epoch;
+/// anything else, or another producer id, is fenced.
 #[test]
 fn init_retry_with_the_last_epoch_returns_the_current_epoch() {
     let mut w = World::new();
@@ -275,9 +277,9 @@ fn init_by_a_new_instance_fences_the_old_instances_kip360_bump() {
     assert_eq!(w.init(Some((pid, 0))), Err(PRODUCER_FENCED));
 }
 
-/// C.5: InitProducerId on an Ongoing transaction fences (epoch+1), aborts with
-/// markers at the fencing epoch and answers CONCURRENT_TRANSACTIONS; the retry
-/// is bumped once more.
+/// `handleInitProducerId`: InitProducerId on an Ongoing transaction fences
+/// (epoch+1), aborts with markers at the fencing epoch and answers
+/// CONCURRENT_TRANSACTIONS; the retry is bumped once more.
 #[test]
 fn init_on_an_ongoing_transaction_fences_aborts_and_is_concurrent() {
     let mut w = World::new();
@@ -299,8 +301,9 @@ fn init_on_an_ongoing_transaction_fences_aborts_and_is_concurrent() {
     assert_eq!(w.state(), TxnState::Empty);
 }
 
-/// C.5: while markers are outstanding (Prepare*, a pending transition) every
-/// request answers CONCURRENT_TRANSACTIONS.
+/// `TransactionMetadata`'s pending state: while markers are outstanding
+/// (Prepare*, a pending transition) every request answers
+/// CONCURRENT_TRANSACTIONS.
 #[test]
 fn init_while_markers_are_outstanding_is_concurrent() {
     let mut w = World::new();
@@ -318,8 +321,9 @@ fn init_while_markers_are_outstanding_is_concurrent() {
     assert_eq!(w.init(None), Ok((pid, 1)));
 }
 
-/// C.5/KIP-360: an exhausted epoch (>= i16::MAX - 1) rotates to a new producer
-/// id at epoch 0; a retry naming the old id and its last epoch gets the new id.
+/// `handleInitProducerId`, KIP-360: an exhausted epoch (>= i16::MAX - 1)
+/// rotates to a new producer id at epoch 0; a retry naming the old id and its
+/// last epoch gets the new id.
 #[test]
 fn init_with_an_exhausted_epoch_rotates_the_producer_id() {
     let mut w = World::new();
@@ -360,8 +364,9 @@ fn init_with_an_invalid_timeout_is_rejected() {
 
 // ---------------------------------------------------------------- AddPartitions, verification
 
-/// C.5: unknown id or another producer id is INVALID_PRODUCER_ID_MAPPING,
-/// another epoch PRODUCER_FENCED; a good add opens the transaction.
+/// `handleAddPartitionsToTransaction`: unknown id or another producer id is
+/// INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED; a good add opens
+/// the transaction.
 #[test]
 fn add_partitions_error_codes() {
     let mut w = World::new();
@@ -384,9 +389,10 @@ fn add_partitions_error_codes() {
     assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
 }
 
-/// C.2/A.12: the implicit add of a TV2 Produce (v12) and the codes the leader
-/// answers with: fenced becomes INVALID_PRODUCER_EPOCH, concurrent stays for
-/// TV2 (NOT_ENOUGH_REPLICAS below v12), coordinator errors NOT_ENOUGH_REPLICAS.
+/// KIP-890 (`AddPartitionsToTxnManager`): the implicit add of a TV2 Produce
+/// (v12) and the codes the leader answers with: fenced becomes
+/// INVALID_PRODUCER_EPOCH, concurrent stays for TV2 (NOT_ENOUGH_REPLICAS below
+/// v12), coordinator errors NOT_ENOUGH_REPLICAS.
 #[test]
 fn implicit_add_partition_for_tv2_produce() {
     let mut w = World::new();
@@ -535,9 +541,9 @@ fn tv2_txn_offset_commit_adds_the_group_implicitly() {
 
 // ---------------------------------------------------------------- EndTxn
 
-/// C.5/C.3 TV1: the markers carry the transaction's own epoch, so each
-/// partition keeps its sequence history and the next transaction continues
-/// the sequences.
+/// `handleEndTransaction` and `appendEndTxnMarker`, TV1: the markers carry the
+/// transaction's own epoch, so each partition keeps its sequence history and
+/// the next transaction continues the sequences.
 #[test]
 fn tv1_end_txn_writes_markers_at_the_same_epoch_and_sequences_continue() {
     let mut w = World::new();
@@ -564,9 +570,9 @@ fn tv1_end_txn_writes_markers_at_the_same_epoch_and_sequences_continue() {
     assert_eq!(w.committed(0), ["1000:0:0", "1000:0:1", "1000:0:2"]);
 }
 
-/// C.5/C.3 TV2: EndTxn bumps the epoch, the markers carry the new epoch, the
-/// response hands it to the client, and the next transaction starts at
-/// sequence 0.
+/// `handleEndTransaction` and `appendEndTxnMarker`, TV2: EndTxn bumps the
+/// epoch, the markers carry the new epoch, the response hands it to the client,
+/// and the next transaction starts at sequence 0.
 #[test]
 fn tv2_end_txn_bumps_the_epoch_and_sequences_restart_at_zero() {
     let mut w = World::new();
@@ -594,8 +600,9 @@ fn tv2_end_txn_bumps_the_epoch_and_sequences_restart_at_zero() {
     assert_eq!(w.committed(0), ["1000:0:0", "1000:0:1", "1000:0:2"]);
 }
 
-/// C.5 TV1 retries: the same result in Complete* is NONE, the other result
-/// INVALID_TXN_STATE, Prepare* CONCURRENT_TRANSACTIONS, Empty INVALID_TXN_STATE.
+/// `handleEndTransaction`, TV1 retries: the same result in Complete* is NONE,
+/// the other result INVALID_TXN_STATE, Prepare* CONCURRENT_TRANSACTIONS, Empty
+/// INVALID_TXN_STATE.
 #[test]
 fn tv1_end_txn_retry_semantics() {
     let mut w = World::new();
@@ -624,10 +631,10 @@ fn tv1_end_txn_retry_semantics() {
     assert_eq!(unknown, Err(INVALID_PRODUCER_ID_MAPPING));
 }
 
-/// C.5 TV2 retries: in Prepare* CONCURRENT_TRANSACTIONS (also for the next
-/// EndTxn at the new epoch, KAFKA-18464); in Complete* a retry at the old
-/// epoch is NONE with the current identity; a commit of nothing is
-/// INVALID_TXN_STATE; an abort of nothing bumps.
+/// `handleEndTransaction`, TV2 retries: in Prepare* CONCURRENT_TRANSACTIONS
+/// (also for the next EndTxn at the new epoch, KAFKA-18464); in Complete* a
+/// retry at the old epoch is NONE with the current identity; a commit of
+/// nothing is INVALID_TXN_STATE; an abort of nothing bumps.
 #[test]
 fn tv2_end_txn_retry_semantics() {
     let mut w = World::new();
@@ -673,9 +680,9 @@ fn tv2_end_txn_retry_semantics() {
     assert_eq!(w.end(pid, 4, false, true), Ok(Some((pid, 5))));
 }
 
-/// C.5 TV2 at an exhausted epoch: the markers close the old producer id at
-/// epoch i16::MAX and the client continues with a new producer id at epoch 0;
-/// a retry naming the old id gets the new one.
+/// `handleEndTransaction`, TV2 at an exhausted epoch: the markers close the old
+/// producer id at epoch i16::MAX and the client continues with a new producer
+/// id at epoch 0; a retry naming the old id gets the new one.
 #[test]
 fn tv2_end_txn_with_an_exhausted_epoch_rotates_the_producer_id() {
     let mut w = World::new();

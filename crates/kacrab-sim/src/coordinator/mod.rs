@@ -4,9 +4,12 @@
 //! versions 1 and 2) and the transaction timeout, with the markers each
 //! completed transaction writes to its partitions.
 //!
-//! Written from the rules in java-producer.md (C.5 for the coordinator, C.3 for
-//! the markers, A.11 for the codes clients see, A.12 for KIP-360 and KIP-890),
-//! never from any client code, so that it is an oracle of its own.
+//! Written from Kafka's broker-side rules (`TransactionCoordinator`'s
+//! `handleInitProducerId`, `handleAddPartitionsToTransaction` and
+//! `handleEndTransaction` over `TransactionMetadata`; the markers of
+//! `ProducerAppendInfo.appendEndTxnMarker`; the error codes of KIP-360,
+//! KIP-588 and KIP-890), never from any client code, so that it is an oracle
+//! of its own.
 //!
 //! What is modelled:
 //!
@@ -97,7 +100,8 @@ pub fn write_markers_to(
 
 /// The code a partition leader answers a transactional Produce with when
 /// verification (or the implicit add of Produce v12) with the coordinator
-/// failed with `code` (java-producer.md C.2): a fenced producer gets
+/// failed with `code` (`AddPartitionsToTxnManager` and the verification
+/// callback of `ReplicaManager`, KIP-890): a fenced producer gets
 /// `INVALID_PRODUCER_EPOCH`; coordinator unavailability becomes
 /// `NOT_ENOUGH_REPLICAS`; `CONCURRENT_TRANSACTIONS` too below Produce v12 (TV1
 /// clients) but is kept for TV2; `TRANSACTION_ABORTABLE` is `INVALID_TXN_STATE`
@@ -229,7 +233,8 @@ impl TransactionCoordinator {
         (allocate(&mut self.next_producer_id), 0)
     }
 
-    /// InitProducerId for `txn_id` (C.5, KIP-360). `expected` is the producer
+    /// InitProducerId for `txn_id` (`TransactionCoordinator.handleInitProducerId`,
+    /// KIP-360). `expected` is the producer
     /// id and epoch the client holds (`None`, or a negative pid or epoch, when
     /// it holds none).
     ///
