@@ -167,3 +167,8 @@ pub use txn::{
     ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, TransactionState, TxnError, TxnOp,
 };
 pub use types::*;
+
+// The README is the crate's page on the registry: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -541,3 +541,8 @@ impl DeliveryHandle {
         self.rx.is_ready()
     }
 }
+
+// The README is the crate's page on the registry: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -104,3 +104,8 @@ fn failure(codec: Codec, operation: &'static str, e: &dyn std::fmt::Display) -> 
         reason: e.to_string(),
     }
 }
+
+// The README is the crate's page on the registry: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

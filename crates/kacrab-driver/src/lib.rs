@@ -95,3 +95,8 @@ pub use kacrab_idempotence::{
     ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
     SendError, Stats, Timestamp, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
 };
+
+// The README is the crate's page on the registry: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -469,3 +469,8 @@ mod tests {
         assert_eq!(r.key.as_deref(), Some(&b"21"[..]));
     }
 }
+
+// The README is the crate's page on the registry: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -114,3 +114,8 @@ pub use error::{DecodeError, WireError};
 pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 pub use messages::{Request, Response, SaslRequest, SaslResponse};
 pub use versions::{Versions, TRANSACTION_VERSION_FEATURE};
+
+// The README is the crate's page on the registry: its examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
