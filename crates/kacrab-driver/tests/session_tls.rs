@@ -183,6 +183,25 @@ fn tls_survives_split_and_coalesced_reads() {
     }
 }
 
+/// rustls buffers 64 KiB of plaintext by default; a Produce frame of several full batches
+/// is larger and once failed every record on the connection. Six partitions of one
+/// 20 KB record each make one frame of about 120 KB.
+#[test]
+fn a_frame_larger_than_rustls_plaintext_buffer_goes_over_tls() {
+    let cluster = Cluster::new(1).with_topic("t", 6);
+    let mut props = ssl();
+    props.push(("linger.ms", "50"));
+    let mut p = pair(cluster, listener(BROKER, false), &props);
+    let value = "x".repeat(20_000);
+    let ids: Vec<_> = (0..6).map(|i| p.send("t", i, &value)).collect();
+    p.settle(10 * SECOND);
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(p.acked(*id).partition, i as i32);
+        assert_eq!(p.cluster.values("t", i as i32), [value.clone()]);
+    }
+    assert!(p.closes.is_empty(), "{:?}", p.closes);
+}
+
 #[test]
 fn mutual_tls_presents_the_keystore_certificate() {
     let cluster = Cluster::new(1).with_topic("t", 1);

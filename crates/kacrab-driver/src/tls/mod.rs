@@ -221,22 +221,47 @@ impl TlsStream {
     /// Every TLS byte rustls wants sent now (the ClientHello, handshake replies).
     pub(crate) fn take_outgoing(&mut self) -> Bytes {
         let mut out = Vec::new();
-        while self.conn.wants_write() {
-            // Writing to a Vec cannot fail.
-            if self.conn.write_tls(&mut out).unwrap_or(0) == 0 {
-                break;
-            }
-        }
+        self.write_outgoing(&mut out);
         Bytes::from(out)
     }
 
     /// Encrypts one frame: the TLS records to transmit.
+    ///
+    /// rustls buffers at most 64 KiB of plaintext by default (`set_buffer_limit`), and a
+    /// Produce frame of several full batches is larger; so the frame goes in as pieces,
+    /// each sealed into TLS records before the next, and no frame is ever too large.
     pub(crate) fn seal(&mut self, plaintext: &[u8]) -> Result<Bytes, TlsFailure> {
-        self.conn
-            .writer()
-            .write_all(plaintext)
-            .map_err(|e| TlsFailure::Other(e.to_string()))?;
-        Ok(self.take_outgoing())
+        // A TLS record carries at most 16 KiB and adds at most a few dozen bytes.
+        let mut out = Vec::with_capacity(plaintext.len() + plaintext.len() / 256 + 64);
+        let mut rest = plaintext;
+        while !rest.is_empty() {
+            let taken = self
+                .conn
+                .writer()
+                .write(rest)
+                .map_err(|e| TlsFailure::Other(e.to_string()))?;
+            let drained = self.write_outgoing(&mut out);
+            if taken == 0 && drained == 0 {
+                return Err(TlsFailure::Other(
+                    "rustls took none of a frame and had nothing to send".to_owned(),
+                ));
+            }
+            rest = &rest[taken..];
+        }
+        self.write_outgoing(&mut out);
+        Ok(Bytes::from(out))
+    }
+
+    /// Moves every TLS byte rustls wants sent into `out`; returns how many.
+    fn write_outgoing(&mut self, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        while self.conn.wants_write() {
+            // Writing to a Vec cannot fail.
+            if self.conn.write_tls(out).unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        out.len() - before
     }
 
     /// Feeds ciphertext read from the socket.

@@ -685,6 +685,7 @@ impl Pair {
         let server = link.tls.as_mut().expect("a TLS link");
         let mut input: &[u8] = bytes;
         let mut failed = false;
+        let mut buf = [0u8; 16 * 1024];
         while !input.is_empty() {
             if server.read_tls(&mut input).expect("read_tls from memory") == 0 {
                 break;
@@ -694,16 +695,16 @@ impl Pair {
                 failed = true;
                 break;
             }
+            // Drain as we go: rustls holds at most 64 KiB of received plaintext.
+            loop {
+                match server.reader().read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => link.plain.extend_from_slice(&buf[..n]),
+                }
+            }
         }
         let link = self.links.get_mut(&conn).expect("link");
         let server = link.tls.as_mut().expect("a TLS link");
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match server.reader().read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => link.plain.extend_from_slice(&buf[..n]),
-            }
-        }
         let mut reply = Vec::new();
         while server.wants_write() {
             server.write_tls(&mut reply).expect("write_tls to memory");
