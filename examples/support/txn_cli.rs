@@ -5,14 +5,16 @@
 //! ```text
 //! transactional --bootstrap HOST:PORT --topic T [--partitions P] [--transactions N]
 //!     [--records R] [--group G] [--input TOPIC] [--transactional-id ID]
-//!     [--property key=value]...
+//!     [--config producer.properties] [--property key=value]...
 //! ```
 //!
 //! Transaction `t` sends records `t*R .. (t+1)*R` (key and value `n` in decimal ASCII,
 //! partition `n mod P`), and then either commits them together with the "consumed" input
 //! offset for group `G` (KIP-447), or, every third transaction (`t mod 3 == 2`), aborts.
 //! `--property` sets any Kafka key (repeatable; a later one wins), e.g. the
-//! `security.protocol`, `ssl.*` and `sasl.*` keys of a secured cluster. The last stdout
+//! `security.protocol`, `ssl.*` and `sasl.*` keys of a secured cluster; `--config FILE`
+//! reads them from a Java properties file (the `produce` examples' parser: the including
+//! example declares `mod produce_cli` too). The last stdout
 //! line is `transactional: committed=C aborted=A records_committed=R`.
 
 #![allow(dead_code)]
@@ -20,7 +22,7 @@
 /// The usage line.
 pub const USAGE: &str = "usage: transactional --bootstrap HOST:PORT --topic T [--partitions P] \
     [--transactions N] [--records R] [--group G] [--input TOPIC] [--transactional-id ID] \
-    [--property key=value]...";
+    [--config FILE] [--property key=value]...";
 
 /// The parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +88,9 @@ impl Args {
                         .ok_or_else(|| format!("--property {value}: expected key=value"))?;
                     a.properties.push((k.to_owned(), v.to_owned()));
                 }
+                "--config" => a
+                    .properties
+                    .extend(crate::produce_cli::read_properties_file(&value)?),
                 other => return Err(format!("unknown flag {other}")),
             }
         }

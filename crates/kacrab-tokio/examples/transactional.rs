@@ -15,6 +15,8 @@
 //! `transactional: committed=C aborted=A records_committed=R`; an error is printed
 //! (with its cause) and the exit code is 1.
 
+#[path = "../../../examples/support/produce_cli.rs"]
+mod produce_cli;
 #[path = "../../../examples/support/txn_cli.rs"]
 mod txn_cli;
 
