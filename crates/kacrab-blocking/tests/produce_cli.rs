@@ -162,7 +162,12 @@ fn config_file_properties_sit_where_the_flag_is() {
     std::fs::remove_file(&path).unwrap();
     assert_eq!(
         a.producer_properties("c")[2..],
-        [("linger.ms", "5"), ("acks", "1"), ("linger.ms", "9"), ("acks", "all")]
+        [
+            ("linger.ms", "5"),
+            ("acks", "1"),
+            ("linger.ms", "9"),
+            ("acks", "all")
+        ]
     );
     let missing = parse("--bootstrap h:1 --topic t --partitions 1 --records 1 --record-size 1 --config /nonexistent/x.properties");
     assert!(missing.unwrap_err().contains("/nonexistent/x.properties"));
