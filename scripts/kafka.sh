@@ -9,6 +9,8 @@
 #   scripts/kafka.sh fetch
 #   scripts/kafka.sh start-single [port]          # default 29092
 #   scripts/kafka.sh start-cluster [base-port]    # default 29192 (3 nodes)
+#     (KACRAB_KAFKA_SECURE=1: also SSL, SASL_SSL, SASL_PLAINTEXT listeners and
+#      two broken-certificate ones; see "secured listeners" below)
 #   scripts/kafka.sh stop [all|single|cluster|node N]
 #   scripts/kafka.sh kill-node N | restart-node N
 #   scripts/kafka.sh create-topic <bootstrap> <topic> <partitions> <rf>
@@ -65,7 +67,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -210,55 +212,141 @@ EOF
   fi
 }
 
-# ---------------------------------------------------------------- TLS listener
-# With KACRAB_KAFKA_SECURE=1 the single broker also listens with SSL (client
-# authentication required) on its port + 50. A throwaway CA is made with
-# openssl at start under $RUN/tls: ca.pem (the truststore), broker.pem (key +
-# chain for the broker, names 127.0.0.1 and localhost), client.pem (key +
-# chain for a client, mutual TLS), untrusted-ca.pem (a CA nobody uses).
+# ---------------------------------------------------------------- secured listeners
+# With KACRAB_KAFKA_SECURE=1 every broker (the single one and each cluster node)
+# keeps its PLAINTEXT listener and also listens on loopback with
+#   SSL            port+50  TLS, client authentication required (mutual TLS)
+#   SASL_SSL       port+53  TLS + SASL PLAIN / SCRAM-SHA-512
+#   SASL_PLAINTEXT port+56  SASL PLAIN / SCRAM-SHA-512 (SCRAM-SHA-256 and
+#                           OAUTHBEARER are NOT enabled: asking for one gets
+#                           UNSUPPORTED_SASL_MECHANISM)
+#   BADHOST (SSL)  port+59  a CA-signed certificate naming only wrong.invalid
+#   EXPIRED (SSL)  port+62  a CA-signed certificate valid in January 2025 only
+# (port = the node's PLAINTEXT port; the stride of 3 keeps a cluster's three
+# nodes apart). SASL users: PLAIN alice/alice-pw; SCRAM-SHA-512 bob/bob-pw
+# (a KRaft SCRAM credential written at storage format time, KIP-554).
+# KACRAB_KAFKA_REAUTH_MS sets connections.max.reauth.ms (KIP-368) on the SASL
+# listeners. A throwaway CA is made with openssl at start under $RUN/tls:
+# ca.pem (the truststore), broker.pem, client.pem (key + chain, mutual TLS),
+# untrusted-ca.pem (a CA nobody uses), badhost.pem, expired.pem.
 SECURE_OFFSET=50
+SECURE_STRIDE=3
+SECURE_KINDS=(SSL SASL_SSL SASL_PLAINTEXT BADHOST EXPIRED)
+SASL_PLAIN_USER=alice SASL_PLAIN_PASSWORD=alice-pw
+SASL_SCRAM_USER=bob SASL_SCRAM_PASSWORD=bob-pw
+secure_on() { [ "${KACRAB_KAFKA_SECURE:-0}" = 1 ]; }
+# secure_port <plaintext-port> <kind index>
+secure_port() { echo $(($1 + SECURE_OFFSET + SECURE_STRIDE * $2)); }
+
 make_tls() {
   local t="$RUN/tls"
-  [ -s "$t/client.pem" ] && return 0
+  # Reused while the CA has a day left (a cluster's nodes share it).
+  if [ -s "$t/expired.pem" ] && openssl x509 -checkend 86400 -noout -in "$t/ca.pem" >/dev/null 2>&1; then
+    return 0
+  fi
+  rm -rf "$t"
   mkdir -p "$t"
   command -v openssl >/dev/null || die "openssl is needed for KACRAB_KAFKA_SECURE=1"
   local k
-  for k in ca broker client untrusted-ca; do
+  for k in ca broker client untrusted-ca badhost expired; do
     openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$t/$k.key" 2>/dev/null
   done
   openssl req -x509 -new -key "$t/ca.key" -subj "/CN=kacrab throwaway CA" -days 2 -out "$t/ca.pem" 2>/dev/null
   openssl req -x509 -new -key "$t/untrusted-ca.key" -subj "/CN=untrusted CA" -days 2 -out "$t/untrusted-ca.pem" 2>/dev/null
   printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$t/broker.ext"
   printf 'extendedKeyUsage=clientAuth\n' >"$t/client.ext"
-  for k in broker client; do
+  printf 'subjectAltName=DNS:wrong.invalid\nextendedKeyUsage=serverAuth\n' >"$t/badhost.ext"
+  for k in broker client badhost expired; do
     openssl req -new -key "$t/$k.key" -subj "/CN=kacrab-$k" -out "$t/$k.csr" 2>/dev/null
+  done
+  for k in broker client badhost; do
     openssl x509 -req -in "$t/$k.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial \
       -days 2 -extfile "$t/$k.ext" -out "$t/$k.crt" 2>/dev/null
-    cat "$t/$k.key" "$t/$k.crt" >"$t/$k.pem"
   done
+  # openssl x509 -req cannot set notBefore (3.0): `openssl ca` can.
+  mkdir -p "$t/ca-db"; : >"$t/ca-db/index"; echo 1000 >"$t/ca-db/serial"
+  cat >"$t/ca.cnf" <<EOF
+[ca]
+default_ca = throwaway
+[throwaway]
+database = $t/ca-db/index
+new_certs_dir = $t/ca-db
+serial = $t/ca-db/serial
+default_md = sha256
+policy = any
+x509_extensions = ext
+[any]
+commonName = supplied
+[ext]
+subjectAltName = IP:127.0.0.1,DNS:localhost
+extendedKeyUsage = serverAuth
+EOF
+  openssl ca -batch -notext -config "$t/ca.cnf" -cert "$t/ca.pem" -keyfile "$t/ca.key" \
+    -in "$t/expired.csr" -startdate 20250101000000Z -enddate 20250201000000Z \
+    -out "$t/expired.crt" 2>/dev/null || die "openssl ca could not make the expired certificate"
+  for k in broker client badhost expired; do cat "$t/$k.key" "$t/$k.crt" >"$t/$k.pem"; done
   log "throwaway TLS material in $t"
 }
 
-# secure_config <dir> <broker-port>: adds the SSL listener to server.properties.
+# secure_config <dir> <broker-port>: adds the secured listeners to server.properties.
 secure_config() {
-  local dir="$1" sport=$(($2 + SECURE_OFFSET)) t="$RUN/tls"
-  sed -i -e "s|^listeners=PLAINTEXT://127.0.0.1:$2,|listeners=PLAINTEXT://127.0.0.1:$2,SSL://127.0.0.1:$sport,|" \
-    -e "s|^advertised.listeners=PLAINTEXT://127.0.0.1:$2\$|advertised.listeners=PLAINTEXT://127.0.0.1:$2,SSL://127.0.0.1:$sport|" \
-    -e "s|^listener.security.protocol.map=.*|listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL|" \
+  local dir="$1" port="$2" t="$RUN/tls" i kind lname listeners="" map="" ln
+  for i in "${!SECURE_KINDS[@]}"; do
+    kind="${SECURE_KINDS[$i]}"
+    listeners+=",$kind://127.0.0.1:$(secure_port "$port" "$i")"
+    case "$kind" in BADHOST|EXPIRED) map+=",$kind:SSL" ;; *) map+=",$kind:$kind" ;; esac
+  done
+  sed -i -e "s|^listeners=PLAINTEXT://127.0.0.1:$port,|listeners=PLAINTEXT://127.0.0.1:$port${listeners},|" \
+    -e "s|^advertised.listeners=PLAINTEXT://127.0.0.1:$port\$|advertised.listeners=PLAINTEXT://127.0.0.1:$port${listeners}|" \
+    -e "s|^listener.security.protocol.map=.*|listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${map}|" \
     "$dir/server.properties"
   {
-    echo "listener.name.ssl.ssl.keystore.type=PEM"
-    echo "listener.name.ssl.ssl.keystore.location=$t/broker.pem"
-    echo "listener.name.ssl.ssl.truststore.type=PEM"
-    echo "listener.name.ssl.ssl.truststore.location=$t/ca.pem"
+    for kind in SSL SASL_SSL BADHOST EXPIRED; do
+      ln="listener.name.$(tr '[:upper:]' '[:lower:]' <<<"$kind")"
+      case "$kind" in SSL|SASL_SSL) lname=broker ;; BADHOST) lname=badhost ;; EXPIRED) lname=expired ;; esac
+      echo "$ln.ssl.keystore.type=PEM"
+      echo "$ln.ssl.keystore.location=$t/$lname.pem"
+      echo "$ln.ssl.truststore.type=PEM"
+      echo "$ln.ssl.truststore.location=$t/ca.pem"
+    done
     echo "listener.name.ssl.ssl.client.auth=required"
+    for kind in sasl_ssl sasl_plaintext; do
+      ln="listener.name.$kind"
+      echo "$ln.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512"
+      echo "$ln.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_PLAIN_USER=\"$SASL_PLAIN_PASSWORD\";"
+      echo "$ln.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+      if [ -n "${KACRAB_KAFKA_REAUTH_MS:-}" ]; then echo "$ln.connections.max.reauth.ms=$KACRAB_KAFKA_REAUTH_MS"; fi
+    done
   } >>"$dir/server.properties"
+  : >"$dir/secure"   # format_node adds the SCRAM credentials; start reports the listeners
+}
+
+# secure_report <prefix> <ports...>: the KEY=VALUE lines of the secured listeners
+# (<prefix>_SSL_BOOTSTRAP=... for the single broker, <prefix>_SSL=... for a cluster).
+secure_report() {
+  local prefix="$1" suffix="$2" i p bs; shift 2
+  for i in "${!SECURE_KINDS[@]}"; do
+    bs=""; for p in "$@"; do bs+="127.0.0.1:$(secure_port "$p" "$i"),"; done
+    case "${SECURE_KINDS[$i]}" in
+      SSL|SASL_SSL|SASL_PLAINTEXT) echo "${prefix}_${SECURE_KINDS[$i]}${suffix}=${bs%,}" ;;
+      *) echo "${prefix}_SSL_${SECURE_KINDS[$i]}${suffix}=${bs%,}" ;;
+    esac
+  done
+  echo "KACRAB_KAFKA_TLS_DIR=$RUN/tls"
+  echo "KACRAB_KAFKA_SASL_PLAIN_USER=$SASL_PLAIN_USER"
+  echo "KACRAB_KAFKA_SASL_PLAIN_PASSWORD=$SASL_PLAIN_PASSWORD"
+  echo "KACRAB_KAFKA_SASL_SCRAM_USER=$SASL_SCRAM_USER"
+  echo "KACRAB_KAFKA_SASL_SCRAM_PASSWORD=$SASL_SCRAM_PASSWORD"
 }
 
 format_node() { # format_node <dir> <cluster-id>
+  local -a scram=()
+  if [ -f "$1/secure" ]; then
+    scram=(--add-scram "SCRAM-SHA-512=[name=$SASL_SCRAM_USER,password=$SASL_SCRAM_PASSWORD]")
+  fi
   if ! java "${ADMIN_JVM_OPTS[@]}" -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" \
       -cp "$LIBS/*" kafka.tools.StorageTool format -t "$2" -c "$1/server.properties" \
-      >"$1/logs/format.log" 2>&1; then
+      ${scram[@]+"${scram[@]}"} >"$1/logs/format.log" 2>&1; then
     cat "$1/logs/format.log" >&2
     die "formatting storage of $1 failed"
   fi
@@ -358,6 +446,7 @@ cmd_start_single() {
     [ "$old" = "$port" ] || die "a single broker is already running on port $old (scripts/kafka.sh stop single)"
     log "single broker already running (pid $(node_pid "$dir"))"
     echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"; echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
+    if [ -f "$dir/secure" ]; then secure_report KACRAB_KAFKA _BOOTSTRAP "$port"; fi
     report_features "127.0.0.1:$port"
     return 0
   fi
@@ -365,7 +454,8 @@ cmd_start_single() {
   local t0; t0=$(now_ms)
   rm -rf "$dir"; mkdir -p "$dir"
   write_config "$dir" 1 "$port" "$cport" "1@127.0.0.1:$cport" 1 1
-  if [ "${KACRAB_KAFKA_SECURE:-0}" = 1 ]; then
+  if secure_on; then
+    check_ports_free $(for i in "${!SECURE_KINDS[@]}"; do secure_port "$port" "$i"; done)
     make_tls; secure_config "$dir" "$port"
   fi
   echo "$port" >"$dir/port"
@@ -377,10 +467,7 @@ cmd_start_single() {
   fi
   log "single broker up on 127.0.0.1:$port (pid $(node_pid "$dir")) in $(secs_since "$t0")s; logs: $dir/logs"
   echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"
-  if [ "${KACRAB_KAFKA_SECURE:-0}" = 1 ]; then
-    echo "KACRAB_KAFKA_SSL_BOOTSTRAP=127.0.0.1:$((port + SECURE_OFFSET))"
-    echo "KACRAB_KAFKA_TLS_DIR=$RUN/tls"
-  fi
+  if [ -f "$dir/secure" ]; then secure_report KACRAB_KAFKA _BOOTSTRAP "$port"; fi
   echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
   report_features "127.0.0.1:$port"
 }
@@ -411,8 +498,13 @@ cmd_start_cluster() {
     echo "$base" >"$RUN/cluster/base-port"
     local voters="1@127.0.0.1:$((base + 100)),2@127.0.0.1:$((base + 101)),3@127.0.0.1:$((base + 102))"
     local cid; cid="$(random_cluster_id)"; echo "$cid" >"$RUN/cluster/cluster-id"
+    if secure_on; then
+      check_ports_free $(for p in "${ports[@]}"; do for i in "${!SECURE_KINDS[@]}"; do secure_port "$p" "$i"; done; done)
+      make_tls
+    fi
     for n in 1 2 3; do
       write_config "${dirs[n-1]}" "$n" "${ports[n-1]}" $((base + 99 + n)) "$voters" 3 2
+      if secure_on; then secure_config "${dirs[n-1]}" "${ports[n-1]}"; fi
     done
     # Format all three (same cluster id) in parallel, then launch together:
     # the controllers need a quorum of 2 before any broker can register.
@@ -429,6 +521,7 @@ cmd_start_cluster() {
   local bs; bs="$(printf '127.0.0.1:%s,' "${ports[@]}")"; bs="${bs%,}"
   echo "KACRAB_KAFKA_CLUSTER=$bs"
   echo "KACRAB_KAFKA_CLUSTER_PIDS=$(IFS=,; echo "${pids[*]}")"
+  if [ -f "${dirs[0]}/secure" ]; then secure_report KACRAB_KAFKA_CLUSTER "" "${ports[@]}"; fi
   report_features "$bs"
 }
 

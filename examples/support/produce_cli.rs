@@ -6,14 +6,17 @@
 //! produce --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B
 //!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T]
 //!     [--compression none|gzip|snappy|lz4|zstd] [--payload dots|json]
-//!     [--property key=value]... [--stats]
+//!     [--config producer.properties] [--property key=value]... [--stats]
 //! ```
 //!
 //! Record `i` has key `i` in decimal ASCII and a value of `B` bytes starting with `i` in
 //! decimal ASCII (padded with `.`), and goes to partition `i mod P`, so reading the topic
 //! back checks exactly-once and order. The topic must exist: nothing is created.
 //! `--linger-ms` and `--batch-size` set `linger.ms` and `batch.size`; `--property` sets any
-//! Kafka key (repeatable; a later one wins, also over the flags). At most
+//! Kafka key (repeatable; a later one wins, also over the flags); `--config FILE` reads
+//! keys from a Java properties file (`key=value` lines, `#`/`!` comments; the file a
+//! Java client takes, e.g. `security.protocol`, `sasl.jaas.config`, `ssl.*`), in place
+//! of the flag: what follows it overrides it. At most
 //! `--max-outstanding` records (default 8192) are without an outcome at once; `--threads`
 //! (default 1) is the Tokio runtime's worker threads, or the blocking example's sending
 //! threads (each sends the records of its own partitions, in order). `--size` is an alias
@@ -38,7 +41,8 @@ use std::time::Duration;
 /// The usage line.
 pub const USAGE: &str = "usage: produce --bootstrap HOST:PORT --topic T --partitions P \
     --records N --record-size B [--linger-ms L] [--batch-size S] [--max-outstanding M] \
-    [--threads T] [--compression C] [--payload dots|json] [--property key=value]... [--stats]";
+    [--threads T] [--compression C] [--payload dots|json] [--config FILE] \
+    [--property key=value]... [--stats]";
 
 /// What each record's value looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +133,7 @@ impl Args {
                         .ok_or_else(|| format!("--property {value}: expected key=value"))?;
                     properties.push((k.to_owned(), v.to_owned()));
                 }
+                "--config" => properties.extend(read_properties_file(&value)?),
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -293,6 +298,46 @@ fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     f64::from(sorted[rank.clamp(1, sorted.len()) - 1]) / 1000.0
+}
+
+/// The `key=value` pairs of a Java properties file, in order (see
+/// [`parse_properties`]).
+pub fn read_properties_file(path: &str) -> Result<Vec<(String, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--config {path}: {e}"))?;
+    parse_properties(&text).map_err(|e| format!("--config {path}: {e}"))
+}
+
+/// Parses the subset of `java.util.Properties`' format a client configuration uses:
+/// one `key=value` (or `key: value`) per line, blank lines and lines starting with `#`
+/// or `!` skipped, whitespace around the key and before the value dropped, a trailing
+/// `\` continuing the value on the next line (its leading whitespace dropped). Other
+/// escapes are kept as written.
+pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        let line = line.trim_start();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let mut logical = line.to_owned();
+        while logical.ends_with('\\') {
+            logical.pop();
+            match lines.next() {
+                Some((_, more)) => logical.push_str(more.trim_start()),
+                None => break,
+            }
+        }
+        let sep = logical
+            .find(['=', ':'])
+            .ok_or_else(|| format!("line {}: expected key=value", n + 1))?;
+        let key = logical[..sep].trim();
+        if key.is_empty() {
+            return Err(format!("line {}: empty key", n + 1));
+        }
+        out.push((key.to_owned(), logical[sep + 1..].trim_start().to_owned()));
+    }
+    Ok(out)
 }
 
 fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {

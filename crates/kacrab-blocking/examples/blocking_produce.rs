@@ -33,6 +33,8 @@ use produce_cli::Args;
 struct Tally {
     acked: AtomicU64,
     failed: AtomicU64,
+    /// Failed records that may be in the log anyway (`ProduceError::possibly_written`).
+    possibly_written: AtomicU64,
     /// Send-to-ack latencies of acknowledged records, in microseconds.
     latencies: Mutex<Vec<u32>>,
     first_error: Mutex<Option<String>>,
@@ -49,7 +51,12 @@ impl Tally {
                 self.latencies.lock().unwrap().push(us);
                 self.acked.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => self.failed(format!("record {i}: {e}")),
+            Err(e) => {
+                if e.possibly_written() {
+                    self.possibly_written.fetch_add(1, Ordering::Relaxed);
+                }
+                self.failed(format!("record {i}: {e}"));
+            }
         }
         *self.outstanding.lock().unwrap() -= 1;
         self.settled.notify_one();
@@ -166,6 +173,10 @@ fn main() -> ExitCode {
     let failed = tally.failed.load(Ordering::Relaxed);
     if let Some(e) = tally.first_error.lock().unwrap().as_ref() {
         eprintln!("produce: first failure: {e}");
+        eprintln!(
+            "produce: failed records possibly written: {}",
+            tally.possibly_written.load(Ordering::Relaxed)
+        );
     }
     let mut latencies = std::mem::take(&mut *tally.latencies.lock().unwrap());
     println!(

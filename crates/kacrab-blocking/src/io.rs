@@ -199,6 +199,8 @@ impl Io {
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let mut config = config;
+        seed_sasl_nonces(&mut config);
         Self {
             session: Session::new(config, Timestamp::ZERO, unix_ms),
             start,
@@ -470,5 +472,15 @@ impl Io {
             let mut s = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
             s.add(&std::mem::take(&mut self.local));
         }
+    }
+}
+
+/// Fills the SCRAM nonce seed from the operating system unless the application gave
+/// one: the session is deterministic and has no randomness of its own.
+fn seed_sasl_nonces(config: &mut kacrab_driver::SessionConfig) {
+    if config.sasl().nonce_seed_setting().is_none() {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("the operating system's random source");
+        config.set_sasl_nonce_seed(kacrab_driver::NonceSeed::new(seed));
     }
 }

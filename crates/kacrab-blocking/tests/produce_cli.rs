@@ -117,3 +117,58 @@ fn a_progress_line_has_the_rate_now_and_overall() {
         "produce: 2s acked=60/100 failed=1 (10 records/s now, 30 records/s overall)"
     );
 }
+
+#[test]
+fn a_java_properties_file_reads_as_kafka_keys_in_order() {
+    let text = "# a client.properties as Java clients take it\n\
+                ! also a comment\n\
+                \n\
+                security.protocol = SASL_SSL\n\
+                sasl.mechanism:PLAIN\n\
+                sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\\n\
+                \x20   required username=\"u\" password=\"p=q\";\n\
+                ssl.endpoint.identification.algorithm=\n";
+    assert_eq!(
+        produce_cli::parse_properties(text).unwrap(),
+        vec![
+            ("security.protocol".to_owned(), "SASL_SSL".to_owned()),
+            ("sasl.mechanism".to_owned(), "PLAIN".to_owned()),
+            (
+                "sasl.jaas.config".to_owned(),
+                "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                 username=\"u\" password=\"p=q\";"
+                    .to_owned()
+            ),
+            (
+                "ssl.endpoint.identification.algorithm".to_owned(),
+                String::new()
+            ),
+        ]
+    );
+    assert!(produce_cli::parse_properties("no separator here").is_err());
+    assert!(produce_cli::parse_properties("=value").is_err());
+}
+
+#[test]
+fn config_file_properties_sit_where_the_flag_is() {
+    let path = std::env::temp_dir().join(format!("kacrab-cli-{}.properties", std::process::id()));
+    std::fs::write(&path, "acks=1\nlinger.ms=9\n").unwrap();
+    let a = parse(&format!(
+        "--bootstrap h:1 --topic t --partitions 1 --records 1 --record-size 1 \
+         --linger-ms 5 --config {} --property acks=all",
+        path.display()
+    ))
+    .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        a.producer_properties("c")[2..],
+        [
+            ("linger.ms", "5"),
+            ("acks", "1"),
+            ("linger.ms", "9"),
+            ("acks", "all")
+        ]
+    );
+    let missing = parse("--bootstrap h:1 --topic t --partitions 1 --records 1 --record-size 1 --config /nonexistent/x.properties");
+    assert!(missing.unwrap_err().contains("/nonexistent/x.properties"));
+}

@@ -67,7 +67,7 @@ pub use config::{
     PARTITIONER_IGNORE_KEYS,
 };
 pub use config::{
-    ControlFlag, JaasError, OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials,
+    ControlFlag, JaasError, NonceSeed, OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials,
     SaslMechanism, SASL_JAAS_CONFIG, SASL_MECHANISM,
 };
 pub use config::{

@@ -25,6 +25,7 @@ use crate::output::{CloseReason, ConnId, Output};
 use crate::phases::{ConnectError, Security, TlsFailure, Transport};
 
 mod negotiation;
+mod sasl_phase;
 mod secure;
 
 use crate::topics::Topics;
@@ -46,6 +47,11 @@ enum ConnState {
     },
     /// ApiVersions sent at this version.
     Negotiating(i16),
+    /// The SASL exchange runs (`sasl_phase`); requests queue.
+    Authenticating(sasl_phase::AuthRound),
+    /// KIP-368 re-authentication is due: requests queue while the answers in flight
+    /// arrive, then the exchange runs again.
+    Draining,
     Ready,
 }
 
@@ -60,8 +66,14 @@ struct Conn {
     transport: Transport,
     wire: Connection,
     frames: FrameDecoder,
-    /// Invariant: `Some` exactly when `state` is `Ready`.
+    /// Invariant: `Some` exactly once negotiation finished (`Authenticating`,
+    /// `Draining`, `Ready`).
     versions: Option<Versions>,
+    /// The SASL exchange. Invariant: `Some` exactly when `state` is `Authenticating`.
+    sasl: Option<Box<crate::sasl::SaslExchange>>,
+    /// When the KIP-368 re-authentication is due (the broker granted a session
+    /// lifetime). Invariant: `None` unless `state` is `Ready`.
+    reauth_at: Option<Timestamp>,
     /// Requests waiting for the connection to be ready, in order. Invariant: empty when
     /// `state` is `Ready` (they are written the moment it becomes ready).
     queued: VecDeque<Pending>,
@@ -217,6 +229,7 @@ impl Network {
                     (a, b) => a.or(b),
                 }
             })
+            .chain(self.reauth_timeout())
             .min()
     }
 
@@ -257,6 +270,7 @@ impl Network {
         for (conn, reason) in expired {
             self.drop_conn(core, conn, now, Some(reason));
         }
+        self.handle_reauth_timeout(core, now);
     }
 
     /// Closes every connection: the producer is finished.
@@ -321,6 +335,7 @@ impl Network {
             return;
         }
         self.decode_frames(core, conn, now);
+        self.resume_reauth(core, conn, now);
     }
 
     fn decode_frames(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
@@ -377,6 +392,10 @@ impl Network {
             self.handle_api_versions(core, conn, answer, now);
             return;
         }
+        if let Response::Sasl(answer) = decoded.response {
+            self.handle_sasl(core, conn, answer, now);
+            return;
+        }
         let id = RequestId(tag);
         let result: Result<(), InputError> = match decoded.response {
             Response::Produce(r) => {
@@ -430,9 +449,7 @@ impl Network {
                 };
                 core.handle_end_txn(id, result, now)
             }
-            // SASL answers belong to the connection's authentication phase, which runs
-            // before the connection is ready; none reaches here (no SASL request is sent
-            // outside that phase).
+            // Handled above (negotiation, the SASL phase).
             Response::ApiVersions(_) | Response::Sasl(_) => Ok(()),
         };
         // The core refused the answer: the broker broke the protocol (an answer to a
@@ -646,7 +663,7 @@ impl Network {
     ) {
         let deadline = now + self.request_timeout;
         let Some(c) = self.conn_mut(conn) else { return };
-        let Some(versions) = c.versions.as_ref() else {
+        let (ConnState::Ready, Some(versions)) = (&c.state, c.versions.as_ref()) else {
             c.queued.push_back(Pending::Session(request, tag));
             return;
         };
@@ -715,6 +732,8 @@ impl Network {
             wire: Connection::new(self.client_id.clone()),
             frames: FrameDecoder::new(),
             versions: None,
+            sasl: None,
+            reauth_at: None,
             queued: VecDeque::new(),
             deadlines: VecDeque::new(),
         });
@@ -767,7 +786,18 @@ impl Network {
         assert_eq!(ids.len(), self.conns.len(), "connection ids are unique");
         for c in &self.conns {
             assert!(c.id.0 < self.next_conn, "connection ids are never reused");
-            assert_eq!(c.versions.is_some(), c.state == ConnState::Ready);
+            assert_eq!(
+                c.versions.is_some(),
+                matches!(
+                    c.state,
+                    ConnState::Ready | ConnState::Authenticating(_) | ConnState::Draining
+                )
+            );
+            assert_eq!(
+                c.sasl.is_some(),
+                matches!(c.state, ConnState::Authenticating(_))
+            );
+            assert!(c.reauth_at.is_none() || c.state == ConnState::Ready);
             if c.state == ConnState::Ready {
                 assert!(c.queued.is_empty(), "a ready connection queues nothing");
             }

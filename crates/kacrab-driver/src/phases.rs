@@ -1,12 +1,14 @@
 //! The phases a connection goes through before it carries the core's requests:
 //! TCP connected (the driver's `handle_connected`) -> TLS handshake (SSL, SASL_SSL) ->
-//! ApiVersions (negotiation) -> ready. The network half (`network.rs`) owns the state of
+//! ApiVersions (negotiation) -> SASL (SASL_PLAINTEXT, SASL_SSL; `network/sasl_phase.rs`)
+//! -> ready. The network half (`network.rs`) owns the state of
 //! each connection; this module owns the transport under it (plain or TLS), the wall
 //! clock rustls judges certificates by, and the failures that end the session.
 //!
 //! A failure of the security phases (a certificate the client does not trust, a host
-//! name it does not match, an expired certificate, a broker that does not speak TLS) is
-//! final: retrying cannot heal a configuration, and retrying would only hammer the
+//! name it does not match, an expired certificate, a broker that does not speak TLS, a
+//! SASL authentication the broker refuses or a broker that cannot prove it knows the
+//! SCRAM credential) is final: retrying cannot heal a configuration, and retrying would only hammer the
 //! broker (Java's producer likewise surfaces an `SslAuthenticationException` to the
 //! application instead of retrying: `NetworkClient.processDisconnection`,
 //! `ChannelState.AUTHENTICATION_FAILED`). The session reports one
@@ -21,6 +23,8 @@ use kacrab_idempotence::Timestamp;
 use rustls::ClientConfig;
 
 use crate::config::security::SecurityConfig;
+use crate::config::{NonceSeed, SessionConfig};
+use crate::sasl::{ClientNonce, SaslError, SaslExchange};
 use crate::tls::{Opened, TlsStream, UnixClock};
 
 pub use crate::tls::TlsFailure;
@@ -44,6 +48,10 @@ pub enum ConnectFailure {
     /// The TLS handshake (SSL, SASL_SSL).
     #[error("TLS handshake: {0}")]
     Tls(#[from] TlsFailure),
+    /// The SASL authentication (SASL_PLAINTEXT, SASL_SSL), or a KIP-368
+    /// re-authentication on a connection already in use.
+    #[error("SASL authentication: {0}")]
+    Sasl(#[from] crate::sasl::SaslError),
 }
 
 /// The transport of one connection.
@@ -92,10 +100,20 @@ impl Transport {
     }
 }
 
-/// The session's security: the TLS configuration, if any, and its clock.
+/// The session's security: the TLS configuration, if any, the SASL settings, if the
+/// protocol authenticates, and the clock.
 #[derive(Debug)]
 pub(crate) struct Security {
     tls: Option<Arc<ClientConfig>>,
+    /// The SASL settings, `Some` exactly for SASL_PLAINTEXT and SASL_SSL (validated by
+    /// `SessionConfigBuilder::build`).
+    sasl: Option<crate::config::SaslConfig>,
+    /// The seed of the SCRAM client nonces: the driver's entropy, else derived from
+    /// `kacrab.jitter.seed` (deterministic, for tests).
+    nonce_seed: NonceSeed,
+    /// Exchanges begun so far: the counter every nonce is derived with, so no two
+    /// exchanges of a session share one.
+    exchanges: u64,
     clock: UnixClock,
     /// The driver's clock and the wall clock at the session's start: the wall clock at
     /// `now` is `start_unix_ms + (now - start)`.
@@ -104,7 +122,23 @@ pub(crate) struct Security {
 }
 
 impl Security {
-    pub(crate) fn new(config: &SecurityConfig, now: Timestamp, unix_ms: i64) -> Self {
+    pub(crate) fn new(session: &SessionConfig, now: Timestamp, unix_ms: i64) -> Self {
+        let config: &SecurityConfig = session.security();
+        let sasl = config
+            .protocol
+            .uses_sasl()
+            .then(|| session.sasl().clone());
+        let nonce_seed = match session.sasl().nonce_seed_setting() {
+            Some(seed) => seed,
+            None => {
+                let mut seed = [0u8; 32];
+                for (i, chunk) in seed.chunks_mut(8).enumerate() {
+                    let word = session.core().jitter_seed() ^ (0x5341_534c_0000_0000 + i as u64);
+                    chunk.copy_from_slice(&word.to_be_bytes());
+                }
+                NonceSeed::new(seed)
+            }
+        };
         let clock = UnixClock::default();
         let tls = config.tls.as_ref().map(|settings| {
             // `SecurityBuilder::build` made this same configuration once already.
@@ -113,6 +147,9 @@ impl Security {
         });
         let security = Self {
             tls,
+            sasl,
+            nonce_seed,
+            exchanges: 0,
             clock,
             start: now,
             start_unix_ms: unix_ms,
@@ -137,6 +174,21 @@ impl Security {
                 addr,
             )?))),
         }
+    }
+
+    /// Whether connections authenticate with SASL after version negotiation.
+    pub(crate) fn uses_sasl(&self) -> bool {
+        self.sasl.is_some()
+    }
+
+    /// A new SASL exchange, begun at `now`, with the next nonce of the session.
+    pub(crate) fn sasl_exchange(&mut self, now: Timestamp) -> Option<Result<SaslExchange, SaslError>> {
+        let config = self.sasl.as_ref()?;
+        self.exchanges += 1;
+        let nonce = ClientNonce::derive(&self.nonce_seed.0, self.exchanges);
+        let elapsed = now.saturating_duration_since(self.start).as_millis() as i64;
+        let unix_ms = self.start_unix_ms.saturating_add(elapsed);
+        Some(SaslExchange::new(config, unix_ms, nonce))
     }
 
     /// Whether connections start with a TLS handshake.

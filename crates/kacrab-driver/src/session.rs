@@ -77,7 +77,7 @@ impl Session {
             config.client_id().map(str::to_owned),
             core_config.request_timeout(),
             config.connection_setup_timeout(),
-            Security::new(config.security(), now, unix_ms),
+            Security::new(&config, now, unix_ms),
         );
         let app = Application::new(
             config.max_block(),

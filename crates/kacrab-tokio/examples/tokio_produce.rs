@@ -32,6 +32,8 @@ use tokio::sync::{mpsc, Semaphore};
 struct Tally {
     acked: AtomicU64,
     failed: AtomicU64,
+    /// Failed records that may be in the log anyway (`ProduceError::possibly_written`).
+    possibly_written: AtomicU64,
 }
 
 fn main() -> ExitCode {
@@ -98,6 +100,9 @@ async fn run(args: Args) -> ExitCode {
                         tally.acked.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(e) => {
+                        if e.possibly_written() {
+                            tally.possibly_written.fetch_add(1, Ordering::Relaxed);
+                        }
                         first_error.get_or_insert_with(|| format!("record {i}: {e}"));
                         tally.failed.fetch_add(1, Ordering::Relaxed);
                     }
@@ -174,6 +179,10 @@ async fn run(args: Args) -> ExitCode {
     let failed = tally.failed.load(Ordering::Relaxed);
     if let Some(e) = first_error {
         eprintln!("produce: first failure: {e}");
+        eprintln!(
+            "produce: failed records possibly written: {}",
+            tally.possibly_written.load(Ordering::Relaxed)
+        );
     }
     println!(
         "{}",

@@ -6,69 +6,47 @@
 //! ```sh
 //! cargo run --release -p kacrab-tokio --example transactional -- \
 //!     --bootstrap 127.0.0.1:9092 --topic out --partitions 3 --transactions 10 \
-//!     --records 100 --group my-group [--input an-existing-topic]
+//!     --records 100 --group my-group [--input an-existing-topic] [--property key=value]...
 //! ```
 //! Every third transaction is aborted to show that read_committed readers never see it
-//! (`scripts/kafka.sh consume <bs> out 100000 --isolation read_committed`). The last line
-//! is `transactional: committed=C aborted=A records_committed=R`.
+//! (`scripts/kafka.sh consume <bs> out 100000 --isolation read_committed`). The flags are
+//! the shared ones of `examples/support/txn_cli.rs` (kacrab-blocking's `transactional`
+//! example takes the same). The last line is
+//! `transactional: committed=C aborted=A records_committed=R`; an error is printed
+//! (with its cause) and the exit code is 1.
+
+#[path = "../../../examples/support/produce_cli.rs"]
+mod produce_cli;
+#[path = "../../../examples/support/txn_cli.rs"]
+mod txn_cli;
+
+use std::process::ExitCode;
 
 use kacrab_tokio::{
     ConsumerGroupMetadata, OffsetToCommit, Producer, ProducerRecord, Topic, TopicPartition,
 };
-
-struct Args {
-    bootstrap: String,
-    topic: String,
-    partitions: i32,
-    transactions: u32,
-    records: u32,
-    group: String,
-    input: String,
-}
-
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        bootstrap: String::new(),
-        topic: String::new(),
-        partitions: 1,
-        transactions: 10,
-        records: 100,
-        group: "kacrab-example".into(),
-        input: String::new(),
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let num = |v: &str| v.parse::<u32>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
-            "--bootstrap" => a.bootstrap = value,
-            "--topic" => a.topic = value,
-            "--partitions" => a.partitions = num(&value)? as i32,
-            "--transactions" => a.transactions = num(&value)?,
-            "--records" => a.records = num(&value)?,
-            "--group" => a.group = value,
-            "--input" => a.input = value,
-            other => return Err(format!("unknown flag {other}")),
-        }
-    }
-    if a.input.is_empty() {
-        // The consumed topic must exist (Kafka answers offsets for an unknown one with a
-        // retriable error); by default the example "consumes" its own output topic.
-        a.input = a.topic.clone();
-    }
-    if a.bootstrap.is_empty() || a.topic.is_empty() {
-        return Err("usage: transactional --bootstrap HOST:PORT --topic T [--partitions P] [--transactions N] [--records R] [--group G] [--input TOPIC]".into());
-    }
-    Ok(a)
-}
+use txn_cli::Args;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = parse()?;
-    let producer = Producer::from_properties(&[
-        ("bootstrap.servers", args.bootstrap.as_str()),
-        ("transactional.id", "kacrab-transactional-example"),
-    ])?;
+async fn main() -> ExitCode {
+    let args = match Args::from_env() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("transactional: {e}\n{}", txn_cli::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("transactional: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let producer = Producer::from_properties(&args.producer_properties())?;
     producer.init_transactions().await?;
     let topic = Topic::new(&args.topic);
     let group = ConsumerGroupMetadata {
@@ -84,8 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut pending = Vec::with_capacity(args.records as usize);
         for i in 0..args.records {
             let n = u64::from(t) * u64::from(args.records) + u64::from(i);
-            let partition = (n % args.partitions as u64) as i32;
-            let record = ProducerRecord::new(topic.clone(), partition, format!("{n}"))
+            let record = ProducerRecord::new(topic.clone(), args.partition(n), format!("{n}"))
                 .with_key(format!("{n}"));
             pending.push(producer.send(record));
         }
@@ -99,7 +76,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             leader_epoch: None,
             metadata: None,
         }];
-        if t % 3 == 2 {
+        if Args::aborts(t) {
             producer.abort_transaction().await?;
             input_offset -= i64::from(args.records); // the input is processed again
             aborted += 1;

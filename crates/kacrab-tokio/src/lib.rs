@@ -421,6 +421,8 @@ impl ProducerBuilder {
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let _guard = runtime.enter();
         let clock = Clock::new(tokio::time::Instant::now());
+        let mut config = config;
+        seed_sasl_nonces(&mut config);
         let session = Session::new(config, Timestamp::ZERO, unix_ms);
         let (commands, commands_rx) = mpsc::unbounded_channel();
         let (driver, conn_events) = Driver::new(session, clock, transport);
@@ -467,6 +469,16 @@ mod tests {
         assert_eq!(r, ProducerRecord::keyed("t", "21", "v"));
         assert_eq!(r.partition, None, "the session's partitioner decides");
         assert_eq!(r.key.as_deref(), Some(&b"21"[..]));
+    }
+}
+
+/// Fills the SCRAM nonce seed from the operating system unless the application gave
+/// one: the session is deterministic and has no randomness of its own.
+fn seed_sasl_nonces(config: &mut kacrab_driver::SessionConfig) {
+    if config.sasl().nonce_seed_setting().is_none() {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("the operating system's random source");
+        config.set_sasl_nonce_seed(kacrab_driver::NonceSeed::new(seed));
     }
 }
 

@@ -140,6 +140,8 @@ fn run(
     let unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
+    let mut config = config;
+    seed_sasl_nonces(&mut config);
     let mut session = Session::new(config, clock(), unix_ms);
     let (mut conns, mut waiters) = (HashMap::new(), HashMap::<Id, Reply>::new());
     let mut events = Events::with_capacity(256);
@@ -280,4 +282,14 @@ fn write_queued(c: &mut Conn) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Fills the SCRAM nonce seed from the operating system unless the application gave
+/// one: the session is deterministic and has no randomness of its own.
+fn seed_sasl_nonces(config: &mut kacrab_driver::SessionConfig) {
+    if config.sasl().nonce_seed_setting().is_none() {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("the operating system's random source");
+        config.set_sasl_nonce_seed(kacrab_driver::NonceSeed::new(seed));
+    }
 }

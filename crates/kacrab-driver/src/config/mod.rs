@@ -13,7 +13,7 @@ mod sasl;
 
 pub use jaas::{ControlFlag, JaasError};
 pub use sasl::{
-    OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials, SaslMechanism,
+    NonceSeed, OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials, SaslMechanism,
     SASL_JAAS_CONFIG, SASL_MECHANISM,
 };
 mod metrics;
@@ -200,6 +200,12 @@ impl SessionConfig {
     #[must_use]
     pub fn sasl(&self) -> &SaslConfig {
         &self.sasl
+    }
+
+    /// Sets the seed of the SCRAM client nonces (see [`NonceSeed`]): the drivers call
+    /// it with entropy from the operating system, unless the application gave one.
+    pub fn set_sasl_nonce_seed(&mut self, seed: NonceSeed) {
+        self.sasl.nonce_seed(seed);
     }
 
     /// The `metrics.*` keys.
@@ -423,8 +429,9 @@ impl SessionConfigBuilder {
             return Err(SessionConfigError::MissingBootstrap);
         }
         let security = self.security.build()?;
-        if self.sasl.is_configured() {
-            self.sasl.validate()?;
+        let mut notes = self.notes.clone();
+        if let Some(note) = self.sasl.check_for(security.protocol.uses_sasl())? {
+            notes.push(ConfigNote { key: "sasl.*", note });
         }
         Ok(SessionConfig {
             security,
@@ -437,7 +444,7 @@ impl SessionConfigBuilder {
             metrics: self.metrics,
             partitioner: self.partitioner,
             metadata: self.metadata,
-            notes: self.notes.clone(),
+            notes,
         })
     }
 }

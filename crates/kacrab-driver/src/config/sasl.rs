@@ -199,6 +199,29 @@ pub struct SaslConfig {
     mechanism: Option<SaslMechanism>,
     /// From the typed setters or `sasl.jaas.config` (the later one wins).
     credentials: Option<SaslCredentials>,
+    /// The seed of the SCRAM client nonces, from the driver (see [`NonceSeed`]).
+    nonce_seed: Option<NonceSeed>,
+}
+
+/// 32 bytes of entropy the SCRAM client nonces of a session are derived from
+/// (SHA-256 of the seed and a per-exchange counter). The session has no randomness of
+/// its own (it is deterministic); the drivers fill this from the operating system
+/// (`getrandom`). Redacted in `Debug`: whoever knows it can predict the nonces.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct NonceSeed(pub(crate) [u8; 32]);
+
+impl NonceSeed {
+    /// A seed from 32 bytes of entropy.
+    #[must_use]
+    pub fn new(entropy: [u8; 32]) -> Self {
+        Self(entropy)
+    }
+}
+
+impl fmt::Debug for NonceSeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("NonceSeed([redacted])")
+    }
 }
 
 impl SaslConfig {
@@ -263,6 +286,46 @@ impl SaslConfig {
             provider,
         )));
         self
+    }
+
+    /// Sets the seed of the SCRAM client nonces (the drivers fill it from the operating
+    /// system; without one, a session derives its nonces from `kacrab.jitter.seed`,
+    /// which is deterministic: fine for tests, predictable for anything else).
+    pub fn nonce_seed(&mut self, seed: NonceSeed) -> &mut Self {
+        self.nonce_seed = Some(seed);
+        self
+    }
+
+    /// The seed of the SCRAM client nonces, if one was given.
+    #[must_use]
+    pub fn nonce_seed_setting(&self) -> Option<NonceSeed> {
+        self.nonce_seed
+    }
+
+    /// Checks the SASL settings against `security.protocol`, as Kafka's
+    /// `ChannelBuilders.clientChannelBuilder` does: SASL_PLAINTEXT and SASL_SSL need a
+    /// mechanism with its credentials (Java fails the producer's construction without a
+    /// JAAS entry); PLAINTEXT and SSL build no SASL channel and leave `sasl.*` unused,
+    /// so settings given then are accepted with a note and ignored.
+    ///
+    /// # Errors
+    /// As [`SaslConfig::validate`], for a SASL protocol, or for settings that are
+    /// inconsistent in themselves.
+    pub(crate) fn check_for(
+        &self,
+        uses_sasl: bool,
+    ) -> Result<Option<&'static str>, SaslConfigError> {
+        if uses_sasl {
+            self.validate()?;
+            return Ok(None);
+        }
+        if !self.is_configured() {
+            return Ok(None);
+        }
+        self.validate()?;
+        Ok(Some(
+            "ignored: security.protocol is PLAINTEXT or SSL, which do not authenticate with SASL (as in Kafka, sasl.* is then unused)",
+        ))
     }
 
     /// The username and password, keeping the mechanism.

@@ -330,14 +330,6 @@ impl SecurityBuilder {
 
     /// Validates: reads and parses the PEM material.
     pub(crate) fn build(&self) -> Result<SecurityConfig, SessionConfigError> {
-        if self.protocol.uses_sasl() {
-            // Refused rather than run without authentication: the SASL phase comes with
-            // the `sasl` module.
-            return Err(unsupported(
-                SECURITY_PROTOCOL,
-                "SASL_PLAINTEXT and SASL_SSL need the SASL phase, not in this build yet",
-            ));
-        }
         if !self.protocol.uses_tls() {
             return Ok(SecurityConfig {
                 protocol: self.protocol,
@@ -483,13 +475,13 @@ mod tests {
     }
 
     #[test]
-    fn sasl_protocols_are_refused_until_the_sasl_phase_exists() {
-        for p in ["SASL_SSL", "SASL_PLAINTEXT"] {
-            assert!(matches!(
-                build(&[(SECURITY_PROTOCOL, p)]),
-                Err(SessionConfigError::Unsupported { .. })
-            ));
-        }
+    fn sasl_protocols_build_with_tls_only_for_sasl_ssl() {
+        let plain = build(&[(SECURITY_PROTOCOL, "SASL_PLAINTEXT")]).unwrap();
+        assert_eq!(plain.protocol, SecurityProtocol::SaslPlaintext);
+        assert!(plain.tls.is_none());
+        let ssl = build(&[(SECURITY_PROTOCOL, "SASL_SSL")]).unwrap();
+        assert_eq!(ssl.protocol, SecurityProtocol::SaslSsl);
+        assert!(ssl.tls.is_some());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Version negotiation on a connection (KIP-35, KIP-511): ApiVersions from the newest
 //! version the wire speaks, a retry at the version a broker names when it answers
-//! UNSUPPORTED_VERSION, then the connection is ready and its queued requests go out.
+//! UNSUPPORTED_VERSION, then (after the SASL phase, on a SASL protocol) the connection
+//! is ready and its queued requests go out.
 //! The finalized `transaction.version` (KIP-890) every answer carries reaches the core
 //! here.
 
@@ -50,18 +51,25 @@ impl Network {
                 }
                 let Some(c) = self.conn_mut(conn) else { return };
                 c.versions = Some(versions);
-                c.state = ConnState::Ready;
-                let queued: Vec<Pending> = c.queued.drain(..).collect();
-                for p in queued {
-                    match p {
-                        Pending::Core(r) => self.write_core_request(core, conn, r, now),
-                        Pending::Session(r, tag) => {
-                            self.send_session_request(core, conn, r, tag, now);
-                        }
-                    }
-                }
+                self.after_negotiation(core, conn, now);
             }
             _ => self.drop_conn(core, conn, now, Some(CloseReason::Negotiation)),
+        }
+    }
+
+    /// The connection is ready (negotiated, and authenticated on a SASL protocol): its
+    /// queued requests go out, in order.
+    pub(super) fn become_ready(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
+        let Some(c) = self.conn_mut(conn) else { return };
+        c.state = ConnState::Ready;
+        let queued: Vec<Pending> = c.queued.drain(..).collect();
+        for p in queued {
+            match p {
+                Pending::Core(r) => self.write_core_request(core, conn, r, now),
+                Pending::Session(r, tag) => {
+                    self.send_session_request(core, conn, r, tag, now);
+                }
+            }
         }
     }
 

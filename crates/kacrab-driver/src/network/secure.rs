@@ -159,7 +159,7 @@ impl Network {
         &mut self,
         core: &mut Producer,
         conn: ConnId,
-        cause: TlsFailure,
+        cause: impl Into<ConnectFailure>,
         gone: Gone,
         now: Timestamp,
     ) {
@@ -167,7 +167,7 @@ impl Network {
         let error = ConnectError {
             broker: c.addr.clone(),
             node: c.node,
-            cause: ConnectFailure::Tls(cause),
+            cause: cause.into(),
         };
         if self.health == Health::Healthy {
             self.failure = Some(error.clone());

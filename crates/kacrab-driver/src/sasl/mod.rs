@@ -17,10 +17,6 @@
 //! authentication (`SaslServerAuthenticator`), and a retry with the same credentials
 //! fails the same way.
 
-// The connection phases that drive the exchange are wired into the session separately
-// (network.rs); until then only the tests construct it.
-#![allow(dead_code)]
-
 pub(crate) mod oauthbearer;
 mod plain;
 mod scram;
@@ -29,7 +25,6 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use kacrab_idempotence::Timestamp;
 use kacrab_wire::messages::{
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
     SaslRequest, SaslResponse, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED,
@@ -168,6 +163,7 @@ impl ClientNonce {
     }
 
     /// A nonce given as text (test vectors); `None` unless printable ASCII without `,`.
+    #[cfg(test)]
     #[must_use]
     pub(crate) fn from_printable(nonce: &str) -> Option<Self> {
         let ok = !nonce.is_empty()
@@ -235,15 +231,25 @@ pub(crate) struct SaslExchange {
     /// The password or token this exchange sends: stripped from every broker message
     /// kept in an error.
     secret: Option<Secret>,
-    /// When the exchange began (the session's clock), for its timeout.
-    started: Timestamp,
     /// The wall clock at `started`, in ms since the Unix epoch (an input, as all time).
     unix_ms: i64,
 }
 
+/// Only the mechanism and the phase: the state holds the password, the token or the
+/// SCRAM keys.
+impl std::fmt::Debug for SaslExchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslExchange")
+            .field("mechanism", &self.mechanism)
+            .field("phase", &self.phase)
+            .field("session_lifetime", &self.session_lifetime)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SaslExchange {
-    /// An exchange for `config`'s mechanism and credentials, begun at `now`, when the
-    /// wall clock read `unix_ms` (the session's clock: Kafka's unsecured OAUTHBEARER
+    /// An exchange for `config`'s mechanism and credentials, begun when the wall clock
+    /// read `unix_ms` (the session's clock: Kafka's unsecured OAUTHBEARER
     /// token is stamped with it, as the broker checks its `exp`). `nonce` serves SCRAM
     /// only.
     ///
@@ -251,7 +257,6 @@ impl SaslExchange {
     /// [`SaslError::Config`] when the settings do not fit ([`SaslConfig::validate`]).
     pub(crate) fn new(
         config: &SaslConfig,
-        now: Timestamp,
         unix_ms: i64,
         nonce: ClientNonce,
     ) -> Result<Self, SaslError> {
@@ -300,22 +305,12 @@ impl SaslExchange {
             phase: Phase::NotStarted,
             session_lifetime: None,
             secret,
-            started: now,
             unix_ms,
         })
     }
 
-    /// The mechanism.
-    pub(crate) fn mechanism(&self) -> SaslMechanism {
-        self.mechanism
-    }
-
-    /// When the exchange began.
-    pub(crate) fn started(&self) -> Timestamp {
-        self.started
-    }
-
     /// Whether it has completed successfully.
+    #[cfg(test)]
     pub(crate) fn is_done(&self) -> bool {
         self.phase == Phase::Done
     }

@@ -31,7 +31,7 @@ fn sasl_config(props: &[(&str, &str)]) -> SaslConfig {
 }
 
 fn exchange(props: &[(&str, &str)]) -> SaslExchange {
-    SaslExchange::new(&sasl_config(props), Timestamp::ZERO, 0, nonce()).unwrap()
+    SaslExchange::new(&sasl_config(props), 0, nonce()).unwrap()
 }
 
 /// The request in `step`, sent through a real `Connection` at `version`, read by the
@@ -337,7 +337,6 @@ fn scram_refuses_a_server_that_cannot_prove_it_knows_the_password() {
 fn scram_sha_256_exchange_follows_rfc_7677() {
     let mut x = SaslExchange::new(
         SaslConfig::default().scram(SaslMechanism::ScramSha256, "user", "pencil"),
-        Timestamp::ZERO,
         0,
         ClientNonce::from_printable("rOprNGfwEbeRWgbNEkqO").unwrap(),
     )
@@ -426,7 +425,7 @@ fn oauthbearer_sends_the_providers_token_with_extensions() {
     let provider = Arc::new(FixedToken(Mutex::new(0)));
     let mut config = SaslConfig::default();
     config.oauthbearer(provider.clone());
-    let mut x = SaslExchange::new(&config, Timestamp::ZERO, 0, nonce()).unwrap();
+    let mut x = SaslExchange::new(&config, 0, nonce()).unwrap();
     let r = over_the_wire(x.start(), 1, handshake_ok(&["OAUTHBEARER"]));
     let step = x.handle_response(r).unwrap();
     assert_eq!(
@@ -453,7 +452,7 @@ fn oauthbearer_sends_the_providers_token_with_extensions() {
 fn oauthbearer_error_status_is_acknowledged_then_reported() {
     let mut config = SaslConfig::default();
     config.oauthbearer(Arc::new(FixedToken(Mutex::new(0))));
-    let mut x = SaslExchange::new(&config, Timestamp::ZERO, 0, nonce()).unwrap();
+    let mut x = SaslExchange::new(&config, 0, nonce()).unwrap();
     let r = over_the_wire(x.start(), 1, handshake_ok(&["OAUTHBEARER"]));
     let step = x.handle_response(r).unwrap();
     // RFC 7628 section 3.2.2: an error status; the client answers %x01.
@@ -515,7 +514,7 @@ fn a_failing_token_provider_fails_the_exchange() {
     }
     let mut config = SaslConfig::default();
     config.oauthbearer(Arc::new(NoToken));
-    let mut x = SaslExchange::new(&config, Timestamp::ZERO, 0, nonce()).unwrap();
+    let mut x = SaslExchange::new(&config, 0, nonce()).unwrap();
     let r = over_the_wire(x.start(), 1, handshake_ok(&["OAUTHBEARER"]));
     assert_eq!(
         x.handle_response(r).unwrap_err(),
@@ -704,7 +703,6 @@ fn authenticate_against(addr: &str, config: &SaslConfig) -> Result<Option<Durati
     let versions = kacrab_wire::Versions::from_response(&av).unwrap();
     let mut x = SaslExchange::new(
         config,
-        Timestamp::ZERO,
         wall_clock_ms(),
         ClientNonce::derive(&[3; 32], 9),
     )?;

@@ -36,7 +36,7 @@ use kafka_protocol::messages::{
     ApiVersionsResponse, BrokerId, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
     FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest,
     MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, ResponseHeader,
-    TopicName,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
@@ -86,6 +86,8 @@ impl BrokerSpec {
                 (25, 0, 4), // AddOffsetsToTxn
                 (26, 0, 5), // EndTxn
                 (28, 0, 5), // TxnOffsetCommit
+                (17, 0, 1), // SaslHandshake
+                (36, 0, 2), // SaslAuthenticate
             ],
             transaction_version: None,
             features_epoch: -1,
@@ -164,6 +166,10 @@ pub enum Req {
     AddOffsetsToTxn(AddOffsetsToTxnRequest),
     /// TxnOffsetCommit.
     TxnOffsetCommit(TxnOffsetCommitRequest),
+    /// SaslHandshake.
+    SaslHandshake(SaslHandshakeRequest),
+    /// SaslAuthenticate.
+    SaslAuthenticate(SaslAuthenticateRequest),
 }
 
 /// A request as a broker received it.
@@ -219,6 +225,8 @@ pub struct Cluster {
     pub hidden_in_metadata: BTreeSet<i32>,
     /// Topics Metadata answers with this error code instead of their partitions.
     pub metadata_errors: BTreeMap<String, i16>,
+    /// The brokers' SASL listener (`None`: the listeners do not authenticate).
+    pub sasl: Option<super::sasl::SaslListener>,
     next_producer_id: i64,
     txn_producers: BTreeMap<String, (i64, i16)>,
 }
@@ -239,6 +247,7 @@ impl Cluster {
             metadata_errors: BTreeMap::new(),
             offset_groups: Vec::new(),
             committed_offsets: Vec::new(),
+            sasl: None,
             next_producer_id: 1000,
             txn_producers: BTreeMap::new(),
         }
@@ -342,6 +351,12 @@ impl Cluster {
             ApiKey::TxnOffsetCommit => Req::TxnOffsetCommit(
                 TxnOffsetCommitRequest::decode(&mut buf, version).map_err(text)?,
             ),
+            ApiKey::SaslHandshake => Req::SaslHandshake(
+                SaslHandshakeRequest::decode(&mut buf, version).map_err(text)?,
+            ),
+            ApiKey::SaslAuthenticate => Req::SaslAuthenticate(
+                SaslAuthenticateRequest::decode(&mut buf, version).map_err(text)?,
+            ),
             other => return Err(format!("the model broker does not speak {other:?}")),
         };
         if buf.has_remaining() {
@@ -377,6 +392,14 @@ impl Cluster {
                     return frame(inc, &answer, 0);
                 }
                 encode(&self.api_versions(inc.node), v)
+            }
+            Req::SaslHandshake(r) => {
+                let listener = self.sasl.as_mut().expect("a SASL listener");
+                encode(&listener.handshake(inc.conn, r), v)
+            }
+            Req::SaslAuthenticate(r) => {
+                let listener = self.sasl.as_mut().expect("a SASL listener");
+                encode(&listener.authenticate(inc.conn, r, v), v)
             }
             Req::Metadata(r) => encode(&self.metadata(r), v),
             Req::Produce(r) => encode(&self.produce(inc.node, r, v), v),

@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod sasl;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{Read, Write};
@@ -784,6 +785,23 @@ impl Pair {
             "{conn:?} -> node {node}: {:?} v{} #{}",
             inc.api, inc.version, inc.correlation_id
         ));
+        if let Some(listener) = self.cluster.sasl.as_mut() {
+            listener.now = self.now;
+            if let Err(why) = listener.admit(conn, inc.api) {
+                // Kafka's authenticator closes such a connection.
+                listener.violations.push(why);
+                self.reset(conn);
+                return;
+            }
+            // KIP-368: the client sends no SaslHandshake while answers are outstanding
+            // (here: still on their way to it).
+            let outstanding = self.links.get(&conn).map_or(0, |l| l.to_client.len());
+            if inc.api == kafka_protocol::messages::ApiKey::SaslHandshake && outstanding > 0 {
+                listener.violations.push(format!(
+                    "{conn:?}: SaslHandshake with {outstanding} answers outstanding"
+                ));
+            }
+        }
         let mut verdict = Verdict::Answer;
         for hook in &mut self.hooks {
             if let Some(v) = hook(&inc, &self.cluster) {
