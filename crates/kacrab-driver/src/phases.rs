@@ -124,10 +124,7 @@ pub(crate) struct Security {
 impl Security {
     pub(crate) fn new(session: &SessionConfig, now: Timestamp, unix_ms: i64) -> Self {
         let config: &SecurityConfig = session.security();
-        let sasl = config
-            .protocol
-            .uses_sasl()
-            .then(|| session.sasl().clone());
+        let sasl = config.protocol.uses_sasl().then(|| session.sasl().clone());
         let nonce_seed = match session.sasl().nonce_seed_setting() {
             Some(seed) => seed,
             None => {
@@ -182,7 +179,10 @@ impl Security {
     }
 
     /// A new SASL exchange, begun at `now`, with the next nonce of the session.
-    pub(crate) fn sasl_exchange(&mut self, now: Timestamp) -> Option<Result<SaslExchange, SaslError>> {
+    pub(crate) fn sasl_exchange(
+        &mut self,
+        now: Timestamp,
+    ) -> Option<Result<SaslExchange, SaslError>> {
         let config = self.sasl.as_ref()?;
         self.exchanges += 1;
         let nonce = ClientNonce::derive(&self.nonce_seed.0, self.exchanges);

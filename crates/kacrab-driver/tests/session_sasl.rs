@@ -79,9 +79,14 @@ fn apis_of(p: &Pair, conn: kacrab_driver::ConnId) -> Vec<ApiKey> {
 
 #[test]
 fn scram_sha_512_authenticates_every_connection_before_any_other_request() {
-    let mut p = pair(cluster(3, Duration::ZERO), &scram_props(&scram_jaas("bob", BOB_PW)));
+    let mut p = pair(
+        cluster(3, Duration::ZERO),
+        &scram_props(&scram_jaas("bob", BOB_PW)),
+    );
     let ids: Vec<_> = (0..3).map(|i| p.send("t", i, &format!("r{i}"))).collect();
-    assert!(p.run_until(10 * SECOND, |p| ids.iter().all(|id| p.outcome(*id).is_some())));
+    assert!(p.run_until(10 * SECOND, |p| ids
+        .iter()
+        .all(|id| p.outcome(*id).is_some())));
     for (i, id) in ids.iter().enumerate() {
         assert_eq!(p.acked(*id).partition, i as i32);
         assert_eq!(p.cluster.values("t", i as i32), [format!("r{i}")]);
@@ -103,7 +108,10 @@ fn scram_sha_512_authenticates_every_connection_before_any_other_request() {
             ],
             "{conn:?}: {apis:?}"
         );
-        assert!(apis[4..].iter().all(|a| !pair::sasl::is_sasl(*a)), "{apis:?}");
+        assert!(
+            apis[4..].iter().all(|a| !pair::sasl::is_sasl(*a)),
+            "{apis:?}"
+        );
     }
     // SaslAuthenticate at the highest version both speak: v2.
     assert!(p
@@ -139,7 +147,10 @@ fn plain_authenticates_and_a_transaction_commits() {
     }
     assert_eq!(p.cluster.end_txns, [true]);
     assert!(listener(&p).violations.is_empty());
-    assert!(listener(&p).client_nonces.is_empty(), "PLAIN sends no nonce");
+    assert!(
+        listener(&p).client_nonces.is_empty(),
+        "PLAIN sends no nonce"
+    );
 }
 
 /// SASL_SSL: the TLS handshake, then ApiVersions, then SASL, inside the session.
@@ -228,13 +239,20 @@ fn a_wrong_password_fails_the_session_once_with_the_brokers_message() {
             ("sasl.jaas.config", jaas),
         ];
         let (cause, _) = fails_once(pair(cluster(1, Duration::ZERO), &props));
-        let SaslError::AuthenticationFailed { mechanism: m, message } = &cause else {
+        let SaslError::AuthenticationFailed {
+            mechanism: m,
+            message,
+        } = &cause
+        else {
             panic!("{cause:?}");
         };
         assert_eq!(m.name(), mechanism);
         let message = message.as_deref().unwrap_or_default();
         assert!(message.contains("Authentication failed"), "{message}");
-        assert!(!cause.to_string().contains("not-"), "no password in {cause}");
+        assert!(
+            !cause.to_string().contains("not-"),
+            "no password in {cause}"
+        );
     }
 }
 
@@ -253,7 +271,10 @@ fn an_unknown_mechanism_fails_the_session_once_naming_the_offered_ones() {
             offered: vec!["PLAIN".into(), "SCRAM-SHA-512".into()],
         }
     );
-    assert!(cause.to_string().contains("PLAIN, SCRAM-SHA-512"), "{cause}");
+    assert!(
+        cause.to_string().contains("PLAIN, SCRAM-SHA-512"),
+        "{cause}"
+    );
     assert_eq!(p.cluster.count(ApiKey::SaslAuthenticate), 0);
 }
 
@@ -276,7 +297,13 @@ fn a_malformed_server_answer_fails_the_session_once() {
     c.sasl.as_mut().unwrap().fault = SaslFault::MalformedServerFirst;
     let (cause, _) = fails_once(pair(c, &scram_props(&scram_jaas("bob", BOB_PW))));
     assert!(
-        matches!(cause, SaslError::Malformed { mechanism: SaslMechanism::ScramSha512, .. }),
+        matches!(
+            cause,
+            SaslError::Malformed {
+                mechanism: SaslMechanism::ScramSha512,
+                ..
+            }
+        ),
         "{cause:?}"
     );
 }
@@ -287,14 +314,19 @@ fn a_malformed_server_answer_fails_the_session_once() {
 #[test]
 fn connections_reauthenticate_before_the_session_lifetime_ends_and_nothing_is_lost() {
     let lifetime = 3 * SECOND;
-    let mut p = pair(cluster(2, lifetime), &scram_props(&scram_jaas("bob", BOB_PW)));
+    let mut p = pair(
+        cluster(2, lifetime),
+        &scram_props(&scram_jaas("bob", BOB_PW)),
+    );
     p.latency = Duration::from_millis(20);
     let mut ids = Vec::new();
     for i in 0..200 {
         ids.push(p.send("t", i % 2, &format!("r{i}")));
         p.run_for(Duration::from_millis(100));
     }
-    assert!(p.run_until(10 * SECOND, |p| ids.iter().all(|id| p.outcome(*id).is_some())));
+    assert!(p.run_until(10 * SECOND, |p| ids
+        .iter()
+        .all(|id| p.outcome(*id).is_some())));
     for id in &ids {
         assert!(p.outcome(*id).unwrap().is_ok(), "{:?}", p.outcome(*id));
     }
@@ -306,22 +338,42 @@ fn connections_reauthenticate_before_the_session_lifetime_ends_and_nothing_is_lo
     for n in 0..2 {
         let values = p.cluster.values("t", n);
         let order: Vec<u32> = values.iter().map(|v| v[1..].parse().unwrap()).collect();
-        assert!(order.windows(2).all(|w| w[0] < w[1]), "send order: {order:?}");
+        assert!(
+            order.windows(2).all(|w| w[0] < w[1]),
+            "send order: {order:?}"
+        );
     }
     let l = listener(&p);
     assert!(l.violations.is_empty(), "{:?}", l.violations);
     let reauths: Vec<_> = l.successes.iter().filter(|s| s.2).collect();
-    assert!(reauths.len() >= 2 * 5, "re-authentications: {}", reauths.len());
+    assert!(
+        reauths.len() >= 2 * 5,
+        "re-authentications: {}",
+        reauths.len()
+    );
     // Each within 85-95% of the lifetime after the previous one (plus round trips).
     for conn in p.connects.iter().map(|c| c.1) {
-        let times: Vec<_> = l.successes.iter().filter(|s| s.1 == conn).map(|s| s.0).collect();
+        let times: Vec<_> = l
+            .successes
+            .iter()
+            .filter(|s| s.1 == conn)
+            .map(|s| s.0)
+            .collect();
         for w in times.windows(2) {
             let gap = w[1].saturating_duration_since(w[0]);
             assert!(gap >= lifetime * 85 / 100 && gap < lifetime, "{gap:?}");
         }
     }
-    assert!(p.closes.is_empty(), "no connection was lost: {:?}", p.closes);
-    assert!(p.connects.len() <= 3, "bootstrap + two leaders: {:?}", p.connects);
+    assert!(
+        p.closes.is_empty(),
+        "no connection was lost: {:?}",
+        p.closes
+    );
+    assert!(
+        p.connects.len() <= 3,
+        "bootstrap + two leaders: {:?}",
+        p.connects
+    );
     // Distinct nonces for every exchange.
     let mut nonces = l.client_nonces.clone();
     let n = nonces.len();
@@ -332,13 +384,18 @@ fn connections_reauthenticate_before_the_session_lifetime_ends_and_nothing_is_lo
 
 #[test]
 fn without_a_session_lifetime_there_is_no_reauthentication() {
-    let mut p = pair(cluster(1, Duration::ZERO), &scram_props(&scram_jaas("bob", BOB_PW)));
+    let mut p = pair(
+        cluster(1, Duration::ZERO),
+        &scram_props(&scram_jaas("bob", BOB_PW)),
+    );
     let mut ids = Vec::new();
     for i in 0..20 {
         ids.push(p.send("t", 0, &format!("r{i}")));
         p.run_for(SECOND);
     }
-    assert!(ids.iter().all(|id| p.outcome(*id).is_some_and(Result::is_ok)));
+    assert!(ids
+        .iter()
+        .all(|id| p.outcome(*id).is_some_and(Result::is_ok)));
     assert_eq!(listener(&p).successes.len(), p.connects.len(), "once each");
     assert!(listener(&p).successes.iter().all(|s| !s.2));
 }
@@ -348,7 +405,10 @@ fn without_a_session_lifetime_there_is_no_reauthentication() {
 #[test]
 fn the_scram_nonce_comes_from_the_seed_the_driver_gives() {
     let nonces = |seed: [u8; 32]| {
-        let mut p = pair(cluster(1, Duration::ZERO), &scram_props(&scram_jaas("bob", BOB_PW)));
+        let mut p = pair(
+            cluster(1, Duration::ZERO),
+            &scram_props(&scram_jaas("bob", BOB_PW)),
+        );
         let mut config = SessionConfig::from_properties([
             ("bootstrap.servers", "b0:9092"),
             ("linger.ms", "0"),
@@ -387,7 +447,10 @@ fn sasl_protocols_need_sasl_settings_and_other_protocols_ignore_them_with_a_note
         ("security.protocol", "SASL_PLAINTEXT"),
         ("sasl.mechanism", "PLAIN"),
     ]);
-    assert!(matches!(missing_credentials, Err(SessionConfigError::Sasl(_))));
+    assert!(matches!(
+        missing_credentials,
+        Err(SessionConfigError::Sasl(_))
+    ));
     let jaas = plain_jaas("alice", ALICE_PW);
     let ignored = SessionConfig::from_properties([
         ("bootstrap.servers", "b0:9092"),
@@ -403,7 +466,10 @@ fn sasl_protocols_need_sasl_settings_and_other_protocols_ignore_them_with_a_note
     // And such a session does not authenticate.
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
-        &[("sasl.mechanism", "PLAIN"), ("sasl.jaas.config", jaas.as_str())],
+        &[
+            ("sasl.mechanism", "PLAIN"),
+            ("sasl.jaas.config", jaas.as_str()),
+        ],
     );
     let id = p.send("t", 0, "x");
     assert!(p.run_until(10 * SECOND, |p| p.outcome(id).is_some()));
@@ -420,9 +486,16 @@ fn no_password_appears_in_debug_output_errors_or_closes() {
         (scram_jaas("bob", BOB_PW), SaslFault::None),
         (scram_jaas("bob", BOB_PW), SaslFault::BadServerSignature),
         (plain_jaas("alice", ALICE_PW), SaslFault::None),
-        (plain_jaas("alice", ALICE_PW), SaslFault::MalformedServerFirst),
+        (
+            plain_jaas("alice", ALICE_PW),
+            SaslFault::MalformedServerFirst,
+        ),
     ] {
-        let mechanism = if jaas.contains("Plain") { "PLAIN" } else { "SCRAM-SHA-512" };
+        let mechanism = if jaas.contains("Plain") {
+            "PLAIN"
+        } else {
+            "SCRAM-SHA-512"
+        };
         let props = vec![
             ("security.protocol", "SASL_PLAINTEXT".into()),
             ("sasl.mechanism", mechanism.into()),
@@ -456,7 +529,10 @@ fn no_password_appears_in_debug_output_errors_or_closes() {
         }
     }
     assert!(seen.contains("ConnectionFailed"), "a failure was captured");
-    assert!(seen.contains("SaslConfig"), "the SASL settings were captured");
+    assert!(
+        seen.contains("SaslConfig"),
+        "the SASL settings were captured"
+    );
     for secret in [ALICE_PW, BOB_PW] {
         assert!(!seen.contains(secret), "the password leaked:\n{seen}");
     }

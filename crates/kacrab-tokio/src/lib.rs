@@ -431,6 +431,16 @@ impl ProducerBuilder {
     }
 }
 
+/// Fills the SCRAM nonce seed from the operating system unless the application gave
+/// one: the session is deterministic and has no randomness of its own.
+fn seed_sasl_nonces(config: &mut kacrab_driver::SessionConfig) {
+    if config.sasl().nonce_seed_setting().is_none() {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("the operating system's random source");
+        config.set_sasl_nonce_seed(kacrab_driver::NonceSeed::new(seed));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,16 +479,6 @@ mod tests {
         assert_eq!(r, ProducerRecord::keyed("t", "21", "v"));
         assert_eq!(r.partition, None, "the session's partitioner decides");
         assert_eq!(r.key.as_deref(), Some(&b"21"[..]));
-    }
-}
-
-/// Fills the SCRAM nonce seed from the operating system unless the application gave
-/// one: the session is deterministic and has no randomness of its own.
-fn seed_sasl_nonces(config: &mut kacrab_driver::SessionConfig) {
-    if config.sasl().nonce_seed_setting().is_none() {
-        let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).expect("the operating system's random source");
-        config.set_sasl_nonce_seed(kacrab_driver::NonceSeed::new(seed));
     }
 }
 

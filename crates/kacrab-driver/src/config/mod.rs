@@ -431,7 +431,10 @@ impl SessionConfigBuilder {
         let security = self.security.build()?;
         let mut notes = self.notes.clone();
         if let Some(note) = self.sasl.check_for(security.protocol.uses_sasl())? {
-            notes.push(ConfigNote { key: "sasl.*", note });
+            notes.push(ConfigNote {
+                key: "sasl.*",
+                note,
+            });
         }
         Ok(SessionConfig {
             security,

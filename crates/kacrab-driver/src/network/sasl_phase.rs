@@ -24,10 +24,10 @@ use kacrab_idempotence::{Producer, Timestamp};
 use kacrab_wire::messages::UNSUPPORTED_VERSION;
 use kacrab_wire::{SaslRequest, SaslResponse};
 
+use super::secure::Gone;
 use super::{ConnState, Network};
 use crate::output::{CloseReason, ConnId};
 use crate::sasl::{reauthenticate_after, SaslError, SaslStep};
-use super::secure::Gone;
 
 /// Which authentication of its connection an exchange is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,13 +110,22 @@ impl Network {
         }
     }
 
-    fn send_sasl(&mut self, core: &mut Producer, conn: ConnId, request: SaslRequest, now: Timestamp) {
+    fn send_sasl(
+        &mut self,
+        core: &mut Producer,
+        conn: ConnId,
+        request: SaslRequest,
+        now: Timestamp,
+    ) {
         let tag = self.session_tag();
         let deadline = now + self.request_timeout;
         let Some(c) = self.conn_mut(conn) else { return };
         let request = kacrab_wire::Request::Sasl(request);
         let api = request.api_key();
-        let versions = c.versions.as_ref().expect("authenticating after negotiation");
+        let versions = c
+            .versions
+            .as_ref()
+            .expect("authenticating after negotiation");
         let encoded = versions
             .version_for(&request)
             .and_then(|v| c.wire.encode(request, v, tag));

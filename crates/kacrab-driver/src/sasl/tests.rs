@@ -701,11 +701,7 @@ fn authenticate_against(addr: &str, config: &SaslConfig) -> Result<Option<Durati
         panic!("not an ApiVersions answer")
     };
     let versions = kacrab_wire::Versions::from_response(&av).unwrap();
-    let mut x = SaslExchange::new(
-        config,
-        wall_clock_ms(),
-        ClientNonce::derive(&[3; 32], 9),
-    )?;
+    let mut x = SaslExchange::new(config, wall_clock_ms(), ClientNonce::derive(&[3; 32], 9))?;
     let mut step = x.start();
     loop {
         let request = match step {

@@ -351,9 +351,9 @@ impl Cluster {
             ApiKey::TxnOffsetCommit => Req::TxnOffsetCommit(
                 TxnOffsetCommitRequest::decode(&mut buf, version).map_err(text)?,
             ),
-            ApiKey::SaslHandshake => Req::SaslHandshake(
-                SaslHandshakeRequest::decode(&mut buf, version).map_err(text)?,
-            ),
+            ApiKey::SaslHandshake => {
+                Req::SaslHandshake(SaslHandshakeRequest::decode(&mut buf, version).map_err(text)?)
+            }
             ApiKey::SaslAuthenticate => Req::SaslAuthenticate(
                 SaslAuthenticateRequest::decode(&mut buf, version).map_err(text)?,
             ),

@@ -267,14 +267,24 @@ impl Hash {
         match self {
             Self::Sha256 => {
                 let mut out = [0u8; 32];
-                pbkdf2::pbkdf2::<SimpleHmac<Sha256>>(password.as_bytes(), SALT, ITERATIONS, &mut out)
-                    .expect("pbkdf2");
+                pbkdf2::pbkdf2::<SimpleHmac<Sha256>>(
+                    password.as_bytes(),
+                    SALT,
+                    ITERATIONS,
+                    &mut out,
+                )
+                .expect("pbkdf2");
                 out.to_vec()
             }
             Self::Sha512 => {
                 let mut out = [0u8; 64];
-                pbkdf2::pbkdf2::<SimpleHmac<Sha512>>(password.as_bytes(), SALT, ITERATIONS, &mut out)
-                    .expect("pbkdf2");
+                pbkdf2::pbkdf2::<SimpleHmac<Sha512>>(
+                    password.as_bytes(),
+                    SALT,
+                    ITERATIONS,
+                    &mut out,
+                )
+                .expect("pbkdf2");
                 out.to_vec()
             }
         }
@@ -305,7 +315,9 @@ fn scram_first(
             nonce = Some(r.to_owned());
         }
     }
-    let (user, nonce) = user.zip(nonce).ok_or("SCRAM client-first without n= or r=")?;
+    let (user, nonce) = user
+        .zip(nonce)
+        .ok_or("SCRAM client-first without n= or r=")?;
     if !users.contains_key(&user) {
         return Err("Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM".into());
     }
@@ -316,7 +328,11 @@ fn scram_first(
         "r={nonce}{SERVER_NONCE},s={},i={ITERATIONS}",
         STANDARD.encode(SALT)
     );
-    Ok((server_first.clone().into_bytes(), format!("{bare},{server_first}"), user))
+    Ok((
+        server_first.clone().into_bytes(),
+        format!("{bare},{server_first}"),
+        user,
+    ))
 }
 
 fn scram_final(
