@@ -87,7 +87,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let partition = (n % args.partitions as u64) as i32;
             let record = ProducerRecord::new(topic.clone(), partition, format!("{n}"))
                 .with_key(format!("{n}"));
-            pending.push(producer.send(record));
+            pending.push(producer.send(record).await?);
         }
         for p in pending {
             p.await?;
