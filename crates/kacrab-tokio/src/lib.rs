@@ -238,10 +238,9 @@ impl Producer {
             return Err(closed());
         }
         if let Some(admitted) = admitted {
-            match admitted.await {
-                Ok(Err(refused)) => return Err(refused),
-                // Taken in; or the driver task ended, and the delivery says so.
-                Ok(Ok(())) | Err(_) => {}
+            // Otherwise taken in; or the driver task ended, and the delivery says so.
+            if let Ok(Err(refused)) = admitted.await {
+                return Err(refused);
             }
         }
         Ok(DeliveryFuture { rx })
