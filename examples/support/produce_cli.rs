@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! produce --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B
-//!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T]
+//!     [--linger-ms L] [--batch-size S] [--threads T]
 //!     [--compression none|gzip|snappy|lz4|zstd] [--payload dots|json]
 //!     [--config producer.properties] [--property key=value]... [--stats]
 //! ```
@@ -16,9 +16,10 @@
 //! Kafka key (repeatable; a later one wins, also over the flags); `--config FILE` reads
 //! keys from a Java properties file (`key=value` lines, `#`/`!` comments; the file a
 //! Java client takes, e.g. `security.protocol`, `sasl.jaas.config`, `ssl.*`), in place
-//! of the flag: what follows it overrides it. At most
-//! `--max-outstanding` records (default 8192) are without an outcome at once; `--threads`
-//! (default 1) is the Tokio runtime's worker threads, or the blocking example's sending
+//! of the flag: what follows it overrides it. The producer bounds the records without
+//! an outcome by itself: a send waits while `buffer.memory` (set it with
+//! `--property buffer.memory=B`) is full. `--threads` (default 1) is the Tokio
+//! runtime's worker threads, or the blocking example's sending
 //! threads (each sends the records of its own partitions, in order). `--size` is an alias
 //! of `--record-size`. `--compression C` sets `compression.type`. `--payload json` makes
 //! each value a JSON log line instead (deterministic in `i`: sequence number, timestamp,
@@ -40,9 +41,9 @@ use std::time::Duration;
 
 /// The usage line.
 pub const USAGE: &str = "usage: produce --bootstrap HOST:PORT --topic T --partitions P \
-    --records N --record-size B [--linger-ms L] [--batch-size S] [--max-outstanding M] \
-    [--threads T] [--compression C] [--payload dots|json] [--config FILE] \
-    [--property key=value]... [--stats]";
+    --records N --record-size B [--linger-ms L] [--batch-size S] [--threads T] \
+    [--compression C] [--payload dots|json] [--config FILE] [--property key=value]... \
+    [--stats]";
 
 /// What each record's value looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,8 +67,6 @@ pub struct Args {
     pub records: u64,
     /// `--record-size`: bytes per value.
     pub record_size: usize,
-    /// `--max-outstanding`: at least 1.
-    pub max_outstanding: usize,
     /// `--threads`: at least 1.
     pub threads: usize,
     /// Kafka properties from `--linger-ms`, `--batch-size`, `--compression` and
@@ -93,7 +92,6 @@ impl Args {
         let mut partitions = None;
         let mut records = None;
         let mut record_size = None;
-        let mut max_outstanding = 8192;
         let mut threads = 1;
         let mut properties = Vec::new();
         let mut stats = false;
@@ -114,7 +112,12 @@ impl Args {
                 "--partitions" => partitions = Some(number(&flag, &value)?),
                 "--records" => records = Some(number(&flag, &value)?),
                 "--record-size" | "--size" => record_size = Some(number(&flag, &value)?),
-                "--max-outstanding" => max_outstanding = number(&flag, &value)?,
+                "--max-outstanding" => {
+                    return Err(format!(
+                        "--max-outstanding {value}: removed; the producer bounds its memory \
+                         with buffer.memory (--property buffer.memory=BYTES)"
+                    ))
+                }
                 "--threads" => threads = number(&flag, &value)?,
                 "--linger-ms" => properties.push(("linger.ms".to_owned(), value)),
                 "--batch-size" => properties.push(("batch.size".to_owned(), value)),
@@ -144,7 +147,6 @@ impl Args {
             partitions: partitions.ok_or_else(|| missing("--partitions"))?,
             records: records.ok_or_else(|| missing("--records"))?,
             record_size: record_size.ok_or_else(|| missing("--record-size"))?,
-            max_outstanding,
             threads,
             properties,
             stats,
@@ -153,8 +155,8 @@ impl Args {
         if args.partitions < 1 {
             return Err("--partitions must be at least 1".into());
         }
-        if args.max_outstanding < 1 || args.threads < 1 {
-            return Err("--max-outstanding and --threads must be at least 1".into());
+        if args.threads < 1 {
+            return Err("--threads must be at least 1".into());
         }
         Ok(args)
     }

@@ -4,14 +4,14 @@
 //! ```text
 //! cargo run --release -p kacrab-blocking --example blocking_produce -- \
 //!     --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B \
-//!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T] \
+//!     [--linger-ms L] [--batch-size S] [--threads T] \
 //!     [--property key=value]...
 //! ```
 //!
 //! The flags, the load and the summary line are the shared ones of
 //! `examples/support/produce_cli.rs`. Sends pipeline: each record's outcome arrives
 //! through a callback (on the producer's I/O thread), and a sending thread waits only
-//! while `--max-outstanding` records are without an outcome. `--threads T` starts T
+//! while the producer's `buffer.memory` is full (its `send` blocks, as Java's does). `--threads T` starts T
 //! sending threads; thread t sends, in order, the records of the partitions p with
 //! p mod T = t, so each partition's records are still sent in order.
 
@@ -21,7 +21,7 @@ mod produce_cli;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -38,9 +38,6 @@ struct Tally {
     /// Send-to-ack latencies of acknowledged records, in microseconds.
     latencies: Mutex<Vec<u32>>,
     first_error: Mutex<Option<String>>,
-    /// Records without an outcome, bounded by `--max-outstanding`.
-    outstanding: Mutex<usize>,
-    settled: Condvar,
 }
 
 impl Tally {
@@ -58,22 +55,11 @@ impl Tally {
                 self.failed(format!("record {i}: {e}"));
             }
         }
-        *self.outstanding.lock().unwrap() -= 1;
-        self.settled.notify_one();
     }
 
     fn failed(&self, error: String) {
         self.first_error.lock().unwrap().get_or_insert(error);
         self.failed.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Waits for room under `max` outstanding records, and takes it.
-    fn reserve(&self, max: usize) {
-        let mut n = self.outstanding.lock().unwrap();
-        while *n >= max {
-            n = self.settled.wait(n).unwrap();
-        }
-        *n += 1;
     }
 }
 
@@ -85,7 +71,6 @@ fn send_loop(producer: &Producer, args: &Args, t: usize, tally: &Arc<Tally>) {
         if partition as usize % args.threads != t {
             continue;
         }
-        tally.reserve(args.max_outstanding);
         let record =
             ProducerRecord::new(topic.clone(), partition, args.value(i)).with_key(Args::key(i));
         let sent_at = Instant::now();
@@ -93,7 +78,6 @@ fn send_loop(producer: &Producer, args: &Args, t: usize, tally: &Arc<Tally>) {
         let callback = move |outcome| tl.outcome(i, sent_at, outcome);
         if let Err(e) = producer.send_with_callback(record, callback) {
             tally.failed(format!("record {i}: {e}"));
-            *tally.outstanding.lock().unwrap() -= 1;
         }
     }
 }

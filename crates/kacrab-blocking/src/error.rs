@@ -1,9 +1,10 @@
-//! The blocking producer's errors.
+//! The blocking producer's errors. A record's outcome is the session's
+//! [`kacrab_driver::ProduceError`], re-exported as it is (the Tokio driver reports the
+//! same type), with its `Terminated` for an outcome lost with the I/O thread.
 
 use std::time::Duration;
 
 use kacrab_driver::SessionConfigError;
-use kacrab_idempotence::DeliveryError;
 
 /// Why [`Producer::from_properties`](crate::Producer::from_properties) refused a
 /// configuration, or could not start.
@@ -20,7 +21,10 @@ pub enum BuildError {
 }
 
 /// Why [`Producer::send`](crate::Producer::send) refused a record. Nothing was queued and
-/// the record will never have another outcome.
+/// the record will never have another outcome. (A refusal that reaches the record once it
+/// was handed over comes as [`ProduceError::Send`](crate::ProduceError::Send) through its
+/// handle or callback instead: `buffer.memory` full for `max.block.ms` is then the core's
+/// [`SendError::BufferFull`](kacrab_idempotence::SendError::BufferFull).)
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {
@@ -34,67 +38,6 @@ pub enum SendError {
     /// The producer's I/O thread has stopped.
     #[error("the producer's I/O thread has stopped")]
     Terminated,
-}
-
-/// Why a record sent with [`Producer::send`](crate::Producer::send) has no
-/// [`RecordMetadata`](crate::RecordMetadata).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProduceError {
-    /// The core gave up on the record (broker error, `delivery.timeout.ms`, fatal error).
-    #[error("{error}")]
-    Delivery {
-        /// Why.
-        error: DeliveryError,
-        /// Whether some attempt may have reached the log. A failed record is in the log
-        /// at most once, and never out of order.
-        possibly_written: bool,
-    },
-    /// The record was refused before it was queued, for a reason the calling thread could
-    /// not see yet (the producer turned fatal or closed meanwhile, the record is too large,
-    /// or `buffer.memory` stayed full for `max.block.ms`).
-    #[error("record refused: {0}")]
-    Send(SendError),
-    /// A connection could not be secured (TLS): the broker and the cause. Final: every
-    /// record without an outcome fails so.
-    #[error("{error}")]
-    Connection {
-        /// Which broker, and why.
-        error: kacrab_driver::ConnectError,
-        /// `false` for a record never written.
-        possibly_written: bool,
-    },
-    /// The record's topic could not be used (unknown after `max.block.ms`, refused by
-    /// the broker, an invalid name): nothing was queued and nothing was written.
-    #[error("topic {topic}: {error}")]
-    Topic {
-        /// The record's topic.
-        topic: kacrab_driver::Topic,
-        /// Why.
-        error: kacrab_driver::TopicError,
-    },
-    /// The producer's I/O thread stopped (it panicked) before the record had an outcome.
-    /// The record may have been written.
-    #[error("the producer's I/O thread stopped before the record had an outcome")]
-    Terminated,
-}
-
-impl ProduceError {
-    /// Whether the record may be in the log: a delivery failure whose attempts may have
-    /// landed, or an outcome lost with the I/O thread. `false` when it certainly is not.
-    #[must_use]
-    pub fn possibly_written(&self) -> bool {
-        match self {
-            Self::Send(_) | Self::Topic { .. } => false,
-            Self::Delivery {
-                possibly_written, ..
-            }
-            | Self::Connection {
-                possibly_written, ..
-            } => *possibly_written,
-            Self::Terminated => true,
-        }
-    }
 }
 
 /// Why a blocking call ([`Producer::flush`](crate::Producer::flush),
@@ -114,35 +57,4 @@ pub enum WaitError {
     /// The producer's I/O thread has stopped without a `close`.
     #[error("the producer's I/O thread has stopped")]
     Terminated,
-}
-
-impl ProduceError {
-    /// The session's outcome, as this adapter reports it: `buffer.memory` full for
-    /// `max.block.ms` is [`SendError::Timeout`], as from a `send` that blocked.
-    pub(crate) fn from_session(e: kacrab_driver::ProduceError, max_block: Duration) -> Self {
-        match e {
-            kacrab_driver::ProduceError::Send(kacrab_idempotence::SendError::BufferFull {
-                ..
-            }) => Self::Send(SendError::Timeout(max_block)),
-            kacrab_driver::ProduceError::Send(e) => Self::Send(SendError::Rejected(e)),
-            kacrab_driver::ProduceError::Delivery {
-                error,
-                possibly_written,
-            } => Self::Delivery {
-                error,
-                possibly_written,
-            },
-            kacrab_driver::ProduceError::Connection {
-                error,
-                possibly_written,
-            } => Self::Connection {
-                error,
-                possibly_written,
-            },
-            kacrab_driver::ProduceError::Topic { topic, error } => Self::Topic { topic, error },
-            // A kind of failure this adapter does not know yet: report it as an outcome
-            // lost, which never claims the record is absent from the log.
-            _ => Self::Terminated,
-        }
-    }
 }

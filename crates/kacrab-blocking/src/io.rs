@@ -19,10 +19,11 @@ use kacrab_driver::{
 };
 use kacrab_idempotence::{Timestamp, TxnError};
 
-use crate::error::{ProduceError, SendError};
+use crate::error::SendError;
 use crate::gate::{Buffer, Gate, IoThread};
 use crate::net::{Net, NetEvent, WriteFailed};
 use crate::oneshot;
+use crate::ProduceError;
 use kacrab_driver::RecordMetadata;
 
 /// What a record's outcome goes to.
@@ -96,6 +97,8 @@ pub(crate) enum Msg {
         admission: Option<Admission>,
     },
     Flush(oneshot::Sender<()>),
+    /// `Producer::abort`: fail every record without an outcome now, then close.
+    Abort(oneshot::Sender<()>),
     /// `Producer::close`; `reply` is `None` when the last handle was dropped.
     Close {
         timeout: Option<Duration>,
@@ -302,6 +305,11 @@ impl Io {
                 return;
             }
             Msg::Flush(reply) => (s.flush(now), OpWaiter::Flush(reply)),
+            Msg::Abort(reply) => {
+                s.abort(now);
+                // A close after the abort completes once the abort's outcomes are out.
+                (s.close(Some(Duration::ZERO), now), OpWaiter::Close(reply))
+            }
             Msg::Close { timeout, reply } => {
                 let op = s.close(timeout, now);
                 match reply {
@@ -422,12 +430,17 @@ impl Io {
                 let Some(done) = self.records.remove(&id) else {
                     return;
                 };
-                let outcome = outcome.map_err(|e| ProduceError::from_session(e, self.max_block));
                 match (self.admissions.remove(&id), outcome) {
-                    // Its caller still waits in `send`: it gets the refusal instead.
+                    // Its caller still waits in `send`: it gets the refusal instead, a
+                    // full buffer as the time it waited.
                     (Some(admission), Err(ProduceError::Send(refusal))) => {
                         done.disarm();
-                        admission.send(Err(refusal));
+                        admission.send(Err(match refusal {
+                            kacrab_idempotence::SendError::BufferFull { .. } => {
+                                SendError::Timeout(self.max_block)
+                            }
+                            other => SendError::Rejected(other),
+                        }));
                     }
                     (admission, outcome) => {
                         if let Some(a) = admission {

@@ -127,9 +127,10 @@ use std::time::{Duration, Instant};
 use kacrab_driver::SessionConfig;
 use kacrab_idempotence::KafkaError;
 
-pub use error::{BuildError, ProduceError, SendError, WaitError};
+pub use error::{BuildError, SendError, WaitError};
 pub use io::IoStats;
 pub use kacrab_driver::metrics;
+pub use kacrab_driver::ProduceError;
 pub use kacrab_driver::{MetricsSnapshot, ProducerRecord, RecordMetadata};
 
 /// Re-exported from the core: a topic name, a record header, transactional types.
@@ -339,16 +340,34 @@ impl Producer {
         self.close_inner(Some(timeout))
     }
 
+    /// Stops accepting records, fails every record without an outcome at once
+    /// ([`DeliveryError::Aborted`](kacrab_idempotence::DeliveryError::Aborted), possibly
+    /// written if it was on the wire), abandons an open transaction, and stops the I/O
+    /// thread: Java's forced close. The same as [`Producer::close_timeout`] with a zero
+    /// timeout.
+    ///
+    /// # Errors
+    /// As [`Producer::close`].
+    pub fn abort(&self) -> Result<(), WaitError> {
+        self.stop_with(Msg::Abort)
+    }
+
     fn close_inner(&self, timeout: Option<Duration>) -> Result<(), WaitError> {
+        self.stop_with(|reply| Msg::Close {
+            timeout,
+            reply: Some(reply),
+        })
+    }
+
+    /// Shuts the gate, sends the message that stops the session, waits for its answer
+    /// and for the I/O thread to end.
+    fn stop_with(&self, msg: impl FnOnce(oneshot::Sender<()>) -> Msg) -> Result<(), WaitError> {
         if self.on_io_thread() {
             return Err(WaitError::OnIoThread);
         }
         self.inner.gate.close();
         let (tx, rx) = oneshot::channel();
-        let msg = Msg::Close {
-            timeout,
-            reply: Some(tx),
-        };
+        let msg = msg(tx);
         if self.inner.tx.send(msg).is_ok() {
             let _ = rx.wait();
         }

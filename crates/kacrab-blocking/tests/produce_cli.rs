@@ -15,7 +15,7 @@ fn parse(line: &str) -> Result<Args, String> {
 fn every_flag_parses_and_properties_keep_their_order() {
     let a = parse(
         "--bootstrap h:1 --topic t --partitions 6 --records 100 --record-size 10 \
-         --linger-ms 5 --batch-size 1000 --max-outstanding 64 --threads 2 \
+         --linger-ms 5 --batch-size 1000 --threads 2 \
          --property acks=1 --property linger.ms=7",
     )
     .unwrap();
@@ -29,7 +29,7 @@ fn every_flag_parses_and_properties_keep_their_order() {
         ),
         ("h:1", "t", 6, 100, 10)
     );
-    assert_eq!((a.max_outstanding, a.threads), (64, 2));
+    assert_eq!(a.threads, 2);
     assert_eq!(
         a.producer_properties("c"),
         vec![
@@ -43,7 +43,7 @@ fn every_flag_parses_and_properties_keep_their_order() {
     );
     // `--size` is the older name of `--record-size`; defaults apply without the flags.
     let b = parse("--bootstrap h:1 --topic t --partitions 1 --records 1 --size 3").unwrap();
-    assert_eq!((b.record_size, b.max_outstanding, b.threads), (3, 8192, 1));
+    assert_eq!((b.record_size, b.threads), (3, 1));
     assert!(b.properties.is_empty());
 }
 
@@ -58,6 +58,8 @@ fn bad_command_lines_are_refused() {
         &format!("{base} --records"),
         &format!("{base} --unknown 1"),
         &format!("{base} --threads 0"),
+        // Gone: the producers bound their memory with buffer.memory.
+        &format!("{base} --max-outstanding 64"),
         "--bootstrap h:1 --topic t --partitions 0 --records 1 --record-size 1",
         "--bootstrap h:1 --topic t --partitions x --records 1 --record-size 1",
     ] {

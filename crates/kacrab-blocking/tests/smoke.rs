@@ -189,9 +189,7 @@ fn record_too_large_is_reported_through_the_handle() {
         .unwrap_err();
     assert!(matches!(
         err,
-        ProduceError::Send(SendError::Rejected(
-            kacrab_idempotence::SendError::RecordTooLarge { .. }
-        ))
+        ProduceError::Send(kacrab_idempotence::SendError::RecordTooLarge { .. })
     ));
     assert!(!err.possibly_written());
     p.close().unwrap();
@@ -403,4 +401,99 @@ fn the_metrics_snapshot_counts_every_delivered_record() {
     assert!(m.producer.request_latency_max >= 0.0);
     p.close().unwrap();
     assert!(p.metrics().is_none(), "stopped");
+}
+
+/// Makes `f`'s broker never answer a Produce; the count is of the Produce requests it saw.
+fn silence_produce(f: &Fake) -> Arc<AtomicUsize> {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    f.broker.on(ApiKey::Produce, move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Control::Silence
+    });
+    seen
+}
+
+/// Waits (up to 30 s) until `seen` counts a request.
+fn until_seen(seen: &AtomicUsize) {
+    let start = std::time::Instant::now();
+    while seen.load(Ordering::SeqCst) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no Produce reached the broker"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// close_timeout(d): a record the broker never answers fails once `d` passed (possibly
+/// written: it was on the wire), long before delivery.timeout.ms; the producer stops.
+#[test]
+fn close_with_a_timeout_fails_what_is_left_when_it_passes() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("deadline", 1));
+    let seen = silence_produce(&f);
+    let p = producer(
+        &f,
+        &[
+            ("linger.ms", "0"),
+            ("delivery.timeout.ms", "60000"),
+            ("request.timeout.ms", "30000"),
+        ],
+    );
+    let h = p
+        .send(ProducerRecord::new("deadline", 0, "a"))
+        .expect("queued");
+    until_seen(&seen);
+    let start = std::time::Instant::now();
+    p.close_timeout(Duration::from_millis(200)).unwrap();
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_secs(10),
+        "close took {took:?}"
+    );
+    match h.wait() {
+        Err(e @ ProduceError::Delivery { .. }) => assert!(e.possibly_written(), "{e}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(matches!(
+        p.send(ProducerRecord::new("deadline", 0, "b")),
+        Err(SendError::Rejected(kacrab_idempotence::SendError::Closed))
+    ));
+}
+
+/// abort(): every record without an outcome fails at once and the I/O thread
+/// stops; the broker never answered, and nothing waits for delivery.timeout.ms.
+#[test]
+fn abort_fails_every_record_without_an_outcome_at_once() {
+    let f = fake(1);
+    assert!(f.broker.create_topic("aborted", 1));
+    let seen = silence_produce(&f);
+    let p = producer(&f, &[("linger.ms", "0"), ("delivery.timeout.ms", "60000")]);
+    let handles: Vec<_> = (0..5)
+        .map(|i| {
+            p.send(ProducerRecord::new("aborted", 0, format!("{i}")))
+                .expect("queued")
+        })
+        .collect();
+    until_seen(&seen);
+    let start = std::time::Instant::now();
+    p.abort().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "abort took {:?}",
+        start.elapsed()
+    );
+    for h in handles {
+        // Aborted, or given up on the wire (possibly written): never delivered.
+        match h.wait() {
+            Err(ProduceError::Delivery { .. }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(matches!(
+        p.send(ProducerRecord::new("aborted", 0, "late")),
+        Err(SendError::Rejected(kacrab_idempotence::SendError::Closed))
+    ));
+    assert!(matches!(p.flush(), Ok(()) | Err(WaitError::Terminated)));
 }

@@ -55,6 +55,12 @@ pub enum ProduceError {
         /// Why.
         error: TopicError,
     },
+    /// The driver's loop (its task or thread) ended before the record had an outcome:
+    /// its runtime shut down, or it panicked. The session itself never reports this; a
+    /// driver does, for the records it can no longer learn about. The record may have
+    /// been written.
+    #[error("the producer's driver stopped before the record had an outcome")]
+    Terminated,
 }
 
 /// Why a record's topic could not be used (see [`ProduceError::Topic`]).
@@ -98,6 +104,7 @@ impl ProduceError {
             | Self::Connection {
                 possibly_written, ..
             } => *possibly_written,
+            Self::Terminated => true,
         }
     }
 }

@@ -4,14 +4,15 @@
 //! ```text
 //! cargo run --release -p kacrab-tokio --example tokio_produce -- \
 //!     --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B \
-//!     [--linger-ms L] [--batch-size S] [--max-outstanding M] [--threads T] \
+//!     [--linger-ms L] [--batch-size S] [--threads T] \
 //!     [--property key=value]...
 //! ```
 //!
 //! The flags, the load and the summary line are the shared ones of
 //! `examples/support/produce_cli.rs`. Sends are pipelined: the sending loop never waits
-//! for an acknowledgement, only for a permit when `--max-outstanding` records are without
-//! an outcome. One collector task per partition awaits that partition's outcomes in send
+//! for an acknowledgement, only for the producer to take each record in (`send`'s first
+//! stage, which waits while `buffer.memory` is full: the producer bounds its memory, the
+//! example has no limit of its own). One collector task per partition awaits that partition's outcomes in send
 //! order (the order they arrive in) and records each record's send-to-acknowledgement
 //! latency. `--threads 1` (the default) runs everything on a current-thread runtime; more
 //! threads use a multi-thread runtime.
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use kacrab_tokio::{DeliveryFuture, Producer, ProducerRecord, Topic};
 use produce_cli::Args;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
 #[derive(Default)]
 struct Tally {
@@ -77,7 +78,6 @@ async fn run(args: Args) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-    let permits = Arc::new(Semaphore::new(args.max_outstanding));
     let tally = Arc::new(Tally::default());
 
     // One collector per partition: a partition's outcomes arrive in send order.
@@ -85,8 +85,8 @@ async fn run(args: Args) -> ExitCode {
     let mut senders = Vec::new();
     let mut collectors = Vec::new();
     for _ in 0..args.partitions {
+        // Holds the futures of records the producer took in: bounded by `buffer.memory`.
         let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, u64, DeliveryFuture)>();
-        let permits = Arc::clone(&permits);
         let tally = Arc::clone(&tally);
         senders.push(tx);
         collectors.push(tokio::spawn(async move {
@@ -107,7 +107,6 @@ async fn run(args: Args) -> ExitCode {
                         tally.failed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                permits.add_permits(1);
             }
             (latencies, first_error)
         }));
@@ -136,17 +135,21 @@ async fn run(args: Args) -> ExitCode {
     };
 
     let topic = Topic::new(&args.topic);
+    let mut first_refusal = None;
     for i in 0..args.records {
-        match permits.acquire().await {
-            Ok(permit) => permit.forget(),
-            Err(_) => break,
-        }
         let partition = args.partition(i);
         let record =
             ProducerRecord::new(topic.clone(), partition, args.value(i)).with_key(Args::key(i));
         let sent_at = Instant::now();
-        let delivery = producer.send(record);
-        let _ = senders[partition as usize].send((sent_at, i, delivery));
+        match producer.send(record).await {
+            Ok(delivery) => {
+                let _ = senders[partition as usize].send((sent_at, i, delivery));
+            }
+            Err(e) => {
+                first_refusal.get_or_insert_with(|| format!("record {i}: {e}"));
+                tally.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
     drop(senders);
     eprintln!(
@@ -155,7 +158,7 @@ async fn run(args: Args) -> ExitCode {
         start.elapsed().as_millis()
     );
     let mut latencies = Vec::with_capacity(usize::try_from(args.records).unwrap_or(0));
-    let mut first_error = None;
+    let mut first_error = first_refusal;
     for c in collectors {
         if let Ok((l, e)) = c.await {
             latencies.extend(l);

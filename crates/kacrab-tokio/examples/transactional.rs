@@ -64,7 +64,7 @@ async fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             let n = u64::from(t) * u64::from(args.records) + u64::from(i);
             let record = ProducerRecord::new(topic.clone(), args.partition(n), format!("{n}"))
                 .with_key(format!("{n}"));
-            pending.push(producer.send(record));
+            pending.push(producer.send(record).await?);
         }
         for p in pending {
             p.await?;

@@ -6,7 +6,7 @@
 //! its id names. Backlog, flushes, closes, lookups, transactions and every timer are the
 //! session's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::conn::{ConnEvent, ConnHandle, ConnTask, OutFrame, Transport};
+use crate::gate::{Buffer, Gate};
 use crate::sequencer::SharedSequencer;
 use crate::{ProduceError, ProducerRecord, RecordMetadata};
 
@@ -28,7 +29,13 @@ pub(crate) enum Command {
     Send {
         record: ProducerRecord,
         reply: Reply,
+        /// The gate's permits the record holds, given back when the driver takes it.
+        weight: u32,
+        /// Present when the sender waits for the session to take the record in.
+        admission: Option<Admission>,
     },
+    /// Fail every record without an outcome now and close (Java's forced close).
+    Abort(oneshot::Sender<()>),
     Flush(oneshot::Sender<()>),
     Close {
         timeout: Option<Duration>,
@@ -45,6 +52,10 @@ pub(crate) enum Command {
     /// A metrics snapshot, answered at once.
     Metrics(oneshot::Sender<kacrab_driver::MetricsSnapshot>),
 }
+
+/// A sender waiting for its record's admission: `Ok` once the session took it in (or
+/// gave it an outcome other than a refusal), the refusal otherwise.
+pub(crate) type Admission = oneshot::Sender<Result<(), ProduceError>>;
 
 /// Who waits for the completion of an [`OpId`].
 #[derive(Debug)]
@@ -102,6 +113,22 @@ pub(crate) struct Driver {
     sends: HashMap<SendId, Reply>,
     /// Invariant: exactly the other commands whose completion is still to come.
     ops: HashMap<OpId, OpReply>,
+    /// Senders waiting for their record's admission, by send. Invariant: every key is a
+    /// key of `sends`; resolved at the end of every wake-up for the sends older than the
+    /// session's `oldest_blocked_send`.
+    admissions: BTreeMap<SendId, Admission>,
+    /// What bounds the handles' sends; the weight taken off the channel since the last
+    /// publish is `taken`.
+    gate: Arc<Gate>,
+    taken: u32,
+}
+
+impl Drop for Driver {
+    /// However the task ends (finished, cancelled with its runtime, panicked), senders
+    /// waiting for the channel's room stop waiting.
+    fn drop(&mut self) {
+        self.gate.stop();
+    }
 }
 
 impl Driver {
@@ -109,6 +136,7 @@ impl Driver {
         session: Session,
         clock: Clock,
         transport: Transport,
+        gate: Arc<Gate>,
     ) -> (Self, mpsc::UnboundedReceiver<(ConnId, ConnEvent)>) {
         let (conn_events, conn_events_rx) = mpsc::unbounded_channel();
         let driver = Self {
@@ -120,6 +148,9 @@ impl Driver {
             sequencer: Arc::new(SharedSequencer::default()),
             sends: HashMap::new(),
             ops: HashMap::new(),
+            admissions: BTreeMap::new(),
+            gate,
+            taken: 0,
         };
         (driver, conn_events_rx)
     }
@@ -178,6 +209,7 @@ impl Driver {
             while let Some(done) = self.session.poll_completion() {
                 self.resolve(done);
             }
+            self.admit();
             if self.session.is_finished() {
                 break;
             }
@@ -235,10 +267,24 @@ impl Driver {
     fn command(&mut self, cmd: Command, now: Timestamp) {
         let s = &mut self.session;
         let (op, reply) = match cmd {
-            Command::Send { record, reply } => {
+            Command::Send {
+                record,
+                reply,
+                weight,
+                admission,
+            } => {
+                self.taken = self.taken.saturating_add(weight);
                 let id = s.send(record, now);
                 self.sends.insert(id, reply);
+                if let Some(a) = admission {
+                    self.admissions.insert(id, a);
+                }
                 return;
+            }
+            Command::Abort(reply) => {
+                s.abort(now);
+                // A close after the abort completes once the abort's outcomes are out.
+                (s.close(Some(Duration::ZERO), now), OpReply::Done(reply))
             }
             Command::Flush(reply) => (s.flush(now), OpReply::Done(reply)),
             Command::Close { timeout, reply } => (s.close(timeout, now), OpReply::Done(reply)),
@@ -256,6 +302,25 @@ impl Driver {
             }
         };
         self.ops.insert(op, reply);
+    }
+
+    /// Answers the senders whose record the session took in (older than its backlog's
+    /// front), gives the gate the channel's room back and tells it whether sends posted
+    /// now must wait for their admission.
+    fn admit(&mut self) {
+        let oldest_blocked = self.session.oldest_blocked_send();
+        while let Some(entry) = self.admissions.first_entry() {
+            if oldest_blocked.is_some_and(|b| *entry.key() >= b) {
+                break;
+            }
+            let _ = entry.remove().send(Ok(()));
+        }
+        let buffer = if oldest_blocked.is_some() {
+            Buffer::Blocked
+        } else {
+            Buffer::HasRoom
+        };
+        self.gate.publish(std::mem::take(&mut self.taken), buffer);
     }
 
     // ------------------------------------------------------------------ outputs
@@ -311,8 +376,19 @@ impl Driver {
         // A send whose future was dropped is not waited for: a failed reply is fine.
         match done {
             Completion::Record { id, outcome } => {
-                if let Some(reply) = self.sends.remove(&id) {
-                    let _ = reply.send(outcome.map_err(ProduceError::from));
+                let reply = self.sends.remove(&id);
+                if let Some(admission) = self.admissions.remove(&id) {
+                    if let Err(refused @ (ProduceError::Send(_) | ProduceError::Topic { .. })) =
+                        outcome
+                    {
+                        // Refused before it was queued: the waiting `send` says so.
+                        let _ = admission.send(Err(refused));
+                        return;
+                    }
+                    let _ = admission.send(Ok(()));
+                }
+                if let Some(reply) = reply {
+                    let _ = reply.send(outcome);
                 }
             }
             Completion::Flushed { op } | Completion::Closed { op } => {

@@ -18,11 +18,12 @@
 //!     ("linger.ms", "5"),
 //! ])?;
 //!
-//! // `send` queues the record at once, in call order, and returns a future of its
-//! // outcome: keep sending without waiting for acknowledgements.
-//! let first = producer.send(ProducerRecord::new("events", 0, "hello"));
+//! // `send` has two stages: awaiting it hands the record over (waiting only while
+//! // `buffer.memory` is full), and gives a future of its outcome. Keep sending without
+//! // waiting for acknowledgements; the producer bounds its memory by itself.
+//! let first = producer.send(ProducerRecord::new("events", 0, "hello")).await?;
 //! // Topic, key, value: the partition is Kafka's for the key (murmur2, as Java's).
-//! let second = producer.send(("events", "user-7", "world"));
+//! let second = producer.send(("events", "user-7", "world")).await?;
 //! let meta = first.await?;
 //! println!("{}-{} at offset {:?}", meta.topic, meta.partition, meta.offset);
 //! second.await?;
@@ -36,7 +37,7 @@
 //! [`Producer::from_properties`] takes Kafka's property names, parsed and validated
 //! once by [`kacrab_driver::SessionConfig`]: `bootstrap.servers`, `client.id`,
 //! `max.block.ms` (how long a send waits for `buffer.memory` to free up before failing
-//! with [`SendError::BufferFull`]; default 60000), `socket.connection.setup.timeout.ms`,
+//! with [`SendError::BufferFull`]; default 60000), `buffer.memory`, `socket.connection.setup.timeout.ms`,
 //! and every key of the core ([`kacrab_idempotence::config::keys`]: `acks`, `linger.ms`,
 //! `batch.size`, `request.timeout.ms`, `delivery.timeout.ms`, `retry.backoff.ms`, ...).
 //! An unknown key is an error. [`ProducerBuilder`] is the typed alternative.
@@ -85,16 +86,26 @@
 //!   new connection is being opened and negotiated, ticketed writes on other connections
 //!   wait for the Produce queued on it.
 //!
-//! `send` never blocks: when `buffer.memory` is full the record waits inside the
-//! session, in order, for deliveries to free space, for at most `max.block.ms`. Records
-//! waiting there are held in memory, so bound how many sends you keep outstanding (the
-//! `produce` example uses a semaphore).
+//! **Bounded memory.** [`Producer::send`]'s first stage waits (asynchronously) until the
+//! producer can hold the record: for the driver task to take earlier records off its
+//! channel (at most `min(buffer.memory, 1 MiB)` of bytes on it), and while the session
+//! holds sends behind a full `buffer.memory`, for the session to take this one in, or to
+//! refuse it after `max.block.ms` ([`SendError::BufferFull`]). The session decides and
+//! times; the driver task only publishes whether it holds sends. So a sender that never
+//! awaits a delivery keeps at most `buffer.memory` in the core plus about twice the
+//! channel's bytes elsewhere; every other command is one message per call.
+//!
+//! **Ends.** [`Producer::close`] waits for every record's outcome,
+//! [`Producer::close_timeout`] fails what is left once its timeout passed (Java's
+//! `close(Duration)`), and [`Producer::abort`] fails it at once. A record's outcome is
+//! the session's [`ProduceError`], the same type the blocking driver reports.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod conn;
 mod driver;
 mod error;
+mod gate;
 mod sequencer;
 
 use std::future::Future;
@@ -108,8 +119,9 @@ use kacrab_idempotence::{ProducerConfigBuilder, Timestamp};
 use tokio::sync::{mpsc, oneshot};
 
 pub use conn::{BrokerStream, ConnectFuture, Connector};
-pub use error::{Error, ProduceError};
+pub use error::Error;
 pub use kacrab_driver::metrics;
+pub use kacrab_driver::ProduceError;
 pub use kacrab_driver::{
     MetricsSnapshot, ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS,
     CLIENT_ID, MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
@@ -120,6 +132,7 @@ pub use kacrab_idempotence::{
 };
 
 use driver::{Clock, Command, Driver};
+use gate::{Buffer, Gate};
 use kacrab_driver::TxnCall;
 
 /// The outcome of one [`Producer::send`]: the record's metadata once acknowledged, or
@@ -127,27 +140,16 @@ use kacrab_driver::TxnCall;
 #[derive(Debug)]
 #[must_use = "the record is sent anyway; await this to learn its outcome"]
 pub struct DeliveryFuture {
-    state: DeliveryState,
-}
-
-#[derive(Debug)]
-enum DeliveryState {
-    Waiting(oneshot::Receiver<Result<RecordMetadata, ProduceError>>),
-    Ready(Option<Result<RecordMetadata, ProduceError>>),
+    rx: oneshot::Receiver<Result<RecordMetadata, ProduceError>>,
 }
 
 impl Future for DeliveryFuture {
     type Output = Result<RecordMetadata, ProduceError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.state {
-            DeliveryState::Waiting(rx) => Pin::new(rx)
-                .poll(cx)
-                .map(|r| r.unwrap_or(Err(ProduceError::Terminated))),
-            DeliveryState::Ready(r) => {
-                Poll::Ready(r.take().expect("DeliveryFuture polled after completion"))
-            }
-        }
+        Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|r| r.unwrap_or(Err(ProduceError::Terminated)))
     }
 }
 
@@ -156,7 +158,9 @@ impl Future for DeliveryFuture {
 /// record has an outcome.
 #[derive(Clone, Debug)]
 pub struct Producer {
+    /// Sends are bounded by `gate`; every other command is one per call, answered once.
     commands: mpsc::UnboundedSender<Command>,
+    gate: Arc<Gate>,
 }
 
 impl Producer {
@@ -179,24 +183,67 @@ impl Producer {
         ProducerBuilder::new()
     }
 
-    /// Sends `record`. It is queued now, in call order across every handle; the future
-    /// resolves once the record has an outcome. Do not wait for one send before the
-    /// next: records are batched and pipelined.
+    /// Sends `record`, in two stages: the returned future resolves once the producer took
+    /// the record in, to a [`DeliveryFuture`] of its outcome. Await the first stage before
+    /// the next send (that is where backpressure happens), not the delivery: records are
+    /// batched and pipelined, in call order across every handle.
     ///
-    /// If `buffer.memory` is full the record waits, in order, for up to `max.block.ms`,
-    /// then fails with [`SendError::BufferFull`].
+    /// The first stage waits while the producer holds as much as it may: for the driver
+    /// task to take earlier records off its channel, and, while `buffer.memory` is full,
+    /// for deliveries to free room, for at most `max.block.ms` (as Java's `send` blocks
+    /// in `BufferPool.allocate`); the session times that wait.
+    ///
+    /// # Errors
+    /// The record was not queued and will have no other outcome:
+    /// [`ProduceError::Send`] with [`SendError::BufferFull`] when `buffer.memory` stayed
+    /// full for `max.block.ms` (Java's `BufferExhaustedException`), with
+    /// [`SendError::Closed`] after [`Producer::close`] or once the producer stopped; a
+    /// refusal of the session's ([`ProduceError::Topic`] for a topic unknown after
+    /// `max.block.ms` while the buffer was full, or a record the core refuses). A refusal
+    /// the producer finds only once the record reached it without waiting (a record
+    /// over `max.request.size`, an unknown topic) comes through the [`DeliveryFuture`]
+    /// instead, as Java reports it through the send's future.
+    ///
+    /// Dropping this future while it waits for room on the channel sends nothing; once
+    /// it waits for the session's admission the record is already in the producer and
+    /// is sent anyway, its outcome unseen.
     ///
     /// `record` is a [`ProducerRecord`] or anything that converts into one:
     /// `send(("events", "user-7", "hello"))` sends a keyed record, `send(("events",
     /// "hello"))` one without a key, and the session's partitioner picks the partition.
-    pub fn send(&self, record: impl Into<ProducerRecord>) -> DeliveryFuture {
+    pub async fn send(
+        &self,
+        record: impl Into<ProducerRecord>,
+    ) -> Result<DeliveryFuture, ProduceError> {
         let record = record.into();
+        let closed = || ProduceError::Send(SendError::Closed);
+        let permit = self.gate.room_for(&record).await.map_err(|_| closed())?;
         let (reply, rx) = oneshot::channel();
-        let state = match self.commands.send(Command::Send { record, reply }) {
-            Ok(()) => DeliveryState::Waiting(rx),
-            Err(_) => DeliveryState::Ready(Some(Err(ProduceError::Send(SendError::Closed)))),
+        let (admission, admitted) = match self.gate.buffer() {
+            Buffer::Blocked => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            Buffer::HasRoom => (None, None),
         };
-        DeliveryFuture { state }
+        // The weight is the driver task's to give back once it takes the command (a
+        // failed post means the driver task is gone, and the gate with it).
+        let command = Command::Send {
+            record,
+            reply,
+            weight: permit.posted(),
+            admission,
+        };
+        if self.commands.send(command).is_err() {
+            return Err(closed());
+        }
+        if let Some(admitted) = admitted {
+            // Otherwise taken in; or the driver task ended, and the delivery says so.
+            if let Ok(Err(refused)) = admitted.await {
+                return Err(refused);
+            }
+        }
+        Ok(DeliveryFuture { rx })
     }
 
     /// Sends `command` built around a fresh oneshot; resolves to its answer, or to
@@ -248,6 +295,15 @@ impl Producer {
             },
             (),
         )
+    }
+
+    /// Aborts the producer: every record without an outcome fails now (possibly written
+    /// if it was on the wire), an open transaction is abandoned (the coordinator aborts
+    /// it after `transaction.timeout.ms`), later sends fail with [`SendError::Closed`],
+    /// and the producer's tasks stop. Resolves once every record has its outcome. The
+    /// same as [`Producer::close_timeout`] with a zero timeout.
+    pub fn abort(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.ask(Command::Abort, ())
     }
 
     /// The number of partitions of `topic`, from the cluster's metadata (fetched if the
@@ -421,13 +477,15 @@ impl ProducerBuilder {
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let _guard = runtime.enter();
         let clock = Clock::new(tokio::time::Instant::now());
+        let config_buffer_memory = config.core().buffer_memory();
         let mut config = config;
         seed_sasl_nonces(&mut config);
         let session = Session::new(config, Timestamp::ZERO, unix_ms);
         let (commands, commands_rx) = mpsc::unbounded_channel();
-        let (driver, conn_events) = Driver::new(session, clock, transport);
+        let gate = Arc::new(Gate::new(config_buffer_memory));
+        let (driver, conn_events) = Driver::new(session, clock, transport, Arc::clone(&gate));
         runtime.spawn(driver.run(commands_rx, conn_events));
-        Ok(Producer { commands })
+        Ok(Producer { commands, gate })
     }
 }
 

@@ -32,6 +32,8 @@ fn the_metrics_snapshot_counts_a_delivered_record() {
             .expect("producer");
         p.send(kacrab_tokio::ProducerRecord::new("metrics", 0, "v"))
             .await
+            .expect("queued")
+            .await
             .expect("acknowledged");
         let m = p.metrics().await.expect("the driver runs");
         assert_eq!(m.producer.record_send_total, 1.0);

@@ -46,7 +46,12 @@ async fn unanswered_produce_times_out_then_retries_after_backoff() {
     let broker = Broker::new(1);
     broker.script_produce(&[Action::ApplyThenSilence]);
     let p = producer(&broker, &[]);
-    let meta = p.send(record(0, "a")).await.expect("delivered");
+    let meta = p
+        .send(record(0, "a"))
+        .await
+        .expect("queued")
+        .await
+        .expect("delivered");
     assert_eq!(meta.offset, Some(0));
 
     let s = broker.state.lock().unwrap();
@@ -80,7 +85,12 @@ async fn delivery_timeout_fails_the_record_at_the_right_virtual_time() {
     broker.script_produce(&[Action::Silence; 64]);
     let p = producer(&broker, &[("delivery.timeout.ms", "2500")]);
     let start = Instant::now();
-    let err = p.send(record(0, "a")).await.unwrap_err();
+    let err = p
+        .send(record(0, "a"))
+        .await
+        .expect("queued")
+        .await
+        .unwrap_err();
     let took = start.elapsed();
     match &err {
         ProduceError::Delivery {
@@ -115,7 +125,11 @@ async fn linger_timer_wakes_at_the_deadline() {
     let broker = Broker::new(1);
     let p = producer(&broker, &[("linger.ms", "500")]);
     let start = Instant::now();
-    p.send(record(0, "a")).await.expect("delivered");
+    p.send(record(0, "a"))
+        .await
+        .expect("queued")
+        .await
+        .expect("delivered");
     let s = broker.state.lock().unwrap();
     let sent = s.produce_log[0].0 - start;
     assert!(
@@ -140,9 +154,10 @@ async fn flush_ignores_linger_and_waits_for_outcomes() {
         &[("linger.ms", "60000"), ("delivery.timeout.ms", "120000")],
     );
     let start = Instant::now();
-    let futures: Vec<_> = (0..10)
-        .map(|i| p.send(record(i % 2, &i.to_string())))
-        .collect();
+    let mut futures = Vec::new();
+    for i in 0..10 {
+        futures.push(p.send(record(i % 2, &i.to_string())).await.expect("queued"));
+    }
     p.flush().await;
     assert!(
         start.elapsed() < Duration::from_millis(10),
@@ -170,6 +185,8 @@ async fn refused_connections_back_off() {
     let start = Instant::now();
     let p = producer(&broker, &[("retry.backoff.max.ms", "1000")]);
     p.send(record(0, "a"))
+        .await
+        .expect("queued")
         .await
         .expect("delivered once the broker accepts");
     let s = broker.state.lock().unwrap();
@@ -205,6 +222,8 @@ async fn a_mute_broker_is_given_up_after_the_request_timeout() {
     let start = Instant::now();
     p.send(record(0, "a"))
         .await
+        .expect("queued")
+        .await
         .expect("delivered through a fresh connection");
     let took = start.elapsed();
     assert!(took >= Duration::from_millis(1000), "took {} ms", ms(took));
@@ -226,6 +245,8 @@ async fn a_broker_mute_after_the_handshake_is_given_up_after_the_request_timeout
     let p = producer(&broker, &[]);
     let start = Instant::now();
     p.send(record(0, "a"))
+        .await
+        .expect("queued")
         .await
         .expect("delivered through a fresh connection");
     let took = start.elapsed();
@@ -250,7 +271,12 @@ async fn requests_timed_out_behind_a_slow_handshake_are_not_written_after_it() {
         handshake_ms: 600,
     }]);
     let p = producer(&broker, &[]);
-    let meta = p.send(record(0, "a")).await.expect("delivered");
+    let meta = p
+        .send(record(0, "a"))
+        .await
+        .expect("queued")
+        .await
+        .expect("delivered");
     assert_eq!(meta.offset, Some(0));
     let s = broker.state.lock().unwrap();
     assert_eq!(s.metadata_requests, 1, "only the retry of the first lookup");
@@ -273,7 +299,11 @@ async fn a_hanging_connect_is_given_up_at_the_setup_timeout() {
     }]);
     let p = producer(&broker, &[("socket.connection.setup.timeout.ms", "700")]);
     let start = Instant::now();
-    p.send(record(0, "a")).await.expect("delivered");
+    p.send(record(0, "a"))
+        .await
+        .expect("queued")
+        .await
+        .expect("delivered");
     let took = start.elapsed();
     assert!(
         took >= Duration::from_millis(700) && took < Duration::from_millis(700 + 200),
@@ -297,7 +327,7 @@ async fn close_with_a_timeout_fails_what_is_left_when_it_passes() {
     let broker = Broker::new(1);
     broker.script_produce(&[Action::Silence; 64]);
     let p = producer(&broker, &[("delivery.timeout.ms", "60000")]);
-    let pending = p.send(record(0, "a"));
+    let pending = p.send(record(0, "a")).await.expect("queued");
     tokio::time::sleep(Duration::from_millis(10)).await;
     let start = Instant::now();
     p.close_timeout(Duration::from_millis(500)).await;
@@ -330,6 +360,8 @@ async fn a_dead_bootstrap_server_falls_back_to_the_next() {
     let start = Instant::now();
     p.send(record(0, "a"))
         .await
+        .expect("queued")
+        .await
         .expect("delivered through the second bootstrap server");
     // One failed attempt, then retry.backoff.ms (100 ms +-20%).
     assert!(
@@ -347,7 +379,12 @@ async fn not_leader_refreshes_metadata_and_retries() {
     let broker = Broker::new(1);
     broker.script_produce(&[Action::Error(6)]);
     let p = producer(&broker, &[]);
-    let meta = p.send(record(0, "a")).await.expect("delivered");
+    let meta = p
+        .send(record(0, "a"))
+        .await
+        .expect("queued")
+        .await
+        .expect("delivered");
     assert_eq!(meta.offset, Some(0));
     let s = broker.state.lock().unwrap();
     assert_eq!(s.metadata_requests, 2, "the initial lookup and the refresh");
@@ -376,6 +413,8 @@ async fn partition_count_from_metadata() {
     let meta = p
         .send(ProducerRecord::keyed(TOPIC, "user-7", "v"))
         .await
+        .expect("queued")
+        .await
         .unwrap();
     assert_eq!(
         meta.partition,
@@ -395,7 +434,10 @@ async fn full_buffer_waits_for_deliveries() {
         &[("buffer.memory", "2048"), ("max.block.ms", "5000")],
     );
     let value = "x".repeat(500);
-    let futures: Vec<_> = (0..10).map(|_| p.send(record(0, &value))).collect();
+    let mut futures = Vec::new();
+    for _ in 0..10 {
+        futures.push(p.send(record(0, &value)).await.expect("queued"));
+    }
     for (i, f) in futures.into_iter().enumerate() {
         let meta = f.await.expect("delivered");
         assert_eq!(meta.offset, Some(i as i64));
@@ -415,22 +457,38 @@ async fn full_buffer_fails_after_max_block() {
     );
     let value = "x".repeat(500);
     let start = Instant::now();
-    let outcomes: Vec<_> = (0..10)
-        .map(|_| {
-            let f = p.send(record(0, &value));
-            tokio::spawn(async move { (f.await, start.elapsed()) })
-        })
-        .collect();
+    let mut outcomes = Vec::new();
+    let mut refused_at_send = 0;
+    for _ in 0..10 {
+        let called = Instant::now();
+        match p.send(record(0, &value)).await {
+            Ok(f) => outcomes.push(tokio::spawn(async move { (f.await, called.elapsed()) })),
+            Err(ProduceError::Send(SendError::BufferFull { .. })) => {
+                let t = called.elapsed();
+                assert!(
+                    t >= Duration::from_millis(300) && t < Duration::from_millis(302),
+                    "the send waited {t:?}"
+                );
+                refused_at_send += 1;
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert!(
+        refused_at_send > 0,
+        "a send waited for buffer.memory and was refused"
+    );
     let mut accepted = 0;
     for o in outcomes {
         match o.await.unwrap() {
-            (Ok(_), t) => {
+            (Ok(_), _) => {
                 accepted += 1;
                 assert!(
-                    t >= Duration::from_millis(1000),
-                    "delivered by the retry, at {t:?}"
+                    start.elapsed() >= Duration::from_millis(1000),
+                    "delivered by the retry"
                 );
             }
+            // Posted before the driver saw the buffer full: refused in the backlog.
             (Err(ProduceError::Send(SendError::BufferFull { .. })), t) => {
                 assert!(
                     t >= Duration::from_millis(300) && t < Duration::from_millis(302),
@@ -452,7 +510,7 @@ async fn close_flushes_then_refuses() {
         &broker,
         &[("linger.ms", "60000"), ("delivery.timeout.ms", "120000")],
     );
-    let pending = p.send(record(0, "a"));
+    let pending = p.send(record(0, "a")).await.expect("queued");
     let other = p.clone();
     p.close().await;
     assert!(p.is_closed() && other.is_closed());
@@ -468,7 +526,7 @@ async fn close_flushes_then_refuses() {
 async fn dropping_every_handle_still_delivers() {
     let broker = Broker::new(1);
     let p = producer(&broker, &[("linger.ms", "200")]);
-    let pending = p.send(record(0, "a"));
+    let pending = p.send(record(0, "a")).await.expect("queued");
     drop(p);
     assert_eq!(pending.await.expect("delivered").offset, Some(0));
 }

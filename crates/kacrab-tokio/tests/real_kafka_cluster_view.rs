@@ -74,10 +74,15 @@ async fn keyed_records_land_where_javas_producer_puts_them() {
     create_topic(&bs, &topic, 7, 1).expect("create topic");
     let keys: Vec<String> = (0..200).map(|i| format!("user-{i}")).collect();
     let producer = Producer::from_properties(&[("bootstrap.servers", bs.as_str())]).unwrap();
-    let pending: Vec<_> = keys
-        .iter()
-        .map(|k| producer.send((topic.as_str(), k.clone(), "kacrab")))
-        .collect();
+    let mut pending = Vec::new();
+    for k in &keys {
+        pending.push(
+            producer
+                .send((topic.as_str(), k.clone(), "kacrab"))
+                .await
+                .expect("queued"),
+        );
+    }
     for d in pending {
         d.await.expect("delivered");
     }
@@ -119,6 +124,8 @@ async fn a_partition_added_to_a_live_topic_is_used_within_metadata_max_age() {
     .unwrap();
     let first = producer
         .send(ProducerRecord::unkeyed(topic.as_str(), "before"))
+        .await
+        .expect("queued")
         .await;
     assert_eq!(first.expect("delivered").partition, 0);
     script(&["add-partitions", &bs, &topic, "3"]).expect("add partitions");
@@ -127,6 +134,8 @@ async fn a_partition_added_to_a_live_topic_is_used_within_metadata_max_age() {
     while added.elapsed() < Duration::from_secs(20) {
         let meta = producer
             .send(ProducerRecord::unkeyed(topic.as_str(), "x".repeat(120)))
+            .await
+            .expect("queued")
             .await
             .expect("delivered");
         if meta.partition > 0 {
@@ -153,6 +162,8 @@ async fn a_record_for_a_missing_topic_fails_after_max_block_naming_it() {
     let start = Instant::now();
     let err = producer
         .send((topic.as_str(), "k", "v"))
+        .await
+        .expect("queued")
         .await
         .expect_err("the topic does not exist");
     let took = start.elapsed();

@@ -14,9 +14,12 @@ pub struct TokioTestProducer {
 impl TestProducer for TokioTestProducer {
     fn send(&self, topic: &str, partition: i32, key: Bytes, value: Bytes) -> Delivery {
         let record = ProducerRecord::new(topic, partition, value).with_key(key);
-        let delivery = self.producer.send(record);
         let handle = self.runtime.as_ref().expect("runtime").handle().clone();
+        // The first stage (room in `buffer.memory`) blocks the scenario thread, as the
+        // blocking producer's send does; the outcome is waited for when asked.
+        let queued = handle.block_on(self.producer.send(record));
         Delivery(Box::new(move || {
+            let delivery = queued.map_err(|e| DeliveryFailure::new(&e, e.possibly_written()))?;
             handle
                 .block_on(delivery)
                 .map(|m| DeliveryReport {
