@@ -63,6 +63,10 @@ enum Queued {
         topic: Topic,
         /// `None` until the topic's metadata is known and a partitioner chose.
         partition: Option<i32>,
+        /// The application's own partition, while the send waits for metadata naming
+        /// the topic with it (Java's `KafkaProducer.waitOnMetadata` waits for a
+        /// partition count above it, too).
+        wanted: Option<i32>,
         record: Record,
         /// `max.block.ms` after the call.
         deadline: Timestamp,
@@ -254,7 +258,7 @@ impl Application {
             }
             Placement::Wait => {
                 self.metadata_ask_at = now;
-                self.block(core, id, topic, None, record, now);
+                self.wait_for_metadata(core, id, topic, partition, record, now);
             }
             Placement::Refuse(error) => self.topic_failed(core, id, topic, error),
         }
@@ -576,10 +580,26 @@ impl Application {
         self.record_done(id, Err(ProduceError::Topic { topic, error }));
     }
 
-    /// A send waited `max.block.ms` for its topic's metadata.
-    fn not_present(&mut self, core: &Producer, id: SendId, topic: Topic) {
+    /// A send waited `max.block.ms` for its topic's metadata (with `count` partitions
+    /// when known, which did not include the partition `wanted`).
+    fn not_present(
+        &mut self,
+        core: &Producer,
+        id: SendId,
+        topic: Topic,
+        wanted: Option<i32>,
+        count: Option<i32>,
+    ) {
         let waited = self.max_block;
-        self.topic_failed(core, id, topic, TopicError::NotPresent { waited });
+        let error = match (wanted, count) {
+            (Some(partition), Some(count)) => TopicError::PartitionNotPresent {
+                partition,
+                count,
+                waited,
+            },
+            _ => TopicError::NotPresent { waited },
+        };
+        self.topic_failed(core, id, topic, error);
     }
 
     fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
@@ -627,7 +647,7 @@ impl Application {
         if self.max_block.is_zero() {
             match partition {
                 Some(_) => self.buffer_full(core, id),
-                None => self.not_present(core, id, topic),
+                None => self.not_present(core, id, topic, None, None),
             }
             return;
         }
@@ -635,6 +655,32 @@ impl Application {
             id,
             topic,
             partition,
+            wanted: None,
+            record,
+            deadline: now + self.max_block,
+        });
+    }
+
+    /// Queues a send until metadata names its topic (with its partition `wanted`, if
+    /// the application chose one), for at most `max.block.ms`.
+    fn wait_for_metadata(
+        &mut self,
+        core: &Producer,
+        id: SendId,
+        topic: Topic,
+        wanted: Option<i32>,
+        record: Record,
+        now: Timestamp,
+    ) {
+        if self.max_block.is_zero() {
+            self.not_present(core, id, topic, wanted, None);
+            return;
+        }
+        self.backlog.push_back(Queued::Send {
+            id,
+            topic,
+            partition: None,
+            wanted,
             record,
             deadline: now + self.max_block,
         });
@@ -649,17 +695,20 @@ impl Application {
                     id,
                     topic,
                     partition,
+                    wanted,
                     record,
                     deadline,
                 } => {
-                    let tp = match resolve.place(core, &topic, partition, &record, now) {
+                    let wanted = partition.or(wanted);
+                    let tp = match resolve.place(core, &topic, wanted, &record, now) {
                         Placement::To(partition) => TopicPartition { topic, partition },
                         Placement::Refuse(error) => {
                             self.topic_failed(core, id, topic, error);
                             continue;
                         }
                         Placement::Wait if deadline <= now => {
-                            self.not_present(core, id, topic);
+                            let count = resolve.partition_count(topic.as_str());
+                            self.not_present(core, id, topic, wanted, count);
                             continue;
                         }
                         Placement::Wait => {
@@ -667,6 +716,7 @@ impl Application {
                                 id,
                                 topic,
                                 partition: None,
+                                wanted,
                                 record,
                                 deadline,
                             });
@@ -684,6 +734,7 @@ impl Application {
                         id,
                         topic: tp.topic,
                         partition: Some(tp.partition),
+                        wanted: None,
                         record,
                         deadline,
                     });
