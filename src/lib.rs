@@ -158,9 +158,8 @@ pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, SendError};
 pub use io::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
     FindCoordinatorRequest, InitProducerIdRequest, LeaderHint, Metadata, MetadataRequest,
-    PartitionMetadata, PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse, RecordError,
-    Request,
-    RequestFailure, TxnOffsetCommitRequest,
+    PartitionMetadata, PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse,
+    RecordError, Request, RequestFailure, TxnOffsetCommitRequest,
 };
 pub use metrics::{MetricSample, Stats};
 pub use producer::{Producer, SequenceState};

@@ -75,7 +75,11 @@ impl Failure {
     /// named and INVALID_RECORD when several are; the others get a generic error saying
     /// the batch held invalid records. Indices outside the batch are ignored (the
     /// broker's answer is input, not trusted).
-    pub(crate) fn from_answer(partition: TopicPartition, r: &PartitionResponse, records: usize) -> Self {
+    pub(crate) fn from_answer(
+        partition: TopicPartition,
+        r: &PartitionResponse,
+        records: usize,
+    ) -> Self {
         let broker = DeliveryError::Broker {
             partition: partition.clone(),
             error: r.error,

@@ -23,6 +23,8 @@ use crate::waiters::{Waiter, Waiters};
 // The core's events and the invariant checks, in a file of their own (this one is long).
 #[path = "app_events.rs"]
 mod events;
+#[path = "app_metadata_wait.rs"]
+mod metadata_wait;
 
 /// A transactional operation as the application calls it (see the methods of the same
 /// names on [`Session`](crate::Session)), for drivers that pass calls to their loop as
@@ -580,28 +582,6 @@ impl Application {
         self.record_done(id, Err(ProduceError::Topic { topic, error }));
     }
 
-    /// A send waited `max.block.ms` for its topic's metadata (with `count` partitions
-    /// when known, which did not include the partition `wanted`).
-    fn not_present(
-        &mut self,
-        core: &Producer,
-        id: SendId,
-        topic: Topic,
-        wanted: Option<i32>,
-        count: Option<i32>,
-    ) {
-        let waited = self.max_block;
-        let error = match (wanted, count) {
-            (Some(partition), Some(count)) => TopicError::PartitionNotPresent {
-                partition,
-                count,
-                waited,
-            },
-            _ => TopicError::NotPresent { waited },
-        };
-        self.topic_failed(core, id, topic, error);
-    }
-
     fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
         self.completions
             .push_back(Completion::Record { id, outcome });
@@ -656,31 +636,6 @@ impl Application {
             topic,
             partition,
             wanted: None,
-            record,
-            deadline: now + self.max_block,
-        });
-    }
-
-    /// Queues a send until metadata names its topic (with its partition `wanted`, if
-    /// the application chose one), for at most `max.block.ms`.
-    fn wait_for_metadata(
-        &mut self,
-        core: &Producer,
-        id: SendId,
-        topic: Topic,
-        wanted: Option<i32>,
-        record: Record,
-        now: Timestamp,
-    ) {
-        if self.max_block.is_zero() {
-            self.not_present(core, id, topic, wanted, None);
-            return;
-        }
-        self.backlog.push_back(Queued::Send {
-            id,
-            topic,
-            partition: None,
-            wanted,
             record,
             deadline: now + self.max_block,
         });

@@ -63,12 +63,12 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
                     .with_base_offset(p.base_offset)
                     .with_log_start_offset(p.log_start_offset)
                     .with_log_append_time(p.log_append_time_ms)
-                    .with_current_leader(p.current_leader.filter(|l| l.leader_id >= 0).map(
-                        |l| LeaderHint {
+                    .with_current_leader(p.current_leader.filter(|l| l.leader_id >= 0).map(|l| {
+                        LeaderHint {
                             leader: NodeId(l.leader_id),
                             leader_epoch: l.leader_epoch,
-                        },
-                    ))
+                        }
+                    }))
                     .with_record_errors(
                         p.record_errors
                             .iter()

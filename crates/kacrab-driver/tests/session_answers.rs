@@ -22,7 +22,9 @@ const SECOND: Duration = Duration::from_secs(1);
 /// not the timestamp it was sent with; a `CreateTime` topic keeps the record's own.
 #[test]
 fn a_log_append_time_topic_gives_every_record_the_brokers_time() {
-    let mut cluster = Cluster::new(1).with_topic("appended", 1).with_topic("created", 1);
+    let mut cluster = Cluster::new(1)
+        .with_topic("appended", 1)
+        .with_topic("created", 1);
     let broker_time = 1_650_000_000_123;
     cluster.configure(
         "appended",
@@ -48,7 +50,10 @@ fn a_log_append_time_topic_gives_every_record_the_brokers_time() {
         assert_eq!(m.timestamp_type, TimestampType::LogAppendTime);
     }
     let m = p.acked(created);
-    assert_eq!((m.timestamp, m.timestamp_type), (7, TimestampType::CreateTime));
+    assert_eq!(
+        (m.timestamp, m.timestamp_type),
+        (7, TimestampType::CreateTime)
+    );
 }
 
 fn delivery_error(p: &Pair, id: kacrab_driver::SendId) -> (DeliveryError, bool) {
@@ -88,7 +93,10 @@ fn invalid_records_fail_with_their_own_message_and_the_rest_of_the_batch_with_th
     p.settle(10 * SECOND);
     for (i, &id) in ids.iter().enumerate() {
         let (error, possibly_written) = delivery_error(&p, id);
-        assert!(!possibly_written, "record {i}: the batch was rejected whole");
+        assert!(
+            !possibly_written,
+            "record {i}: the batch was rejected whole"
+        );
         assert_eq!(error.kafka_error(), Some(KafkaError::InvalidRecord));
         let text = error.to_string();
         match i {

@@ -510,7 +510,9 @@ impl Cluster {
                     return t.with_error_code(code);
                 }
                 match self.topics.get(&name) {
-                    None if r.allow_auto_topic_creation && self.auto_create_partitions.is_some() => {
+                    None if r.allow_auto_topic_creation
+                        && self.auto_create_partitions.is_some() =>
+                    {
                         let partitions = self.auto_create_partitions.unwrap_or(1);
                         created.push((name, partitions));
                         t.with_error_code(LEADER_NOT_AVAILABLE)
