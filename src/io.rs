@@ -223,7 +223,7 @@ pub struct PartitionResponse {
     /// The time the broker appended the batch (milliseconds since the Unix epoch) when
     /// the topic's `message.timestamp.type` is `LogAppendTime`; -1 for `CreateTime`.
     /// A success with a value other than -1 gives every record of the batch this
-    /// timestamp ([`Event::Delivered::log_append_time`]), as Java's
+    /// timestamp (`log_append_time` of [`Event::Delivered`]), as Java's
     /// `ProducerBatch.complete` does with `PartitionResponse.logAppendTime`.
     pub log_append_time: i64,
     /// KIP-951: the new leader, when the broker knows it.

@@ -235,7 +235,7 @@ async fn a_topic_deleted_and_recreated_while_the_producer_lives_gets_the_later_r
     let producer = Producer::from_properties(&[
         ("bootstrap.servers", bs.as_str()),
         ("metadata.max.age.ms", "1000"),
-        ("delivery.timeout.ms", "30000"),
+        ("delivery.timeout.ms", "60000"),
     ])
     .unwrap();
     for i in 0..3 {
