@@ -103,6 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     partition,
                     records,
                     base_offset,
+                    ..
                 } => {
                     say!(
                         now,

@@ -14,6 +14,8 @@
 #   scripts/kafka.sh stop [all|single|cluster|node N]
 #   scripts/kafka.sh kill-node N | restart-node N
 #   scripts/kafka.sh create-topic <bootstrap> <topic> <partitions> <rf>
+#   scripts/kafka.sh create-topic-with <bootstrap> <topic> <partitions> <rf> <key=value>
+#   scripts/kafka.sh delete-topic <bootstrap> <topic>
 #   scripts/kafka.sh describe-topic <bootstrap> <topic>
 #   scripts/kafka.sh wait-leaders <bootstrap> <topic> [--not N] [--timeout S]
 #   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
@@ -635,6 +637,22 @@ cmd_create_topic() {
     --topic "$2" --partitions "$3" --replication-factor "$4" >&2
 }
 
+# create-topic-with: create-topic plus one topic config (e.g.
+# message.timestamp.type=LogAppendTime).
+cmd_create_topic_with() {
+  [ $# -eq 5 ] || die "create-topic-with <bootstrap> <topic> <partitions> <rf> <key=value>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --create \
+    --topic "$2" --partitions "$3" --replication-factor "$4" --config "$5" >&2
+}
+
+cmd_delete_topic() {
+  [ $# -eq 2 ] || die "delete-topic <bootstrap> <topic>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --delete \
+    --topic "$2" >&2
+}
+
 cmd_describe_topic() {
   [ $# -eq 2 ] || die "describe-topic <bootstrap> <topic>"
   ensure_fetched
@@ -778,6 +796,8 @@ main() {
     kill-node) cmd_kill_node "$@" ;;
     restart-node) cmd_restart_node "$@" ;;
     create-topic) cmd_create_topic "$@" ;;
+    create-topic-with) cmd_create_topic_with "$@" ;;
+    delete-topic) cmd_delete_topic "$@" ;;
     describe-topic) cmd_describe_topic "$@" ;;
     consume) cmd_consume "$@" ;;
     perf) cmd_perf "$@" ;;

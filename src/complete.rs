@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use crate::batch::{BatchData, ProducerBatch, Stamp, StampFate, WriteState};
 use crate::error::{DeliveryError, ErrorClass, InputError, KafkaError};
 use crate::io::{PartitionResponse, ProduceResponse, RequestFailure};
+use crate::outcome::{Failure, Outcome};
 use crate::producer::{IdState, OutstandingKind, Producer};
 use crate::record;
 use crate::types::{BatchId, RequestId, Timestamp};
@@ -138,7 +139,7 @@ impl Producer {
         // The burst-wedge fix: forget the leader so the retry is re-routed by fresh
         // metadata, and a dead broker cannot hold healthy partitions hostage.
         self.invalidate_leader(p);
-        self.retry_or_fail(id, KafkaError::NetworkException, -1, false);
+        self.retry_or_fail(id, KafkaError::NetworkException, -1, false, None);
     }
 
     pub(crate) fn invalidate_leader(&mut self, p: u32) {
@@ -160,8 +161,7 @@ impl Producer {
         match r.error.class() {
             ErrorClass::Success => {
                 self.record_ack(id, r.base_offset);
-                let offset = (r.base_offset >= 0).then_some(r.base_offset);
-                self.report(id, Ok(offset));
+                self.report(id, Outcome::acked(r));
             }
             _ if r.error == KafkaError::MessageTooLarge && self.splittable(id) => {
                 self.split_batch(id);
@@ -204,17 +204,21 @@ impl Producer {
                     self.report(id, Ok(None));
                     return;
                 }
-                self.retry_or_fail(id, r.error, r.log_start_offset, leader_moved);
+                self.retry_or_fail(id, r.error, r.log_start_offset, leader_moved, Some(r));
             }
         }
     }
 
+    /// Retries the batch, or fails it with `error`; `answer` is the broker's answer
+    /// that carried the error (`None` when the request was lost), whose message and
+    /// per-record errors reach the records' outcome.
     fn retry_or_fail(
         &mut self,
         id: BatchId,
         error: KafkaError,
         log_start: i64,
         leader_moved: bool,
+        answer: Option<&PartitionResponse>,
     ) {
         if self.can_retry(id, error, log_start) {
             self.reenqueue(id, leader_moved);
@@ -225,17 +229,22 @@ impl Producer {
         let tp = self.partitions[p as usize].tp.clone();
         let timed_out = self.now >= b.created + self.config.delivery_timeout();
         let adjust = b.attempts < self.config.retries();
-        let delivery_error = if timed_out && error.is_retriable() {
-            DeliveryError::Timeout { partition: tp }
+        let records = b.records.len();
+        let delivery_error: Failure = if timed_out && error.is_retriable() {
+            DeliveryError::Timeout { partition: tp }.into()
         } else if error == KafkaError::MessageTooLarge {
-            DeliveryError::RecordTooLarge { partition: tp }
+            DeliveryError::RecordTooLarge { partition: tp }.into()
         } else if error.class() == ErrorClass::Fatal {
-            DeliveryError::Fatal(error)
+            DeliveryError::Fatal(error).into()
+        } else if let Some(r) = answer {
+            Failure::from_answer(tp, r, records)
         } else {
             DeliveryError::Broker {
                 partition: tp,
                 error,
+                message: None,
             }
+            .into()
         };
         self.fail_batch(id, delivery_error, Some(error), adjust);
         if error.class() == ErrorClass::Fatal {
@@ -350,7 +359,7 @@ impl Producer {
     pub(crate) fn fail_batch(
         &mut self,
         id: BatchId,
-        error: DeliveryError,
+        error: impl Into<Failure>,
         kafka_error: Option<KafkaError>,
         adjust: bool,
     ) {
@@ -375,7 +384,7 @@ impl Producer {
             None => false,
         };
         self.partitions[p as usize].remove_inflight(id);
-        self.report(id, Err(error));
+        self.report(id, Outcome::Failed(error.into()));
         if self.fatal.is_some() || !self.is_idempotent() || released {
             return;
         }

@@ -1,5 +1,7 @@
 //! Kafka's error codes, their classification, and the core's own errors.
 
+use alloc::string::String;
+
 use crate::types::TopicPartition;
 
 macro_rules! kafka_errors {
@@ -318,12 +320,42 @@ impl core::error::Error for KafkaError {}
 #[non_exhaustive]
 pub enum DeliveryError {
     /// The broker answered with an error the producer does not retry (or retries ran out).
-    #[error("broker rejected the batch for {partition}: {error}")]
+    #[error("broker rejected the batch for {partition}: {error}{}", said(.message))]
     Broker {
         /// The partition.
         partition: TopicPartition,
         /// The broker's error.
         error: KafkaError,
+        /// The broker's message for it (Produce v8+, KIP-467), if it sent one.
+        message: Option<String>,
+    },
+    /// KIP-467: the broker named this record as the reason it rejected the whole batch
+    /// (INVALID_RECORD, INVALID_TIMESTAMP and the other `LogValidator` refusals), so
+    /// nothing of the batch was appended by that answer. As Java's `Sender.failBatch`:
+    /// `error` is the partition's error when the broker named one record, and
+    /// INVALID_RECORD when it named several (its single code cannot tell their causes
+    /// apart; the messages do).
+    #[error("broker rejected record {batch_index} of the batch for {partition}: {error}{}", said(.message))]
+    InvalidRecord {
+        /// The partition.
+        partition: TopicPartition,
+        /// The error this record failed with.
+        error: KafkaError,
+        /// The record's index in its batch.
+        batch_index: i32,
+        /// The broker's message for this record, else its message for the batch.
+        message: Option<String>,
+    },
+    /// KIP-467: the broker rejected the batch because of other records in it, which
+    /// fail with [`DeliveryError::InvalidRecord`]; this record itself was not named.
+    #[error("broker rejected the batch for {partition} for other records in it: {error}{}", said(.message))]
+    BatchHadInvalidRecords {
+        /// The partition.
+        partition: TopicPartition,
+        /// The batch's error.
+        error: KafkaError,
+        /// The broker's message for the batch, if it sent one.
+        message: Option<String>,
     },
     /// `delivery.timeout.ms` passed before the record was acknowledged.
     #[error("delivery timeout expired for {partition}")]
@@ -343,6 +375,45 @@ pub enum DeliveryError {
     /// The producer was closed with [`Producer::abort`](crate::Producer::abort).
     #[error("producer was aborted before the record was delivered")]
     Aborted,
+}
+
+impl DeliveryError {
+    /// The Kafka error the broker answered with, for the variants that carry one.
+    #[must_use]
+    pub fn kafka_error(&self) -> Option<KafkaError> {
+        match self {
+            Self::Broker { error, .. }
+            | Self::InvalidRecord { error, .. }
+            | Self::BatchHadInvalidRecords { error, .. }
+            | Self::Fatal(error) => Some(*error),
+            Self::Timeout { .. } | Self::RecordTooLarge { .. } | Self::Aborted => None,
+        }
+    }
+
+    /// The broker's message, for the variants that carry one.
+    #[must_use]
+    pub fn broker_message(&self) -> Option<&str> {
+        match self {
+            Self::Broker { message, .. }
+            | Self::InvalidRecord { message, .. }
+            | Self::BatchHadInvalidRecords { message, .. } => message.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// `": <message>"` after an error when the broker sent a message, nothing otherwise.
+fn said(message: &Option<String>) -> impl core::fmt::Display + '_ {
+    struct Said<'a>(Option<&'a str>);
+    impl core::fmt::Display for Said<'_> {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            match self.0 {
+                Some(m) => write!(f, ": {m}"),
+                None => Ok(()),
+            }
+        }
+    }
+    Said(message.as_deref())
 }
 
 /// Why [`Producer::send`](crate::Producer::send) refused a record. Nothing was queued.

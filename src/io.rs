@@ -205,7 +205,12 @@ pub struct ProduceResponse {
 }
 
 /// One partition's answer inside a [`ProduceResponse`].
+///
+/// Built with [`PartitionResponse::ok`] or [`PartitionResponse::error`] and the
+/// `with_*` methods; the fields stay public to read and to set, and new ones may come
+/// (the struct is `#[non_exhaustive]`).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PartitionResponse {
     /// The partition.
     pub partition: TopicPartition,
@@ -215,10 +220,24 @@ pub struct PartitionResponse {
     pub base_offset: i64,
     /// The partition's log start offset, or -1 (needed for UNKNOWN_PRODUCER_ID).
     pub log_start_offset: i64,
-    /// The log append time, or -1 for create time.
+    /// The time the broker appended the batch (milliseconds since the Unix epoch) when
+    /// the topic's `message.timestamp.type` is `LogAppendTime`; -1 for `CreateTime`.
+    /// A success with a value other than -1 gives every record of the batch this
+    /// timestamp (`log_append_time` of [`Event::Delivered`]), as Java's
+    /// `ProducerBatch.complete` does with `PartitionResponse.logAppendTime`.
     pub log_append_time: i64,
     /// KIP-951: the new leader, when the broker knows it.
     pub current_leader: Option<LeaderHint>,
+    /// KIP-467 (Produce v8+): the records that made the broker reject the batch (for
+    /// INVALID_RECORD and the other `LogValidator` refusals), by index in the batch.
+    /// When the batch fails with some, the records named fail with
+    /// [`DeliveryError::InvalidRecord`] and the others with
+    /// [`DeliveryError::BatchHadInvalidRecords`] (Java's `Sender.failBatch` with
+    /// `recordExceptions`). Indices outside the batch are ignored.
+    pub record_errors: Vec<RecordError>,
+    /// KIP-467 (Produce v8+): the broker's message for `error`, carried to the
+    /// records' [`DeliveryError`].
+    pub error_message: Option<String>,
 }
 
 impl PartitionResponse {
@@ -232,6 +251,8 @@ impl PartitionResponse {
             log_start_offset: 0,
             log_append_time: -1,
             current_leader: None,
+            record_errors: Vec::new(),
+            error_message: None,
         }
     }
 
@@ -245,6 +266,71 @@ impl PartitionResponse {
             log_start_offset: -1,
             log_append_time: -1,
             current_leader: None,
+            record_errors: Vec::new(),
+            error_message: None,
+        }
+    }
+
+    /// Sets the offset of the batch's first record.
+    #[must_use]
+    pub fn with_base_offset(mut self, base_offset: i64) -> Self {
+        self.base_offset = base_offset;
+        self
+    }
+
+    /// Sets the log start offset.
+    #[must_use]
+    pub fn with_log_start_offset(mut self, log_start_offset: i64) -> Self {
+        self.log_start_offset = log_start_offset;
+        self
+    }
+
+    /// Sets the log append time (milliseconds since the Unix epoch; -1 for none).
+    #[must_use]
+    pub fn with_log_append_time(mut self, log_append_time: i64) -> Self {
+        self.log_append_time = log_append_time;
+        self
+    }
+
+    /// Sets the KIP-951 leader hint.
+    #[must_use]
+    pub fn with_current_leader(mut self, current_leader: Option<LeaderHint>) -> Self {
+        self.current_leader = current_leader;
+        self
+    }
+
+    /// Sets the KIP-467 per-record errors.
+    #[must_use]
+    pub fn with_record_errors(mut self, record_errors: Vec<RecordError>) -> Self {
+        self.record_errors = record_errors;
+        self
+    }
+
+    /// Sets the broker's error message.
+    #[must_use]
+    pub fn with_error_message(mut self, error_message: Option<String>) -> Self {
+        self.error_message = error_message;
+        self
+    }
+}
+
+/// KIP-467: one record the broker named as the reason it rejected a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecordError {
+    /// The record's index in the batch (0 for its first record).
+    pub batch_index: i32,
+    /// What was wrong with it, if the broker said.
+    pub message: Option<String>,
+}
+
+impl RecordError {
+    /// The record at `batch_index`, with the broker's message.
+    #[must_use]
+    pub fn new(batch_index: i32, message: Option<String>) -> Self {
+        Self {
+            batch_index,
+            message,
         }
     }
 }
@@ -304,6 +390,11 @@ pub enum Event {
         /// The offset of the first record, or `None` when the broker reported a
         /// duplicate without an offset (or `acks=0`).
         base_offset: Option<i64>,
+        /// The broker's append time (milliseconds since the Unix epoch), the timestamp
+        /// of every record here, when the topic uses `LogAppendTime`; `None` for
+        /// `CreateTime` (the records keep the timestamps they were sent with), for a
+        /// duplicate answered without one and for `acks=0`.
+        log_append_time: Option<i64>,
     },
     /// These records will not be delivered by this producer.
     Failed {

@@ -141,6 +141,7 @@ mod expiry;
 mod invariants;
 pub mod io;
 pub mod metrics;
+mod outcome;
 mod partition;
 mod producer;
 pub mod record;
@@ -157,8 +158,8 @@ pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, SendError};
 pub use io::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
     FindCoordinatorRequest, InitProducerIdRequest, LeaderHint, Metadata, MetadataRequest,
-    PartitionMetadata, PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse, Request,
-    RequestFailure, TxnOffsetCommitRequest,
+    PartitionMetadata, PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse,
+    RecordError, Request, RequestFailure, TxnOffsetCommitRequest,
 };
 pub use metrics::{MetricSample, Stats};
 pub use producer::{Producer, SequenceState};

@@ -14,6 +14,7 @@ use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
 use crate::io::{Event, Metadata};
 use crate::metrics::{Samples, Stats};
+use crate::outcome::Outcome;
 use crate::partition::{OpenBatch, PartitionState};
 use crate::record::{BatchBuilder, Crc, Record, RECORD_BATCH_OVERHEAD};
 use crate::ticket::TicketSequencer;
@@ -715,7 +716,7 @@ impl Producer {
 
     /// Reports a batch's records and drops its buffer accounting. The batch stays in the
     /// slab while a request still carries it.
-    pub(crate) fn report(&mut self, id: BatchId, outcome: Result<Option<i64>, DeliveryError>) {
+    pub(crate) fn report(&mut self, id: BatchId, outcome: impl Into<Outcome>) {
         let Some(b) = self.batches.get_mut(id) else {
             return;
         };
@@ -742,19 +743,13 @@ impl Producer {
             "buffer.memory released twice"
         );
         self.buffered_bytes = self.buffered_bytes.saturating_sub(charged);
-        self.events.push_back(match outcome {
-            Ok(base_offset) => Event::Delivered {
-                partition,
-                records,
-                base_offset,
-            },
-            Err(error) => Event::Failed {
-                partition,
-                records,
-                error,
-                possibly_written,
-            },
-        });
+        crate::outcome::push_events(
+            &mut self.events,
+            partition,
+            records,
+            outcome.into(),
+            possibly_written,
+        );
         if !on_wire {
             self.batches.remove(id);
         }
@@ -793,6 +788,7 @@ impl Producer {
                     Err(DeliveryError::Broker {
                         partition: tp.clone(),
                         error: *error,
+                        message: None,
                     }),
                 );
             }

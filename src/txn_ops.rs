@@ -535,6 +535,7 @@ impl Producer {
                     (false, Some(e)) => DeliveryError::Broker {
                         partition: tp.clone(),
                         error: e,
+                        message: None,
                     },
                     _ => DeliveryError::Aborted,
                 };

@@ -24,6 +24,8 @@ enum Input {
         hint: Option<(i32, i32)>,
         drop_one: bool,
         extra: bool,
+        /// KIP-467 per-record error indices (any, in or out of the batch).
+        record_errors: Vec<i32>,
     },
     Fail {
         pick: usize,
@@ -64,8 +66,8 @@ fn input() -> impl Strategy<Value = Input> {
     prop_oneof![
         4 => (0..4i32, 0..3000usize).prop_map(|(partition, size)| Input::Send { partition, size }),
         4 => (any::<usize>(), codes, prop_oneof![Just(0i64), 0..1000i64, any::<i64>()], prop_oneof![Just(-1i64), 0..2000i64],
-              proptest::option::of((0..4i32, -1..5i32)), any::<bool>(), any::<bool>())
-            .prop_map(|(pick, error, offset, log_start, hint, drop_one, extra)| Input::Answer { pick, error, offset, log_start, hint, drop_one, extra }),
+              proptest::option::of((0..4i32, -1..5i32)), any::<bool>(), any::<bool>(), proptest::collection::vec(-2..40i32, 0..4))
+            .prop_map(|(pick, error, offset, log_start, hint, drop_one, extra, record_errors)| Input::Answer { pick, error, offset, log_start, hint, drop_one, extra, record_errors }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(pick, written)| Input::Fail { pick, written }),
         1 => (0..4i32, proptest::option::of(0..4i32), -1..5i32).prop_map(|(partition, leader, epoch)| Input::Metadata { partition, leader, epoch }),
         2 => (0..3000u64).prop_map(|ms| Input::Advance { ms }),
@@ -149,6 +151,7 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 hint,
                 drop_one,
                 extra,
+                record_errors,
             } => {
                 if outstanding.is_empty() {
                     continue;
@@ -157,16 +160,22 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 let mut partitions: Vec<PartitionResponse> = r
                     .batches
                     .iter()
-                    .map(|b| PartitionResponse {
-                        partition: b.partition.clone(),
-                        error: KafkaError::from_code(error),
-                        base_offset: offset,
-                        log_start_offset: log_start,
-                        log_append_time: -1,
-                        current_leader: hint.map(|(l, e)| LeaderHint {
-                            leader: NodeId(l),
-                            leader_epoch: e,
-                        }),
+                    .map(|b| {
+                        PartitionResponse::error(b.partition.clone(), KafkaError::from_code(error))
+                            .with_base_offset(offset)
+                            .with_log_start_offset(log_start)
+                            .with_log_append_time(offset.wrapping_add(7))
+                            .with_current_leader(hint.map(|(l, e)| LeaderHint {
+                                leader: NodeId(l),
+                                leader_epoch: e,
+                            }))
+                            .with_record_errors(
+                                record_errors
+                                    .iter()
+                                    .map(|&i| RecordError::new(i, Some(format!("record {i}"))))
+                                    .collect(),
+                            )
+                            .with_error_message(Some("the broker says".to_owned()))
                     })
                     .collect();
                 if drop_one && !partitions.is_empty() {

@@ -34,7 +34,11 @@ pub fn error_by_name(name: &str) -> KafkaError {
 /// `Errors.forException(e).code()` on the callback's exception).
 fn delivery_code(error: &DeliveryError) -> i16 {
     match error {
-        DeliveryError::Broker { error, .. } | DeliveryError::Fatal(error) => error.code(),
+        DeliveryError::Broker { error, .. }
+        | DeliveryError::InvalidRecord { error, .. }
+        | DeliveryError::Fatal(error) => error.code(),
+        // Java fails the records a KIP-467 answer did not name with a plain
+        // `KafkaException`, which `Errors.forException` maps to UNKNOWN_SERVER_ERROR.
         DeliveryError::Timeout { .. } => KafkaError::RequestTimedOut.code(),
         DeliveryError::RecordTooLarge { .. } => KafkaError::MessageTooLarge.code(),
         _ => KafkaError::UnknownServerError.code(),

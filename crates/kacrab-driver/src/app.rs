@@ -23,6 +23,8 @@ use crate::waiters::{Waiter, Waiters};
 // The core's events and the invariant checks, in a file of their own (this one is long).
 #[path = "app_events.rs"]
 mod events;
+#[path = "app_metadata_wait.rs"]
+mod metadata_wait;
 
 /// A transactional operation as the application calls it (see the methods of the same
 /// names on [`Session`](crate::Session)), for drivers that pass calls to their loop as
@@ -63,6 +65,10 @@ enum Queued {
         topic: Topic,
         /// `None` until the topic's metadata is known and a partitioner chose.
         partition: Option<i32>,
+        /// The application's own partition, while the send waits for metadata naming
+        /// the topic with it (Java's `KafkaProducer.waitOnMetadata` waits for a
+        /// partition count above it, too).
+        wanted: Option<i32>,
         record: Record,
         /// `max.block.ms` after the call.
         deadline: Timestamp,
@@ -254,7 +260,7 @@ impl Application {
             }
             Placement::Wait => {
                 self.metadata_ask_at = now;
-                self.block(core, id, topic, None, record, now);
+                self.wait_for_metadata(core, id, topic, partition, record, now);
             }
             Placement::Refuse(error) => self.topic_failed(core, id, topic, error),
         }
@@ -576,12 +582,6 @@ impl Application {
         self.record_done(id, Err(ProduceError::Topic { topic, error }));
     }
 
-    /// A send waited `max.block.ms` for its topic's metadata.
-    fn not_present(&mut self, core: &Producer, id: SendId, topic: Topic) {
-        let waited = self.max_block;
-        self.topic_failed(core, id, topic, TopicError::NotPresent { waited });
-    }
-
     fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
         self.completions
             .push_back(Completion::Record { id, outcome });
@@ -627,7 +627,7 @@ impl Application {
         if self.max_block.is_zero() {
             match partition {
                 Some(_) => self.buffer_full(core, id),
-                None => self.not_present(core, id, topic),
+                None => self.not_present(core, id, topic, None, None),
             }
             return;
         }
@@ -635,6 +635,7 @@ impl Application {
             id,
             topic,
             partition,
+            wanted: None,
             record,
             deadline: now + self.max_block,
         });
@@ -649,17 +650,20 @@ impl Application {
                     id,
                     topic,
                     partition,
+                    wanted,
                     record,
                     deadline,
                 } => {
-                    let tp = match resolve.place(core, &topic, partition, &record, now) {
+                    let wanted = partition.or(wanted);
+                    let tp = match resolve.place(core, &topic, wanted, &record, now) {
                         Placement::To(partition) => TopicPartition { topic, partition },
                         Placement::Refuse(error) => {
                             self.topic_failed(core, id, topic, error);
                             continue;
                         }
                         Placement::Wait if deadline <= now => {
-                            self.not_present(core, id, topic);
+                            let count = resolve.partition_count(topic.as_str());
+                            self.not_present(core, id, topic, wanted, count);
                             continue;
                         }
                         Placement::Wait => {
@@ -667,6 +671,7 @@ impl Application {
                                 id,
                                 topic,
                                 partition: None,
+                                wanted,
                                 record,
                                 deadline,
                             });
@@ -684,6 +689,7 @@ impl Application {
                         id,
                         topic: tp.topic,
                         partition: Some(tp.partition),
+                        wanted: None,
                         record,
                         deadline,
                     });

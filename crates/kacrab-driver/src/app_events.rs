@@ -4,7 +4,7 @@ use kacrab_idempotence::{Event, Producer, Timestamp};
 
 use super::{Application, Life, Queued};
 use crate::completion::{Completion, ProduceError, SendId};
-use crate::record::RecordMetadata;
+use crate::record::{RecordMetadata, TimestampType};
 
 impl Application {
     /// Turns a core event into completions. Returns whether it freed buffer space.
@@ -14,14 +14,20 @@ impl Application {
                 partition,
                 records,
                 base_offset,
+                log_append_time,
             } => {
                 for (i, rid) in records.into_iter().enumerate() {
                     if let Some(w) = self.waiters.take(rid) {
+                        let (timestamp, timestamp_type) = match log_append_time {
+                            Some(t) => (t, TimestampType::LogAppendTime),
+                            None => (w.timestamp, TimestampType::CreateTime),
+                        };
                         let meta = RecordMetadata {
                             topic: partition.topic.clone(),
                             partition: partition.partition,
                             offset: base_offset.map(|b| b + i as i64),
-                            timestamp: w.timestamp,
+                            timestamp,
+                            timestamp_type,
                         };
                         self.record_done(w.id, Ok(meta));
                     }

@@ -82,6 +82,19 @@ pub enum TopicError {
     /// The name breaks Kafka's rules for topic names (`Topic.validate`).
     #[error("invalid topic name: {0}")]
     InvalidName(&'static str),
+    /// The record's own partition was not among the topic's partitions in any
+    /// metadata within `max.block.ms`: Java's `TimeoutException` "Partition ... of
+    /// topic ... with partition count ... is not present in metadata after ... ms"
+    /// from `KafkaProducer.waitOnMetadata`.
+    #[error("partition {partition} not present in metadata (partition count {count}) after {} ms", waited.as_millis())]
+    PartitionNotPresent {
+        /// The record's partition.
+        partition: i32,
+        /// The topic's partition count in the latest metadata.
+        count: i32,
+        /// `max.block.ms`.
+        waited: Duration,
+    },
     /// The application's partitioner chose a partition the topic does not have.
     #[error("the partitioner chose partition {partition} of {count}")]
     NoSuchPartition {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use kacrab_idempotence as core;
 use kacrab_idempotence::{
-    KafkaError, LeaderHint, NodeId, PartitionResponse, Topic, TopicPartition,
+    KafkaError, LeaderHint, NodeId, PartitionResponse, RecordError, Topic, TopicPartition,
 };
 use kacrab_wire::messages as wire;
 
@@ -54,23 +54,29 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
     for t in &r.topics {
         let topic = Topic::new(&t.name);
         for p in &t.partitions {
-            partitions.push(PartitionResponse {
-                partition: TopicPartition {
-                    topic: topic.clone(),
-                    partition: p.index,
-                },
-                error: KafkaError::from_code(p.error_code),
-                base_offset: p.base_offset,
-                log_start_offset: p.log_start_offset,
-                log_append_time: p.log_append_time_ms,
-                current_leader: p
-                    .current_leader
-                    .filter(|l| l.leader_id >= 0)
-                    .map(|l| LeaderHint {
-                        leader: NodeId(l.leader_id),
-                        leader_epoch: l.leader_epoch,
-                    }),
-            });
+            let tp = TopicPartition {
+                topic: topic.clone(),
+                partition: p.index,
+            };
+            partitions.push(
+                PartitionResponse::error(tp, KafkaError::from_code(p.error_code))
+                    .with_base_offset(p.base_offset)
+                    .with_log_start_offset(p.log_start_offset)
+                    .with_log_append_time(p.log_append_time_ms)
+                    .with_current_leader(p.current_leader.filter(|l| l.leader_id >= 0).map(|l| {
+                        LeaderHint {
+                            leader: NodeId(l.leader_id),
+                            leader_epoch: l.leader_epoch,
+                        }
+                    }))
+                    .with_record_errors(
+                        p.record_errors
+                            .iter()
+                            .map(|e| RecordError::new(e.batch_index, e.message.clone()))
+                            .collect(),
+                    )
+                    .with_error_message(p.error_message.clone()),
+            );
         }
     }
     core::ProduceResponse {

@@ -83,7 +83,7 @@ pub use partitioner::{
     murmur2, partition_for_key, KeyUse, Partitioner, StickyDraw, TopicPartitions,
 };
 pub use phases::{ConnectError, ConnectFailure, TlsFailure};
-pub use record::{ProducerRecord, RecordMetadata};
+pub use record::{ProducerRecord, RecordMetadata, TimestampType};
 pub use sasl::oauthbearer::{OAuthBearerToken, OAuthBearerTokenProvider, UnsecuredJwt};
 pub use sasl::SaslError;
 pub use secret::Secret;

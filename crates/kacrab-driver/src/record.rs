@@ -116,6 +116,7 @@ where
 
 /// Where an acknowledged record landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecordMetadata {
     /// The topic.
     pub topic: Topic,
@@ -124,6 +125,22 @@ pub struct RecordMetadata {
     /// The record's offset; `None` when the broker acknowledged a duplicate without
     /// one (the record is in the log once), or with `acks=0`.
     pub offset: Option<i64>,
-    /// The record's timestamp as sent (CreateTime, milliseconds since the Unix epoch).
+    /// The record's timestamp in the log (milliseconds since the Unix epoch): the
+    /// broker's append time when the topic's `message.timestamp.type` is
+    /// `LogAppendTime`, else the timestamp it was sent with. As Java's
+    /// `RecordMetadata.timestamp()` (`ProducerBatch.complete` passes the Produce
+    /// answer's `log_append_time_ms` when it is not -1).
     pub timestamp: i64,
+    /// Which of the two `timestamp` is.
+    pub timestamp_type: TimestampType,
+}
+
+/// Whose clock a record's timestamp comes from (the topic's `message.timestamp.type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimestampType {
+    /// The producer's: the record's own timestamp, as sent.
+    CreateTime,
+    /// The broker's: when the leader appended the batch.
+    LogAppendTime,
 }

@@ -88,10 +88,23 @@ impl Router {
         let meta = match topics.get(topic.as_str()) {
             Some(TopicState::Refused(e)) => return Placement::Refuse(TopicError::Refused(*e)),
             Some(TopicState::Known(meta)) => meta,
-            None => return partition.map_or(Placement::Wait, Placement::To),
+            // An explicit partition waits for the topic's metadata too, and for a
+            // partition count above it (Java's `KafkaProducer.waitOnMetadata`), rather
+            // than retrying an unknown partition for `delivery.timeout.ms`. A negative
+            // one goes to the core, which refuses it at once.
+            None => {
+                return match partition {
+                    Some(p) if p < 0 => Placement::To(p),
+                    _ => Placement::Wait,
+                }
+            }
         };
         if let Some(p) = partition {
-            return Placement::To(p);
+            return if p < 0 || p < count_of(meta) {
+                Placement::To(p)
+            } else {
+                Placement::Wait
+            };
         }
         let view = TopicPartitions::new(&meta.partitions);
         let key = record.key.as_deref();
@@ -114,4 +127,9 @@ impl Router {
                 .partition(topic.as_str(), key, size, view, &load, now),
         )
     }
+}
+
+/// The topic's partition count.
+fn count_of(meta: &crate::topics::TopicMeta) -> i32 {
+    i32::try_from(meta.partitions.len()).unwrap_or(i32::MAX)
 }

@@ -433,6 +433,7 @@ impl Checker {
                 partition,
                 records,
                 base_offset,
+                ..
             } => {
                 let gp = self.partition_index(partition).map(|p| p as usize);
                 for (i, &rid) in records.iter().enumerate() {
@@ -549,6 +550,7 @@ mod tests {
             partition: tp,
             records: vec![RecordId(0)],
             base_offset: Some(0),
+            log_append_time: None,
         });
         assert_eq!(c.violations(), &[], "no duplicate, nothing lost");
     }
@@ -564,6 +566,7 @@ mod tests {
             partition: tp,
             records: vec![RecordId(0)],
             base_offset: Some(0),
+            log_append_time: None,
         });
         assert!(c.violations().is_empty());
         truncate_all(&mut p);
@@ -580,12 +583,14 @@ mod tests {
             partition: tp.clone(),
             records: vec![RecordId(0)],
             base_offset: Some(0),
+            log_append_time: None,
         });
         assert_eq!(c.violations()[0].kind, ViolationKind::Lost);
         c.on_event(&Event::Delivered {
             partition: tp,
             records: vec![RecordId(0)],
             base_offset: Some(0),
+            log_append_time: None,
         });
         assert_eq!(c.violations()[1].kind, ViolationKind::ResolvedTwice);
         assert_eq!(c.tally(None).lost, 1);

@@ -117,6 +117,7 @@ impl Observers {
                 partition,
                 records,
                 base_offset,
+                ..
             } => {
                 self.stats.delivered_records += records.len() as u64;
                 self.trace(now, || {

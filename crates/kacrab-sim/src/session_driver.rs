@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use bytes::Bytes;
 use kacrab_driver::{
     Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, SendId, Session, SessionConfig,
+    TimestampType,
 };
 use kacrab_idempotence::{
     ConsumerGroupMetadata, DeliveryError, Event, NodeId, OffsetToCommit, Producer, ProducerConfig,
@@ -211,6 +212,8 @@ impl SessionDriver {
                         partition,
                         records,
                         base_offset: md.offset,
+                        log_append_time: (md.timestamp_type == TimestampType::LogAppendTime)
+                            .then_some(md.timestamp),
                     },
                     Err(ProduceError::Delivery {
                         error,

@@ -3,14 +3,16 @@
 //! keyed records land where Java's producer puts the same keys, a partition added to a
 //! live topic is used within `metadata.max.age.ms`, and a record for a topic that does
 //! not exist fails after `max.block.ms` naming it (the script's broker runs with
-//! `auto.create.topics.enable=false`).
+//! `auto.create.topics.enable=false`), a `LogAppendTime` topic returns the broker's
+//! timestamps, and a topic deleted and recreated while the producer lives gets the
+//! records sent after, each once, in order.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kacrab_driver::TopicError;
+use kacrab_driver::{TimestampType, TopicError};
 use kacrab_testkit::real_kafka::{create_topic, kafka_sh, script};
 use kacrab_tokio::{ProduceError, Producer, ProducerRecord};
 
@@ -183,5 +185,99 @@ async fn a_record_for_a_missing_topic_fails_after_max_block_naming_it() {
             }
         ),
         "{err:?}"
+    );
+}
+
+fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_append_time_topic_returns_the_brokers_timestamps() {
+    let Some(bs) = bootstrap("a_log_append_time_topic_returns_the_brokers_timestamps") else {
+        return;
+    };
+    let topic = fresh("kacrab-appended");
+    script(&[
+        "create-topic-with",
+        &bs,
+        &topic,
+        "1",
+        "1",
+        "message.timestamp.type=LogAppendTime",
+    ])
+    .expect("create topic");
+    let producer = Producer::from_properties(&[("bootstrap.servers", bs.as_str())]).unwrap();
+    let before = wall_ms();
+    // Sent with a timestamp from 1970: the broker's own clock replaces it.
+    let pending: Vec<_> = (0..20)
+        .map(|i| {
+            producer
+                .send(ProducerRecord::new(topic.as_str(), 0, format!("v{i}")).with_timestamp(1_000))
+        })
+        .collect();
+    let mut metas = Vec::new();
+    for d in pending {
+        metas.push(d.await.expect("delivered"));
+    }
+    let after = wall_ms();
+    producer.close().await;
+    for m in &metas {
+        assert_eq!(m.timestamp_type, TimestampType::LogAppendTime, "{m:?}");
+        assert!(
+            (before..=after).contains(&m.timestamp),
+            "{} not in {before}..={after}",
+            m.timestamp
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_deleted_and_recreated_while_the_producer_lives_gets_the_later_records() {
+    let Some(bs) =
+        bootstrap("a_topic_deleted_and_recreated_while_the_producer_lives_gets_the_later_records")
+    else {
+        return;
+    };
+    let topic = fresh("kacrab-reborn");
+    create_topic(&bs, &topic, 1, 1).expect("create topic");
+    let producer = Producer::from_properties(&[
+        ("bootstrap.servers", bs.as_str()),
+        ("metadata.max.age.ms", "1000"),
+        ("delivery.timeout.ms", "60000"),
+    ])
+    .unwrap();
+    for i in 0..3 {
+        producer
+            .send(ProducerRecord::new(topic.as_str(), 0, format!("old-{i}")))
+            .await
+            .expect("delivered to the first topic");
+    }
+    script(&["delete-topic", &bs, &topic]).expect("delete topic");
+    let mut created = Err(String::new());
+    for _ in 0..10 {
+        created = create_topic(&bs, &topic, 1, 1);
+        if created.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    created.expect("recreate topic");
+    let pending: Vec<_> = (0..5)
+        .map(|i| producer.send(ProducerRecord::new(topic.as_str(), 0, format!("new-{i}"))))
+        .collect();
+    let mut offsets = Vec::new();
+    for d in pending {
+        offsets.push(d.await.expect("delivered to the recreated topic").offset);
+    }
+    producer.close().await;
+    assert_eq!(offsets, (0..5).map(Some).collect::<Vec<_>>(), "a fresh log");
+    let values: Vec<String> = consume(&bs, &topic, 5).into_iter().map(|r| r.2).collect();
+    let expected: Vec<String> = (0..5).map(|i| format!("new-{i}")).collect();
+    assert_eq!(
+        values, expected,
+        "each record once, in order, none of the old topic's"
     );
 }

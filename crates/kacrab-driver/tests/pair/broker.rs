@@ -22,7 +22,8 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::produce_response::{
-    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
@@ -43,6 +44,8 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 /// Kafka error codes the model answers with.
 pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+/// A partition without a leader (also: a topic being auto-created).
+pub const LEADER_NOT_AVAILABLE: i16 = 5;
 /// The broker is not the partition's leader.
 pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 /// ApiVersions at a version the broker does not speak.
@@ -51,6 +54,8 @@ pub const UNSUPPORTED_VERSION: i16 = 35;
 pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 /// An epoch older than the broker's.
 pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+/// `LogValidator` refused a record (KIP-467).
+pub const INVALID_RECORD: i16 = 87;
 /// How many batches per producer the broker remembers for duplicate detection
 /// (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
 const BATCHES_RETAINED: usize = 5;
@@ -142,7 +147,22 @@ pub struct Partition {
     pub leader_epoch: i32,
     /// The log.
     pub log: Vec<Logged>,
+    /// The topic's config, as the partition's log applies it.
+    pub config: TopicConfig,
     producers: BTreeMap<i64, ProducerEntry>,
+}
+
+/// The topic configs the model's log validation follows (Kafka's `LogValidator`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TopicConfig {
+    /// `message.timestamp.type=LogAppendTime` at this broker time (milliseconds since
+    /// the Unix epoch): the leader stamps every appended batch with it and answers it
+    /// as `log_append_time_ms`. `None`: CreateTime (the answer carries -1).
+    pub log_append_time: Option<i64>,
+    /// `cleanup.policy=compact`: a record without a key makes the leader reject its
+    /// whole batch with INVALID_RECORD, naming that record (KIP-467;
+    /// `LogValidator.validateKey`).
+    pub compacted: bool,
 }
 
 /// A decoded request.
@@ -227,6 +247,11 @@ pub struct Cluster {
     pub metadata_errors: BTreeMap<String, i16>,
     /// The brokers' SASL listener (`None`: the listeners do not authenticate).
     pub sasl: Option<super::sasl::SaslListener>,
+    /// The broker's `auto.create.topics.enable`, with `num.partitions`: a Metadata
+    /// request naming an unknown topic and allowing auto-creation creates it (answered
+    /// LEADER_NOT_AVAILABLE while it is created, as Kafka's `KafkaApis` answers topics
+    /// it auto-creates). `None`: disabled.
+    pub auto_create_partitions: Option<i32>,
     next_producer_id: i64,
     txn_producers: BTreeMap<String, (i64, i16)>,
 }
@@ -245,6 +270,7 @@ impl Cluster {
             end_txns: Vec::new(),
             hidden_in_metadata: BTreeSet::new(),
             metadata_errors: BTreeMap::new(),
+            auto_create_partitions: None,
             offset_groups: Vec::new(),
             committed_offsets: Vec::new(),
             sasl: None,
@@ -262,6 +288,7 @@ impl Cluster {
                 leader: p % n,
                 leader_epoch: 0,
                 log: Vec::new(),
+                config: TopicConfig::default(),
                 producers: BTreeMap::new(),
             })
             .collect();
@@ -276,8 +303,16 @@ impl Cluster {
             leader,
             leader_epoch: 0,
             log: Vec::new(),
+            config: TopicConfig::default(),
             producers: BTreeMap::new(),
         });
+    }
+
+    /// Sets the config of every partition of `topic`.
+    pub fn configure(&mut self, topic: &str, config: TopicConfig) {
+        for p in self.topics.get_mut(topic).expect("topic") {
+            p.config = config;
+        }
     }
 
     /// The partition.
@@ -480,7 +515,7 @@ impl Cluster {
             .collect()
     }
 
-    fn metadata(&self, r: &MetadataRequest) -> MetadataResponse {
+    fn metadata(&mut self, r: &MetadataRequest) -> MetadataResponse {
         let names: Vec<String> = match &r.topics {
             None => self.topics.keys().cloned().collect(),
             Some(ts) => ts
@@ -488,6 +523,7 @@ impl Cluster {
                 .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
                 .collect(),
         };
+        let mut created = Vec::new();
         let topics = names
             .into_iter()
             .map(|name| {
@@ -497,6 +533,13 @@ impl Cluster {
                     return t.with_error_code(code);
                 }
                 match self.topics.get(&name) {
+                    None if r.allow_auto_topic_creation
+                        && self.auto_create_partitions.is_some() =>
+                    {
+                        let partitions = self.auto_create_partitions.unwrap_or(1);
+                        created.push((name, partitions));
+                        t.with_error_code(LEADER_NOT_AVAILABLE)
+                    }
                     None => t.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
                     Some(parts) => t.with_partitions(
                         parts
@@ -515,6 +558,9 @@ impl Cluster {
                 }
             })
             .collect();
+        for (name, partitions) in created {
+            *self = std::mem::replace(self, Cluster::new(0)).with_topic(&name, partitions);
+        }
         MetadataResponse::default()
             .with_brokers(self.brokers_list())
             .with_cluster_id(Some(StrBytes::from_static_str("harness")))
@@ -558,8 +604,38 @@ impl Cluster {
                 }
                 let records = pd.records.clone().unwrap_or_default();
                 match append(p, records) {
-                    Ok(base) => parts.push(answer.with_base_offset(base)),
-                    Err(code) => parts.push(answer.with_error_code(code)),
+                    Ok(base) => parts.push(
+                        answer
+                            .with_base_offset(base)
+                            .with_log_append_time_ms(p.config.log_append_time.unwrap_or(-1)),
+                    ),
+                    Err(Refusal::Code(code)) => parts.push(answer.with_error_code(code)),
+                    Err(Refusal::InvalidRecords(indices)) => {
+                        // KIP-467: per-record errors from Produce v8, the message from v8.
+                        let message = "One or more records have been rejected";
+                        parts.push(
+                            answer
+                                .with_error_code(INVALID_RECORD)
+                                .with_error_message(Some(StrBytes::from_static_str(message)))
+                                .with_record_errors(
+                                    indices
+                                        .into_iter()
+                                        .map(|i| {
+                                            BatchIndexAndErrorMessage::default()
+                                                .with_batch_index(i)
+                                                .with_batch_index_error_message(Some(
+                                                    StrBytes::from_string(format!(
+                                                        "Compacted topic cannot accept message \
+                                                         without key in topic partition \
+                                                         {name}-{}.",
+                                                        pd.index
+                                                    )),
+                                                ))
+                                        })
+                                        .collect(),
+                                ),
+                        );
+                    }
                 }
             }
             responses.push(
@@ -680,14 +756,40 @@ impl Cluster {
     }
 }
 
-/// Appends the batches of one partition's records; the base offset or an error code.
-fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, i16> {
+/// Why the model refused a partition's records.
+enum Refusal {
+    /// An error code for the whole batch.
+    Code(i16),
+    /// INVALID_RECORD naming these records of the batch (KIP-467).
+    InvalidRecords(Vec<i32>),
+}
+
+impl From<i16> for Refusal {
+    fn from(code: i16) -> Self {
+        Self::Code(code)
+    }
+}
+
+/// Appends the batches of one partition's records; the base offset or why not.
+fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, Refusal> {
     let sets = RecordBatchDecoder::decode_all(&mut records).map_err(|_| 2_i16)?; // CORRUPT_MESSAGE;
     let mut first_base = None;
     for set in sets {
         let Some(first) = set.records.first() else {
             continue;
         };
+        if p.config.compacted {
+            // `LogValidator` validates every record before anything is appended, so
+            // the whole batch is refused, before the producer-state checks.
+            let keyless: Vec<i32> = (0..)
+                .zip(&set.records)
+                .filter(|(_, r)| r.key.is_none())
+                .map(|(i, _)| i)
+                .collect();
+            if !keyless.is_empty() {
+                return Err(Refusal::InvalidRecords(keyless));
+            }
+        }
         let (pid, epoch, seq) = (first.producer_id, first.producer_epoch, first.sequence);
         let count = set.records.len() as i32;
         let last = seq + count - 1;
@@ -697,7 +799,7 @@ fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, i16> {
                 batches: VecDeque::new(),
             });
             if epoch < entry.epoch {
-                return Err(INVALID_PRODUCER_EPOCH);
+                return Err(INVALID_PRODUCER_EPOCH.into());
             }
             if let Some(&(_, _, offset)) = entry
                 .batches
@@ -714,7 +816,7 @@ fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, i16> {
                 entry.batches.back().map_or(0, |&(_, l, _)| l + 1)
             };
             if seq != expected {
-                return Err(OUT_OF_ORDER_SEQUENCE_NUMBER);
+                return Err(OUT_OF_ORDER_SEQUENCE_NUMBER.into());
             }
             if epoch > entry.epoch {
                 entry.epoch = epoch;

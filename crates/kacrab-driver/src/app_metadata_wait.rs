@@ -1,0 +1,57 @@
+//! Sends waiting for their topic's metadata: queued in the backlog until metadata names
+//! the topic (with the application's own partition, if it chose one), failed naming
+//! the topic (and partition) at `max.block.ms`.
+
+use kacrab_idempotence::{Producer, Record, Timestamp, Topic};
+
+use super::{Application, Queued};
+use crate::completion::{SendId, TopicError};
+
+impl Application {
+    /// Queues a send until metadata names its topic (with its partition `wanted`, if
+    /// the application chose one), for at most `max.block.ms`.
+    pub(super) fn wait_for_metadata(
+        &mut self,
+        core: &Producer,
+        id: SendId,
+        topic: Topic,
+        wanted: Option<i32>,
+        record: Record,
+        now: Timestamp,
+    ) {
+        if self.max_block.is_zero() {
+            self.not_present(core, id, topic, wanted, None);
+            return;
+        }
+        self.backlog.push_back(Queued::Send {
+            id,
+            topic,
+            partition: None,
+            wanted,
+            record,
+            deadline: now + self.max_block,
+        });
+    }
+
+    /// A send waited `max.block.ms` for its topic's metadata (with `count` partitions
+    /// when known, which did not include the partition `wanted`).
+    pub(super) fn not_present(
+        &mut self,
+        core: &Producer,
+        id: SendId,
+        topic: Topic,
+        wanted: Option<i32>,
+        count: Option<i32>,
+    ) {
+        let waited = self.max_block;
+        let error = match (wanted, count) {
+            (Some(partition), Some(count)) => TopicError::PartitionNotPresent {
+                partition,
+                count,
+                waited,
+            },
+            _ => TopicError::NotPresent { waited },
+        };
+        self.topic_failed(core, id, topic, error);
+    }
+}
