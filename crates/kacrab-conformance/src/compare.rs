@@ -371,6 +371,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     let (jp, jat, jo) = project(java);
     let (cp, cat, co) = project(core);
     let mut partitions = Vec::new();
+    let mut identity_only = Vec::new();
     let empty = Vec::new();
     for p in jp
         .keys()
@@ -382,6 +383,17 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
             let v = classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k));
+            if let (
+                Verdict::Unexplained,
+                Some(PartitionEvent::Sent { node: jn, stamp: j }),
+                Some(PartitionEvent::Sent { node: cn, stamp: c }),
+            ) = (v, je.get(k), ce.get(k))
+            {
+                if jn == cn && j.seq == c.seq && j.count == c.count && j.identity() != c.identity()
+                {
+                    identity_only.push(p);
+                }
+            }
             let when = |at: &BTreeMap<i32, Vec<usize>>| {
                 at.get(&p)
                     .and_then(|a| a.get(k))
@@ -395,8 +407,25 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     // (its oldest request), so once one partition's batches are grouped into requests
     // differently, every partition sharing those brokers sees different answers: later
     // differences are consequences, not classified on their own.
-    partitions.sort_by_key(|&(_, _, _, when)| when);
-    let mut verdict = partitions.first().map_or(Verdict::Same, |(_, v, _, _)| *v);
+    // Differences on the same output line happen in the same request or answer: a
+    // departure there explains the partitions whose batches took or lost its place (a
+    // request slot on the connection, room in the request), so it ranks first.
+    partitions.sort_by_key(|&(_, v, _, when)| (when, v == Verdict::Unexplained));
+    // A partition whose first difference is only the identity its next batch is stamped
+    // with (same sequence, same records, same broker, another producer id or epoch), and
+    // whose own history does not explain it, follows a producer-wide decision to bump or not, taken on another partition:
+    // Java's epoch is one for the whole producer. That partition's difference is a
+    // consequence and the trace's verdict is the first other partition's; with no other
+    // diverging partition to explain it, it stays unexplained.
+    let explains = |(p, _, _, _): &&(i32, Verdict, usize, usize)| !identity_only.contains(p);
+    let mut verdict = if partitions.is_empty() {
+        Verdict::Same
+    } else {
+        partitions
+            .iter()
+            .find(explains)
+            .map_or(Verdict::Unexplained, |(_, v, _, _)| *v)
+    };
     let exotic = java
         .iter()
         .chain(core)

@@ -101,6 +101,10 @@ fn check(args: &[String]) -> Result<bool, String> {
         .and_then(|i| args.get(i + 1))
         .cloned()
         .unwrap_or_else(|| "Unexplained".to_string());
+    let save_to = args
+        .iter()
+        .position(|a| a == "--save")
+        .and_then(|i| args.get(i + 1));
     let cp = classpath()?;
     let started = Instant::now();
     let mut by_verdict: BTreeMap<Verdict, u64> = BTreeMap::new();
@@ -118,7 +122,10 @@ fn check(args: &[String]) -> Result<bool, String> {
             requests += j.iter().filter(|l| l.contains(r#""ev":"produce""#)).count() as u64;
             let cmp = compare(t, j, &c, &extra);
             *by_verdict.entry(cmp.verdict).or_default() += 1;
-            if format!("{:?}", cmp.verdict) == wanted && unexplained.len() < 20 {
+            // With `--save`, every trace of the wanted class is kept (a long run's
+            // unexplained traces, to replay with later detectors); else the first 20.
+            let keep = if save_to.is_some() { 100_000 } else { 20 };
+            if format!("{:?}", cmp.verdict) == wanted && unexplained.len() < keep {
                 unexplained.push(t.clone());
             }
         }
@@ -131,11 +138,7 @@ fn check(args: &[String]) -> Result<bool, String> {
     for (v, n) in &by_verdict {
         println!("  {v:?}: {n}");
     }
-    if let Some(path) = args
-        .iter()
-        .position(|a| a == "--save")
-        .and_then(|i| args.get(i + 1))
-    {
+    if let Some(path) = save_to {
         let all: String = unexplained.iter().map(Trace::to_jsonl).collect();
         std::fs::write(path, all).map_err(|e| format!("{path}: {e}"))?;
     }
