@@ -1,7 +1,7 @@
 //! `kacrab-conformance`: generate traces, run them through Java and the core, compare.
 //!
 //! ```text
-//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean] [--shrink] [--save FILE] [--strict] [--find CLASS]
+//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean|--mixed] [--shrink] [--save FILE] [--strict] [--find CLASS]
 //! kacrab-conformance replay FILE      # a trace file through both sides, outputs side by side
 //! kacrab-conformance core FILE        # a trace file through the core only
 //! ```
@@ -87,10 +87,15 @@ fn check(args: &[String]) -> Result<bool, String> {
     let seed: u64 = arg(args, "--seed", 1);
     let count: u64 = arg(args, "--traces", 1000);
     let batch: u64 = arg(args, "--batch", 2000);
-    let answers = if args.iter().any(|a| a == "--clean") {
-        Answers::Clean
-    } else {
-        Answers::Faulty
+    // `--clean`: only NONE answers; `--mixed`: every fourth trace clean, the rest faulty
+    // (one run covers both, for CI); default: faulty.
+    let mixed = args.iter().any(|a| a == "--mixed");
+    let answers_of = |i: u64| {
+        if args.iter().any(|a| a == "--clean") || (mixed && i % 4 == 3) {
+            Answers::Clean
+        } else {
+            Answers::Faulty
+        }
     };
     let want_shrink = args.iter().any(|a| a == "--shrink");
     // `--find CLASS`: collect and shrink traces of that verdict instead (minimal traces
@@ -114,7 +119,9 @@ fn check(args: &[String]) -> Result<bool, String> {
     while done < count {
         let n = batch.min(count - done);
         let traces: Vec<Trace> = (done..done + n)
-            .map(|i| generate::idempotent(seed.wrapping_mul(1_000_003).wrapping_add(i), answers))
+            .map(|i| {
+                generate::idempotent(seed.wrapping_mul(1_000_003).wrapping_add(i), answers_of(i))
+            })
             .collect();
         let java_out = java::run(&cp, &traces)?;
         for (t, j) in traces.iter().zip(&java_out) {
