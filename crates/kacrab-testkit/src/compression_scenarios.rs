@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::burst::{self, Burst, Step};
+use crate::burst::{self, Burst, BurstResult, Step};
 use crate::checker::{check, Expect, LogRecord};
 use crate::real_kafka::{
-    consume_isolated, create_topic, env_or_skip, fresh_topic, real_props, records, skipped,
-    txn_props, ReadCommittedTxns,
+    consume, consume_isolated, create_topic, env_or_skip, fresh_topic, real_props, records,
+    skipped, txn_props, ReadCommittedTxns,
 };
 use crate::scenarios::{build, run_fake, Report, Shape};
 use crate::{Delivery, DeliveryReport, Factory, Tally, TestProducer};
@@ -69,21 +69,21 @@ pub fn fake_compression_every_codec(factory: Factory) -> Result<Report, String> 
 /// Partitions per codec in [`real_compression_every_codec`]'s topic.
 const CODEC_PARTITIONS: i32 = 3;
 
-/// Real Kafka (`KACRAB_KAFKA_BOOTSTRAP`), every codec and a zstd transaction on one
-/// fresh topic of 15 partitions, read back once per isolation level by Kafka's console
-/// consumer (one topic and two reads instead of five topics and six reads: the real
-/// broker's fixed costs, a topic creation and a consumer's start, group join and idle
-/// wait, are what the scenario's time was made of):
+/// Real Kafka (`KACRAB_KAFKA_BOOTSTRAP`), every codec on one fresh topic of 12
+/// partitions, read back once by Kafka's console consumer, and a zstd transaction
+/// alongside on a 3-partition topic of its own (two topics and three reads instead of five
+/// topics and six reads, the two topics created, written and read at the same time: the
+/// real broker's fixed costs, a topic creation and a consumer's start, group join and idle
+/// wait, were what the scenarios' time was made of):
 ///
 /// * partitions 0-2 gzip, 3-5 snappy, 6-8 lz4, 9-11 zstd: one idempotent producer per
-///   codec, 20,000 records (`KACRAB_REAL_RECORDS`) of 200 bytes each, all four at
-///   once. The broker validates every compressed batch (a wrong framing fails with
-///   CORRUPT_MESSAGE); the read_uncommitted view must hold each codec's records
-///   acknowledged, exactly once, in order per partition, at the offsets reported;
-/// * partitions 12-14: [`real_txn_read_committed`](crate::real_kafka::real_txn_read_committed)'s
-///   transactions (commit 1,000, abort 500, commit 300) with zstd, alongside: the
-///   read_committed view must hold exactly the committed 1,300 there, read_uncommitted
-///   all 1,800.
+///   codec, 20,000 records (`KACRAB_REAL_RECORDS`) of 200 bytes each, all four at once.
+///   The broker validates every compressed batch (a wrong framing fails with
+///   CORRUPT_MESSAGE); the consumer must see each codec's records acknowledged, exactly
+///   once, in order per partition, at the offsets reported;
+/// * [`real_txn_read_committed`](crate::real_kafka::real_txn_read_committed)'s
+///   transactions (commit 1,000, abort 500, commit 300) with zstd: read_committed sees
+///   exactly the committed 1,300, read_uncommitted all 1,800.
 pub fn real_compression_every_codec(factory: Factory) -> Result<Report, String> {
     const NAME: &str = "real_compression_every_codec";
     let Some(bootstrap) = env_or_skip("KACRAB_KAFKA_BOOTSTRAP", NAME, "start-single") else {
@@ -92,8 +92,14 @@ pub fn real_compression_every_codec(factory: Factory) -> Result<Report, String> 
     let start = Instant::now();
     let fail = |e: String| format!("scenario {NAME}: {e}");
     let topic = fresh_topic("kacrab-codecs");
-    let txn_base = CODEC_PARTITIONS * CODECS.len() as i32;
-    create_topic(&bootstrap, &topic, txn_base + CODEC_PARTITIONS, 1).map_err(fail)?;
+    let txn_topic = fresh_topic("kacrab-txn-zstd");
+    let partitions = CODEC_PARTITIONS * CODECS.len() as i32;
+    std::thread::scope(|s| {
+        let txn = s.spawn(|| create_topic(&bootstrap, &txn_topic, CODEC_PARTITIONS, 1));
+        let codecs = create_topic(&bootstrap, &topic, partitions, 1);
+        codecs.and(txn.join().expect("the topic thread panicked"))
+    })
+    .map_err(fail)?;
     let created = start.elapsed();
     let spec = Burst {
         topic: topic.clone(),
@@ -120,34 +126,26 @@ pub fn real_compression_every_codec(factory: Factory) -> Result<Report, String> 
         &txn_props(&bootstrap, NAME, &txid),
     )
     .map_err(|e| fail(format!("transactional zstd: {e}")))?;
-    let txn_producer = Shifted::boxed(txn_producer, txn_base);
 
-    let (bursts, txns) = std::thread::scope(|s| {
-        let bursts: Vec<_> = codec_producers
-            .into_iter()
-            .map(|(codec, producer)| {
-                let spec = &spec;
-                let burst = s.spawn(move || burst::run(producer, spec, |_, _| Ok(Step::Continue)));
-                (codec, burst)
-            })
-            .collect();
-        let topic = &topic;
-        let txns =
-            s.spawn(move || ReadCommittedTxns::run(NAME, txn_producer, topic, CODEC_PARTITIONS));
-        let bursts: Vec<_> = bursts
-            .into_iter()
-            .map(|(codec, h)| (codec, h.join().expect("a burst thread panicked")))
-            .collect();
-        (
-            bursts,
-            txns.join().expect("the transaction thread panicked"),
-        )
+    // The transactions run, and their topic is read, while the codecs' producers write
+    // and their topic is read.
+    let scope = std::thread::scope(|s| {
+        let (bootstrap, txn_topic) = (&bootstrap, &txn_topic);
+        let txns = s.spawn(move || {
+            let run = ReadCommittedTxns::run(NAME, txn_producer, txn_topic, CODEC_PARTITIONS)?;
+            let committed = consume_isolated(bootstrap, txn_topic, 3_000, 8_000, "read_committed")?;
+            let all = consume_isolated(bootstrap, txn_topic, 1_800, 8_000, "read_uncommitted")?;
+            Ok::<_, String>((run, committed, all))
+        });
+        let codecs = write_and_read_codecs(bootstrap, codec_producers, &spec);
+        let txns = txns.join().expect("the transaction thread panicked");
+        (codecs, txns)
     });
-    let mut results = Vec::new();
-    for (codec, burst) in bursts {
-        results.push((codec, burst.map_err(|e| fail(format!("{codec}: {e}")))?));
-    }
-    let txns = txns.map_err(|e| fail(format!("zstd transactions: {e}")))?;
+    let (results, all, produced) = scope.0.map_err(fail)?;
+    let consumed = start.elapsed();
+    let (txns, txn_committed, txn_all) = scope
+        .1
+        .map_err(|e| fail(format!("zstd transactions (topic {txn_topic}): {e}")))?;
     let send_time = results
         .iter()
         .map(|(_, r)| r.send_time)
@@ -158,39 +156,13 @@ pub fn real_compression_every_codec(factory: Factory) -> Result<Report, String> 
         .map(|(_, r)| r.flush_time)
         .max()
         .unwrap_or_default();
-
-    let produced = start.elapsed();
-    // Both views at once. Ask for more than was written so that duplicates are read
-    // too; a read that comes back short is repeated once with a long idle timeout (see
-    // `produce_and_verify`).
-    let acked: usize = results
-        .iter()
-        .map(|(_, r)| r.outcomes.iter().filter(|o| o.is_ok()).count())
-        .sum();
-    let sent: usize = results.iter().map(|(_, r)| r.outcomes.len()).sum();
-    let max = (2 * (sent + ReadCommittedTxns::WRITTEN) + 10) as u64;
-    let read = |isolation: &str, want: usize| -> Result<Logs, String> {
-        let total = |l: &Logs| l.values().map(Vec::len).sum::<usize>();
-        let logs = consume_isolated(&bootstrap, &topic, max, 8_000, isolation)?;
-        if total(&logs) >= want {
-            return Ok(logs);
-        }
-        consume_isolated(&bootstrap, &topic, max, 30_000, isolation)
-    };
-    let (all, committed) = std::thread::scope(|s| {
-        let committed = s.spawn(|| read("read_committed", acked + ReadCommittedTxns::COMMITTED));
-        let all = read("read_uncommitted", acked + ReadCommittedTxns::WRITTEN);
-        (all, committed.join().expect("the consumer thread panicked"))
-    });
-    let (all, committed) = (all.map_err(fail)?, committed.map_err(fail)?);
-    let consumed = start.elapsed();
-
     let mut errors = Vec::new();
     let mut summary = Tally::default();
     let mut notes = vec![
-        format!("topic {topic}, transactional.id {txid}"),
+        format!("topics {topic} (codecs), {txn_topic} (transactional.id {txid})"),
         format!(
-            "topic created at {created:.1?}, produced at {produced:.1?}, read back at {consumed:.1?}"
+            "topics created at {created:.1?}, codecs written at {:.1?}, read back at {consumed:.1?}",
+            produced - start
         ),
     ];
     let expect = Expect::strict(CODEC_PARTITIONS, spec.value_size);
@@ -214,16 +186,9 @@ pub fn real_compression_every_codec(factory: Factory) -> Result<Report, String> 
             ));
         }
     }
-    let txn_in_log = txns.check(
-        &partitions_from(&committed, txn_base, CODEC_PARTITIONS),
-        &partitions_from(&all, txn_base, CODEC_PARTITIONS),
-    );
-    match &txn_in_log {
-        Ok(_) => {}
-        Err(e) => errors.push(format!(
-            "zstd transactions (partitions {txn_base}..{}): {e}",
-            txn_base + CODEC_PARTITIONS
-        )),
+    let txn_in_log = txns.check(&txn_committed, &txn_all);
+    if let Err(e) = &txn_in_log {
+        errors.push(format!("zstd transactions (topic {txn_topic}): {e}"));
     }
     if !errors.is_empty() {
         return Err(format!(
@@ -245,6 +210,50 @@ pub fn real_compression_every_codec(factory: Factory) -> Result<Report, String> 
         elapsed: start.elapsed(),
         notes,
     })
+}
+
+/// Runs every codec's burst at once (each producer on its own partitions of
+/// `spec.topic`), then reads the topic back with the console consumer: the bursts' results,
+/// the logs, and when the bursts ended.
+#[allow(clippy::type_complexity)]
+fn write_and_read_codecs(
+    bootstrap: &str,
+    producers: Vec<(&'static str, Box<dyn TestProducer>)>,
+    spec: &Burst,
+) -> Result<(Vec<(&'static str, BurstResult)>, Logs, Instant), String> {
+    let bursts = std::thread::scope(|s| {
+        let bursts: Vec<_> = producers
+            .into_iter()
+            .map(|(codec, producer)| {
+                (
+                    codec,
+                    s.spawn(move || burst::run(producer, spec, |_, _| Ok(Step::Continue))),
+                )
+            })
+            .collect();
+        bursts
+            .into_iter()
+            .map(|(codec, h)| (codec, h.join().expect("a burst thread panicked")))
+            .collect::<Vec<_>>()
+    });
+    let produced = Instant::now();
+    let mut results = Vec::new();
+    for (codec, burst) in bursts {
+        results.push((codec, burst.map_err(|e| format!("{codec}: {e}"))?));
+    }
+    // Ask for more than was written so that duplicates are read too; a read that comes
+    // back short is repeated once with a long idle timeout (see `produce_and_verify`).
+    let acked: usize = results
+        .iter()
+        .map(|(_, r)| r.outcomes.iter().filter(|o| o.is_ok()).count())
+        .sum();
+    let sent: usize = results.iter().map(|(_, r)| r.outcomes.len()).sum();
+    let max = (2 * sent + 10) as u64;
+    let mut logs = consume(bootstrap, &spec.topic, max, 8_000)?;
+    if logs.values().map(Vec::len).sum::<usize>() < acked {
+        logs = consume(bootstrap, &spec.topic, max, 30_000)?;
+    }
+    Ok((results, logs, produced))
 }
 
 /// A topic's logs by partition, as the console consumer read them.

@@ -821,8 +821,6 @@ pub(crate) struct ReadCommittedTxns {
 impl ReadCommittedTxns {
     /// Records a read_uncommitted reader sees once the transactions ran.
     pub(crate) const WRITTEN: usize = 1_800;
-    /// Records a read_committed reader sees.
-    pub(crate) const COMMITTED: usize = 1_300;
 
     /// Runs the three transactions on `producer` (built with [`txn_props`]) and closes it;
     /// every step must succeed. A phase stuck for 180 s ends the test process.
