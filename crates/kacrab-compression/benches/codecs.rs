@@ -1,6 +1,6 @@
 //! The codec's own cost per batch: compressing (and decompressing) the records section of
-//! one batch of 80 JSON-log-like records (about 12 KiB), per codec at Kafka's default level.
-//! `cargo bench -p kacrab-compression --bench codecs`.
+//! one full 16 KiB batch (`batch.size`'s default) of JSON-log-like records, per codec at
+//! Kafka's default level. `cargo bench -p kacrab-compression --bench codecs`.
 
 use bytes::{Bytes, BytesMut};
 use divan::Bencher;
@@ -12,14 +12,21 @@ fn main() {
     divan::main();
 }
 
-/// The records section of an uncompressed batch of `n` JSON log lines (at most 200 bytes).
-fn records_section(n: u64) -> Vec<u8> {
-    let mut b = BatchBuilder::new(Compression::None, 64 * 1024);
-    for i in 0..n {
-        b.append(&Record::from_value(
-            Bytes::from(json(i)),
-            1_764_000_000_000 + i as i64,
-        ));
+/// Kafka's default `batch.size`.
+const BATCH_SIZE: usize = 16 * 1024;
+
+/// The records section of an uncompressed batch of JSON log lines (at most 200 bytes
+/// each), as many as fit in [`BATCH_SIZE`] with the 61-byte batch header.
+fn records_section() -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None, BATCH_SIZE);
+    let mut i = 0;
+    loop {
+        let record = Record::from_value(Bytes::from(json(i)), 1_764_000_000_000 + i as i64);
+        if !b.has_room_for(&record, BATCH_SIZE) {
+            break;
+        }
+        b.append(&record);
+        i += 1;
     }
     b.finish()[61..].to_vec()
 }
@@ -53,10 +60,10 @@ fn json(i: u64) -> String {
 
 const CODECS: [Codec; 4] = [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd];
 
-/// Compress one batch's records (80 records, about 12 KiB uncompressed).
+/// Compress one batch's records (16 KiB uncompressed, about 80 records).
 #[divan::bench(args = CODECS)]
 fn compress(bencher: Bencher, codec: Codec) {
-    let section = records_section(80);
+    let section = records_section();
     let c = compression(codec, None).unwrap();
     let compressor = c.compressor().unwrap();
     bencher
@@ -73,7 +80,7 @@ fn compress(bencher: Bencher, codec: Codec) {
 /// Decompress it again (the split path, and what a consumer pays).
 #[divan::bench(args = CODECS)]
 fn decompress(bencher: Bencher, codec: Codec) {
-    let section = records_section(80);
+    let section = records_section();
     let c = compression(codec, None).unwrap();
     let compressor = c.compressor().unwrap();
     let mut compressed = BytesMut::new();

@@ -9,7 +9,7 @@
 //! |--------|---:|------------------------------------------------------|--------------------|
 //! | gzip   | 1  | one RFC 1952 gzip member                             | flate2 on zlib-rs  |
 //! | snappy | 2  | snappy-java's stream: 16-byte header, 32 KiB blocks  | snap (raw blocks)  |
-//! | lz4    | 3  | LZ4 frame, 64 KiB independent blocks, no checksums   | lz4_flex           |
+//! | lz4    | 3  | LZ4 frame, 64 KiB independent blocks, no checksums   | lz4 (liblz4)       |
 //! | zstd   | 4  | one Zstandard frame                                  | zstd (libzstd)     |
 //!
 //! Each codec is a cargo feature (all on by default). [`compression`] builds the

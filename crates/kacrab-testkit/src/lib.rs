@@ -208,11 +208,7 @@ macro_rules! real_kafka_tests {
         );
         $crate::__scenario_tests!(
             $factory, compression_scenarios;
-            real_compression_gzip,
-            real_compression_snappy,
-            real_compression_lz4,
-            real_compression_zstd,
-            real_txn_zstd,
+            real_compression_every_codec,
         );
     };
 }

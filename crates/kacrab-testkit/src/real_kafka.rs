@@ -198,7 +198,7 @@ pub(crate) fn records(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn real_props(bootstrap: &str, name: &str) -> Vec<(String, String)> {
+pub(crate) fn real_props(bootstrap: &str, name: &str) -> Vec<(String, String)> {
     let mut props = base_props(bootstrap, &format!("testkit-{name}"));
     set_prop(&mut props, "request.timeout.ms", "30000");
     set_prop(&mut props, "delivery.timeout.ms", "180000");
@@ -457,7 +457,11 @@ fn txn_state_partition(transactional_id: &str, partitions: i32) -> i32 {
 }
 
 /// Properties of a transactional producer: the real scenarios' ones plus the id.
-fn txn_props(bootstrap: &str, name: &str, transactional_id: &str) -> Vec<(String, String)> {
+pub(crate) fn txn_props(
+    bootstrap: &str,
+    name: &str,
+    transactional_id: &str,
+) -> Vec<(String, String)> {
     let mut props = real_props(bootstrap, name);
     set_prop(&mut props, "transactional.id", transactional_id);
     props
@@ -787,50 +791,106 @@ pub fn real_txn_read_committed(factory: Factory) -> Result<Report, String> {
     let topic = fresh_topic("kacrab-txn-rc");
     create_topic(&bootstrap, &topic, 3, 1).map_err(fail)?;
     let txid = fresh_topic("kacrab-txid-rc");
-    let dog = Watchdog::start(NAME, Duration::from_secs(180));
     let producer = build(factory, &txn_props(&bootstrap, NAME, &txid)).map_err(fail)?;
-    dog.phase("init_transactions");
-    let t = Instant::now();
-    producer
-        .init_transactions()
-        .map_err(|e| fail(format!("init_transactions: {e}")))?;
-    let init_time = t.elapsed();
-    let t = Instant::now();
-    let t1 = whole_txn(&*producer, &topic, 3, "c1", 1_000, true, &dog).map_err(fail)?;
-    let t2 = whole_txn(&*producer, &topic, 3, "a2", 500, false, &dog).map_err(fail)?;
-    let t3 = whole_txn(&*producer, &topic, 3, "c3", 300, true, &dog).map_err(fail)?;
-    let txn_time = t.elapsed();
-    dog.phase("close");
-    producer.close().map_err(fail)?;
-    dog.phase("consume");
+    let run = ReadCommittedTxns::run(NAME, producer, &topic, 3).map_err(fail)?;
     let committed =
         consume_isolated(&bootstrap, &topic, 3_000, 8_000, "read_committed").map_err(fail)?;
-    let in_log = check_committed(&committed, &[&t1, &t3], &[&t2])
-        .map_err(|e| fail(format!("(topic {topic}) read_committed:\n{e}")))?;
     let all =
         consume_isolated(&bootstrap, &topic, 1_800, 8_000, "read_uncommitted").map_err(fail)?;
-    check_not_written_absent(&all, &not_written(&[&t1, &t2, &t3]))
-        .map_err(|e| fail(format!("(topic {topic}) read_uncommitted: {e}")))?;
-    let uncommitted: usize = all.values().map(Vec::len).sum();
-    if uncommitted != 1_800 {
-        return Err(fail(format!(
-            "(topic {topic}) read_uncommitted saw {uncommitted} records, expected all 1,800 \
-             (the aborted 500 must have been written)"
-        )));
+    let in_log = run
+        .check(&committed, &all)
+        .map_err(|e| fail(format!("(topic {topic}) {e}")))?;
+    let mut report = run.report(NAME, start, in_log);
+    report
+        .notes
+        .insert(0, format!("topic {topic}, transactional.id {txid}"));
+    Ok(report)
+}
+
+/// The transactions of [`real_txn_read_committed`], which other scenarios run too (the
+/// compression scenario, with zstd): one transactional producer commits 1,000 records,
+/// aborts 500 (after every delivery, so they are in the log) and commits 300, round-robin
+/// over partitions `0..partitions` of a topic.
+pub(crate) struct ReadCommittedTxns {
+    /// Commit 1,000, abort 500, commit 300.
+    txns: [Txn; 3],
+    init_time: Duration,
+    txn_time: Duration,
+}
+
+impl ReadCommittedTxns {
+    /// Records a read_uncommitted reader sees once the transactions ran.
+    pub(crate) const WRITTEN: usize = 1_800;
+
+    /// Runs the three transactions on `producer` (built with [`txn_props`]) and closes it;
+    /// every step must succeed. A phase stuck for 180 s ends the test process.
+    pub(crate) fn run(
+        name: &'static str,
+        producer: Box<dyn TestProducer>,
+        topic: &str,
+        partitions: i32,
+    ) -> Result<Self, String> {
+        let dog = Watchdog::start(name, Duration::from_secs(180));
+        dog.phase("init_transactions");
+        let t = Instant::now();
+        producer
+            .init_transactions()
+            .map_err(|e| format!("init_transactions: {e}"))?;
+        let init_time = t.elapsed();
+        let t = Instant::now();
+        let t1 = whole_txn(&*producer, topic, partitions, "c1", 1_000, true, &dog)?;
+        let t2 = whole_txn(&*producer, topic, partitions, "a2", 500, false, &dog)?;
+        let t3 = whole_txn(&*producer, topic, partitions, "c3", 300, true, &dog)?;
+        let txn_time = t.elapsed();
+        dog.phase("close");
+        producer.close()?;
+        Ok(Self {
+            txns: [t1, t2, t3],
+            init_time,
+            txn_time,
+        })
     }
-    Ok(txn_report(
-        NAME,
-        start,
-        &[&t1, &t2, &t3],
-        in_log,
-        vec![
-            format!("topic {topic}, transactional.id {txid}"),
-            format!(
-                "init_transactions {init_time:.2?}; commit 1,000 + abort 500 + commit 300 in \
-                 {txn_time:.2?}; read_committed saw {in_log}, read_uncommitted {uncommitted}"
-            ),
-        ],
-    ))
+
+    /// Checks the topic's partitions `0..partitions` as read back: `committed` (a
+    /// read_committed view) holds exactly the 1,300 committed records, each once, in
+    /// send order per partition, and none of the aborted ones; `all` (read_uncommitted)
+    /// holds all 1,800 (the aborted ones were really written) and no record reported
+    /// failed and not possibly written.
+    pub(crate) fn check(
+        &self,
+        committed: &BTreeMap<i32, Vec<LogRecord>>,
+        all: &BTreeMap<i32, Vec<LogRecord>>,
+    ) -> Result<usize, String> {
+        let [t1, t2, t3] = &self.txns;
+        let in_log = check_committed(committed, &[t1, t3], &[t2])
+            .map_err(|e| format!("read_committed:\n{e}"))?;
+        check_not_written_absent(all, &not_written(&[t1, t2, t3]))
+            .map_err(|e| format!("read_uncommitted: {e}"))?;
+        let uncommitted: usize = all.values().map(Vec::len).sum();
+        if uncommitted != Self::WRITTEN {
+            return Err(format!(
+                "read_uncommitted saw {uncommitted} records, expected all 1,800 \
+                 (the aborted 500 must have been written)"
+            ));
+        }
+        Ok(in_log)
+    }
+
+    /// The scenario's report; `in_log` is what [`ReadCommittedTxns::check`] returned
+    /// (the records read_committed saw).
+    pub(crate) fn report(&self, name: &'static str, start: Instant, in_log: usize) -> Report {
+        let [t1, t2, t3] = &self.txns;
+        let mut report = txn_report(name, start, &[t1, t2, t3], in_log, Vec::new());
+        report.notes.push(format!(
+            "init_transactions {:.2?}; commit 1,000 + abort 500 + commit 300 in {:.2?}; \
+             read_committed saw {}, read_uncommitted {}",
+            self.init_time,
+            self.txn_time,
+            in_log,
+            Self::WRITTEN
+        ));
+        report
+    }
 }
 
 /// (e) On `KACRAB_KAFKA_BOOTSTRAP`: producer A (transactional id X) opens a transaction
