@@ -63,7 +63,7 @@ impl Done {
             Some(DoneKind::Callback(f)) => {
                 let ran = catch_unwind(AssertUnwindSafe(|| f(outcome)));
                 if ran.is_err() {
-                    eprintln!("kacrab-blocking: a delivery callback panicked");
+                    log_panic("a delivery callback panicked");
                 }
             }
             None => {}
@@ -222,7 +222,7 @@ impl Io {
         let thread = if ran.is_ok() {
             IoThread::Stopped
         } else {
-            eprintln!("kacrab-blocking: the I/O thread panicked; failing every pending record");
+            log_panic("the I/O thread panicked; failing every pending record");
             IoThread::Died
         };
         // No send passes the gate from here on.
@@ -471,4 +471,13 @@ impl Io {
             s.add(&std::mem::take(&mut self.local));
         }
     }
+}
+
+/// Reports a caught panic: through `tracing` (target `kacrab`) with the feature; without
+/// it, on stderr, since a swallowed panic must not go unnoticed.
+fn log_panic(what: &str) {
+    #[cfg(feature = "tracing")]
+    tracing::error!(target: "kacrab", "kacrab-blocking: {what}");
+    #[cfg(not(feature = "tracing"))]
+    eprintln!("kacrab-blocking: {what}");
 }
