@@ -108,7 +108,12 @@ pub(crate) fn connection_ready(conn: ConnId, versions: &kacrab_wire::Versions) {
 /// A broker answered ApiVersions with UNSUPPORTED_VERSION: it is asked again at
 /// `version`.
 pub(crate) fn negotiation_retry(conn: ConnId, version: i16) {
-    event!(debug, conn = conn.0, version, "ApiVersions retried at the broker's version");
+    event!(
+        debug,
+        conn = conn.0,
+        version,
+        "ApiVersions retried at the broker's version"
+    );
 }
 
 /// One of the core's metric samples: the retries (with their cause) and splits are
@@ -189,7 +194,10 @@ pub(crate) fn core_event(event: &Event) {
 /// A completion on its way to the application.
 pub(crate) fn completion(done: &Completion) {
     match done {
-        Completion::Record { id, outcome: Err(e) } => {
+        Completion::Record {
+            id,
+            outcome: Err(e),
+        } => {
             event!(trace, send = ?id, error = %e, "record failed");
         }
         Completion::ConnectionFailed { error } => {
@@ -213,7 +221,7 @@ pub(crate) fn topic_changed(topic: &str, before: Option<&TopicState>, after: Opt
                 if a.partitions.len() != b.partitions.len() {
                     event!(
                         info,
-                        topic,
+                        topic = %topic,
                         from = a.partitions.len(),
                         to = b.partitions.len(),
                         "partition count changed"
@@ -223,7 +231,7 @@ pub(crate) fn topic_changed(topic: &str, before: Option<&TopicState>, after: Opt
                     if pa.leader != pb.leader {
                         event!(
                             info,
-                            topic,
+                            topic = %topic,
                             partition = pb.partition,
                             from = ?pa.leader,
                             to = ?pb.leader,
@@ -233,12 +241,14 @@ pub(crate) fn topic_changed(topic: &str, before: Option<&TopicState>, after: Opt
                 }
             }
             (_, Some(Known(b))) => {
-                event!(info, topic, partitions = b.partitions.len(), "topic metadata learned");
+                event!(info, topic = %topic, partitions = b.partitions.len(), "topic metadata learned");
             }
             (_, Some(Refused(e))) => {
-                event!(warn, topic, error = ?e, error_code = e.code(), "topic refused by the broker");
+                event!(warn, topic = %topic, error = ?e, error_code = e.code(), "topic refused by the broker");
             }
-            (Some(_), None) => event!(debug, topic, "topic metadata dropped until it settles"),
+            (Some(_), None) => {
+                event!(debug, topic = %topic, "topic metadata dropped until it settles")
+            }
             (None, None) => {}
         }
     }
@@ -279,10 +289,10 @@ impl Observer {
                     let new_id = was.identity.id != now.identity.id;
                     event!(
                         info,
-                        producer_id = now.identity.id,
-                        epoch = now.identity.epoch,
-                        previous_producer_id = was.identity.id,
-                        previous_epoch = was.identity.epoch,
+                        producer_id = now.identity.id.0,
+                        epoch = now.identity.epoch.0,
+                        previous_producer_id = was.identity.id.0,
+                        previous_epoch = was.identity.epoch.0,
                         epoch_bump = bumped,
                         "{}",
                         match (new_id, bumped) {

@@ -445,7 +445,11 @@ fn compression_rate_is_the_compressed_over_the_uncompressed_records_section() {
     let value = "x".repeat(10_000);
     let id = p.send("t", 0, &value);
     p.settle(10 * SECOND);
-    assert!(p.outcome(id).is_some_and(Result::is_ok), "{:?}", p.outcome(id));
+    assert!(
+        p.outcome(id).is_some_and(Result::is_ok),
+        "{:?}",
+        p.outcome(id)
+    );
     let m = producer(&mut p);
     assert!(
         m.compression_rate_avg > 0.0 && m.compression_rate_avg < 0.1,
@@ -466,10 +470,7 @@ fn compression_rate_is_the_compressed_over_the_uncompressed_records_section() {
 /// it splits), and its records are sent again without counting as retries or errors.
 #[test]
 fn a_split_after_message_too_large_counts_in_batch_split_rate() {
-    let mut p = Pair::new(
-        Cluster::new(1).with_topic("t", 1),
-        &[("linger.ms", "50")],
-    );
+    let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[("linger.ms", "50")]);
     // MESSAGE_TOO_LARGE (10), once: the two-record batch splits into two.
     first_produce_fails(&mut p, 10, 0);
     let a = p.send("t", 0, "a");

@@ -143,7 +143,9 @@ fn a_connection_and_a_retry_with_its_cause_are_logged() {
     assert_eq!(opening[0].level, Level::INFO);
     let ready = find(&seen, "connection ready (versions negotiated)");
     assert!(
-        ready.iter().any(|s| s.field("produce").is_some_and(|v| v.starts_with("Some("))),
+        ready
+            .iter()
+            .any(|s| s.field("produce").is_some_and(|v| v.starts_with("Some("))),
         "{ready:#?}"
     );
     let retried = find(&seen, "batch retried");

@@ -73,7 +73,9 @@ pub const REQUIRED: &[(&str, &str)] = &[
 /// The required metrics `present` (a snapshot's flat (group, name) list, after at
 /// least one produce so that topic and node groups exist) lacks.
 #[must_use]
-pub fn missing<G: AsRef<str>, N: AsRef<str>>(present: &[(G, N)]) -> Vec<(&'static str, &'static str)> {
+pub fn missing<G: AsRef<str>, N: AsRef<str>>(
+    present: &[(G, N)],
+) -> Vec<(&'static str, &'static str)> {
     REQUIRED
         .iter()
         .copied()

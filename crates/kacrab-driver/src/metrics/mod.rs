@@ -13,6 +13,8 @@
 //! (`txn-*-time-ns-total`, `flush-time-ns-total`, `metadata-wait-time-ns-total`: the
 //! time from the call to its completion).
 
+#[cfg(feature = "metrics")]
+mod publish;
 mod snapshot;
 pub(crate) mod stat;
 
@@ -26,6 +28,8 @@ use crate::completion::{Completion, OpId, ProduceError};
 use crate::output::Output;
 use stat::{AvgMax, Meter, Window};
 
+#[cfg(feature = "metrics")]
+pub use publish::publish;
 pub use snapshot::{
     Metric, MetricsSnapshot, NodeMetrics, ProducerMetrics, TopicMetrics, NODE_GROUP,
     PRODUCER_GROUP, TOPIC_GROUP,
