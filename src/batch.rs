@@ -153,7 +153,6 @@ impl ProducerBatch {
     }
 
     /// The records section's size before compression, for compression-rate metrics.
-    #[allow(dead_code)] // read by the metrics helper and tests
     pub(crate) fn uncompressed_size(&self) -> usize {
         self.uncompressed_records_len
     }

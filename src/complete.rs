@@ -221,7 +221,7 @@ impl Producer {
         answer: Option<&PartitionResponse>,
     ) {
         if self.can_retry(id, error, log_start) {
-            self.reenqueue(id, leader_moved);
+            self.reenqueue(id, leader_moved, error);
             return;
         }
         let b = self.batches.get(id).expect("live");
@@ -311,7 +311,7 @@ impl Producer {
     }
 
     /// Java's `reenqueue` + `insertInSequenceOrder`.
-    fn reenqueue(&mut self, id: BatchId, leader_moved: bool) {
+    fn reenqueue(&mut self, id: BatchId, leader_moved: bool, cause: KafkaError) {
         let b = self.batches.get_mut(id).expect("live");
         b.attempts += 1;
         let attempts = b.attempts;
@@ -326,7 +326,7 @@ impl Producer {
         };
         self.partitions[p as usize].reenqueue(id, &self.batches);
         self.stats.retries += 1;
-        self.metrics_retried(id);
+        self.metrics_retried(id, cause);
         self.list(p);
     }
 

@@ -20,8 +20,10 @@
 use alloc::collections::VecDeque;
 use core::time::Duration;
 
+use crate::error::KafkaError;
 use crate::io::Event;
 use crate::producer::Producer;
+use crate::record::RECORD_BATCH_OVERHEAD;
 use crate::types::{BatchId, NodeId, ProducerIdAndEpoch, Topic};
 
 /// Counters for reports, tests and metrics. They never influence behaviour. Each counts
@@ -82,7 +84,12 @@ pub enum MetricSample {
         /// Its size on the wire in bytes (Kafka's `estimatedSizeInBytes` of a closed
         /// batch is its final size).
         bytes: usize,
-        /// Its size before compression, for `compression-rate` (compressed / uncompressed).
+        /// Its records section as sent (after the codec, without the batch header).
+        records_bytes: usize,
+        /// Its records section before compression. `records_bytes / uncompressed_bytes`
+        /// is Kafka's `compression-rate` (`MemoryRecordsBuilder`'s
+        /// `actualCompressionRatio`: the written records section over the uncompressed
+        /// one, headers excluded; 1.0 for an uncompressed batch).
         uncompressed_bytes: usize,
         /// The largest record in it, estimated as `buffer.memory` charges it (Kafka's
         /// `ProducerBatch.maxRecordSize`).
@@ -102,8 +109,13 @@ pub enum MetricSample {
     Retried {
         /// Its topic.
         topic: Topic,
+        /// Its partition.
+        partition: i32,
         /// Its records.
         records: u32,
+        /// Why: the partition's error in the produce answer, or `NetworkException` when
+        /// the request's connection failed or timed out.
+        cause: KafkaError,
     },
     /// Records were reported failed.
     Failed {
@@ -146,12 +158,15 @@ impl Samples {
     }
 }
 
-/// A batch's (compressed, uncompressed) sizes, read where the batch closed. Batches are
-/// built uncompressed today, so both are the encoded size and `compression-rate` is 1.0,
-/// which is also Kafka's value for an uncompressed batch. The compression hook, once it
-/// records the batch's uncompressed size at close, replaces the second value.
-fn batch_sizes(b: &crate::batch::ProducerBatch) -> (usize, usize) {
-    (b.data.len(), b.data.len())
+/// A batch's (wire, records section as sent, records section uncompressed) sizes. The
+/// uncompressed size is recorded where the batch closed (and kept by a split's pieces).
+fn batch_sizes(b: &crate::batch::ProducerBatch) -> (usize, usize, usize) {
+    let wire = b.data.len();
+    (
+        wire,
+        wire.saturating_sub(RECORD_BATCH_OVERHEAD),
+        b.uncompressed_size(),
+    )
 }
 
 impl Producer {
@@ -199,13 +214,14 @@ impl Producer {
             let Some(b) = self.batches.get(id) else {
                 continue;
             };
-            let (bytes, uncompressed_bytes) = batch_sizes(b);
+            let (bytes, records_bytes, uncompressed_bytes) = batch_sizes(b);
             let records = u32::try_from(b.record_count).unwrap_or(0);
             total = total.saturating_add(records);
             let sample = MetricSample::BatchDrained {
                 topic: self.partitions[b.partition as usize].tp.topic.clone(),
                 records,
                 bytes,
+                records_bytes,
                 uncompressed_bytes,
                 max_record_size: b.max_record_size,
                 queue_time: self.now.saturating_duration_since(b.created),
@@ -218,15 +234,21 @@ impl Producer {
         });
     }
 
-    /// A batch goes back to the queue for another attempt.
-    pub(crate) fn metrics_retried(&mut self, id: BatchId) {
+    /// A batch goes back to the queue for another attempt, because of `cause`.
+    pub(crate) fn metrics_retried(&mut self, id: BatchId, cause: KafkaError) {
         let Some(b) = self.batches.get(id) else {
             return;
         };
         let records = u32::try_from(b.record_count).unwrap_or(0);
         self.stats.records_retried += u64::from(records);
-        let topic = self.partitions[b.partition as usize].tp.topic.clone();
-        self.samples.push(MetricSample::Retried { topic, records });
+        let tp = &self.partitions[b.partition as usize].tp;
+        let (topic, partition) = (tp.topic.clone(), tp.partition);
+        self.samples.push(MetricSample::Retried {
+            topic,
+            partition,
+            records,
+            cause,
+        });
     }
 
     /// A produce answer from `node`.

@@ -64,7 +64,7 @@ impl Done {
             Some(DoneKind::Callback(f)) => {
                 let ran = catch_unwind(AssertUnwindSafe(|| f(outcome)));
                 if ran.is_err() {
-                    eprintln!("kacrab-blocking: a delivery callback panicked");
+                    log_panic("a delivery callback panicked");
                 }
             }
             None => {}
@@ -227,7 +227,7 @@ impl Io {
         let thread = if ran.is_ok() {
             IoThread::Stopped
         } else {
-            eprintln!("kacrab-blocking: the I/O thread panicked; failing every pending record");
+            log_panic("the I/O thread panicked; failing every pending record");
             IoThread::Died
         };
         // No send passes the gate from here on.
@@ -496,4 +496,13 @@ fn seed_sasl_nonces(config: &mut kacrab_driver::SessionConfig) {
         getrandom::fill(&mut seed).expect("the operating system's random source");
         config.set_sasl_nonce_seed(kacrab_driver::NonceSeed::new(seed));
     }
+}
+
+/// Reports a caught panic: through `tracing` (target `kacrab`) with the feature; without
+/// it, on stderr, since a swallowed panic must not go unnoticed.
+fn log_panic(what: &str) {
+    #[cfg(feature = "tracing")]
+    tracing::error!(target: "kacrab", "kacrab-blocking: {what}");
+    #[cfg(not(feature = "tracing"))]
+    eprintln!("kacrab-blocking: {what}");
 }

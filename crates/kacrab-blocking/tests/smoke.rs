@@ -399,6 +399,12 @@ fn the_metrics_snapshot_counts_every_delivered_record() {
     assert_eq!(m.topics["m"].record_send_total, 10.0);
     assert!(m.producer.connection_count >= 1.0);
     assert!(m.producer.request_latency_max >= 0.0);
+    let present: Vec<(&str, &str)> = m.metrics().iter().map(|x| (x.group, x.name)).collect();
+    let missing = kacrab_testkit::metric_names::missing(&present);
+    assert!(
+        missing.is_empty(),
+        "metrics missing from the snapshot: {missing:?}"
+    );
     p.close().unwrap();
     assert!(p.metrics().is_none(), "stopped");
 }

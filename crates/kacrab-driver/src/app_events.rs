@@ -9,6 +9,7 @@ use crate::record::{RecordMetadata, TimestampType};
 impl Application {
     /// Turns a core event into completions. Returns whether it freed buffer space.
     pub(super) fn on_event(&mut self, event: Event) -> bool {
+        crate::trace::core_event(&event);
         match event {
             Event::Delivered {
                 partition,

@@ -56,6 +56,7 @@ mod secret;
 mod session;
 mod tls;
 mod topics;
+mod trace;
 mod waiters;
 
 pub use app::TxnCall;

@@ -36,6 +36,8 @@ pub struct Session {
     lifecycle: MetadataLifecycle,
     /// Metadata answers the lifecycle has seen (see `Topics::answers`).
     answers_seen: u64,
+    /// The logs' view of the core's state (feature `tracing`; empty without it).
+    observer: crate::trace::Observer,
 }
 
 /// The session's metadata and partitioners, as the application half asks them.
@@ -101,6 +103,7 @@ impl Session {
             router: Router::new(BuiltIn::new(config.partitioner())),
             lifecycle: MetadataLifecycle::new(max_age, config.metadata_max_idle(), now),
             answers_seen: 0,
+            observer: crate::trace::Observer::default(),
         }
     }
 
@@ -244,6 +247,7 @@ impl Session {
             _ => None,
         };
         self.metrics.output(&out, node, now);
+        crate::trace::output(&out, node);
         Some(out)
     }
 
@@ -272,6 +276,7 @@ impl Session {
             (done, _) => done,
         };
         self.metrics.completion(&done);
+        crate::trace::completion(&done);
         Some(done)
     }
 
@@ -333,8 +338,9 @@ impl Session {
 
     /// The connection is open: the session negotiates versions on it.
     pub fn handle_connected(&mut self, conn: ConnId, now: Timestamp) {
-        if self.net.node_of(conn).is_some() {
+        if let Some(node) = self.net.node_of(conn) {
             self.metrics.connected(now);
+            crate::trace::connected(conn, node);
         }
         self.net.handle_connected(&mut self.core, conn, now);
         self.progress(now);
@@ -351,6 +357,7 @@ impl Session {
     pub fn handle_disconnected(&mut self, conn: ConnId, now: Timestamp) {
         if self.net.node_of(conn).is_some() {
             self.metrics.closed(now);
+            crate::trace::connection_end(conn, crate::trace::ConnectionEnd::Disconnected);
         }
         self.net.handle_disconnected(&mut self.core, conn, now);
         self.progress(now);
@@ -473,6 +480,7 @@ impl Session {
             .drain_into(&mut self.metrics, &self.core, now);
         let blocked = self.app.blocked_sends();
         self.metrics.after_input(&mut self.core, blocked, now);
+        self.observer.observe(&self.core);
     }
 }
 

@@ -83,6 +83,7 @@ impl Topics {
                 }
                 _ => None,
             };
+            crate::trace::topic_changed(name, self.topics.get(name), state.as_ref());
             match state {
                 Some(s) => {
                     self.topics.insert(name.clone(), s);

@@ -224,5 +224,11 @@ fn the_metrics_snapshot_counts_a_delivered_record() {
     assert_eq!(m.topics["metrics"].record_send_total, 1.0);
     assert!(m.producer.connection_creation_total >= 1.0);
     assert!(m.producer.outgoing_byte_total > 0.0);
+    let present: Vec<(&str, &str)> = m.metrics().iter().map(|x| (x.group, x.name)).collect();
+    let missing = kacrab_testkit::metric_names::missing(&present);
+    assert!(
+        missing.is_empty(),
+        "metrics missing from the snapshot: {missing:?}"
+    );
     assert!(producer.close(None));
 }

@@ -428,3 +428,59 @@ fn the_flat_list_has_kafkas_groups_names_and_tags() {
         "{text}"
     );
 }
+
+/// `compression-rate-avg` and the topic's `compression-rate` are Kafka's
+/// `ProducerBatch.compressionRatio` (`MemoryRecordsBuilder`'s written records section
+/// over the uncompressed one): well below 1 for a compressible gzip batch, not the
+/// 1.0 of an uncompressed one.
+#[test]
+fn compression_rate_is_the_compressed_over_the_uncompressed_records_section() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("compression.type", "gzip")],
+    );
+    // The model broker does not decompress: every Produce is answered without error
+    // from the request alone.
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then(|| produce_answer(inc, 0, 0)));
+    let value = "x".repeat(10_000);
+    let id = p.send("t", 0, &value);
+    p.settle(10 * SECOND);
+    assert!(
+        p.outcome(id).is_some_and(Result::is_ok),
+        "{:?}",
+        p.outcome(id)
+    );
+    let m = producer(&mut p);
+    assert!(
+        m.compression_rate_avg > 0.0 && m.compression_rate_avg < 0.1,
+        "10 000 equal bytes gzip to a few dozen: {}",
+        m.compression_rate_avg
+    );
+    let t = topic(&mut p, "t");
+    assert_eq!(t.compression_rate, m.compression_rate_avg);
+    assert!(
+        m.batch_size_max < 1_000.0,
+        "batch-size is the compressed size on the wire: {}",
+        m.batch_size_max
+    );
+}
+
+/// A batch split after MESSAGE_TOO_LARGE counts in `batch-split-rate` and
+/// `batch-split-total` (Kafka's `Sender.completeBatch` records `batch-split-rate` when
+/// it splits), and its records are sent again without counting as retries or errors.
+#[test]
+fn a_split_after_message_too_large_counts_in_batch_split_rate() {
+    let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[("linger.ms", "50")]);
+    // MESSAGE_TOO_LARGE (10), once: the two-record batch splits into two.
+    first_produce_fails(&mut p, 10, 0);
+    let a = p.send("t", 0, "a");
+    let b = p.send("t", 0, "b");
+    p.settle(10 * SECOND);
+    assert_eq!(p.acked(a).offset, Some(0));
+    assert_eq!(p.acked(b).offset, Some(1));
+    let m = producer(&mut p);
+    assert_eq!(m.batch_split_total, 1.0);
+    assert!(m.batch_split_rate > 0.0);
+    assert_eq!(m.record_error_total, 0.0);
+    assert_eq!(m.record_send_total, 4.0, "two records, each sent twice");
+}

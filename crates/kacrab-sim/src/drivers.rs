@@ -39,6 +39,17 @@ impl Driver {
         either!(self, d => d.producer())
     }
 
+    /// The session's metrics snapshot at `now` (`None` for the bare core).
+    pub(crate) fn session_metrics(
+        &mut self,
+        now: Timestamp,
+    ) -> Option<kacrab_driver::metrics::MetricsSnapshot> {
+        match self {
+            Driver::Core(_) => None,
+            Driver::Session(d) => Some(d.metrics(now)),
+        }
+    }
+
     /// The application calls `flush` (the caller drains after, as after every command).
     pub(crate) fn flush(&mut self, now: Timestamp) {
         match self {

@@ -102,6 +102,10 @@ impl SessionDriver {
         self.session.producer()
     }
 
+    pub(crate) fn metrics(&mut self, now: Timestamp) -> kacrab_driver::metrics::MetricsSnapshot {
+        self.session.metrics(now)
+    }
+
     pub(crate) fn flush(&mut self, now: Timestamp) {
         let _ = self.session.flush(now);
     }

@@ -143,3 +143,33 @@ fn the_session_negotiates_versions_on_every_connection_before_its_requests() {
         "{stats:?}"
     );
 }
+
+/// The session's metrics move on the simulator's faults as Kafka's do: a response lost
+/// with its connection counts the connection's close (Kafka's `Selector`
+/// `connection-close-total`), a new connection's creation, and the batch's retry in
+/// `record-retry-total` (Kafka's `Sender.reenqueueBatch`), globally and for the topic;
+/// the records delivered count no error.
+#[test]
+fn a_lost_connection_moves_the_retry_and_connection_metrics() {
+    let mut c = session_cluster(3, 1, |sim| sim.leaders = Some(vec![1]));
+    c.script(Script::LoseResponseAfterApply { partition: 0 });
+    let ids: Vec<RecordId> = (0..6).map(|_| c.send(0).expect("sent")).collect();
+    assert!(c.run_until_idle(Duration::from_secs(20)));
+    assert_clean(&mut c);
+    assert!(delivered(&c, &ids));
+    let m = c.session_metrics().expect("the session drives");
+    let p = &m.producer;
+    let retried = c.producer().stats().records_retried as f64;
+    assert!(retried >= 1.0, "{:?}", c.producer().stats());
+    assert_eq!(p.record_retry_total, retried);
+    assert_eq!(p.record_error_total, 0.0);
+    assert!(p.connection_close_total >= 1.0, "{p:?}");
+    assert!(p.connection_creation_total >= 2.0, "{p:?}");
+    assert!(p.connection_creation_total >= p.connection_close_total);
+    let topic = m.topics.values().next().expect("one topic");
+    assert_eq!(topic.record_retry_total, retried);
+    assert!(
+        p.record_send_total >= 6.0 + retried,
+        "every attempt of every record counts as a send: {p:?}"
+    );
+}

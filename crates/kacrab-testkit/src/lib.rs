@@ -46,6 +46,7 @@ pub mod burst;
 pub mod checker;
 pub mod cluster;
 pub mod compression_scenarios;
+pub mod metric_names;
 pub mod proxy;
 pub mod real_kafka;
 pub mod scenarios;

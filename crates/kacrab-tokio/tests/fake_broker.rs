@@ -16,7 +16,8 @@ kacrab_testkit::fake_broker_tests!(
 kacrab_testkit::fake_broker_txn_tests!(support::factory);
 
 /// The metrics snapshot through the Tokio driver: against FakeBroker, one acknowledged
-/// record counts once in `record-send-total`, per topic too.
+/// record counts once in `record-send-total`, per topic too, and the snapshot has every
+/// metric issue 14 lists (`kacrab_testkit::metric_names::REQUIRED`).
 #[test]
 fn the_metrics_snapshot_counts_a_delivered_record() {
     let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
@@ -39,6 +40,12 @@ fn the_metrics_snapshot_counts_a_delivered_record() {
         assert_eq!(m.producer.record_send_total, 1.0);
         assert_eq!(m.topics["metrics"].record_send_total, 1.0);
         assert!(m.producer.connection_creation_total >= 1.0);
+        let present: Vec<(&str, &str)> = m.metrics().iter().map(|x| (x.group, x.name)).collect();
+        let missing = kacrab_testkit::metric_names::missing(&present);
+        assert!(
+            missing.is_empty(),
+            "metrics missing from the snapshot: {missing:?}"
+        );
         p.close().await;
     });
 }

@@ -13,6 +13,8 @@
 //! (`txn-*-time-ns-total`, `flush-time-ns-total`, `metadata-wait-time-ns-total`: the
 //! time from the call to its completion).
 
+#[cfg(feature = "metrics")]
+mod publish;
 mod snapshot;
 pub(crate) mod stat;
 
@@ -26,6 +28,8 @@ use crate::completion::{Completion, OpId, ProduceError};
 use crate::output::Output;
 use stat::{AvgMax, Meter, Window};
 
+#[cfg(feature = "metrics")]
+pub use publish::publish;
 pub use snapshot::{
     Metric, MetricsSnapshot, NodeMetrics, ProducerMetrics, TopicMetrics, NODE_GROUP,
     PRODUCER_GROUP, TOPIC_GROUP,
@@ -211,6 +215,7 @@ impl SessionMetrics {
             was as f64 * now.saturating_duration_since(since).as_nanos() as f64;
         self.blocked = (blocked, now);
         while let Some(sample) = core.poll_metric_sample() {
+            crate::trace::sample(&sample);
             self.record(sample, now);
         }
     }
@@ -223,15 +228,18 @@ impl SessionMetrics {
                 topic,
                 records,
                 bytes,
+                records_bytes,
                 uncompressed_bytes,
                 max_record_size,
                 queue_time,
                 ..
             } => {
+                // Kafka's `ProducerBatch.compressionRatio`: the records section as
+                // written over the same records uncompressed (1.0 without a codec).
                 let ratio = if uncompressed_bytes == 0 {
                     1.0
                 } else {
-                    bytes as f64 / uncompressed_bytes as f64
+                    records_bytes as f64 / uncompressed_bytes as f64
                 };
                 self.batch_size.record(w, bytes as f64, t);
                 self.queue_time.record(w, ms(queue_time), t);

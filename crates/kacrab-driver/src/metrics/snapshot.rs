@@ -98,8 +98,9 @@ metric_set! {
         batch_size_max => "batch-size-max",
         /// The average number of records per produce request.
         records_per_request_avg => "records-per-request-avg",
-        /// The average compression rate of drained batches (compressed / uncompressed
-        /// size; 1.0 for uncompressed batches).
+        /// The average compression rate of drained batches: each batch's records
+        /// section as written over the same records uncompressed (Kafka's
+        /// `ProducerBatch.compressionRatio`; 1.0 for uncompressed batches).
         compression_rate_avg => "compression-rate-avg",
         /// Batches split per second after MESSAGE_TOO_LARGE.
         batch_split_rate => "batch-split-rate",

@@ -35,6 +35,7 @@ impl Network {
         if answer.error_code == kacrab_wire::messages::UNSUPPORTED_VERSION {
             match answer.retry_version(sent) {
                 Some(v) => {
+                    crate::trace::negotiation_retry(conn, v);
                     c.state = ConnState::Negotiating(v);
                     self.send_api_versions(core, conn, v, now);
                 }
@@ -50,6 +51,7 @@ impl Network {
                     core.handle_transaction_version(level);
                 }
                 let Some(c) = self.conn_mut(conn) else { return };
+                crate::trace::connection_ready(conn, &versions);
                 c.versions = Some(versions);
                 self.after_negotiation(core, conn, now);
             }

@@ -122,6 +122,7 @@ impl Network {
                 return None;
             }
             if !c.transport.is_handshaking() {
+                crate::trace::tls_established(conn);
                 self.negotiate(core, conn, now);
             }
         }

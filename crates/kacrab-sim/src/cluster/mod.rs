@@ -115,6 +115,12 @@ impl Cluster {
         self.driver.producer()
     }
 
+    /// The session's metrics snapshot now, when the session drives ([`DriverKind::Session`](crate::DriverKind::Session)).
+    pub fn session_metrics(&mut self) -> Option<kacrab_driver::metrics::MetricsSnapshot> {
+        let now = self.now();
+        self.driver.session_metrics(now)
+    }
+
     /// The producer's configuration.
     #[must_use]
     pub fn producer_config(&self) -> &ProducerConfig {

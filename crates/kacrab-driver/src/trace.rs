@@ -1,0 +1,316 @@
+//! The session's logs, through the `tracing` facade (feature `tracing`).
+//!
+//! Every function here is the one place an observation becomes a `tracing` event, with
+//! structured fields and the target `kacrab`. Without the feature each body is empty
+//! and the crate has no `tracing` dependency at all: the calls cost nothing. The core
+//! has no logging of its own: the session observes what it reports (events, metric
+//! samples, its identity and transactional state after each input) and logs that.
+//!
+//! Levels: `error` for what ends the producer (a fatal error, a connection that cannot
+//! be secured); `warn` for records or transactional calls that failed; `info` for state
+//! changes an operator follows (connections opened, ready and closed with their
+//! [`CloseReason`], leader moves, producer id and epoch changes, transaction states,
+//! retries with their cause); `debug` for metadata and negotiation detail; `trace` for
+//! per-request and per-record detail. Nothing per record is logged above `trace`.
+
+#![cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+
+use kacrab_idempotence::{Event, MetricSample, Producer};
+
+use crate::completion::Completion;
+use crate::output::{CloseReason, ConnId, Output};
+use crate::topics::TopicState;
+
+/// One `tracing` event with target `kacrab`; nothing without the feature.
+#[cfg(feature = "tracing")]
+macro_rules! event {
+    ($level:ident, $($rest:tt)*) => {
+        tracing::$level!(target: "kacrab", $($rest)*)
+    };
+}
+#[cfg(not(feature = "tracing"))]
+macro_rules! event {
+    ($level:ident, $($rest:tt)*) => {
+        ()
+    };
+}
+
+/// Why a connection went, as the log names it: the session closed it (with its
+/// [`CloseReason`]), or the driver reported it gone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ConnectionEnd<'a> {
+    /// The session asked the driver to close it.
+    Closed(&'a CloseReason),
+    /// The driver reported it failed or could not be opened
+    /// ([`Session::handle_disconnected`](crate::Session::handle_disconnected)).
+    Disconnected,
+}
+
+impl core::fmt::Display for ConnectionEnd<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Closed(reason) => write!(f, "{reason}"),
+            Self::Disconnected => f.write_str("the driver reported it disconnected"),
+        }
+    }
+}
+
+/// An output on its way to the driver (`node` is the connection's broker, if known).
+pub(crate) fn output(out: &Output, node: Option<i32>) {
+    match out {
+        Output::Connect { conn, addr } => {
+            event!(info, conn = conn.0, addr = %addr, "connection opening");
+        }
+        Output::Close { conn, reason } => connection_end(*conn, ConnectionEnd::Closed(reason)),
+        Output::Transmit { conn, frame, .. } => {
+            event!(trace, conn = conn.0, node = ?node, bytes = frame.len(), "request written");
+        }
+        Output::Release { ticket } => {
+            event!(debug, ticket = ?ticket, "produce request released unsent");
+        }
+    }
+}
+
+/// The connection went (see [`ConnectionEnd`]).
+pub(crate) fn connection_end(conn: ConnId, end: ConnectionEnd<'_>) {
+    event!(info, conn = conn.0, reason = %end, "connection closed");
+}
+
+/// The driver opened the TCP connection.
+pub(crate) fn connected(conn: ConnId, node: Option<i32>) {
+    event!(debug, conn = conn.0, node = ?node, "connection established");
+}
+
+/// The TLS handshake on `conn` finished.
+pub(crate) fn tls_established(conn: ConnId) {
+    event!(info, conn = conn.0, "TLS established");
+}
+
+/// SASL authentication on `conn` succeeded with `mechanism` (the hook for the SASL
+/// phase: call it where the phase completes). Never pass a credential here.
+#[allow(dead_code)] // called by the SASL phase once it lands
+pub(crate) fn connection_authenticated(conn: ConnId, mechanism: &str) {
+    event!(info, conn = conn.0, mechanism = %mechanism, "SASL authenticated");
+}
+
+/// ApiVersions succeeded: `conn` is ready, speaking `produce_version` of Produce.
+pub(crate) fn connection_ready(conn: ConnId, versions: &kacrab_wire::Versions) {
+    event!(
+        info,
+        conn = conn.0,
+        produce = ?versions.get(kacrab_wire::ApiKey::Produce).ok(),
+        metadata = ?versions.get(kacrab_wire::ApiKey::Metadata).ok(),
+        transaction_v2 = versions.transaction_v2(),
+        "connection ready (versions negotiated)"
+    );
+}
+
+/// A broker answered ApiVersions with UNSUPPORTED_VERSION: it is asked again at
+/// `version`.
+pub(crate) fn negotiation_retry(conn: ConnId, version: i16) {
+    event!(
+        debug,
+        conn = conn.0,
+        version,
+        "ApiVersions retried at the broker's version"
+    );
+}
+
+/// One of the core's metric samples: the retries (with their cause) and splits are
+/// logged, the rest at `trace`.
+pub(crate) fn sample(sample: &MetricSample) {
+    match sample {
+        MetricSample::Retried {
+            topic,
+            partition,
+            records,
+            cause,
+            ..
+        } => {
+            event!(
+                info,
+                topic = %topic.as_str(),
+                partition,
+                records,
+                error = ?cause,
+                error_code = cause.code(),
+                "batch retried"
+            );
+        }
+        MetricSample::BatchSplit => event!(info, "batch split after MESSAGE_TOO_LARGE"),
+        MetricSample::MetadataUpdated => event!(debug, "metadata applied"),
+        other => event!(trace, sample = ?other, "metric sample"),
+    }
+}
+
+/// A core event on its way to the application half: failures are logged once per
+/// batch (the records' own completions only at `trace`).
+pub(crate) fn core_event(event: &Event) {
+    match event {
+        Event::Failed {
+            partition,
+            records,
+            error,
+            possibly_written,
+        } => {
+            event!(
+                warn,
+                topic = %partition.topic.as_str(),
+                partition = partition.partition,
+                records = records.len(),
+                possibly_written,
+                error = %error,
+                "records failed"
+            );
+        }
+        Event::Fatal { error } => {
+            event!(error, error = ?error, error_code = error.code(), "producer failed fatally");
+        }
+        Event::TransactionCompleted {
+            op,
+            result: Err(error),
+        } => {
+            event!(warn, op = ?op, error = %error, "transactional operation failed");
+        }
+        Event::TransactionCompleted { op, result: Ok(()) } => {
+            event!(debug, op = ?op, "transactional operation completed");
+        }
+        Event::Delivered {
+            partition, records, ..
+        } => {
+            event!(
+                trace,
+                topic = %partition.topic.as_str(),
+                partition = partition.partition,
+                records = records.len(),
+                "records delivered"
+            );
+        }
+        // The identity is followed by the `Observer`, which knows the previous one.
+        _ => {}
+    }
+}
+
+/// A completion on its way to the application.
+pub(crate) fn completion(done: &Completion) {
+    match done {
+        Completion::Record {
+            id,
+            outcome: Err(e),
+        } => {
+            event!(trace, send = ?id, error = %e, "record failed");
+        }
+        Completion::ConnectionFailed { error } => {
+            event!(error, error = %error, "connection could not be secured; the producer stops");
+        }
+        Completion::PartitionCount { op, count: None } => {
+            event!(warn, op = ?op, "partition count lookup failed (max.block.ms)");
+        }
+        _ => {}
+    }
+}
+
+/// A Metadata answer changed what the session knows of `topic` (`before` and `after`;
+/// `None` is unknown).
+pub(crate) fn topic_changed(topic: &str, before: Option<&TopicState>, after: Option<&TopicState>) {
+    #[cfg(feature = "tracing")]
+    {
+        use TopicState::{Known, Refused};
+        match (before, after) {
+            (Some(Known(a)), Some(Known(b))) => {
+                if a.partitions.len() != b.partitions.len() {
+                    event!(
+                        info,
+                        topic = %topic,
+                        from = a.partitions.len(),
+                        to = b.partitions.len(),
+                        "partition count changed"
+                    );
+                }
+                for (pa, pb) in a.partitions.iter().zip(&b.partitions) {
+                    if pa.leader != pb.leader {
+                        event!(
+                            info,
+                            topic = %topic,
+                            partition = pb.partition,
+                            from = ?pa.leader,
+                            to = ?pb.leader,
+                            "leader moved"
+                        );
+                    }
+                }
+            }
+            (_, Some(Known(b))) => {
+                event!(info, topic = %topic, partitions = b.partitions.len(), "topic metadata learned");
+            }
+            (_, Some(Refused(e))) => {
+                event!(warn, topic = %topic, error = ?e, error_code = e.code(), "topic refused by the broker");
+            }
+            (Some(_), None) => {
+                event!(debug, topic = %topic, "topic metadata dropped until it settles")
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// Follows what the core reports only as state: its producer id and epoch, its
+/// transactional state and the bumps it applied. After every input it compares and logs
+/// the changes. Without the feature it holds nothing and does nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Observer {
+    #[cfg(feature = "tracing")]
+    seen: Option<Seen>,
+}
+
+#[cfg(feature = "tracing")]
+#[derive(Debug)]
+struct Seen {
+    identity: kacrab_idempotence::ProducerIdAndEpoch,
+    txn: Option<kacrab_idempotence::TransactionState>,
+    epoch_bumps: u64,
+    fatal: bool,
+}
+
+impl Observer {
+    /// After an input: logs what changed since the last one.
+    pub(crate) fn observe(&mut self, core: &Producer) {
+        #[cfg(feature = "tracing")]
+        {
+            let now = Seen {
+                identity: core.producer_id(),
+                txn: core.transaction_state(),
+                epoch_bumps: core.stats().epoch_bumps,
+                fatal: core.fatal_error().is_some(),
+            };
+            if let Some(was) = &self.seen {
+                if was.identity != now.identity {
+                    let bumped = now.epoch_bumps > was.epoch_bumps;
+                    let new_id = was.identity.id != now.identity.id;
+                    event!(
+                        info,
+                        producer_id = now.identity.id.0,
+                        epoch = now.identity.epoch.0,
+                        previous_producer_id = was.identity.id.0,
+                        previous_epoch = was.identity.epoch.0,
+                        epoch_bump = bumped,
+                        "{}",
+                        match (new_id, bumped) {
+                            (true, true) => "new producer id after epoch exhaustion",
+                            (true, false) => "producer id changed",
+                            (false, true) => "epoch bumped",
+                            (false, false) => "epoch changed",
+                        }
+                    );
+                }
+                if was.txn != now.txn {
+                    event!(info, from = ?was.txn, to = ?now.txn, "transaction state changed");
+                }
+                if !was.fatal && now.fatal {
+                    event!(error, error = ?core.fatal_error(), "producer in a fatal state");
+                }
+            }
+            self.seen = Some(now);
+        }
+    }
+}
