@@ -212,12 +212,15 @@ async fn a_log_append_time_topic_returns_the_brokers_timestamps() {
     let producer = Producer::from_properties(&[("bootstrap.servers", bs.as_str())]).unwrap();
     let before = wall_ms();
     // Sent with a timestamp from 1970: the broker's own clock replaces it.
-    let pending: Vec<_> = (0..20)
-        .map(|i| {
+    let mut pending = Vec::new();
+    for i in 0..20 {
+        pending.push(
             producer
                 .send(ProducerRecord::new(topic.as_str(), 0, format!("v{i}")).with_timestamp(1_000))
-        })
-        .collect();
+                .await
+                .expect("queued"),
+        );
+    }
     let mut metas = Vec::new();
     for d in pending {
         metas.push(d.await.expect("delivered"));
@@ -253,6 +256,8 @@ async fn a_topic_deleted_and_recreated_while_the_producer_lives_gets_the_later_r
         producer
             .send(ProducerRecord::new(topic.as_str(), 0, format!("old-{i}")))
             .await
+            .expect("queued")
+            .await
             .expect("delivered to the first topic");
     }
     script(&["delete-topic", &bs, &topic]).expect("delete topic");
@@ -265,9 +270,15 @@ async fn a_topic_deleted_and_recreated_while_the_producer_lives_gets_the_later_r
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     created.expect("recreate topic");
-    let pending: Vec<_> = (0..5)
-        .map(|i| producer.send(ProducerRecord::new(topic.as_str(), 0, format!("new-{i}"))))
-        .collect();
+    let mut pending = Vec::new();
+    for i in 0..5 {
+        pending.push(
+            producer
+                .send(ProducerRecord::new(topic.as_str(), 0, format!("new-{i}")))
+                .await
+                .expect("queued"),
+        );
+    }
     let mut offsets = Vec::new();
     for d in pending {
         offsets.push(d.await.expect("delivered to the recreated topic").offset);

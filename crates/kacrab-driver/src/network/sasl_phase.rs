@@ -98,7 +98,9 @@ impl Network {
             Ok(SaslStep::Send(request)) => self.send_sasl(core, conn, request, now),
             Ok(SaslStep::Done { session_lifetime }) => {
                 let Some(c) = self.conn_mut(conn) else { return };
-                c.sasl = None;
+                if let Some(exchange) = c.sasl.take() {
+                    crate::trace::connection_authenticated(conn, exchange.mechanism_name());
+                }
                 // Java: 85% of the lifetime plus a jitter of up to 10%; here the jitter
                 // comes from the connection id, so the session stays deterministic.
                 let jitter = (c.id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % 101;

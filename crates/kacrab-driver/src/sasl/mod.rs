@@ -309,6 +309,11 @@ impl SaslExchange {
         })
     }
 
+    /// The mechanism this exchange runs (Kafka's name).
+    pub(crate) fn mechanism_name(&self) -> &'static str {
+        self.mechanism.name()
+    }
+
     /// Whether it has completed successfully.
     #[cfg(test)]
     pub(crate) fn is_done(&self) -> bool {
