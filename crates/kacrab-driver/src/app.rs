@@ -531,6 +531,12 @@ impl Application {
         }
     }
 
+    /// Whether a send or a command waits in the backlog (for room in `buffer.memory`,
+    /// or for its topic's metadata).
+    pub(crate) fn has_backlog(&self) -> bool {
+        !self.backlog.is_empty()
+    }
+
     /// Sends waiting for room in `buffer.memory` (for `bufferpool-wait-time-ns-total`).
     pub(crate) fn blocked_sends(&self) -> usize {
         self.backlog

@@ -88,23 +88,16 @@ impl Router {
         let meta = match topics.get(topic.as_str()) {
             Some(TopicState::Refused(e)) => return Placement::Refuse(TopicError::Refused(*e)),
             Some(TopicState::Known(meta)) => meta,
-            // An explicit partition waits for the topic's metadata too, and for a
-            // partition count above it (Java's `KafkaProducer.waitOnMetadata`), rather
-            // than retrying an unknown partition for `delivery.timeout.ms`. A negative
-            // one goes to the core, which refuses it at once.
-            None => {
-                return match partition {
-                    Some(p) if p < 0 => Placement::To(p),
-                    _ => Placement::Wait,
-                }
-            }
+            // An explicit partition goes to the core at once. Java's
+            // `KafkaProducer.waitOnMetadata` makes it wait for the topic's metadata (and
+            // a partition count above it) up to max.block.ms; that waits here until the
+            // session's metadata lookups back off per broker as Java's do (today they
+            // are asked every retry.backoff.ms, which turns refused connections into a
+            // reconnect storm and a slow handshake into a queue of lookups).
+            None => return partition.map_or(Placement::Wait, Placement::To),
         };
         if let Some(p) = partition {
-            return if p < 0 || p < count_of(meta) {
-                Placement::To(p)
-            } else {
-                Placement::Wait
-            };
+            return Placement::To(p);
         }
         let view = TopicPartitions::new(&meta.partitions);
         let key = record.key.as_deref();
@@ -127,9 +120,4 @@ impl Router {
                 .partition(topic.as_str(), key, size, view, &load, now),
         )
     }
-}
-
-/// The topic's partition count.
-fn count_of(meta: &crate::topics::TopicMeta) -> i32 {
-    i32::try_from(meta.partitions.len()).unwrap_or(i32::MAX)
 }

@@ -413,6 +413,14 @@ impl Session {
         self.app.oldest_blocked_send()
     }
 
+    /// Whether nothing the application handed over is still in the session's hands:
+    /// the core is idle ([`Producer::is_idle`]) and no send or command waits in the
+    /// session itself (for room in `buffer.memory`, or for its topic's metadata).
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.core.is_idle() && !self.app.has_backlog()
+    }
+
     /// The failure that ended the session because a connection could not be secured
     /// (also reported once as [`Completion::ConnectionFailed`]), if one did. A driver
     /// attaches it to the errors it gives the application.

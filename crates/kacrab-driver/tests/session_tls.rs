@@ -197,7 +197,10 @@ fn a_frame_larger_than_rustls_plaintext_buffer_goes_over_tls() {
     p.settle(10 * SECOND);
     for (i, id) in ids.iter().enumerate() {
         assert_eq!(p.acked(*id).partition, i as i32);
-        assert_eq!(p.cluster.values("t", i as i32), std::slice::from_ref(&value));
+        assert_eq!(
+            p.cluster.values("t", i as i32),
+            std::slice::from_ref(&value)
+        );
     }
     assert!(p.closes.is_empty(), "{:?}", p.closes);
 }

@@ -267,7 +267,7 @@ impl SessionDriver {
     }
 
     pub(crate) fn is_idle(&self, world: &World) -> bool {
-        self.producer().is_idle() && !self.owes_reports(world)
+        self.session.is_idle() && !self.owes_reports(world)
     }
 
     /// Whether the session is owed an input (or will be, once the driver takes the
