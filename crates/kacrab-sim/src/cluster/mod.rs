@@ -115,7 +115,7 @@ impl Cluster {
         self.driver.producer()
     }
 
-    /// The session's metrics snapshot now, when the session drives ([`DriverKind::Session`](crate::DriverKind::Session)).
+    /// The session's metrics snapshot now, when the session drives ([`DriverKind::Session`]).
     pub fn session_metrics(&mut self) -> Option<kacrab_driver::metrics::MetricsSnapshot> {
         let now = self.now();
         self.driver.session_metrics(now)
