@@ -13,6 +13,11 @@
 #     Each must fail with an error naming the broker and the cause, within
 #     $FAIL_SECS seconds, after at most $MAX_ATTEMPTS connection attempts (no reconnect
 #     storm), with every record failed and none reported possibly written;
+#   * with KACRAB_KAFKA_REAUTH_MS set (the broker's connections.max.reauth.ms, KIP-368),
+#     each driver produces over SASL_SSL for a little over two session lifetimes, paced
+#     with --throughput: every record acknowledged, the producer's
+#     successful-reauthentication-total at least 2, and no connection closed (the broker
+#     closes a connection whose session expired, so a missed re-authentication shows);
 #   * Kafka's console consumer (read_committed) then reads exactly the successful
 #     produce runs' records and the committed transactions' records.
 # KACRAB_E2E_EXAMPLES=<dir> uses already built examples instead of building them.
@@ -161,6 +166,33 @@ for d in tokio blocking; do
     "$KACRAB_KAFKA_SSL_BOOTSTRAP" "$(tls "$t/ca.pem")"
   expect_failure "$d" "TLS to the plaintext port" "plaintext listener" "$plain" "$mtls"
 done
+
+# KIP-368 against the real broker: both drivers at once, each for ~2.2 lifetimes.
+metric() { sed -n "s/^producer-metrics:$1\({[^}]*}\)\{0,1\} \(-\{0,1\}[0-9.]*\)$/\2/p" <<<"$2" | head -n 1; }
+if [ -n "${KACRAB_KAFKA_REAUTH_MS:-}" ] && [ "$failure_cases" = 1 ]; then
+  rate=1000 n=$((KACRAB_KAFKA_REAUTH_MS * 22 / 10))   # records at 1000/s: 2.2 lifetimes
+  s=$(date +%s) dir=$(mktemp -d)
+  mapfile -t sargs < <(props_args "$scram_ok")
+  for d in tokio blocking; do
+    timeout 120 "$examples/${d}_produce" --bootstrap "$KACRAB_KAFKA_SASL_SSL_BOOTSTRAP" \
+      --topic "$topic" --partitions 3 --records "$n" --record-size 100 --throughput "$rate" \
+      --stats "${sargs[@]}" >"$dir/$d.out" 2>"$dir/$d.err" &
+  done
+  wait || true
+  for d in tokio blocking; do
+    out=$(cat "$dir/$d.out")
+    grep -q "acked=$n failed=0" <<<"$out" \
+      || { tail -n 20 "$dir/$d.err" >&2; die "$d re-authentication run: $(tail -n 1 <<<"$out")"; }
+    reauths=$(metric successful-reauthentication-total "$out")
+    closes=$(metric connection-close-total "$out")
+    [ "${reauths%.*}" -ge 2 ] 2>/dev/null \
+      || die "$d: successful-reauthentication-total=${reauths:-missing} after $n records over ~$((n / rate))s with connections.max.reauth.ms=$KACRAB_KAFKA_REAUTH_MS"
+    [ "${closes%.*}" = 0 ] || die "$d: connection-close-total=${closes:-missing} (a connection was lost)"
+    produced=$((produced + n)); runs=$((runs + 1))
+    log "$d re-authenticated $reauths times over $(($(date +%s) - s))s (connections.max.reauth.ms=$KACRAB_KAFKA_REAUTH_MS), $n records acknowledged, no connection closed"
+  done
+  rm -rf "$dir"
+fi
 
 # Nothing from a failed run (nor an aborted transaction) is in the log: exactly the
 # successful runs' records and the committed transactions'.

@@ -6,7 +6,8 @@
 //! produce --bootstrap HOST:PORT --topic T --partitions P --records N --record-size B
 //!     [--linger-ms L] [--batch-size S] [--threads T]
 //!     [--compression none|gzip|snappy|lz4|zstd] [--payload dots|json]
-//!     [--config producer.properties] [--property key=value]... [--stats]
+//!     [--config producer.properties] [--property key=value]... [--throughput R]
+//!     [--stats]
 //! ```
 //!
 //! Record `i` has key `i` in decimal ASCII and a value of `B` bytes starting with `i` in
@@ -25,7 +26,10 @@
 //! each value a JSON log line instead (deterministic in `i`: sequence number, timestamp,
 //! level, service, request id and a message drawn from a fixed vocabulary, padded or cut
 //! to `B` bytes), which compresses like real logs; the default `dots` compresses far
-//! better than anything real.
+//! better than anything real. `--throughput R` sends at most R records per second
+//! (as Kafka's ProducerPerformance `--throughput`; record `i` goes no earlier than
+//! `i / R` seconds after the start), so a run lasts as long as a test needs, e.g. past
+//! a SASL session lifetime.
 //!
 //! Progress goes to stderr every second (acknowledged and failed records, and the rates
 //! since the previous line and since the start); with `--stats` the producer's metrics
@@ -43,7 +47,7 @@ use std::time::Duration;
 pub const USAGE: &str = "usage: produce --bootstrap HOST:PORT --topic T --partitions P \
     --records N --record-size B [--linger-ms L] [--batch-size S] [--threads T] \
     [--compression C] [--payload dots|json] [--config FILE] [--property key=value]... \
-    [--stats]";
+    [--throughput R] [--stats]";
 
 /// What each record's value looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +80,9 @@ pub struct Args {
     pub stats: bool,
     /// `--payload`.
     pub payload: Payload,
+    /// `--throughput`: records per second at most; `None` sends as fast as the
+    /// producer takes them.
+    pub throughput: Option<u64>,
 }
 
 impl Args {
@@ -96,6 +103,7 @@ impl Args {
         let mut properties = Vec::new();
         let mut stats = false;
         let mut payload = Payload::Dots;
+        let mut throughput = None;
         let mut it = args.into_iter();
         while let Some(flag) = it.next() {
             if flag == "-h" || flag == "--help" {
@@ -119,6 +127,11 @@ impl Args {
                     ))
                 }
                 "--threads" => threads = number(&flag, &value)?,
+                "--throughput" => {
+                    // Kafka's tool takes -1 for "unlimited": any rate below 1 is.
+                    let rate: i64 = number(&flag, &value)?;
+                    throughput = u64::try_from(rate).ok().filter(|&r| r > 0);
+                }
                 "--linger-ms" => properties.push(("linger.ms".to_owned(), value)),
                 "--batch-size" => properties.push(("batch.size".to_owned(), value)),
                 "--compression" => properties.push(("compression.type".to_owned(), value)),
@@ -150,6 +163,7 @@ impl Args {
             threads,
             properties,
             stats,
+            throughput,
             payload,
         };
         if args.partitions < 1 {
@@ -173,6 +187,14 @@ impl Args {
                 .map(|(k, v)| (k.as_str(), v.as_str())),
         );
         props
+    }
+
+    /// How long after the start record `i` may be sent (`--throughput`), if paced.
+    pub fn send_after(&self, i: u64) -> Option<Duration> {
+        let rate = self.throughput?;
+        Some(Duration::from_nanos(
+            u64::try_from(u128::from(i) * 1_000_000_000 / u128::from(rate)).unwrap_or(u64::MAX),
+        ))
     }
 
     /// Record `i`'s partition.

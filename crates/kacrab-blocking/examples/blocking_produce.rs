@@ -64,12 +64,15 @@ impl Tally {
 }
 
 /// Sends thread `t`'s records: those of the partitions p with p mod `threads` = t.
-fn send_loop(producer: &Producer, args: &Args, t: usize, tally: &Arc<Tally>) {
+fn send_loop(producer: &Producer, args: &Args, t: usize, tally: &Arc<Tally>, start: Instant) {
     let topic = Topic::new(&args.topic);
     for i in 0..args.records {
         let partition = args.partition(i);
         if partition as usize % args.threads != t {
             continue;
+        }
+        if let Some(after) = args.send_after(i) {
+            thread::sleep((start + after).saturating_duration_since(Instant::now()));
         }
         let record =
             ProducerRecord::new(topic.clone(), partition, args.value(i)).with_key(Args::key(i));
@@ -112,7 +115,7 @@ fn main() -> ExitCode {
     let senders: Vec<_> = (0..args.threads)
         .map(|t| {
             let (producer, args, tally) = (producer.clone(), Arc::clone(&args), Arc::clone(&tally));
-            thread::spawn(move || send_loop(&producer, &args, t, &tally))
+            thread::spawn(move || send_loop(&producer, &args, t, &tally, start))
         })
         .collect();
     // Progress every second until `stop` is dropped.

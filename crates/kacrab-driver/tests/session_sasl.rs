@@ -351,6 +351,16 @@ fn connections_reauthenticate_before_the_session_lifetime_ends_and_nothing_is_lo
         "re-authentications: {}",
         reauths.len()
     );
+    // Kafka's selector metric counts exactly the renewals the listener saw.
+    let now = p.now;
+    let expected = reauths.len() as f64;
+    let counted = p
+        .session
+        .metrics(now)
+        .producer
+        .successful_reauthentication_total;
+    assert_eq!(counted, expected, "successful-reauthentication-total");
+    let l = listener(&p);
     // Each within 85-95% of the lifetime after the previous one (plus round trips).
     for conn in p.connects.iter().map(|c| c.1) {
         let times: Vec<_> = l

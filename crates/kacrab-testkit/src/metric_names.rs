@@ -43,6 +43,8 @@ pub const REQUIRED: &[(&str, &str)] = &[
     (PRODUCER, "connection-count"),
     (PRODUCER, "connection-creation-rate"),
     (PRODUCER, "connection-close-rate"),
+    (PRODUCER, "successful-reauthentication-rate"),
+    (PRODUCER, "successful-reauthentication-total"),
     (PRODUCER, "metadata-age"),
     (PRODUCER, "txn-init-time-ns-total"),
     (PRODUCER, "txn-begin-time-ns-total"),

@@ -137,6 +137,9 @@ async fn run(args: Args) -> ExitCode {
     let topic = Topic::new(&args.topic);
     let mut first_refusal = None;
     for i in 0..args.records {
+        if let Some(after) = args.send_after(i) {
+            tokio::time::sleep_until((start + after).into()).await;
+        }
         let partition = args.partition(i);
         let record =
             ProducerRecord::new(topic.clone(), partition, args.value(i)).with_key(Args::key(i));

@@ -137,6 +137,7 @@ pub(crate) struct SessionMetrics {
     incoming: Meter,
     created: Meter,
     closed: Meter,
+    reauthenticated: Meter,
     exhausted: Meter,
     topics: BTreeMap<String, TopicSensors>,
     nodes: BTreeMap<i32, NodeSensors>,
@@ -182,6 +183,7 @@ impl SessionMetrics {
             incoming: Meter::of_sum(),
             created: Meter::of_count(),
             closed: Meter::of_count(),
+            reauthenticated: Meter::of_sum(),
             exhausted: Meter::of_count(),
             topics: BTreeMap::new(),
             nodes: BTreeMap::new(),
@@ -427,6 +429,8 @@ impl SessionMetrics {
             connection_creation_total: self.created.total(),
             connection_close_rate: self.closed.rate(w, t),
             connection_close_total: self.closed.total(),
+            successful_reauthentication_rate: self.reauthenticated.rate(w, t),
+            successful_reauthentication_total: self.reauthenticated.total(),
             metadata_age: now
                 .saturating_duration_since(self.metadata_at)
                 .as_secs_f64(),
@@ -514,6 +518,8 @@ pub(crate) struct NetTally {
     /// Produce requests written and not answered: the core's request id, when.
     written: BTreeMap<u64, Timestamp>,
     responses: Vec<(Option<i32>, Option<Duration>)>,
+    /// KIP-368 re-authentications completed since the last drain.
+    reauthenticated: u32,
 }
 
 impl NetTally {
@@ -533,6 +539,11 @@ impl NetTally {
         self.responses.push((node, latency));
     }
 
+    /// A connection finished a KIP-368 re-authentication.
+    pub(crate) fn reauthenticated(&mut self) {
+        self.reauthenticated += 1;
+    }
+
     /// Hands every tallied response to the sensors, and forgets the writes of requests
     /// the core no longer waits for (their connection failed, or they timed out).
     pub(crate) fn drain_into(
@@ -546,6 +557,12 @@ impl NetTally {
             if let Some(latency) = latency {
                 metrics.latency(node, latency, now);
             }
+        }
+        if self.reauthenticated > 0 {
+            let count = f64::from(core::mem::take(&mut self.reauthenticated));
+            metrics
+                .reauthenticated
+                .record(metrics.window, count, now_ms(now));
         }
         self.written
             .retain(|&tag, _| core.is_outstanding(kacrab_idempotence::RequestId(tag)));

@@ -140,6 +140,10 @@ metric_set! {
         connection_close_rate => "connection-close-rate",
         /// Connections closed.
         connection_close_total => "connection-close-total",
+        /// KIP-368 re-authentications of open connections per second.
+        successful_reauthentication_rate => "successful-reauthentication-rate",
+        /// KIP-368 re-authentications of open connections completed.
+        successful_reauthentication_total => "successful-reauthentication-total",
         /// Seconds since metadata was last applied (since the session began, before
         /// the first answer).
         metadata_age => "metadata-age",

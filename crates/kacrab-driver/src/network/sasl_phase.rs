@@ -98,6 +98,7 @@ impl Network {
             Ok(SaslStep::Send(request)) => self.send_sasl(core, conn, request, now),
             Ok(SaslStep::Done { session_lifetime }) => {
                 let Some(c) = self.conn_mut(conn) else { return };
+                let renewal = c.state == ConnState::Authenticating(AuthRound::Renewal);
                 if let Some(exchange) = c.sasl.take() {
                     crate::trace::connection_authenticated(conn, exchange.mechanism_name());
                 }
@@ -106,6 +107,9 @@ impl Network {
                 let jitter = (c.id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % 101;
                 c.reauth_at = session_lifetime
                     .map(|l| now + reauthenticate_after(l, jitter as u16).max(MIN_REAUTH));
+                if renewal {
+                    self.tally.reauthenticated();
+                }
                 self.become_ready(core, conn, now);
             }
             Err(e) => self.fail(core, conn, e, Gone::Open, now),
