@@ -218,7 +218,7 @@ EOF
 # With KACRAB_KAFKA_SECURE=1 every broker (the single one and each cluster node)
 # keeps its PLAINTEXT listener and also listens on loopback with
 #   SSL            port+50  TLS, client authentication required (mutual TLS)
-#   SASL_SSL       port+53  TLS + SASL PLAIN / SCRAM-SHA-512
+#   SASL_SSL       port+53  TLS + SASL PLAIN / SCRAM-SHA-512 / OAUTHBEARER
 #   SASL_PLAINTEXT port+56  SASL PLAIN / SCRAM-SHA-512 (SCRAM-SHA-256 and
 #                           OAUTHBEARER are NOT enabled: asking for one gets
 #                           UNSUPPORTED_SASL_MECHANISM)
@@ -226,7 +226,8 @@ EOF
 #   EXPIRED (SSL)  port+62  a CA-signed certificate valid in January 2025 only
 # (port = the node's PLAINTEXT port; the stride of 3 keeps a cluster's three
 # nodes apart). SASL users: PLAIN alice/alice-pw; SCRAM-SHA-512 bob/bob-pw
-# (a KRaft SCRAM credential written at storage format time, KIP-554).
+# (a KRaft SCRAM credential written at storage format time, KIP-554); OAUTHBEARER
+# (SASL_SSL only) with Kafka's unsecured JWTs (any subject).
 # KACRAB_KAFKA_REAUTH_MS sets connections.max.reauth.ms (KIP-368) on the SASL
 # listeners. A throwaway CA is made with openssl at start under $RUN/tls:
 # ca.pem (the truststore), broker.pem, client.pem (key + chain, mutual TLS),
@@ -314,9 +315,14 @@ secure_config() {
     echo "listener.name.ssl.ssl.client.auth=required"
     for kind in sasl_ssl sasl_plaintext; do
       ln="listener.name.$kind"
-      echo "$ln.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512"
+      mechanisms=PLAIN,SCRAM-SHA-512
+      [ "$kind" = sasl_ssl ] && mechanisms=$mechanisms,OAUTHBEARER
+      echo "$ln.sasl.enabled.mechanisms=$mechanisms"
       echo "$ln.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_PLAIN_USER=\"$SASL_PLAIN_PASSWORD\";"
       echo "$ln.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+      # Kafka's unsecured OAUTHBEARER (the broker's default validator accepts an unsigned
+      # JWT; for tests only, never production).
+      echo "$ln.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"broker\";"
       if [ -n "${KACRAB_KAFKA_REAUTH_MS:-}" ]; then echo "$ln.connections.max.reauth.ms=$KACRAB_KAFKA_REAUTH_MS"; fi
     done
   } >>"$dir/server.properties"

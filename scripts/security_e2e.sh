@@ -4,8 +4,8 @@
 # output must be in the environment; issue 11):
 #   * for the Tokio and the blocking producer: idempotent produce (the `produce`
 #     examples) and transactions (the `transactional` examples: commits and aborts)
-#     over SASL_SSL with SCRAM-SHA-512, over mutual TLS, and over SASL_PLAINTEXT with
-#     PLAIN;
+#     over SASL_SSL with SCRAM-SHA-512, over mutual TLS, over SASL_PLAINTEXT with
+#     PLAIN, and over SASL_SSL with OAUTHBEARER (Kafka's unsecured JWT);
 #   * each failure case, through a counting TCP relay (counting_proxy): a wrong
 #     password, an unknown mechanism (SCRAM-SHA-256 is not enabled on the listener:
 #     UNSUPPORTED_SASL_MECHANISM), an untrusted CA, a certificate for another host name,
@@ -77,6 +77,11 @@ plain_sasl() { # plain_sasl <mechanism> <user> <password>: SASL_PLAINTEXT
   case "$1" in SCRAM*) module=scram.ScramLoginModule ;; esac
   printf '%s\n' security.protocol=SASL_PLAINTEXT "sasl.mechanism=$1" \
     "sasl.jaas.config=org.apache.kafka.common.security.$module required username=\"$2\" password=\"$3\";"
+}
+oauth() { # oauth <subject>: SASL_SSL with Kafka's unsecured JWT
+  printf '%s\n' security.protocol=SASL_SSL sasl.mechanism=OAUTHBEARER \
+    "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"$1\";" \
+    ssl.truststore.type=PEM "ssl.truststore.location=$t/ca.pem"
 }
 tls() { # tls <truststore> [<keystore>]
   printf '%s\n' security.protocol=SSL ssl.truststore.type=PEM "ssl.truststore.location=$1"
@@ -150,6 +155,7 @@ for d in tokio blocking; do
   succeed "$d" "SASL_SSL/SCRAM-SHA-512" "$KACRAB_KAFKA_SASL_SSL_BOOTSTRAP" "$scram_ok"
   succeed "$d" "mutual-TLS" "$KACRAB_KAFKA_SSL_BOOTSTRAP" "$mtls"
   succeed "$d" "SASL_PLAINTEXT/PLAIN" "$KACRAB_KAFKA_SASL_PLAINTEXT_BOOTSTRAP" "$plain_ok"
+  succeed "$d" "SASL_SSL/OAUTHBEARER" "$KACRAB_KAFKA_SASL_SSL_BOOTSTRAP" "$(oauth "kacrab-$d")"
 
   expect_failure "$d" "wrong password" "authentication failed|invalid (username|credentials)" \
     "$KACRAB_KAFKA_SASL_SSL_BOOTSTRAP" "$(scram "$KACRAB_KAFKA_SASL_SCRAM_USER" not-the-password)"
