@@ -19,6 +19,10 @@
 
 #![allow(dead_code)]
 
+// The drivers re-export these same types.
+use kacrab_driver::ProducerRecord;
+use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit, Topic, TopicPartition};
+
 /// The usage line.
 pub const USAGE: &str = "usage: transactional --bootstrap HOST:PORT --topic T [--partitions P] \
     [--transactions N] [--records R] [--group G] [--input TOPIC] [--transactional-id ID] \
@@ -131,5 +135,73 @@ impl Args {
     /// Whether transaction `t` is aborted (every third one).
     pub fn aborts(t: u32) -> bool {
         t % 3 == 2
+    }
+
+    /// The simulated consumer's group (a static member of no generation).
+    pub fn group_metadata(&self) -> ConsumerGroupMetadata {
+        ConsumerGroupMetadata {
+            group_id: self.group.clone(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+        }
+    }
+
+    /// Transaction `t`'s records: number `n` has key and value `n` in decimal.
+    pub fn records(&self, t: u32) -> impl Iterator<Item = ProducerRecord> + '_ {
+        let topic = Topic::new(&self.topic);
+        (0..self.records).map(move |i| {
+            let n = u64::from(t) * u64::from(self.records) + u64::from(i);
+            ProducerRecord::new(topic.clone(), self.partition(n), format!("{n}"))
+                .with_key(format!("{n}"))
+        })
+    }
+}
+
+/// The simulated input and what the transactions did: each transaction consumes
+/// `--records` input records; an aborted one leaves the input where it was (it is
+/// processed again), a committed one commits the offset after them.
+#[derive(Debug, Default)]
+pub struct Progress {
+    input_offset: i64,
+    committed: u32,
+    aborted: u32,
+    records_committed: u64,
+}
+
+impl Progress {
+    /// The offsets transaction `t` commits with its records (`--input`, partition 0).
+    pub fn offsets(&self, args: &Args) -> Vec<OffsetToCommit> {
+        vec![OffsetToCommit {
+            partition: TopicPartition::new(args.input.as_str(), 0),
+            offset: self.input_offset + i64::from(args.records),
+            leader_epoch: None,
+            metadata: None,
+        }]
+    }
+
+    /// Transaction `t` was aborted.
+    pub fn aborted(&mut self, t: u32) {
+        self.aborted += 1;
+        eprintln!("transaction {t}: aborted");
+    }
+
+    /// Transaction `t` was committed.
+    pub fn committed(&mut self, t: u32, args: &Args) {
+        self.input_offset += i64::from(args.records);
+        self.committed += 1;
+        self.records_committed += u64::from(args.records);
+        eprintln!(
+            "transaction {t}: committed, input offset {}",
+            self.input_offset
+        );
+    }
+
+    /// The last stdout line.
+    pub fn summary(&self) -> String {
+        format!(
+            "transactional: committed={} aborted={} records_committed={}",
+            self.committed, self.aborted, self.records_committed
+        )
     }
 }

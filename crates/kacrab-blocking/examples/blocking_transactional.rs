@@ -19,9 +19,8 @@ mod txn_cli;
 
 use std::process::ExitCode;
 
-use kacrab_blocking::{ConsumerGroupMetadata, OffsetToCommit, Producer, ProducerRecord, Topic};
-use kacrab_idempotence::TopicPartition;
-use txn_cli::Args;
+use kacrab_blocking::Producer;
+use txn_cli::{Args, Progress};
 
 fn main() -> ExitCode {
     let args = match Args::from_env() {
@@ -43,48 +42,27 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let producer = Producer::from_properties(&args.producer_properties())?;
     producer.init_transactions()?;
-    let topic = Topic::new(&args.topic);
-    let group = ConsumerGroupMetadata {
-        group_id: args.group.clone(),
-        generation_id: -1,
-        member_id: String::new(),
-        group_instance_id: None,
-    };
-    let (mut committed, mut aborted, mut records_committed) = (0u32, 0u32, 0u64);
-    let mut input_offset = 0i64;
+    let group = args.group_metadata();
+    let mut progress = Progress::default();
     for t in 0..args.transactions {
         producer.begin_transaction()?;
         let mut pending = Vec::with_capacity(args.records as usize);
-        for i in 0..args.records {
-            let n = u64::from(t) * u64::from(args.records) + u64::from(i);
-            let record = ProducerRecord::new(topic.clone(), args.partition(n), format!("{n}"))
-                .with_key(format!("{n}"));
+        for record in args.records(t) {
             pending.push(producer.send(record)?);
         }
         for p in pending {
             p.wait()?;
         }
-        input_offset += i64::from(args.records);
-        let offsets = vec![OffsetToCommit {
-            partition: TopicPartition::new(args.input.as_str(), 0),
-            offset: input_offset,
-            leader_epoch: None,
-            metadata: None,
-        }];
         if Args::aborts(t) {
             producer.abort_transaction()?;
-            input_offset -= i64::from(args.records); // the input is processed again
-            aborted += 1;
-            eprintln!("transaction {t}: aborted");
+            progress.aborted(t);
         } else {
-            producer.send_offsets_to_transaction(offsets, group.clone())?;
+            producer.send_offsets_to_transaction(progress.offsets(args), group.clone())?;
             producer.commit_transaction()?;
-            committed += 1;
-            records_committed += u64::from(args.records);
-            eprintln!("transaction {t}: committed, input offset {input_offset}");
+            progress.committed(t, args);
         }
     }
     producer.close()?;
-    println!("transactional: committed={committed} aborted={aborted} records_committed={records_committed}");
+    println!("{}", progress.summary());
     Ok(())
 }

@@ -8,6 +8,10 @@ use kacrab_compression::compression;
 use kacrab_idempotence::compression::Codec;
 use kacrab_idempotence::record::{BatchBuilder, Compression, Record};
 
+#[path = "../tests/support/log_line.rs"]
+mod log_line;
+use log_line::json_log_line;
+
 fn main() {
     divan::main();
 }
@@ -31,29 +35,9 @@ fn records_section() -> Vec<u8> {
     b.finish()[61..].to_vec()
 }
 
-/// The same deterministic JSON log line as the produce examples' `--payload json`.
+/// The deterministic JSON log line, cut to 200 bytes.
 fn json(i: u64) -> String {
-    const WORDS: [&str; 8] = [
-        "request",
-        "completed",
-        "user",
-        "cart",
-        "timeout",
-        "cache",
-        "miss",
-        "order",
-    ];
-    let w = |k: u64| WORDS[((i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (k * 3)) % 8) as usize];
-    let mut s = format!(
-        r#"{{"seq":{i},"ts":"2026-12-01T12:00:{:02}.{:03}Z","level":"INFO","service":"checkout","request_id":"{:016x}","msg":"{} {} {} {}"}}"#,
-        (i / 1000) % 60,
-        i % 1000,
-        i.wrapping_mul(0xFF51_AFD7_ED55_8CCD),
-        w(1),
-        w(2),
-        w(3),
-        w(4)
-    );
+    let mut s = json_log_line(i);
     s.truncate(200);
     s
 }

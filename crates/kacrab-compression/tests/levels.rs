@@ -6,36 +6,15 @@ use bytes::BytesMut;
 use kacrab_compression::compression;
 use kacrab_idempotence::compression::Codec;
 
+#[path = "support/log_line.rs"]
+mod log_line;
+use log_line::json_log_line;
+
 /// About 16 KiB of JSON log lines: repetitive enough that a harder search pays.
 fn json_logs() -> Vec<u8> {
-    const WORDS: [&str; 8] = [
-        "request",
-        "completed",
-        "user",
-        "cart",
-        "timeout",
-        "cache",
-        "miss",
-        "order",
-    ];
-    let mut out = Vec::new();
-    for i in 0u64..100 {
-        let w = |k: u64| WORDS[((i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (k * 3)) % 8) as usize];
-        out.extend_from_slice(
-            format!(
-                r#"{{"seq":{i},"ts":"2026-12-01T12:00:{:02}.{:03}Z","level":"INFO","service":"checkout","request_id":"{:016x}","msg":"{} {} {} {}"}}"#,
-                (i / 1000) % 60,
-                i % 1000,
-                i.wrapping_mul(0xFF51_AFD7_ED55_8CCD),
-                w(1),
-                w(2),
-                w(3),
-                w(4)
-            )
-            .as_bytes(),
-        );
-    }
-    out
+    (0u64..100)
+        .flat_map(|i| json_log_line(i).into_bytes())
+        .collect()
 }
 
 /// `codec` at `level`: the compressed bytes, after checking they decode to `input`.
