@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kacrab_driver::{
-    CloseReason, Completion, ConnectFailure, NonceSeed, ProduceError, SaslError, SaslMechanism,
-    Session, SessionConfig, SessionConfigError,
+    CloseReason, Completion, ConnectFailure, NonceSeed, SaslError, SaslMechanism, Session,
+    SessionConfig, SessionConfigError,
 };
 use kafka_protocol::messages::ApiKey;
 use pair::sasl::{SaslFault, SaslListener};
@@ -185,36 +185,10 @@ fn scram_over_sasl_ssl_runs_after_the_tls_handshake() {
     assert!(listener(&p).violations.is_empty());
 }
 
-/// The session's one `ConnectionFailed`.
-fn failure(p: &Pair) -> kacrab_driver::ConnectError {
-    let failures: Vec<_> = p
-        .completions
-        .iter()
-        .filter_map(|(_, c)| match c {
-            Completion::ConnectionFailed { error } => Some(error.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(failures.len(), 1, "exactly one failure: {failures:?}");
-    failures[0].clone()
-}
-
-/// Sends one record toward a listener that refuses the session, and checks the failure
-/// is final: one connection attempt in 30 s, the record failed and certainly not
-/// written, nothing in the log, the session finished. Returns the cause.
+/// A final failure ([`Pair::fails_finally`]) whose cause is SASL, closing its
+/// connection with it, with the listener seeing nothing out of order.
 fn fails_once(mut p: Pair) -> (SaslError, Pair) {
-    let id = p.send("t", 0, "never");
-    p.run_for(30 * SECOND);
-    assert_eq!(p.connects.len(), 1, "no reconnect: {:?}", p.connects);
-    match p.outcome(id) {
-        Some(Err(e @ ProduceError::Connection { .. })) => assert!(!e.possibly_written(), "{e}"),
-        other => panic!("the record failed: {other:?}"),
-    }
-    assert!(p.cluster.values("t", 0).is_empty());
-    assert!(p.session.is_finished());
-    let error = failure(&p);
-    assert_eq!(error.broker, "b0:9092");
-    assert_eq!(p.session.connection_failure(), Some(&error));
+    let error = p.fails_finally();
     assert!(
         matches!(p.closes.as_slice(), [(_, _, CloseReason::Security(e))] if *e == error),
         "the connection closes with the cause: {:?}",

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kacrab_driver::{
-    CloseReason, Completion, ConnectFailure, ProduceError, SessionConfig, SessionConfigError,
-    TlsFailure,
+    CloseReason, Completion, ConnectFailure, SessionConfig, SessionConfigError, TlsFailure,
 };
 use pair::{Cluster, Pair};
 use rustls::pki_types::pem::PemObject;
@@ -92,48 +91,9 @@ fn pair(cluster: Cluster, listener: Arc<rustls::ServerConfig>, props: &[(&str, &
     p
 }
 
-/// The session's one `ConnectionFailed`.
-fn failure(p: &Pair) -> kacrab_driver::ConnectError {
-    let failures: Vec<_> = p
-        .completions
-        .iter()
-        .filter_map(|(_, c)| match c {
-            Completion::ConnectionFailed { error } => Some(error.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(failures.len(), 1, "exactly one failure: {failures:?}");
-    failures[0].clone()
-}
-
-/// Sends one record toward a listener that will fail the handshake, and checks the
-/// failure is final: one connection attempt in 30 s, the record failed and certainly not
-/// written, nothing reached the broker's log, the session finished. Returns the cause.
+/// A final failure ([`Pair::fails_finally`]) whose cause is TLS.
 fn fails_once(mut p: Pair) -> TlsFailure {
-    let id = p.send("t", 0, "never");
-    p.run_for(30 * SECOND);
-    assert_eq!(p.connects.len(), 1, "no reconnect: {:?}", p.connects);
-    match p.outcome(id) {
-        Some(Err(e @ ProduceError::Connection { .. })) => {
-            assert!(!e.possibly_written(), "{e}");
-        }
-        other => panic!("the record failed: {other:?}"),
-    }
-    assert!(p.cluster.values("t", 0).is_empty());
-    assert!(p.session.is_finished());
-    let error = failure(&p);
-    assert_eq!(error.broker, "b0:9092");
-    assert_eq!(
-        p.session.connection_failure(),
-        Some(&error),
-        "kept for drivers"
-    );
-    let failed_before_record = p
-        .position(|c| matches!(c, Completion::ConnectionFailed { .. }))
-        .unwrap()
-        < p.position(|c| matches!(c, Completion::Record { .. }))
-            .unwrap();
-    assert!(failed_before_record, "the cause comes first");
+    let error = p.fails_finally();
     let ConnectFailure::Tls(cause) = error.cause else {
         panic!("a TLS failure: {error}");
     };
@@ -260,7 +220,7 @@ fn a_hostname_the_certificate_does_not_name_fails_unless_identification_is_off()
         .as_ref()
         .unwrap_err()
         .possibly_written());
-    let error = failure(&p);
+    let error = p.the_connection_failure();
     assert_eq!(error.broker, "elsewhere:9092");
     assert_eq!(
         error.cause,
@@ -284,7 +244,7 @@ fn a_hostname_the_certificate_does_not_name_fails_unless_identification_is_off()
     p.run_for(30 * SECOND);
     assert!(p.outcome(id).unwrap().is_err());
     assert_eq!(
-        failure(&p).cause,
+        p.the_connection_failure().cause,
         ConnectFailure::Tls(TlsFailure::UntrustedCertificate)
     );
 }
@@ -311,7 +271,10 @@ fn plaintext_answers_to_a_tls_client_are_not_tls() {
         .handle_bytes(conn, &[0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0], p.now);
     p.pump();
     assert!(p.outcome(id).is_some_and(Result::is_err));
-    assert_eq!(failure(&p).cause, ConnectFailure::Tls(TlsFailure::NotTls));
+    assert_eq!(
+        p.the_connection_failure().cause,
+        ConnectFailure::Tls(TlsFailure::NotTls)
+    );
     assert!(p
         .closes
         .iter()

@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 pub mod broker;
+mod final_failure;
 pub mod sasl;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
