@@ -264,29 +264,18 @@ impl Hash {
     }
 
     fn salted(self, password: &str) -> Vec<u8> {
+        fn pbkdf2_hmac<D>(password: &str) -> Vec<u8>
+        where
+            D: sha2::Digest + sha2::digest::core_api::BlockSizeUser + Clone + Sync,
+        {
+            let mut out = vec![0u8; <D as sha2::Digest>::output_size()];
+            pbkdf2::pbkdf2::<SimpleHmac<D>>(password.as_bytes(), SALT, ITERATIONS, &mut out)
+                .expect("pbkdf2");
+            out
+        }
         match self {
-            Self::Sha256 => {
-                let mut out = [0u8; 32];
-                pbkdf2::pbkdf2::<SimpleHmac<Sha256>>(
-                    password.as_bytes(),
-                    SALT,
-                    ITERATIONS,
-                    &mut out,
-                )
-                .expect("pbkdf2");
-                out.to_vec()
-            }
-            Self::Sha512 => {
-                let mut out = [0u8; 64];
-                pbkdf2::pbkdf2::<SimpleHmac<Sha512>>(
-                    password.as_bytes(),
-                    SALT,
-                    ITERATIONS,
-                    &mut out,
-                )
-                .expect("pbkdf2");
-                out.to_vec()
-            }
+            Self::Sha256 => pbkdf2_hmac::<Sha256>(password),
+            Self::Sha512 => pbkdf2_hmac::<Sha512>(password),
         }
     }
 }
