@@ -105,8 +105,39 @@ impl Producer {
         }
     }
 
+    /// The node partition `p` makes ready, as Java's `RecordAccumulator.ready` decides
+    /// (`partitionReady` / `batchReady`): its leader is known and can take a request,
+    /// and its head batch is not backing off and is sendable (closed, i.e. full or
+    /// followed by another batch, or lingered, or a flush runs). The sequencing gates
+    /// are not looked at: in Java they only decide, per partition, what the drain of a
+    /// ready node takes, so a gated full batch still lets the node's lingering batches go.
+    fn ready_node(&self, p: u32) -> Option<NodeId> {
+        let part = &self.partitions[p as usize];
+        let node = part.leader?;
+        if !self.node_has_capacity(node) {
+            return None;
+        }
+        match part.queue.front() {
+            Some(&head) => {
+                let b = self.batches.get(head)?;
+                let backing_off = b.retry_at.is_some_and(|at| at > self.now)
+                    && b.last_leader_epoch == Some(part.leader_epoch);
+                (!backing_off).then_some(node)
+            }
+            None => {
+                let open = part.open.as_ref()?;
+                let lingered = open.created + self.config.linger() <= self.now;
+                let full = open.builder.is_full(open.write_limit);
+                (lingered || full || self.flushing).then_some(node)
+            }
+        }
+    }
+
     /// Whether partition `p`'s head batch may be drained now, and to which node. The
-    /// gates are Java's `shouldStopDrainBatchesForPartition` plus backoff and linger.
+    /// gates are Java's `shouldStopDrainBatchesForPartition` plus backoff; not linger:
+    /// once its node is ready ([`Producer::ready_node`]), a lingering batch goes too
+    /// (`RecordAccumulator.drainBatchesForOneNode` takes the first batch of every
+    /// partition of a ready node).
     fn head(&self, p: u32) -> Head {
         if !self.txn_allows_drain(p) {
             return Head::NotReady;
@@ -172,12 +203,7 @@ impl Producer {
                 Head::Ready(node)
             }
             None => {
-                let Some(open) = &part.open else {
-                    return Head::NotReady;
-                };
-                let lingered = open.created + self.config.linger() <= self.now;
-                let full = open.builder.size_in_bytes() >= self.config.batch_size();
-                if !(lingered || full || self.flushing) || !new_batch_allowed() {
+                if part.open.is_none() || !new_batch_allowed() {
                     return Head::NotReady;
                 }
                 Head::Ready(node)
@@ -218,14 +244,16 @@ impl Producer {
         }
     }
 
-    /// Builds one Produce request: the node of the first drainable partition in
-    /// rotation order, and at most one head batch from each other partition it leads,
-    /// within max.request.size.
+    /// Builds one Produce request: the node of the first partition in rotation order
+    /// that makes its node ready and has a batch to drain there (lingering or not), and
+    /// at most one head batch from each partition that node leads, lingering or not
+    /// (Java's `RecordAccumulator.drain`), within max.request.size.
     fn drain_one_request(&mut self) -> Option<Request> {
         if self.is_idempotent() && self.id_state != IdState::Ready {
             return None;
         }
         let max_size = self.config.max_request_size();
+        let target = self.drain_target()?;
         let mut node: Option<NodeId> = None;
         let mut taken: Vec<BatchId> = Vec::new();
         let mut size = 0usize;
@@ -239,7 +267,7 @@ impl Producer {
                 continue;
             }
             match self.head(p) {
-                Head::Ready(n) if node.is_none_or(|cur| cur == n) => {
+                Head::Ready(n) if n == target => {
                     let head_size = self.head_size(p);
                     if node.is_some() && size + head_size > max_size {
                         i += 1;
@@ -267,6 +295,35 @@ impl Producer {
             }
         }
         Some(self.send_batches(node, taken))
+    }
+
+    /// The node the next request goes to: the first, in rotation order of the
+    /// partitions that make it ready ([`Producer::ready_node`]), that leads a partition
+    /// whose head batch may be drained now, lingering or not. Allocates nothing; a node
+    /// found with nothing drainable is remembered (up to eight) so that many gated
+    /// partitions of one node cost one scan.
+    fn drain_target(&self) -> Option<NodeId> {
+        let mut empty: [Option<NodeId>; 8] = [None; 8];
+        let mut empties = 0;
+        for &p in &self.pending {
+            let Some(n) = self.ready_node(p) else {
+                continue;
+            };
+            if self.head(p) == Head::Ready(n) {
+                return Some(n);
+            }
+            if empty.contains(&Some(n)) {
+                continue;
+            }
+            if self.pending.iter().any(|&q| self.head(q) == Head::Ready(n)) {
+                return Some(n);
+            }
+            if empties < empty.len() {
+                empty[empties] = Some(n);
+                empties += 1;
+            }
+        }
+        None
     }
 
     fn head_size(&self, p: u32) -> usize {

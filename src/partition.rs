@@ -14,6 +14,13 @@ use crate::types::{
 #[derive(Debug)]
 pub(crate) struct OpenBatch {
     pub(crate) builder: BatchBuilder,
+    /// The size the batch may grow to (Kafka's `MemoryRecordsBuilder.writeLimit`, the
+    /// buffer `RecordAccumulator.append` allocated): `max(batch.size,
+    /// BatchBuilder::batch_size_upper_bound(first record))`. Invariant: fixed at open;
+    /// the batch is full once its size reaches it, and a record that would pass it
+    /// opens a new batch. A first record larger than `batch.size` therefore leaves room
+    /// for small records behind it until linger sends the batch, as in Kafka.
+    pub(crate) write_limit: usize,
     pub(crate) records: Vec<RecordId>,
     pub(crate) created: Timestamp,
     /// The `buffer.memory` bytes its records were charged when `send` accepted them.

@@ -397,16 +397,17 @@ impl Producer {
         self.txn_add_partition(p)?;
         let batch_size = self.config.batch_size();
         let needs_new = match &self.partitions[p as usize].open {
-            Some(open) => !open.builder.has_room_for(record, batch_size),
+            Some(open) => !open.builder.has_room_for(record, open.write_limit),
             None => true,
         };
         if needs_new {
             self.close_open(p);
-            let capacity = batch_size.max(size + RECORD_BATCH_OVERHEAD);
+            let capacity = batch_size.max(BatchBuilder::batch_size_upper_bound(record));
             let ratio = self.ratios.get(&partition.topic);
             let compression = self.config.compression().clone();
             self.partitions[p as usize].open = Some(OpenBatch {
                 builder: BatchBuilder::with_ratio(compression, ratio, capacity),
+                write_limit: capacity,
                 records: Vec::new(),
                 created: self.now,
                 charged: 0,
@@ -423,8 +424,7 @@ impl Producer {
         open.records.push(id);
         open.charged += size;
         open.max_record_size = open.max_record_size.max(size);
-        let full = open.builder.size_in_bytes() >= batch_size;
-        if full {
+        if open.builder.is_full(open.write_limit) {
             self.close_open(p);
         }
         self.buffered_bytes += size;

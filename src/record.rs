@@ -220,20 +220,50 @@ impl BatchBuilder {
         len_prefix_len(body) + body
     }
 
-    /// Whether `record` fits without the batch growing past `batch_size` bytes.
+    /// The buffer Kafka allocates for a batch whose first record is `record` when that
+    /// record is larger than `batch.size`: a v2 batch's header plus the record with every
+    /// varint at its longest, the length prefix included (`AbstractRecords.
+    /// estimateSizeInBytesUpperBound`, i.e. `DefaultRecordBatch.estimateBatchSizeUpperBound`
+    /// with `DefaultRecord.MAX_RECORD_OVERHEAD` = 21). The same whatever the codec: Kafka
+    /// sizes the buffer for the uncompressed record.
+    #[must_use]
+    pub fn batch_size_upper_bound(record: &Record) -> usize {
+        RECORD_BATCH_OVERHEAD
+            + MAX_VARINT_LEN
+            + 1
+            + MAX_VARLONG_LEN
+            + MAX_VARINT_LEN
+            + payload_len(record)
+    }
+
+    /// Whether `record` fits without the batch growing past `write_limit` bytes (the
+    /// batch's buffer: `batch.size`, or more for a first record larger than that, see
+    /// [`BatchBuilder::batch_size_upper_bound`]).
     ///
     /// As in Kafka's `MemoryRecordsBuilder.hasRoomFor`, an empty builder always has room, so
-    /// a record larger than `batch.size` still gets a batch of its own, and the size checked
-    /// is the exact one the record would take here (its real deltas), so a batch packs as
-    /// many records as Kafka's would.
+    /// a record larger than `batch.size` still gets a batch of its own, a full builder
+    /// ([`BatchBuilder::is_full`]) has none, and the size checked is the exact one the
+    /// record would take here (its real deltas), so a batch packs as many records as
+    /// Kafka's would.
     #[must_use]
-    pub fn has_room_for(&self, record: &Record, batch_size: usize) -> bool {
+    pub fn has_room_for(&self, record: &Record, write_limit: usize) -> bool {
         if self.is_empty() {
             return true;
         }
+        if self.is_full(write_limit) {
+            return false;
+        }
         let body = self.body_len(record);
         let needed = len_prefix_len(body) + body;
-        self.size_in_bytes().saturating_add(needed) <= batch_size
+        self.size_in_bytes().saturating_add(needed) <= write_limit
+    }
+
+    /// Whether the batch takes no more records and is ready to send whatever its linger:
+    /// it holds a record and its (estimated) size reached `write_limit` (Kafka's
+    /// `MemoryRecordsBuilder.isFull`).
+    #[must_use]
+    pub fn is_full(&self, write_limit: usize) -> bool {
+        !self.is_empty() && self.size_in_bytes() >= write_limit
     }
 
     /// Appends `record` with the next offset delta; its timestamp delta is taken from the

@@ -34,15 +34,6 @@ pub enum Verdict {
     /// Departure 9 and 11: the wire histories agree but a failed record's outcome
     /// differs in a way the core's proof-of-absence rules explain.
     OutcomeOfPossiblyWritten,
-    /// A known core bug (reported, not a departure): a record larger than `batch.size`
-    /// closes its batch at once in the core, while Java's batch keeps the room of its
-    /// buffer (`max(batch.size, estimateSizeInBytesUpperBound)`, `MemoryRecordsBuilder.
-    /// hasRoomFor`) and takes more records until linger or the next batch makes it ready.
-    CoreBugOversizedBatchFill,
-    /// A known difference in batching (reported, not a documented departure): Java's
-    /// `RecordAccumulator.drain` takes the first batch of every partition led by a node
-    /// that has one ready batch, lingering or not; the core sends only ready batches.
-    CoreBugNoLingerPiggyback,
     /// Java's `RecordAccumulator.drainBatchesForOneNode` stops draining a node (`break`)
     /// at the first partition that must wait for its in-flight retry
     /// (`shouldStopDrainBatchesForPartition`), so the node's later partitions wait too;
@@ -229,10 +220,6 @@ fn possibly_written(error: &str) -> bool {
     )
 }
 
-/// A record batch's overhead plus a record's: a value within this many bytes of
-/// `batch.size` may need a batch larger than `batch.size`.
-const OVERSIZE_SLACK: usize = 61 + 21;
-
 /// What the shared prefix of a partition's history shows.
 struct Prefix {
     /// The identity of the last batch sent.
@@ -312,20 +299,6 @@ fn classify_partition(
         _ => None,
     };
     let (j, c) = (sent(java), sent(core));
-    // A record larger than batch.size was sent: batch boundaries differ, and so do the
-    // requests that group them, for every partition sharing those brokers.
-    let oversized = trace.ops.iter().any(|op| {
-        matches!(op, crate::trace::Op::Send { size, .. }
-            if *size as usize + OVERSIZE_SLACK > trace.config.batch_size as usize)
-    });
-    let boundary_differs = match (&j, &c) {
-        (Some(j), Some(c)) => j.seq == c.seq && j.count != c.count,
-        (None, Some(_)) | (Some(_), None) => true,
-        _ => {
-            matches!(java, Some(PartitionEvent::Answered { .. }))
-                && matches!(core, Some(PartitionEvent::Sent { .. }))
-        }
-    };
     // Java sends a batch the core holds back.
     if let Some(j) = &j {
         let same_identity = pre.identity == Some(j.identity());
@@ -339,31 +312,6 @@ fn classify_partition(
             }
             if pre.unfinished.len() >= max_in_flight {
                 return Verdict::InFlightWindow;
-            }
-        }
-    }
-    // Java holds such a batch for linger (or more records) where the core sends it: the
-    // first difference can be any event, while no error has been answered yet.
-    if oversized && (boundary_differs || trace.config.linger_ms > 0) && !pre.any_error {
-        return Verdict::CoreBugOversizedBatchFill;
-    }
-    // The same batches on the wire, answered differently (another error, or a disconnect
-    // on one side only): they went in different requests (answers are scripted per
-    // request), so the two sides grouped batches differently.
-    let reached = |e: Option<&PartitionEvent>| {
-        matches!(
-            e,
-            Some(PartitionEvent::Answered { .. } | PartitionEvent::Disconnected { .. })
-        )
-    };
-    let regrouped = reached(java) && reached(core);
-    if trace.config.linger_ms > 0 && !pre.any_error {
-        if regrouped {
-            return Verdict::CoreBugNoLingerPiggyback;
-        }
-        if let Some(j) = &j {
-            if c.as_ref() != Some(j) && !pre.unfinished.iter().any(|s| s.seq == j.seq) {
-                return Verdict::CoreBugNoLingerPiggyback;
             }
         }
     }
@@ -423,6 +371,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     let (jp, jat, jo) = project(java);
     let (cp, cat, co) = project(core);
     let mut partitions = Vec::new();
+    let mut identity_only = Vec::new();
     let empty = Vec::new();
     for p in jp
         .keys()
@@ -434,6 +383,17 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
             let v = classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k));
+            if let (
+                Verdict::Unexplained,
+                Some(PartitionEvent::Sent { node: jn, stamp: j }),
+                Some(PartitionEvent::Sent { node: cn, stamp: c }),
+            ) = (v, je.get(k), ce.get(k))
+            {
+                if jn == cn && j.seq == c.seq && j.count == c.count && j.identity() != c.identity()
+                {
+                    identity_only.push(p);
+                }
+            }
             let when = |at: &BTreeMap<i32, Vec<usize>>| {
                 at.get(&p)
                     .and_then(|a| a.get(k))
@@ -447,8 +407,25 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     // (its oldest request), so once one partition's batches are grouped into requests
     // differently, every partition sharing those brokers sees different answers: later
     // differences are consequences, not classified on their own.
-    partitions.sort_by_key(|&(_, _, _, when)| when);
-    let mut verdict = partitions.first().map_or(Verdict::Same, |(_, v, _, _)| *v);
+    // Differences on the same output line happen in the same request or answer: a
+    // departure there explains the partitions whose batches took or lost its place (a
+    // request slot on the connection, room in the request), so it ranks first.
+    partitions.sort_by_key(|&(_, v, _, when)| (when, v == Verdict::Unexplained));
+    // A partition whose first difference is only the identity its next batch is stamped
+    // with (same sequence, same records, same broker, another producer id or epoch), and
+    // whose own history does not explain it, follows a producer-wide decision to bump or not, taken on another partition:
+    // Java's epoch is one for the whole producer. That partition's difference is a
+    // consequence and the trace's verdict is the first other partition's; with no other
+    // diverging partition to explain it, it stays unexplained.
+    let explains = |(p, _, _, _): &&(i32, Verdict, usize, usize)| !identity_only.contains(p);
+    let mut verdict = if partitions.is_empty() {
+        Verdict::Same
+    } else {
+        partitions
+            .iter()
+            .find(explains)
+            .map_or(Verdict::Unexplained, |(_, v, _, _)| *v)
+    };
     let exotic = java
         .iter()
         .chain(core)

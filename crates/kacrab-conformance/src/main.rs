@@ -1,7 +1,7 @@
 //! `kacrab-conformance`: generate traces, run them through Java and the core, compare.
 //!
 //! ```text
-//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean] [--shrink] [--save FILE] [--strict] [--find CLASS]
+//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean|--mixed] [--shrink] [--save FILE] [--strict] [--find CLASS]
 //! kacrab-conformance replay FILE      # a trace file through both sides, outputs side by side
 //! kacrab-conformance core FILE        # a trace file through the core only
 //! ```
@@ -87,10 +87,15 @@ fn check(args: &[String]) -> Result<bool, String> {
     let seed: u64 = arg(args, "--seed", 1);
     let count: u64 = arg(args, "--traces", 1000);
     let batch: u64 = arg(args, "--batch", 2000);
-    let answers = if args.iter().any(|a| a == "--clean") {
-        Answers::Clean
-    } else {
-        Answers::Faulty
+    // `--clean`: only NONE answers; `--mixed`: every fourth trace clean, the rest faulty
+    // (one run covers both, for CI); default: faulty.
+    let mixed = args.iter().any(|a| a == "--mixed");
+    let answers_of = |i: u64| {
+        if args.iter().any(|a| a == "--clean") || (mixed && i % 4 == 3) {
+            Answers::Clean
+        } else {
+            Answers::Faulty
+        }
     };
     let want_shrink = args.iter().any(|a| a == "--shrink");
     // `--find CLASS`: collect and shrink traces of that verdict instead (minimal traces
@@ -101,6 +106,10 @@ fn check(args: &[String]) -> Result<bool, String> {
         .and_then(|i| args.get(i + 1))
         .cloned()
         .unwrap_or_else(|| "Unexplained".to_string());
+    let save_to = args
+        .iter()
+        .position(|a| a == "--save")
+        .and_then(|i| args.get(i + 1));
     let cp = classpath()?;
     let started = Instant::now();
     let mut by_verdict: BTreeMap<Verdict, u64> = BTreeMap::new();
@@ -110,7 +119,9 @@ fn check(args: &[String]) -> Result<bool, String> {
     while done < count {
         let n = batch.min(count - done);
         let traces: Vec<Trace> = (done..done + n)
-            .map(|i| generate::idempotent(seed.wrapping_mul(1_000_003).wrapping_add(i), answers))
+            .map(|i| {
+                generate::idempotent(seed.wrapping_mul(1_000_003).wrapping_add(i), answers_of(i))
+            })
             .collect();
         let java_out = java::run(&cp, &traces)?;
         for (t, j) in traces.iter().zip(&java_out) {
@@ -118,7 +129,10 @@ fn check(args: &[String]) -> Result<bool, String> {
             requests += j.iter().filter(|l| l.contains(r#""ev":"produce""#)).count() as u64;
             let cmp = compare(t, j, &c, &extra);
             *by_verdict.entry(cmp.verdict).or_default() += 1;
-            if format!("{:?}", cmp.verdict) == wanted && unexplained.len() < 20 {
+            // With `--save`, every trace of the wanted class is kept (a long run's
+            // unexplained traces, to replay with later detectors); else the first 20.
+            let keep = if save_to.is_some() { 100_000 } else { 20 };
+            if format!("{:?}", cmp.verdict) == wanted && unexplained.len() < keep {
                 unexplained.push(t.clone());
             }
         }
@@ -131,11 +145,7 @@ fn check(args: &[String]) -> Result<bool, String> {
     for (v, n) in &by_verdict {
         println!("  {v:?}: {n}");
     }
-    if let Some(path) = args
-        .iter()
-        .position(|a| a == "--save")
-        .and_then(|i| args.get(i + 1))
-    {
+    if let Some(path) = save_to {
         let all: String = unexplained.iter().map(Trace::to_jsonl).collect();
         std::fs::write(path, all).map_err(|e| format!("{path}: {e}"))?;
     }

@@ -139,7 +139,10 @@ impl Cluster {
             if let Some(id) = self.config.producer.transactional_id() {
                 let state = self.world.coordinator().state(id);
                 let stuck = state.is_some_and(|s| s == TxnState::Ongoing || s.is_prepare());
-                if stuck && self.driver.producer().fatal_error().is_none() {
+                if stuck
+                    && self.driver.producer().fatal_error().is_none()
+                    && !self.hanging_by_kafkas_rules(id)
+                {
                     problems.push(format!("coordinator left transaction in {state:?}"));
                 }
             }
@@ -153,6 +156,39 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// Whether `txn_id`'s transaction left `Ongoing` at the end is one Kafka's
+    /// coordinator leaves open too, not one the producer failed to end: a late
+    /// AddPartitionsToTxn or AddOffsetsToTxn (read by the broker, timed out and retried
+    /// by the client, applied after its connection closed) opened it after the
+    /// producer's last transaction had ended, and the producer has none open. Kafka's
+    /// `TransactionCoordinator.handleAddPartitionsToTransaction` accepts the matching
+    /// epoch from `CompleteCommit`/`CompleteAbort` (TV1 keeps the epoch across
+    /// transactions); the transaction hangs until `abortTimedOutTransactions` aborts
+    /// it (KIP-890 ends this under TV2, where every transaction has its own epoch).
+    #[must_use]
+    pub fn hanging_by_kafkas_rules(&self, txn_id: &str) -> bool {
+        let Some(meta) = self.world.coordinator().metadata(txn_id) else {
+            return false;
+        };
+        let producer_idle = self
+            .obs
+            .txns()
+            .txns
+            .iter()
+            .all(|t| t.outcome != TxnOutcome::Open);
+        meta.state == TxnState::Ongoing
+            && producer_idle
+            && self.world.late_opened_transaction(txn_id) == Some(meta.start_ms)
+    }
+
+    /// The start (ms) of the last transaction of `txn_id` that a late
+    /// AddPartitionsToTxn or AddOffsetsToTxn opened at the coordinator (one the broker
+    /// applied after the client had closed the connection it came on), if any.
+    #[must_use]
+    pub fn late_opened_transaction(&self, txn_id: &str) -> Option<u64> {
+        self.world.late_opened_transaction(txn_id)
+    }
+
     /// Whether the producer's fatal error is one Kafka's rules give it under the faults
     /// drawn, not a bug: the coordinator aborted its transaction (as a transaction
     /// timeout does; the epoch bump fences the producer's next request,

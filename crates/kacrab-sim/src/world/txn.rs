@@ -21,7 +21,7 @@ use super::{SimPartition, World};
 use crate::batch;
 use crate::broker::{TxnMarker, NONE, UNKNOWN_TOPIC_OR_PARTITION};
 use crate::checker::ViolationKind;
-use crate::coordinator::{produce_error_from_coordinator, Partition};
+use crate::coordinator::{produce_error_from_coordinator, Partition, TxnState};
 use crate::faults::FaultKind;
 use crate::net::{txn_request_id, ToClient, TxnAnswer};
 use crate::observers::Observers;
@@ -169,6 +169,7 @@ impl World {
             self.deliver_markers(obs);
         }
         let tps: Vec<TopicPartition> = self.partitions.iter().map(|p| p.tp.clone()).collect();
+        let late_add = self.late_add(node, &req);
         let answer = match req {
             Request::FindCoordinator(_) => {
                 TxnAnswer::FindCoordinator(refuse.map_or(Ok(self.coordinator_node), Err))
@@ -245,12 +246,44 @@ impl World {
                 return;
             }
         };
+        if let Some((txn_id, was_open)) = late_add {
+            self.record_late_open(obs, &txn_id, was_open);
+        }
         self.schedule_markers();
         for code in answer_codes(&answer) {
             self.count_coordinator_answer(code);
         }
         obs.trace(self.now, || format!("node {node} txn req {id}: {answer:?}"));
         self.respond(obs, node, id, ToClient::Txn(id, answer), &[]);
+    }
+
+    /// For an AddPartitionsToTxn or AddOffsetsToTxn applied after its connection was
+    /// closed (the client timed it out and retried it): its transactional id and
+    /// whether that id's transaction was open before it.
+    fn late_add(&self, node: NodeId, req: &Request) -> Option<(String, bool)> {
+        let txn_id = match req {
+            Request::AddPartitionsToTxn(r) => &r.transactional_id,
+            Request::AddOffsetsToTxn(r) => &r.transactional_id,
+            _ => return None,
+        };
+        let late = !self.net.is_current(node, self.reply_generation);
+        let open = self.coordinator.state(txn_id) == Some(TxnState::Ongoing);
+        late.then(|| (txn_id.clone(), open))
+    }
+
+    /// Remembers a transaction the late request just opened (`TxnEnv::late_opened`).
+    fn record_late_open(&mut self, obs: &mut Observers, txn_id: &str, was_open: bool) {
+        let Some(meta) = self.coordinator.metadata(txn_id) else {
+            return;
+        };
+        if was_open || meta.state != TxnState::Ongoing {
+            return;
+        }
+        let start_ms = meta.start_ms;
+        self.txn_env.record_late_open(txn_id, start_ms);
+        obs.trace(self.now, || {
+            format!("a late request opened a transaction of {txn_id}: it hangs until its timeout")
+        });
     }
 
     /// The partition leader's check of a transactional batch with the coordinator

@@ -62,6 +62,18 @@ pub(crate) struct TxnEnv {
     rng: Rng,
     /// Draws the workload's consumed offsets ([`crate::txn_offsets`]).
     offsets_rng: Rng,
+    /// Per transactional id, the start (ms) of a transaction that a late request
+    /// opened: an AddPartitionsToTxn or AddOffsetsToTxn the broker had read but applied
+    /// only after the client had timed it out and closed its connection, by then
+    /// answered through its retry, with the producer's transaction already ended.
+    /// Kafka's coordinator does the same (`TransactionCoordinator.
+    /// handleAddPartitionsToTransaction` takes a matching epoch from `CompleteCommit`
+    /// or `CompleteAbort` to `Ongoing`: under TV1 the epoch does not change per
+    /// transaction) and leaves that transaction open until its timeout aborts it
+    /// (`abortTimedOutTransactions`): a hanging transaction (KIP-890), not a producer
+    /// bug. Invariant: an entry names the `start_ms` the coordinator recorded when the
+    /// late request opened the transaction.
+    late_opened: std::collections::BTreeMap<String, u64>,
 }
 
 impl TxnEnv {
@@ -73,7 +85,18 @@ impl TxnEnv {
             features_epoch: 0,
             rng: Rng::stream(seed, 7),
             offsets_rng: Rng::stream(seed, 8),
+            late_opened: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Records that a late request opened `txn_id`'s transaction started at `start_ms`.
+    pub(crate) fn record_late_open(&mut self, txn_id: &str, start_ms: u64) {
+        self.late_opened.insert(txn_id.to_owned(), start_ms);
+    }
+
+    /// The start (ms) of the last transaction of `txn_id` a late request opened.
+    pub(crate) fn late_opened(&self, txn_id: &str) -> Option<u64> {
+        self.late_opened.get(txn_id).copied()
     }
 
     pub(crate) fn offsets_rng(&mut self) -> &mut Rng {
@@ -91,6 +114,12 @@ fn draw(rng: &mut Rng, max: Duration) -> Duration {
 }
 
 impl World {
+    /// The start (ms) of the last transaction of `txn_id` that a late AddPartitionsToTxn
+    /// or AddOffsetsToTxn opened (see `TxnEnv::late_opened`).
+    pub(crate) fn late_opened_transaction(&self, txn_id: &str) -> Option<u64> {
+        self.txn_env.late_opened(txn_id)
+    }
+
     /// The model transaction coordinator.
     pub(crate) fn coordinator(&self) -> &TransactionCoordinator {
         &self.coordinator
