@@ -119,6 +119,9 @@ pub fn compare(baseline: &[String], new: &[String]) -> Comparison {
     comparison
 }
 
+/// The characters that end an item's path in a line (a `::` continues it).
+const PATH_END: [char; 7] = ['(', '<', '{', ':', ' ', ';', '='];
+
 /// The item a line is about: its kind and path, without generics or signature.
 fn item_key(line: &str) -> String {
     let mut words = line.splitn(2, ' ');
@@ -128,21 +131,17 @@ fn item_key(line: &str) -> String {
         // A type's trait implementations are separate facts: one line each.
         return line.to_owned();
     }
-    let end = rest
-        .find(|c: char| matches!(c, '(' | '<' | '{' | ':' | ' ' | ';' | '='))
-        .map_or(rest.len(), |i| {
-            // `a::b` continues a path; a lone `:` ends it.
-            let mut i = i;
-            while rest[i..].starts_with("::") {
-                match rest[i + 2..]
-                    .find(|c: char| matches!(c, '(' | '<' | '{' | ':' | ' ' | ';' | '='))
-                {
-                    Some(j) => i = i + 2 + j,
-                    None => return rest.len(),
-                }
+    let end = rest.find(PATH_END).map_or(rest.len(), |i| {
+        // `a::b` continues a path; a lone `:` ends it.
+        let mut i = i;
+        while rest[i..].starts_with("::") {
+            match rest[i + 2..].find(PATH_END) {
+                Some(j) => i = i + 2 + j,
+                None => return rest.len(),
             }
-            i
-        });
+        }
+        i
+    });
     format!("{kind} {}", &rest[..end])
 }
 
