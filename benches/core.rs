@@ -72,17 +72,11 @@ fn config(batch_size: usize) -> ProducerConfig {
 /// A producer whose id is assigned and whose partitions' leaders are known.
 fn ready_producer(config: ProducerConfig, tps: &[TopicPartition], now: Timestamp) -> Producer {
     let mut p = Producer::new(config, now);
-    let md = Metadata {
-        partitions: tps
-            .iter()
-            .map(|tp| PartitionMetadata {
-                partition: tp.clone(),
-                leader: Some(LEADER),
-                leader_epoch: 0,
-            })
+    let md = Metadata::new(
+        tps.iter()
+            .map(|tp| PartitionMetadata::new(tp.clone(), Some(LEADER), 0))
             .collect(),
-        topic_errors: vec![],
-    };
+    );
     p.handle_metadata(None, &md, now)
         .expect("bootstrap metadata");
     match p.poll_request(now) {
@@ -101,13 +95,12 @@ fn small_record() -> Record {
 
 /// A success for every partition, in partition order (the order the drain uses here).
 fn ok_all(tps: &[TopicPartition]) -> ProduceResponse {
-    ProduceResponse {
-        partitions: tps
-            .iter()
+    ProduceResponse::new(
+        tps.iter()
             .map(|tp| PartitionResponse::ok(tp.clone(), 0))
             .collect(),
-        throttle: Duration::ZERO,
-    }
+    )
+    .with_throttle(Duration::ZERO)
 }
 
 /// Drains every request, answers each with `response`, drains every event. Returns the
@@ -333,13 +326,11 @@ mod restamp {
     /// 5 batches in place (5 stamps, 5 CRCs over 16 KiB) and returns the first resend;
     /// then the `ProducerIdChanged` event.
     pub(crate) fn recover_to_first_resend(s: &mut InFlight) -> Request {
-        let error = ProduceResponse {
-            partitions: vec![PartitionResponse::error(
-                s.tp.clone(),
-                KafkaError::OutOfOrderSequenceNumber,
-            )],
-            throttle: Duration::ZERO,
-        };
+        let error = ProduceResponse::new(vec![PartitionResponse::error(
+            s.tp.clone(),
+            KafkaError::OutOfOrderSequenceNumber,
+        )])
+        .with_throttle(Duration::ZERO);
         for &id in &s.requests {
             s.p.handle_produce_response(id, &error, s.now)
                 .expect("known request");

@@ -50,13 +50,12 @@ fn config(batch_size: usize) -> ProducerConfig {
 }
 
 fn ok_all(tps: &[TopicPartition]) -> ProduceResponse {
-    ProduceResponse {
-        partitions: tps
-            .iter()
+    ProduceResponse::new(
+        tps.iter()
             .map(|tp| PartitionResponse::ok(tp.clone(), 0))
             .collect(),
-        throttle: Duration::ZERO,
-    }
+    )
+    .with_throttle(Duration::ZERO)
 }
 
 fn small_record() -> Record {
@@ -82,17 +81,11 @@ fn drain_and_ack(p: &mut Producer, response: &ProduceResponse, now: Timestamp) -
 /// A producer with its id and its leaders, warmed by two records per partition.
 fn ready(tps: &[TopicPartition], response: &ProduceResponse, batch_size: usize) -> Producer {
     let mut p = Producer::new(config(batch_size), NOW);
-    let md = Metadata {
-        partitions: tps
-            .iter()
-            .map(|tp| PartitionMetadata {
-                partition: tp.clone(),
-                leader: Some(NodeId(1)),
-                leader_epoch: 0,
-            })
+    let md = Metadata::new(
+        tps.iter()
+            .map(|tp| PartitionMetadata::new(tp.clone(), Some(NodeId(1)), 0))
             .collect(),
-        topic_errors: vec![],
-    };
+    );
     p.handle_metadata(None, &md, NOW).expect("metadata");
     let Some(Request::InitProducerId(r)) = p.poll_request(NOW) else {
         panic!("expected InitProducerId")
@@ -248,13 +241,11 @@ fn five_in_flight() -> (Fixture, Vec<RequestId>) {
 #[library_benchmark]
 #[bench::five(setup = five_in_flight)]
 fn epoch_bump_5_in_flight((mut f, ids): (Fixture, Vec<RequestId>)) -> (Fixture, Option<Request>) {
-    let error = ProduceResponse {
-        partitions: vec![PartitionResponse::error(
-            f.tps[0].clone(),
-            KafkaError::OutOfOrderSequenceNumber,
-        )],
-        throttle: Duration::ZERO,
-    };
+    let error = ProduceResponse::new(vec![PartitionResponse::error(
+        f.tps[0].clone(),
+        KafkaError::OutOfOrderSequenceNumber,
+    )])
+    .with_throttle(Duration::ZERO);
     for &id in &ids {
         f.p.handle_produce_response(id, &error, NOW).expect("known");
     }

@@ -136,23 +136,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     producer.handle_producer_id(r.id, Ok(id), now)?;
                 }
                 Request::Metadata(r) => {
-                    let leader = |p| PartitionMetadata {
-                        partition: TopicPartition::new(r.topics[0].as_str(), p),
-                        leader: Some(NodeId(1)),
-                        leader_epoch: 0,
+                    let leader = |p| {
+                        PartitionMetadata::new(
+                            TopicPartition::new(r.topics[0].as_str(), p),
+                            Some(NodeId(1)),
+                            0,
+                        )
                     };
-                    let metadata = Metadata {
-                        partitions: (0..3).map(leader).collect(),
-                        topic_errors: vec![],
-                    };
+                    let metadata = Metadata::new((0..3).map(leader).collect());
                     producer.handle_metadata(Some(r.id), &metadata, now)?;
                 }
                 Request::Produce(r) => {
                     let partitions = r.batches.iter().map(|b| append(&mut logs, b)).collect();
-                    let response = ProduceResponse {
-                        partitions,
-                        throttle: Duration::ZERO,
-                    };
+                    let response = ProduceResponse::new(partitions).with_throttle(Duration::ZERO);
                     produce_requests += 1;
                     if produce_requests == 2 {
                         say!(now, "request {} applied, then its connection dropped", r.id);

@@ -196,12 +196,35 @@ pub struct MetadataRequest {
 }
 
 /// The answer to a [`ProduceRequest`], one entry per partition.
+///
+/// Built with [`ProduceResponse::new`] (or `default()`) and
+/// [`ProduceResponse::with_throttle`]; the fields stay public to read and to set, and
+/// new ones may come (the struct is `#[non_exhaustive]`).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ProduceResponse {
     /// Per partition.
     pub partitions: Vec<PartitionResponse>,
     /// How long the broker asked us to hold off (`throttle_time_ms`).
     pub throttle: Duration,
+}
+
+impl ProduceResponse {
+    /// An answer with these partitions and no throttle.
+    #[must_use]
+    pub fn new(partitions: Vec<PartitionResponse>) -> Self {
+        Self {
+            partitions,
+            throttle: Duration::ZERO,
+        }
+    }
+
+    /// Sets the throttle the broker asked for.
+    #[must_use]
+    pub fn with_throttle(mut self, throttle: Duration) -> Self {
+        self.throttle = throttle;
+        self
+    }
 }
 
 /// One partition's answer inside a [`ProduceResponse`].
@@ -337,6 +360,7 @@ impl RecordError {
 
 /// A partition's leader and leader epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LeaderHint {
     /// The leader.
     pub leader: NodeId,
@@ -344,8 +368,24 @@ pub struct LeaderHint {
     pub leader_epoch: i32,
 }
 
+impl LeaderHint {
+    /// `leader` at `leader_epoch`.
+    #[must_use]
+    pub fn new(leader: NodeId, leader_epoch: i32) -> Self {
+        Self {
+            leader,
+            leader_epoch,
+        }
+    }
+}
+
 /// Partition leadership learned from a Metadata response.
+///
+/// Built with [`Metadata::new`] (or `default()`) and the `with_*` methods; the fields
+/// stay public to read and to set, and new ones may come (the struct is
+/// `#[non_exhaustive]`).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Metadata {
     /// Partitions and their leaders.
     pub partitions: Vec<PartitionMetadata>,
@@ -353,8 +393,41 @@ pub struct Metadata {
     pub topic_errors: Vec<(Topic, KafkaError)>,
 }
 
+impl Metadata {
+    /// An answer with these partitions and no topic errors.
+    #[must_use]
+    pub fn new(partitions: Vec<PartitionMetadata>) -> Self {
+        Self {
+            partitions,
+            topic_errors: Vec::new(),
+        }
+    }
+
+    /// Adds one partition.
+    #[must_use]
+    pub fn with_partition(mut self, partition: PartitionMetadata) -> Self {
+        self.partitions.push(partition);
+        self
+    }
+
+    /// Sets the topics the broker reported an error for.
+    #[must_use]
+    pub fn with_topic_errors(mut self, topic_errors: Vec<(Topic, KafkaError)>) -> Self {
+        self.topic_errors = topic_errors;
+        self
+    }
+
+    /// Adds a topic the broker reported an error for.
+    #[must_use]
+    pub fn with_topic_error(mut self, topic: Topic, error: KafkaError) -> Self {
+        self.topic_errors.push((topic, error));
+        self
+    }
+}
+
 /// One partition inside [`Metadata`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PartitionMetadata {
     /// The partition.
     pub partition: TopicPartition,
@@ -362,6 +435,18 @@ pub struct PartitionMetadata {
     pub leader: Option<NodeId>,
     /// The leader epoch (-1 when unknown).
     pub leader_epoch: i32,
+}
+
+impl PartitionMetadata {
+    /// `partition`, led by `leader` (if any) at `leader_epoch` (-1 when unknown).
+    #[must_use]
+    pub fn new(partition: TopicPartition, leader: Option<NodeId>, leader_epoch: i32) -> Self {
+        Self {
+            partition,
+            leader,
+            leader_epoch,
+        }
+    }
 }
 
 /// How a request failed without an answer.

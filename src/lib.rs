@@ -75,12 +75,8 @@
 //!                 producer.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(7, 0)), now).unwrap();
 //!             }
 //!             Request::Metadata(r) => {
-//!                 let partitions = vec![PartitionMetadata {
-//!                     partition: tp.clone(),
-//!                     leader: Some(NodeId(1)),
-//!                     leader_epoch: 0,
-//!                 }];
-//!                 let md = Metadata { partitions, topic_errors: vec![] };
+//!                 let partitions = vec![PartitionMetadata::new(tp.clone(), Some(NodeId(1)), 0)];
+//!                 let md = Metadata::new(partitions);
 //!                 producer.handle_metadata(Some(r.id), &md, now).unwrap();
 //!             }
 //!             Request::Produce(r) => {

@@ -122,17 +122,11 @@ fn ready_producer(tps: &[TopicPartition]) -> Producer {
         .max_request_size(16 << 20)
         .buffer_memory(256 << 20);
     let mut p = Producer::new(b.build().expect("valid config"), NOW);
-    let md = Metadata {
-        partitions: tps
-            .iter()
-            .map(|tp| PartitionMetadata {
-                partition: tp.clone(),
-                leader: Some(NodeId(1)),
-                leader_epoch: 0,
-            })
+    let md = Metadata::new(
+        tps.iter()
+            .map(|tp| PartitionMetadata::new(tp.clone(), Some(NodeId(1)), 0))
             .collect(),
-        topic_errors: vec![],
-    };
+    );
     p.handle_metadata(None, &md, NOW)
         .expect("bootstrap metadata");
     match p.poll_request(NOW) {
@@ -203,13 +197,12 @@ fn round(p: &mut Producer, tps: &[TopicPartition], ok: &ProduceResponse) -> Roun
 }
 
 fn ok_for(tps: &[TopicPartition]) -> ProduceResponse {
-    ProduceResponse {
-        partitions: tps
-            .iter()
+    ProduceResponse::new(
+        tps.iter()
             .map(|tp| PartitionResponse::ok(tp.clone(), 0))
             .collect(),
-        throttle: Duration::ZERO,
-    }
+    )
+    .with_throttle(Duration::ZERO)
 }
 
 // ------------------------------------------------------------------ tests

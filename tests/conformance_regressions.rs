@@ -24,16 +24,13 @@ fn produce_requests(p: &mut Producer, partitions: i32, now: Timestamp) -> Vec<Ve
                     .unwrap();
             }
             Request::Metadata(r) => {
-                let md = Metadata {
-                    partitions: (0..partitions)
-                        .map(|i| PartitionMetadata {
-                            partition: TopicPartition::new("t", i),
-                            leader: Some(NodeId(0)),
-                            leader_epoch: 0,
+                let md = Metadata::new(
+                    (0..partitions)
+                        .map(|i| {
+                            PartitionMetadata::new(TopicPartition::new("t", i), Some(NodeId(0)), 0)
                         })
                         .collect(),
-                    topic_errors: vec![],
-                };
+                );
                 p.handle_metadata(Some(r.id), &md, now).unwrap();
             }
             Request::Produce(r) => out.push(

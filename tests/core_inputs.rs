@@ -107,20 +107,9 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 }
                 Request::Metadata(r) => {
                     let partitions = (0..4)
-                        .map(|i| PartitionMetadata {
-                            partition: tp(i),
-                            leader: Some(NodeId(i % 2)),
-                            leader_epoch: 0,
-                        })
+                        .map(|i| PartitionMetadata::new(tp(i), Some(NodeId(i % 2)), 0))
                         .collect();
-                    let _ = p.handle_metadata(
-                        Some(r.id),
-                        &Metadata {
-                            partitions,
-                            topic_errors: vec![],
-                        },
-                        now,
-                    );
+                    let _ = p.handle_metadata(Some(r.id), &Metadata::new(partitions), now);
                 }
                 Request::CloseConnection { node } => outstanding.retain(|o| o.node != node),
                 other => panic!("transactional request from an idempotent producer: {other:?}"),
@@ -165,10 +154,7 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                             .with_base_offset(offset)
                             .with_log_start_offset(log_start)
                             .with_log_append_time(offset.wrapping_add(7))
-                            .with_current_leader(hint.map(|(l, e)| LeaderHint {
-                                leader: NodeId(l),
-                                leader_epoch: e,
-                            }))
+                            .with_current_leader(hint.map(|(l, e)| LeaderHint::new(NodeId(l), e)))
                             .with_record_errors(
                                 record_errors
                                     .iter()
@@ -186,10 +172,8 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 }
                 let _ = p.handle_produce_response(
                     r.id,
-                    &ProduceResponse {
-                        partitions,
-                        throttle: Duration::from_millis(offset.rem_euclid(50) as u64),
-                    },
+                    &ProduceResponse::new(partitions)
+                        .with_throttle(Duration::from_millis(offset.rem_euclid(50) as u64)),
                     now,
                 );
             }
@@ -210,14 +194,11 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 leader,
                 epoch,
             } => {
-                let md = Metadata {
-                    partitions: vec![PartitionMetadata {
-                        partition: tp(partition),
-                        leader: leader.map(NodeId),
-                        leader_epoch: epoch,
-                    }],
-                    topic_errors: vec![],
-                };
+                let md = Metadata::new(vec![PartitionMetadata::new(
+                    tp(partition),
+                    leader.map(NodeId),
+                    epoch,
+                )]);
                 let _ = p.handle_metadata(None, &md, now);
             }
             Input::Advance { ms } => {
@@ -244,10 +225,7 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 .collect();
             let _ = p.handle_produce_response(
                 r.id,
-                &ProduceResponse {
-                    partitions,
-                    throttle: Duration::ZERO,
-                },
+                &ProduceResponse::new(partitions).with_throttle(Duration::ZERO),
                 now,
             );
         }

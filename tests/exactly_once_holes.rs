@@ -197,11 +197,11 @@ fn pump_holding_init(h: &mut Harness, held: &mut Vec<RequestId>) {
                     let mut md = Metadata::default();
                     for partition in 0..2 {
                         let node = if partition == 0 { 1 } else { 2 };
-                        md.partitions.push(PartitionMetadata {
-                            partition: tp(partition),
-                            leader: Some(NodeId(node)),
-                            leader_epoch: 0,
-                        });
+                        md.partitions.push(PartitionMetadata::new(
+                            tp(partition),
+                            Some(NodeId(node)),
+                            0,
+                        ));
                     }
                     h.p.handle_metadata(Some(r.id), &md, h.now).unwrap();
                 }

@@ -853,17 +853,11 @@ fn producer_batch_retries_when_partition_leader_changes() {
     h.send(0, "a");
     let r = h.outstanding.front().unwrap().id;
     let mut pr = PartitionResponse::error(tp(0), KafkaError::NotLeaderOrFollower);
-    pr.current_leader = Some(LeaderHint {
-        leader: NodeId(2),
-        leader_epoch: 1,
-    });
+    pr.current_leader = Some(LeaderHint::new(NodeId(2), 1));
     h.outstanding.clear();
     h.p.handle_produce_response(
         r,
-        &ProduceResponse {
-            partitions: vec![pr],
-            throttle: Duration::ZERO,
-        },
+        &ProduceResponse::new(vec![pr]).with_throttle(Duration::ZERO),
         h.now,
     )
     .unwrap();

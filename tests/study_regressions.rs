@@ -114,21 +114,10 @@ fn defect1_tickets_follow_sequence_order_across_brokers() {
     h.leaders = vec![(0, 7, 0), (1, 8, 0)];
     h.p.handle_metadata(
         None,
-        &Metadata {
-            partitions: vec![
-                PartitionMetadata {
-                    partition: tp(0),
-                    leader: Some(NodeId(7)),
-                    leader_epoch: 0,
-                },
-                PartitionMetadata {
-                    partition: tp(1),
-                    leader: Some(NodeId(8)),
-                    leader_epoch: 0,
-                },
-            ],
-            topic_errors: vec![],
-        },
+        &Metadata::new(vec![
+            PartitionMetadata::new(tp(0), Some(NodeId(7)), 0),
+            PartitionMetadata::new(tp(1), Some(NodeId(8)), 0),
+        ]),
         h.now,
     )
     .unwrap();
@@ -138,14 +127,7 @@ fn defect1_tickets_follow_sequence_order_across_brokers() {
     // p1 moves to broker 7 before c is sent.
     h.p.handle_metadata(
         None,
-        &Metadata {
-            partitions: vec![PartitionMetadata {
-                partition: tp(1),
-                leader: Some(NodeId(7)),
-                leader_epoch: 1,
-            }],
-            topic_errors: vec![],
-        },
+        &Metadata::new(vec![PartitionMetadata::new(tp(1), Some(NodeId(7)), 1)]),
         h.now,
     )
     .unwrap();

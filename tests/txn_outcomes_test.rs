@@ -107,11 +107,11 @@ impl Auto {
                 let mut md = Metadata::default();
                 for topic in &m.topics {
                     for partition in 0..4 {
-                        md.partitions.push(PartitionMetadata {
-                            partition: TopicPartition::new(topic.clone(), partition),
-                            leader: Some(NodeId(1)),
-                            leader_epoch: 0,
-                        });
+                        md.partitions.push(PartitionMetadata::new(
+                            TopicPartition::new(topic.clone(), partition),
+                            Some(NodeId(1)),
+                            0,
+                        ));
                     }
                 }
                 self.p.handle_metadata(Some(m.id), &md, now).unwrap();

@@ -165,14 +165,14 @@ impl Harness {
                         for topic in &r.topics {
                             for partition in 0..8 {
                                 let (node, epoch) = self.leader_of(partition);
-                                md.partitions.push(PartitionMetadata {
-                                    partition: TopicPartition {
+                                md.partitions.push(PartitionMetadata::new(
+                                    TopicPartition {
                                         topic: topic.clone(),
                                         partition,
                                     },
-                                    leader: Some(NodeId(node)),
-                                    leader_epoch: epoch,
-                                });
+                                    Some(NodeId(node)),
+                                    epoch,
+                                ));
                             }
                         }
                         self.p.handle_metadata(Some(r.id), &md, self.now).unwrap();

@@ -50,15 +50,8 @@ fn run(codec: Codec, n: u64, first_error: Option<KafkaError>) -> (Vec<Bytes>, St
                         .unwrap();
                 }
                 Request::Metadata(r) => {
-                    let partitions = vec![PartitionMetadata {
-                        partition: tp.clone(),
-                        leader: Some(NodeId(1)),
-                        leader_epoch: 0,
-                    }];
-                    let md = Metadata {
-                        partitions,
-                        topic_errors: vec![],
-                    };
+                    let partitions = vec![PartitionMetadata::new(tp.clone(), Some(NodeId(1)), 0)];
+                    let md = Metadata::new(partitions);
                     producer.handle_metadata(Some(r.id), &md, now).unwrap();
                 }
                 Request::Produce(r) => {

@@ -127,19 +127,19 @@ impl Harness {
     }
 
     fn metadata(&self) -> Metadata {
-        Metadata {
-            partitions: self
-                .tps
+        Metadata::new(
+            self.tps
                 .iter()
                 .enumerate()
-                .map(|(i, tp)| PartitionMetadata {
-                    partition: tp.clone(),
-                    leader: Some(NodeId(self.leader[i])),
-                    leader_epoch: self.leader_epoch[i],
+                .map(|(i, tp)| {
+                    PartitionMetadata::new(
+                        tp.clone(),
+                        Some(NodeId(self.leader[i])),
+                        self.leader_epoch[i],
+                    )
                 })
                 .collect(),
-            topic_errors: Vec::new(),
-        }
+        )
     }
 
     fn outcome(&mut self, id: RecordId, result: String) {

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod api_listing;
 pub mod compare;
 pub mod core_side;
 pub mod generate;

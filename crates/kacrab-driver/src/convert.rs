@@ -63,12 +63,11 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
                     .with_base_offset(p.base_offset)
                     .with_log_start_offset(p.log_start_offset)
                     .with_log_append_time(p.log_append_time_ms)
-                    .with_current_leader(p.current_leader.filter(|l| l.leader_id >= 0).map(|l| {
-                        LeaderHint {
-                            leader: NodeId(l.leader_id),
-                            leader_epoch: l.leader_epoch,
-                        }
-                    }))
+                    .with_current_leader(
+                        p.current_leader
+                            .filter(|l| l.leader_id >= 0)
+                            .map(|l| LeaderHint::new(NodeId(l.leader_id), l.leader_epoch)),
+                    )
                     .with_record_errors(
                         p.record_errors
                             .iter()
@@ -79,10 +78,9 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
             );
         }
     }
-    core::ProduceResponse {
-        partitions,
-        throttle: Duration::from_millis(u64::try_from(r.throttle_time_ms).unwrap_or(0)),
-    }
+    core::ProduceResponse::new(partitions).with_throttle(Duration::from_millis(
+        u64::try_from(r.throttle_time_ms).unwrap_or(0),
+    ))
 }
 
 pub(crate) fn metadata(r: &wire::MetadataResponse) -> core::Metadata {
@@ -96,14 +94,14 @@ pub(crate) fn metadata(r: &wire::MetadataResponse) -> core::Metadata {
             continue;
         }
         for p in &t.partitions {
-            md.partitions.push(core::PartitionMetadata {
-                partition: TopicPartition {
+            md.partitions.push(core::PartitionMetadata::new(
+                TopicPartition {
                     topic: topic.clone(),
                     partition: p.partition_index,
                 },
-                leader: (p.leader_id >= 0).then_some(NodeId(p.leader_id)),
-                leader_epoch: p.leader_epoch,
-            });
+                (p.leader_id >= 0).then_some(NodeId(p.leader_id)),
+                p.leader_epoch,
+            ));
         }
     }
     md

@@ -620,9 +620,8 @@ impl Network {
                 // No version both sides speak: answer the request as the broker would.
                 let result = match request {
                     Request::Produce(r) => {
-                        let response = kacrab_idempotence::ProduceResponse {
-                            partitions: r
-                                .batches
+                        let response = kacrab_idempotence::ProduceResponse::new(
+                            r.batches
                                 .iter()
                                 .map(|b| {
                                     kacrab_idempotence::PartitionResponse::error(
@@ -631,8 +630,8 @@ impl Network {
                                     )
                                 })
                                 .collect(),
-                            throttle: Duration::ZERO,
-                        };
+                        )
+                        .with_throttle(Duration::ZERO);
                         core.handle_produce_response(r.id, &response, now)
                     }
                     Request::InitProducerId(r) => {

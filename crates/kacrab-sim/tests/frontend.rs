@@ -89,11 +89,11 @@ impl Model {
                 let mut md = Metadata::default();
                 for t in &r.topics {
                     if t.as_str() == "orders" {
-                        md.partitions.push(PartitionMetadata {
-                            partition: tp(),
-                            leader: Some(self.leader),
-                            leader_epoch: self.leader_epoch,
-                        });
+                        md.partitions.push(PartitionMetadata::new(
+                            tp(),
+                            Some(self.leader),
+                            self.leader_epoch,
+                        ));
                     } else {
                         md.topic_errors
                             .push((t.clone(), KafkaError::UnknownTopicOrPartition));
@@ -116,10 +116,7 @@ impl Model {
                 };
                 ToClient::Produce(
                     id,
-                    ProduceResponse {
-                        partitions: vec![resp],
-                        throttle: Duration::ZERO,
-                    },
+                    ProduceResponse::new(vec![resp]).with_throttle(Duration::ZERO),
                 )
             }
             ToBroker::Txn(_) => return None,
@@ -253,22 +250,13 @@ fn batches_of_a_bare_core(sends: &[(u8, Timestamp)], leader: NodeId) -> Vec<Byte
             match req {
                 Request::InitProducerId(r) => core.handle_producer_id(r.id, Ok(PID), now).unwrap(),
                 Request::Metadata(r) => {
-                    let md = Metadata {
-                        partitions: vec![PartitionMetadata {
-                            partition: tp(),
-                            leader: Some(leader),
-                            leader_epoch: 0,
-                        }],
-                        topic_errors: Vec::new(),
-                    };
+                    let md = Metadata::new(vec![PartitionMetadata::new(tp(), Some(leader), 0)]);
                     core.handle_metadata(Some(r.id), &md, now).unwrap();
                 }
                 Request::Produce(r) => {
                     out.extend(r.batches.iter().map(|b| b.data.clone()));
-                    let resp = ProduceResponse {
-                        partitions: vec![PartitionResponse::ok(tp(), 0)],
-                        throttle: Duration::ZERO,
-                    };
+                    let resp = ProduceResponse::new(vec![PartitionResponse::ok(tp(), 0)])
+                        .with_throttle(Duration::ZERO);
                     core.handle_produce_response(r.id, &resp, now).unwrap();
                 }
                 other => panic!("unexpected {other:?}"),
@@ -349,10 +337,7 @@ fn a_kip_951_leader_hint_moves_the_retry_to_the_new_leader() {
     // The first Produce reaches broker 2, which answers NOT_LEADER_OR_FOLLOWER naming
     // broker 3 at epoch 1, a broker the session has never heard of.
     let mut refusal = PartitionResponse::error(tp(), KafkaError::NotLeaderOrFollower);
-    refusal.current_leader = Some(LeaderHint {
-        leader: NodeId(3),
-        leader_epoch: 1,
-    });
+    refusal.current_leader = Some(LeaderHint::new(NodeId(3), 1));
     let model = Model {
         leader: NodeId(2),
         leader_epoch: 0,

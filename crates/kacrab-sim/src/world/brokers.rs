@@ -201,9 +201,8 @@ impl World {
                     r.id
                 )
             });
-            let resp = ProduceResponse {
-                partitions: r
-                    .batches
+            let resp = ProduceResponse::new(
+                r.batches
                     .iter()
                     .map(|b| {
                         PartitionResponse::error(
@@ -212,8 +211,7 @@ impl World {
                         )
                     })
                     .collect(),
-                ..ProduceResponse::default()
-            };
+            );
             if r.acks != Acks::None {
                 self.respond(obs, node, r.id, ToClient::Produce(r.id, resp), gps);
             }
@@ -401,10 +399,7 @@ impl World {
             };
             let (leader, leader_epoch) =
                 (self.partitions[gp].leader, self.partitions[gp].leader_epoch);
-            let hint = LeaderHint {
-                leader,
-                leader_epoch,
-            };
+            let hint = LeaderHint::new(leader, leader_epoch);
             if leader != node {
                 obs.stats_mut().stale_leader_answers += 1;
                 let mut pr = PartitionResponse::error(tp, KafkaError::NotLeaderOrFollower);
@@ -652,11 +647,11 @@ impl World {
                     Some(prev) if stale == Some(gp) => prev,
                     _ => (p.leader, p.leader_epoch),
                 };
-                md.partitions.push(PartitionMetadata {
-                    partition: p.tp.clone(),
-                    leader: self.is_up(leader).then_some(leader),
+                md.partitions.push(PartitionMetadata::new(
+                    p.tp.clone(),
+                    self.is_up(leader).then_some(leader),
                     leader_epoch,
-                });
+                ));
             }
         }
         md

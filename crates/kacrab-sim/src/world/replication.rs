@@ -314,12 +314,8 @@ impl World {
                 } else {
                     continue;
                 };
-                let hint = (moved && self.is_up(p.leader) && self.fault_rng.chance(0.5)).then_some(
-                    LeaderHint {
-                        leader: p.leader,
-                        leader_epoch: p.leader_epoch,
-                    },
-                );
+                let hint = (moved && self.is_up(p.leader) && self.fault_rng.chance(0.5))
+                    .then_some(LeaderHint::new(p.leader, p.leader_epoch));
                 let log_start = p.state.log_start_offset();
                 let d = &mut self.purgatory[i];
                 d.waits[w].done = true;
