@@ -36,11 +36,14 @@ if [ -n "$tag" ]; then
   trap 'git worktree remove --force "$src"' EXIT
 fi
 
-json() { # crate -> path of its rustdoc JSON, made from $src
-  (cd "$src" && CARGO_TARGET_DIR="$target" RUSTC_BOOTSTRAP=1 \
-    cargo rustdoc -q -p "$1" --lib -- -Z unstable-options --output-format json)
-  echo "$target/doc/${1//-/_}.json"
-}
+# rustdoc JSON of every published crate, from $src, in one cargo invocation (the six
+# crates build in parallel; their features resolve together, as a user depending on
+# kacrab-tokio gets kacrab-driver and kacrab-wire).
+packages=(); for crate in "${crates[@]}"; do packages+=(-p "$crate"); done
+(cd "$src" && CARGO_TARGET_DIR="$target" RUSTC_BOOTSTRAP=1 \
+  RUSTDOCFLAGS="-Z unstable-options --output-format json" \
+  cargo doc -q --no-deps "${packages[@]}")
+json() { echo "$target/doc/${1//-/_}.json"; }
 
 mkdir -p api
 failed=()
