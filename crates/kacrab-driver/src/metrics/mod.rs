@@ -266,9 +266,8 @@ impl SessionMetrics {
                     .error
                     .record(w, f64::from(records), t);
             }
-            MetricSample::ProduceAnswered { throttle, .. } => {
-                self.throttle.record(w, ms(throttle), t);
-            }
+            // `produce-throttle-time` is recorded for every response (`responses`),
+            // Produce answers included, as Kafka's `NetworkClient` records it.
             MetricSample::BatchSplit => self.split.record(w, 1.0, t),
             MetricSample::MetadataUpdated => self.metadata_at = now,
             _ => {}
@@ -312,12 +311,19 @@ impl SessionMetrics {
         self.node(node).incoming.record(w, bytes as f64, t);
     }
 
-    /// Responses decoded from a connection to `node`.
-    pub(crate) fn responses(&mut self, node: Option<i32>, count: usize, now: Timestamp) {
+    /// A response decoded from a connection to `node`, with its `throttle_time_ms`
+    /// (`None` for the SASL exchange, which Kafka's authenticator reads outside the
+    /// `NetworkClient`).
+    pub(crate) fn response(&mut self, node: Option<i32>, throttle_ms: Option<i32>, now: Timestamp) {
         let (w, t) = (self.window, now_ms(now));
-        for _ in 0..count {
-            self.responses.record(w, 1.0, t);
-            self.node(node).responses.record(w, 1.0, t);
+        self.responses.record(w, 1.0, t);
+        self.node(node).responses.record(w, 1.0, t);
+        // Kafka hands the `produce-throttle-time` sensor to the producer's
+        // `NetworkClient` (`KafkaProducer` passes `Sender.throttleTimeSensor`), whose
+        // `handleCompletedReceives` records `throttleTimeMs()` of every response it
+        // reads: 0 for an unthrottled one, whatever its API.
+        if let Some(throttle) = throttle_ms {
+            self.throttle.record(w, f64::from(throttle.max(0)), t);
         }
     }
 
@@ -513,7 +519,27 @@ pub(crate) struct Gauges {
 pub(crate) struct NetTally {
     /// Produce requests written and not answered: the core's request id, when.
     written: BTreeMap<u64, Timestamp>,
-    responses: Vec<(Option<i32>, Option<Duration>)>,
+    /// Decoded responses: node, latency (Produce only), `throttle_time_ms`.
+    responses: Vec<(Option<i32>, Option<Duration>, Option<i32>)>,
+}
+
+/// A response's `throttle_time_ms` as Kafka's `AbstractResponse.throttleTimeMs()` reads
+/// it, or `None` for the SASL exchange (read by Kafka's authenticator, outside the
+/// `NetworkClient` that records `produce-throttle-time`).
+pub(crate) fn throttle_of(response: &kacrab_wire::Response) -> Option<i32> {
+    use kacrab_wire::Response as R;
+    match response {
+        R::ApiVersions(r) => Some(r.throttle_time_ms),
+        R::Metadata(r) => Some(r.throttle_time_ms),
+        R::InitProducerId(r) => Some(r.throttle_time_ms),
+        R::Produce(r) => Some(r.throttle_time_ms),
+        R::FindCoordinator(r) => Some(r.throttle_time_ms),
+        R::AddPartitionsToTxn(r) => Some(r.throttle_time_ms),
+        R::AddOffsetsToTxn(r) => Some(r.throttle_time_ms),
+        R::TxnOffsetCommit(r) => Some(r.throttle_time_ms),
+        R::EndTxn(r) => Some(r.throttle_time_ms),
+        R::Sasl(_) => None,
+    }
 }
 
 impl NetTally {
@@ -524,13 +550,20 @@ impl NetTally {
         }
     }
 
-    /// A response to the request tagged `tag` was decoded on a connection to `node`.
-    pub(crate) fn response(&mut self, node: Option<i32>, tag: u64, now: Timestamp) {
+    /// A response to the request tagged `tag` was decoded on a connection to `node`
+    /// (`throttle_ms`: see [`throttle_of`]).
+    pub(crate) fn response(
+        &mut self,
+        node: Option<i32>,
+        tag: u64,
+        throttle_ms: Option<i32>,
+        now: Timestamp,
+    ) {
         let latency = self
             .written
             .remove(&tag)
             .map(|at| now.saturating_duration_since(at));
-        self.responses.push((node, latency));
+        self.responses.push((node, latency, throttle_ms));
     }
 
     /// Hands every tallied response to the sensors, and forgets the writes of requests
@@ -541,8 +574,8 @@ impl NetTally {
         core: &Producer,
         now: Timestamp,
     ) {
-        for (node, latency) in self.responses.drain(..) {
-            metrics.responses(node, 1, now);
+        for (node, latency, throttle_ms) in self.responses.drain(..) {
+            metrics.response(node, throttle_ms, now);
             if let Some(latency) = latency {
                 metrics.latency(node, latency, now);
             }
