@@ -502,7 +502,11 @@ fn produce_throttle_time_records_the_throttle_of_every_response() {
     first_produce_fails(&mut p, 0, 400);
     let id = p.send("t", 0, "a");
     p.settle(10 * SECOND);
-    assert!(p.outcome(id).is_some_and(Result::is_ok), "{:?}", p.outcome(id));
+    assert!(
+        p.outcome(id).is_some_and(Result::is_ok),
+        "{:?}",
+        p.outcome(id)
+    );
     let m = producer(&mut p);
     assert!(m.response_total >= 4.0, "{}", m.response_total);
     assert_eq!(m.produce_throttle_time_max, 400.0);
