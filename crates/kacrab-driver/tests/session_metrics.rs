@@ -516,3 +516,31 @@ fn produce_throttle_time_records_the_throttle_of_every_response() {
         "every response counts, at 0 ms unless throttled"
     );
 }
+
+/// Kafka's `bufferpool-wait-time-ns-total` is the time `BufferPool.allocate` blocked for
+/// memory; a send waiting for its topic's metadata waits in
+/// `KafkaProducer.waitOnMetadata` instead, which counts in
+/// `metadata-wait-time-ns-total`. A send to a topic no broker knows, failed after
+/// `max.block.ms`, adds its whole wait to the latter and nothing to the former.
+#[test]
+fn a_send_waiting_for_metadata_counts_in_metadata_wait_not_in_bufferpool_wait() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("max.block.ms", "500")],
+    );
+    // No partition of its own: the partitioner waits for the topic's metadata.
+    let id = p.send_record(kacrab_driver::ProducerRecord::unkeyed("missing", "a"));
+    p.settle(10 * SECOND);
+    assert!(
+        p.outcome(id).is_some_and(Result::is_err),
+        "{:?}",
+        p.outcome(id)
+    );
+    let m = producer(&mut p);
+    assert_eq!(
+        m.bufferpool_wait_time_ns_total, 0.0,
+        "no memory was waited for"
+    );
+    assert_eq!(m.metadata_wait_time_ns_total, 500_000_000.0, "max.block.ms");
+    assert_eq!(m.buffer_exhausted_total, 0.0);
+}

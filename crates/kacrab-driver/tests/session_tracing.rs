@@ -268,7 +268,7 @@ fn an_epoch_bump_is_logged_with_both_epochs() {
 }
 
 /// Every broker connection has a `connection` span (target `kacrab`, level INFO) with
-/// its id and address, and the broker id once known; what happens on the connection
+/// its id and address, and the broker id when it goes to a known broker; what happens on the connection
 /// (its opening, negotiation, the retry its answer caused, its close) is logged inside
 /// that span. Nothing per record is a span.
 #[test]

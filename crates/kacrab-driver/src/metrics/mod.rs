@@ -142,9 +142,9 @@ pub(crate) struct SessionMetrics {
     nodes: BTreeMap<i32, NodeSensors>,
     /// When metadata was last applied (the session's start before that).
     metadata_at: Timestamp,
-    /// Sends waiting for `buffer.memory` after the last input, and when it ended: the
-    /// count only changes during inputs, so the wait between inputs is exact.
-    blocked: (usize, Timestamp),
+    /// The sends waiting after the last input, and when it ended: the counts only
+    /// change during inputs, so the wait between inputs is exact.
+    blocked: (Blocked, Timestamp),
     bufferpool_wait_ns: f64,
     /// Timed calls not yet completed, with when they began.
     calls: BTreeMap<OpId, (TimedCall, Timestamp)>,
@@ -186,7 +186,7 @@ impl SessionMetrics {
             topics: BTreeMap::new(),
             nodes: BTreeMap::new(),
             metadata_at: now,
-            blocked: (0, now),
+            blocked: (Blocked::default(), now),
             bufferpool_wait_ns: 0.0,
             calls: BTreeMap::new(),
             call_ns: BTreeMap::new(),
@@ -208,11 +208,15 @@ impl SessionMetrics {
     }
 
     /// After every input: the core's samples, the blocked sends' wait.
-    pub(crate) fn after_input(&mut self, core: &mut Producer, blocked: usize, now: Timestamp) {
+    pub(crate) fn after_input(&mut self, core: &mut Producer, blocked: Blocked, now: Timestamp) {
         self.last_now = now;
         let (was, since) = self.blocked;
-        self.bufferpool_wait_ns +=
-            was as f64 * now.saturating_duration_since(since).as_nanos() as f64;
+        let waited = now.saturating_duration_since(since).as_nanos() as f64;
+        self.bufferpool_wait_ns += was.memory as f64 * waited;
+        *self
+            .call_ns
+            .entry("metadata-wait-time-ns-total")
+            .or_default() += was.metadata as f64 * waited;
         self.blocked = (blocked, now);
         while let Some(sample) = core.poll_metric_sample() {
             crate::trace::sample(&sample);
@@ -388,8 +392,9 @@ impl SessionMetrics {
         let (size_avg, size_max) = self.request_size.measure(w, t);
         let (batch_avg, batch_max) = self.batch_size.measure(w, t);
         let (throttle_avg, throttle_max) = self.throttle.measure(w, t);
-        let waiting_now =
-            self.blocked.0 as f64 * now.saturating_duration_since(self.blocked.1).as_nanos() as f64;
+        let since = now.saturating_duration_since(self.blocked.1).as_nanos() as f64;
+        let waiting_now = self.blocked.0.memory as f64 * since;
+        let metadata_waiting_now = self.blocked.0.metadata as f64 * since;
         let call = |name: &str| self.call_ns.get(name).copied().unwrap_or(0.0);
         let producer = ProducerMetrics {
             record_send_rate: self.record_send.rate(w, t),
@@ -442,7 +447,7 @@ impl SessionMetrics {
             txn_commit_time_ns_total: call("txn-commit-time-ns-total"),
             txn_abort_time_ns_total: call("txn-abort-time-ns-total"),
             flush_time_ns_total: call("flush-time-ns-total"),
-            metadata_wait_time_ns_total: call("metadata-wait-time-ns-total"),
+            metadata_wait_time_ns_total: call("metadata-wait-time-ns-total") + metadata_waiting_now,
             epoch_bump_total: stats.epoch_bumps as f64,
             producer_id_change_total: stats.producer_id_changes as f64,
             epoch_change_total: stats.epoch_changes as f64,
@@ -497,6 +502,37 @@ impl SessionMetrics {
             producer,
             topics,
             nodes,
+        }
+    }
+}
+
+/// The sends in the session's backlog (`max.block.ms`), by what they wait for. Kafka's
+/// `bufferpool-wait-time-ns-total` counts only the time `BufferPool.allocate` blocked
+/// for memory; a send waiting for its topic's metadata waits in
+/// `KafkaProducer.waitOnMetadata`, which records `metadata-wait-time-ns-total`. The
+/// backlog runs in order, so every send in it waits for what its front waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Blocked {
+    /// Sends waiting for room in `buffer.memory`.
+    pub(crate) memory: usize,
+    /// Sends waiting for metadata.
+    pub(crate) metadata: usize,
+}
+
+impl Blocked {
+    /// `sends` queued behind a front that waits for metadata (`front_waits_for_metadata`)
+    /// or for memory.
+    pub(crate) fn behind(sends: usize, front_waits_for_metadata: bool) -> Self {
+        if front_waits_for_metadata {
+            Self {
+                memory: 0,
+                metadata: sends,
+            }
+        } else {
+            Self {
+                memory: sends,
+                metadata: 0,
+            }
         }
     }
 }

@@ -157,7 +157,8 @@ metric_set! {
         txn_abort_time_ns_total => "txn-abort-time-ns-total",
         /// Time spent in `flush`, in ns.
         flush_time_ns_total => "flush-time-ns-total",
-        /// Time partition lookups waited for metadata, in ns.
+        /// Time sends and partition lookups waited for metadata, in ns (each waiting
+        /// send or lookup counting its own wait).
         metadata_wait_time_ns_total => "metadata-wait-time-ns-total",
         /// kacrab's own: KIP-360 epoch bumps applied (including new ids after epoch
         /// exhaustion).
