@@ -537,12 +537,15 @@ impl Application {
         !self.backlog.is_empty()
     }
 
-    /// Sends waiting for room in `buffer.memory` (for `bufferpool-wait-time-ns-total`).
-    pub(crate) fn blocked_sends(&self) -> usize {
-        self.backlog
+    /// The backlog's sends, by what they wait for (`bufferpool-wait-time-ns-total`,
+    /// `metadata-wait-time-ns-total`).
+    pub(crate) fn blocked_sends(&self) -> crate::metrics::Blocked {
+        let sends = self
+            .backlog
             .iter()
             .filter(|q| matches!(q, Queued::Send { .. }))
-            .count()
+            .count();
+        crate::metrics::Blocked::behind(sends, self.front_waits_for_metadata())
     }
 
     fn front_deadline(&self) -> Option<Timestamp> {

@@ -388,7 +388,8 @@ impl Network {
             c.deadlines.pop_front();
         }
         let node = c.node;
-        self.tally.response(node, tag, now);
+        let throttle = crate::metrics::throttle_of(&decoded.response);
+        self.tally.response(node, tag, throttle, now);
         if let Response::ApiVersions(answer) = &decoded.response {
             self.handle_api_versions(core, conn, answer, now);
             return;

@@ -243,11 +243,13 @@ impl Session {
         }
         let out = self.net.pop_output()?;
         let node = match &out {
-            Output::Transmit { conn, .. } => self.net.node_of(*conn).flatten(),
+            Output::Transmit { conn, .. } | Output::Connect { conn, .. } => {
+                self.net.node_of(*conn).flatten()
+            }
             _ => None,
         };
         self.metrics.output(&out, node, now);
-        crate::trace::output(&out, node);
+        self.observer.output(&out, node);
         Some(out)
     }
 
@@ -338,6 +340,7 @@ impl Session {
 
     /// The connection is open: the session negotiates versions on it.
     pub fn handle_connected(&mut self, conn: ConnId, now: Timestamp) {
+        let _in = self.observer.enter(Some(conn));
         if let Some(node) = self.net.node_of(conn) {
             self.metrics.connected(now);
             crate::trace::connected(conn, node);
@@ -357,7 +360,7 @@ impl Session {
     pub fn handle_disconnected(&mut self, conn: ConnId, now: Timestamp) {
         if self.net.node_of(conn).is_some() {
             self.metrics.closed(now);
-            crate::trace::connection_end(conn, crate::trace::ConnectionEnd::Disconnected);
+            self.observer.disconnected(conn);
         }
         self.net.handle_disconnected(&mut self.core, conn, now);
         self.progress(now);
@@ -368,6 +371,7 @@ impl Session {
         if let Some(node) = self.net.node_of(conn) {
             self.metrics.incoming(node, bytes.len(), now);
         }
+        let _in = self.observer.enter(Some(conn));
         self.net.handle_bytes(&mut self.core, conn, bytes, now);
         self.progress(now);
     }

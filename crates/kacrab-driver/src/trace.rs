@@ -12,6 +12,14 @@
 //! [`CloseReason`], leader moves, producer id and epoch changes, transaction states,
 //! retries with their cause); `debug` for metadata and negotiation detail; `trace` for
 //! per-request and per-record detail. Nothing per record is logged above `trace`.
+//!
+//! Spans (target `kacrab`, level `info`) mark the Kafka work that has a lifetime: one
+//! `connection` span per broker connection (fields `conn`, `addr`, `node`), from its
+//! `Connect` output to its close, entered while the session handles that connection's
+//! inputs, so that what its bytes cause (negotiation, TLS, SASL, retries, metadata) is
+//! logged inside it; and one `transaction` span per transaction (`transactional_id`,
+//! `producer_id`, `epoch`), from `begin_transaction` to the end of its commit or abort,
+//! holding the transaction's state changes. The session keeps them in the [`Observer`].
 
 #![cfg_attr(not(feature = "tracing"), allow(unused_variables))]
 
@@ -55,11 +63,12 @@ impl core::fmt::Display for ConnectionEnd<'_> {
     }
 }
 
-/// An output on its way to the driver (`node` is the connection's broker, if known).
-pub(crate) fn output(out: &Output, node: Option<i32>) {
+/// An output on its way to the driver (`node` is the connection's broker, if known):
+/// see [`Observer::output`] for the connection's opening and close.
+fn output(out: &Output, node: Option<i32>) {
     match out {
         Output::Connect { conn, addr } => {
-            event!(info, conn = conn.0, addr = %addr, "connection opening");
+            event!(info, conn = conn.0, addr = %addr, node = ?node, "connection opening");
         }
         Output::Close { conn, reason } => connection_end(*conn, ConnectionEnd::Closed(reason)),
         Output::Transmit { conn, frame, .. } => {
@@ -72,7 +81,7 @@ pub(crate) fn output(out: &Output, node: Option<i32>) {
 }
 
 /// The connection went (see [`ConnectionEnd`]).
-pub(crate) fn connection_end(conn: ConnId, end: ConnectionEnd<'_>) {
+fn connection_end(conn: ConnId, end: ConnectionEnd<'_>) {
     event!(info, conn = conn.0, reason = %end, "connection closed");
 }
 
@@ -261,6 +270,49 @@ pub(crate) fn topic_changed(topic: &str, before: Option<&TopicState>, after: Opt
 pub(crate) struct Observer {
     #[cfg(feature = "tracing")]
     seen: Option<Seen>,
+    /// The `connection` span of every connection from its `Connect` output until it
+    /// is closed or reported gone.
+    #[cfg(feature = "tracing")]
+    connections: std::collections::BTreeMap<u64, tracing::Span>,
+    /// The open transaction's `transaction` span: set when the core's state enters
+    /// `InTransaction`, dropped when it leaves the open states (commit or abort done,
+    /// or fatal).
+    #[cfg(feature = "tracing")]
+    transaction: Option<tracing::Span>,
+}
+
+/// While alive, the connection's span is the current one (nothing without the feature).
+/// It owns its span (a clone), so the session stays free to update the observer
+/// meanwhile.
+#[must_use]
+pub(crate) struct InConnection {
+    #[cfg(feature = "tracing")]
+    _entered: Option<tracing::span::EnteredSpan>,
+}
+
+/// The connection an output is for.
+fn conn_of(out: &Output) -> Option<ConnId> {
+    match out {
+        Output::Connect { conn, .. }
+        | Output::Close { conn, .. }
+        | Output::Transmit { conn, .. } => Some(*conn),
+        Output::Release { .. } => None,
+    }
+}
+
+/// Whether `state` is inside a transaction (between begin and the end of commit/abort).
+#[cfg(feature = "tracing")]
+fn in_transaction(state: Option<kacrab_idempotence::TransactionState>) -> bool {
+    use kacrab_idempotence::TransactionState as S;
+    matches!(
+        state,
+        Some(
+            S::InTransaction
+                | S::CommittingTransaction
+                | S::AbortingTransaction
+                | S::AbortableError
+        )
+    )
 }
 
 #[cfg(feature = "tracing")]
@@ -273,6 +325,55 @@ struct Seen {
 }
 
 impl Observer {
+    /// An output on its way to the driver (`node` is the connection's broker, if
+    /// known): a `Connect` opens the connection's span, a `Close` ends it; each is
+    /// logged inside it.
+    pub(crate) fn output(&mut self, out: &Output, node: Option<i32>) {
+        #[cfg(feature = "tracing")]
+        if let Output::Connect { conn, addr } = out {
+            let span = tracing::info_span!(
+                target: "kacrab",
+                parent: None,
+                "connection",
+                conn = conn.0,
+                addr = %addr,
+                node = tracing::field::Empty,
+            );
+            if let Some(node) = node {
+                span.record("node", node);
+            }
+            self.connections.insert(conn.0, span);
+        }
+        let _in = self.enter(conn_of(out));
+        output(out, node);
+        #[cfg(feature = "tracing")]
+        if let Output::Close { conn, .. } = out {
+            drop(_in);
+            self.connections.remove(&conn.0);
+        }
+    }
+
+    /// The driver reported `conn` gone: logged inside its span, which ends.
+    pub(crate) fn disconnected(&mut self, conn: ConnId) {
+        {
+            let _in = self.enter(Some(conn));
+            connection_end(conn, ConnectionEnd::Disconnected);
+        }
+        #[cfg(feature = "tracing")]
+        self.connections.remove(&conn.0);
+    }
+
+    /// Enters `conn`'s span (if it has one) until the guard drops: the session holds it
+    /// while it handles that connection's input.
+    pub(crate) fn enter(&self, conn: Option<ConnId>) -> InConnection {
+        InConnection {
+            #[cfg(feature = "tracing")]
+            _entered: conn
+                .and_then(|c| self.connections.get(&c.0))
+                .map(|span| span.clone().entered()),
+        }
+    }
+
     /// After an input: logs what changed since the last one.
     pub(crate) fn observe(&mut self, core: &Producer) {
         #[cfg(feature = "tracing")]
@@ -304,7 +405,23 @@ impl Observer {
                     );
                 }
                 if was.txn != now.txn {
-                    event!(info, from = ?was.txn, to = ?now.txn, "transaction state changed");
+                    if !in_transaction(was.txn) && in_transaction(now.txn) {
+                        self.transaction = Some(tracing::info_span!(
+                            target: "kacrab",
+                            parent: None,
+                            "transaction",
+                            transactional_id = %core.config().transactional_id().unwrap_or_default(),
+                            producer_id = now.identity.id.0,
+                            epoch = now.identity.epoch.0,
+                        ));
+                    }
+                    {
+                        let _in = self.transaction.as_ref().map(tracing::Span::enter);
+                        event!(info, from = ?was.txn, to = ?now.txn, "transaction state changed");
+                    }
+                    if !in_transaction(now.txn) {
+                        self.transaction = None;
+                    }
                 }
                 if !was.fatal && now.fatal {
                     event!(error, error = ?core.fatal_error(), "producer in a fatal state");

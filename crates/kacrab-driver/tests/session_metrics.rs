@@ -94,7 +94,11 @@ fn a_retry_counts_in_record_retry_total_and_a_throttled_answer_in_produce_thrott
     assert_eq!(m.record_send_total, 2.0, "both attempts are sends");
     assert_eq!(m.record_error_total, 0.0);
     assert_eq!(m.produce_throttle_time_max, 250.0);
-    assert_eq!(m.produce_throttle_time_avg, 125.0, "250 ms and then 0 ms");
+    assert_eq!(
+        m.produce_throttle_time_avg,
+        250.0 / m.response_total,
+        "250 ms once, 0 ms in every other response"
+    );
     let t = topic(&mut p, "t");
     assert_eq!(t.record_retry_total, 1.0);
     assert_eq!(t.record_send_total, 2.0);
@@ -483,4 +487,60 @@ fn a_split_after_message_too_large_counts_in_batch_split_rate() {
     assert!(m.batch_split_rate > 0.0);
     assert_eq!(m.record_error_total, 0.0);
     assert_eq!(m.record_send_total, 4.0, "two records, each sent twice");
+}
+
+/// Kafka's `produce-throttle-time` sensor is handed to the producer's `NetworkClient`
+/// (`KafkaProducer` passes `Sender.throttleTimeSensor` to it), whose
+/// `handleCompletedReceives` records `response.throttleTimeMs()` of EVERY response it
+/// reads, not only of Produce answers: ApiVersions, Metadata and InitProducerId answers
+/// (0 ms here) count in the average, and a throttled Metadata answer sets the maximum.
+#[test]
+fn produce_throttle_time_records_the_throttle_of_every_response() {
+    let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+    // One throttled Produce answer among the ApiVersions, Metadata, InitProducerId and
+    // Produce answers of a first record.
+    first_produce_fails(&mut p, 0, 400);
+    let id = p.send("t", 0, "a");
+    p.settle(10 * SECOND);
+    assert!(
+        p.outcome(id).is_some_and(Result::is_ok),
+        "{:?}",
+        p.outcome(id)
+    );
+    let m = producer(&mut p);
+    assert!(m.response_total >= 4.0, "{}", m.response_total);
+    assert_eq!(m.produce_throttle_time_max, 400.0);
+    assert_eq!(
+        m.produce_throttle_time_avg,
+        400.0 / m.response_total,
+        "every response counts, at 0 ms unless throttled"
+    );
+}
+
+/// Kafka's `bufferpool-wait-time-ns-total` is the time `BufferPool.allocate` blocked for
+/// memory; a send waiting for its topic's metadata waits in
+/// `KafkaProducer.waitOnMetadata` instead, which counts in
+/// `metadata-wait-time-ns-total`. A send to a topic no broker knows, failed after
+/// `max.block.ms`, adds its whole wait to the latter and nothing to the former.
+#[test]
+fn a_send_waiting_for_metadata_counts_in_metadata_wait_not_in_bufferpool_wait() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("max.block.ms", "500")],
+    );
+    // No partition of its own: the partitioner waits for the topic's metadata.
+    let id = p.send_record(kacrab_driver::ProducerRecord::unkeyed("missing", "a"));
+    p.settle(10 * SECOND);
+    assert!(
+        p.outcome(id).is_some_and(Result::is_err),
+        "{:?}",
+        p.outcome(id)
+    );
+    let m = producer(&mut p);
+    assert_eq!(
+        m.bufferpool_wait_time_ns_total, 0.0,
+        "no memory was waited for"
+    );
+    assert_eq!(m.metadata_wait_time_ns_total, 500_000_000.0, "max.block.ms");
+    assert_eq!(m.buffer_exhausted_total, 0.0);
 }

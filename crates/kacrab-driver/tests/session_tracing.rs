@@ -20,16 +20,34 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
-/// One event the subscriber saw: its level, target, message and fields as text.
+/// One event the subscriber saw: its level, target, message and fields as text, and
+/// the span it was logged in (its parent, explicit or the current one).
 #[derive(Clone, Debug)]
 struct Seen {
     level: Level,
     target: String,
     message: String,
     fields: BTreeMap<String, String>,
+    span: Option<u64>,
 }
 
 impl Seen {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str)
+    }
+}
+
+/// One span the subscriber saw: its name, target, level and fields (recorded later
+/// ones included).
+#[derive(Clone, Debug)]
+struct SeenSpan {
+    name: String,
+    target: String,
+    level: Level,
+    fields: BTreeMap<String, String>,
+}
+
+impl SeenSpan {
     fn field(&self, name: &str) -> Option<&str> {
         self.fields.get(name).map(String::as_str)
     }
@@ -44,41 +62,89 @@ impl Visit for Fields {
     }
 }
 
-/// Collects every event; spans are accepted and ignored.
+#[derive(Default)]
+struct Log {
+    events: Vec<Seen>,
+    spans: BTreeMap<u64, SeenSpan>,
+    /// The entered spans, innermost last (the scenarios run on one thread).
+    stack: Vec<u64>,
+}
+
+/// Collects every event and span.
 #[derive(Clone, Default)]
-struct Collect(Arc<Mutex<Vec<Seen>>>);
+struct Collect(Arc<Mutex<Log>>);
 
 impl Subscriber for Collect {
     fn enabled(&self, _: &Metadata<'_>) -> bool {
         true
     }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
+    fn new_span(&self, attrs: &Attributes<'_>) -> Id {
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        let mut log = self.0.lock().unwrap();
+        let id = log.spans.len() as u64 + 1;
+        log.spans.insert(
+            id,
+            SeenSpan {
+                name: attrs.metadata().name().to_owned(),
+                target: attrs.metadata().target().to_owned(),
+                level: *attrs.metadata().level(),
+                fields: fields.0,
+            },
+        );
+        Id::from_u64(id)
     }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record(&self, id: &Id, values: &Record<'_>) {
+        let mut fields = Fields::default();
+        values.record(&mut fields);
+        if let Some(span) = self.0.lock().unwrap().spans.get_mut(&id.into_u64()) {
+            span.fields.extend(fields.0);
+        }
+    }
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
         let mut fields = fields.0;
         let message = fields.remove("message").unwrap_or_default();
-        self.0.lock().unwrap().push(Seen {
+        let mut log = self.0.lock().unwrap();
+        let span = if event.is_root() {
+            None
+        } else if let Some(parent) = event.parent() {
+            Some(parent.into_u64())
+        } else {
+            log.stack.last().copied()
+        };
+        log.events.push(Seen {
             level: *event.metadata().level(),
             target: event.metadata().target().to_owned(),
             message,
             fields,
+            span,
         });
     }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
+    fn enter(&self, id: &Id) {
+        self.0.lock().unwrap().stack.push(id.into_u64());
+    }
+    fn exit(&self, id: &Id) {
+        let mut log = self.0.lock().unwrap();
+        if let Some(at) = log.stack.iter().rposition(|&s| s == id.into_u64()) {
+            log.stack.remove(at);
+        }
+    }
 }
 
 /// Runs `scenario` under a collecting subscriber and returns what it logged.
 fn logged(scenario: impl FnOnce()) -> Vec<Seen> {
+    logged_with_spans(scenario).0
+}
+
+/// Runs `scenario` under a collecting subscriber: its events and its spans by id.
+fn logged_with_spans(scenario: impl FnOnce()) -> (Vec<Seen>, BTreeMap<u64, SeenSpan>) {
     let collect = Collect::default();
     tracing::subscriber::with_default(collect.clone(), scenario);
-    let seen = collect.0.lock().unwrap().clone();
-    seen
+    let log = std::mem::take(&mut *collect.0.lock().unwrap());
+    (log.events, log.spans)
 }
 
 /// Answers the first Produce with `error` for every partition, later ones normally.
@@ -199,4 +265,117 @@ fn an_epoch_bump_is_logged_with_both_epochs() {
     assert_eq!(b.field("epoch_bump"), Some("true"));
     let retried = find(&seen, "batch retried");
     assert_eq!(retried[0].field("error_code"), Some("45"));
+}
+
+/// Every broker connection has a `connection` span (target `kacrab`, level INFO) with
+/// its id and address, and the broker id when it goes to a known broker; what happens on the connection
+/// (its opening, negotiation, the retry its answer caused, its close) is logged inside
+/// that span. Nothing per record is a span.
+#[test]
+fn a_connection_span_carries_its_address_and_holds_its_events() {
+    let (seen, spans) = logged_with_spans(|| {
+        let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+        first_produce_fails(&mut p, 19);
+        let id = p.send("t", 0, "a");
+        p.settle(Duration::from_secs(10));
+        assert!(p.acked(id).offset.is_some());
+        p.close(None);
+        p.settle(Duration::from_secs(10));
+    });
+    let connections: Vec<(&u64, &SeenSpan)> = spans
+        .iter()
+        .filter(|(_, s)| s.name == "connection")
+        .collect();
+    assert!(!connections.is_empty(), "{spans:#?}");
+    for (_, s) in &connections {
+        assert_eq!(s.target, "kacrab");
+        assert_eq!(s.level, Level::INFO);
+        assert!(
+            s.field("conn").is_some() && s.field("addr").is_some(),
+            "{s:#?}"
+        );
+    }
+    assert!(
+        connections
+            .iter()
+            .any(|(_, s)| s.field("node") == Some("0")),
+        "the broker's connection names its node: {connections:#?}"
+    );
+    let inside = |message: &str| {
+        let events = find(&seen, message);
+        assert!(!events.is_empty(), "no {message:?}: {seen:#?}");
+        events.iter().all(|e| {
+            e.span
+                .and_then(|id| spans.get(&id))
+                .is_some_and(|s| s.name == "connection")
+        })
+    };
+    assert!(inside("connection opening"), "{seen:#?}");
+    assert!(
+        inside("connection ready (versions negotiated)"),
+        "{seen:#?}"
+    );
+    assert!(
+        inside("batch retried"),
+        "the answer that caused it: {seen:#?}"
+    );
+    assert!(inside("connection closed"), "{seen:#?}");
+    // The span of each event names the same connection as the event.
+    for e in seen
+        .iter()
+        .filter(|e| e.field("conn").is_some() && e.span.is_some())
+    {
+        let s = &spans[&e.span.unwrap()];
+        if s.name == "connection" {
+            assert_eq!(s.field("conn"), e.field("conn"), "{e:#?} in {s:#?}");
+        }
+    }
+    assert!(spans.values().all(|s| s.name == "connection"), "{spans:#?}");
+}
+
+/// A transaction has a `transaction` span with its `transactional.id`, producer id and
+/// epoch, from `begin_transaction` to the end of its commit; its state changes are
+/// logged inside it, and the next transaction gets a span of its own.
+#[test]
+fn a_transaction_span_carries_its_id_producer_id_and_epoch() {
+    let (seen, spans) = logged_with_spans(|| {
+        let mut p = Pair::new(
+            Cluster::new(1).with_topic("t", 1),
+            &[("transactional.id", "tx-span")],
+        );
+        let init = p.session.init_transactions(p.now);
+        assert!(p.run_until(Duration::from_secs(10), |p| p.op(init).is_some()));
+        for round in 0..2 {
+            let _ = p.session.begin_transaction(p.now);
+            p.pump();
+            p.send("t", 0, &format!("r{round}"));
+            let commit = p.session.commit_transaction(p.now);
+            assert!(p.run_until(Duration::from_secs(10), |p| p.op(commit).is_some()));
+        }
+    });
+    let txns: Vec<(&u64, &SeenSpan)> = spans
+        .iter()
+        .filter(|(_, s)| s.name == "transaction")
+        .collect();
+    assert_eq!(txns.len(), 2, "one per transaction: {spans:#?}");
+    for (&id, s) in &txns {
+        assert_eq!(s.field("transactional_id"), Some("tx-span"), "{s:#?}");
+        assert!(s
+            .field("producer_id")
+            .is_some_and(|v| v.parse::<i64>().unwrap() >= 0));
+        assert!(s.field("epoch").is_some_and(|v| v.parse::<i64>().is_ok()));
+        let changes: Vec<&Seen> = find(&seen, "transaction state changed")
+            .into_iter()
+            .filter(|e| e.span == Some(id))
+            .collect();
+        let to: Vec<&str> = changes.iter().filter_map(|e| e.field("to")).collect();
+        assert!(to.contains(&"Some(InTransaction)"), "{to:?}");
+        assert!(to.contains(&"Some(CommittingTransaction)"), "{to:?}");
+        assert!(to.contains(&"Some(Ready)"), "{to:?}");
+    }
+    // init_transactions' changes are outside any transaction.
+    assert!(find(&seen, "transaction state changed")
+        .iter()
+        .filter(|e| e.field("to") == Some("Some(Initializing)"))
+        .all(|e| e.span.is_none_or(|id| spans[&id].name != "transaction")));
 }

@@ -49,3 +49,97 @@ fn the_metrics_snapshot_counts_a_delivered_record() {
         p.close().await;
     });
 }
+
+/// The metrics move as Kafka's do against krafka's FakeBroker, through the Tokio
+/// driver: one injected NOT_ENOUGH_REPLICAS counts its record in `record-retry-total`
+/// (globally and for the topic; `Sender.reenqueueBatch`) and not in
+/// `record-error-total`; Produce answers throttled 100 ms set `produce-throttle-time-max`
+/// to 100 and the average below it (every response counts, as Kafka's `NetworkClient`
+/// records it); one injected OUT_OF_ORDER_SEQUENCE_NUMBER bumps the epoch (KIP-360); and
+/// every request was answered (`request-total` = `response-total`, none in flight).
+#[test]
+fn metrics_move_on_a_retry_a_throttle_and_an_epoch_bump() {
+    use kacrab_testkit::cluster::{ApiKey, Control, ErrorCode};
+    use kacrab_testkit::Trigger;
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("moves", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let p = kacrab_tokio::Producer::from_properties(&[
+            ("bootstrap.servers", &bootstrap),
+            ("retry.backoff.ms", "10"),
+        ])
+        .expect("producer");
+        let send = |v: &'static str| p.send(kacrab_tokio::ProducerRecord::new("moves", 0, v));
+        send("warm")
+            .await
+            .expect("queued")
+            .await
+            .expect("acknowledged");
+        let before = p.metrics().await.expect("the driver runs").producer;
+        assert_eq!(before.record_retry_total, 0.0);
+        assert_eq!(
+            before.produce_throttle_time_max, 0.0,
+            "nothing throttled yet"
+        );
+
+        let fired = cluster.inject(
+            ApiKey::Produce,
+            Trigger::always().times(1),
+            Control::Error(ErrorCode::NotEnoughReplicas),
+        );
+        send("retried")
+            .await
+            .expect("queued")
+            .await
+            .expect("acknowledged");
+        assert_eq!(fired.count(), 1);
+        cluster.clear_faults();
+
+        cluster.set_throttle(ApiKey::Produce, std::time::Duration::from_millis(100));
+        send("throttled")
+            .await
+            .expect("queued")
+            .await
+            .expect("acknowledged");
+        cluster.clear_faults();
+
+        let bumped = cluster.inject(
+            ApiKey::Produce,
+            Trigger::always().times(1),
+            Control::Error(ErrorCode::OutOfOrderSequenceNumber),
+        );
+        send("bumped")
+            .await
+            .expect("queued")
+            .await
+            .expect("acknowledged");
+        assert_eq!(bumped.count(), 1);
+
+        let m = p.metrics().await.expect("the driver runs");
+        let pm = &m.producer;
+        assert_eq!(
+            pm.record_retry_total, 2.0,
+            "one NOT_ENOUGH_REPLICAS, one OUT_OF_ORDER"
+        );
+        assert_eq!(m.topics["moves"].record_retry_total, 2.0);
+        assert_eq!(pm.record_error_total, 0.0);
+        assert_eq!(pm.produce_throttle_time_max, 100.0);
+        assert!(
+            pm.produce_throttle_time_avg > 0.0 && pm.produce_throttle_time_avg < 100.0,
+            "{}",
+            pm.produce_throttle_time_avg
+        );
+        assert_eq!(pm.epoch_bump_total, 1.0);
+        assert_eq!(pm.request_total, pm.response_total);
+        assert_eq!(pm.requests_in_flight, 0.0);
+        assert!(pm.response_rate > 0.0 && pm.request_rate > 0.0);
+        assert!(pm.connection_creation_total >= 1.0);
+        p.close().await;
+    });
+}

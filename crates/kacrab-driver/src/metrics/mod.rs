@@ -143,9 +143,9 @@ pub(crate) struct SessionMetrics {
     nodes: BTreeMap<i32, NodeSensors>,
     /// When metadata was last applied (the session's start before that).
     metadata_at: Timestamp,
-    /// Sends waiting for `buffer.memory` after the last input, and when it ended: the
-    /// count only changes during inputs, so the wait between inputs is exact.
-    blocked: (usize, Timestamp),
+    /// The sends waiting after the last input, and when it ended: the counts only
+    /// change during inputs, so the wait between inputs is exact.
+    blocked: (Blocked, Timestamp),
     bufferpool_wait_ns: f64,
     /// Timed calls not yet completed, with when they began.
     calls: BTreeMap<OpId, (TimedCall, Timestamp)>,
@@ -188,7 +188,7 @@ impl SessionMetrics {
             topics: BTreeMap::new(),
             nodes: BTreeMap::new(),
             metadata_at: now,
-            blocked: (0, now),
+            blocked: (Blocked::default(), now),
             bufferpool_wait_ns: 0.0,
             calls: BTreeMap::new(),
             call_ns: BTreeMap::new(),
@@ -210,11 +210,15 @@ impl SessionMetrics {
     }
 
     /// After every input: the core's samples, the blocked sends' wait.
-    pub(crate) fn after_input(&mut self, core: &mut Producer, blocked: usize, now: Timestamp) {
+    pub(crate) fn after_input(&mut self, core: &mut Producer, blocked: Blocked, now: Timestamp) {
         self.last_now = now;
         let (was, since) = self.blocked;
-        self.bufferpool_wait_ns +=
-            was as f64 * now.saturating_duration_since(since).as_nanos() as f64;
+        let waited = now.saturating_duration_since(since).as_nanos() as f64;
+        self.bufferpool_wait_ns += was.memory as f64 * waited;
+        *self
+            .call_ns
+            .entry("metadata-wait-time-ns-total")
+            .or_default() += was.metadata as f64 * waited;
         self.blocked = (blocked, now);
         while let Some(sample) = core.poll_metric_sample() {
             crate::trace::sample(&sample);
@@ -268,9 +272,8 @@ impl SessionMetrics {
                     .error
                     .record(w, f64::from(records), t);
             }
-            MetricSample::ProduceAnswered { throttle, .. } => {
-                self.throttle.record(w, ms(throttle), t);
-            }
+            // `produce-throttle-time` is recorded for every response (`responses`),
+            // Produce answers included, as Kafka's `NetworkClient` records it.
             MetricSample::BatchSplit => self.split.record(w, 1.0, t),
             MetricSample::MetadataUpdated => self.metadata_at = now,
             _ => {}
@@ -314,12 +317,19 @@ impl SessionMetrics {
         self.node(node).incoming.record(w, bytes as f64, t);
     }
 
-    /// Responses decoded from a connection to `node`.
-    pub(crate) fn responses(&mut self, node: Option<i32>, count: usize, now: Timestamp) {
+    /// A response decoded from a connection to `node`, with its `throttle_time_ms`
+    /// (`None` for the SASL exchange, which Kafka's authenticator reads outside the
+    /// `NetworkClient`).
+    pub(crate) fn response(&mut self, node: Option<i32>, throttle_ms: Option<i32>, now: Timestamp) {
         let (w, t) = (self.window, now_ms(now));
-        for _ in 0..count {
-            self.responses.record(w, 1.0, t);
-            self.node(node).responses.record(w, 1.0, t);
+        self.responses.record(w, 1.0, t);
+        self.node(node).responses.record(w, 1.0, t);
+        // Kafka hands the `produce-throttle-time` sensor to the producer's
+        // `NetworkClient` (`KafkaProducer` passes `Sender.throttleTimeSensor`), whose
+        // `handleCompletedReceives` records `throttleTimeMs()` of every response it
+        // reads: 0 for an unthrottled one, whatever its API.
+        if let Some(throttle) = throttle_ms {
+            self.throttle.record(w, f64::from(throttle.max(0)), t);
         }
     }
 
@@ -384,8 +394,9 @@ impl SessionMetrics {
         let (size_avg, size_max) = self.request_size.measure(w, t);
         let (batch_avg, batch_max) = self.batch_size.measure(w, t);
         let (throttle_avg, throttle_max) = self.throttle.measure(w, t);
-        let waiting_now =
-            self.blocked.0 as f64 * now.saturating_duration_since(self.blocked.1).as_nanos() as f64;
+        let since = now.saturating_duration_since(self.blocked.1).as_nanos() as f64;
+        let waiting_now = self.blocked.0.memory as f64 * since;
+        let metadata_waiting_now = self.blocked.0.metadata as f64 * since;
         let call = |name: &str| self.call_ns.get(name).copied().unwrap_or(0.0);
         let producer = ProducerMetrics {
             record_send_rate: self.record_send.rate(w, t),
@@ -440,7 +451,7 @@ impl SessionMetrics {
             txn_commit_time_ns_total: call("txn-commit-time-ns-total"),
             txn_abort_time_ns_total: call("txn-abort-time-ns-total"),
             flush_time_ns_total: call("flush-time-ns-total"),
-            metadata_wait_time_ns_total: call("metadata-wait-time-ns-total"),
+            metadata_wait_time_ns_total: call("metadata-wait-time-ns-total") + metadata_waiting_now,
             epoch_bump_total: stats.epoch_bumps as f64,
             producer_id_change_total: stats.producer_id_changes as f64,
             epoch_change_total: stats.epoch_changes as f64,
@@ -499,6 +510,37 @@ impl SessionMetrics {
     }
 }
 
+/// The sends in the session's backlog (`max.block.ms`), by what they wait for. Kafka's
+/// `bufferpool-wait-time-ns-total` counts only the time `BufferPool.allocate` blocked
+/// for memory; a send waiting for its topic's metadata waits in
+/// `KafkaProducer.waitOnMetadata`, which records `metadata-wait-time-ns-total`. The
+/// backlog runs in order, so every send in it waits for what its front waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Blocked {
+    /// Sends waiting for room in `buffer.memory`.
+    pub(crate) memory: usize,
+    /// Sends waiting for metadata.
+    pub(crate) metadata: usize,
+}
+
+impl Blocked {
+    /// `sends` queued behind a front that waits for metadata (`front_waits_for_metadata`)
+    /// or for memory.
+    pub(crate) fn behind(sends: usize, front_waits_for_metadata: bool) -> Self {
+        if front_waits_for_metadata {
+            Self {
+                memory: 0,
+                metadata: sends,
+            }
+        } else {
+            Self {
+                memory: sends,
+                metadata: 0,
+            }
+        }
+    }
+}
+
 /// What the snapshot reads from the session's parts at the instant it is taken.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Gauges {
@@ -517,9 +559,29 @@ pub(crate) struct Gauges {
 pub(crate) struct NetTally {
     /// Produce requests written and not answered: the core's request id, when.
     written: BTreeMap<u64, Timestamp>,
-    responses: Vec<(Option<i32>, Option<Duration>)>,
+    /// Decoded responses: node, latency (Produce only), `throttle_time_ms`.
+    responses: Vec<(Option<i32>, Option<Duration>, Option<i32>)>,
     /// KIP-368 re-authentications completed since the last drain.
     reauthenticated: u32,
+}
+
+/// A response's `throttle_time_ms` as Kafka's `AbstractResponse.throttleTimeMs()` reads
+/// it, or `None` for the SASL exchange (read by Kafka's authenticator, outside the
+/// `NetworkClient` that records `produce-throttle-time`).
+pub(crate) fn throttle_of(response: &kacrab_wire::Response) -> Option<i32> {
+    use kacrab_wire::Response as R;
+    match response {
+        R::ApiVersions(r) => Some(r.throttle_time_ms),
+        R::Metadata(r) => Some(r.throttle_time_ms),
+        R::InitProducerId(r) => Some(r.throttle_time_ms),
+        R::Produce(r) => Some(r.throttle_time_ms),
+        R::FindCoordinator(r) => Some(r.throttle_time_ms),
+        R::AddPartitionsToTxn(r) => Some(r.throttle_time_ms),
+        R::AddOffsetsToTxn(r) => Some(r.throttle_time_ms),
+        R::TxnOffsetCommit(r) => Some(r.throttle_time_ms),
+        R::EndTxn(r) => Some(r.throttle_time_ms),
+        R::Sasl(_) => None,
+    }
 }
 
 impl NetTally {
@@ -530,13 +592,20 @@ impl NetTally {
         }
     }
 
-    /// A response to the request tagged `tag` was decoded on a connection to `node`.
-    pub(crate) fn response(&mut self, node: Option<i32>, tag: u64, now: Timestamp) {
+    /// A response to the request tagged `tag` was decoded on a connection to `node`
+    /// (`throttle_ms`: see [`throttle_of`]).
+    pub(crate) fn response(
+        &mut self,
+        node: Option<i32>,
+        tag: u64,
+        throttle_ms: Option<i32>,
+        now: Timestamp,
+    ) {
         let latency = self
             .written
             .remove(&tag)
             .map(|at| now.saturating_duration_since(at));
-        self.responses.push((node, latency));
+        self.responses.push((node, latency, throttle_ms));
     }
 
     /// A connection finished a KIP-368 re-authentication.
@@ -552,8 +621,8 @@ impl NetTally {
         core: &Producer,
         now: Timestamp,
     ) {
-        for (node, latency) in self.responses.drain(..) {
-            metrics.responses(node, 1, now);
+        for (node, latency, throttle_ms) in self.responses.drain(..) {
+            metrics.response(node, throttle_ms, now);
             if let Some(latency) = latency {
                 metrics.latency(node, latency, now);
             }

@@ -118,9 +118,11 @@ metric_set! {
         buffer_exhausted_rate => "buffer-exhausted-rate",
         /// Sends refused because `buffer.memory` stayed full.
         buffer_exhausted_total => "buffer-exhausted-total",
-        /// The average throttle time of produce answers, in ms.
+        /// The average `throttle_time_ms` of the responses read, in ms: every
+        /// response counts, whatever its API (0 unless throttled), as Kafka's
+        /// `NetworkClient` records this sensor; the SASL exchange does not.
         produce_throttle_time_avg => "produce-throttle-time-avg",
-        /// The longest throttle time of produce answers, in ms.
+        /// The longest `throttle_time_ms` of the responses read, in ms.
         produce_throttle_time_max => "produce-throttle-time-max",
         /// Bytes written per second, on every connection.
         outgoing_byte_rate => "outgoing-byte-rate",
@@ -159,7 +161,8 @@ metric_set! {
         txn_abort_time_ns_total => "txn-abort-time-ns-total",
         /// Time spent in `flush`, in ns.
         flush_time_ns_total => "flush-time-ns-total",
-        /// Time partition lookups waited for metadata, in ns.
+        /// Time sends and partition lookups waited for metadata, in ns (each waiting
+        /// send or lookup counting its own wait).
         metadata_wait_time_ns_total => "metadata-wait-time-ns-total",
         /// kacrab's own: KIP-360 epoch bumps applied (including new ids after epoch
         /// exhaustion).
