@@ -16,7 +16,6 @@ use kacrab_idempotence::{
     InputError, KafkaError, Producer, ProducerIdAndEpoch, Request, RequestFailure, RequestId,
     Timestamp,
 };
-use kacrab_wire::messages::MetadataRequest;
 use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
 
 use crate::convert;
@@ -25,7 +24,9 @@ use crate::output::{CloseReason, ConnId, Output};
 use crate::phases::{ConnectError, Security, TlsFailure, Transport};
 
 mod invariants;
+mod lookup;
 mod negotiation;
+mod reconnect;
 mod sasl_phase;
 mod secure;
 
@@ -38,6 +39,11 @@ const SESSION_TAG: u64 = 1 << 63;
 
 #[derive(Debug, PartialEq, Eq)]
 enum ConnState {
+    /// The broker's address is in its reconnect backoff (`reconnect`): requests queue;
+    /// at `until` the driver is asked to connect. The driver knows nothing of it yet.
+    BackingOff {
+        until: Timestamp,
+    },
     /// Waiting for the driver's `handle_connected`, until the setup deadline.
     Connecting {
         deadline: Timestamp,
@@ -120,6 +126,10 @@ pub(crate) struct Network {
     health: Health,
     /// Responses decoded, for the metrics (drained by the session).
     pub(crate) tally: crate::metrics::NetTally,
+    /// Per-address reconnect backoff.
+    reconnects: reconnect::Reconnects,
+    /// The session's metadata lookups: one at a time, backed off.
+    lookups: lookup::Lookups,
 }
 
 impl Network {
@@ -129,8 +139,16 @@ impl Network {
         request_timeout: Duration,
         setup_timeout: Duration,
         security: Security,
+        config: &crate::config::SessionConfig,
+        now: Timestamp,
     ) -> Self {
         debug_assert!(!bootstrap.is_empty(), "validated by SessionConfig");
+        let core = config.core();
+        let lookup_backoff = kacrab_idempotence::backoff::Backoff::new(
+            core.retry_backoff(),
+            core.retry_backoff_max(),
+            core.jitter_seed() ^ 0x6c6f_6f6b_7570_7321,
+        );
         Self {
             client_id,
             bootstrap,
@@ -149,6 +167,8 @@ impl Network {
             failure: None,
             health: Health::Healthy,
             tally: crate::metrics::NetTally::default(),
+            reconnects: reconnect::Reconnects::new(config),
+            lookups: lookup::Lookups::new(lookup_backoff, now),
         }
     }
 
@@ -176,8 +196,13 @@ impl Network {
         !self.out.is_empty()
     }
 
+    /// Connections the driver was asked to open and not yet to close (one waiting for
+    /// its broker's reconnect backoff is not counted).
     pub(crate) fn connection_count(&self) -> usize {
-        self.conns.len()
+        self.conns
+            .iter()
+            .filter(|c| !matches!(c.state, ConnState::BackingOff { .. }))
+            .count()
     }
 
     /// The broker of a live connection (`Some(None)` for a bootstrap address), `None`
@@ -191,37 +216,16 @@ impl Network {
         self.conns.iter().map(|c| c.wire.in_flight_count()).sum()
     }
 
-    /// Asks any broker for the metadata of `topics`, as the session's own request.
-    pub(crate) fn request_metadata(
-        &mut self,
-        core: &mut Producer,
-        topics: &[&str],
-        now: Timestamp,
-    ) {
-        if self.has_failed() {
-            return;
-        }
-        let tag = self.session_tag();
-        let request = MetadataRequest::topics(topics.iter().map(|t| (*t).to_owned()));
-        let conn = self.any_conn(now);
-        self.send_session_request(
-            core,
-            conn,
-            kacrab_wire::Request::Metadata(request),
-            tag,
-            now,
-        );
-    }
-
-    /// The earliest connection setup deadline or session-request deadline.
+    /// The earliest connection setup deadline, reconnect backoff end, session-request
+    /// deadline or next metadata lookup.
     pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
         self.conns
             .iter()
             .filter_map(|c| {
                 let setup = match c.state {
-                    ConnState::Connecting { deadline } | ConnState::TlsHandshake { deadline } => {
-                        Some(deadline)
-                    }
+                    ConnState::Connecting { deadline }
+                    | ConnState::TlsHandshake { deadline }
+                    | ConnState::BackingOff { until: deadline } => Some(deadline),
                     _ => None,
                 };
                 let request = c.deadlines.front().map(|&(_, d)| d);
@@ -231,6 +235,7 @@ impl Network {
                 }
             })
             .chain(self.reauth_timeout())
+            .chain(self.lookups.poll_timeout())
             .min()
     }
 
@@ -272,6 +277,24 @@ impl Network {
             self.drop_conn(core, conn, now, Some(reason));
         }
         self.handle_reauth_timeout(core, now);
+        self.dial_backed_off(now);
+        self.send_lookup(core, now);
+    }
+
+    /// Connections whose broker's reconnect backoff ended are dialled.
+    fn dial_backed_off(&mut self, now: Timestamp) {
+        let setup = self.setup_timeout;
+        for c in &mut self.conns {
+            if matches!(c.state, ConnState::BackingOff { until } if until <= now) {
+                c.state = ConnState::Connecting {
+                    deadline: now + setup,
+                };
+                self.out.push_back(Output::Connect {
+                    conn: c.id,
+                    addr: c.addr.clone(),
+                });
+            }
+        }
     }
 
     /// Closes every connection: the producer is finished.
@@ -421,7 +444,11 @@ impl Network {
                 self.topics.learn(&r);
                 let md = convert::metadata(&r);
                 let request = (tag < SESSION_TAG).then_some(id);
-                core.handle_metadata(request, &md, now)
+                let result = core.handle_metadata(request, &md, now);
+                if tag >= SESSION_TAG {
+                    self.lookup_answered(core, tag, now);
+                }
+                result
             }
             Response::FindCoordinator(r) => {
                 let result = if r.error_code == 0 {
@@ -673,9 +700,12 @@ impl Network {
             .and_then(|v| c.wire.encode(request, v, tag));
         // A lookup whose metadata cannot be encoded is asked again after the backoff
         // (on another connection, perhaps) until max.block.ms.
-        if let Ok(e) = encoded {
-            c.deadlines.push_back((tag, deadline));
-            self.transmit(core, conn, e.frame, None, now);
+        match encoded {
+            Ok(e) => {
+                c.deadlines.push_back((tag, deadline));
+                self.transmit(core, conn, e.frame, None, now);
+            }
+            Err(_) => self.lookup_lost(tag, now),
         }
     }
 
@@ -703,10 +733,27 @@ impl Network {
             return c.id;
         }
         // Round robin over every broker Metadata named, then the bootstrap servers: a
-        // dead broker (or bootstrap address) must not be the only one ever tried.
+        // dead broker (or bootstrap address) must not be the only one ever tried. An
+        // address in its reconnect backoff is passed over while another is free (Java's
+        // `leastLoadedNode`); if all are, the one free soonest is taken (and dialled
+        // when its backoff ends).
         let candidates = self.brokers.len() + self.bootstrap.len();
-        let pick = self.next_bootstrap % candidates;
-        self.next_bootstrap = self.next_bootstrap.wrapping_add(1);
+        let addr_of = |net: &Self, i: usize| -> String {
+            match net.brokers.iter().nth(i) {
+                Some((_, addr)) => addr.clone(),
+                None => net.bootstrap[i - net.brokers.len()].clone(),
+            }
+        };
+        let start = self.next_bootstrap;
+        let pick = (0..candidates)
+            .map(|k| start.wrapping_add(k) % candidates)
+            .min_by_key(|&i| {
+                self.reconnects
+                    .blocked_until(&addr_of(self, i), now)
+                    .unwrap_or(Timestamp::ZERO)
+            })
+            .unwrap_or(0);
+        self.next_bootstrap = pick.wrapping_add(1);
         match self.brokers.iter().nth(pick) {
             Some((&node, addr)) => {
                 let addr = addr.clone();
@@ -719,16 +766,22 @@ impl Network {
         }
     }
 
+    /// A new connection to `addr`: dialled now, or once its reconnect backoff ends.
     fn open(&mut self, node: Option<i32>, addr: String, now: Timestamp) -> ConnId {
         let id = ConnId(self.next_conn);
         self.next_conn += 1;
+        let blocked = self.reconnects.blocked_until(&addr, now);
+        let state = match blocked {
+            Some(until) => ConnState::BackingOff { until },
+            None => ConnState::Connecting {
+                deadline: now + self.setup_timeout,
+            },
+        };
         self.conns.push(Conn {
             id,
             node,
             addr: addr.clone(),
-            state: ConnState::Connecting {
-                deadline: now + self.setup_timeout,
-            },
+            state,
             transport: Transport::Plain,
             wire: Connection::new(self.client_id.clone()),
             frames: FrameDecoder::new(),
@@ -738,7 +791,9 @@ impl Network {
             queued: VecDeque::new(),
             deadlines: VecDeque::new(),
         });
-        self.out.push_back(Output::Connect { conn: id, addr });
+        if blocked.is_none() {
+            self.out.push_back(Output::Connect { conn: id, addr });
+        }
         id
     }
 
@@ -760,8 +815,14 @@ impl Network {
             return;
         };
         let mut c = self.conns.remove(pos);
-        if let Some(reason) = reason {
-            self.out.push_back(Output::Close { conn, reason });
+        self.lookup_conn_gone(conn, now);
+        // One never dialled (backing off): the driver knows nothing of it, and its
+        // broker did not fail again.
+        if !matches!(c.state, ConnState::BackingOff { .. }) {
+            self.reconnects.disconnected(&c.addr, now);
+            if let Some(reason) = reason {
+                self.out.push_back(Output::Close { conn, reason });
+            }
         }
         for f in c.wire.take_in_flight() {
             let id = RequestId(f.tag);

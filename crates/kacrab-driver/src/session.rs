@@ -80,6 +80,8 @@ impl Session {
             core_config.request_timeout(),
             config.connection_setup_timeout(),
             Security::new(&config, now, unix_ms),
+            &config,
+            now,
         );
         let app = Application::new(
             config.max_block(),
