@@ -136,7 +136,12 @@ impl Network {
 
     /// Connection `conn` went: the lookup on it, if any, got no answer.
     pub(super) fn lookup_conn_gone(&mut self, conn: ConnId, now: Timestamp) {
-        if self.lookups.outstanding.as_ref().is_some_and(|o| o.conn == conn) {
+        if self
+            .lookups
+            .outstanding
+            .as_ref()
+            .is_some_and(|o| o.conn == conn)
+        {
             self.lookups.ended(false, now);
         }
     }
@@ -175,6 +180,10 @@ mod tests {
         l.ended(true, now);
         assert_eq!(l.poll_timeout(), None, "answered: nothing waits");
         l.wanted.insert("u".into());
-        assert_eq!(l.poll_timeout(), Some(now + ms(100)), "reset to retry.backoff.ms");
+        assert_eq!(
+            l.poll_timeout(),
+            Some(now + ms(100)),
+            "reset to retry.backoff.ms"
+        );
     }
 }

@@ -55,7 +55,10 @@ impl Reconnects {
     /// A connection to `addr` failed or closed at `now`: it is left alone for the
     /// backoff of its consecutive failures.
     pub(super) fn disconnected(&mut self, addr: &str, now: Timestamp) {
-        let count = self.failed.get(addr).map_or(1, |f| f.count.saturating_add(1));
+        let count = self
+            .failed
+            .get(addr)
+            .map_or(1, |f| f.count.saturating_add(1));
         let wait = self.backoff.delay(count);
         self.failed.insert(
             addr.to_owned(),
@@ -112,17 +115,26 @@ mod tests {
         let mut now = t0;
         for expected in [100u64, 200, 400, 800, 1000, 1000] {
             r.disconnected("a:1", now);
-            let wait = r.blocked_until("a:1", now).unwrap().saturating_duration_since(now);
+            let wait = r
+                .blocked_until("a:1", now)
+                .unwrap()
+                .saturating_duration_since(now);
             let low = ms(expected * 8 / 10);
             let high = ms((expected * 12 / 10).min(1000));
-            assert!(low <= wait && wait <= high, "{wait:?} not in [{low:?}, {high:?}]");
+            assert!(
+                low <= wait && wait <= high,
+                "{wait:?} not in [{low:?}, {high:?}]"
+            );
             assert_eq!(r.blocked_until("b:1", now), None, "per address");
             now = now + wait;
             assert_eq!(r.blocked_until("a:1", now), None, "free once it passed");
         }
         r.ready("a:1");
         r.disconnected("a:1", now);
-        let wait = r.blocked_until("a:1", now).unwrap().saturating_duration_since(now);
+        let wait = r
+            .blocked_until("a:1", now)
+            .unwrap()
+            .saturating_duration_since(now);
         assert!(wait <= ms(120), "reset by a ready connection: {wait:?}");
     }
 
