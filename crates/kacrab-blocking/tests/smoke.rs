@@ -344,9 +344,10 @@ fn callbacks_cannot_wait_and_may_panic_and_drop_closes_in_the_background() {
 }
 
 #[test]
-fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
-    // A port nothing listens on: every connect fails; the core keeps asking for metadata
-    // until delivery.timeout.ms fails the record.
+fn unreachable_bootstrap_fails_records_after_max_block() {
+    // A port nothing listens on: every connect fails (redialled on the reconnect
+    // backoff); the record waits for its topic's metadata until max.block.ms fails it,
+    // as Java's `KafkaProducer.waitOnMetadata` does for an explicit partition too.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     drop(listener);
@@ -354,6 +355,7 @@ fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
         ("bootstrap.servers", addr.as_str()),
         ("request.timeout.ms", "200"),
         ("delivery.timeout.ms", "500"),
+        ("max.block.ms", "500"),
         ("linger.ms", "0"),
     ])
     .unwrap();
@@ -364,9 +366,9 @@ fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            ProduceError::Delivery {
-                error: kacrab_idempotence::DeliveryError::Timeout { .. },
+            &err,
+            ProduceError::Topic {
+                error: kacrab_driver::TopicError::NotPresent { .. },
                 ..
             }
         ),

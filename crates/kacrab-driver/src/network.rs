@@ -23,6 +23,7 @@ use crate::features::FinalizedFeatures;
 use crate::output::{CloseReason, ConnId, Output};
 use crate::phases::{ConnectError, Security, TlsFailure, Transport};
 
+mod idle;
 mod invariants;
 mod lookup;
 mod negotiation;
@@ -88,6 +89,9 @@ struct Conn {
     /// with when they time out, in write order. Invariant: exactly the in-flight
     /// requests whose tag is at or above `SESSION_TAG`.
     deadlines: VecDeque<(u64, Timestamp)>,
+    /// When bytes last moved on it (or it was opened): `connections.max.idle.ms`
+    /// counts from here.
+    last_active: Timestamp,
 }
 
 /// A request waiting for its connection's version negotiation.
@@ -130,6 +134,8 @@ pub(crate) struct Network {
     reconnects: reconnect::Reconnects,
     /// The session's metadata lookups: one at a time, backed off.
     lookups: lookup::Lookups,
+    /// `connections.max.idle.ms` (`None`: never closed for idleness).
+    max_idle: Option<Duration>,
 }
 
 impl Network {
@@ -169,6 +175,7 @@ impl Network {
             tally: crate::metrics::NetTally::default(),
             reconnects: reconnect::Reconnects::new(config),
             lookups: lookup::Lookups::new(lookup_backoff, now),
+            max_idle: config.connections_max_idle(),
         }
     }
 
@@ -236,6 +243,7 @@ impl Network {
             })
             .chain(self.reauth_timeout())
             .chain(self.lookups.poll_timeout())
+            .chain(self.idle_deadline())
             .min()
     }
 
@@ -277,6 +285,7 @@ impl Network {
             self.drop_conn(core, conn, now, Some(reason));
         }
         self.handle_reauth_timeout(core, now);
+        self.close_idle(core, now);
         self.dial_backed_off(now);
         self.send_lookup(core, now);
     }
@@ -350,6 +359,7 @@ impl Network {
             return;
         };
         let Some(c) = self.conn_mut(conn) else { return };
+        c.last_active = now;
         c.frames.extend(&opened.plaintext);
         if opened.closed {
             // The broker ended the TLS session (close_notify): answers already decrypted
@@ -790,6 +800,7 @@ impl Network {
             reauth_at: None,
             queued: VecDeque::new(),
             deadlines: VecDeque::new(),
+            last_active: now,
         });
         if blocked.is_none() {
             self.out.push_back(Output::Connect { conn: id, addr });

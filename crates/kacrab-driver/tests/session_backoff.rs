@@ -3,13 +3,16 @@
 //! failure up to `reconnect.backoff.max.ms` (`ClusterConnectionStates`), and the
 //! session's own metadata lookups go one at a time, `retry.backoff.ms` apart
 //! (`NetworkClient.DefaultMetadataUpdater`, KIP-580), so a record waiting for its
-//! topic's metadata costs neither a reconnect storm nor a queue of lookups.
+//! topic's metadata costs neither a reconnect storm nor a queue of lookups. And a
+//! connection idle for `connections.max.idle.ms` is closed (Java's `Selector`).
 
 mod pair;
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::Duration;
 
-use kacrab_driver::{ProducerRecord, Timestamp};
+use kacrab_driver::{CloseReason, ConnId, ProducerRecord, Timestamp};
 use kafka_protocol::messages::ApiKey;
 
 use pair::{Cluster, ConnectPolicy, Pair, Verdict};
@@ -96,4 +99,70 @@ fn at_most_one_metadata_lookup_is_outstanding_during_a_slow_handshake() {
     let metadata = p.cluster.count(ApiKey::Metadata);
     assert!((5..=12).contains(&metadata), "{metadata} Metadata requests");
     p.session.assert_invariants();
+}
+
+/// `connections.max.idle.ms`: a connection with nothing in flight and no traffic for
+/// that long is closed (and the next send opens a new one); the connection of a request
+/// still waiting for its answer is not, however long the answer takes.
+#[test]
+fn an_idle_connection_closes_after_connections_max_idle_but_not_one_awaiting_an_answer() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("connections.max.idle.ms", "1000")],
+    );
+    let idle_closes = |p: &Pair| {
+        p.closes
+            .iter()
+            .filter(|c| c.2 == CloseReason::Idle)
+            .map(|c| c.1)
+            .collect::<Vec<ConnId>>()
+    };
+    let start = p.now;
+    p.send("t", 0, "a");
+    p.settle(SECOND);
+    p.run_for(2 * SECOND);
+    assert!(!idle_closes(&p).is_empty(), "idle connections closed");
+    assert!(
+        p.closes
+            .iter()
+            .filter(|c| c.2 == CloseReason::Idle)
+            .all(|c| c.0.saturating_duration_since(start) >= SECOND),
+        "not before a second of idleness: {:?}",
+        p.closes
+    );
+    assert_eq!(p.session.connection_count(), 0);
+    // An answer that takes three seconds: its connection stays.
+    let produce_conn: Rc<Cell<Option<ConnId>>> = Rc::default();
+    let seen = Rc::clone(&produce_conn);
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Produce).then(|| {
+            seen.set(Some(inc.conn));
+            Verdict::Delay(3 * SECOND)
+        })
+    });
+    let b = p.send("t", 0, "b");
+    p.settle(10 * SECOND);
+    let conn = produce_conn.get().expect("b was produced");
+    assert!(
+        !idle_closes(&p).contains(&conn),
+        "closed while its Produce awaited the answer"
+    );
+    assert_eq!(p.cluster.values("t", 0), ["a", "b"]);
+    assert!(p.outcome(b).is_some_and(Result::is_ok));
+    p.session.assert_invariants();
+}
+
+/// `connections.max.idle.ms` negative: idle connections stay open.
+#[test]
+fn a_negative_connections_max_idle_keeps_idle_connections() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("connections.max.idle.ms", "-1")],
+    );
+    p.send("t", 0, "a");
+    p.settle(SECOND);
+    let open = p.session.connection_count();
+    p.run_for(3600 * SECOND);
+    assert!(p.closes.iter().all(|c| c.2 != CloseReason::Idle));
+    assert_eq!(p.session.connection_count(), open);
 }

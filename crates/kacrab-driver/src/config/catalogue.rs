@@ -77,7 +77,7 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("compression.gzip.level", COMPRESSION_MODULE),
     ("compression.lz4.level", COMPRESSION_MODULE),
     ("compression.zstd.level", COMPRESSION_MODULE),
-    ("connections.max.idle.ms", refused(NOT_YET)),
+    ("connections.max.idle.ms", Answer::Implemented),
     ("delivery.timeout.ms", Answer::Implemented),
     ("enable.idempotence", Answer::Implemented),
     ("enable.metrics.push", metrics_or("false")),

@@ -1,7 +1,8 @@
 //! The session's connection keys: `reconnect.backoff.ms` and `reconnect.backoff.max.ms`
 //! (how long a broker whose connection failed or closed is left alone before it is
 //! dialled again, exponential per consecutive failure, as Java's
-//! `ClusterConnectionStates`).
+//! `ClusterConnectionStates`) and `connections.max.idle.ms` (a connection idle that
+//! long is closed, as Java's `Selector` with its idle expiry manager).
 
 use std::time::Duration;
 
@@ -14,6 +15,12 @@ pub const RECONNECT_BACKOFF_MS: &str = "reconnect.backoff.ms";
 /// failures (Java's default 1000).
 pub const RECONNECT_BACKOFF_MAX_MS: &str = "reconnect.backoff.max.ms";
 
+/// `connections.max.idle.ms`: a connection with nothing in flight and no traffic for
+/// this long is closed (the producer's default 540000; negative: never, as Java's
+/// `Selector` without an idle expiry manager).
+pub const CONNECTIONS_MAX_IDLE_MS: &str = "connections.max.idle.ms";
+
+const DEFAULT_MAX_IDLE: Duration = Duration::from_millis(540_000);
 const DEFAULT_RECONNECT_BACKOFF: Duration = Duration::from_millis(50);
 const DEFAULT_RECONNECT_BACKOFF_MAX: Duration = Duration::from_millis(1_000);
 
@@ -22,6 +29,8 @@ const DEFAULT_RECONNECT_BACKOFF_MAX: Duration = Duration::from_millis(1_000);
 pub(crate) struct ConnectionConfig {
     pub(crate) reconnect_backoff: Duration,
     pub(crate) reconnect_backoff_max: Duration,
+    /// `None`: idle connections are never closed.
+    pub(crate) max_idle: Option<Duration>,
 }
 
 impl Default for ConnectionConfig {
@@ -29,6 +38,7 @@ impl Default for ConnectionConfig {
         Self {
             reconnect_backoff: DEFAULT_RECONNECT_BACKOFF,
             reconnect_backoff_max: DEFAULT_RECONNECT_BACKOFF_MAX,
+            max_idle: Some(DEFAULT_MAX_IDLE),
         }
     }
 }
@@ -42,6 +52,14 @@ impl ConnectionConfig {
             }
             RECONNECT_BACKOFF_MAX_MS => {
                 self.reconnect_backoff_max = super::parse_ms(RECONNECT_BACKOFF_MAX_MS, value)?;
+            }
+            CONNECTIONS_MAX_IDLE_MS => {
+                let negative = value.trim().parse::<i64>().is_ok_and(|v| v < 0);
+                self.max_idle = if negative {
+                    None
+                } else {
+                    Some(super::parse_ms(CONNECTIONS_MAX_IDLE_MS, value)?)
+                };
             }
             _ => return Ok(false),
         }
@@ -64,5 +82,11 @@ mod tests {
         assert_eq!(c.reconnect_backoff_max, Duration::from_millis(400));
         assert!(c.set(RECONNECT_BACKOFF_MS, "-1").is_err());
         assert!(!c.set("retry.backoff.ms", "1").unwrap());
+        assert_eq!(c.max_idle, Some(Duration::from_millis(540_000)));
+        assert!(c.set(CONNECTIONS_MAX_IDLE_MS, "-1").unwrap());
+        assert_eq!(c.max_idle, None);
+        assert!(c.set(CONNECTIONS_MAX_IDLE_MS, "1000").unwrap());
+        assert_eq!(c.max_idle, Some(Duration::from_millis(1000)));
+        assert!(c.set(CONNECTIONS_MAX_IDLE_MS, "x").is_err());
     }
 }

@@ -32,7 +32,7 @@ mod properties;
 
 pub use properties::{parse_java_properties, MalformedProperties};
 
-pub use connection::{RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS};
+pub use connection::{CONNECTIONS_MAX_IDLE_MS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS};
 pub use metadata::METADATA_MAX_IDLE_MS;
 
 pub use partitioner::{
@@ -233,6 +233,13 @@ impl SessionConfig {
             self.connection.reconnect_backoff,
             self.connection.reconnect_backoff_max,
         )
+    }
+
+    /// `connections.max.idle.ms`: a connection with nothing in flight and no traffic
+    /// for this long is closed; `None` (a negative value): never.
+    #[must_use]
+    pub fn connections_max_idle(&self) -> Option<Duration> {
+        self.connection.max_idle
     }
 
     /// The keys that were accepted without effect (`key.serializer`, a not-supported
