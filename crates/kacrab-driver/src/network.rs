@@ -242,7 +242,7 @@ impl Network {
                 }
             })
             .chain(self.reauth_timeout())
-            .chain(self.lookups.poll_timeout())
+            .chain(self.lookups.poll_timeout().filter(|_| !self.has_failed()))
             .chain(self.idle_deadline())
             .min()
     }
@@ -286,12 +286,25 @@ impl Network {
         }
         self.handle_reauth_timeout(core, now);
         self.close_idle(core, now);
-        self.dial_backed_off(now);
+        self.dial_backed_off(core, now);
         self.send_lookup(core, now);
     }
 
-    /// Connections whose broker's reconnect backoff ended are dialled.
-    fn dial_backed_off(&mut self, now: Timestamp) {
+    /// Connections whose broker's reconnect backoff ended are dialled (or, after a
+    /// security failure, dropped: no connection opens again).
+    fn dial_backed_off(&mut self, core: &mut Producer, now: Timestamp) {
+        if self.has_failed() {
+            let waiting: Vec<ConnId> = self
+                .conns
+                .iter()
+                .filter(|c| matches!(c.state, ConnState::BackingOff { .. }))
+                .map(|c| c.id)
+                .collect();
+            for conn in waiting {
+                self.drop_conn(core, conn, now, None);
+            }
+            return;
+        }
         let setup = self.setup_timeout;
         for c in &mut self.conns {
             if matches!(c.state, ConnState::BackingOff { until } if until <= now) {
