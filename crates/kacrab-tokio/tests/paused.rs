@@ -204,9 +204,11 @@ async fn refused_connections_back_off() {
     assert!(attempts[1] >= 80, "{attempts:?}");
     // Two retry streams, each doubling: six refusals take well over 100+200+400 ms.
     assert!(attempts[6] >= 500, "{attempts:?}");
+    // The refusals come one at a time (the reconnect backoff is per address); once the
+    // address accepts, the bootstrap connection and the broker's own may both open.
     assert!(
-        attempts.windows(2).all(|w| w[1] > w[0]),
-        "never two attempts at once: {attempts:?}"
+        attempts[..6].windows(2).all(|w| w[1] > w[0]),
+        "never two refused attempts at once: {attempts:?}"
     );
     assert_eq!(s.records(0), 1);
 }
