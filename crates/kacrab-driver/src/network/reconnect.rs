@@ -4,6 +4,9 @@
 //! (capped at `reconnect.backoff.max.ms`, ±20 % jitter: `ExponentialBackoff` with
 //! multiplier 2 and jitter 0.2), `n` being its consecutive failures since it was last
 //! ready (negotiated and authenticated). A connection that became ready resets it.
+//! Connections opened to a backed-off address wait (`ConnState::BackingOff`) and are
+//! dialled here when it ends; cluster-wide requests pick their broker here, passing
+//! over backed-off addresses.
 //!
 //! The jitter is drawn from a generator the session seeds (it has no randomness of its
 //! own): from the driver's entropy when it gave one (the SCRAM nonce seed, hashed so
@@ -12,10 +15,12 @@
 use std::collections::BTreeMap;
 
 use kacrab_idempotence::backoff::Backoff;
-use kacrab_idempotence::Timestamp;
+use kacrab_idempotence::{Producer, Timestamp};
 use sha2::{Digest, Sha256};
 
+use super::{ConnState, Network};
 use crate::config::SessionConfig;
+use crate::output::{ConnId, Output};
 
 /// One address's consecutive failures and until when it is left alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +77,85 @@ impl Reconnects {
     /// A connection to `addr` became ready: its failures are forgotten.
     pub(super) fn ready(&mut self, addr: &str) {
         self.failed.remove(addr);
+    }
+}
+
+impl Network {
+    /// Connections whose broker's reconnect backoff ended are dialled (or, after a
+    /// security failure, dropped: no connection opens again).
+    pub(super) fn dial_backed_off(&mut self, core: &mut Producer, now: Timestamp) {
+        if self.has_failed() {
+            let waiting: Vec<ConnId> = self
+                .conns
+                .iter()
+                .filter(|c| matches!(c.state, ConnState::BackingOff { .. }))
+                .map(|c| c.id)
+                .collect();
+            for conn in waiting {
+                self.drop_conn(core, conn, now, None);
+            }
+            return;
+        }
+        let setup = self.setup_timeout;
+        for c in &mut self.conns {
+            if matches!(c.state, ConnState::BackingOff { until } if until <= now) {
+                c.state = ConnState::Connecting {
+                    deadline: now + setup,
+                };
+                self.out.push_back(Output::Connect {
+                    conn: c.id,
+                    addr: c.addr.clone(),
+                });
+            }
+        }
+    }
+
+    /// Any connection for cluster-wide requests: a ready one with the fewest requests
+    /// in flight, else one being opened, else a new one to a known broker or bootstrap.
+    pub(super) fn any_conn(&mut self, now: Timestamp) -> ConnId {
+        if let Some(c) = self
+            .conns
+            .iter()
+            .filter(|c| c.state == ConnState::Ready)
+            .min_by_key(|c| c.wire.in_flight_count() + c.queued.len())
+        {
+            return c.id;
+        }
+        if let Some(c) = self.conns.first() {
+            return c.id;
+        }
+        // Round robin over every broker Metadata named, then the bootstrap servers: a
+        // dead broker (or bootstrap address) must not be the only one ever tried. An
+        // address in its reconnect backoff is passed over while another is free (Java's
+        // `leastLoadedNode`); if all are, the one free soonest is taken (and dialled
+        // when its backoff ends).
+        let candidates = self.brokers.len() + self.bootstrap.len();
+        let addr_of = |net: &Self, i: usize| -> String {
+            match net.brokers.iter().nth(i) {
+                Some((_, addr)) => addr.clone(),
+                None => net.bootstrap[i - net.brokers.len()].clone(),
+            }
+        };
+        let start = self.next_bootstrap;
+        let pick = (0..candidates)
+            .map(|k| start.wrapping_add(k) % candidates)
+            .min_by_key(|&i| {
+                self.reconnects
+                    .blocked_until(&addr_of(self, i), now)
+                    .unwrap_or(Timestamp::ZERO)
+            })
+            .unwrap_or(0);
+        self.next_bootstrap = pick.wrapping_add(1);
+        match self.brokers.iter().nth(pick) {
+            Some((&node, addr)) => {
+                let addr = addr.clone();
+                self.open(Some(node), addr, now)
+            }
+            None => {
+                let addr = self.bootstrap[pick - self.brokers.len()].clone();
+                self.open(None, addr, now)
+            }
+        }
     }
 }
 
