@@ -288,9 +288,15 @@ fn bootstrap_must_name_host_and_port() {
         Producer::from_properties(&[("bootstrap.servers", "a:1"), ("no.such.key", "1")]),
         Err(kacrab_blocking::BuildError::Config(_))
     ));
-    // A transactional producer builds; without init_transactions it may not send.
-    let txn = Producer::from_properties(&[("bootstrap.servers", "a:1"), ("transactional.id", "t")])
-        .expect("transactional producer");
+    // A transactional producer builds; without init_transactions it may not send (its
+    // record first waits for its topic's metadata, which "a:1" never gives, so
+    // max.block.ms is short).
+    let txn = Producer::from_properties(&[
+        ("bootstrap.servers", "a:1"),
+        ("transactional.id", "t"),
+        ("max.block.ms", "100"),
+    ])
+    .expect("transactional producer");
     let refused = txn.send(ProducerRecord::new("t", 0, "x"));
     assert!(refused.is_err() || refused.unwrap().wait().is_err());
     txn.close_timeout(std::time::Duration::from_millis(100))
