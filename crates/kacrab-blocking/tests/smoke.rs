@@ -288,9 +288,15 @@ fn bootstrap_must_name_host_and_port() {
         Producer::from_properties(&[("bootstrap.servers", "a:1"), ("no.such.key", "1")]),
         Err(kacrab_blocking::BuildError::Config(_))
     ));
-    // A transactional producer builds; without init_transactions it may not send.
-    let txn = Producer::from_properties(&[("bootstrap.servers", "a:1"), ("transactional.id", "t")])
-        .expect("transactional producer");
+    // A transactional producer builds; without init_transactions it may not send (its
+    // record first waits for its topic's metadata, which "a:1" never gives, so
+    // max.block.ms is short).
+    let txn = Producer::from_properties(&[
+        ("bootstrap.servers", "a:1"),
+        ("transactional.id", "t"),
+        ("max.block.ms", "100"),
+    ])
+    .expect("transactional producer");
     let refused = txn.send(ProducerRecord::new("t", 0, "x"));
     assert!(refused.is_err() || refused.unwrap().wait().is_err());
     txn.close_timeout(std::time::Duration::from_millis(100))
@@ -344,9 +350,10 @@ fn callbacks_cannot_wait_and_may_panic_and_drop_closes_in_the_background() {
 }
 
 #[test]
-fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
-    // A port nothing listens on: every connect fails; the core keeps asking for metadata
-    // until delivery.timeout.ms fails the record.
+fn unreachable_bootstrap_fails_records_after_max_block() {
+    // A port nothing listens on: every connect fails (redialled on the reconnect
+    // backoff); the record waits for its topic's metadata until max.block.ms fails it,
+    // as Java's `KafkaProducer.waitOnMetadata` does for an explicit partition too.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     drop(listener);
@@ -354,6 +361,7 @@ fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
         ("bootstrap.servers", addr.as_str()),
         ("request.timeout.ms", "200"),
         ("delivery.timeout.ms", "500"),
+        ("max.block.ms", "500"),
         ("linger.ms", "0"),
     ])
     .unwrap();
@@ -364,9 +372,9 @@ fn unreachable_bootstrap_fails_records_after_delivery_timeout() {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            ProduceError::Delivery {
-                error: kacrab_idempotence::DeliveryError::Timeout { .. },
+            &err,
+            ProduceError::Topic {
+                error: kacrab_driver::TopicError::NotPresent { .. },
                 ..
             }
         ),

@@ -454,13 +454,15 @@ impl Application {
         if self.front_waits_for_metadata() && self.metadata_ask_at <= now {
             self.metadata_ask_at = now + self.lookup_backoff;
             for q in &self.backlog {
+                // A send placed on a partition of an unknown topic (queued behind the
+                // front) waits for the topic too.
                 if let Queued::Send {
-                    topic,
-                    partition: None,
-                    ..
+                    topic, partition, ..
                 } = q
                 {
-                    if !ask.iter().any(|t| t == topic.as_str()) {
+                    let waits =
+                        partition.is_none() || resolve.partition_count(topic.as_str()).is_none();
+                    if waits && !ask.iter().any(|t| t == topic.as_str()) {
                         ask.push(topic.as_str().to_owned());
                     }
                 }

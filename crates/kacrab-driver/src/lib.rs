@@ -77,6 +77,7 @@ pub use config::{
     COMPRESSION_ZSTD_LEVEL, MAX_BLOCK_MS, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL,
     METRICS_SAMPLE_WINDOW_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
+pub use config::{CONNECTIONS_MAX_IDLE_MS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS};
 pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use metrics::MetricsSnapshot;
 pub use output::{CloseReason, ConnId, Output};

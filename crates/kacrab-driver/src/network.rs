@@ -16,7 +16,6 @@ use kacrab_idempotence::{
     InputError, KafkaError, Producer, ProducerIdAndEpoch, Request, RequestFailure, RequestId,
     Timestamp,
 };
-use kacrab_wire::messages::MetadataRequest;
 use kacrab_wire::{Connection, FrameDecoder, Response, Versions};
 
 use crate::convert;
@@ -24,8 +23,11 @@ use crate::features::FinalizedFeatures;
 use crate::output::{CloseReason, ConnId, Output};
 use crate::phases::{ConnectError, Security, TlsFailure, Transport};
 
+mod idle;
 mod invariants;
+mod lookup;
 mod negotiation;
+mod reconnect;
 mod sasl_phase;
 mod secure;
 
@@ -38,6 +40,11 @@ const SESSION_TAG: u64 = 1 << 63;
 
 #[derive(Debug, PartialEq, Eq)]
 enum ConnState {
+    /// The broker's address is in its reconnect backoff (`reconnect`): requests queue;
+    /// at `until` the driver is asked to connect. The driver knows nothing of it yet.
+    BackingOff {
+        until: Timestamp,
+    },
     /// Waiting for the driver's `handle_connected`, until the setup deadline.
     Connecting {
         deadline: Timestamp,
@@ -82,6 +89,9 @@ struct Conn {
     /// with when they time out, in write order. Invariant: exactly the in-flight
     /// requests whose tag is at or above `SESSION_TAG`.
     deadlines: VecDeque<(u64, Timestamp)>,
+    /// When bytes last moved on it (or it was opened): `connections.max.idle.ms`
+    /// counts from here.
+    last_active: Timestamp,
 }
 
 /// A request waiting for its connection's version negotiation.
@@ -120,6 +130,12 @@ pub(crate) struct Network {
     health: Health,
     /// Responses decoded, for the metrics (drained by the session).
     pub(crate) tally: crate::metrics::NetTally,
+    /// Per-address reconnect backoff.
+    reconnects: reconnect::Reconnects,
+    /// The session's metadata lookups: one at a time, backed off.
+    lookups: lookup::Lookups,
+    /// `connections.max.idle.ms` (`None`: never closed for idleness).
+    max_idle: Option<Duration>,
 }
 
 impl Network {
@@ -129,8 +145,16 @@ impl Network {
         request_timeout: Duration,
         setup_timeout: Duration,
         security: Security,
+        config: &crate::config::SessionConfig,
+        now: Timestamp,
     ) -> Self {
         debug_assert!(!bootstrap.is_empty(), "validated by SessionConfig");
+        let core = config.core();
+        let lookup_backoff = kacrab_idempotence::backoff::Backoff::new(
+            core.retry_backoff(),
+            core.retry_backoff_max(),
+            core.jitter_seed() ^ 0x6c6f_6f6b_7570_7321,
+        );
         Self {
             client_id,
             bootstrap,
@@ -149,6 +173,9 @@ impl Network {
             failure: None,
             health: Health::Healthy,
             tally: crate::metrics::NetTally::default(),
+            reconnects: reconnect::Reconnects::new(config),
+            lookups: lookup::Lookups::new(lookup_backoff, now),
+            max_idle: config.connections_max_idle(),
         }
     }
 
@@ -176,8 +203,13 @@ impl Network {
         !self.out.is_empty()
     }
 
+    /// Connections the driver was asked to open and not yet to close (one waiting for
+    /// its broker's reconnect backoff is not counted).
     pub(crate) fn connection_count(&self) -> usize {
-        self.conns.len()
+        self.conns
+            .iter()
+            .filter(|c| !matches!(c.state, ConnState::BackingOff { .. }))
+            .count()
     }
 
     /// The broker of a live connection (`Some(None)` for a bootstrap address), `None`
@@ -191,37 +223,16 @@ impl Network {
         self.conns.iter().map(|c| c.wire.in_flight_count()).sum()
     }
 
-    /// Asks any broker for the metadata of `topics`, as the session's own request.
-    pub(crate) fn request_metadata(
-        &mut self,
-        core: &mut Producer,
-        topics: &[&str],
-        now: Timestamp,
-    ) {
-        if self.has_failed() {
-            return;
-        }
-        let tag = self.session_tag();
-        let request = MetadataRequest::topics(topics.iter().map(|t| (*t).to_owned()));
-        let conn = self.any_conn(now);
-        self.send_session_request(
-            core,
-            conn,
-            kacrab_wire::Request::Metadata(request),
-            tag,
-            now,
-        );
-    }
-
-    /// The earliest connection setup deadline or session-request deadline.
+    /// The earliest connection setup deadline, reconnect backoff end, session-request
+    /// deadline or next metadata lookup.
     pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
         self.conns
             .iter()
             .filter_map(|c| {
                 let setup = match c.state {
-                    ConnState::Connecting { deadline } | ConnState::TlsHandshake { deadline } => {
-                        Some(deadline)
-                    }
+                    ConnState::Connecting { deadline }
+                    | ConnState::TlsHandshake { deadline }
+                    | ConnState::BackingOff { until: deadline } => Some(deadline),
                     _ => None,
                 };
                 let request = c.deadlines.front().map(|&(_, d)| d);
@@ -231,6 +242,8 @@ impl Network {
                 }
             })
             .chain(self.reauth_timeout())
+            .chain(self.lookups.poll_timeout().filter(|_| !self.has_failed()))
+            .chain(self.idle_deadline())
             .min()
     }
 
@@ -272,6 +285,9 @@ impl Network {
             self.drop_conn(core, conn, now, Some(reason));
         }
         self.handle_reauth_timeout(core, now);
+        self.close_idle(core, now);
+        self.dial_backed_off(core, now);
+        self.send_lookup(core, now);
     }
 
     /// Closes every connection: the producer is finished.
@@ -327,6 +343,7 @@ impl Network {
             return;
         };
         let Some(c) = self.conn_mut(conn) else { return };
+        c.last_active = now;
         c.frames.extend(&opened.plaintext);
         if opened.closed {
             // The broker ended the TLS session (close_notify): answers already decrypted
@@ -422,7 +439,11 @@ impl Network {
                 self.topics.learn(&r);
                 let md = convert::metadata(&r);
                 let request = (tag < SESSION_TAG).then_some(id);
-                core.handle_metadata(request, &md, now)
+                let result = core.handle_metadata(request, &md, now);
+                if tag >= SESSION_TAG {
+                    self.lookup_answered(core, tag, now);
+                }
+                result
             }
             Response::FindCoordinator(r) => {
                 let result = if r.error_code == 0 {
@@ -673,9 +694,12 @@ impl Network {
             .and_then(|v| c.wire.encode(request, v, tag));
         // A lookup whose metadata cannot be encoded is asked again after the backoff
         // (on another connection, perhaps) until max.block.ms.
-        if let Ok(e) = encoded {
-            c.deadlines.push_back((tag, deadline));
-            self.transmit(core, conn, e.frame, None, now);
+        match encoded {
+            Ok(e) => {
+                c.deadlines.push_back((tag, deadline));
+                self.transmit(core, conn, e.frame, None, now);
+            }
+            Err(_) => self.lookup_lost(tag, now),
         }
     }
 
@@ -688,47 +712,22 @@ impl Network {
         Some(self.open(Some(node), addr, now))
     }
 
-    /// Any connection for cluster-wide requests: a ready one with the fewest requests
-    /// in flight, else one being opened, else a new one to a known broker or bootstrap.
-    fn any_conn(&mut self, now: Timestamp) -> ConnId {
-        if let Some(c) = self
-            .conns
-            .iter()
-            .filter(|c| c.state == ConnState::Ready)
-            .min_by_key(|c| c.wire.in_flight_count() + c.queued.len())
-        {
-            return c.id;
-        }
-        if let Some(c) = self.conns.first() {
-            return c.id;
-        }
-        // Round robin over every broker Metadata named, then the bootstrap servers: a
-        // dead broker (or bootstrap address) must not be the only one ever tried.
-        let candidates = self.brokers.len() + self.bootstrap.len();
-        let pick = self.next_bootstrap % candidates;
-        self.next_bootstrap = self.next_bootstrap.wrapping_add(1);
-        match self.brokers.iter().nth(pick) {
-            Some((&node, addr)) => {
-                let addr = addr.clone();
-                self.open(Some(node), addr, now)
-            }
-            None => {
-                let addr = self.bootstrap[pick - self.brokers.len()].clone();
-                self.open(None, addr, now)
-            }
-        }
-    }
-
+    /// A new connection to `addr`: dialled now, or once its reconnect backoff ends.
     fn open(&mut self, node: Option<i32>, addr: String, now: Timestamp) -> ConnId {
         let id = ConnId(self.next_conn);
         self.next_conn += 1;
+        let blocked = self.reconnects.blocked_until(&addr, now);
+        let state = match blocked {
+            Some(until) => ConnState::BackingOff { until },
+            None => ConnState::Connecting {
+                deadline: now + self.setup_timeout,
+            },
+        };
         self.conns.push(Conn {
             id,
             node,
             addr: addr.clone(),
-            state: ConnState::Connecting {
-                deadline: now + self.setup_timeout,
-            },
+            state,
             transport: Transport::Plain,
             wire: Connection::new(self.client_id.clone()),
             frames: FrameDecoder::new(),
@@ -737,8 +736,11 @@ impl Network {
             reauth_at: None,
             queued: VecDeque::new(),
             deadlines: VecDeque::new(),
+            last_active: now,
         });
-        self.out.push_back(Output::Connect { conn: id, addr });
+        if blocked.is_none() {
+            self.out.push_back(Output::Connect { conn: id, addr });
+        }
         id
     }
 
@@ -760,8 +762,14 @@ impl Network {
             return;
         };
         let mut c = self.conns.remove(pos);
-        if let Some(reason) = reason {
-            self.out.push_back(Output::Close { conn, reason });
+        self.lookup_conn_gone(conn, now);
+        // One never dialled (backing off): the driver knows nothing of it, and its
+        // broker did not fail again.
+        if !matches!(c.state, ConnState::BackingOff { .. }) {
+            self.reconnects.disconnected(&c.addr, now);
+            if let Some(reason) = reason {
+                self.out.push_back(Output::Close { conn, reason });
+            }
         }
         for f in c.wire.take_in_flight() {
             let id = RequestId(f.tag);

@@ -34,6 +34,8 @@ pub enum CloseReason {
     Security(crate::phases::ConnectError),
     /// The broker ended the TLS session (close_notify).
     ClosedByBroker,
+    /// Nothing was in flight on it and no bytes moved for `connections.max.idle.ms`.
+    Idle,
 }
 
 impl core::fmt::Display for CloseReason {
@@ -51,6 +53,7 @@ impl core::fmt::Display for CloseReason {
             Self::Finished => f.write_str("the producer is closed"),
             Self::Security(e) => write!(f, "{e}"),
             Self::ClosedByBroker => f.write_str("the broker closed the TLS session"),
+            Self::Idle => f.write_str("idle for connections.max.idle.ms"),
         }
     }
 }

@@ -2,12 +2,13 @@
 //! Kafka's built-in one, once the session has the topic's metadata; or why it cannot
 //! go anywhere.
 //!
-//! A record without a partition waits for its topic's metadata in the session's
-//! backlog, in call order with every other send, for up to `max.block.ms` (Java's
-//! `KafkaProducer.waitOnMetadata`). A record with an explicit partition does not wait
-//! here: the core looks its leader up itself. Either fails at once for a topic name
-//! Kafka refuses (`Topic.validate`) or a topic the broker refused
-//! (TOPIC_AUTHORIZATION_FAILED, INVALID_TOPIC_EXCEPTION).
+//! A record waits for its topic's metadata in the session's backlog, in call order with
+//! every other send, for up to `max.block.ms` (Java's `KafkaProducer.waitOnMetadata`);
+//! one with an explicit partition also waits for a partition count above it. The
+//! lookups it waits on go one at a time and back off (`network::lookup`), so waiting
+//! costs no reconnect storm. It fails at once for a topic name Kafka refuses
+//! (`Topic.validate`) or a topic the broker refused (TOPIC_AUTHORIZATION_FAILED,
+//! INVALID_TOPIC_EXCEPTION).
 
 use kacrab_idempotence::record::BatchBuilder;
 use kacrab_idempotence::{Producer, Record, Timestamp, Topic, TopicPartition};
@@ -88,16 +89,17 @@ impl Router {
         let meta = match topics.get(topic.as_str()) {
             Some(TopicState::Refused(e)) => return Placement::Refuse(TopicError::Refused(*e)),
             Some(TopicState::Known(meta)) => meta,
-            // An explicit partition goes to the core at once. Java's
-            // `KafkaProducer.waitOnMetadata` makes it wait for the topic's metadata (and
-            // a partition count above it) up to max.block.ms; that waits here until the
-            // session's metadata lookups back off per broker as Java's do (today they
-            // are asked every retry.backoff.ms, which turns refused connections into a
-            // reconnect storm and a slow handshake into a queue of lookups).
-            None => return partition.map_or(Placement::Wait, Placement::To),
+            None => return Placement::Wait,
         };
         if let Some(p) = partition {
-            return Placement::To(p);
+            // Java's `waitOnMetadata`: a partition beyond the known count waits for
+            // metadata that has it (a negative one is the core's to refuse).
+            let count = i32::try_from(meta.partitions.len()).unwrap_or(i32::MAX);
+            return if p >= count {
+                Placement::Wait
+            } else {
+                Placement::To(p)
+            };
         }
         let view = TopicPartitions::new(&meta.partitions);
         let key = record.key.as_deref();

@@ -80,6 +80,8 @@ impl Session {
             core_config.request_timeout(),
             config.connection_setup_timeout(),
             Security::new(&config, now, unix_ms),
+            &config,
+            now,
         );
         let app = Application::new(
             config.max_block(),
@@ -566,9 +568,15 @@ mod tests {
         assert_eq!(s.oldest_blocked_send(), None);
         let refused: Vec<SendId> = std::iter::from_fn(|| s.poll_completion())
             .filter_map(|c| match c {
+                // Without a broker the front waits for its topic's metadata (Java's
+                // `waitOnMetadata`), in the same backlog as a send waiting for room.
                 Completion::Record {
                     id,
-                    outcome: Err(ProduceError::Send(SendError::BufferFull { .. })),
+                    outcome:
+                        Err(
+                            ProduceError::Send(SendError::BufferFull { .. })
+                            | ProduceError::Topic { .. },
+                        ),
                 } => Some(id),
                 _ => None,
             })

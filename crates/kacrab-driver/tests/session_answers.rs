@@ -140,7 +140,6 @@ fn topic_error(p: &Pair, id: kacrab_driver::SendId) -> (String, TopicError) {
 /// up to `max.block.ms` (Java's `KafkaProducer.waitOnMetadata`), then fails naming the
 /// topic, unwritten, without a Produce request.
 #[test]
-#[ignore = "explicit partitions go to the core at once until metadata lookups back off per broker (routing.rs)"]
 fn an_explicit_partition_of_an_unknown_topic_waits_for_max_block_and_fails_naming_it() {
     let mut p = Pair::new(
         Cluster::new(1),
@@ -170,7 +169,6 @@ fn an_explicit_partition_of_an_unknown_topic_waits_for_max_block_and_fails_namin
 /// partitions: used once the partition is added, and failed after `max.block.ms`
 /// naming the partition and the count if it never is.
 #[test]
-#[ignore = "explicit partitions go to the core at once until metadata lookups back off per broker (routing.rs)"]
 fn an_explicit_partition_beyond_the_count_waits_for_it_then_fails_naming_it() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 2),

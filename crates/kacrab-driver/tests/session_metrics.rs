@@ -346,6 +346,9 @@ fn buffer_metrics_follow_buffer_memory_and_blocked_sends() {
     );
     // The broker never answers: records keep their buffer.memory.
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    // The topic's metadata first, so the sends below wait for buffer.memory only.
+    let known = p.partition_count("t");
+    assert!(p.run_until(SECOND, |p| p.op(known).is_some()));
     let value = "x".repeat(600);
     p.send("t", 0, &value);
     p.pump();

@@ -204,9 +204,11 @@ async fn refused_connections_back_off() {
     assert!(attempts[1] >= 80, "{attempts:?}");
     // Two retry streams, each doubling: six refusals take well over 100+200+400 ms.
     assert!(attempts[6] >= 500, "{attempts:?}");
+    // The refusals come one at a time (the reconnect backoff is per address); once the
+    // address accepts, the bootstrap connection and the broker's own may both open.
     assert!(
-        attempts.windows(2).all(|w| w[1] > w[0]),
-        "never two attempts at once: {attempts:?}"
+        attempts[..6].windows(2).all(|w| w[1] > w[0]),
+        "never two refused attempts at once: {attempts:?}"
     );
     assert_eq!(s.records(0), 1);
 }
@@ -363,9 +365,11 @@ async fn a_dead_bootstrap_server_falls_back_to_the_next() {
         .expect("queued")
         .await
         .expect("delivered through the second bootstrap server");
-    // One failed attempt, then retry.backoff.ms (100 ms +-20%).
+    // One lookup lost with its connection, then the next after the backoff of one
+    // failed metadata update (Java's `Metadata.failedUpdate` / `refreshBackoff`,
+    // KIP-580: retry.backoff.ms doubled, 200 ms +-20%), on the other bootstrap server.
     assert!(
-        start.elapsed() <= Duration::from_millis(125),
+        start.elapsed() <= Duration::from_millis(250),
         "{:?}",
         start.elapsed()
     );

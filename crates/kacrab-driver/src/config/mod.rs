@@ -25,12 +25,14 @@ pub use compression::{
     COMPRESSION_GZIP_LEVEL, COMPRESSION_LZ4_LEVEL, COMPRESSION_TYPE, COMPRESSION_ZSTD_LEVEL,
 };
 mod catalogue;
+mod connection;
 mod metadata;
 mod partitioner;
 mod properties;
 
 pub use properties::{parse_java_properties, MalformedProperties};
 
+pub use connection::{CONNECTIONS_MAX_IDLE_MS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS};
 pub use metadata::METADATA_MAX_IDLE_MS;
 
 pub use partitioner::{
@@ -136,6 +138,7 @@ pub struct SessionConfig {
     metrics: MetricsConfig,
     partitioner: partitioner::PartitionerConfig,
     metadata: metadata::MetadataConfig,
+    connection: connection::ConnectionConfig,
     notes: Vec<ConfigNote>,
 }
 
@@ -221,6 +224,24 @@ impl SessionConfig {
         self.metadata.max_idle
     }
 
+    /// `reconnect.backoff.ms` and `reconnect.backoff.max.ms`: the wait before dialling
+    /// a broker again after its connection failed or closed, doubling per consecutive
+    /// failure up to the max, with Kafka's ±20 % jitter.
+    #[must_use]
+    pub fn reconnect_backoff(&self) -> (Duration, Duration) {
+        (
+            self.connection.reconnect_backoff,
+            self.connection.reconnect_backoff_max,
+        )
+    }
+
+    /// `connections.max.idle.ms`: a connection with nothing in flight and no traffic
+    /// for this long is closed; `None` (a negative value): never.
+    #[must_use]
+    pub fn connections_max_idle(&self) -> Option<Duration> {
+        self.connection.max_idle
+    }
+
     /// The keys that were accepted without effect (`key.serializer`, a not-supported
     /// key set to the value kacrab's behaviour matches, ...), each with why.
     #[must_use]
@@ -255,6 +276,7 @@ pub struct SessionConfigBuilder {
     compression: compression::CompressionConfig,
     partitioner: partitioner::PartitionerConfig,
     metadata: metadata::MetadataConfig,
+    connection: connection::ConnectionConfig,
     notes: Vec<ConfigNote>,
 }
 
@@ -272,6 +294,7 @@ impl Default for SessionConfigBuilder {
             compression: compression::CompressionConfig::default(),
             partitioner: partitioner::PartitionerConfig::default(),
             metadata: metadata::MetadataConfig::default(),
+            connection: connection::ConnectionConfig::default(),
             notes: Vec::new(),
         }
     }
@@ -317,6 +340,7 @@ impl SessionConfigBuilder {
             _ if compression::CompressionConfig::owns(key) => self.compression.set(key, value)?,
             _ if self.partitioner.set(key, value)? => {}
             _ if self.metadata.set(key, value)? => {}
+            _ if self.connection.set(key, value)? => {}
             _ if self.sasl.set(key, value)? => {}
             _ => self.set_catalogued(key, value)?,
         }
@@ -447,6 +471,7 @@ impl SessionConfigBuilder {
             metrics: self.metrics,
             partitioner: self.partitioner,
             metadata: self.metadata,
+            connection: self.connection,
             notes,
         })
     }

@@ -12,6 +12,16 @@ impl Network {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), self.conns.len(), "connection ids are unique");
+        let queued_lookups = self
+            .conns
+            .iter()
+            .flat_map(|c| c.queued.iter())
+            .filter(|p| matches!(p, super::Pending::Session(..)))
+            .count();
+        assert!(
+            queued_lookups <= usize::from(self.lookups.outstanding_tag().is_some()),
+            "at most one session lookup outstanding"
+        );
         for c in &self.conns {
             assert!(c.id.0 < self.next_conn, "connection ids are never reused");
             assert_eq!(

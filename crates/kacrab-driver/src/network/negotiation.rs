@@ -64,6 +64,9 @@ impl Network {
     pub(super) fn become_ready(&mut self, core: &mut Producer, conn: ConnId, now: Timestamp) {
         let Some(c) = self.conn_mut(conn) else { return };
         c.state = ConnState::Ready;
+        let addr = c.addr.clone();
+        self.reconnects.ready(&addr);
+        let Some(c) = self.conn_mut(conn) else { return };
         let queued: Vec<Pending> = c.queued.drain(..).collect();
         for p in queued {
             match p {

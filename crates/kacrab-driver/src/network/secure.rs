@@ -139,6 +139,7 @@ impl Network {
         now: Timestamp,
     ) {
         let Some(c) = self.conn_mut(conn) else { return };
+        c.last_active = now;
         match c.transport.seal(frame) {
             Ok(frame) => self.out.push_back(Output::Transmit {
                 conn,

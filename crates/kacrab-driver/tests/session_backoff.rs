@@ -1,0 +1,168 @@
+//! Connections and metadata lookups back off as Java's do: a broker whose connection
+//! failed is dialled again only after `reconnect.backoff.ms`, doubling per consecutive
+//! failure up to `reconnect.backoff.max.ms` (`ClusterConnectionStates`), and the
+//! session's own metadata lookups go one at a time, `retry.backoff.ms` apart
+//! (`NetworkClient.DefaultMetadataUpdater`, KIP-580), so a record waiting for its
+//! topic's metadata costs neither a reconnect storm nor a queue of lookups. And a
+//! connection idle for `connections.max.idle.ms` is closed (Java's `Selector`).
+
+mod pair;
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use kacrab_driver::{CloseReason, ConnId, ProducerRecord, Timestamp};
+use kafka_protocol::messages::ApiKey;
+
+use pair::{Cluster, ConnectPolicy, Pair, Verdict};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// A refused broker over ten seconds of waiting for metadata (lookups wanted every
+/// 20 ms): dialled on the reconnect backoff's schedule (50 ms doubling to 1 s, ±20 %),
+/// about 15 times, not once per lookup.
+#[test]
+fn a_refused_broker_is_dialled_on_the_reconnect_backoff_schedule_not_per_lookup() {
+    let mut p = Pair::new(
+        Cluster::new(1),
+        &[
+            ("max.block.ms", "10000"),
+            ("retry.backoff.ms", "20"),
+            ("retry.backoff.max.ms", "20"),
+            ("reconnect.backoff.ms", "50"),
+            ("reconnect.backoff.max.ms", "1000"),
+        ],
+    );
+    let addr = p.cluster.brokers[&0].addr.clone();
+    p.connect.insert(addr, ConnectPolicy::Refuse);
+    let start = p.now;
+    let id = p.send_record(ProducerRecord::unkeyed("t", "x"));
+    p.run_for(10 * SECOND + Duration::from_millis(100));
+    let dials: Vec<Timestamp> = p.connects.iter().map(|c| c.0).collect();
+    assert!(
+        (8..=20).contains(&dials.len()),
+        "{} dials in 10 s: {:?}",
+        dials.len(),
+        dials
+            .iter()
+            .map(|t| t.saturating_duration_since(start))
+            .collect::<Vec<_>>()
+    );
+    // Each wait is the backoff of the failures before it: 50 ms * 2^(n-1), capped at
+    // 1 s, less 20 % jitter (the refusal itself takes the harness's 1 ms latency).
+    for (n, gap) in dials
+        .windows(2)
+        .map(|w| w[1].saturating_duration_since(w[0]))
+        .enumerate()
+    {
+        let backoff = Duration::from_millis((50u64 << n.min(10)).min(1000));
+        assert!(
+            gap >= backoff * 8 / 10,
+            "wait {n} was {gap:?}, backoff {backoff:?}"
+        );
+    }
+    assert!(p.outcome(id).is_some(), "failed after max.block.ms");
+    p.session.assert_invariants();
+}
+
+/// A handshake that takes a second, then every Metadata answer takes 200 ms, while a
+/// send and a partition-count call wait for metadata (lookups wanted every 20 ms): the
+/// session has at most one lookup outstanding, so nothing queues behind the handshake
+/// and the broker sees at most one Metadata request per answer time.
+#[test]
+fn at_most_one_metadata_lookup_is_outstanding_during_a_slow_handshake() {
+    let mut p = Pair::new(
+        Cluster::new(1),
+        &[
+            ("max.block.ms", "3000"),
+            ("retry.backoff.ms", "20"),
+            ("retry.backoff.max.ms", "20"),
+        ],
+    );
+    p.hook(|inc, _| match inc.api {
+        ApiKey::ApiVersions => Some(Verdict::Delay(SECOND)),
+        ApiKey::Metadata => Some(Verdict::Delay(Duration::from_millis(200))),
+        _ => None,
+    });
+    let id = p.send_record(ProducerRecord::unkeyed("nope", "x"));
+    let op = p.partition_count("nope2");
+    p.run_for(SECOND + Duration::from_millis(100));
+    assert!(
+        p.cluster.count(ApiKey::Metadata) <= 1,
+        "{} lookups queued behind the handshake",
+        p.cluster.count(ApiKey::Metadata)
+    );
+    p.run_for(3 * SECOND);
+    assert!(p.outcome(id).is_some() && p.op(op).is_some());
+    // Two seconds of answers taking 200 ms (+ 20 ms backoff) after the handshake.
+    let metadata = p.cluster.count(ApiKey::Metadata);
+    assert!((5..=12).contains(&metadata), "{metadata} Metadata requests");
+    p.session.assert_invariants();
+}
+
+/// `connections.max.idle.ms`: a connection with nothing in flight and no traffic for
+/// that long is closed (and the next send opens a new one); the connection of a request
+/// still waiting for its answer is not, however long the answer takes.
+#[test]
+fn an_idle_connection_closes_after_connections_max_idle_but_not_one_awaiting_an_answer() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("connections.max.idle.ms", "1000")],
+    );
+    let idle_closes = |p: &Pair| {
+        p.closes
+            .iter()
+            .filter(|c| c.2 == CloseReason::Idle)
+            .map(|c| c.1)
+            .collect::<Vec<ConnId>>()
+    };
+    let start = p.now;
+    p.send("t", 0, "a");
+    p.settle(SECOND);
+    p.run_for(2 * SECOND);
+    assert!(!idle_closes(&p).is_empty(), "idle connections closed");
+    assert!(
+        p.closes
+            .iter()
+            .filter(|c| c.2 == CloseReason::Idle)
+            .all(|c| c.0.saturating_duration_since(start) >= SECOND),
+        "not before a second of idleness: {:?}",
+        p.closes
+    );
+    assert_eq!(p.session.connection_count(), 0);
+    // An answer that takes three seconds: its connection stays.
+    let produce_conn: Rc<Cell<Option<ConnId>>> = Rc::default();
+    let seen = Rc::clone(&produce_conn);
+    p.hook(move |inc, _| {
+        (inc.api == ApiKey::Produce).then(|| {
+            seen.set(Some(inc.conn));
+            Verdict::Delay(3 * SECOND)
+        })
+    });
+    let b = p.send("t", 0, "b");
+    p.settle(10 * SECOND);
+    let conn = produce_conn.get().expect("b was produced");
+    assert!(
+        !idle_closes(&p).contains(&conn),
+        "closed while its Produce awaited the answer"
+    );
+    assert_eq!(p.cluster.values("t", 0), ["a", "b"]);
+    assert!(p.outcome(b).is_some_and(Result::is_ok));
+    p.session.assert_invariants();
+}
+
+/// `connections.max.idle.ms` negative: idle connections stay open.
+#[test]
+fn a_negative_connections_max_idle_keeps_idle_connections() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[("connections.max.idle.ms", "-1")],
+    );
+    p.send("t", 0, "a");
+    p.settle(SECOND);
+    let open = p.session.connection_count();
+    p.run_for(3600 * SECOND);
+    assert!(p.closes.iter().all(|c| c.2 != CloseReason::Idle));
+    assert_eq!(p.session.connection_count(), open);
+}
