@@ -37,7 +37,10 @@ struct Tally {
     possibly_written: AtomicU64,
     /// Send-to-ack latencies of acknowledged records, in microseconds.
     latencies: Mutex<Vec<u32>>,
+    /// The first accepted record's failure: why the producer gave up.
     first_error: Mutex<Option<String>>,
+    /// The first refused send (after the producer stopped, it only says so).
+    first_refusal: Mutex<Option<String>>,
 }
 
 impl Tally {
@@ -52,13 +55,17 @@ impl Tally {
                 if e.possibly_written() {
                     self.possibly_written.fetch_add(1, Ordering::Relaxed);
                 }
-                self.failed(format!("record {i}: {e}"));
+                self.first_error
+                    .lock()
+                    .unwrap()
+                    .get_or_insert_with(|| format!("record {i}: {e}"));
+                self.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 
-    fn failed(&self, error: String) {
-        self.first_error.lock().unwrap().get_or_insert(error);
+    fn refused(&self, error: String) {
+        self.first_refusal.lock().unwrap().get_or_insert(error);
         self.failed.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -80,7 +87,7 @@ fn send_loop(producer: &Producer, args: &Args, t: usize, tally: &Arc<Tally>, sta
         let tl = Arc::clone(tally);
         let callback = move |outcome| tl.outcome(i, sent_at, outcome);
         if let Err(e) = producer.send_with_callback(record, callback) {
-            tally.failed(format!("record {i}: {e}"));
+            tally.refused(format!("record {i}: {e}"));
         }
     }
 }
@@ -158,7 +165,14 @@ fn main() -> ExitCode {
 
     let acked = tally.acked.load(Ordering::Relaxed);
     let failed = tally.failed.load(Ordering::Relaxed);
-    if let Some(e) = tally.first_error.lock().unwrap().as_ref() {
+    let (first_error, first_refusal) = (
+        tally.first_error.lock().unwrap().clone(),
+        tally.first_refusal.lock().unwrap().clone(),
+    );
+    if let Some(e) = first_refusal.as_ref().filter(|_| first_error.is_some()) {
+        eprintln!("produce: first refused send: {e}");
+    }
+    if let Some(e) = first_error.or(first_refusal) {
         eprintln!("produce: first failure: {e}");
         eprintln!(
             "produce: failed records possibly written: {}",

@@ -161,7 +161,10 @@ async fn run(args: Args) -> ExitCode {
         start.elapsed().as_millis()
     );
     let mut latencies = Vec::with_capacity(usize::try_from(args.records).unwrap_or(0));
-    let mut first_error = first_refusal;
+    // An accepted record's failure says why the producer gave up (say, the broker and
+    // the cause of a failed connection); a refused send after that only says the
+    // producer had stopped, so it is reported second.
+    let mut first_error = None;
     for c in collectors {
         if let Ok((l, e)) = c.await {
             latencies.extend(l);
@@ -183,7 +186,10 @@ async fn run(args: Args) -> ExitCode {
 
     let acked = tally.acked.load(Ordering::Relaxed);
     let failed = tally.failed.load(Ordering::Relaxed);
-    if let Some(e) = first_error {
+    if let Some(e) = first_refusal.as_ref().filter(|_| first_error.is_some()) {
+        eprintln!("produce: first refused send: {e}");
+    }
+    if let Some(e) = first_error.or(first_refusal) {
         eprintln!("produce: first failure: {e}");
         eprintln!(
             "produce: failed records possibly written: {}",
