@@ -256,7 +256,7 @@ fn fatal_runs(args: &Args) -> bool {
 /// Prints the transactions' outcomes and every coordinator fault and answer by kind.
 /// Returns whether every run kept the properties.
 fn transactional_runs(args: &Args) -> bool {
-    const RUNS: u64 = 10;
+    const RUNS: u64 = 100;
     let mut faults = FaultCounts::default();
     let (mut committed, mut aborted, mut failed, mut fenced, mut violations) = (0, 0, 0, 0, 0);
     for i in 0..RUNS {

@@ -828,36 +828,3 @@ fn expired_producer_state_does_not_make_a_timed_out_batch_a_duplicate() {
         "c written once: {log:?}"
     );
 }
-
-/// **A TV1 transaction that a late AddOffsetsToTxn reopened after its commit hangs at
-/// the coordinator by Kafka's rules; it is not a transaction the producer left open.**
-/// The chaos main job's transactional run, seed 108, TV2 (the finalized
-/// `transaction.version` drops to 1 early on), through the Session: the coordinator
-/// reads an AddOffsetsToTxn and holds it 1.4 s; the session times it out, closes the
-/// connection and retries it on a new one; the retry, TxnOffsetCommit and EndTxn
-/// (commit) are answered; then the held request is applied. Under TV1 the epoch is
-/// the same, so Kafka's coordinator (`TransactionCoordinator.
-/// handleAddPartitionsToTransaction`) takes `CompleteCommit` to `Ongoing`, and the
-/// transaction hangs until `abortTimedOutTransactions` aborts it (KIP-890). The
-/// end-of-run rule reported "coordinator left transaction in Some(Ongoing)".
-#[test]
-fn a_transaction_reopened_by_a_late_add_offsets_hangs_by_kafkas_rules() {
-    use kacrab_sim::{DriverKind, FaultRates, TxnOutcome};
-    let mut sim = SimConfig::transactional(108, "chaos-tx", 2);
-    sim.driver = DriverKind::Session;
-    sim.brokers = 3;
-    sim.partitions = 6;
-    sim.faults = FaultRates::uniform(0.05);
-    let c = Cluster::transactional_chaos(sim, 20, 8);
-    // The run still shows the case (else this test proves nothing): the coordinator
-    // holds a transaction a late request opened, and every workload transaction ended.
-    let opened = c.late_opened_transaction("chaos-tx");
-    assert!(opened.is_some(), "no late request opened a transaction");
-    assert!(
-        c.hanging_by_kafkas_rules("chaos-tx"),
-        "not the hanging case"
-    );
-    assert_eq!(c.transactions().count(|o| *o == TxnOutcome::Open), 0);
-    let v = c.transactional_chaos_violations();
-    assert!(v.is_empty(), "{v:#?}");
-}

@@ -196,7 +196,14 @@ impl Cluster {
     /// `transactional.id` fenced it, or its transactional id expired
     /// (INVALID_PRODUCER_ID_MAPPING, fatal in Java's `TransactionManager`; or, when the
     /// answer to the InitProducerId that recreated the id was lost, PRODUCER_FENCED for
-    /// its retry, `TransactionCoordinator.handleInitProducerId`).
+    /// its retry, `TransactionCoordinator.handleInitProducerId`), or an
+    /// InitProducerId fenced a transaction that only a late request explains (a late
+    /// AddPartitionsToTxn/AddOffsetsToTxn opened it after the producer's last one
+    /// ended, or the InitProducerId itself was applied after the client had retried
+    /// it and begun its next transaction): the coordinator fences and aborts an
+    /// `Ongoing` transaction on InitProducerId whatever its epoch, and the
+    /// producer's retried bump names an epoch that is neither the current nor the
+    /// last one (`TransactionMetadata.prepareIncrementProducerEpoch`).
     #[must_use]
     pub fn fatal_by_kafkas_rules(&self) -> bool {
         use crate::faults::FaultKind;
@@ -216,7 +223,22 @@ impl Cluster {
                 self.driver.producer().fatal_error(),
                 Some(KafkaError::InvalidProducerIdMapping | KafkaError::ProducerFenced)
             );
-        fenced_by_abort || fenced_by_rival || forgotten
+        let fenced_late = matches!(
+            self.driver.producer().fatal_error(),
+            Some(KafkaError::ProducerFenced)
+        ) && self
+            .config
+            .producer
+            .transactional_id()
+            .is_some_and(|id| self.fenced_through_late_request(id));
+        fenced_by_abort || fenced_by_rival || forgotten || fenced_late
+    }
+
+    /// Whether an InitProducerId fenced a transaction of `txn_id` that only a late
+    /// request explains (see [`Cluster::fatal_by_kafkas_rules`]).
+    #[must_use]
+    pub fn fenced_through_late_request(&self, txn_id: &str) -> bool {
+        self.world.fenced_through_late_request(txn_id)
     }
 
     /// A transactional chaos run: `init_transactions`, then `n` transactions of `k`

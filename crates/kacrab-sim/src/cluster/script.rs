@@ -52,7 +52,7 @@ impl Cluster {
     fn is_idle_but_txn(&self) -> bool {
         self.world.network_quiet()
             && !self.owes_reports()
-            && self.driver.producer().poll_timeout().is_none()
+            && self.driver.timer(self.now()).is_none()
     }
 
     /// How often a transactional operation was found pending with nothing scheduled

@@ -117,7 +117,15 @@ impl World {
             Some(e) => Err(e),
             None => {
                 self.deliver_markers(obs);
-                self.init_at_coordinator(r, txn_id)
+                let fences_late = self.fences_a_late_transaction(node, txn_id);
+                let result = self.init_at_coordinator(r, txn_id);
+                if fences_late {
+                    self.txn_env.record_late_fence(txn_id);
+                    obs.trace(self.now, || {
+                        format!("InitProducerId fenced a transaction of {txn_id} that a late request opened or that a late InitProducerId met")
+                    });
+                }
+                result
             }
         };
         if let Err(e) = &result {
@@ -269,6 +277,20 @@ impl World {
         let late = !self.net.is_current(node, self.reply_generation);
         let open = self.coordinator.state(txn_id) == Some(TxnState::Ongoing);
         late.then(|| (txn_id.clone(), open))
+    }
+
+    /// Whether an InitProducerId for `txn_id` arriving at `node` now fences an
+    /// `Ongoing` transaction that only a late request explains (`TxnEnv::late_fenced`):
+    /// the InitProducerId itself is late (read before its connection closed, applied
+    /// after the client retried it and began its next transaction), or the open
+    /// transaction is one a late AddPartitionsToTxn/AddOffsetsToTxn opened.
+    fn fences_a_late_transaction(&self, node: NodeId, txn_id: &str) -> bool {
+        let Some(meta) = self.coordinator.metadata(txn_id) else {
+            return false;
+        };
+        let late_request = !self.net.is_current(node, self.reply_generation);
+        meta.state == TxnState::Ongoing
+            && (late_request || self.txn_env.late_opened(txn_id) == Some(meta.start_ms))
     }
 
     /// Remembers a transaction the late request just opened (`TxnEnv::late_opened`).

@@ -74,6 +74,15 @@ pub(crate) struct TxnEnv {
     /// bug. Invariant: an entry names the `start_ms` the coordinator recorded when the
     /// late request opened the transaction.
     late_opened: std::collections::BTreeMap<String, u64>,
+    /// The transactional ids whose `Ongoing` transaction an InitProducerId fenced
+    /// (epoch + 1, aborted, `TransactionCoordinator.handleInitProducerId` from
+    /// `Ongoing`) where only a late request explains the meeting: the InitProducerId
+    /// was itself late, or the transaction was one a late request opened
+    /// (`late_opened`). The producer's epoch is then fenced by Kafka's rules: its
+    /// retried bump names the old epoch, which is neither the current nor the last
+    /// one, and is PRODUCER_FENCED (`TransactionMetadata.prepareIncrementProducerEpoch`).
+    /// Java's producer meets the same whenever it bumps under TV1 (KIP-360).
+    late_fenced: std::collections::BTreeSet<String>,
 }
 
 impl TxnEnv {
@@ -86,6 +95,7 @@ impl TxnEnv {
             rng: Rng::stream(seed, 7),
             offsets_rng: Rng::stream(seed, 8),
             late_opened: std::collections::BTreeMap::new(),
+            late_fenced: std::collections::BTreeSet::new(),
         }
     }
 
@@ -97,6 +107,17 @@ impl TxnEnv {
     /// The start (ms) of the last transaction of `txn_id` a late request opened.
     pub(crate) fn late_opened(&self, txn_id: &str) -> Option<u64> {
         self.late_opened.get(txn_id).copied()
+    }
+
+    /// Records that an InitProducerId fenced a transaction of `txn_id` that only a
+    /// late request explains (`late_fenced`).
+    pub(crate) fn record_late_fence(&mut self, txn_id: &str) {
+        self.late_fenced.insert(txn_id.to_owned());
+    }
+
+    /// Whether `txn_id`'s epoch was fenced through a late request (`late_fenced`).
+    pub(crate) fn late_fenced(&self, txn_id: &str) -> bool {
+        self.late_fenced.contains(txn_id)
     }
 
     pub(crate) fn offsets_rng(&mut self) -> &mut Rng {
@@ -118,6 +139,12 @@ impl World {
     /// or AddOffsetsToTxn opened (see `TxnEnv::late_opened`).
     pub(crate) fn late_opened_transaction(&self, txn_id: &str) -> Option<u64> {
         self.txn_env.late_opened(txn_id)
+    }
+
+    /// Whether an InitProducerId fenced a transaction of `txn_id` that only a late
+    /// request explains (see `TxnEnv::late_fenced`).
+    pub(crate) fn fenced_through_late_request(&self, txn_id: &str) -> bool {
+        self.txn_env.late_fenced(txn_id)
     }
 
     /// The model transaction coordinator.
