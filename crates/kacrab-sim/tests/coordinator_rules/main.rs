@@ -3,9 +3,8 @@
 //! the codes of KIP-360, KIP-588 and KIP-890), checked together with the model
 //! partitions the markers land on.
 //!
-//! Batches are built by a small v2 encoder written here, as in
-//! `broker_rules.rs`, so the tests depend on neither the core's writer nor the
-//! reader under test.
+//! Batches are built by the rule tests' own v2 encoder (`tests/common`), so the
+//! tests depend on neither the core's writer nor the reader under test.
 
 use std::collections::BTreeMap;
 
@@ -18,52 +17,20 @@ mod opening;
 
 // ---------------------------------------------------------------- encoder
 
-fn put_varint(out: &mut Vec<u8>, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    loop {
-        if z < 0x80 {
-            out.push(z as u8);
-            return;
-        }
-        out.push((z as u8 & 0x7f) | 0x80);
-        z >>= 7;
-    }
-}
+#[path = "../common/mod.rs"]
+mod common;
 
-/// One uncompressed v2 batch of `n` records with values `pid:epoch:seq`.
+/// One uncompressed v2 batch of `n` records with values `pid:epoch:seq` (the shared
+/// test encoder; the tests read a record's sequence back from its value).
 fn encode(pid: i64, epoch: i16, base_seq: i32, n: i32, txn: bool) -> Vec<u8> {
-    let mut recs = Vec::new();
-    for i in 0..n {
-        let value = format!("{pid}:{epoch}:{}", base_seq + i).into_bytes();
-        let mut body = vec![0u8]; // attributes
-        put_varint(&mut body, 0); // timestamp delta
-        put_varint(&mut body, i64::from(i)); // offset delta
-        put_varint(&mut body, -1); // null key
-        put_varint(&mut body, value.len() as i64);
-        body.extend_from_slice(&value);
-        put_varint(&mut body, 0); // no headers
-        put_varint(&mut recs, body.len() as i64);
-        recs.extend_from_slice(&body);
-    }
-    let attributes: i16 = if txn { 0x10 } else { 0 };
-    let mut tail = Vec::new(); // attributes .. end, covered by the CRC
-    tail.extend_from_slice(&attributes.to_be_bytes());
-    tail.extend_from_slice(&(n - 1).to_be_bytes());
-    tail.extend_from_slice(&1_000i64.to_be_bytes());
-    tail.extend_from_slice(&1_000i64.to_be_bytes());
-    tail.extend_from_slice(&pid.to_be_bytes());
-    tail.extend_from_slice(&epoch.to_be_bytes());
-    tail.extend_from_slice(&base_seq.to_be_bytes());
-    tail.extend_from_slice(&n.to_be_bytes());
-    tail.extend_from_slice(&recs);
-    let mut out = Vec::new();
-    out.extend_from_slice(&0i64.to_be_bytes());
-    out.extend_from_slice(&((4 + 1 + 4 + tail.len()) as i32).to_be_bytes());
-    out.extend_from_slice(&(-1i32).to_be_bytes());
-    out.push(2);
-    out.extend_from_slice(&crc32c::crc32c(&tail).to_be_bytes());
-    out.extend_from_slice(&tail);
-    out
+    let mut batch = common::tbatch(pid, epoch, base_seq, 0, txn);
+    batch.records = (base_seq..base_seq + n)
+        .map(|seq| common::TRecord {
+            value: Some(format!("{pid}:{epoch}:{seq}").into_bytes()),
+            ..common::TRecord::default()
+        })
+        .collect();
+    common::encode(&batch)
 }
 
 // ---------------------------------------------------------------- harness
