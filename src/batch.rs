@@ -1,6 +1,7 @@
 //! A record batch as the core tracks it (Java's `ProducerBatch`), and the slab that owns
 //! every live batch so that queues, requests and the in-flight sets can share them by id.
 
+use crate::retry::Retry;
 use alloc::vec::Vec;
 use bytes::{Bytes, BytesMut};
 
@@ -121,10 +122,9 @@ pub(crate) struct ProducerBatch {
     pub(crate) max_record_size: usize,
     /// When the first record was appended; delivery.timeout.ms counts from here.
     pub(crate) created: Timestamp,
-    /// Attempts that ended in a retry (Java's `attempts`).
-    pub(crate) attempts: u32,
-    /// No retry before this time (backoff), unless the leader changed.
-    pub(crate) retry_at: Option<Timestamp>,
+    /// Attempts that ended in a retry (Java's `attempts`) and the backoff before the
+    /// next, which a changed leader skips.
+    pub(crate) retry: Retry,
     /// The leader epoch the last attempt was routed with (KIP-951 backoff skip).
     pub(crate) last_leader_epoch: Option<i32>,
     /// Set at first drain; changed afterwards only by an epoch-bump rewrite or a split.

@@ -2,6 +2,7 @@
 //! the retry decision (`canRetry`), splitting on MESSAGE_TOO_LARGE, and failure
 //! (`handleFailedBatch`). One partition's answer never touches another's batch.
 
+use crate::retry::Retry;
 use alloc::vec::Vec;
 
 use crate::batch::{BatchData, ProducerBatch, Stamp, StampFate, WriteState};
@@ -101,9 +102,7 @@ impl Producer {
             OutstandingKind::Metadata => {
                 if self.metadata_in_flight == Some(request) {
                     self.metadata_in_flight = None;
-                    self.metadata_attempts += 1;
-                    self.metadata_retry_at =
-                        Some(self.now + self.backoff.delay(self.metadata_attempts));
+                    self.metadata_retry.failed(&mut self.backoff, self.now);
                 }
             }
         }
@@ -228,7 +227,7 @@ impl Producer {
         let p = b.partition;
         let tp = self.partitions[p as usize].tp.clone();
         let timed_out = self.now >= b.created + self.config.delivery_timeout();
-        let adjust = b.attempts < self.config.retries();
+        let adjust = b.retry.failures() < self.config.retries();
         let records = b.records.len();
         let delivery_error: Failure = if timed_out && error.is_retriable() {
             DeliveryError::Timeout { partition: tp }.into()
@@ -261,7 +260,7 @@ impl Producer {
         let b = self.batches.get(id).expect("live");
         if b.done
             || self.now >= b.created + self.config.delivery_timeout()
-            || b.attempts >= self.config.retries()
+            || b.retry.failures() >= self.config.retries()
         {
             return false;
         }
@@ -313,17 +312,12 @@ impl Producer {
     /// Java's `reenqueue` + `insertInSequenceOrder`.
     fn reenqueue(&mut self, id: BatchId, leader_moved: bool, cause: KafkaError) {
         let b = self.batches.get_mut(id).expect("live");
-        b.attempts += 1;
-        let attempts = b.attempts;
         let p = b.partition;
-        let delay = self.backoff_for(attempts);
-        let now = self.now;
-        let b = self.batches.get_mut(id).expect("live");
-        b.retry_at = if leader_moved {
-            None
+        if leader_moved {
+            b.retry.failed_retry_at_once();
         } else {
-            Some(now + delay)
-        };
+            b.retry.failed(&mut self.backoff, self.now);
+        }
         self.partitions[p as usize].reenqueue(id, &self.batches);
         self.stats.retries += 1;
         self.metrics_retried(id, cause);
@@ -471,7 +465,7 @@ impl Producer {
             (
                 b.partition,
                 (b.data.len() / 2).max(1),
-                b.attempts < self.config.retries(),
+                b.retry.failures() < self.config.retries(),
             )
         };
         // A compressed batch is decompressed, split by its own compression ratio, and each
@@ -530,8 +524,7 @@ impl Producer {
                 charged,
                 max_record_size: b.max_record_size,
                 created: b.created,
-                attempts: b.attempts,
-                retry_at: None,
+                retry: Retry::with_failures(b.retry.failures()),
                 last_leader_epoch: b.last_leader_epoch,
                 stamp: None,
                 reopened: b.reopened,

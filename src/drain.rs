@@ -51,7 +51,7 @@ impl Producer {
     }
 
     fn maybe_request_producer_id(&mut self) -> Option<Request> {
-        if self.id_state != IdState::Needed || self.id_retry_at.is_some_and(|t| t > self.now) {
+        if self.id_state != IdState::Needed || self.id_retry.waits_at(self.now) {
             return None;
         }
         let id = self.next_request_id();
@@ -71,8 +71,7 @@ impl Producer {
     }
 
     fn maybe_request_metadata(&mut self) -> Option<Request> {
-        if self.metadata_in_flight.is_some() || self.metadata_retry_at.is_some_and(|t| t > self.now)
-        {
+        if self.metadata_in_flight.is_some() || self.metadata_retry.waits_at(self.now) {
             return None;
         }
         let mut topics: Vec<Topic> = Vec::new();
@@ -120,8 +119,8 @@ impl Producer {
         match part.queue.front() {
             Some(&head) => {
                 let b = self.batches.get(head)?;
-                let backing_off = b.retry_at.is_some_and(|at| at > self.now)
-                    && b.last_leader_epoch == Some(part.leader_epoch);
+                let backing_off =
+                    b.retry.waits_at(self.now) && b.last_leader_epoch == Some(part.leader_epoch);
                 (!backing_off).then_some(node)
             }
             None => {
@@ -183,11 +182,9 @@ impl Producer {
                 let Some(b) = self.batches.get(head) else {
                     return Head::NotReady;
                 };
-                if let Some(at) = b.retry_at {
-                    let leader_moved = b.last_leader_epoch != Some(part.leader_epoch);
-                    if at > self.now && !leader_moved {
-                        return Head::NotReady;
-                    }
+                let leader_moved = b.last_leader_epoch != Some(part.leader_epoch);
+                if b.retry.waits_at(self.now) && !leader_moved {
+                    return Head::NotReady;
                 }
                 if b.stamp.is_some() {
                     // Only the lowest outstanding sequence may be resent.

@@ -141,6 +141,7 @@ mod outcome;
 mod partition;
 mod producer;
 pub mod record;
+mod retry;
 mod sequencing;
 pub mod ticket;
 pub mod txn;

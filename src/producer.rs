@@ -3,9 +3,9 @@
 //! together. Draining lives in `drain.rs`, response handling in `complete.rs`, epoch
 //! bumps and unresolved sequences in `sequencing.rs`.
 
+use crate::retry::Retry;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
-use core::time::Duration;
 
 use crate::backoff::Backoff;
 use crate::batch::{BatchData, BatchSlab, ProducerBatch, StampFate, WriteState};
@@ -125,8 +125,8 @@ pub struct Producer {
     /// The producer's current identity (Java's global `producerIdAndEpoch`).
     pub(crate) producer_id: ProducerIdAndEpoch,
     pub(crate) id_state: IdState,
-    pub(crate) id_retry_at: Option<Timestamp>,
-    pub(crate) id_attempts: u32,
+    /// The InitProducerId's failures and backoff.
+    pub(crate) id_retry: Retry,
     /// Partitions an epoch bump must rewrite. The bump waits until none of them has a
     /// batch on the wire, so no answer can arrive for a batch after it was renumbered.
     pub(crate) rewrite: Vec<u32>,
@@ -140,8 +140,8 @@ pub struct Producer {
     pub(crate) next_request_id: u64,
     pub(crate) tickets: TicketSequencer,
     pub(crate) metadata_in_flight: Option<RequestId>,
-    pub(crate) metadata_retry_at: Option<Timestamp>,
-    pub(crate) metadata_attempts: u32,
+    /// The metadata lookup's failures and backoff (KIP-580).
+    pub(crate) metadata_retry: Retry,
     pub(crate) close_queue: VecDeque<NodeId>,
 
     pub(crate) events: VecDeque<Event>,
@@ -192,8 +192,7 @@ impl Producer {
             batches: BatchSlab::default(),
             producer_id: ProducerIdAndEpoch::NONE,
             id_state,
-            id_retry_at: None,
-            id_attempts: 0,
+            id_retry: Retry::new(),
             rewrite: Vec::new(),
             bump_required: false,
             unresolved: Vec::new(),
@@ -202,8 +201,7 @@ impl Producer {
             next_request_id: 0,
             tickets: TicketSequencer::new(),
             metadata_in_flight: None,
-            metadata_retry_at: None,
-            metadata_attempts: 0,
+            metadata_retry: Retry::new(),
             close_queue: VecDeque::new(),
             events: VecDeque::new(),
             next_record_id: 0,
@@ -498,7 +496,7 @@ impl Producer {
             }
             if let Some(b) = part.queue.front().and_then(|&head| self.batches.get(head)) {
                 consider(b.created + delivery);
-                if let Some(at) = b.retry_at.filter(|&at| at > now) {
+                if let Some(at) = b.retry.deadline_after(now) {
                     consider(at);
                 }
             }
@@ -516,12 +514,12 @@ impl Producer {
         for o in &self.outstanding {
             consider(o.deadline);
         }
-        let txn_retry_at = self.txn.as_ref().and_then(|t| t.retry_at);
-        for t in [self.metadata_retry_at, self.id_retry_at, txn_retry_at]
+        let txn_retry = self.txn.as_ref().map(|t| t.retry);
+        for r in [Some(self.metadata_retry), Some(self.id_retry), txn_retry]
             .into_iter()
             .flatten()
         {
-            if t > now {
+            if let Some(t) = r.deadline_after(now) {
                 consider(t);
             }
         }
@@ -581,11 +579,9 @@ impl Producer {
             .iter()
             .any(|&p| self.partitions[p as usize].leader.is_none());
         if still_unknown || !metadata.topic_errors.is_empty() {
-            self.metadata_attempts += 1;
-            self.metadata_retry_at = Some(self.now + self.backoff.delay(self.metadata_attempts));
+            self.metadata_retry.failed(&mut self.backoff, self.now);
         } else {
-            self.metadata_attempts = 0;
-            self.metadata_retry_at = None;
+            self.metadata_retry.succeeded();
         }
         if known {
             self.metrics_metadata();
@@ -628,8 +624,7 @@ impl Producer {
             Ok(id) => {
                 self.producer_id = id;
                 self.id_state = IdState::Ready;
-                self.id_attempts = 0;
-                self.id_retry_at = None;
+                self.id_retry.succeeded();
                 // The new id doubles as the bump the epoch exhaustion asked for, if no
                 // batch of a partition to rewrite can still be seen twice.
                 self.new_id_for_pending_bump();
@@ -655,8 +650,7 @@ impl Producer {
     }
 
     pub(crate) fn retry_producer_id(&mut self) {
-        self.id_attempts += 1;
-        self.id_retry_at = Some(self.now + self.backoff.delay(self.id_attempts));
+        self.id_retry.failed(&mut self.backoff, self.now);
     }
 
     pub(crate) fn take_outstanding(&mut self, id: RequestId) -> Option<Outstanding> {
@@ -700,8 +694,7 @@ impl Producer {
             charged: open.charged,
             max_record_size: open.max_record_size,
             created: open.created,
-            attempts: 0,
-            retry_at: None,
+            retry: Retry::new(),
             last_leader_epoch: None,
             stamp: None,
             reopened: false,
@@ -817,10 +810,5 @@ impl Producer {
         for part in &mut self.partitions {
             part.awaiting_rewrite = false;
         }
-    }
-
-    /// How long `retry.backoff` says to wait before attempt `attempts + 1`.
-    pub(crate) fn backoff_for(&mut self, attempts: u32) -> Duration {
-        self.backoff.delay(attempts)
     }
 }

@@ -7,13 +7,14 @@
 //! instead of bumping the epoch (the abort bumps it, KIP-360 / KIP-890), only partitions
 //! added to the transaction drain, and an abort fails the batches never sent.
 
+use crate::retry::Retry;
 use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::error::KafkaError;
-use crate::types::{NodeId, RequestId, Timestamp, TopicPartition};
+use crate::types::{NodeId, RequestId, TopicPartition};
 
 /// The transactional states (Java's `TransactionManager.State`, without 2PC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,8 +280,8 @@ pub(crate) struct Txn {
     pub(crate) queue: Vec<Queued>,
     /// The one transactional request on the wire, and the partitions it carries.
     pub(crate) in_flight: Option<(RequestId, Queued)>,
-    pub(crate) retry_at: Option<Timestamp>,
-    pub(crate) attempts: u32,
+    /// The request at the queue's head: its failures and backoff.
+    pub(crate) retry: Retry,
     /// The application operation waiting for its completion event.
     pub(crate) op: Option<TxnOp>,
     pub(crate) shutdown: Shutdown,
@@ -307,8 +308,7 @@ impl Txn {
             pending_offsets: Vec::new(),
             queue: Vec::new(),
             in_flight: None,
-            retry_at: None,
-            attempts: 0,
+            retry: Retry::new(),
             op: None,
             shutdown: Shutdown::Running,
         }

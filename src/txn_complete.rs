@@ -86,15 +86,9 @@ impl Producer {
     fn apply(&mut self, q: Queued, next: Next) {
         let t = self.txn.as_mut().expect("transactional");
         match next {
-            Next::Done => {
-                t.attempts = 0;
-                t.retry_at = None;
-            }
+            Next::Done => t.retry.succeeded(),
             Next::Retry => {
-                t.attempts += 1;
-                let delay = self.backoff.delay(t.attempts);
-                let t = self.txn.as_mut().expect("transactional");
-                t.retry_at = Some(self.now + delay);
+                t.retry.failed(&mut self.backoff, self.now);
                 t.queue.push(q);
             }
             Next::Relookup(kind) => {
@@ -104,10 +98,7 @@ impl Producer {
                 }
                 // Back off as for a retry: a coordinator still loading answers
                 // NOT_COORDINATOR at once, and an immediate lookup would spin.
-                t.attempts += 1;
-                let delay = self.backoff.delay(t.attempts);
-                let t = self.txn.as_mut().expect("transactional");
-                t.retry_at = Some(self.now + delay);
+                t.retry.failed(&mut self.backoff, self.now);
                 t.queue.push(q);
             }
             Next::Abortable(e) => self.txn_abortable(e),
@@ -178,8 +169,7 @@ impl Producer {
                     t.v2 = t.version_level >= 2;
                 }
                 t.bump_required = false;
-                t.attempts = 0;
-                t.retry_at = None;
+                t.retry.succeeded();
                 t.state = S::Ready;
                 t.last_error = None;
                 self.events.push_back(Event::ProducerIdChanged { id });
@@ -436,8 +426,7 @@ impl Producer {
                 }
                 let t = self.txn.as_mut().expect("transactional");
                 t.reset_transaction();
-                t.attempts = 0;
-                t.retry_at = None;
+                t.retry.succeeded();
                 self.flushing = false;
                 // With a TV1 bump still queued, the operation completes after it.
                 let bump_queued = t.queue.contains(&Queued::InitProducerId { bump: true });

@@ -231,7 +231,7 @@ impl Producer {
         let Some(t) = self.txn.as_mut() else { return };
         t.shutdown = Shutdown::Forced;
         t.queue.clear();
-        t.retry_at = None;
+        t.retry.cancel_wait();
         t.new_partitions.clear();
         let in_flight = t.in_flight.take();
         if let Some((id, _)) = in_flight {
@@ -313,7 +313,7 @@ impl Producer {
         if t.in_flight.is_some() {
             return Err(()); // No produce data while one is out (Java's Sender.runOnce)
         }
-        if t.retry_at.is_some_and(|at| at > now) {
+        if t.retry.waits_at(now) {
             return Ok(None);
         }
         let Some(i) = t.next_index() else {
