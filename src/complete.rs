@@ -13,6 +13,16 @@ use crate::producer::{IdState, OutstandingKind, Producer};
 use crate::record;
 use crate::types::{BatchId, RequestId, Timestamp};
 
+/// When a batch sent again may go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NextAttempt {
+    /// After `retry.backoff.ms` (doubling per failure).
+    AfterBackoff,
+    /// At once: the answer named a newer leader (KIP-951), so the backoff that guards
+    /// a broker from a retry storm does not apply to the new one.
+    AtOnce,
+}
+
 impl Producer {
     /// Feeds the answer to the [`Request::Produce`](crate::Request::Produce) with id
     /// `request`. Each partition completes on its own.
@@ -138,7 +148,13 @@ impl Producer {
         // The burst-wedge fix: forget the leader so the retry is re-routed by fresh
         // metadata, and a dead broker cannot hold healthy partitions hostage.
         self.invalidate_leader(p);
-        self.retry_or_fail(id, KafkaError::NetworkException, -1, false, None);
+        self.retry_or_fail(
+            id,
+            KafkaError::NetworkException,
+            -1,
+            NextAttempt::AfterBackoff,
+            None,
+        );
     }
 
     pub(crate) fn invalidate_leader(&mut self, p: u32) {
@@ -181,7 +197,7 @@ impl Producer {
                     b.fate = StampFate::Refused;
                 }
                 let p = b.partition;
-                let mut leader_moved = false;
+                let mut next = NextAttempt::AfterBackoff;
                 if class == ErrorClass::Leadership {
                     match r.current_leader {
                         Some(hint)
@@ -190,7 +206,7 @@ impl Producer {
                             let part = &mut self.partitions[p as usize];
                             part.leader = Some(hint.leader);
                             part.leader_epoch = hint.leader_epoch;
-                            leader_moved = true;
+                            next = NextAttempt::AtOnce;
                         }
                         _ => self.invalidate_leader(p),
                     }
@@ -203,7 +219,7 @@ impl Producer {
                     self.report(id, Ok(None));
                     return;
                 }
-                self.retry_or_fail(id, r.error, r.log_start_offset, leader_moved, Some(r));
+                self.retry_or_fail(id, r.error, r.log_start_offset, next, Some(r));
             }
         }
     }
@@ -216,11 +232,11 @@ impl Producer {
         id: BatchId,
         error: KafkaError,
         log_start: i64,
-        leader_moved: bool,
+        next: NextAttempt,
         answer: Option<&PartitionResponse>,
     ) {
         if self.can_retry(id, error, log_start) {
-            self.reenqueue(id, leader_moved, error);
+            self.reenqueue(id, next, error);
             return;
         }
         let b = self.batches.get(id).expect("live");
@@ -310,13 +326,14 @@ impl Producer {
     }
 
     /// Java's `reenqueue` + `insertInSequenceOrder`.
-    fn reenqueue(&mut self, id: BatchId, leader_moved: bool, cause: KafkaError) {
+    fn reenqueue(&mut self, id: BatchId, next: NextAttempt, cause: KafkaError) {
         let b = self.batches.get_mut(id).expect("live");
         let p = b.partition;
-        if leader_moved {
-            b.retry.failed_retry_at_once();
-        } else {
-            b.retry.failed(&mut self.backoff, self.now);
+        match next {
+            NextAttempt::AtOnce => b.retry.failed_retry_at_once(),
+            NextAttempt::AfterBackoff => {
+                b.retry.failed(&mut self.backoff, self.now);
+            }
         }
         self.partitions[p as usize].reenqueue(id, &self.batches);
         self.stats.retries += 1;

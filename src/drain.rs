@@ -2,6 +2,7 @@
 //! (resolve unresolved sequences, bump the epoch, get a producer id, then drain), and
 //! the drain itself (Java's `RecordAccumulator.drain` with the idempotence gates).
 
+use crate::txn_ops::TxnStep;
 use alloc::vec::Vec;
 
 use crate::batch::{Stamp, StampFate};
@@ -36,9 +37,9 @@ impl Producer {
         }
         self.maybe_resolve_sequences();
         match self.poll_transactional(now) {
-            Ok(Some(r)) => return Some(r),
-            Err(()) => return None,
-            Ok(None) => {}
+            TxnStep::Send(r) => return Some(r),
+            TxnStep::HoldProduce => return None,
+            TxnStep::Nothing => {}
         }
         self.maybe_apply_epoch_bump();
         if let Some(r) = self.maybe_request_producer_id() {

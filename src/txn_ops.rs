@@ -15,6 +15,17 @@ use crate::txn::{
 };
 use crate::types::{BatchId, ProducerIdAndEpoch, Timestamp};
 
+/// What the transactional step of `poll_request` decided this round.
+pub(crate) enum TxnStep {
+    /// This transactional request goes out now.
+    Send(Request),
+    /// Nothing transactional to send; produce data may go.
+    Nothing,
+    /// A transactional request is outstanding: no produce data this round (Java's
+    /// `Sender.runOnce` returns before `sendProducerData` while one is in flight).
+    HoldProduce,
+}
+
 impl Producer {
     /// The transactional state, or `None` without a `transactional.id`.
     #[must_use]
@@ -288,20 +299,20 @@ impl Producer {
             .is_none_or(|t| t.state != S::FatalError && t.partitions.contains(&p))
     }
 
-    /// The transactional step of `poll_request`. Returns a request to send, or whether
-    /// produce data must wait this round (a transactional request is outstanding).
-    pub(crate) fn poll_transactional(&mut self, now: Timestamp) -> Result<Option<Request>, ()> {
+    /// The transactional step of `poll_request`: a request to send, nothing, or a hold on
+    /// produce data this round (a transactional request is outstanding).
+    pub(crate) fn poll_transactional(&mut self, now: Timestamp) -> TxnStep {
         if self.txn.is_none() {
-            return Ok(None);
+            return TxnStep::Nothing;
         }
         self.maybe_abort_on_close();
         let t = self.txn.as_ref().expect("checked");
         if t.shutdown == Shutdown::Forced {
-            return Ok(None);
+            return TxnStep::Nothing;
         }
         match t.state {
             S::AbortableError | S::AbortingTransaction => self.fail_unsent_batches(),
-            S::FatalError => return Ok(None),
+            S::FatalError => return TxnStep::Nothing,
             _ => {}
         }
         let t = self.txn.as_mut().expect("checked");
@@ -311,16 +322,16 @@ impl Producer {
             t.enqueue(Queued::AddPartitions);
         }
         if t.in_flight.is_some() {
-            return Err(()); // No produce data while one is out (Java's Sender.runOnce)
+            return TxnStep::HoldProduce; // No produce data while one is out (Java's Sender.runOnce)
         }
         if t.retry.waits_at(now) {
-            return Ok(None);
+            return TxnStep::Nothing;
         }
         let Some(i) = t.next_index() else {
-            return Ok(None);
+            return TxnStep::Nothing;
         };
         if matches!(t.queue[i], Queued::EndTxn { .. }) && self.unreported_records > 0 {
-            return Ok(None); // EndTxn waits for every batch's outcome
+            return TxnStep::Nothing; // EndTxn waits for every batch's outcome
         }
         let t = self.txn.as_mut().expect("checked");
         let q = t.queue.remove(i);
@@ -335,7 +346,7 @@ impl Producer {
                 t.queue.push(Queued::FindCoordinator(kind));
                 let i = t.next_index().expect("just pushed");
                 let q = t.queue.remove(i);
-                return Ok(Some(self.emit_txn(q, now)));
+                return TxnStep::Send(self.emit_txn(q, now));
             }
         }
         if let Queued::EndTxn { commit } = q {
@@ -354,7 +365,7 @@ impl Producer {
                 return self.poll_transactional(now);
             }
         }
-        Ok(Some(self.emit_txn(q, now)))
+        TxnStep::Send(self.emit_txn(q, now))
     }
 
     fn emit_txn(&mut self, q: Queued, now: Timestamp) -> Request {
