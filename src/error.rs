@@ -447,6 +447,10 @@ pub enum SendError {
         /// Bytes currently buffered.
         buffered: usize,
     },
+    /// A batch given to [`Producer::send_batch`](crate::Producer::send_batch) breaks a
+    /// rule of [`crate::handed`].
+    #[error("invalid record batch: {0}")]
+    InvalidBatch(crate::record::RecordError),
 }
 
 /// A protocol input the core could not accept. The core's state is unchanged: the

@@ -134,6 +134,7 @@ pub mod config;
 mod drain;
 pub mod error;
 mod expiry;
+pub mod handed;
 mod invariants;
 pub mod io;
 pub mod metrics;
@@ -152,6 +153,7 @@ pub mod types;
 pub use compression::{Codec, Compression, Compressor};
 pub use config::{Acks, ConfigError, ProducerConfig, ProducerConfigBuilder};
 pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, SendError};
+pub use handed::BatchRecords;
 pub use io::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
     FindCoordinatorRequest, InitProducerIdRequest, LeaderHint, Metadata, MetadataRequest,

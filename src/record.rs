@@ -38,7 +38,9 @@ pub use crate::compression::Compression;
 use crate::compression::{Codec, CompressionError, CompressionRatio};
 use crate::types::{ProducerEpoch, ProducerId, ProducerIdAndEpoch, Sequence};
 
+mod check;
 mod split;
+pub(crate) use check::check_handed;
 pub use split::{decode_records, decode_records_with, split, split_with};
 pub(crate) use split::{split_pieces, SplitPiece};
 
