@@ -186,7 +186,7 @@ esac; }
 
 kafka_version=$(sed -n 's/^KAFKA_VERSION="${KACRAB_KAFKA_VERSION:-\([^}]*\)}"/\1/p' scripts/kafka.sh)
 kafka_version=${KACRAB_KAFKA_VERSION:-$kafka_version}
-franz_version=$(awk '$1=="github.com/twmb/franz-go" {print $2}' benches/peers/franz-go/go.mod)
+franz_version=$(grep -o 'github.com/twmb/franz-go v[0-9.]*' benches/peers/franz-go/go.mod | head -1 | cut -d' ' -f2)
 rdkafka_version=""
 
 say "run $run_id: logs in $out"
@@ -197,6 +197,12 @@ if [ "$rate_pass" = 1 ]; then
     slowest=$(for c in "${client_list[@]}"; do med 1 "$c" 6; done | sort -g | head -1)
     rate=$(awk -v s="$slowest" 'BEGIN {printf "%d", s / 2}')
   fi
+  if [ "$rate" -lt 1 ]; then
+    say "no rate for pass 2 (a client's pass-1 median is 0: see $results); skipped"
+    rate_pass=0
+  fi
+fi
+if [ "$rate_pass" = 1 ]; then
   run_pass 2 "$rate"
 fi
 
