@@ -80,8 +80,8 @@ bin=$repo/target/bench-peers/bin
 mkdir -p "$bin"
 if [ "$build" = 1 ]; then
   say "building the two examples (release)"
-  cargo build --release -q -p kacrab-tokio --example tokio_produce
-  cargo build --release -q -p kacrab-blocking --example blocking_produce
+  cargo build --release -q -p kacrab-tokio --example tokio_produce \
+    -p kacrab-blocking --example blocking_produce
   say "building the rdkafka peer (librdkafka from source: minutes the first time)"
   (cd benches/peers/rdkafka && CARGO_TARGET_DIR=target cargo build --release -q --locked)
   say "building the franz-go peer"
