@@ -6,7 +6,7 @@
 #
 #   scripts/bench_vs_peers.sh [--records N] [--size B] [--partitions P] [--rounds K]
 #       [--rate R] [--no-rate-pass] [--equal-batching] [--clients "tokio blocking ..."]
-#       [--port PORT] [--no-build] [--keep-topics] [--timeout S]
+#       [--port PORT] [--no-build] [--keep-topics] [--timeout S] [--warmup N]
 #
 # Defaults: 1,000,000 records of 100 B, 6 partitions, 3 rounds, every client at its own
 # defaults except acks=all and idempotence on (librdkafka's default is off: its peer turns
@@ -23,9 +23,10 @@
 # acknowledgement; ProducerPerformance sends its own random values without keys through
 # Java's default partitioner and measures the same way (send call to callback).
 #
-# Pass 1, maximum throughput: every round runs every client once on a fresh topic, the
-# order rotated by one client per round; then every topic's end offsets (GetOffsetShell)
-# must add up to the records sent. Pass 2, latency at a fixed offered rate: the same with
+# First an untimed warm-up of the broker (its JIT): kacrab-tokio sends --warmup records
+# (default 200,000; 0: none) to a topic of its own. Pass 1, maximum throughput: every
+# round runs every client once on a fresh topic, the order rotated by one client per
+# round; then every topic's end offsets (GetOffsetShell) must add up to the records sent. Pass 2, latency at a fixed offered rate: the same with
 # every client at --throughput R, R = --rate or half of the slowest client's pass-1
 # median. Per client the medians over the rounds: records/s, CPU per record (the client
 # process's user+system time from /usr/bin/time -v over the records; the broker is not
@@ -46,7 +47,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 records=1000000 size=100 partitions=6 rounds=3 rate="" rate_pass=1 equal=0 build=1
-keep=0 port="" timeout_s=1800
+keep=0 port="" timeout_s=1800 warmup=200000
 clients="tokio tokio-noidem blocking franz-go rdkafka java"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -62,7 +63,8 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --keep-topics) keep=1; shift ;;
     --timeout) timeout_s=$2; shift 2 ;;
-    -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_vs_peers: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -190,6 +192,14 @@ franz_version=$(grep -o 'github.com/twmb/franz-go v[0-9.]*' benches/peers/franz-
 rdkafka_version=""
 
 say "run $run_id: logs in $out"
+if [ "$warmup" -gt 0 ]; then
+  say "warming the broker up: $warmup records (not measured)"
+  kafka create-topic "$bs" "bvp-$run_id-warmup" "$partitions" 1 >/dev/null 2>&1
+  "$bin/tokio_produce" --bootstrap "$bs" --topic "bvp-$run_id-warmup" --partitions "$partitions" \
+    --records "$warmup" --record-size "$size" >"$out/warmup.out" 2>"$out/warmup.err" \
+    || say "warm-up failed (see $out/warmup.err); going on"
+  [ "$keep" = 1 ] || kafka delete-topic "$bs" "bvp-$run_id-warmup" >/dev/null 2>&1 || true
+fi
 run_pass 1 ""
 rdkafka_version=$(grep -h -m1 '^librdkafka ' "$out"/bvp-*-rdkafka.err 2>/dev/null | head -1 | cut -d' ' -f2)
 if [ "$rate_pass" = 1 ]; then
