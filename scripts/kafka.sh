@@ -19,7 +19,8 @@
 #   scripts/kafka.sh describe-topic <bootstrap> <topic>
 #   scripts/kafka.sh wait-leaders <bootstrap> <topic> [--not N] [--timeout S]
 #   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
-#   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID]
+#   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID] [--property k=v]...
+#   scripts/kafka.sh end-offsets <bootstrap> <topic-regex>   # "topic<TAB>sum of end offsets" lines
 #   scripts/kafka.sh produce-keyed <bootstrap> <topic>   # stdin: key<TAB>value lines
 #   scripts/kafka.sh add-partitions <bootstrap> <topic> <total-partitions>
 #   scripts/kafka.sh features <bootstrap>
@@ -69,7 +70,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -726,13 +727,15 @@ cmd_consume() {
 }
 
 cmd_perf() {
-  [ $# -ge 4 ] || die "perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID]"
+  [ $# -ge 4 ] || die "perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID] [--property k=v]..."
   local bs="$1" topic="$2" n="$3" size="$4" tput=-1; shift 4
-  local -a extra=()
+  local -a extra=() props=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --throughput) tput="${2:?--throughput needs a value}"; shift 2 ;;
       --transactional-id) extra+=(--transactional-id "${2:?--transactional-id needs a value}"); shift 2 ;;
+      # Producer properties after acks=all enable.idempotence=true: a later one wins.
+      --property) props+=("${2:?--property needs key=value}"); shift 2 ;;
       *) die "unknown perf option $1" ;;
     esac
   done
@@ -749,11 +752,12 @@ cmd_perf() {
     -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-tools.properties" -cp "$LIBS/*"
     org.apache.kafka.tools.ProducerPerformance --bootstrap-server "$bs" --topic "$topic"
     --num-records "$n" --record-size "$size" --throughput "$tput" ${extra[@]+"${extra[@]}"}
-    "$pp" acks=all enable.idempotence=true)
-  local t0 rc=0 rss=""; t0=$(now_ms)
+    "$pp" acks=all enable.idempotence=true ${props[@]+"${props[@]}"})
+  local t0 rc=0 rss="" cpu=""; t0=$(now_ms)
   if [ -x /usr/bin/time ] || ensure_pkg /usr/bin/time time 2>/dev/null; then
     /usr/bin/time -v -o "$tv" "${cmd[@]}" >"$out" 2>&1 || rc=$?
     rss="$(sed -n 's/^[[:space:]]*Maximum resident set size (kbytes): *//p' "$tv")"
+    cpu="$(awk -F': ' '/User time \(seconds\)|System time \(seconds\)/{s+=$2} END{print s}' "$tv")"
   else
     # Fallback: sample the JVM's VmHWM (peak RSS) while it runs.
     "${cmd[@]}" >"$out" 2>&1 & local jp=$!
@@ -767,6 +771,18 @@ cmd_perf() {
   grep -E 'records sent.*50th' "$out" | tail -n 1
   echo "KACRAB_PERF_PEAK_RSS_KB=${rss:-unknown}"
   echo "KACRAB_PERF_ELAPSED_S=$el"
+  # The JVM's user+system CPU seconds (from /usr/bin/time; absent in the fallback).
+  echo "KACRAB_PERF_CPU_S=${cpu:-unknown}"
+}
+
+# end-offsets: per topic matching the regex, the sum of its partitions' end offsets
+# (Kafka's GetOffsetShell, latest offsets), one "topic<TAB>sum" line each, sorted.
+cmd_end_offsets() {
+  [ $# -eq 2 ] || die "end-offsets <bootstrap> <topic-regex>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$1" \
+    --topic "$2" --time -1 \
+    | awk -F: 'NF>=3 {sum[$1]+=$NF} END {for (t in sum) printf "%s\t%d\n", t, sum[t]}' | sort
 }
 
 # produce-keyed: Java's console producer, one record per stdin line
@@ -807,6 +823,7 @@ main() {
     describe-topic) cmd_describe_topic "$@" ;;
     consume) cmd_consume "$@" ;;
     perf) cmd_perf "$@" ;;
+    end-offsets) cmd_end_offsets "$@" ;;
     produce-keyed) cmd_produce_keyed "$@" ;;
     add-partitions) cmd_add_partitions "$@" ;;
     wait-leaders) cmd_wait_leaders "$@" ;;
