@@ -73,9 +73,13 @@ pub(crate) fn check_lowest_sequence(
 
 impl PartitionState {
     /// Kafka's `maybeStartTransactionVerification`: for a transactional batch of a
-    /// producer with no open transaction here, create (or update) its verification
-    /// state with the batch's first sequence and epoch. Returns whether verification
-    /// is needed (false when a transaction is already open).
+    /// producer with no transaction open here at the batch's epoch, create (or update)
+    /// its verification state with the batch's first sequence and epoch. Returns
+    /// whether verification is needed: false only when a transaction is open at this
+    /// very epoch (`UnifiedLog.hasOngoingTransaction(producerId, producerEpoch)`; one
+    /// open at an older epoch may already be decided, TV2's next transaction must be
+    /// verified). Only then does the leader ask the coordinator at all
+    /// (`ReplicaManager.handleProduceAppend`).
     pub fn start_transaction_verification(
         &mut self,
         producer_id: i64,
@@ -86,7 +90,7 @@ impl PartitionState {
         let ongoing = self
             .producers
             .get(producer_id)
-            .is_some_and(|e| e.current_txn_first_offset().is_some());
+            .is_some_and(|e| e.current_txn_first_offset().is_some() && e.producer_epoch() == epoch);
         if ongoing {
             return false;
         }

@@ -22,7 +22,10 @@ fn verification_is_skipped_only_for_a_transaction_open_at_the_batchs_epoch() {
     let mut p = PartitionState::new();
     assert!(p.start_transaction_verification(PID, 0, 0, 0));
     assert!(produce_txn(&mut p, 0, 0).is_ok());
-    assert!(!p.start_transaction_verification(PID, 1, 0, 0), "open at epoch 0");
+    assert!(
+        !p.start_transaction_verification(PID, 1, 0, 0),
+        "open at epoch 0"
+    );
     assert!(
         p.start_transaction_verification(PID, 0, 1, 0),
         "a transaction open at epoch 0 is not one at epoch 1"
@@ -52,7 +55,11 @@ fn a_batch_for_a_partition_already_in_the_transaction_is_not_verified_again() {
             c.init_transactions(MAX).expect("init_transactions");
             c.begin_and_send(1);
             assert!(c.run_until(MAX, |c| c.checker().tally(Some(0)).acked == 1));
-            assert!(c.partition(0).state.producer(c.producer().producer_id().id.0).is_some());
+            assert!(c
+                .partition(0)
+                .state
+                .producer(c.producer().producer_id().id.0)
+                .is_some());
             let to = c
                 .brokers()
                 .iter()
