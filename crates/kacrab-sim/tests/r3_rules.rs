@@ -85,3 +85,35 @@ fn a_batch_for_a_partition_already_in_the_transaction_is_not_verified_again() {
         assert!(found, "no seed drew a load long enough");
     }
 }
+
+/// A replica that truncates reloads producer state from its newest snapshot at or below
+/// the truncation point and replays the log after it, and then takes a snapshot there
+/// (`UnifiedLog.truncateTo` → `rebuildProducerState` → `ProducerStateManager.
+/// truncateAndReload`, which deletes the snapshots above the point). A snapshot keeps
+/// only the newest batch per producer (`ProducerStateManager.writeSnapshot`), so a
+/// replica that truncated before keeps, after its next truncation, only the newest of
+/// the batches it had at the first one. The model replayed the whole log at every
+/// truncation and kept the full dedup window, so a retry Kafka answers
+/// OUT_OF_ORDER_SEQUENCE_NUMBER (the batch is in the log) was deduplicated.
+#[test]
+fn a_second_truncation_reloads_producer_state_from_the_first_ones_snapshot() {
+    let mut leader = PartitionState::new();
+    let mut follower = PartitionState::new();
+    produce(&mut leader, 0, 0).unwrap();
+    produce(&mut leader, 0, 1).unwrap();
+    follower.fetch_from(&leader, 0, EXP);
+    // An entry the follower alone had (it led for a moment): truncated away, and the
+    // rebuild snapshots producer state at two entries.
+    produce(&mut follower, 0, 2).unwrap();
+    assert_eq!(follower.fetch_from(&leader, 0, EXP), 1);
+    produce(&mut leader, 0, 2).unwrap();
+    produce(&mut leader, 0, 3).unwrap();
+    follower.fetch_from(&leader, 0, EXP);
+    assert_eq!(entry(&follower).batches().len(), 4, "replication keeps the window");
+    produce(&mut follower, 0, 4).unwrap();
+    assert_eq!(follower.fetch_from(&leader, 0, EXP), 1);
+    let window: Vec<i32> = entry(&follower).batches().map(|b| b.first_seq).collect();
+    assert_eq!(window, [1, 2, 3], "snapshot at two entries (newest batch), then replay");
+    assert_eq!(code(produce(&mut follower, 0, 0)), OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert!(produce(&mut follower, 0, 1).unwrap().is_duplicate());
+}
