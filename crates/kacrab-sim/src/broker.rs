@@ -504,6 +504,8 @@ pub struct PartitionState {
     /// only, never replicated nor snapshotted. Cleared by any transactional
     /// append or marker of the producer (`UnifiedLog.updateProducers`).
     pub(crate) verifications: BTreeMap<i64, VerificationStateEntry>,
+    /// Where this replica's producer-state snapshots are (`replica.rs`).
+    pub(crate) snapshots: crate::replica::Snapshots,
 }
 
 impl PartitionState {

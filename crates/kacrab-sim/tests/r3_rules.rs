@@ -109,11 +109,22 @@ fn a_second_truncation_reloads_producer_state_from_the_first_ones_snapshot() {
     produce(&mut leader, 0, 2).unwrap();
     produce(&mut leader, 0, 3).unwrap();
     follower.fetch_from(&leader, 0, EXP);
-    assert_eq!(entry(&follower).batches().len(), 4, "replication keeps the window");
+    assert_eq!(
+        entry(&follower).batches().len(),
+        4,
+        "replication keeps the window"
+    );
     produce(&mut follower, 0, 4).unwrap();
     assert_eq!(follower.fetch_from(&leader, 0, EXP), 1);
     let window: Vec<i32> = entry(&follower).batches().map(|b| b.first_seq).collect();
-    assert_eq!(window, [1, 2, 3], "snapshot at two entries (newest batch), then replay");
-    assert_eq!(code(produce(&mut follower, 0, 0)), OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_eq!(
+        window,
+        [1, 2, 3],
+        "snapshot at two entries (newest batch), then replay"
+    );
+    assert_eq!(
+        code(produce(&mut follower, 0, 0)),
+        OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
     assert!(produce(&mut follower, 0, 1).unwrap().is_duplicate());
 }
