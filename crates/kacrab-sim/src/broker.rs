@@ -585,7 +585,12 @@ impl PartitionState {
         }
         let checks = check_producer_epoch(current, epoch)
             .and_then(|()| {
-                crate::verification::check_lowest_sequence(self.verifications.get(&pid), first_seq)
+                let empty = current.is_none_or(ProducerStateEntry::is_empty);
+                crate::verification::check_lowest_sequence(
+                    self.verifications.get(&pid),
+                    empty,
+                    first_seq,
+                )
             })
             .and_then(|()| check_sequence(current, epoch, first_seq))
             .and_then(|()| match current {

@@ -32,18 +32,33 @@ use crate::log::LogEntry;
 /// Where one replica's producer-state snapshots are, counted in log entries: one at
 /// every segment roll (every `roll_every` entries, if the replica rolls) and one at the
 /// end of every rebuild. Snapshots are files of the replica: never replicated.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Snapshots {
     roll_every: Option<usize>,
     rebuilt_at: Vec<usize>,
+    /// Whether rebuild snapshots are kept (`SimConfig::rebuild_snapshots`).
+    keep_rebuilt: bool,
+}
+
+impl Default for Snapshots {
+    /// A replica that never rolls and keeps its rebuild snapshots, as Kafka does.
+    fn default() -> Self {
+        Snapshots {
+            roll_every: None,
+            rebuilt_at: Vec::new(),
+            keep_rebuilt: true,
+        }
+    }
 }
 
 impl Snapshots {
-    /// A replica whose segments roll every `entries` entries.
-    pub(crate) fn rolling_every(entries: usize) -> Self {
+    /// A replica whose segments roll every `entries` entries, keeping its rebuild
+    /// snapshots if `keep_rebuilt`.
+    pub(crate) fn rolling_every(entries: usize, keep_rebuilt: bool) -> Self {
         Snapshots {
             roll_every: Some(entries.max(1)),
             rebuilt_at: Vec::new(),
+            keep_rebuilt,
         }
     }
 
@@ -58,7 +73,9 @@ impl Snapshots {
     /// is taken at its end.
     fn rebuilt(&mut self, len: usize) {
         self.rebuilt_at.retain(|&s| s < len);
-        self.rebuilt_at.push(len);
+        if self.keep_rebuilt {
+            self.rebuilt_at.push(len);
+        }
     }
 }
 

@@ -502,11 +502,12 @@ impl World {
                     resp.partitions.push(pr);
                     continue;
                 }
-                verify = state.start_transaction_verification(
+                verify = state.start_verification(
                     h.producer_id,
                     h.base_sequence,
                     h.producer_epoch,
                     now_ms,
+                    r.transaction_v2,
                 );
             }
             if let Some(error) = self.txn_produce_check(obs, r, &pb.data, &tp, verify) {

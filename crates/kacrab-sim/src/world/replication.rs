@@ -33,6 +33,7 @@ use kacrab_idempotence::{
 
 use super::World;
 use crate::broker::PartitionState;
+use crate::config::SimConfig;
 use crate::faults::FaultKind;
 use crate::log::LogEntry;
 use crate::net::ToClient;
@@ -105,13 +106,13 @@ pub(crate) struct DelayedProduce {
 }
 
 /// Followers of a partition led by `leader`: every other broker, in sync.
-pub(crate) fn new_followers(leader: NodeId, brokers: u32, segment_entries: usize) -> Vec<Follower> {
-    (1..=brokers as i32)
+pub(crate) fn new_followers(leader: NodeId, config: &SimConfig) -> Vec<Follower> {
+    (1..=config.brokers as i32)
         .map(NodeId)
         .filter(|&n| n != leader)
         .map(|node| Follower {
             node,
-            state: tracked_state(segment_entries),
+            state: tracked_state(config),
             isr: IsrState::InSync,
             fetch_at: None,
         })
@@ -119,11 +120,12 @@ pub(crate) fn new_followers(leader: NodeId, brokers: u32, segment_entries: usize
 }
 
 /// An empty replica whose high watermark is tracked and whose segments roll every
-/// `segment_entries` entries.
-pub(crate) fn tracked_state(segment_entries: usize) -> PartitionState {
+/// `SimConfig::segment_entries` entries.
+pub(crate) fn tracked_state(config: &SimConfig) -> PartitionState {
     let mut s = PartitionState::new();
     s.log.set_high_watermark(0);
-    s.snapshots = crate::replica::Snapshots::rolling_every(segment_entries);
+    s.snapshots =
+        crate::replica::Snapshots::rolling_every(config.segment_entries, config.rebuild_snapshots);
     s
 }
 
