@@ -65,8 +65,10 @@ fn tv2_end_txn_bumps_the_epoch_and_sequences_restart_at_zero() {
 }
 
 /// `handleEndTransaction`, TV1 retries: the same result in Complete* is NONE,
-/// the other result INVALID_TXN_STATE, Prepare* CONCURRENT_TRANSACTIONS, Empty
-/// INVALID_TXN_STATE.
+/// the other result INVALID_TXN_STATE; the same result in Prepare* (markers
+/// outstanding) CONCURRENT_TRANSACTIONS, the other result INVALID_TXN_STATE
+/// (`logInvalidStateTransitionAndReturnError`; red team r3: the model answered
+/// CONCURRENT_TRANSACTIONS to both); Empty INVALID_TXN_STATE.
 #[test]
 fn tv1_end_txn_retry_semantics() {
     let mut w = World::new();
@@ -82,7 +84,7 @@ fn tv1_end_txn_retry_semantics() {
     w.coord.set_hold_markers(true);
     assert_eq!(w.end(pid, 0, true, false), Ok(None));
     assert_eq!(w.end(pid, 0, true, false), Err(CONCURRENT_TRANSACTIONS));
-    assert_eq!(w.end(pid, 0, false, false), Err(CONCURRENT_TRANSACTIONS));
+    assert_eq!(w.end(pid, 0, false, false), Err(INVALID_TXN_STATE));
     assert_eq!(w.coord.pending_marker_writes().len(), 1);
     w.release();
     assert_eq!(w.end(pid, 0, true, false), Ok(None));
