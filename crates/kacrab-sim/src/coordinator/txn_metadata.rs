@@ -246,7 +246,10 @@ pub(super) fn end_txn_v1(
         return Err(PRODUCER_FENCED);
     }
     match meta.state {
-        s if s.is_prepare() => Err(CONCURRENT_TRANSACTIONS),
+        // Markers outstanding: a retry of the same result waits; the other result
+        // is an invalid transition (`logInvalidStateTransitionAndReturnError`).
+        TxnState::PrepareCommit if commit => Err(CONCURRENT_TRANSACTIONS),
+        TxnState::PrepareAbort if !commit => Err(CONCURRENT_TRANSACTIONS),
         TxnState::Ongoing => {
             meta.version = TransactionVersion::V1;
             meta.prepare(commit, now_ms);
