@@ -18,10 +18,12 @@
 //!   KIP-360) and the transaction check (INVALID_TXN_STATE).
 //! * The broker never answers DUPLICATE_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID.
 //! * KIP-890 part 1 verification: before the first transactional batch of a
-//!   producer on the partition the leader asks the coordinator (the cluster
-//!   does, `txn_produce_check`) and keeps a [`VerificationStateEntry`] with the
-//!   lowest sequence it verified; a batch with a higher first sequence is then
-//!   OUT_OF_ORDER_SEQUENCE_NUMBER (`ProducerAppendInfo.checkSequence`). The
+//!   producer on the partition at its epoch the leader asks the coordinator
+//!   (the cluster does, `txn_produce_check`) and keeps a
+//!   [`VerificationStateEntry`] with the lowest sequence it verified; a batch
+//!   with a higher first sequence is then OUT_OF_ORDER_SEQUENCE_NUMBER, and
+//!   under TV2 so is a non-zero first sequence from a producer with no batch
+//!   here (`ProducerAppendInfo.checkSequence`). The
 //!   `VerificationGuard` race (a marker between verification and append) can
 //!   not happen here: the check and the append are one step.
 //! * Replication, truncation and snapshot restore: `replica.rs`.

@@ -13,8 +13,12 @@
 //! is appended (`UnifiedLog.updateProducers`) or after `producer.id.expiration.ms`
 //! (`ProducerStateManager.removeExpiredProducers`).
 //!
-//! The first sequence itself is not required to be 0: with no producer state the
-//! sequence check accepts any sequence (KIP-360), under transaction version 2 as well.
+//! With no producer state the sequence check accepts any first sequence under transaction
+//! version 1 (KIP-360); under version 2 (Produce v12, an entry that "supports the epoch
+//! bump") a producer with no batch on the partition must start at 0.
+//!
+//! Verification starts only when the producer has no transaction open here at the
+//! batch's epoch (`UnifiedLog.hasOngoingTransaction(producerId, producerEpoch)`).
 
 use crate::broker::{PartitionState, Rejection, OUT_OF_ORDER_SEQUENCE_NUMBER};
 
