@@ -425,11 +425,12 @@ fn an_expired_transactional_id_starts_afresh() {
 
 /// The coordinator's own abort of an open transaction (what its timeout does,
 /// `TransactionCoordinator.abortTimedOutTransactions`), with the markers held as
-/// the simulator holds them: while they are outstanding every request for the id
-/// is CONCURRENT_TRANSACTIONS (the pending transition comes first; TV1 EndTxn
-/// excepted); once they are
-/// written the old epoch is PRODUCER_FENCED, and a TV1 verification of the old
-/// producer says the same.
+/// the simulator holds them: the abort bumps the epoch at once, so the old epoch
+/// is PRODUCER_FENCED whether the markers are outstanding or written (adds and
+/// verification check the producer id and epoch before the outstanding markers,
+/// `handleAddPartitionsToTransaction`, `handleVerifyPartitionsInTransaction`; red
+/// team r3: the model answered CONCURRENT_TRANSACTIONS until the markers were
+/// written), and a TV1 verification of the old producer says the same.
 #[test]
 fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
     let mut w = World::new();
@@ -440,13 +441,14 @@ fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
     assert!(w.coordinator_abort());
     assert_eq!(w.state(), TxnState::PrepareAbort);
     assert_eq!(w.meta().producer_epoch, 1);
-    assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
+    assert_eq!(w.add(pid, 0, &[0]), PRODUCER_FENCED);
+    assert_eq!(w.add(pid, 1, &[0]), CONCURRENT_TRANSACTIONS);
     // TV1 EndTxn checks the epoch before the pending transition
     // (`TransactionCoordinator.handleEndTransaction`).
     assert_eq!(w.end(pid, 0, true, false), Err(PRODUCER_FENCED));
     assert_eq!(
         w.coord.verify_partition(ID, pid, 0, &tp(0)),
-        CONCURRENT_TRANSACTIONS
+        PRODUCER_FENCED
     );
     assert_eq!(w.release(), 2);
     assert_eq!(w.state(), TxnState::CompleteAbort);

@@ -178,8 +178,14 @@ fn add_partitions_error_codes() {
     assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
     assert_eq!(w.add(pid, 1, &[0]), PRODUCER_FENCED);
     assert_eq!(w.add(pid + 1, 0, &[0]), INVALID_PRODUCER_ID_MAPPING);
-    assert_eq!(w.coord.verify_partition(ID, pid, 0, &tp(0)), CONCURRENT_TRANSACTIONS);
-    assert_eq!(w.coord.verify_partition(ID, pid, 1, &tp(0)), PRODUCER_FENCED);
+    assert_eq!(
+        w.coord.verify_partition(ID, pid, 0, &tp(0)),
+        CONCURRENT_TRANSACTIONS
+    );
+    assert_eq!(
+        w.coord.verify_partition(ID, pid, 1, &tp(0)),
+        PRODUCER_FENCED
+    );
 }
 
 /// KIP-890 (`AddPartitionsToTxnManager`): the implicit add of a TV2 Produce
