@@ -196,3 +196,47 @@ fn a_retry_the_reloaded_window_forgot_is_written_twice() {
     let off = kacrab_sim::ops::Options::default();
     assert!(kacrab_sim::ops::run_with(&data, off).is_clean());
 }
+
+/// A throttled answer mutes the connection: the broker reads nothing more from it until
+/// the throttle time has passed (`SocketServer.Processor`: `StartThrottlingResponse`
+/// mutes the channel, `EndThrottlingResponse` unmutes it once the response is sent,
+/// KIP-219). The model answered with a throttle time and kept reading the connection,
+/// so a client that ignored the throttle was served at once.
+#[test]
+fn a_throttled_answer_mutes_the_connection_for_the_throttle_time() {
+    use kacrab_idempotence::{MetadataRequest, NodeId, ProduceResponse, RequestId, Timestamp};
+    use kacrab_sim::net::{Direction, Net, ToBroker, ToClient};
+
+    let mut net = Net::new(vec![Duration::from_millis(1)]);
+    net.connect(NodeId(1));
+    let t0 = Timestamp::from_millis(10);
+    let mut resp = ProduceResponse::default();
+    resp.throttle = Duration::from_millis(500);
+    net.send_response(
+        NodeId(1),
+        t0,
+        Duration::from_millis(1),
+        ToClient::Produce(RequestId(1), resp),
+    );
+    assert_eq!(
+        net.pop_response(NodeId(1)).map(|t| t.at),
+        Some(Timestamp::from_millis(11))
+    );
+    let md = ToBroker::Metadata(MetadataRequest {
+        id: RequestId(2),
+        topics: vec![],
+    });
+    net.send_request(
+        NodeId(1),
+        Timestamp::from_millis(12),
+        Duration::from_millis(1),
+        md,
+    );
+    let (at, node, dir) = net.next_delivery().expect("the request is on the wire");
+    assert_eq!((node, dir), (NodeId(1), Direction::ToBroker));
+    assert_eq!(
+        at,
+        Timestamp::from_millis(510),
+        "read once the throttle is over"
+    );
+}
