@@ -277,6 +277,7 @@ fn op_sequences_hold() {
             message_too_large: true,
             small_max_message_bytes: true,
             trace: false,
+            rebuild_snapshots: false,
         };
         let report = kacrab_sim::ops::run_with(&data, options);
         steps.fetch_add(report.sim.steps, Ordering::Relaxed);

@@ -18,10 +18,12 @@
 //!   KIP-360) and the transaction check (INVALID_TXN_STATE).
 //! * The broker never answers DUPLICATE_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID.
 //! * KIP-890 part 1 verification: before the first transactional batch of a
-//!   producer on the partition the leader asks the coordinator (the cluster
-//!   does, `txn_produce_check`) and keeps a [`VerificationStateEntry`] with the
-//!   lowest sequence it verified; a batch with a higher first sequence is then
-//!   OUT_OF_ORDER_SEQUENCE_NUMBER (`ProducerAppendInfo.checkSequence`). The
+//!   producer on the partition at its epoch the leader asks the coordinator
+//!   (the cluster does, `txn_produce_check`) and keeps a
+//!   [`VerificationStateEntry`] with the lowest sequence it verified; a batch
+//!   with a higher first sequence is then OUT_OF_ORDER_SEQUENCE_NUMBER, and
+//!   under TV2 so is a non-zero first sequence from a producer with no batch
+//!   here (`ProducerAppendInfo.checkSequence`). The
 //!   `VerificationGuard` race (a marker between verification and append) can
 //!   not happen here: the check and the append are one step.
 //! * Replication, truncation and snapshot restore: `replica.rs`.
@@ -504,6 +506,8 @@ pub struct PartitionState {
     /// only, never replicated nor snapshotted. Cleared by any transactional
     /// append or marker of the producer (`UnifiedLog.updateProducers`).
     pub(crate) verifications: BTreeMap<i64, VerificationStateEntry>,
+    /// Where this replica's producer-state snapshots are (`replica.rs`).
+    pub(crate) snapshots: crate::replica::Snapshots,
 }
 
 impl PartitionState {
@@ -583,7 +587,12 @@ impl PartitionState {
         }
         let checks = check_producer_epoch(current, epoch)
             .and_then(|()| {
-                crate::verification::check_lowest_sequence(self.verifications.get(&pid), first_seq)
+                let empty = current.is_none_or(ProducerStateEntry::is_empty);
+                crate::verification::check_lowest_sequence(
+                    self.verifications.get(&pid),
+                    empty,
+                    first_seq,
+                )
             })
             .and_then(|()| check_sequence(current, epoch, first_seq))
             .and_then(|()| match current {

@@ -52,6 +52,18 @@ pub struct SimConfig {
     /// older in-flight batch is no longer recognised and gets
     /// OUT_OF_ORDER_SEQUENCE_NUMBER).
     pub snapshot_restore: bool,
+    /// Every producer-state rebuild (a restart, a truncation) leaves a snapshot at the
+    /// log end that a later restart or truncation of the same replica reloads from
+    /// (`UnifiedLog.rebuildProducerState` ends with `takeSnapshot`; red team r3). That
+    /// is Kafka's rule, and it shrinks the dedup window of a replica that restarted
+    /// or truncated before to the newest batch per producer at that point: a retry of
+    /// an older batch that is in the log gets OUT_OF_ORDER_SEQUENCE_NUMBER, which the
+    /// core takes as proof of absence and writes the batch again (`docs/design.md`,
+    /// "knowingly weaker" item 3; regression
+    /// `a_retry_the_reloaded_window_forgot_is_written_twice` in
+    /// `tests/r3_rules.rs`). Off by default until that is decided: only segment-roll
+    /// snapshots are reloaded then.
+    pub rebuild_snapshots: bool,
     /// A stricter broker than Kafka: a producer it has no state for must start at
     /// sequence 0 (anything else gets OUT_OF_ORDER_SEQUENCE_NUMBER). Off by default,
     /// since Kafka 2.5+ accepts any sequence from an unknown producer (KIP-360). On, it
@@ -149,6 +161,7 @@ impl SimConfig {
             downtime_min: Duration::from_millis(20),
             downtime_max: Duration::from_millis(1_500),
             snapshot_restore: false,
+            rebuild_snapshots: false,
             replica_lag_min: Duration::from_millis(1),
             replica_lag_max: Duration::from_millis(400),
             segment_entries: 1_000,

@@ -173,6 +173,10 @@ pub struct Connection {
     /// for replication). The broker reads nothing more from this connection until
     /// it answers (Kafka mutes the channel while a request is processed).
     parked: Option<RequestId>,
+    /// The broker reads nothing from this connection before this time: it answered
+    /// with a throttle time and muted the channel for it (`SocketServer.Processor`,
+    /// `StartThrottlingResponse`/`EndThrottlingResponse`, KIP-219).
+    throttled_until: Timestamp,
 }
 
 impl Connection {
@@ -280,6 +284,9 @@ impl Net {
             .expect("connection open");
         let at = (now + delay).max(c.last_response_at);
         c.last_response_at = at;
+        if let ToClient::Produce(_, r) = &msg {
+            c.throttled_until = c.throttled_until.max(now + r.throttle);
+        }
         c.to_client.push_back(Timed { at, seq, msg });
     }
 
@@ -301,7 +308,7 @@ impl Net {
                 c.to_broker
                     .front()
                     .filter(|_| !muted)
-                    .map(|t| (t.at, t.seq, Direction::ToBroker)),
+                    .map(|t| (t.at.max(c.throttled_until), t.seq, Direction::ToBroker)),
                 c.to_client
                     .front()
                     .map(|t| (t.at, t.seq, Direction::ToClient)),

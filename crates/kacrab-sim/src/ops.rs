@@ -29,6 +29,8 @@ pub struct Options {
     pub small_max_message_bytes: bool,
     /// Keep the step trace in the report, and print it to stderr as it happens.
     pub trace: bool,
+    /// See [`SimConfig::rebuild_snapshots`]. Default: off.
+    pub rebuild_snapshots: bool,
 }
 
 impl Default for Options {
@@ -39,6 +41,7 @@ impl Default for Options {
             message_too_large: true,
             small_max_message_bytes: true,
             trace: false,
+            rebuild_snapshots: false,
         }
     }
 }
@@ -87,6 +90,7 @@ pub fn run_with(data: &[u8], options: Options) -> Report {
     sim.partitions = partitions;
     sim.topics = 1 + partitions / 3;
     sim.strict_first_sequence = options.strict_first_sequence;
+    sim.rebuild_snapshots = options.rebuild_snapshots;
     sim.max_message_bytes = max_message_bytes;
     sim.trace = options.trace;
     sim.trace_live = options.trace;

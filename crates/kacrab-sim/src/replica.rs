@@ -17,10 +17,67 @@
 //!   (`ProducerStateManager.takeSnapshot`, written at a segment roll and at a clean
 //!   shutdown) keeps one batch per producer, the newest, so after it only the batches
 //!   replayed behind it widen the dedup window again. A crash is an unclean shutdown:
-//!   the newest snapshot is the one of the last segment roll.
+//!   the newest snapshot is the one of the last segment roll, or of the last rebuild.
+//! * Every rebuild (a restart, a truncation) ends with a snapshot at the log end
+//!   (`UnifiedLog.rebuildProducerState`), and a truncation first deletes the snapshots
+//!   above its point (`ProducerStateManager.truncateAndReload`). So a replica that
+//!   truncates again reloads from the newest of its segment rolls and earlier rebuilds
+//!   at or below the new point: the batches before that snapshot are reduced to the
+//!   newest per producer, and a retry of an older one is OUT_OF_ORDER_SEQUENCE_NUMBER
+//!   although it is in the log.
 
 use crate::broker::{BatchMetadata, PartitionState, ProducerStates};
 use crate::log::LogEntry;
+
+/// Where one replica's producer-state snapshots are, counted in log entries: one at
+/// every segment roll (every `roll_every` entries, if the replica rolls) and one at the
+/// end of every rebuild. Snapshots are files of the replica: never replicated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Snapshots {
+    roll_every: Option<usize>,
+    rebuilt_at: Vec<usize>,
+    /// Whether rebuild snapshots are kept (`SimConfig::rebuild_snapshots`).
+    keep_rebuilt: bool,
+}
+
+impl Default for Snapshots {
+    /// A replica that never rolls and keeps its rebuild snapshots, as Kafka does.
+    fn default() -> Self {
+        Snapshots {
+            roll_every: None,
+            rebuilt_at: Vec::new(),
+            keep_rebuilt: true,
+        }
+    }
+}
+
+impl Snapshots {
+    /// A replica whose segments roll every `entries` entries, keeping its rebuild
+    /// snapshots if `keep_rebuilt`.
+    pub(crate) fn rolling_every(entries: usize, keep_rebuilt: bool) -> Self {
+        Snapshots {
+            roll_every: Some(entries.max(1)),
+            rebuilt_at: Vec::new(),
+            keep_rebuilt,
+        }
+    }
+
+    /// The newest snapshot at or below `len` entries (0: none, replay from the start).
+    pub(crate) fn newest_at_or_below(&self, len: usize) -> usize {
+        let roll = self.roll_every.map_or(0, |every| len / every * every);
+        let rebuilt = self.rebuilt_at.iter().copied().filter(|&s| s <= len).max();
+        rebuilt.unwrap_or(0).max(roll)
+    }
+
+    /// A rebuild of a log of `len` entries: the snapshots above it are deleted and one
+    /// is taken at its end.
+    fn rebuilt(&mut self, len: usize) {
+        self.rebuilt_at.retain(|&s| s < len);
+        if self.keep_rebuilt {
+            self.rebuilt_at.push(len);
+        }
+    }
+}
 
 /// Replays `entries` into `states` as a follower or a log reload does.
 fn replay<'a>(states: &mut ProducerStates, entries: impl IntoIterator<Item = &'a LogEntry>) {
@@ -95,10 +152,8 @@ impl PartitionState {
     pub fn truncate_to_entries(&mut self, keep: usize, now_ms: u64, expiration_ms: u64) -> usize {
         let removed = self.log.truncate_to_entries(keep).len();
         if removed > 0 {
-            let mut states = ProducerStates::default();
-            replay(&mut states, self.log.entries());
-            states.remove_expired(now_ms, expiration_ms);
-            self.producers = states;
+            let at = self.snapshots.newest_at_or_below(self.log.entries().len());
+            self.rebuild_producer_state(at, now_ms, expiration_ms);
         }
         removed
     }
@@ -118,6 +173,19 @@ impl PartitionState {
         now_ms: u64,
         expiration_ms: u64,
     ) {
+        self.rebuild_producer_state(snapshot_entries, now_ms, expiration_ms);
+        self.verifications.clear();
+    }
+
+    /// The newest snapshot at or below this replica's log end (see [`Snapshots`]).
+    pub(crate) fn newest_snapshot(&self) -> usize {
+        self.snapshots.newest_at_or_below(self.log.entries().len())
+    }
+
+    /// Kafka's `rebuildProducerState`: the snapshot after the first `snapshot_entries`
+    /// entries (newest batch per producer), the log after it replayed, producers idle
+    /// past `expiration_ms` not loaded, and a snapshot taken at the log end.
+    fn rebuild_producer_state(&mut self, snapshot_entries: usize, now_ms: u64, expiration_ms: u64) {
         let entries = self.log.entries();
         let split = snapshot_entries.min(entries.len());
         let mut states = ProducerStates::default();
@@ -126,6 +194,6 @@ impl PartitionState {
         replay(&mut states, &entries[split..]);
         states.remove_expired(now_ms, expiration_ms);
         self.producers = states;
-        self.verifications.clear();
+        self.snapshots.rebuilt(entries.len());
     }
 }

@@ -13,8 +13,12 @@
 //! is appended (`UnifiedLog.updateProducers`) or after `producer.id.expiration.ms`
 //! (`ProducerStateManager.removeExpiredProducers`).
 //!
-//! The first sequence itself is not required to be 0: with no producer state the
-//! sequence check accepts any sequence (KIP-360), under transaction version 2 as well.
+//! With no producer state the sequence check accepts any first sequence under transaction
+//! version 1 (KIP-360); under version 2 (Produce v12, an entry that "supports the epoch
+//! bump") a producer with no batch on the partition must start at 0.
+//!
+//! Verification starts only when the producer has no transaction open here at the
+//! batch's epoch (`UnifiedLog.hasOngoingTransaction(producerId, producerEpoch)`).
 
 use crate::broker::{PartitionState, Rejection, OUT_OF_ORDER_SEQUENCE_NUMBER};
 
@@ -26,6 +30,9 @@ pub struct VerificationStateEntry {
     /// The lowest first sequence verified at `epoch`.
     lowest_sequence: i32,
     epoch: i16,
+    /// Created for a TV2 request (Produce v12): the producer bumps its epoch at every
+    /// transaction's end, so a first batch must carry sequence 0.
+    supports_epoch_bump: bool,
 }
 
 impl VerificationStateEntry {
@@ -44,6 +51,11 @@ impl VerificationStateEntry {
         self.epoch
     }
 
+    /// Whether the entry was created for a TV2 request (Produce v12).
+    pub fn supports_epoch_bump(&self) -> bool {
+        self.supports_epoch_bump
+    }
+
     /// Kafka's `maybeUpdateLowestSequenceAndEpoch`: a lower sequence at the same
     /// epoch lowers the bar; a newer epoch resets it.
     fn update(&mut self, sequence: i32, epoch: i16) {
@@ -57,12 +69,19 @@ impl VerificationStateEntry {
     }
 }
 
-/// The verification part of `ProducerAppendInfo.checkSequence`.
+/// The verification part of `ProducerAppendInfo.checkSequence`: under TV2 a producer
+/// with no batch here (`producer_empty`) must start at sequence 0; and no batch above
+/// the lowest sequence verified may be written first.
 pub(crate) fn check_lowest_sequence(
     entry: Option<&VerificationStateEntry>,
+    producer_empty: bool,
     first_seq: i32,
 ) -> Result<(), Rejection> {
     match entry {
+        Some(v) if v.supports_epoch_bump && producer_empty && first_seq != 0 => Err(Rejection {
+            code: OUT_OF_ORDER_SEQUENCE_NUMBER,
+            reason: "a TV2 transactional producer with no state must start at sequence 0",
+        }),
         Some(v) if first_seq > v.lowest_sequence => Err(Rejection {
             code: OUT_OF_ORDER_SEQUENCE_NUMBER,
             reason: "sequence above the lowest one verified for the transaction (KIP-890)",
@@ -73,9 +92,13 @@ pub(crate) fn check_lowest_sequence(
 
 impl PartitionState {
     /// Kafka's `maybeStartTransactionVerification`: for a transactional batch of a
-    /// producer with no open transaction here, create (or update) its verification
-    /// state with the batch's first sequence and epoch. Returns whether verification
-    /// is needed (false when a transaction is already open).
+    /// producer with no transaction open here at the batch's epoch, create (or update)
+    /// its verification state with the batch's first sequence and epoch. Returns
+    /// whether verification is needed: false only when a transaction is open at this
+    /// very epoch (`UnifiedLog.hasOngoingTransaction(producerId, producerEpoch)`; one
+    /// open at an older epoch may already be decided, TV2's next transaction must be
+    /// verified). Only then does the leader ask the coordinator at all
+    /// (`ReplicaManager.handleProduceAppend`).
     pub fn start_transaction_verification(
         &mut self,
         producer_id: i64,
@@ -83,10 +106,24 @@ impl PartitionState {
         epoch: i16,
         now_ms: u64,
     ) -> bool {
+        self.start_verification(producer_id, sequence, epoch, now_ms, false)
+    }
+
+    /// [`Self::start_transaction_verification`] for a request of either transaction
+    /// version: `supports_epoch_bump` for TV2 (Produce v12), kept from the entry's
+    /// creation (`ProducerStateManager.maybeCreateVerificationStateEntry`).
+    pub fn start_verification(
+        &mut self,
+        producer_id: i64,
+        sequence: i32,
+        epoch: i16,
+        now_ms: u64,
+        supports_epoch_bump: bool,
+    ) -> bool {
         let ongoing = self
             .producers
             .get(producer_id)
-            .is_some_and(|e| e.current_txn_first_offset().is_some());
+            .is_some_and(|e| e.current_txn_first_offset().is_some() && e.producer_epoch() == epoch);
         if ongoing {
             return false;
         }
@@ -96,6 +133,7 @@ impl PartitionState {
                 created_ms: now_ms,
                 lowest_sequence: sequence,
                 epoch,
+                supports_epoch_bump,
             })
             .update(sequence, epoch);
         true

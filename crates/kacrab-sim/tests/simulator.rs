@@ -344,6 +344,7 @@ fn the_op_decoder_never_panics_on_small_inputs() {
                 message_too_large: false,
                 small_max_message_bytes: true,
                 trace: false,
+                rebuild_snapshots: false,
             },
         );
         assert!(report.is_clean(), "{data:?}: {}", report.render());

@@ -123,15 +123,16 @@ impl TxnMetadata {
         })
     }
 
-    /// Request order for adds and verification: a pending transition first,
-    /// then the producer id, then the epoch.
+    /// Request order for adds and verification: the producer id, then the
+    /// epoch, then a pending transition or outstanding markers
+    /// (`handleAddPartitionsToTransaction`, `handleVerifyPartitionsInTransaction`).
     pub(super) fn check_producer(&self, pid: i64, epoch: i16) -> Result<(), i16> {
-        if self.state.is_prepare() {
-            Err(CONCURRENT_TRANSACTIONS)
-        } else if self.producer_id != pid {
+        if self.producer_id != pid {
             Err(INVALID_PRODUCER_ID_MAPPING)
         } else if self.producer_epoch != epoch {
             Err(PRODUCER_FENCED)
+        } else if self.state.is_prepare() {
+            Err(CONCURRENT_TRANSACTIONS)
         } else {
             Ok(())
         }
@@ -246,7 +247,10 @@ pub(super) fn end_txn_v1(
         return Err(PRODUCER_FENCED);
     }
     match meta.state {
-        s if s.is_prepare() => Err(CONCURRENT_TRANSACTIONS),
+        // Markers outstanding: a retry of the same result waits; the other result
+        // is an invalid transition (`logInvalidStateTransitionAndReturnError`).
+        TxnState::PrepareCommit if commit => Err(CONCURRENT_TRANSACTIONS),
+        TxnState::PrepareAbort if !commit => Err(CONCURRENT_TRANSACTIONS),
         TxnState::Ongoing => {
             meta.version = TransactionVersion::V1;
             meta.prepare(commit, now_ms);

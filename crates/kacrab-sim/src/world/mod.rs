@@ -179,8 +179,8 @@ impl World {
                 tp,
                 leader: NodeId(leader),
                 leader_epoch: 0,
-                state: tracked_state(),
-                followers: new_followers(NodeId(leader), config.brokers),
+                state: tracked_state(config),
+                followers: new_followers(NodeId(leader), config),
                 isr_shrunk_until: None,
                 previous_leader: None,
             });

@@ -33,6 +33,7 @@ use kacrab_idempotence::{
 
 use super::World;
 use crate::broker::PartitionState;
+use crate::config::SimConfig;
 use crate::faults::FaultKind;
 use crate::log::LogEntry;
 use crate::net::ToClient;
@@ -105,23 +106,26 @@ pub(crate) struct DelayedProduce {
 }
 
 /// Followers of a partition led by `leader`: every other broker, in sync.
-pub(crate) fn new_followers(leader: NodeId, brokers: u32) -> Vec<Follower> {
-    (1..=brokers as i32)
+pub(crate) fn new_followers(leader: NodeId, config: &SimConfig) -> Vec<Follower> {
+    (1..=config.brokers as i32)
         .map(NodeId)
         .filter(|&n| n != leader)
         .map(|node| Follower {
             node,
-            state: tracked_state(),
+            state: tracked_state(config),
             isr: IsrState::InSync,
             fetch_at: None,
         })
         .collect()
 }
 
-/// An empty replica whose high watermark is tracked.
-pub(crate) fn tracked_state() -> PartitionState {
+/// An empty replica whose high watermark is tracked and whose segments roll every
+/// `SimConfig::segment_entries` entries.
+pub(crate) fn tracked_state(config: &SimConfig) -> PartitionState {
     let mut s = PartitionState::new();
     s.log.set_high_watermark(0);
+    s.snapshots =
+        crate::replica::Snapshots::rolling_every(config.segment_entries, config.rebuild_snapshots);
     s
 }
 
@@ -459,17 +463,22 @@ impl World {
     pub(crate) fn replicas_restarted(&mut self, obs: &mut Observers, node: NodeId) {
         let (now_ms, exp) = (self.now.as_millis(), self.expiration_ms());
         let clean = self.config.snapshot_restore;
-        let segment = self.config.segment_entries.max(1);
-        let snapshot_at = |len: usize| if clean { len } else { len / segment * segment };
+        let snapshot_at = |s: &PartitionState| {
+            if clean {
+                s.entries().len()
+            } else {
+                s.newest_snapshot()
+            }
+        };
         for gp in 0..self.partitions.len() {
             let part = &mut self.partitions[gp];
             if part.leader == node {
-                let at = snapshot_at(part.state.entries().len());
+                let at = snapshot_at(&part.state);
                 part.state.restart_from_snapshot_at(at, now_ms, exp);
             }
             for f in &mut part.followers {
                 if f.node == node {
-                    let at = snapshot_at(f.state.entries().len());
+                    let at = snapshot_at(&f.state);
                     f.state.restart_from_snapshot_at(at, now_ms, exp);
                     f.isr = IsrState::OutOfSync;
                 }

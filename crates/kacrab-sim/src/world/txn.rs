@@ -309,14 +309,17 @@ impl World {
     }
 
     /// The partition leader's check of a transactional batch with the coordinator
-    /// (TV1: verification; TV2: the implicit add of Produce v12). `Some(error)` refuses
-    /// the batch.
+    /// (TV1: verification; TV2: the implicit add of Produce v12), asked only when
+    /// `verify` (no transaction of the producer open on the partition at the batch's
+    /// epoch: `ReplicaManager.handleProduceAppend` verifies only the partitions that
+    /// got a verification guard). `Some(error)` refuses the batch.
     pub(crate) fn txn_produce_check(
         &mut self,
         obs: &mut Observers,
         r: &ProduceRequest,
         data: &[u8],
         tp: &TopicPartition,
+        verify: bool,
     ) -> Option<KafkaError> {
         let txn_id = r.transactional_id.as_deref()?;
         let h = batch::decode_header(data).ok()?;
@@ -332,6 +335,9 @@ impl World {
             r.transaction_v2,
             "Produce",
         );
+        if !verify {
+            return None;
+        }
         let code = if !self.is_up(self.coordinator_node) {
             crate::coordinator::COORDINATOR_NOT_AVAILABLE
         } else if self.coordinator_loading() {

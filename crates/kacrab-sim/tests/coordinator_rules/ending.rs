@@ -65,8 +65,10 @@ fn tv2_end_txn_bumps_the_epoch_and_sequences_restart_at_zero() {
 }
 
 /// `handleEndTransaction`, TV1 retries: the same result in Complete* is NONE,
-/// the other result INVALID_TXN_STATE, Prepare* CONCURRENT_TRANSACTIONS, Empty
-/// INVALID_TXN_STATE.
+/// the other result INVALID_TXN_STATE; the same result in Prepare* (markers
+/// outstanding) CONCURRENT_TRANSACTIONS, the other result INVALID_TXN_STATE
+/// (`logInvalidStateTransitionAndReturnError`; red team r3: the model answered
+/// CONCURRENT_TRANSACTIONS to both); Empty INVALID_TXN_STATE.
 #[test]
 fn tv1_end_txn_retry_semantics() {
     let mut w = World::new();
@@ -82,7 +84,7 @@ fn tv1_end_txn_retry_semantics() {
     w.coord.set_hold_markers(true);
     assert_eq!(w.end(pid, 0, true, false), Ok(None));
     assert_eq!(w.end(pid, 0, true, false), Err(CONCURRENT_TRANSACTIONS));
-    assert_eq!(w.end(pid, 0, false, false), Err(CONCURRENT_TRANSACTIONS));
+    assert_eq!(w.end(pid, 0, false, false), Err(INVALID_TXN_STATE));
     assert_eq!(w.coord.pending_marker_writes().len(), 1);
     w.release();
     assert_eq!(w.end(pid, 0, true, false), Ok(None));
@@ -423,11 +425,12 @@ fn an_expired_transactional_id_starts_afresh() {
 
 /// The coordinator's own abort of an open transaction (what its timeout does,
 /// `TransactionCoordinator.abortTimedOutTransactions`), with the markers held as
-/// the simulator holds them: while they are outstanding every request for the id
-/// is CONCURRENT_TRANSACTIONS (the pending transition comes first; TV1 EndTxn
-/// excepted); once they are
-/// written the old epoch is PRODUCER_FENCED, and a TV1 verification of the old
-/// producer says the same.
+/// the simulator holds them: the abort bumps the epoch at once, so the old epoch
+/// is PRODUCER_FENCED whether the markers are outstanding or written (adds and
+/// verification check the producer id and epoch before the outstanding markers,
+/// `handleAddPartitionsToTransaction`, `handleVerifyPartitionsInTransaction`; red
+/// team r3: the model answered CONCURRENT_TRANSACTIONS until the markers were
+/// written), and a TV1 verification of the old producer says the same.
 #[test]
 fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
     let mut w = World::new();
@@ -438,13 +441,14 @@ fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
     assert!(w.coordinator_abort());
     assert_eq!(w.state(), TxnState::PrepareAbort);
     assert_eq!(w.meta().producer_epoch, 1);
-    assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
+    assert_eq!(w.add(pid, 0, &[0]), PRODUCER_FENCED);
+    assert_eq!(w.add(pid, 1, &[0]), CONCURRENT_TRANSACTIONS);
     // TV1 EndTxn checks the epoch before the pending transition
     // (`TransactionCoordinator.handleEndTransaction`).
     assert_eq!(w.end(pid, 0, true, false), Err(PRODUCER_FENCED));
     assert_eq!(
         w.coord.verify_partition(ID, pid, 0, &tp(0)),
-        CONCURRENT_TRANSACTIONS
+        PRODUCER_FENCED
     );
     assert_eq!(w.release(), 2);
     assert_eq!(w.state(), TxnState::CompleteAbort);

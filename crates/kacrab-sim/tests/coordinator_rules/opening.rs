@@ -152,7 +152,10 @@ fn init_with_an_invalid_timeout_is_rejected() {
 
 /// `handleAddPartitionsToTransaction`: unknown id or another producer id is
 /// INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED; a good add opens
-/// the transaction.
+/// the transaction. The producer id and epoch are checked before a pending
+/// transition or outstanding markers (CONCURRENT_TRANSACTIONS), and so are they by
+/// `handleVerifyPartitionsInTransaction` (red team r3: the model answered
+/// CONCURRENT_TRANSACTIONS to a stale epoch while markers were outstanding).
 #[test]
 fn add_partitions_error_codes() {
     let mut w = World::new();
@@ -173,6 +176,16 @@ fn add_partitions_error_codes() {
     w.coord.set_hold_markers(true);
     assert_eq!(w.end(pid, 0, false, false), Ok(None));
     assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
+    assert_eq!(w.add(pid, 1, &[0]), PRODUCER_FENCED);
+    assert_eq!(w.add(pid + 1, 0, &[0]), INVALID_PRODUCER_ID_MAPPING);
+    assert_eq!(
+        w.coord.verify_partition(ID, pid, 0, &tp(0)),
+        CONCURRENT_TRANSACTIONS
+    );
+    assert_eq!(
+        w.coord.verify_partition(ID, pid, 1, &tp(0)),
+        PRODUCER_FENCED
+    );
 }
 
 /// KIP-890 (`AddPartitionsToTxnManager`): the implicit add of a TV2 Produce
