@@ -36,8 +36,7 @@ pub(crate) enum StampFate {
     /// The stamp has never been on the wire: a rewrite or a split just assigned it, or
     /// the batch is not stamped. If such a batch fails, its sequences were never used.
     Unsent,
-    /// Sent, and every finished attempt was refused before the append (or answered
-    /// OUT_OF_ORDER, which proves the broker does not hold it).
+    /// Sent, and every finished attempt was refused before the append.
     Refused,
     /// Some attempt under this stamp may have been appended.
     Unknown,

@@ -189,12 +189,15 @@ impl Producer {
                     WriteState::Rejected
                 };
                 b.write_state = b.write_state.max(state);
+                // A refusal never lowers the fate: OUT_OF_ORDER_SEQUENCE_NUMBER included,
+                // which does not prove the batch absent. A broker that reloaded its
+                // producer state from a snapshot (a restart, or a truncation:
+                // `UnifiedLog.rebuildProducerState`, `ProducerStateManager.
+                // truncateAndReload`) remembers only each producer's newest batch, not
+                // the last five, so the retry of an earlier batch that is in the log is
+                // answered OUT_OF_ORDER (`ProducerAppendInfo.checkSequence`).
                 if r.error.may_have_appended() {
                     b.fate = StampFate::Unknown;
-                } else if r.error == KafkaError::OutOfOrderSequenceNumber {
-                    // The broker holds the last five batches of the partition, and at most
-                    // four are ever stamped after this one: OUT_OF_ORDER proves it absent.
-                    b.fate = StampFate::Refused;
                 }
                 let p = b.partition;
                 let mut next = NextAttempt::AfterBackoff;
@@ -285,6 +288,7 @@ impl Producer {
         }
         let p = b.partition;
         let reopened = b.reopened;
+        let fate = b.fate;
         let base = b.stamp.map(|s| s.base_sequence);
         let part = &self.partitions[p as usize];
         if self.txn.is_some() {
@@ -315,6 +319,13 @@ impl Producer {
                 if part.unresolved.is_none() && (reopened || !part.is_next_sequence(base)) {
                     // Not the next batch: an earlier one failed or is being retried.
                     return true;
+                }
+                if fate == StampFate::Unknown {
+                    // The next batch, refused although an earlier attempt under this
+                    // stamp may be in the log (see `complete_batch`): no retry under the
+                    // stamp can succeed, and renumbering it could write it twice. It
+                    // fails as possibly written; the bump follows (`fail_batch`).
+                    return false;
                 }
                 if part.unresolved.is_none_or(|u| u == base) {
                     self.request_bump(p);

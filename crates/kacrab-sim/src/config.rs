@@ -42,27 +42,26 @@ pub struct SimConfig {
     pub downtime_min: Duration,
     /// See `downtime_min`.
     pub downtime_max: Duration,
-    /// Crashed brokers come back as after a clean shutdown: producer state from the
-    /// snapshot written at the log end, newest batch per producer only
-    /// (`ProducerStateManager.takeSnapshot` at `UnifiedLog.close`). Off by default: the
-    /// simulator's crash is unclean, so the newest snapshot is the last segment roll's
-    /// (every [`SimConfig::segment_entries`] entries) and the log after it is replayed,
-    /// which keeps the dedup window. With it a correct client can duplicate once the
-    /// restarted broker leads again (Kafka's weakness, not the client's: a retry of an
-    /// older in-flight batch is no longer recognised and gets
-    /// OUT_OF_ORDER_SEQUENCE_NUMBER).
+    /// Every crashed broker comes back as after a clean shutdown: producer state from
+    /// the snapshot written at the log end, newest batch per producer only
+    /// (`ProducerStateManager.takeSnapshot` at `UnifiedLog.close`). Off by default,
+    /// where each restart draws clean or unclean (even odds): an unclean one reloads
+    /// the newest snapshot (a segment roll's, every [`SimConfig::segment_entries`]
+    /// entries, or an earlier rebuild's) and replays the log after it. After a clean
+    /// one the restarted broker, leading again, no longer recognises the retry of an
+    /// older in-flight batch and answers it OUT_OF_ORDER_SEQUENCE_NUMBER although it is
+    /// in the log, which the core must not take as proof of absence.
     pub snapshot_restore: bool,
     /// Every producer-state rebuild (a restart, a truncation) leaves a snapshot at the
     /// log end that a later restart or truncation of the same replica reloads from
     /// (`UnifiedLog.rebuildProducerState` ends with `takeSnapshot`; red team r3). That
     /// is Kafka's rule, and it shrinks the dedup window of a replica that restarted
     /// or truncated before to the newest batch per producer at that point: a retry of
-    /// an older batch that is in the log gets OUT_OF_ORDER_SEQUENCE_NUMBER, which the
-    /// core takes as proof of absence and writes the batch again (`docs/design.md`,
-    /// "knowingly weaker" item 3; regression
-    /// `a_retry_the_reloaded_window_forgot_is_written_twice` in
-    /// `tests/r3_rules.rs`). Off by default until that is decided: only segment-roll
-    /// snapshots are reloaded then.
+    /// an older batch that is in the log gets OUT_OF_ORDER_SEQUENCE_NUMBER although the
+    /// batch is there (regression `a_retry_the_reloaded_window_forgot_is_written_twice`
+    /// in `tests/r3_rules.rs`: the core took that answer as proof of absence and wrote
+    /// the batch again, until wave 6). On by default, as in Kafka; off, only
+    /// segment-roll snapshots are reloaded.
     pub rebuild_snapshots: bool,
     /// A stricter broker than Kafka: a producer it has no state for must start at
     /// sequence 0 (anything else gets OUT_OF_ORDER_SEQUENCE_NUMBER). Off by default,
@@ -161,7 +160,7 @@ impl SimConfig {
             downtime_min: Duration::from_millis(20),
             downtime_max: Duration::from_millis(1_500),
             snapshot_restore: false,
-            rebuild_snapshots: false,
+            rebuild_snapshots: true,
             replica_lag_min: Duration::from_millis(1),
             replica_lag_max: Duration::from_millis(400),
             segment_entries: 1_000,

@@ -29,7 +29,7 @@ pub struct Options {
     pub small_max_message_bytes: bool,
     /// Keep the step trace in the report, and print it to stderr as it happens.
     pub trace: bool,
-    /// See [`SimConfig::rebuild_snapshots`]. Default: off.
+    /// See [`SimConfig::rebuild_snapshots`]. Default: on, as in Kafka.
     pub rebuild_snapshots: bool,
 }
 
@@ -41,7 +41,7 @@ impl Default for Options {
             message_too_large: true,
             small_max_message_bytes: true,
             trace: false,
-            rebuild_snapshots: false,
+            rebuild_snapshots: true,
         }
     }
 }

@@ -462,7 +462,10 @@ impl World {
     /// ISR until it has).
     pub(crate) fn replicas_restarted(&mut self, obs: &mut Observers, node: NodeId) {
         let (now_ms, exp) = (self.now.as_millis(), self.expiration_ms());
-        let clean = self.config.snapshot_restore;
+        // Kafka restarts both ways: after a clean shutdown (a snapshot at the log end)
+        // or a crash (the newest snapshot plus a replay of the log after it). Which one
+        // is drawn per restart unless the configuration forces the clean one.
+        let clean = self.config.snapshot_restore || self.fault_rng.chance(0.5);
         let snapshot_at = |s: &PartitionState| {
             if clean {
                 s.entries().len()
