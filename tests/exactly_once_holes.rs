@@ -5,6 +5,8 @@
 //! 2. NOT_LEADER_OR_FOLLOWER (and the other codes Kafka's broker can answer after the
 //!    append) is not proof that the batch is absent;
 //! 3. after epoch exhaustion, the new producer id renumbers nothing that is on the wire;
+//! 4. OUT_OF_ORDER_SEQUENCE_NUMBER does not prove a possibly-written batch absent (red
+//!    team r3);
 //!
 //! and the `InputError::Mismatch` contract: an answer the core refuses leaves its state
 //! unchanged.
@@ -388,4 +390,56 @@ fn mismatched_transactional_answer_leaves_the_request_outstanding() {
         .expect("the request is still outstanding");
     h.pump();
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+}
+
+// ------------------------------------------------------------------ OUT_OF_ORDER (r3)
+
+/// **OUT_OF_ORDER_SEQUENCE_NUMBER is no proof of absence for a batch that may be in
+/// the log.** Two batches in flight (sequences 1 and 2), both written while their
+/// answers were lost; the leader then reloads its producer state from a snapshot,
+/// which keeps only the producer's newest batch (`ProducerStateManager.writeSnapshot`,
+/// `UnifiedLog.rebuildProducerState`), so the retry of sequence 1 is answered
+/// OUT_OF_ORDER although it is in the log (`ProducerAppendInfo.checkSequence`). The
+/// core used to take that answer as proof of absence and renumber the batch under a
+/// bumped epoch: a duplicate. It now fails it as possibly written, acknowledges the
+/// retry of sequence 2 as the duplicate the broker recognises, and only then bumps.
+#[test]
+fn out_of_order_for_a_possibly_written_batch_fails_it_possibly_written_never_renumbers_it() {
+    let mut h = Harness::new(config().build().unwrap());
+    h.warm(0);
+    let first = h.send(0, "first");
+    let second = h.send(0, "second");
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    assert_eq!(sent.len(), 2, "both batches pipelined");
+    for r in &sent {
+        h.fail(r.id, RequestFailure::Disconnected);
+    }
+    h.advance(100);
+    let retry = h.outstanding.front().expect("the first batch resent").clone();
+    let w = &wire(&retry)[0];
+    assert_eq!((w.epoch, w.base_sequence), (0, 1), "resent unchanged first");
+    h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    h.advance(100);
+    assert_eq!(possibly_written(&h, first), Some(true), "{:?}", h.events);
+    // Nothing renumbered the first batch: no request carries sequence 1 again, and the
+    // second is resent under its own stamp until the broker settles it.
+    while let Some(r) = h.outstanding.front().cloned() {
+        let w = &wire(&r)[0];
+        assert_ne!((w.epoch, w.base_sequence), (1, 0), "the failed batch was renumbered");
+        if (w.epoch, w.base_sequence) == (0, 2) {
+            h.respond(r.id, &[(0, KafkaError::DuplicateSequenceNumber, -1)]);
+        } else {
+            h.respond(r.id, &[(0, KafkaError::None, 10)]);
+        }
+    }
+    assert_eq!(h.outcomes(first), 1);
+    assert_eq!(h.delivered(second), Some(None), "{:?}", h.events);
+    // The bump comes once nothing possibly written is left on the partition.
+    let later = h.send(0, "later");
+    h.advance(100);
+    let r = h.outstanding.front().expect("the later record sent").clone();
+    let w = &wire(&r)[0];
+    assert_eq!((w.epoch, w.base_sequence), (1, 0), "{w:?}");
+    h.respond(r.id, &[(0, KafkaError::None, 11)]);
+    assert_eq!(h.delivered(later), Some(Some(11)));
 }
