@@ -35,11 +35,14 @@ pub enum Verdict {
     /// differs in a way the core's proof-of-absence rules explain.
     OutcomeOfPossiblyWritten,
     /// Java's `RecordAccumulator.drainBatchesForOneNode` stops draining a node (`break`)
-    /// at the first partition that must wait for its in-flight retry
-    /// (`shouldStopDrainBatchesForPartition`), so the node's later partitions wait too;
-    /// the core skips only the waiting partition. Liveness only (the core is never
-    /// slower); approximate: the core sends a new batch Java holds while some answer in
-    /// the trace was an error or a disconnect.
+    /// at the first partition that must wait (`shouldStopDrainBatchesForPartition`: a
+    /// retry that is not the first in flight, unresolved sequences, stale in-flight
+    /// batches), so the node's later partitions wait too; the core skips only the
+    /// waiting partition. Liveness only (the core is never slower). Exact: the core
+    /// sends a batch to a node while Java holds it, Java's own drain of that node
+    /// reported (`drain_stop`) that it stopped before that partition's drainable head
+    /// in between, and Java later sends the same stamp (as many records or more, since
+    /// its batch kept filling while it waited).
     JavaDrainStopsAtWaitingPartition,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
@@ -339,19 +342,73 @@ fn classify_partition(
             _ => return Verdict::UnresolvedSequenceHandling,
         }
     }
-    let trace_has_faults = trace.ops.iter().any(|op| match op {
-        crate::trace::Op::Answer { error, p, .. } => error != "NONE" || p.is_some(),
-        crate::trace::Op::Disconnect { .. } => true,
-        _ => false,
-    });
-    if let Some(c) = &c {
-        let core_new_batch =
-            Some(c.identity()) == pre.identity && !pre.unfinished.iter().any(|s| s.seq == c.seq);
-        if core_new_batch && j.as_ref() != Some(c) && !pre.any_error && trace_has_faults {
-            return Verdict::JavaDrainStopsAtWaitingPartition;
+    Verdict::Unexplained
+}
+
+/// Java's report that its drain of `node` stopped early (`DrainWatch` in the Java
+/// harness): the partitions in `left` had a head batch the loop would have taken.
+#[derive(Clone, Debug)]
+struct DrainStop {
+    /// Index of the next projected output line: the stop happened before it.
+    before: usize,
+    node: i32,
+    left: Vec<i32>,
+}
+
+/// Splits Java's `drain_stop` annotations off its output (the core writes none), so both
+/// sides' line indices stay comparable.
+fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
+    let mut lines = Vec::with_capacity(java.len());
+    let mut stops = Vec::new();
+    for line in java {
+        if field(line, "ev") == Some("drain_stop") {
+            stops.push(DrainStop {
+                before: lines.len(),
+                node: field(line, "node").and_then(|n| n.parse().ok()).unwrap_or(-1),
+                left: field(line, "left")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|p| p.parse().ok())
+                    .collect(),
+            });
+        } else {
+            lines.push(line.clone());
         }
     }
-    Verdict::Unexplained
+    (lines, stops)
+}
+
+/// Whether partition `p`'s first difference, at `k`, is the core sending a batch that
+/// Java held because its drain of that node stopped at another partition: a stop
+/// leaving `p` behind on that node between Java's event `k - 1` and its event `k`, and
+/// Java sending the same stamp later (with at least as many records).
+fn java_drain_stopped(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    jat: &[usize],
+    java_len: usize,
+    ce: &[PartitionEvent],
+    stops: &[DrainStop],
+) -> bool {
+    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    let held = je[k..].iter().find_map(|e| match e {
+        PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => Some(stamp),
+        _ => None,
+    });
+    if !held.is_some_and(|j| j.seq == c.seq && j.count >= c.count) {
+        return false;
+    }
+    if matches!(je.get(k), Some(PartitionEvent::Sent { stamp, .. }) if stamp == c) {
+        return false;
+    }
+    let lo = if k == 0 { 0 } else { jat.get(k - 1).map_or(0, |l| l + 1) };
+    let hi = jat.get(k).copied().unwrap_or(java_len);
+    stops
+        .iter()
+        .any(|s| s.node == *node && s.before >= lo && s.before <= hi && s.left.contains(&p))
 }
 
 /// The classified comparison of one trace.
@@ -368,6 +425,8 @@ pub struct Comparison {
 /// Compares `java` with `core` for `trace`.
 #[must_use]
 pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtra) -> Comparison {
+    let (java, stops) = split_drain_stops(java);
+    let java = java.as_slice();
     let (jp, jat, jo) = project(java);
     let (cp, cat, co) = project(core);
     let mut partitions = Vec::new();
@@ -382,7 +441,12 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
         if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
-            let v = classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k));
+            let jat_p = jat.get(&p).map_or(&[][..], Vec::as_slice);
+            let v = if java_drain_stopped(p, k, je, jat_p, java.len(), ce, &stops) {
+                Verdict::JavaDrainStopsAtWaitingPartition
+            } else {
+                classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k))
+            };
             if let (
                 Verdict::Unexplained,
                 Some(PartitionEvent::Sent { node: jn, stamp: j }),

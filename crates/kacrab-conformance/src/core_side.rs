@@ -248,8 +248,16 @@ impl Harness {
                 }
             }
             Request::CloseConnection { node } => {
-                // The core already failed every request on the connection.
+                // The core already failed every request on the connection (a request
+                // timed out): written like Java's close in `NetworkClient.
+                // handleTimedOutRequests`, so the projection sees the broken connection.
                 if let Some(q) = self.outstanding.get_mut(&node.0) {
+                    if !q.is_empty() {
+                        self.step_lines.push((
+                            node.0,
+                            format!(r#"{{"ev":"disconnected","node":{}}}"#, node.0),
+                        ));
+                    }
                     q.clear();
                 }
             }

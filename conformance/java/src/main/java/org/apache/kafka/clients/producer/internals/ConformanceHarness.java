@@ -13,9 +13,11 @@ package org.apache.kafka.clients.producer.internals;
 
 import org.apache.kafka.clients.ApiVersions;
 import org.apache.kafka.clients.ClientRequest;
+import org.apache.kafka.clients.MetadataSnapshot;
 import org.apache.kafka.clients.MockClient;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.internals.ClusterResourceListeners;
@@ -43,11 +45,15 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.function.Consumer;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -63,6 +69,8 @@ public final class ConformanceHarness {
      */
     static final class LimitedClient extends MockClient {
         final int maxInFlight;
+        /** Told the line to write when a connection is closed for a timed-out request. */
+        Consumer<String> onTimeoutClose = l -> { };
 
         LimitedClient(MockTime time, ProducerMetadata metadata, int maxInFlight) {
             super(time, metadata);
@@ -85,13 +93,114 @@ public final class ConformanceHarness {
             for (ClientRequest r : requests()) {
                 if (now - r.createdTimeMs() >= r.requestTimeoutMs()) expired.add(r.destination());
             }
-            for (String node : expired) disconnect(node);
+            for (String node : expired) {
+                onTimeoutClose.accept("{\"ev\":\"disconnected\",\"node\":" + node + "}");
+                disconnect(node);
+            }
             return super.poll(timeoutMs, now);
         }
 
         @Override
         public boolean ready(Node node, long now) {
             return super.ready(node, now) && inFlightRequestCount(node.idString()) < maxInFlight;
+        }
+    }
+
+    /**
+     * Kafka's RecordAccumulator, reporting where its drain of a node stops early.
+     * drainBatchesForOneNode leaves a node's loop (break) at the first partition for which
+     * shouldStopDrainBatchesForPartition holds, so the partitions after it in that node's
+     * drain order wait even when their head batch could go. Before each drain this replays
+     * the same loop read-only (same drain index, same private checks, by reflection) and
+     * writes, per node, the partitions whose head batch a stop left behind: muted, backing
+     * off or stopping partitions are not counted, only ones the loop would have drained.
+     */
+    static final class DrainWatch extends RecordAccumulator {
+        static final java.lang.reflect.Method IS_MUTED, SHOULD_BACKOFF, SHOULD_STOP;
+        static final java.lang.reflect.Field DRAIN_INDEX;
+        static {
+            try {
+                IS_MUTED = RecordAccumulator.class.getDeclaredMethod("isMuted", TopicPartition.class);
+                SHOULD_BACKOFF = RecordAccumulator.class.getDeclaredMethod("shouldBackoff",
+                    boolean.class, ProducerBatch.class, long.class);
+                SHOULD_STOP = RecordAccumulator.class.getDeclaredMethod("shouldStopDrainBatchesForPartition",
+                    ProducerBatch.class, TopicPartition.class);
+                DRAIN_INDEX = RecordAccumulator.class.getDeclaredField("nodesDrainIndex");
+                IS_MUTED.setAccessible(true);
+                SHOULD_BACKOFF.setAccessible(true);
+                SHOULD_STOP.setAccessible(true);
+                DRAIN_INDEX.setAccessible(true);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        final List<String> lines;
+
+        DrainWatch(LogContext log, int batchSize, int linger, int backoff, int deliveryTimeout,
+                   Metrics metrics, MockTime time, TransactionManager txn, BufferPool pool, List<String> lines) {
+            super(log, batchSize, Compression.NONE, linger, backoff, backoff, deliveryTimeout, metrics,
+                "producer-metrics", time, txn, pool);
+            this.lines = lines;
+        }
+
+        @Override
+        public Map<Integer, List<ProducerBatch>> drain(MetadataSnapshot snapshot, Set<Node> nodes, int maxSize, long now) {
+            try {
+                for (Node node : nodes) watch(snapshot, node, maxSize, now);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+            return super.drain(snapshot, nodes, maxSize, now);
+        }
+
+        /** A partition's head batch the loop would take: present, not muted, not backing off. */
+        ProducerBatch head(MetadataSnapshot snapshot, TopicPartition tp, long now) throws ReflectiveOperationException {
+            if ((Boolean) IS_MUTED.invoke(this, tp)) return null;
+            Deque<ProducerBatch> deque = getDeque(tp);
+            if (deque == null) return null;
+            ProducerBatch first = deque.peekFirst();
+            if (first == null) return null;
+            OptionalInt leaderEpoch = snapshot.leaderEpochFor(tp);
+            first.maybeUpdateLeaderEpoch(leaderEpoch);
+            if ((Boolean) SHOULD_BACKOFF.invoke(this, first.hasLeaderChangedForTheOngoingRetry(), first,
+                first.waitedTimeMs(now))) return null;
+            return first;
+        }
+
+        void watch(MetadataSnapshot snapshot, Node node, int maxSize, long now) throws ReflectiveOperationException {
+            List<PartitionInfo> parts = snapshot.cluster().partitionsForNode(node.id());
+            if (parts.isEmpty()) return;
+            @SuppressWarnings("unchecked")
+            Map<String, Integer> index = (Map<String, Integer>) DRAIN_INDEX.get(this);
+            int start = index.getOrDefault(node.idString(), 0) % parts.size();
+            int size = 0;
+            boolean any = false;
+            int stoppedAt = -1;
+            List<Integer> left = new ArrayList<>();
+            for (int k = 0; k < parts.size(); k++) {
+                PartitionInfo part = parts.get((start + k) % parts.size());
+                TopicPartition tp = new TopicPartition(part.topic(), part.partition());
+                ProducerBatch first = head(snapshot, tp, now);
+                if (first == null) continue;
+                if (stoppedAt >= 0) {
+                    if (!(Boolean) SHOULD_STOP.invoke(this, first, tp)) left.add(tp.partition());
+                    continue;
+                }
+                if (size + first.estimatedSizeInBytes() > maxSize && any) return;
+                if ((Boolean) SHOULD_STOP.invoke(this, first, tp)) {
+                    stoppedAt = tp.partition();
+                    continue;
+                }
+                size += first.estimatedSizeInBytes();
+                any = true;
+            }
+            if (!left.isEmpty()) {
+                StringBuilder b = new StringBuilder();
+                for (int p : left) b.append(b.length() == 0 ? "" : ",").append(p);
+                lines.add("{\"ev\":\"drain_stop\",\"node\":" + node.id() + ",\"at\":" + stoppedAt
+                    + ",\"left\":\"" + b + "\"}");
+            }
         }
     }
 
@@ -147,10 +256,11 @@ public final class ConformanceHarness {
             new ClusterResourceListeners(), time);
         metadata.add(TOPIC, time.milliseconds());
         client = new LimitedClient(time, metadata, maxInFlight);
+        client.onTimeoutClose = stepLines::add;
         client.updateMetadata(metadataResponse());
         BufferPool pool = new BufferPool(32L * 1024 * 1024, batchSize, metrics, time, "producer-metrics");
-        accumulator = new RecordAccumulator(log, batchSize, Compression.NONE, linger, backoff, backoff,
-            deliveryTimeout, metrics, "producer-metrics", time, txn, pool);
+        accumulator = new DrainWatch(log, batchSize, linger, backoff, deliveryTimeout, metrics, time, txn, pool,
+            stepLines);
         sender = new Sender(log, client, metadata, accumulator, maxInFlight == 1, maxRequestSize,
             (short) -1, Integer.MAX_VALUE, new SenderMetricsRegistry(metrics), time, requestTimeout,
             backoff, txn);
