@@ -116,10 +116,13 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     }
 }
 
-/// Per partition, the projected history of one side's output; and the outcome lines.
+/// Per partition, the projected history of one side's output, the output line of each
+/// event and the time (ms) of each event that is a send (-1 for others); and the
+/// outcome lines.
 type Projection = (
     BTreeMap<i32, Vec<PartitionEvent>>,
     BTreeMap<i32, Vec<usize>>,
+    BTreeMap<i32, Vec<i64>>,
     BTreeMap<i64, String>,
 );
 
@@ -127,7 +130,11 @@ fn project(lines: &[String]) -> Projection {
     let mut parts: BTreeMap<i32, Vec<PartitionEvent>> = BTreeMap::new();
     let mut outcomes = BTreeMap::new();
     let mut at: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    let mut times: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
     for (index, line) in lines.iter().enumerate() {
+        for (p, events) in &parts {
+            times.entry(*p).or_default().resize(events.len(), -1);
+        }
         for (p, events) in &parts {
             let seen = at.entry(*p).or_default();
             seen.resize(events.len(), index.saturating_sub(1));
@@ -138,12 +145,14 @@ fn project(lines: &[String]) -> Projection {
             .unwrap_or(-1);
         match ev {
             "produce" => {
+                let t = field(line, "t").and_then(|t| t.parse().ok()).unwrap_or(-1);
                 for s in field(line, "batches").unwrap_or_default().split(',') {
                     if let Some(stamp) = Stamp::parse(s) {
-                        parts
-                            .entry(stamp.p)
-                            .or_default()
-                            .push(PartitionEvent::Sent { node, stamp });
+                        let events = parts.entry(stamp.p).or_default();
+                        let sent_at = times.entry(stamp.p).or_default();
+                        sent_at.resize(events.len(), -1);
+                        sent_at.push(t);
+                        events.push(PartitionEvent::Sent { node, stamp });
                     }
                 }
             }
@@ -182,8 +191,9 @@ fn project(lines: &[String]) -> Projection {
     }
     for (p, events) in &parts {
         at.entry(*p).or_default().resize(events.len(), lines.len());
+        times.entry(*p).or_default().resize(events.len(), -1);
     }
-    (parts, at, outcomes)
+    (parts, at, times, outcomes)
 }
 
 /// The batches of a partition on the wire and unanswered after `events`.
@@ -349,8 +359,8 @@ fn classify_partition(
 /// harness): the partitions in `left` had a head batch the loop would have taken.
 #[derive(Clone, Debug)]
 struct DrainStop {
-    /// Index of the next projected output line: the stop happened before it.
-    before: usize,
+    /// When (ms).
+    t: i64,
     node: i32,
     left: Vec<i32>,
 }
@@ -363,7 +373,7 @@ fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
     for line in java {
         if field(line, "ev") == Some("drain_stop") {
             stops.push(DrainStop {
-                before: lines.len(),
+                t: field(line, "t").and_then(|t| t.parse().ok()).unwrap_or(-1),
                 node: field(line, "node").and_then(|n| n.parse().ok()).unwrap_or(-1),
                 left: field(line, "left")
                     .unwrap_or_default()
@@ -378,37 +388,67 @@ fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
     (lines, stops)
 }
 
-/// Whether partition `p`'s first difference, at `k`, is the core sending a batch that
-/// Java held because its drain of that node stopped at another partition: a stop
-/// leaving `p` behind on that node between Java's event `k - 1` and its event `k`, and
-/// Java sending the same stamp later (with at least as many records).
+/// Whether partition `p`'s first difference, at `k`, comes from the core sending a
+/// batch at a moment when Java's drain of that node stopped at another partition and
+/// left `p`'s head batch behind (a `drain_stop` of Java's at the very time of the core's
+/// send). The send is either the earliest one of the shared history that the core made
+/// before Java (the same stamp, later in Java: the answers then reach other batches), or
+/// the core's event `k` itself: a new batch with the next sequence of its identity, which
+/// Java sends later with at least as many records (its batch kept filling), under that
+/// identity and sequence or, after a bump meanwhile, as sequence 0 of its new identity.
 fn java_drain_stopped(
     p: i32,
     k: usize,
-    je: &[PartitionEvent],
-    jat: &[usize],
-    java_len: usize,
-    ce: &[PartitionEvent],
+    (je, jt): (&[PartitionEvent], &[i64]),
+    (ce, ct): (&[PartitionEvent], &[i64]),
     stops: &[DrainStop],
 ) -> bool {
+    let stopped_at = |node: i32, t: i64| {
+        stops
+            .iter()
+            .any(|s| s.node == node && s.t == t && s.left.contains(&p))
+    };
+    for i in 0..k {
+        if let PartitionEvent::Sent { node, .. } = &ce[i] {
+            let (tc, tj) = (ct.get(i).copied(), jt.get(i).copied());
+            if tc != tj {
+                return tc < tj && tc.is_some_and(|t| stopped_at(*node, t));
+            }
+        }
+    }
     let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
         return false;
     };
-    let held = je[k..].iter().find_map(|e| match e {
-        PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => Some(stamp),
-        _ => None,
-    });
-    if !held.is_some_and(|j| j.seq == c.seq && j.count >= c.count) {
-        return false;
-    }
     if matches!(je.get(k), Some(PartitionEvent::Sent { stamp, .. }) if stamp == c) {
         return false;
     }
-    let lo = if k == 0 { 0 } else { jat.get(k - 1).map_or(0, |l| l + 1) };
-    let hi = jat.get(k).copied().unwrap_or(java_len);
-    stops
+    let next_seq = je[..k]
         .iter()
-        .any(|s| s.node == *node && s.before >= lo && s.before <= hi && s.left.contains(&p))
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => {
+                Some(stamp.seq + stamp.count)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if c.seq != next_seq {
+        return false;
+    }
+    let later = je[k..].iter().zip(jt.get(k..).unwrap_or_default()).find_map(|(e, t)| match e {
+        PartitionEvent::Sent { stamp, .. } => Some((stamp, *t)),
+        _ => None,
+    });
+    let Some((j, tj)) = later else {
+        return false;
+    };
+    let same_batch = if j.identity() == c.identity() {
+        j.seq == c.seq
+    } else {
+        j.seq == 0
+    };
+    let tc = ct.get(k).copied().unwrap_or(-1);
+    same_batch && j.count >= c.count && tc < tj && stopped_at(*node, tc)
 }
 
 /// The classified comparison of one trace.
@@ -427,8 +467,8 @@ pub struct Comparison {
 pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtra) -> Comparison {
     let (java, stops) = split_drain_stops(java);
     let java = java.as_slice();
-    let (jp, jat, jo) = project(java);
-    let (cp, cat, co) = project(core);
+    let (jp, jat, jt, jo) = project(java);
+    let (cp, cat, ct, co) = project(core);
     let mut partitions = Vec::new();
     let mut identity_only = Vec::new();
     let empty = Vec::new();
@@ -441,8 +481,11 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
         if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
-            let jat_p = jat.get(&p).map_or(&[][..], Vec::as_slice);
-            let v = if java_drain_stopped(p, k, je, jat_p, java.len(), ce, &stops) {
+            let (jt_p, ct_p) = (
+                jt.get(&p).map_or(&[][..], Vec::as_slice),
+                ct.get(&p).map_or(&[][..], Vec::as_slice),
+            );
+            let v = if java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops) {
                 Verdict::JavaDrainStopsAtWaitingPartition
             } else {
                 classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k))

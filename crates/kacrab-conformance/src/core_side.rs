@@ -202,9 +202,10 @@ impl Harness {
                 self.step_lines.push((
                     r.node.0,
                     format!(
-                        r#"{{"ev":"produce","node":{},"batches":"{}"}}"#,
+                        r#"{{"ev":"produce","node":{},"batches":"{}","t":{}}}"#,
                         r.node.0,
-                        joined.join(",")
+                        joined.join(","),
+                        self.now_ms
                     ),
                 ));
                 self.outstanding

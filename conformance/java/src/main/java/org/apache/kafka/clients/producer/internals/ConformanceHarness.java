@@ -62,6 +62,8 @@ public final class ConformanceHarness {
     static final String TOPIC = "t";
     /** Time advances in steps of at most this many ms, on both sides alike. */
     static final long STEP_MS = 50;
+    /** MockTime's start (ms); times written are relative to it, as the core's start at 0. */
+    static final long T0 = 1_000_000;
 
     /**
      * MockClient does not enforce max.in.flight.requests.per.connection (NetworkClient's
@@ -199,7 +201,7 @@ public final class ConformanceHarness {
                 StringBuilder b = new StringBuilder();
                 for (int p : left) b.append(b.length() == 0 ? "" : ",").append(p);
                 lines.add("{\"ev\":\"drain_stop\",\"node\":" + node.id() + ",\"at\":" + stoppedAt
-                    + ",\"left\":\"" + b + "\"}");
+                    + ",\"left\":\"" + b + "\",\"t\":" + (now - T0) + "}");
             }
         }
     }
@@ -217,7 +219,7 @@ public final class ConformanceHarness {
     }
 
     final PrintStream out;
-    final MockTime time = new MockTime(0, 1_000_000, 0);
+    final MockTime time = new MockTime(0, T0, 0);
     final int partitions, nodes, maxInFlight;
     final int[] leader, leaderEpoch;
     final long[] logEnd;
@@ -347,7 +349,7 @@ public final class ConformanceHarness {
             }
         }
         return "{\"ev\":\"produce\",\"node\":" + r.destination() + ",\"batches\":\""
-            + String.join(",", parts.values()) + "\"}";
+            + String.join(",", parts.values()) + "\",\"t\":" + (r.createdTimeMs() - T0) + "}";
     }
 
     ClientRequest oldestProduce(int node) {
