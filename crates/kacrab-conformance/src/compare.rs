@@ -117,8 +117,8 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Per partition, the projected history of one side's output, the output line of each
-/// event and the time (ms) of each event that is a send (-1 for others); and the
-/// outcome lines.
+/// event and the step (see `core_side`) of each event that is a send (-1 for others);
+/// and the outcome lines.
 type Projection = (
     BTreeMap<i32, Vec<PartitionEvent>>,
     BTreeMap<i32, Vec<usize>>,
@@ -145,7 +145,7 @@ fn project(lines: &[String]) -> Projection {
             .unwrap_or(-1);
         match ev {
             "produce" => {
-                let t = field(line, "t").and_then(|t| t.parse().ok()).unwrap_or(-1);
+                let t = field(line, "s").and_then(|t| t.parse().ok()).unwrap_or(-1);
                 for s in field(line, "batches").unwrap_or_default().split(',') {
                     if let Some(stamp) = Stamp::parse(s) {
                         let events = parts.entry(stamp.p).or_default();
@@ -359,7 +359,7 @@ fn classify_partition(
 /// harness): the partitions in `left` had a head batch the loop would have taken.
 #[derive(Clone, Debug)]
 struct DrainStop {
-    /// When (ms).
+    /// When (the step).
     t: i64,
     node: i32,
     left: Vec<i32>,
@@ -373,7 +373,7 @@ fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
     for line in java {
         if field(line, "ev") == Some("drain_stop") {
             stops.push(DrainStop {
-                t: field(line, "t").and_then(|t| t.parse().ok()).unwrap_or(-1),
+                t: field(line, "s").and_then(|t| t.parse().ok()).unwrap_or(-1),
                 node: field(line, "node").and_then(|n| n.parse().ok()).unwrap_or(-1),
                 left: field(line, "left")
                     .unwrap_or_default()
@@ -388,21 +388,23 @@ fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
     (lines, stops)
 }
 
-/// Whether partition `p`'s first difference, at `k`, comes from the core sending a
-/// batch at a moment when Java's drain of that node stopped at another partition and
-/// left `p`'s head batch behind (a `drain_stop` of Java's at the very time of the core's
-/// send). The send is either the earliest one of the shared history that the core made
-/// before Java (the same stamp, later in Java: the answers then reach other batches), or
+/// Where (index in `p`'s history) the core sent a batch at a moment when Java's drain of
+/// that node stopped at another partition and left `p`'s head batch behind (a
+/// `drain_stop` of Java's in the very step of the core's send), if that is what `p`'s
+/// first difference, at `k` (its history's length if none), comes from. The send is
+/// either the earliest one of the shared history that the core made before Java (the
+/// same stamp, in a later step in Java: the answers then reach other batches), or
 /// the core's event `k` itself: a new batch with the next sequence of its identity, which
 /// Java sends later with at least as many records (its batch kept filling), under that
-/// identity and sequence or, after a bump meanwhile, as sequence 0 of its new identity.
+/// identity and sequence or, after a bump meanwhile, as sequence 0 of its new identity
+/// (possibly in the same step, after an answer freed the partition).
 fn java_drain_stopped(
     p: i32,
     k: usize,
     (je, jt): (&[PartitionEvent], &[i64]),
     (ce, ct): (&[PartitionEvent], &[i64]),
     stops: &[DrainStop],
-) -> bool {
+) -> Option<usize> {
     let stopped_at = |node: i32, t: i64| {
         stops
             .iter()
@@ -412,15 +414,16 @@ fn java_drain_stopped(
         if let PartitionEvent::Sent { node, .. } = &ce[i] {
             let (tc, tj) = (ct.get(i).copied(), jt.get(i).copied());
             if tc != tj {
-                return tc < tj && tc.is_some_and(|t| stopped_at(*node, t));
+                let ahead = tc < tj && tc.is_some_and(|t| stopped_at(*node, t));
+                return ahead.then_some(i);
             }
         }
     }
     let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
-        return false;
+        return None;
     };
     if matches!(je.get(k), Some(PartitionEvent::Sent { stamp, .. }) if stamp == c) {
-        return false;
+        return None;
     }
     let next_seq = je[..k]
         .iter()
@@ -433,14 +436,14 @@ fn java_drain_stopped(
         .max()
         .unwrap_or(0);
     if c.seq != next_seq {
-        return false;
+        return None;
     }
     let later = je[k..].iter().zip(jt.get(k..).unwrap_or_default()).find_map(|(e, t)| match e {
         PartitionEvent::Sent { stamp, .. } => Some((stamp, *t)),
         _ => None,
     });
     let Some((j, tj)) = later else {
-        return false;
+        return None;
     };
     let same_batch = if j.identity() == c.identity() {
         j.seq == c.seq
@@ -448,7 +451,7 @@ fn java_drain_stopped(
         j.seq == 0
     };
     let tc = ct.get(k).copied().unwrap_or(-1);
-    same_batch && j.count >= c.count && tc < tj && stopped_at(*node, tc)
+    (same_batch && j.count >= c.count && tc <= tj && stopped_at(*node, tc)).then_some(k)
 }
 
 /// The classified comparison of one trace.
@@ -471,6 +474,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     let (cp, cat, ct, co) = project(core);
     let mut partitions = Vec::new();
     let mut identity_only = Vec::new();
+    let mut timing_only = Vec::new();
     let empty = Vec::new();
     for p in jp
         .keys()
@@ -479,16 +483,40 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         .collect::<std::collections::BTreeSet<_>>()
     {
         let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
-        if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
+        let (jt_p, ct_p) = (
+            jt.get(&p).map_or(&[][..], Vec::as_slice),
+            ct.get(&p).map_or(&[][..], Vec::as_slice),
+        );
+        let when = |at: &BTreeMap<i32, Vec<usize>>, k: usize| {
+            at.get(&p)
+                .and_then(|a| a.get(k))
+                .copied()
+                .unwrap_or(usize::MAX)
+        };
+        let first_difference = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k));
+        let Some(k) = first_difference else {
+            // The same history, but sent earlier by the core because Java's drain stopped:
+            // this can explain the answers other partitions got (a request slot taken).
+            if let Some(i) = java_drain_stopped(p, je.len(), (je, jt_p), (ce, ct_p), &stops) {
+                timing_only.push((
+                    p,
+                    Verdict::JavaDrainStopsAtWaitingPartition,
+                    i,
+                    when(&jat, i).min(when(&cat, i)),
+                ));
+            }
+            continue;
+        };
+        {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
-            let (jt_p, ct_p) = (
-                jt.get(&p).map_or(&[][..], Vec::as_slice),
-                ct.get(&p).map_or(&[][..], Vec::as_slice),
-            );
-            let v = if java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops) {
-                Verdict::JavaDrainStopsAtWaitingPartition
+            let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops);
+            let (v, k) = if let Some(i) = drain_stop {
+                (Verdict::JavaDrainStopsAtWaitingPartition, i)
             } else {
-                classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k))
+                (
+                    classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k)),
+                    k,
+                )
             };
             if let (
                 Verdict::Unexplained,
@@ -501,14 +529,11 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                     identity_only.push(p);
                 }
             }
-            let when = |at: &BTreeMap<i32, Vec<usize>>| {
-                at.get(&p)
-                    .and_then(|a| a.get(k))
-                    .copied()
-                    .unwrap_or(usize::MAX)
-            };
-            partitions.push((p, v, k, when(&jat).min(when(&cat))));
+            partitions.push((p, v, k, when(&jat, k).min(when(&cat, k))));
         }
+    }
+    if !partitions.is_empty() {
+        partitions.append(&mut timing_only);
     }
     // The earliest difference classifies the trace. Answers are scripted per broker
     // (its oldest request), so once one partition's batches are grouped into requests

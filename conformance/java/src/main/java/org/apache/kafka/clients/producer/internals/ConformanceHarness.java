@@ -138,12 +138,15 @@ public final class ConformanceHarness {
         }
 
         final List<String> lines;
+        final java.util.function.LongSupplier step;
 
         DrainWatch(LogContext log, int batchSize, int linger, int backoff, int deliveryTimeout,
-                   Metrics metrics, MockTime time, TransactionManager txn, BufferPool pool, List<String> lines) {
+                   Metrics metrics, MockTime time, TransactionManager txn, BufferPool pool, List<String> lines,
+                   java.util.function.LongSupplier step) {
             super(log, batchSize, Compression.NONE, linger, backoff, backoff, deliveryTimeout, metrics,
                 "producer-metrics", time, txn, pool);
             this.lines = lines;
+            this.step = step;
         }
 
         @Override
@@ -201,7 +204,7 @@ public final class ConformanceHarness {
                 StringBuilder b = new StringBuilder();
                 for (int p : left) b.append(b.length() == 0 ? "" : ",").append(p);
                 lines.add("{\"ev\":\"drain_stop\",\"node\":" + node.id() + ",\"at\":" + stoppedAt
-                    + ",\"left\":\"" + b + "\",\"t\":" + (now - T0) + "}");
+                    + ",\"left\":\"" + b + "\",\"t\":" + (now - T0) + ",\"s\":" + step.getAsLong() + "}");
             }
         }
     }
@@ -232,6 +235,12 @@ public final class ConformanceHarness {
     final IdentityHashMap<ClientRequest, Boolean> seen = new IdentityHashMap<>();
     final List<String> stepLines = new ArrayList<>();
     int records = 0;
+    /**
+     * Steps so far (a step: one script operation, one 50 ms clock step, or one answer of
+     * the closing drain, each followed by flushStep); the core counts alike, so events
+     * within one millisecond are ordered too.
+     */
+    long step = 0;
     int initCount = 0;
 
     ConformanceHarness(Map<String, String> cfg, PrintStream out) {
@@ -262,7 +271,7 @@ public final class ConformanceHarness {
         client.updateMetadata(metadataResponse());
         BufferPool pool = new BufferPool(32L * 1024 * 1024, batchSize, metrics, time, "producer-metrics");
         accumulator = new DrainWatch(log, batchSize, linger, backoff, deliveryTimeout, metrics, time, txn, pool,
-            stepLines);
+            stepLines, () -> step);
         sender = new Sender(log, client, metadata, accumulator, maxInFlight == 1, maxRequestSize,
             (short) -1, Integer.MAX_VALUE, new SenderMetricsRegistry(metrics), time, requestTimeout,
             backoff, txn);
@@ -349,7 +358,7 @@ public final class ConformanceHarness {
             }
         }
         return "{\"ev\":\"produce\",\"node\":" + r.destination() + ",\"batches\":\""
-            + String.join(",", parts.values()) + "\",\"t\":" + (r.createdTimeMs() - T0) + "}";
+            + String.join(",", parts.values()) + "\",\"t\":" + (r.createdTimeMs() - T0) + ",\"s\":" + step + "}";
     }
 
     ClientRequest oldestProduce(int node) {
@@ -406,6 +415,7 @@ public final class ConformanceHarness {
         lines.sort((a, b) -> Integer.compare(nodeOf(a), nodeOf(b)));
         for (String l : lines) out.println(l);
         stepLines.clear();
+        step++;
     }
 
     static int nodeOf(String line) {
