@@ -44,6 +44,23 @@ pub enum Verdict {
     /// in between, and Java later sends the same stamp (as many records or more, since
     /// its batch kept filling while it waited).
     JavaDrainStopsAtWaitingPartition,
+    /// Java's `Sender.sendProducerData` drains and sends before `NetworkClient.poll`
+    /// closes connections with a timed-out request (`handleTimedOutRequests`), so in the
+    /// step where an older request on a connection times out Java still puts a new
+    /// request on it and loses it with the connection (then retries it); the core closes
+    /// the connection first (`handle_timeout` before `poll_request`) and sends on a new
+    /// one. Liveness only. Exact: Java's first difference is that close, every batch of
+    /// the partition it broke was sent in the same step, and the core closed the same
+    /// connection for a timeout in that step too.
+    JavaSendsOnTimedOutConnection,
+    /// Departure 2: the core applies an epoch bump only once no batch of a partition to
+    /// rewrite is on the wire, and stamps other partitions' new batches with the old
+    /// identity meanwhile; Java bumps at once. Exact: the first difference is only the
+    /// identity of a new batch (same broker, sequence and records), Java's newer, the
+    /// core's the one it used last, the core later stamps batches with Java's identity,
+    /// and when the core sent it another partition had a batch on the wire under the old
+    /// identity after an error answer under it.
+    BumpWaitsForBatchesOnTheWire,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -117,8 +134,8 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Per partition, the projected history of one side's output, the output line of each
-/// event and the step (see `core_side`) of each event that is a send (-1 for others);
-/// and the outcome lines.
+/// event and the step (see `core_side`) of each event that is a send or a close for a
+/// timed-out request (-1 for others); and the outcome lines.
 type Projection = (
     BTreeMap<i32, Vec<PartitionEvent>>,
     BTreeMap<i32, Vec<usize>>,
@@ -173,9 +190,14 @@ fn project(lines: &[String]) -> Projection {
                 }
             }
             "disconnected" => {
-                // Only partitions with a batch on that node's connection see it.
-                for (_, events) in parts.iter_mut() {
+                // Only partitions with a batch on that node's connection see it. A close
+                // for a timed-out request carries its step.
+                let t = field(line, "s").and_then(|t| t.parse().ok()).unwrap_or(-1);
+                for (p, events) in parts.iter_mut() {
                     if in_flight(events).iter().any(|(n, _)| *n == node) {
+                        let at = times.entry(*p).or_default();
+                        at.resize(events.len(), -1);
+                        at.push(t);
                         events.push(PartitionEvent::Disconnected { node });
                     }
                 }
@@ -454,6 +476,118 @@ fn java_drain_stopped(
     (same_batch && j.count >= c.count && tc <= tj && stopped_at(*node, tc)).then_some(k)
 }
 
+/// Whether `p`'s first difference, at `k`, is Java losing a request it put on a
+/// connection in the very step that connection was closed for an older request's
+/// timeout (see [`Verdict::JavaSendsOnTimedOutConnection`]); `core_closes` holds the
+/// core's closes for a timeout, as (node, step).
+fn java_sent_on_timed_out_connection(
+    k: usize,
+    (je, jt): (&[PartitionEvent], &[i64]),
+    ce: &[PartitionEvent],
+    core_closes: &[(i32, i64)],
+) -> bool {
+    let Some(PartitionEvent::Disconnected { node }) = je.get(k) else {
+        return false;
+    };
+    let Some(&step) = jt.get(k).filter(|s| **s >= 0) else {
+        return false;
+    };
+    if matches!(ce.get(k), Some(PartitionEvent::Disconnected { .. })) {
+        return false;
+    }
+    // The batches of the partition on that connection, and when each was sent.
+    let mut on_connection: Vec<(&Stamp, i64)> = Vec::new();
+    for (i, e) in je[..k].iter().enumerate() {
+        match e {
+            PartitionEvent::Sent { node: n, stamp } if n == node => {
+                on_connection.push((stamp, jt.get(i).copied().unwrap_or(-1)));
+            }
+            PartitionEvent::Answered { stamp, .. } => {
+                if let Some(x) = on_connection.iter().position(|(s, _)| *s == stamp) {
+                    on_connection.remove(x);
+                }
+            }
+            PartitionEvent::Disconnected { node: n } if n == node => on_connection.clear(),
+            _ => {}
+        }
+    }
+    !on_connection.is_empty()
+        && on_connection.iter().all(|(_, sent)| *sent == step)
+        && core_closes.contains(&(*node, step))
+}
+
+/// Whether `p`'s first difference, at `k`, is the core stamping a new batch with the
+/// identity it used last while its bump waits for batches on the wire (see
+/// [`Verdict::BumpWaitsForBatchesOnTheWire`]). `core` is the core's whole projection
+/// and `core_at` its output lines.
+fn bump_waits_for_wire(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    core: &BTreeMap<i32, Vec<PartitionEvent>>,
+    core_at: &BTreeMap<i32, Vec<usize>>,
+) -> bool {
+    let empty = Vec::new();
+    let ce = core.get(&p).unwrap_or(&empty);
+    let (
+        Some(PartitionEvent::Sent { node: jn, stamp: j }),
+        Some(PartitionEvent::Sent { node: cn, stamp: c }),
+    ) = (je.get(k), ce.get(k))
+    else {
+        return false;
+    };
+    let newer = j.pid != c.pid || j.epoch > c.epoch;
+    if jn != cn || j.seq != c.seq || j.count != c.count || !newer {
+        return false;
+    }
+    let Some(&line) = core_at.get(&p).and_then(|a| a.get(k)) else {
+        return false;
+    };
+    // Every core event with its line, to look before and after `line`.
+    let events = || {
+        core.iter().flat_map(|(q, evs)| {
+            evs.iter().enumerate().map(move |(i, e)| {
+                let at = core_at.get(q).and_then(|a| a.get(i)).copied();
+                (*q, e, at.unwrap_or(usize::MAX))
+            })
+        })
+    };
+    let stamped = |e: &PartitionEvent| match e {
+        PartitionEvent::Sent { stamp, .. } => Some(stamp.identity()),
+        _ => None,
+    };
+    // The core's last identity before `line` is `c`'s, and it later uses Java's.
+    let last_before = events()
+        .filter(|(_, e, at)| *at < line && stamped(e).is_some())
+        .max_by_key(|(_, _, at)| *at)
+        .and_then(|(_, e, _)| stamped(e));
+    if last_before.is_some_and(|i| i != c.identity()) {
+        return false;
+    }
+    if !events().any(|(_, e, at)| at > line && stamped(e) == Some(j.identity())) {
+        return false;
+    }
+    // Another partition with an error answer under the old identity and a batch of that
+    // identity still on the wire when the core stamped `c`.
+    core.iter().any(|(q, evs)| {
+        if *q == p {
+            return false;
+        }
+        let n = core_at
+            .get(q)
+            .map_or(0, |a| a.iter().take_while(|at| **at < line).count());
+        let before = &evs[..n.min(evs.len())];
+        let errored = before.iter().any(|e| {
+            matches!(e, PartitionEvent::Answered { stamp, error }
+                if stamp.identity() == c.identity() && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
+        });
+        errored
+            && in_flight(before)
+                .iter()
+                .any(|(_, s)| s.identity() == c.identity())
+    })
+}
+
 /// The classified comparison of one trace.
 #[derive(Clone, Debug)]
 pub struct Comparison {
@@ -475,6 +609,11 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     let mut partitions = Vec::new();
     let mut identity_only = Vec::new();
     let mut timing_only = Vec::new();
+    let core_closes: Vec<(i32, i64)> = core
+        .iter()
+        .filter(|l| field(l, "ev") == Some("disconnected") && field(l, "why") == Some("timeout"))
+        .filter_map(|l| Some((field(l, "node")?.parse().ok()?, field(l, "s")?.parse().ok()?)))
+        .collect();
     let empty = Vec::new();
     for p in jp
         .keys()
@@ -512,6 +651,10 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops);
             let (v, k) = if let Some(i) = drain_stop {
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
+            } else if java_sent_on_timed_out_connection(k, (je, jt_p), ce, &core_closes) {
+                (Verdict::JavaSendsOnTimedOutConnection, k)
+            } else if bump_waits_for_wire(p, k, je, &cp, &cat) {
+                (Verdict::BumpWaitsForBatchesOnTheWire, k)
             } else {
                 (
                     classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k)),

@@ -261,7 +261,10 @@ impl Harness {
                     if !q.is_empty() {
                         self.step_lines.push((
                             node.0,
-                            format!(r#"{{"ev":"disconnected","node":{}}}"#, node.0),
+                            format!(
+                                r#"{{"ev":"disconnected","node":{},"why":"timeout","s":{}}}"#,
+                                node.0, self.step
+                            ),
                         ));
                     }
                     q.clear();

@@ -71,8 +71,10 @@ public final class ConformanceHarness {
      */
     static final class LimitedClient extends MockClient {
         final int maxInFlight;
-        /** Told the line to write when a connection is closed for a timed-out request. */
-        Consumer<String> onTimeoutClose = l -> { };
+        /** Told the node of a connection closed for a timed-out request. */
+        Consumer<String> onTimeoutClose = n -> { };
+        /** Told every request sent, as it is sent (before a close in the same poll drops it). */
+        Consumer<ClientRequest> onSend = r -> { };
 
         LimitedClient(MockTime time, ProducerMetadata metadata, int maxInFlight) {
             super(time, metadata);
@@ -90,13 +92,19 @@ public final class ConformanceHarness {
          * disconnecting, drops the next request unanswered; so expire them here first.
          */
         @Override
+        public void send(ClientRequest request, long now) {
+            super.send(request, now);
+            onSend.accept(request);
+        }
+
+        @Override
         public List<org.apache.kafka.clients.ClientResponse> poll(long timeoutMs, long now) {
             java.util.Set<String> expired = new java.util.TreeSet<>();
             for (ClientRequest r : requests()) {
                 if (now - r.createdTimeMs() >= r.requestTimeoutMs()) expired.add(r.destination());
             }
             for (String node : expired) {
-                onTimeoutClose.accept("{\"ev\":\"disconnected\",\"node\":" + node + "}");
+                onTimeoutClose.accept(node);
                 disconnect(node);
             }
             return super.poll(timeoutMs, now);
@@ -241,6 +249,8 @@ public final class ConformanceHarness {
      * within one millisecond are ordered too.
      */
     long step = 0;
+    /** Whether a Produce request was sent in the current pump round. */
+    boolean sentProduce = false;
     int initCount = 0;
 
     ConformanceHarness(Map<String, String> cfg, PrintStream out) {
@@ -267,7 +277,20 @@ public final class ConformanceHarness {
             new ClusterResourceListeners(), time);
         metadata.add(TOPIC, time.milliseconds());
         client = new LimitedClient(time, metadata, maxInFlight);
-        client.onTimeoutClose = stepLines::add;
+        // A request timeout closes the connection (the step is written, to order it against
+        // sends of the same step).
+        client.onTimeoutClose = node -> stepLines.add("{\"ev\":\"disconnected\",\"node\":" + node
+            + ",\"why\":\"timeout\",\"s\":" + step + "}");
+        // A Produce request is written when it is sent: the Sender drains before
+        // NetworkClient.poll closes timed-out connections, so a request put on such a
+        // connection is dropped in the same runOnce, before pump looks at the queue.
+        client.onSend = r -> {
+            if (r.apiKey() == ApiKeys.PRODUCE && !seen.containsKey(r)) {
+                seen.put(r, Boolean.TRUE);
+                stepLines.add(describe(r));
+                sentProduce = true;
+            }
+        };
         client.updateMetadata(metadataResponse());
         BufferPool pool = new BufferPool(32L * 1024 * 1024, batchSize, metrics, time, "producer-metrics");
         accumulator = new DrainWatch(log, batchSize, linger, backoff, deliveryTimeout, metrics, time, txn, pool,
@@ -316,8 +339,9 @@ public final class ConformanceHarness {
     /** Runs the Sender until it sends nothing new; answers InitProducerId at once. */
     void pump() {
         for (int round = 0; round < 10; round++) {
+            sentProduce = false;
             sender.runOnce();
-            boolean fresh = false;
+            boolean fresh = sentProduce;
             for (ClientRequest r : new ArrayList<>(client.requests())) {
                 if (seen.containsKey(r)) continue;
                 seen.put(r, Boolean.TRUE);
