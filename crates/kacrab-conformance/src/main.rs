@@ -71,6 +71,15 @@ fn replay(args: &[String], with_java: bool) -> Result<bool, String> {
         let cmp = compare(t, &j, &c, &extra);
         all_same &= cmp.verdict == Verdict::Same || !with_java;
         println!("== verdict: {:?} {:?}", cmp.verdict, cmp.partitions);
+        // Java's reports of where its drain stopped are listed apart, once each, so the
+        // two outputs stay aligned.
+        let (stops, j): (Vec<String>, Vec<String>) =
+            j.into_iter().partition(|l| l.contains(r#""ev":"drain_stop""#));
+        let mut stops = stops;
+        stops.dedup();
+        for s in &stops {
+            println!("~ java {s}");
+        }
         for i in 0..j.len().max(c.len()) {
             let jl = j.get(i).map_or("", String::as_str);
             let cl = c.get(i).map_or("", String::as_str);
