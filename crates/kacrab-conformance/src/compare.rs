@@ -54,13 +54,16 @@ pub enum Verdict {
     /// connection for a timeout in that step too.
     JavaSendsOnTimedOutConnection,
     /// Departure 2: the core applies an epoch bump only once no batch of a partition to
-    /// rewrite is on the wire, and stamps other partitions' new batches with the old
-    /// identity meanwhile; Java bumps at once. Exact: the first difference is only the
-    /// identity of a new batch (same broker, sequence and records), Java's newer, the
-    /// core's the one it used last, the core later stamps batches with Java's identity,
-    /// and when the core sent it another partition had a batch on the wire under the old
-    /// identity after an error answer under it.
-    BumpWaitsForBatchesOnTheWire,
+    /// rewrite is on the wire or may be in the log unsettled, and meanwhile stamps other
+    /// partitions' new batches with the identity it has, continuing its numbering; Java
+    /// bumps at once. Exact: the core's first difference is a new batch stamped with the
+    /// identity it used last and that identity's next sequence on the partition; Java's
+    /// next batch there goes to the same broker with at least as many records as
+    /// sequence 0 of a newer identity, which the core stamps later too; and when the core
+    /// sent it, another partition had an error answer under the old identity and a batch
+    /// of it on the wire or answered with a code after which it may be in the log, not
+    /// acknowledged since.
+    BumpWaitsForPossiblyWrittenBatches,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -516,11 +519,41 @@ fn java_sent_on_timed_out_connection(
         && core_closes.contains(&(*node, step))
 }
 
+/// The stamps in `events` whose attempt may be in the log without an acknowledgement
+/// since: answered with a code after which the broker may have appended it, or on a
+/// connection that broke.
+fn unsettled(events: &[PartitionEvent]) -> Vec<Stamp> {
+    let mut flying: Vec<(i32, Stamp)> = Vec::new();
+    let mut unknown: Vec<Stamp> = Vec::new();
+    for e in events {
+        match e {
+            PartitionEvent::Sent { node, stamp } => flying.push((*node, stamp.clone())),
+            PartitionEvent::Answered { stamp, error } => {
+                flying.retain(|(_, s)| s != stamp);
+                if error == "NONE" || error == "DUPLICATE_SEQUENCE_NUMBER" {
+                    unknown.retain(|s| s != stamp);
+                } else if possibly_written(error) && !unknown.contains(stamp) {
+                    unknown.push(stamp.clone());
+                }
+            }
+            PartitionEvent::Disconnected { node } => {
+                for (_, s) in flying.iter().filter(|(n, _)| n == node) {
+                    if !unknown.contains(s) {
+                        unknown.push(s.clone());
+                    }
+                }
+                flying.retain(|(n, _)| n != node);
+            }
+        }
+    }
+    unknown
+}
+
 /// Whether `p`'s first difference, at `k`, is the core stamping a new batch with the
-/// identity it used last while its bump waits for batches on the wire (see
-/// [`Verdict::BumpWaitsForBatchesOnTheWire`]). `core` is the core's whole projection
-/// and `core_at` its output lines.
-fn bump_waits_for_wire(
+/// identity it used last, continuing that identity's numbering, while its bump waits
+/// for batches that may be in the log (see [`Verdict::BumpWaitsForPossiblyWrittenBatches`]).
+/// `core` is the core's whole projection and `core_at` its output lines.
+fn bump_waits_for_possibly_written(
     p: i32,
     k: usize,
     je: &[PartitionEvent],
@@ -529,15 +562,33 @@ fn bump_waits_for_wire(
 ) -> bool {
     let empty = Vec::new();
     let ce = core.get(&p).unwrap_or(&empty);
-    let (
-        Some(PartitionEvent::Sent { node: jn, stamp: j }),
-        Some(PartitionEvent::Sent { node: cn, stamp: c }),
-    ) = (je.get(k), ce.get(k))
-    else {
+    let Some(PartitionEvent::Sent { node: cn, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    // Java's next batch of the partition: the same node, at least the same records,
+    // sequence 0 of a newer identity (every partition restarts at 0 after a bump).
+    let Some((jn, j)) = je[k..].iter().find_map(|e| match e {
+        PartitionEvent::Sent { node, stamp } => Some((node, stamp)),
+        _ => None,
+    }) else {
         return false;
     };
     let newer = j.pid != c.pid || j.epoch > c.epoch;
-    if jn != cn || j.seq != c.seq || j.count != c.count || !newer {
+    if jn != cn || j.seq != 0 || j.count < c.count || !newer {
+        return false;
+    }
+    // The core's stamp continues its identity's numbering on this partition.
+    let next_seq = je[..k]
+        .iter()
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => {
+                Some(stamp.seq + stamp.count)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if c.seq != next_seq {
         return false;
     }
     let Some(&line) = core_at.get(&p).and_then(|a| a.get(k)) else {
@@ -567,8 +618,9 @@ fn bump_waits_for_wire(
     if !events().any(|(_, e, at)| at > line && stamped(e) == Some(j.identity())) {
         return false;
     }
-    // Another partition with an error answer under the old identity and a batch of that
-    // identity still on the wire when the core stamped `c`.
+    // Another partition with an error answer under the old identity and, when the core
+    // stamped `c`, a batch of that identity on the wire or answered with a code after
+    // which it may be in the log (and not acknowledged since).
     core.iter().any(|(q, evs)| {
         if *q == p {
             return false;
@@ -577,14 +629,13 @@ fn bump_waits_for_wire(
             .get(q)
             .map_or(0, |a| a.iter().take_while(|at| **at < line).count());
         let before = &evs[..n.min(evs.len())];
+        let old = |s: &Stamp| s.identity() == c.identity();
         let errored = before.iter().any(|e| {
             matches!(e, PartitionEvent::Answered { stamp, error }
-                if stamp.identity() == c.identity() && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
+                if old(stamp) && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
         });
-        errored
-            && in_flight(before)
-                .iter()
-                .any(|(_, s)| s.identity() == c.identity())
+        let on_wire = in_flight(before).iter().any(|(_, s)| old(s));
+        errored && (on_wire || unsettled(before).iter().any(|s| old(s)))
     })
 }
 
@@ -653,8 +704,8 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
             } else if java_sent_on_timed_out_connection(k, (je, jt_p), ce, &core_closes) {
                 (Verdict::JavaSendsOnTimedOutConnection, k)
-            } else if bump_waits_for_wire(p, k, je, &cp, &cat) {
-                (Verdict::BumpWaitsForBatchesOnTheWire, k)
+            } else if bump_waits_for_possibly_written(p, k, je, &cp, &cat) {
+                (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
             } else {
                 (
                     classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k)),

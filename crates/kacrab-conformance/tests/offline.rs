@@ -165,7 +165,7 @@ fn another_partitions_new_batch_under_the_old_epoch_while_the_bump_waits_is_depa
     let (trace, java) = recorded("bump_waits_for_wire");
     assert_eq!(
         verdict(&trace, &java),
-        Verdict::BumpWaitsForBatchesOnTheWire
+        Verdict::BumpWaitsForPossiblyWrittenBatches
     );
     // An identity the core never moves to is not that departure.
     let elsewhere: Vec<String> = java
