@@ -238,24 +238,12 @@ fn in_flight(events: &[PartitionEvent]) -> Vec<(i32, Stamp)> {
     flying
 }
 
-/// Codes after which Kafka's broker may have appended the batch (everything but the
-/// codes it answers before the append; see `KafkaError::rejected_before_append`).
+/// Codes after which Kafka's broker may have appended the batch: the core's own
+/// predicate (`KafkaError::may_have_appended`, the complement of the codes the broker
+/// answers only before the append), so the comparison and the core agree on it.
 fn possibly_written(error: &str) -> bool {
-    !matches!(
-        error,
-        "NOT_ENOUGH_REPLICAS"
-            | "CORRUPT_MESSAGE"
-            | "MESSAGE_TOO_LARGE"
-            | "RECORD_LIST_TOO_LARGE"
-            | "INVALID_RECORD"
-            | "OUT_OF_ORDER_SEQUENCE_NUMBER"
-            | "UNKNOWN_PRODUCER_ID"
-            | "INVALID_PRODUCER_EPOCH"
-            | "TOPIC_AUTHORIZATION_FAILED"
-            | "DUPLICATE_SEQUENCE_NUMBER"
-            | "UNKNOWN_TOPIC_OR_PARTITION"
-            | "NONE"
-    )
+    !matches!(error, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
+        && crate::core_side::error_by_name(error).may_have_appended()
 }
 
 /// What the shared prefix of a partition's history shows.
