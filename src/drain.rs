@@ -121,8 +121,8 @@ impl Producer {
         if !self.node_has_capacity(node) {
             return None;
         }
-        let muted = self.config.max_in_flight_requests_per_connection() == 1
-            && !part.on_wire.is_empty();
+        let muted =
+            self.config.max_in_flight_requests_per_connection() == 1 && !part.on_wire.is_empty();
         if muted {
             return None;
         }

@@ -387,7 +387,9 @@ fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
         if field(line, "ev") == Some("drain_stop") {
             stops.push(DrainStop {
                 t: field(line, "s").and_then(|t| t.parse().ok()).unwrap_or(-1),
-                node: field(line, "node").and_then(|n| n.parse().ok()).unwrap_or(-1),
+                node: field(line, "node")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(-1),
                 left: field(line, "left")
                     .unwrap_or_default()
                     .split(',')
@@ -451,10 +453,13 @@ fn java_drain_stopped(
     if c.seq != next_seq {
         return None;
     }
-    let later = je[k..].iter().zip(jt.get(k..).unwrap_or_default()).find_map(|(e, t)| match e {
-        PartitionEvent::Sent { stamp, .. } => Some((stamp, *t)),
-        _ => None,
-    });
+    let later = je[k..]
+        .iter()
+        .zip(jt.get(k..).unwrap_or_default())
+        .find_map(|(e, t)| match e {
+            PartitionEvent::Sent { stamp, .. } => Some((stamp, *t)),
+            _ => None,
+        });
     let Some((j, tj)) = later else {
         return None;
     };
@@ -651,7 +656,12 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     let core_closes: Vec<(i32, i64)> = core
         .iter()
         .filter(|l| field(l, "ev") == Some("disconnected") && field(l, "why") == Some("timeout"))
-        .filter_map(|l| Some((field(l, "node")?.parse().ok()?, field(l, "s")?.parse().ok()?)))
+        .filter_map(|l| {
+            Some((
+                field(l, "node")?.parse().ok()?,
+                field(l, "s")?.parse().ok()?,
+            ))
+        })
         .collect();
     let empty = Vec::new();
     for p in jp

@@ -73,8 +73,9 @@ fn replay(args: &[String], with_java: bool) -> Result<bool, String> {
         println!("== verdict: {:?} {:?}", cmp.verdict, cmp.partitions);
         // Java's reports of where its drain stopped are listed apart, once each, so the
         // two outputs stay aligned.
-        let (stops, j): (Vec<String>, Vec<String>) =
-            j.into_iter().partition(|l| l.contains(r#""ev":"drain_stop""#));
+        let (stops, j): (Vec<String>, Vec<String>) = j
+            .into_iter()
+            .partition(|l| l.contains(r#""ev":"drain_stop""#));
         let mut stops = stops;
         stops.dedup();
         for s in &stops {
