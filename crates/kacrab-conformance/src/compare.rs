@@ -425,8 +425,8 @@ fn java_drain_stopped(
             .iter()
             .any(|s| s.node == node && s.t == t && s.left.contains(&p))
     };
-    for i in 0..k {
-        if let PartitionEvent::Sent { node, .. } = &ce[i] {
+    for (i, e) in ce.iter().enumerate().take(k) {
+        if let PartitionEvent::Sent { node, .. } = e {
             let (tc, tj) = (ct.get(i).copied(), jt.get(i).copied());
             if tc != tj {
                 let ahead = tc < tj && tc.is_some_and(|t| stopped_at(*node, t));
@@ -460,9 +460,7 @@ fn java_drain_stopped(
             PartitionEvent::Sent { stamp, .. } => Some((stamp, *t)),
             _ => None,
         });
-    let Some((j, tj)) = later else {
-        return None;
-    };
+    let (j, tj) = later?;
     let same_batch = if j.identity() == c.identity() {
         j.seq == c.seq
     } else {
@@ -628,7 +626,7 @@ fn bump_waits_for_possibly_written(
                 if old(stamp) && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
         });
         let on_wire = in_flight(before).iter().any(|(_, s)| old(s));
-        errored && (on_wire || unsettled(before).iter().any(|s| old(s)))
+        errored && (on_wire || unsettled(before).iter().any(old))
     })
 }
 
