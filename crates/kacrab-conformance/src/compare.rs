@@ -49,9 +49,11 @@ pub enum Verdict {
     /// step where an older request on a connection times out Java still puts a new
     /// request on it and loses it with the connection (then retries it); the core closes
     /// the connection first (`handle_timeout` before `poll_request`) and sends on a new
-    /// one. Liveness only. Exact: Java's first difference is that close, every batch of
-    /// the partition it broke was sent in the same step, and the core closed the same
-    /// connection for a timeout in that step too.
+    /// one. Liveness only. Exact: the core closed that connection for a timeout in the
+    /// same step, and Java's first difference is either that close, with every batch of
+    /// the partition it broke sent in that step, or a send in that step on that
+    /// connection, followed at once by the close, where the core's first difference is
+    /// its own close.
     JavaSendsOnTimedOutConnection,
     /// Departure 2: the core applies an epoch bump only once no batch of a partition to
     /// rewrite is on the wire or may be in the log unsettled, and meanwhile stamps other
@@ -477,9 +479,25 @@ fn java_drain_stopped(
 fn java_sent_on_timed_out_connection(
     k: usize,
     (je, jt): (&[PartitionEvent], &[i64]),
-    ce: &[PartitionEvent],
+    (ce, ct): (&[PartitionEvent], &[i64]),
     core_closes: &[(i32, i64)],
 ) -> bool {
+    // Java's send in the step of the close, on the connection about to close (while the
+    // core's first difference is that close itself, before it sent anything there).
+    if let (
+        Some(PartitionEvent::Sent { node, .. }),
+        Some(PartitionEvent::Disconnected { node: closed }),
+        Some(PartitionEvent::Disconnected { node: core_closed }),
+    ) = (je.get(k), je.get(k + 1), ce.get(k))
+    {
+        let step = jt.get(k).copied().unwrap_or(-1);
+        return step >= 0
+            && node == closed
+            && node == core_closed
+            && jt.get(k + 1) == Some(&step)
+            && ct.get(k) == Some(&step)
+            && core_closes.contains(&(*node, step));
+    }
     let Some(PartitionEvent::Disconnected { node }) = je.get(k) else {
         return false;
     };
@@ -698,7 +716,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops);
             let (v, k) = if let Some(i) = drain_stop {
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
-            } else if java_sent_on_timed_out_connection(k, (je, jt_p), ce, &core_closes) {
+            } else if java_sent_on_timed_out_connection(k, (je, jt_p), (ce, ct_p), &core_closes) {
                 (Verdict::JavaSendsOnTimedOutConnection, k)
             } else if bump_waits_for_possibly_written(p, k, je, &cp, &cat) {
                 (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
