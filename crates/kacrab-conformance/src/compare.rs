@@ -21,8 +21,9 @@ pub enum Verdict {
     /// Departure 7: Java pipelines a second batch of a partition before the first ack
     /// under the current identity; the core sends one batch at a time until then.
     FirstBatchGate,
-    /// Departure 6: Java stamps a batch while `max.in.flight` batches stamped since the
-    /// partition's oldest unfinished one are still unfinished; the core waits.
+    /// Departure 6: Java stamps a batch while `max.in.flight` batches were stamped since
+    /// the partition's oldest unfinished one, acknowledged or not (the core's window);
+    /// the core waits.
     InFlightWindow,
     /// Departure 2: Java renumbers (new epoch or new sequence) a batch that may already be
     /// in the log; the core first resends it unchanged.
@@ -261,6 +262,9 @@ struct Prefix {
     any_error: bool,
     /// Batches stamped under the current identity and not yet acknowledged.
     unfinished: Vec<Stamp>,
+    /// Batches stamped under the current identity since the oldest unfinished one,
+    /// acknowledged or not, in stamp order (departure 6's window).
+    window: Vec<(Stamp, bool)>,
 }
 
 fn prefix(events: &[PartitionEvent]) -> Prefix {
@@ -270,6 +274,7 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
         unknown_fate: false,
         any_error: false,
         unfinished: Vec::new(),
+        window: Vec::new(),
     };
     let mut flying: Vec<(i32, Stamp)> = Vec::new();
     for e in events {
@@ -279,6 +284,10 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
                     p.identity = Some(stamp.identity());
                     p.acked_under_identity = false;
                     p.unfinished.clear();
+                    p.window.clear();
+                }
+                if !p.window.iter().any(|(s, _)| s.seq == stamp.seq) {
+                    p.window.push((stamp.clone(), false));
                 }
                 if !p.unfinished.iter().any(|s| s.seq == stamp.seq) {
                     p.unfinished.push(stamp.clone());
@@ -293,6 +302,14 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
                     if Some(stamp.identity()) == p.identity {
                         p.acked_under_identity = true;
                         p.unfinished.retain(|s| s.seq != stamp.seq);
+                        for (s, acked) in &mut p.window {
+                            if s.seq == stamp.seq {
+                                *acked = true;
+                            }
+                        }
+                        // The window starts at the oldest unfinished batch.
+                        let start = p.window.iter().position(|(_, a)| !a);
+                        p.window.drain(..start.unwrap_or(p.window.len()));
                     }
                 } else {
                     p.any_error = true;
@@ -338,7 +355,7 @@ fn classify_partition(
             if !pre.acked_under_identity && !pre.unfinished.is_empty() {
                 return Verdict::FirstBatchGate;
             }
-            if pre.unfinished.len() >= max_in_flight {
+            if pre.unfinished.len() >= max_in_flight || pre.window.len() >= max_in_flight {
                 return Verdict::InFlightWindow;
             }
         }
