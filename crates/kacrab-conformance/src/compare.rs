@@ -249,6 +249,21 @@ fn possibly_written(error: &str) -> bool {
         && crate::core_side::error_by_name(error).may_have_appended()
 }
 
+/// The next sequence of `identity` after `events`: past the highest batch sent under it,
+/// or 0.
+fn next_seq(events: &[PartitionEvent], identity: (i64, i32)) -> i64 {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp, .. } if stamp.identity() == identity => {
+                Some(stamp.seq + stamp.count)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// What the shared prefix of a partition's history shows.
 struct Prefix {
     /// The identity of the last batch sent.
@@ -749,8 +764,13 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                 Some(PartitionEvent::Sent { node: cn, stamp: c }),
             ) = (v, je.get(k), ce.get(k))
             {
-                if jn == cn && j.seq == c.seq && j.count == c.count && j.identity() != c.identity()
-                {
+                // Only the identity differs, or one side restarts at sequence 0 under a
+                // new identity where the other continues its identity's numbering.
+                let continues = |a: &Stamp, b: &Stamp| {
+                    a.seq == 0 && b.seq == next_seq(&je[..k], b.identity())
+                };
+                let numbering = j.seq == c.seq || continues(j, c) || continues(c, j);
+                if jn == cn && numbering && j.count == c.count && j.identity() != c.identity() {
                     identity_only.push(p);
                 }
             }
@@ -769,8 +789,10 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     // request slot on the connection, room in the request), so it ranks first.
     partitions.sort_by_key(|&(_, v, _, when)| (when, v == Verdict::Unexplained));
     // A partition whose first difference is only the identity its next batch is stamped
-    // with (same sequence, same records, same broker, another producer id or epoch), and
-    // whose own history does not explain it, follows a producer-wide decision to bump or not, taken on another partition:
+    // with (same records, same broker, another producer id or epoch, and the same
+    // sequence, or sequence 0 of the new identity on one side where the other continues
+    // its identity's numbering), and whose own history does not explain it, follows a
+    // producer-wide decision to bump or not, taken on another partition:
     // Java's epoch is one for the whole producer. That partition's difference is a
     // consequence and the trace's verdict is the first other partition's; with no other
     // diverging partition to explain it, it stays unexplained.
