@@ -63,9 +63,9 @@ pub enum Verdict {
     /// identity it used last and that identity's next sequence on the partition; Java's
     /// next batch there goes to the same broker with at least as many records as
     /// sequence 0 of a newer identity, which the core stamps later too; and when the core
-    /// sent it, another partition had an error answer under the old identity and a batch
-    /// of it on the wire or answered with a code after which it may be in the log, not
-    /// acknowledged since.
+    /// sent it, another partition had an error answer under the old identity and some
+    /// partition (this one included) a batch of it on the wire or answered with a code
+    /// after which it may be in the log, not acknowledged since.
     BumpWaitsForPossiblyWrittenBatches,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
@@ -659,25 +659,29 @@ fn bump_waits_for_possibly_written(
     if !events().any(|(_, e, at)| at > line && stamped(e) == Some(j.identity())) {
         return false;
     }
-    // Another partition with an error answer under the old identity and, when the core
-    // stamped `c`, a batch of that identity on the wire or answered with a code after
-    // which it may be in the log (and not acknowledged since).
-    core.iter().any(|(q, evs)| {
-        if *q == p {
-            return false;
-        }
+    // When the core stamped `c`: another partition with an error answer under the old
+    // identity (what asks for the bump), and some partition, this one included, with a
+    // batch of the old identity on the wire or answered with a code after which it may
+    // be in the log, not acknowledged since (what the bump waits for).
+    let old = |s: &Stamp| s.identity() == c.identity();
+    let before = |q: &i32, evs: &'_ Vec<PartitionEvent>| -> Vec<PartitionEvent> {
         let n = core_at
             .get(q)
             .map_or(0, |a| a.iter().take_while(|at| **at < line).count());
-        let before = &evs[..n.min(evs.len())];
-        let old = |s: &Stamp| s.identity() == c.identity();
-        let errored = before.iter().any(|e| {
-            matches!(e, PartitionEvent::Answered { stamp, error }
-                if old(stamp) && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
-        });
-        let on_wire = in_flight(before).iter().any(|(_, s)| old(s));
-        errored && (on_wire || unsettled(before).iter().any(old))
-    })
+        evs[..n.min(evs.len())].to_vec()
+    };
+    let asked = core.iter().any(|(q, evs)| {
+        *q != p
+            && before(q, evs).iter().any(|e| {
+                matches!(e, PartitionEvent::Answered { stamp, error }
+                    if old(stamp) && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
+            })
+    });
+    let waits = core.iter().any(|(q, evs)| {
+        let before = before(q, evs);
+        in_flight(&before).iter().any(|(_, s)| old(s)) || unsettled(&before).iter().any(old)
+    });
+    asked && waits
 }
 
 /// The classified comparison of one trace.
@@ -758,19 +762,29 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                     k,
                 )
             };
-            if let (
-                Verdict::Unexplained,
-                Some(PartitionEvent::Sent { node: jn, stamp: j }),
-                Some(PartitionEvent::Sent { node: cn, stamp: c }),
-            ) = (v, je.get(k), ce.get(k))
+            // The next batch each side sends from the first difference on: one of them
+            // is that difference (the other side may send its own later).
+            let next_sent = |evs: &'_ [PartitionEvent]| {
+                evs.get(k..).unwrap_or_default().iter().find_map(|e| match e {
+                    PartitionEvent::Sent { node, stamp } => Some((*node, stamp.clone())),
+                    _ => None,
+                })
+            };
+            let sends_first = matches!(je.get(k), Some(PartitionEvent::Sent { .. }))
+                || matches!(ce.get(k), Some(PartitionEvent::Sent { .. }));
+            if let (Verdict::Unexplained, true, Some((jn, j)), Some((cn, c))) =
+                (v, sends_first, next_sent(je), next_sent(ce))
             {
                 // Only the identity differs, or one side restarts at sequence 0 under a
                 // new identity where the other continues its identity's numbering.
                 let continues = |a: &Stamp, b: &Stamp| {
                     a.seq == 0 && b.seq == next_seq(&je[..k], b.identity())
                 };
-                let numbering = j.seq == c.seq || continues(j, c) || continues(c, j);
-                if jn == cn && numbering && j.count == c.count && j.identity() != c.identity() {
+                let numbering = j.seq == c.seq || continues(&j, &c) || continues(&c, &j);
+                // Java's batch, sent later than the core's, may have kept filling.
+                let java_later = !matches!(je.get(k), Some(PartitionEvent::Sent { .. }));
+                let records = j.count == c.count || (java_later && j.count > c.count);
+                if jn == cn && numbering && records && j.identity() != c.identity() {
                     identity_only.push(p);
                 }
             }
