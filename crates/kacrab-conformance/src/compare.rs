@@ -765,10 +765,13 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             // The next batch each side sends from the first difference on: one of them
             // is that difference (the other side may send its own later).
             let next_sent = |evs: &'_ [PartitionEvent]| {
-                evs.get(k..).unwrap_or_default().iter().find_map(|e| match e {
-                    PartitionEvent::Sent { node, stamp } => Some((*node, stamp.clone())),
-                    _ => None,
-                })
+                evs.get(k..)
+                    .unwrap_or_default()
+                    .iter()
+                    .find_map(|e| match e {
+                        PartitionEvent::Sent { node, stamp } => Some((*node, stamp.clone())),
+                        _ => None,
+                    })
             };
             let sends_first = matches!(je.get(k), Some(PartitionEvent::Sent { .. }))
                 || matches!(ce.get(k), Some(PartitionEvent::Sent { .. }));
@@ -777,9 +780,8 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             {
                 // Only the identity differs, or one side restarts at sequence 0 under a
                 // new identity where the other continues its identity's numbering.
-                let continues = |a: &Stamp, b: &Stamp| {
-                    a.seq == 0 && b.seq == next_seq(&je[..k], b.identity())
-                };
+                let continues =
+                    |a: &Stamp, b: &Stamp| a.seq == 0 && b.seq == next_seq(&je[..k], b.identity());
                 let numbering = j.seq == c.seq || continues(&j, &c) || continues(&c, &j);
                 // Java's batch, sent later than the core's, may have kept filling.
                 let java_later = !matches!(je.get(k), Some(PartitionEvent::Sent { .. }));
