@@ -162,7 +162,7 @@ fn another_partitions_new_batch_under_the_old_epoch_while_the_bump_waits_is_depa
     // Partition 2's sequence 1 is answered OUT_OF_ORDER while sequence 2 is on the wire:
     // Java bumps at once and stamps partition 0's new batch with epoch 1; the core bumps
     // once sequence 2 is answered and stamps it with epoch 0 meanwhile.
-    let (trace, java) = recorded("bump_waits_for_wire");
+    let (trace, java) = recorded("bump_waits_for_possibly_written");
     assert_eq!(
         verdict(&trace, &java),
         Verdict::BumpWaitsForPossiblyWrittenBatches
