@@ -111,10 +111,19 @@ impl Producer {
     /// followed by another batch, or lingered, or a flush runs). The sequencing gates
     /// are not looked at: in Java they only decide, per partition, what the drain of a
     /// ready node takes, so a gated full batch still lets the node's lingering batches go.
+    /// One exception: with `max.in.flight.requests.per.connection` 1 Java's Sender mutes
+    /// every partition it drains until that batch is answered (`Sender.sendProducerData`,
+    /// `RecordAccumulator.mutePartition`), and `batchReady` skips a muted partition, so
+    /// a partition with a batch on the wire makes no node ready.
     fn ready_node(&self, p: u32) -> Option<NodeId> {
         let part = &self.partitions[p as usize];
         let node = part.leader?;
         if !self.node_has_capacity(node) {
+            return None;
+        }
+        let muted =
+            self.config.max_in_flight_requests_per_connection() == 1 && !part.on_wire.is_empty();
+        if muted {
             return None;
         }
         match part.queue.front() {

@@ -95,3 +95,94 @@ fn a_ready_node_takes_the_lingering_batches_of_its_other_partitions_like_java() 
         "Java's first request carries p0's full batch and p1's lingering one"
     );
 }
+
+/// Metadata leading partition `i` of `t` by node `leaders[i]`, at leader epoch `epoch`.
+fn led_by(leaders: &[i32], epoch: i32) -> Metadata {
+    Metadata::new(
+        leaders
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                PartitionMetadata::new(
+                    TopicPartition::new("t", i32::try_from(i).unwrap()),
+                    Some(NodeId(*n)),
+                    epoch,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// Drains every request at `now` (InitProducerId and Metadata answered, partitions led
+/// as `leaders` says); returns the Produce requests as (node, [(partition, records)]).
+fn produce_requests_led(
+    p: &mut Producer,
+    leaders: &[i32],
+    epoch: i32,
+    now: Timestamp,
+) -> Vec<(i32, Vec<(i32, i32)>)> {
+    let mut out = Vec::new();
+    while let Some(r) = p.poll_request(now) {
+        match r {
+            Request::InitProducerId(r) => {
+                p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(1000, 0)), now)
+                    .unwrap();
+            }
+            Request::Metadata(r) => {
+                p.handle_metadata(Some(r.id), &led_by(leaders, epoch), now)
+                    .unwrap();
+            }
+            Request::Produce(r) => out.push((
+                r.node.0,
+                r.batches
+                    .iter()
+                    .map(|b| {
+                        let h = record::read_header(&b.data).unwrap();
+                        (b.partition.partition, h.record_count)
+                    })
+                    .collect(),
+            )),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// With `max.in.flight.requests.per.connection` 1 Java's Sender mutes every partition it
+/// drains until its answer (`Sender.sendProducerData`, `RecordAccumulator.mutePartition`),
+/// and `RecordAccumulator.batchReady` lets only an unmuted partition make its leader
+/// ready: a partition with a batch on the wire does not carry another partition's
+/// lingering batch along. The core let it (found by the harness: `conformance/traces/
+/// muted_partition_makes_no_node_ready.jsonl`).
+#[test]
+fn a_partition_with_a_batch_on_the_wire_makes_no_node_ready_at_max_in_flight_one() {
+    let mut b = ProducerConfig::builder();
+    b.set("batch.size", "500").unwrap();
+    b.set("linger.ms", "10").unwrap();
+    b.set("max.in.flight.requests.per.connection", "1").unwrap();
+    let mut p = Producer::new(b.build().unwrap(), Timestamp::ZERO);
+    let t0 = Timestamp::ZERO;
+    let (p0, p1) = (TopicPartition::new("t", 0), TopicPartition::new("t", 1));
+    let big = || Record::from_value(Bytes::from(vec![0u8; 300]), 0);
+    // p1 (node 1): a full batch goes at once, a second full one waits behind it.
+    for _ in 0..3 {
+        p.send(&p1, &big(), t0).unwrap();
+    }
+    let first = produce_requests_led(&mut p, &[0, 1], 0, t0);
+    assert_eq!(first, vec![(1, vec![(1, 1)])]);
+    // p1 moves to node 0 with its first batch still on the wire to node 1; p0 gets a
+    // lingering record on node 0.
+    p.handle_metadata(None, &led_by(&[0, 0], 1), t0).unwrap();
+    p.send(&p0, &Record::from_value(Bytes::from(vec![0u8; 10]), 0), t0)
+        .unwrap();
+    assert_eq!(
+        produce_requests_led(&mut p, &[0, 0], 1, t0),
+        vec![],
+        "node 0 is not ready: p1 is muted and p0 lingers"
+    );
+    assert_eq!(
+        produce_requests_led(&mut p, &[0, 0], 1, Timestamp::from_millis(10)),
+        vec![(0, vec![(0, 1)])],
+        "p0's batch goes when its linger is over"
+    );
+}

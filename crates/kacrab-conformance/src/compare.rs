@@ -10,8 +10,14 @@
 
 use std::collections::BTreeMap;
 
+mod timing;
+
 use crate::core_side::CoreExtra;
 use crate::trace::Trace;
+use timing::{
+    bump_waits_for_possibly_written, java_drain_stopped, java_sent_on_timed_out_connection,
+    split_drain_stops,
+};
 
 /// What a difference between Java and the core is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -21,8 +27,9 @@ pub enum Verdict {
     /// Departure 7: Java pipelines a second batch of a partition before the first ack
     /// under the current identity; the core sends one batch at a time until then.
     FirstBatchGate,
-    /// Departure 6: Java stamps a batch while `max.in.flight` batches stamped since the
-    /// partition's oldest unfinished one are still unfinished; the core waits.
+    /// Departure 6: Java stamps a batch while `max.in.flight` batches were stamped since
+    /// the partition's oldest unfinished one, acknowledged or not (the core's window);
+    /// the core waits.
     InFlightWindow,
     /// Departure 2: Java renumbers (new epoch or new sequence) a batch that may already be
     /// in the log; the core first resends it unchanged.
@@ -35,12 +42,37 @@ pub enum Verdict {
     /// differs in a way the core's proof-of-absence rules explain.
     OutcomeOfPossiblyWritten,
     /// Java's `RecordAccumulator.drainBatchesForOneNode` stops draining a node (`break`)
-    /// at the first partition that must wait for its in-flight retry
-    /// (`shouldStopDrainBatchesForPartition`), so the node's later partitions wait too;
-    /// the core skips only the waiting partition. Liveness only (the core is never
-    /// slower); approximate: the core sends a new batch Java holds while some answer in
-    /// the trace was an error or a disconnect.
+    /// at the first partition that must wait (`shouldStopDrainBatchesForPartition`: a
+    /// retry that is not the first in flight, unresolved sequences, stale in-flight
+    /// batches), so the node's later partitions wait too; the core skips only the
+    /// waiting partition. Liveness only (the core is never slower). Exact: the core
+    /// sends a batch to a node while Java holds it, Java's own drain of that node
+    /// reported (`drain_stop`) that it stopped before that partition's drainable head
+    /// in between, and Java later sends the same stamp (as many records or more, since
+    /// its batch kept filling while it waited).
     JavaDrainStopsAtWaitingPartition,
+    /// Java's `Sender.sendProducerData` drains and sends before `NetworkClient.poll`
+    /// closes connections with a timed-out request (`handleTimedOutRequests`), so in the
+    /// step where an older request on a connection times out Java still puts a new
+    /// request on it and loses it with the connection (then retries it); the core closes
+    /// the connection first (`handle_timeout` before `poll_request`) and sends on a new
+    /// one. Liveness only. Exact: the core closed that connection for a timeout in the
+    /// same step, and Java's first difference is either that close, with every batch of
+    /// the partition it broke sent in that step, or a send in that step on that
+    /// connection, followed at once by the close, where the core's first difference is
+    /// its own close.
+    JavaSendsOnTimedOutConnection,
+    /// Departure 2: the core applies an epoch bump only once no batch of a partition to
+    /// rewrite is on the wire or may be in the log unsettled, and meanwhile stamps other
+    /// partitions' new batches with the identity it has, continuing its numbering; Java
+    /// bumps at once. Exact: the core's first difference is a new batch stamped with the
+    /// identity it used last and that identity's next sequence on the partition; Java's
+    /// next batch there goes to the same broker with at least as many records as
+    /// sequence 0 of a newer identity, which the core stamps later too; and when the core
+    /// sent it, another partition had an error answer under the old identity and some
+    /// partition (this one included) a batch of it on the wire or answered with a code
+    /// after which it may be in the log, not acknowledged since.
+    BumpWaitsForPossiblyWrittenBatches,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -113,10 +145,13 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     }
 }
 
-/// Per partition, the projected history of one side's output; and the outcome lines.
+/// Per partition, the projected history of one side's output, the output line of each
+/// event and the step (see `core_side`) of each event that is a send or a close for a
+/// timed-out request (-1 for others); and the outcome lines.
 type Projection = (
     BTreeMap<i32, Vec<PartitionEvent>>,
     BTreeMap<i32, Vec<usize>>,
+    BTreeMap<i32, Vec<i64>>,
     BTreeMap<i64, String>,
 );
 
@@ -124,7 +159,11 @@ fn project(lines: &[String]) -> Projection {
     let mut parts: BTreeMap<i32, Vec<PartitionEvent>> = BTreeMap::new();
     let mut outcomes = BTreeMap::new();
     let mut at: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    let mut times: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
     for (index, line) in lines.iter().enumerate() {
+        for (p, events) in &parts {
+            times.entry(*p).or_default().resize(events.len(), -1);
+        }
         for (p, events) in &parts {
             let seen = at.entry(*p).or_default();
             seen.resize(events.len(), index.saturating_sub(1));
@@ -135,12 +174,14 @@ fn project(lines: &[String]) -> Projection {
             .unwrap_or(-1);
         match ev {
             "produce" => {
+                let t = field(line, "s").and_then(|t| t.parse().ok()).unwrap_or(-1);
                 for s in field(line, "batches").unwrap_or_default().split(',') {
                     if let Some(stamp) = Stamp::parse(s) {
-                        parts
-                            .entry(stamp.p)
-                            .or_default()
-                            .push(PartitionEvent::Sent { node, stamp });
+                        let events = parts.entry(stamp.p).or_default();
+                        let sent_at = times.entry(stamp.p).or_default();
+                        sent_at.resize(events.len(), -1);
+                        sent_at.push(t);
+                        events.push(PartitionEvent::Sent { node, stamp });
                     }
                 }
             }
@@ -161,9 +202,14 @@ fn project(lines: &[String]) -> Projection {
                 }
             }
             "disconnected" => {
-                // Only partitions with a batch on that node's connection see it.
-                for (_, events) in parts.iter_mut() {
+                // Only partitions with a batch on that node's connection see it. A close
+                // for a timed-out request carries its step.
+                let t = field(line, "s").and_then(|t| t.parse().ok()).unwrap_or(-1);
+                for (p, events) in parts.iter_mut() {
                     if in_flight(events).iter().any(|(n, _)| *n == node) {
+                        let at = times.entry(*p).or_default();
+                        at.resize(events.len(), -1);
+                        at.push(t);
                         events.push(PartitionEvent::Disconnected { node });
                     }
                 }
@@ -179,8 +225,9 @@ fn project(lines: &[String]) -> Projection {
     }
     for (p, events) in &parts {
         at.entry(*p).or_default().resize(events.len(), lines.len());
+        times.entry(*p).or_default().resize(events.len(), -1);
     }
-    (parts, at, outcomes)
+    (parts, at, times, outcomes)
 }
 
 /// The batches of a partition on the wire and unanswered after `events`.
@@ -200,24 +247,27 @@ fn in_flight(events: &[PartitionEvent]) -> Vec<(i32, Stamp)> {
     flying
 }
 
-/// Codes after which Kafka's broker may have appended the batch (everything but the
-/// codes it answers before the append; see `KafkaError::rejected_before_append`).
+/// Codes after which Kafka's broker may have appended the batch: the core's own
+/// predicate (`KafkaError::may_have_appended`, the complement of the codes the broker
+/// answers only before the append), so the comparison and the core agree on it.
 fn possibly_written(error: &str) -> bool {
-    !matches!(
-        error,
-        "NOT_ENOUGH_REPLICAS"
-            | "CORRUPT_MESSAGE"
-            | "MESSAGE_TOO_LARGE"
-            | "RECORD_LIST_TOO_LARGE"
-            | "INVALID_RECORD"
-            | "OUT_OF_ORDER_SEQUENCE_NUMBER"
-            | "UNKNOWN_PRODUCER_ID"
-            | "INVALID_PRODUCER_EPOCH"
-            | "TOPIC_AUTHORIZATION_FAILED"
-            | "DUPLICATE_SEQUENCE_NUMBER"
-            | "UNKNOWN_TOPIC_OR_PARTITION"
-            | "NONE"
-    )
+    !matches!(error, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
+        && crate::core_side::error_by_name(error).may_have_appended()
+}
+
+/// The next sequence of `identity` after `events`: past the highest batch sent under it,
+/// or 0.
+fn next_seq(events: &[PartitionEvent], identity: (i64, i32)) -> i64 {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp, .. } if stamp.identity() == identity => {
+                Some(stamp.seq + stamp.count)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// What the shared prefix of a partition's history shows.
@@ -233,6 +283,9 @@ struct Prefix {
     any_error: bool,
     /// Batches stamped under the current identity and not yet acknowledged.
     unfinished: Vec<Stamp>,
+    /// Batches stamped under the current identity since the oldest unfinished one,
+    /// acknowledged or not, in stamp order (departure 6's window).
+    window: Vec<(Stamp, bool)>,
 }
 
 fn prefix(events: &[PartitionEvent]) -> Prefix {
@@ -242,6 +295,7 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
         unknown_fate: false,
         any_error: false,
         unfinished: Vec::new(),
+        window: Vec::new(),
     };
     let mut flying: Vec<(i32, Stamp)> = Vec::new();
     for e in events {
@@ -251,6 +305,10 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
                     p.identity = Some(stamp.identity());
                     p.acked_under_identity = false;
                     p.unfinished.clear();
+                    p.window.clear();
+                }
+                if !p.window.iter().any(|(s, _)| s.seq == stamp.seq) {
+                    p.window.push((stamp.clone(), false));
                 }
                 if !p.unfinished.iter().any(|s| s.seq == stamp.seq) {
                     p.unfinished.push(stamp.clone());
@@ -265,6 +323,14 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
                     if Some(stamp.identity()) == p.identity {
                         p.acked_under_identity = true;
                         p.unfinished.retain(|s| s.seq != stamp.seq);
+                        for (s, acked) in &mut p.window {
+                            if s.seq == stamp.seq {
+                                *acked = true;
+                            }
+                        }
+                        // The window starts at the oldest unfinished batch.
+                        let start = p.window.iter().position(|(_, a)| !a);
+                        p.window.drain(..start.unwrap_or(p.window.len()));
                     }
                 } else {
                     p.any_error = true;
@@ -310,7 +376,7 @@ fn classify_partition(
             if !pre.acked_under_identity && !pre.unfinished.is_empty() {
                 return Verdict::FirstBatchGate;
             }
-            if pre.unfinished.len() >= max_in_flight {
+            if pre.unfinished.len() >= max_in_flight || pre.window.len() >= max_in_flight {
                 return Verdict::InFlightWindow;
             }
         }
@@ -339,18 +405,6 @@ fn classify_partition(
             _ => return Verdict::UnresolvedSequenceHandling,
         }
     }
-    let trace_has_faults = trace.ops.iter().any(|op| match op {
-        crate::trace::Op::Answer { error, p, .. } => error != "NONE" || p.is_some(),
-        crate::trace::Op::Disconnect { .. } => true,
-        _ => false,
-    });
-    if let Some(c) = &c {
-        let core_new_batch =
-            Some(c.identity()) == pre.identity && !pre.unfinished.iter().any(|s| s.seq == c.seq);
-        if core_new_batch && j.as_ref() != Some(c) && !pre.any_error && trace_has_faults {
-            return Verdict::JavaDrainStopsAtWaitingPartition;
-        }
-    }
     Verdict::Unexplained
 }
 
@@ -368,10 +422,23 @@ pub struct Comparison {
 /// Compares `java` with `core` for `trace`.
 #[must_use]
 pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtra) -> Comparison {
-    let (jp, jat, jo) = project(java);
-    let (cp, cat, co) = project(core);
+    let (java, stops) = split_drain_stops(java);
+    let java = java.as_slice();
+    let (jp, jat, jt, jo) = project(java);
+    let (cp, cat, ct, co) = project(core);
     let mut partitions = Vec::new();
     let mut identity_only = Vec::new();
+    let mut timing_only = Vec::new();
+    let core_closes: Vec<(i32, i64)> = core
+        .iter()
+        .filter(|l| field(l, "ev") == Some("disconnected") && field(l, "why") == Some("timeout"))
+        .filter_map(|l| {
+            Some((
+                field(l, "node")?.parse().ok()?,
+                field(l, "s")?.parse().ok()?,
+            ))
+        })
+        .collect();
     let empty = Vec::new();
     for p in jp
         .keys()
@@ -380,28 +447,78 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         .collect::<std::collections::BTreeSet<_>>()
     {
         let (je, ce) = (jp.get(&p).unwrap_or(&empty), cp.get(&p).unwrap_or(&empty));
-        if let Some(k) = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k)) {
+        let (jt_p, ct_p) = (
+            jt.get(&p).map_or(&[][..], Vec::as_slice),
+            ct.get(&p).map_or(&[][..], Vec::as_slice),
+        );
+        let when = |at: &BTreeMap<i32, Vec<usize>>, k: usize| {
+            at.get(&p)
+                .and_then(|a| a.get(k))
+                .copied()
+                .unwrap_or(usize::MAX)
+        };
+        let first_difference = (0..je.len().max(ce.len())).find(|&k| je.get(k) != ce.get(k));
+        let Some(k) = first_difference else {
+            // The same history, but sent earlier by the core because Java's drain stopped:
+            // this can explain the answers other partitions got (a request slot taken).
+            if let Some(i) = java_drain_stopped(p, je.len(), (je, jt_p), (ce, ct_p), &stops) {
+                timing_only.push((
+                    p,
+                    Verdict::JavaDrainStopsAtWaitingPartition,
+                    i,
+                    when(&jat, i).min(when(&cat, i)),
+                ));
+            }
+            continue;
+        };
+        {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
-            let v = classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k));
-            if let (
-                Verdict::Unexplained,
-                Some(PartitionEvent::Sent { node: jn, stamp: j }),
-                Some(PartitionEvent::Sent { node: cn, stamp: c }),
-            ) = (v, je.get(k), ce.get(k))
+            let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops);
+            let (v, k) = if let Some(i) = drain_stop {
+                (Verdict::JavaDrainStopsAtWaitingPartition, i)
+            } else if java_sent_on_timed_out_connection(k, (je, jt_p), (ce, ct_p), &core_closes) {
+                (Verdict::JavaSendsOnTimedOutConnection, k)
+            } else if bump_waits_for_possibly_written(p, k, je, &cp, &cat) {
+                (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
+            } else {
+                (
+                    classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k)),
+                    k,
+                )
+            };
+            // The next batch each side sends from the first difference on: one of them
+            // is that difference (the other side may send its own later).
+            let next_sent = |evs: &'_ [PartitionEvent]| {
+                evs.get(k..)
+                    .unwrap_or_default()
+                    .iter()
+                    .find_map(|e| match e {
+                        PartitionEvent::Sent { node, stamp } => Some((*node, stamp.clone())),
+                        _ => None,
+                    })
+            };
+            let sends_first = matches!(je.get(k), Some(PartitionEvent::Sent { .. }))
+                || matches!(ce.get(k), Some(PartitionEvent::Sent { .. }));
+            if let (Verdict::Unexplained, true, Some((jn, j)), Some((cn, c))) =
+                (v, sends_first, next_sent(je), next_sent(ce))
             {
-                if jn == cn && j.seq == c.seq && j.count == c.count && j.identity() != c.identity()
-                {
+                // Only the identity differs, or one side restarts at sequence 0 under a
+                // new identity where the other continues its identity's numbering.
+                let continues =
+                    |a: &Stamp, b: &Stamp| a.seq == 0 && b.seq == next_seq(&je[..k], b.identity());
+                let numbering = j.seq == c.seq || continues(&j, &c) || continues(&c, &j);
+                // Java's batch, sent later than the core's, may have kept filling.
+                let java_later = !matches!(je.get(k), Some(PartitionEvent::Sent { .. }));
+                let records = j.count == c.count || (java_later && j.count > c.count);
+                if jn == cn && numbering && records && j.identity() != c.identity() {
                     identity_only.push(p);
                 }
             }
-            let when = |at: &BTreeMap<i32, Vec<usize>>| {
-                at.get(&p)
-                    .and_then(|a| a.get(k))
-                    .copied()
-                    .unwrap_or(usize::MAX)
-            };
-            partitions.push((p, v, k, when(&jat).min(when(&cat))));
+            partitions.push((p, v, k, when(&jat, k).min(when(&cat, k))));
         }
+    }
+    if !partitions.is_empty() {
+        partitions.append(&mut timing_only);
     }
     // The earliest difference classifies the trace. Answers are scripted per broker
     // (its oldest request), so once one partition's batches are grouped into requests
@@ -412,8 +529,10 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     // request slot on the connection, room in the request), so it ranks first.
     partitions.sort_by_key(|&(_, v, _, when)| (when, v == Verdict::Unexplained));
     // A partition whose first difference is only the identity its next batch is stamped
-    // with (same sequence, same records, same broker, another producer id or epoch), and
-    // whose own history does not explain it, follows a producer-wide decision to bump or not, taken on another partition:
+    // with (same records, same broker, another producer id or epoch, and the same
+    // sequence, or sequence 0 of the new identity on one side where the other continues
+    // its identity's numbering), and whose own history does not explain it, follows a
+    // producer-wide decision to bump or not, taken on another partition:
     // Java's epoch is one for the whole producer. That partition's difference is a
     // consequence and the trace's verdict is the first other partition's; with no other
     // diverging partition to explain it, it stays unexplained.

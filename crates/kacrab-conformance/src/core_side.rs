@@ -75,6 +75,9 @@ struct Harness {
     extra: CoreExtra,
     init_count: i64,
     step_lines: Vec<(i32, String)>,
+    /// Steps so far, counted as the Java harness counts them (one per `flush_step`), so
+    /// the two sides' events within one millisecond can be ordered.
+    step: u64,
     out: Vec<String>,
 }
 
@@ -122,6 +125,7 @@ impl Harness {
             extra: CoreExtra::default(),
             init_count: 0,
             step_lines: Vec::new(),
+            step: 0,
             out: Vec::new(),
         }
     }
@@ -202,9 +206,11 @@ impl Harness {
                 self.step_lines.push((
                     r.node.0,
                     format!(
-                        r#"{{"ev":"produce","node":{},"batches":"{}"}}"#,
+                        r#"{{"ev":"produce","node":{},"batches":"{}","t":{},"s":{}}}"#,
                         r.node.0,
-                        joined.join(",")
+                        joined.join(","),
+                        self.now_ms,
+                        self.step
                     ),
                 ));
                 self.outstanding
@@ -248,8 +254,19 @@ impl Harness {
                 }
             }
             Request::CloseConnection { node } => {
-                // The core already failed every request on the connection.
+                // The core already failed every request on the connection (a request
+                // timed out): written like Java's close in `NetworkClient.
+                // handleTimedOutRequests`, so the projection sees the broken connection.
                 if let Some(q) = self.outstanding.get_mut(&node.0) {
+                    if !q.is_empty() {
+                        self.step_lines.push((
+                            node.0,
+                            format!(
+                                r#"{{"ev":"disconnected","node":{},"why":"timeout","s":{}}}"#,
+                                node.0, self.step
+                            ),
+                        ));
+                    }
                     q.clear();
                 }
             }
@@ -308,6 +325,7 @@ impl Harness {
         self.step_lines.sort_by_key(|(node, _)| *node);
         self.out
             .extend(self.step_lines.drain(..).map(|(_, line)| line));
+        self.step += 1;
     }
 
     fn answer(&mut self, node: i32, error: &str, special: Option<(i32, &str)>, log_start: i64) {

@@ -4,6 +4,7 @@
 //! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean|--mixed] [--shrink] [--save FILE] [--strict] [--find CLASS]
 //! kacrab-conformance replay FILE      # a trace file through both sides, outputs side by side
 //! kacrab-conformance core FILE        # a trace file through the core only
+//! kacrab-conformance shrink FILE [--find CLASS]  # each trace shrunk, keeping its verdict
 //! ```
 //! The Java classpath comes from `KACRAB_CONFORMANCE_CP`, or `conformance/java/build.sh`.
 
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         Some("check") => check(&args),
         Some("replay") => replay(&args, true),
         Some("core") => replay(&args, false),
+        Some("shrink") => shrink_file(&args),
         _ => Err("usage: kacrab-conformance check|replay FILE|core FILE".to_string()),
     };
     match result {
@@ -69,6 +71,16 @@ fn replay(args: &[String], with_java: bool) -> Result<bool, String> {
         let cmp = compare(t, &j, &c, &extra);
         all_same &= cmp.verdict == Verdict::Same || !with_java;
         println!("== verdict: {:?} {:?}", cmp.verdict, cmp.partitions);
+        // Java's reports of where its drain stopped are listed apart, once each, so the
+        // two outputs stay aligned.
+        let (stops, j): (Vec<String>, Vec<String>) = j
+            .into_iter()
+            .partition(|l| l.contains(r#""ev":"drain_stop""#));
+        let mut stops = stops;
+        stops.dedup();
+        for s in &stops {
+            println!("~ java {s}");
+        }
         for i in 0..j.len().max(c.len()) {
             let jl = j.get(i).map_or("", String::as_str);
             let cl = c.get(i).map_or("", String::as_str);
@@ -81,6 +93,41 @@ fn replay(args: &[String], with_java: bool) -> Result<bool, String> {
         }
     }
     Ok(all_same)
+}
+
+/// Shrinks every trace of a file that has the wanted verdict (`--find CLASS`, default
+/// `Unexplained`) and prints the shrunk traces.
+fn shrink_file(args: &[String]) -> Result<bool, String> {
+    let path = args.get(1).ok_or("shrink needs a trace file")?;
+    let wanted = args
+        .iter()
+        .position(|a| a == "--find")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| "Unexplained".to_string());
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let traces = Trace::parse_many(&text)?;
+    let cp = classpath()?;
+    let mut verdict_of = |ts: &[Trace]| -> Vec<bool> {
+        match java::run(&cp, ts) {
+            Ok(outs) => ts
+                .iter()
+                .zip(outs)
+                .map(|(t, j)| {
+                    let (c, extra) = core_side::run(t);
+                    format!("{:?}", compare(t, &j, &c, &extra).verdict) == wanted
+                })
+                .collect(),
+            Err(_) => vec![false; ts.len()],
+        }
+    };
+    let keep = verdict_of(&traces);
+    for (t, k) in traces.iter().zip(keep) {
+        if k {
+            print!("{}", shrink::shrink(t, &mut verdict_of).to_jsonl());
+        }
+    }
+    Ok(true)
 }
 
 fn check(args: &[String]) -> Result<bool, String> {

@@ -17,7 +17,7 @@ const TRIVIAL: &str = r#"{"op":"config","partitions":1,"nodes":1}
 "#;
 
 const TRIVIAL_JAVA: &str = r#"{"ev":"init","pid":-1,"epoch":-1}
-{"ev":"produce","node":0,"batches":"0:1000:0:0:1"}
+{"ev":"produce","node":0,"batches":"0:1000:0:0:1","t":0,"s":1}
 {"ev":"answered","node":0,"batches":"0:1000:0:0:1=NONE"}
 {"ev":"outcome","rec":0,"result":"ok:0"}"#;
 
@@ -83,4 +83,94 @@ fn java_pipelining_before_the_first_ack_is_the_first_batch_gate() {
         compare(trace, &java, &core, &extra).verdict,
         Verdict::FirstBatchGate
     );
+}
+
+/// A shrunk trace of `conformance/traces` and the Java side's output for it, recorded
+/// with `conformance/java` (Kafka 4.3.1).
+fn recorded(name: &str) -> (Trace, Vec<String>) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../conformance/traces/");
+    let text = std::fs::read_to_string(format!("{dir}{name}.jsonl")).unwrap();
+    let java = std::fs::read_to_string(format!("{dir}{name}.java.jsonl")).unwrap();
+    (Trace::parse_many(&text).unwrap().remove(0), lines(&java))
+}
+
+fn verdict(trace: &Trace, java: &[String]) -> Verdict {
+    let (core, extra) = core_side::run(trace);
+    compare(trace, java, &core, &extra).verdict
+}
+
+fn without_drain_stops(java: &[String]) -> Vec<String> {
+    java.iter()
+        .filter(|l| !l.contains(r#""ev":"drain_stop""#))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_core_sending_a_batch_java_held_behind_a_stopped_drain_is_that_quirk() {
+    // Partition 0 has a retry queued behind its first in-flight batch, so Java's drain of
+    // node 0 stops there and partition 2's new batch waits; the core sends it.
+    let (trace, java) = recorded("java_drain_stop");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaDrainStopsAtWaitingPartition
+    );
+    // Without Java's own report of the stop nothing explains the difference.
+    assert_eq!(
+        verdict(&trace, &without_drain_stops(&java)),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn an_earlier_send_of_the_same_batch_explains_the_answers_others_got() {
+    // After a bump Java's drain stops at a partition with a stale batch in flight, so it
+    // sends partition 0's batch a step later than the core: both histories of partition 0
+    // are the same, but the scripted answer reaches another batch.
+    let (trace, java) = recorded("java_drain_stop_same_history");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaDrainStopsAtWaitingPartition
+    );
+    assert_eq!(
+        verdict(&trace, &without_drain_stops(&java)),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn java_losing_a_request_sent_on_a_connection_closed_in_that_step_is_that_quirk() {
+    let (trace, java) = recorded("java_send_on_timed_out_connection");
+    // The request put on the connection in the step its older request timed out.
+    assert!(java.contains(
+        &r#"{"ev":"produce","node":0,"batches":"0:1000:1:0:1","t":3150,"s":65}"#.to_string()
+    ));
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaSendsOnTimedOutConnection
+    );
+    // Closed a step later than it was sent, it would be another story.
+    let later: Vec<String> = java
+        .iter()
+        .map(|l| l.replace(r#""why":"timeout","s":65"#, r#""why":"timeout","s":66"#))
+        .collect();
+    assert_eq!(verdict(&trace, &later), Verdict::Unexplained);
+}
+
+#[test]
+fn another_partitions_new_batch_under_the_old_epoch_while_the_bump_waits_is_departure_2() {
+    // Partition 2's sequence 1 is answered OUT_OF_ORDER while sequence 2 is on the wire:
+    // Java bumps at once and stamps partition 0's new batch with epoch 1; the core bumps
+    // once sequence 2 is answered and stamps it with epoch 0 meanwhile.
+    let (trace, java) = recorded("bump_waits_for_possibly_written");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // An identity the core never moves to is not that departure.
+    let elsewhere: Vec<String> = java
+        .iter()
+        .map(|l| l.replace("0:1000:1:0:1", "0:1000:7:0:1"))
+        .collect();
+    assert_eq!(verdict(&trace, &elsewhere), Verdict::Unexplained);
 }

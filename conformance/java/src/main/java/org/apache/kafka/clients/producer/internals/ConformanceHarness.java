@@ -13,9 +13,11 @@ package org.apache.kafka.clients.producer.internals;
 
 import org.apache.kafka.clients.ApiVersions;
 import org.apache.kafka.clients.ClientRequest;
+import org.apache.kafka.clients.MetadataSnapshot;
 import org.apache.kafka.clients.MockClient;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.internals.ClusterResourceListeners;
@@ -43,11 +45,15 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.function.Consumer;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -56,6 +62,8 @@ public final class ConformanceHarness {
     static final String TOPIC = "t";
     /** Time advances in steps of at most this many ms, on both sides alike. */
     static final long STEP_MS = 50;
+    /** MockTime's start (ms); times written are relative to it, as the core's start at 0. */
+    static final long T0 = 1_000_000;
 
     /**
      * MockClient does not enforce max.in.flight.requests.per.connection (NetworkClient's
@@ -63,6 +71,10 @@ public final class ConformanceHarness {
      */
     static final class LimitedClient extends MockClient {
         final int maxInFlight;
+        /** Told the node of a connection closed for a timed-out request. */
+        Consumer<String> onTimeoutClose = n -> { };
+        /** Told every request sent, as it is sent (before a close in the same poll drops it). */
+        Consumer<ClientRequest> onSend = r -> { };
 
         LimitedClient(MockTime time, ProducerMetadata metadata, int maxInFlight) {
             super(time, metadata);
@@ -80,18 +92,128 @@ public final class ConformanceHarness {
          * disconnecting, drops the next request unanswered; so expire them here first.
          */
         @Override
+        public void send(ClientRequest request, long now) {
+            super.send(request, now);
+            onSend.accept(request);
+        }
+
+        @Override
         public List<org.apache.kafka.clients.ClientResponse> poll(long timeoutMs, long now) {
             java.util.Set<String> expired = new java.util.TreeSet<>();
             for (ClientRequest r : requests()) {
                 if (now - r.createdTimeMs() >= r.requestTimeoutMs()) expired.add(r.destination());
             }
-            for (String node : expired) disconnect(node);
+            for (String node : expired) {
+                onTimeoutClose.accept(node);
+                disconnect(node);
+            }
             return super.poll(timeoutMs, now);
         }
 
         @Override
         public boolean ready(Node node, long now) {
             return super.ready(node, now) && inFlightRequestCount(node.idString()) < maxInFlight;
+        }
+    }
+
+    /**
+     * Kafka's RecordAccumulator, reporting where its drain of a node stops early.
+     * drainBatchesForOneNode leaves a node's loop (break) at the first partition for which
+     * shouldStopDrainBatchesForPartition holds, so the partitions after it in that node's
+     * drain order wait even when their head batch could go. Before each drain this replays
+     * the same loop read-only (same drain index, same private checks, by reflection) and
+     * writes, per node, the partitions whose head batch a stop left behind: muted, backing
+     * off or stopping partitions are not counted, only ones the loop would have drained.
+     */
+    static final class DrainWatch extends RecordAccumulator {
+        static final java.lang.reflect.Method IS_MUTED, SHOULD_BACKOFF, SHOULD_STOP;
+        static final java.lang.reflect.Field DRAIN_INDEX;
+        static {
+            try {
+                IS_MUTED = RecordAccumulator.class.getDeclaredMethod("isMuted", TopicPartition.class);
+                SHOULD_BACKOFF = RecordAccumulator.class.getDeclaredMethod("shouldBackoff",
+                    boolean.class, ProducerBatch.class, long.class);
+                SHOULD_STOP = RecordAccumulator.class.getDeclaredMethod("shouldStopDrainBatchesForPartition",
+                    ProducerBatch.class, TopicPartition.class);
+                DRAIN_INDEX = RecordAccumulator.class.getDeclaredField("nodesDrainIndex");
+                IS_MUTED.setAccessible(true);
+                SHOULD_BACKOFF.setAccessible(true);
+                SHOULD_STOP.setAccessible(true);
+                DRAIN_INDEX.setAccessible(true);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        final List<String> lines;
+        final java.util.function.LongSupplier step;
+
+        DrainWatch(LogContext log, int batchSize, int linger, int backoff, int deliveryTimeout,
+                   Metrics metrics, MockTime time, TransactionManager txn, BufferPool pool, List<String> lines,
+                   java.util.function.LongSupplier step) {
+            super(log, batchSize, Compression.NONE, linger, backoff, backoff, deliveryTimeout, metrics,
+                "producer-metrics", time, txn, pool);
+            this.lines = lines;
+            this.step = step;
+        }
+
+        @Override
+        public Map<Integer, List<ProducerBatch>> drain(MetadataSnapshot snapshot, Set<Node> nodes, int maxSize, long now) {
+            try {
+                for (Node node : nodes) watch(snapshot, node, maxSize, now);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+            return super.drain(snapshot, nodes, maxSize, now);
+        }
+
+        /** A partition's head batch the loop would take: present, not muted, not backing off. */
+        ProducerBatch head(MetadataSnapshot snapshot, TopicPartition tp, long now) throws ReflectiveOperationException {
+            if ((Boolean) IS_MUTED.invoke(this, tp)) return null;
+            Deque<ProducerBatch> deque = getDeque(tp);
+            if (deque == null) return null;
+            ProducerBatch first = deque.peekFirst();
+            if (first == null) return null;
+            OptionalInt leaderEpoch = snapshot.leaderEpochFor(tp);
+            first.maybeUpdateLeaderEpoch(leaderEpoch);
+            if ((Boolean) SHOULD_BACKOFF.invoke(this, first.hasLeaderChangedForTheOngoingRetry(), first,
+                first.waitedTimeMs(now))) return null;
+            return first;
+        }
+
+        void watch(MetadataSnapshot snapshot, Node node, int maxSize, long now) throws ReflectiveOperationException {
+            List<PartitionInfo> parts = snapshot.cluster().partitionsForNode(node.id());
+            if (parts.isEmpty()) return;
+            @SuppressWarnings("unchecked")
+            Map<String, Integer> index = (Map<String, Integer>) DRAIN_INDEX.get(this);
+            int start = index.getOrDefault(node.idString(), 0) % parts.size();
+            int size = 0;
+            boolean any = false;
+            int stoppedAt = -1;
+            List<Integer> left = new ArrayList<>();
+            for (int k = 0; k < parts.size(); k++) {
+                PartitionInfo part = parts.get((start + k) % parts.size());
+                TopicPartition tp = new TopicPartition(part.topic(), part.partition());
+                ProducerBatch first = head(snapshot, tp, now);
+                if (first == null) continue;
+                if (stoppedAt >= 0) {
+                    if (!(Boolean) SHOULD_STOP.invoke(this, first, tp)) left.add(tp.partition());
+                    continue;
+                }
+                if (size + first.estimatedSizeInBytes() > maxSize && any) return;
+                if ((Boolean) SHOULD_STOP.invoke(this, first, tp)) {
+                    stoppedAt = tp.partition();
+                    continue;
+                }
+                size += first.estimatedSizeInBytes();
+                any = true;
+            }
+            if (!left.isEmpty()) {
+                StringBuilder b = new StringBuilder();
+                for (int p : left) b.append(b.length() == 0 ? "" : ",").append(p);
+                lines.add("{\"ev\":\"drain_stop\",\"node\":" + node.id() + ",\"at\":" + stoppedAt
+                    + ",\"left\":\"" + b + "\",\"t\":" + (now - T0) + ",\"s\":" + step.getAsLong() + "}");
+            }
         }
     }
 
@@ -108,7 +230,7 @@ public final class ConformanceHarness {
     }
 
     final PrintStream out;
-    final MockTime time = new MockTime(0, 1_000_000, 0);
+    final MockTime time = new MockTime(0, T0, 0);
     final int partitions, nodes, maxInFlight;
     final int[] leader, leaderEpoch;
     final long[] logEnd;
@@ -121,6 +243,14 @@ public final class ConformanceHarness {
     final IdentityHashMap<ClientRequest, Boolean> seen = new IdentityHashMap<>();
     final List<String> stepLines = new ArrayList<>();
     int records = 0;
+    /**
+     * Steps so far (a step: one script operation, one 50 ms clock step, or one answer of
+     * the closing drain, each followed by flushStep); the core counts alike, so events
+     * within one millisecond are ordered too.
+     */
+    long step = 0;
+    /** Whether a Produce request was sent in the current pump round. */
+    boolean sentProduce = false;
     int initCount = 0;
 
     ConformanceHarness(Map<String, String> cfg, PrintStream out) {
@@ -147,10 +277,24 @@ public final class ConformanceHarness {
             new ClusterResourceListeners(), time);
         metadata.add(TOPIC, time.milliseconds());
         client = new LimitedClient(time, metadata, maxInFlight);
+        // A request timeout closes the connection (the step is written, to order it against
+        // sends of the same step).
+        client.onTimeoutClose = node -> stepLines.add("{\"ev\":\"disconnected\",\"node\":" + node
+            + ",\"why\":\"timeout\",\"s\":" + step + "}");
+        // A Produce request is written when it is sent: the Sender drains before
+        // NetworkClient.poll closes timed-out connections, so a request put on such a
+        // connection is dropped in the same runOnce, before pump looks at the queue.
+        client.onSend = r -> {
+            if (r.apiKey() == ApiKeys.PRODUCE && !seen.containsKey(r)) {
+                seen.put(r, Boolean.TRUE);
+                stepLines.add(describe(r));
+                sentProduce = true;
+            }
+        };
         client.updateMetadata(metadataResponse());
         BufferPool pool = new BufferPool(32L * 1024 * 1024, batchSize, metrics, time, "producer-metrics");
-        accumulator = new RecordAccumulator(log, batchSize, Compression.NONE, linger, backoff, backoff,
-            deliveryTimeout, metrics, "producer-metrics", time, txn, pool);
+        accumulator = new DrainWatch(log, batchSize, linger, backoff, deliveryTimeout, metrics, time, txn, pool,
+            stepLines, () -> step);
         sender = new Sender(log, client, metadata, accumulator, maxInFlight == 1, maxRequestSize,
             (short) -1, Integer.MAX_VALUE, new SenderMetricsRegistry(metrics), time, requestTimeout,
             backoff, txn);
@@ -195,8 +339,9 @@ public final class ConformanceHarness {
     /** Runs the Sender until it sends nothing new; answers InitProducerId at once. */
     void pump() {
         for (int round = 0; round < 10; round++) {
+            sentProduce = false;
             sender.runOnce();
-            boolean fresh = false;
+            boolean fresh = sentProduce;
             for (ClientRequest r : new ArrayList<>(client.requests())) {
                 if (seen.containsKey(r)) continue;
                 seen.put(r, Boolean.TRUE);
@@ -237,7 +382,7 @@ public final class ConformanceHarness {
             }
         }
         return "{\"ev\":\"produce\",\"node\":" + r.destination() + ",\"batches\":\""
-            + String.join(",", parts.values()) + "\"}";
+            + String.join(",", parts.values()) + "\",\"t\":" + (r.createdTimeMs() - T0) + ",\"s\":" + step + "}";
     }
 
     ClientRequest oldestProduce(int node) {
@@ -294,6 +439,7 @@ public final class ConformanceHarness {
         lines.sort((a, b) -> Integer.compare(nodeOf(a), nodeOf(b)));
         for (String l : lines) out.println(l);
         stepLines.clear();
+        step++;
     }
 
     static int nodeOf(String line) {

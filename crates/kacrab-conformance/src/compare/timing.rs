@@ -1,0 +1,294 @@
+//! Detectors for timing differences: when one side sends in another step than the
+//! other (Java's drain stopping at another partition, Java sending on a connection that
+//! closes in the same step, the core's bump waiting for possibly-written batches).
+//! `docs/design.md`, "Differential conformance against Java".
+
+use std::collections::BTreeMap;
+
+#[cfg(doc)]
+use super::Verdict;
+use super::{field, in_flight, possibly_written, PartitionEvent, Stamp};
+
+/// Java's report that its drain of `node` stopped early (`DrainWatch` in the Java
+/// harness): the partitions in `left` had a head batch the loop would have taken.
+#[derive(Clone, Debug)]
+pub(super) struct DrainStop {
+    /// When (the step).
+    t: i64,
+    /// The node drained.
+    node: i32,
+    /// The partitions left behind.
+    left: Vec<i32>,
+}
+
+/// Splits Java's `drain_stop` annotations off its output (the core writes none), so both
+/// sides' line indices stay comparable.
+pub(super) fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
+    let mut lines = Vec::with_capacity(java.len());
+    let mut stops = Vec::new();
+    for line in java {
+        if field(line, "ev") == Some("drain_stop") {
+            stops.push(DrainStop {
+                t: field(line, "s").and_then(|t| t.parse().ok()).unwrap_or(-1),
+                node: field(line, "node")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(-1),
+                left: field(line, "left")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|p| p.parse().ok())
+                    .collect(),
+            });
+        } else {
+            lines.push(line.clone());
+        }
+    }
+    (lines, stops)
+}
+
+/// Where (index in `p`'s history) the core sent a batch at a moment when Java's drain of
+/// that node stopped at another partition and left `p`'s head batch behind (a
+/// `drain_stop` of Java's in the very step of the core's send), if that is what `p`'s
+/// first difference, at `k` (its history's length if none), comes from. The send is
+/// either the earliest one of the shared history that the core made before Java (the
+/// same stamp, in a later step in Java: the answers then reach other batches), or
+/// the core's event `k` itself: a new batch with the next sequence of its identity, which
+/// Java sends later with at least as many records (its batch kept filling), under that
+/// identity and sequence or, after a bump meanwhile, as sequence 0 of its new identity
+/// (possibly in the same step, after an answer freed the partition).
+pub(super) fn java_drain_stopped(
+    p: i32,
+    k: usize,
+    (je, jt): (&[PartitionEvent], &[i64]),
+    (ce, ct): (&[PartitionEvent], &[i64]),
+    stops: &[DrainStop],
+) -> Option<usize> {
+    let stopped_at = |node: i32, t: i64| {
+        stops
+            .iter()
+            .any(|s| s.node == node && s.t == t && s.left.contains(&p))
+    };
+    for (i, e) in ce.iter().enumerate().take(k) {
+        if let PartitionEvent::Sent { node, .. } = e {
+            let (tc, tj) = (ct.get(i).copied(), jt.get(i).copied());
+            if tc != tj {
+                let ahead = tc < tj && tc.is_some_and(|t| stopped_at(*node, t));
+                return ahead.then_some(i);
+            }
+        }
+    }
+    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+        return None;
+    };
+    if matches!(je.get(k), Some(PartitionEvent::Sent { stamp, .. }) if stamp == c) {
+        return None;
+    }
+    let next_seq = je[..k]
+        .iter()
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => {
+                Some(stamp.seq + stamp.count)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if c.seq != next_seq {
+        return None;
+    }
+    let later = je[k..]
+        .iter()
+        .zip(jt.get(k..).unwrap_or_default())
+        .find_map(|(e, t)| match e {
+            PartitionEvent::Sent { stamp, .. } => Some((stamp, *t)),
+            _ => None,
+        });
+    let (j, tj) = later?;
+    let same_batch = if j.identity() == c.identity() {
+        j.seq == c.seq
+    } else {
+        j.seq == 0
+    };
+    let tc = ct.get(k).copied().unwrap_or(-1);
+    (same_batch && j.count >= c.count && tc <= tj && stopped_at(*node, tc)).then_some(k)
+}
+
+/// Whether `p`'s first difference, at `k`, is Java losing a request it put on a
+/// connection in the very step that connection was closed for an older request's
+/// timeout (see [`Verdict::JavaSendsOnTimedOutConnection`]); `core_closes` holds the
+/// core's closes for a timeout, as (node, step).
+pub(super) fn java_sent_on_timed_out_connection(
+    k: usize,
+    (je, jt): (&[PartitionEvent], &[i64]),
+    (ce, ct): (&[PartitionEvent], &[i64]),
+    core_closes: &[(i32, i64)],
+) -> bool {
+    // Java's send in the step of the close, on the connection about to close (while the
+    // core's first difference is that close itself, before it sent anything there).
+    if let (
+        Some(PartitionEvent::Sent { node, .. }),
+        Some(PartitionEvent::Disconnected { node: closed }),
+        Some(PartitionEvent::Disconnected { node: core_closed }),
+    ) = (je.get(k), je.get(k + 1), ce.get(k))
+    {
+        let step = jt.get(k).copied().unwrap_or(-1);
+        return step >= 0
+            && node == closed
+            && node == core_closed
+            && jt.get(k + 1) == Some(&step)
+            && ct.get(k) == Some(&step)
+            && core_closes.contains(&(*node, step));
+    }
+    let Some(PartitionEvent::Disconnected { node }) = je.get(k) else {
+        return false;
+    };
+    let Some(&step) = jt.get(k).filter(|s| **s >= 0) else {
+        return false;
+    };
+    if matches!(ce.get(k), Some(PartitionEvent::Disconnected { .. })) {
+        return false;
+    }
+    // The batches of the partition on that connection, and when each was sent.
+    let mut on_connection: Vec<(&Stamp, i64)> = Vec::new();
+    for (i, e) in je[..k].iter().enumerate() {
+        match e {
+            PartitionEvent::Sent { node: n, stamp } if n == node => {
+                on_connection.push((stamp, jt.get(i).copied().unwrap_or(-1)));
+            }
+            PartitionEvent::Answered { stamp, .. } => {
+                if let Some(x) = on_connection.iter().position(|(s, _)| *s == stamp) {
+                    on_connection.remove(x);
+                }
+            }
+            PartitionEvent::Disconnected { node: n } if n == node => on_connection.clear(),
+            _ => {}
+        }
+    }
+    !on_connection.is_empty()
+        && on_connection.iter().all(|(_, sent)| *sent == step)
+        && core_closes.contains(&(*node, step))
+}
+
+/// The stamps in `events` whose attempt may be in the log without an acknowledgement
+/// since: answered with a code after which the broker may have appended it, or on a
+/// connection that broke.
+pub(super) fn unsettled(events: &[PartitionEvent]) -> Vec<Stamp> {
+    let mut flying: Vec<(i32, Stamp)> = Vec::new();
+    let mut unknown: Vec<Stamp> = Vec::new();
+    for e in events {
+        match e {
+            PartitionEvent::Sent { node, stamp } => flying.push((*node, stamp.clone())),
+            PartitionEvent::Answered { stamp, error } => {
+                flying.retain(|(_, s)| s != stamp);
+                if error == "NONE" || error == "DUPLICATE_SEQUENCE_NUMBER" {
+                    unknown.retain(|s| s != stamp);
+                } else if possibly_written(error) && !unknown.contains(stamp) {
+                    unknown.push(stamp.clone());
+                }
+            }
+            PartitionEvent::Disconnected { node } => {
+                for (_, s) in flying.iter().filter(|(n, _)| n == node) {
+                    if !unknown.contains(s) {
+                        unknown.push(s.clone());
+                    }
+                }
+                flying.retain(|(n, _)| n != node);
+            }
+        }
+    }
+    unknown
+}
+
+/// Whether `p`'s first difference, at `k`, is the core stamping a new batch with the
+/// identity it used last, continuing that identity's numbering, while its bump waits
+/// for batches that may be in the log (see [`Verdict::BumpWaitsForPossiblyWrittenBatches`]).
+/// `core` is the core's whole projection and `core_at` its output lines.
+pub(super) fn bump_waits_for_possibly_written(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    core: &BTreeMap<i32, Vec<PartitionEvent>>,
+    core_at: &BTreeMap<i32, Vec<usize>>,
+) -> bool {
+    let empty = Vec::new();
+    let ce = core.get(&p).unwrap_or(&empty);
+    let Some(PartitionEvent::Sent { node: cn, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    // Java's next batch of the partition: the same node, at least the same records,
+    // sequence 0 of a newer identity (every partition restarts at 0 after a bump).
+    let Some((jn, j)) = je[k..].iter().find_map(|e| match e {
+        PartitionEvent::Sent { node, stamp } => Some((node, stamp)),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let newer = j.pid != c.pid || j.epoch > c.epoch;
+    if jn != cn || j.seq != 0 || j.count < c.count || !newer {
+        return false;
+    }
+    // The core's stamp continues its identity's numbering on this partition.
+    let next_seq = je[..k]
+        .iter()
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => {
+                Some(stamp.seq + stamp.count)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if c.seq != next_seq {
+        return false;
+    }
+    let Some(&line) = core_at.get(&p).and_then(|a| a.get(k)) else {
+        return false;
+    };
+    // Every core event with its line, to look before and after `line`.
+    let events = || {
+        core.iter().flat_map(|(q, evs)| {
+            evs.iter().enumerate().map(move |(i, e)| {
+                let at = core_at.get(q).and_then(|a| a.get(i)).copied();
+                (*q, e, at.unwrap_or(usize::MAX))
+            })
+        })
+    };
+    let stamped = |e: &PartitionEvent| match e {
+        PartitionEvent::Sent { stamp, .. } => Some(stamp.identity()),
+        _ => None,
+    };
+    // The core's last identity before `line` is `c`'s, and it later uses Java's.
+    let last_before = events()
+        .filter(|(_, e, at)| *at < line && stamped(e).is_some())
+        .max_by_key(|(_, _, at)| *at)
+        .and_then(|(_, e, _)| stamped(e));
+    if last_before.is_some_and(|i| i != c.identity()) {
+        return false;
+    }
+    if !events().any(|(_, e, at)| at > line && stamped(e) == Some(j.identity())) {
+        return false;
+    }
+    // When the core stamped `c`: another partition with an error answer under the old
+    // identity (what asks for the bump), and some partition, this one included, with a
+    // batch of the old identity on the wire or answered with a code after which it may
+    // be in the log, not acknowledged since (what the bump waits for).
+    let old = |s: &Stamp| s.identity() == c.identity();
+    let before = |q: &i32, evs: &'_ Vec<PartitionEvent>| -> Vec<PartitionEvent> {
+        let n = core_at
+            .get(q)
+            .map_or(0, |a| a.iter().take_while(|at| **at < line).count());
+        evs[..n.min(evs.len())].to_vec()
+    };
+    let asked = core.iter().any(|(q, evs)| {
+        *q != p
+            && before(q, evs).iter().any(|e| {
+                matches!(e, PartitionEvent::Answered { stamp, error }
+                    if old(stamp) && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
+            })
+    });
+    let waits = core.iter().any(|(q, evs)| {
+        let before = before(q, evs);
+        in_flight(&before).iter().any(|(_, s)| old(s)) || unsettled(&before).iter().any(old)
+    });
+    asked && waits
+}
