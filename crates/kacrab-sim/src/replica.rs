@@ -27,7 +27,7 @@
 //!   although it is in the log.
 
 use crate::broker::{BatchMetadata, PartitionState, ProducerStates};
-use crate::log::LogEntry;
+use crate::log::{LogEntry, LoggedBatch};
 
 /// Where one replica's producer-state snapshots are, counted in log entries: one at
 /// every segment roll (every `roll_every` entries, if the replica rolls) and one at the
@@ -79,6 +79,15 @@ impl Snapshots {
     }
 }
 
+/// A logged batch's max timestamp (CreateTime: the producer's clock), the one its
+/// producer's state records.
+fn max_timestamp_ms(b: &LoggedBatch) -> u64 {
+    crate::batch::decode_header(&b.raw)
+        .ok()
+        .and_then(|h| u64::try_from(h.max_timestamp).ok())
+        .unwrap_or(b.append_time_ms)
+}
+
 /// Replays `entries` into `states` as a follower or a log reload does.
 fn replay<'a>(states: &mut ProducerStates, entries: impl IntoIterator<Item = &'a LogEntry>) {
     for entry in entries {
@@ -92,7 +101,9 @@ fn replay<'a>(states: &mut ProducerStates, entries: impl IntoIterator<Item = &'a
                         last_seq: b.last_sequence,
                         first_offset: b.base_offset,
                         last_offset: b.last_offset,
-                        timestamp_ms: b.append_time_ms,
+                        // The batch's max timestamp, as the leader recorded it
+                        // (`appendDataBatch` gets `batch.maxTimestamp()` for every origin).
+                        timestamp_ms: max_timestamp_ms(b),
                     },
                 );
                 if b.transactional && e.current_txn_first_offset().is_none() {

@@ -243,3 +243,23 @@ fn a_throttled_answer_mutes_the_connection_for_the_throttle_time() {
         "read once the throttle is over"
     );
 }
+
+/// A replica that builds producer state from the log (a follower's fetch, a reload)
+/// records a batch's max timestamp as its producer's last timestamp, as the leader
+/// does (`ProducerAppendInfo.appendDataBatch` gets `batch.maxTimestamp()` whatever the
+/// origin), so expiry (`ProducerStateManager.isProducerExpired`) measures idleness the
+/// same on every replica. The model's replay used the leader's append time, later than
+/// a CreateTime timestamp by up to the batch's delivery timeout: followers and reloaded
+/// replicas kept an idle producer longer than Kafka.
+#[test]
+fn a_follower_expires_a_producer_by_the_batch_timestamp_like_its_leader() {
+    let mut leader = PartitionState::new();
+    let mut b = tbatch(PID, 0, 0, 1, false);
+    b.timestamp = 1_000;
+    leader.append(&encode(&b), 20_000).unwrap();
+    let mut follower = PartitionState::new();
+    follower.fetch_from(&leader, 20_000, EXP);
+    assert_eq!(entry(&leader).last_timestamp_ms(), 1_000);
+    assert_eq!(entry(&follower).last_timestamp_ms(), 1_000);
+    assert_eq!(follower.expire_producers(1_000 + EXP, EXP), [PID]);
+}
