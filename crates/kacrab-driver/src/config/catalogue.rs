@@ -30,21 +30,12 @@ pub(crate) enum Answer {
     },
 }
 
-const NOT_YET: &str = "not yet implemented";
-
 /// The keys owned by a session config module: the module's `set` claims them before
 /// the catalogue is asked (see `SessionConfigBuilder::set`).
 const SECURITY_MODULE: Answer = Answer::Module("config/security.rs"); // security.*, ssl.*
 const SASL_MODULE: Answer = Answer::Module("config/sasl.rs"); // sasl.*
 const COMPRESSION_MODULE: Answer = Answer::Module("config/compression.rs"); // compression.*
 const METRICS_MODULE: Answer = Answer::Module("config/metrics.rs"); // metrics.*
-
-const fn refused(reason: &'static str) -> Answer {
-    Answer::NotSupported {
-        reason,
-        unless: None,
-    }
-}
 
 const fn refused_unless(reason: &'static str, value: &'static str) -> Answer {
     Answer::NotSupported {
@@ -117,7 +108,7 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
         ),
     ),
     ("partitioner.ignore.keys", Answer::Implemented),
-    ("receive.buffer.bytes", refused(NOT_YET)),
+    ("receive.buffer.bytes", Answer::Implemented),
     ("reconnect.backoff.max.ms", Answer::Implemented),
     ("reconnect.backoff.ms", Answer::Implemented),
     ("request.timeout.ms", Answer::Implemented),
@@ -126,8 +117,8 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("retry.backoff.ms", Answer::Implemented),
     ("security.protocol", security_or("PLAINTEXT")),
     ("security.providers", SECURITY_MODULE),
-    ("send.buffer.bytes", refused(NOT_YET)),
-    ("socket.connection.setup.timeout.max.ms", refused(NOT_YET)),
+    ("send.buffer.bytes", Answer::Implemented),
+    ("socket.connection.setup.timeout.max.ms", Answer::Implemented),
     ("socket.connection.setup.timeout.ms", Answer::Implemented),
     ("transaction.timeout.ms", Answer::Implemented),
     ("transactional.id", Answer::Implemented),

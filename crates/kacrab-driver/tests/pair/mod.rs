@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kacrab_driver::{
-    CloseReason, Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, RecordMetadata,
+    CloseReason, Completion, ConnId, ConnectOptions, OpId, Output, ProduceError, ProducerRecord, RecordMetadata,
     SendId, Session, SessionConfig,
 };
 use kacrab_idempotence::ticket::{Ticket, TicketSequencer};
@@ -159,6 +159,8 @@ pub struct Pair {
     pub completions: Vec<(Timestamp, Completion)>,
     /// Every `Output::Connect`: when, which, where.
     pub connects: Vec<(Timestamp, ConnId, String)>,
+    /// The session's `connect_options` for each of `connects`, read when it was asked.
+    pub connect_options: Vec<ConnectOptions>,
     /// Every `Output::Close`.
     pub closes: Vec<(Timestamp, ConnId, CloseReason)>,
     /// Connections the harness reset (or refused), with when.
@@ -213,6 +215,7 @@ impl Pair {
             parked: VecDeque::new(),
             completions: Vec::new(),
             connects: Vec::new(),
+            connect_options: Vec::new(),
             closes: Vec::new(),
             resets: Vec::new(),
             undecodable: Vec::new(),
@@ -459,6 +462,9 @@ impl Pair {
                     default
                 };
                 let policy = self.connect.get(&addr).copied().unwrap_or(default);
+                let options = self.session.connect_options(conn);
+                assert!(options.is_some(), "{conn:?} asked for yet unknown");
+                self.connect_options.push(options.unwrap_or_else(|| unreachable!()));
                 self.connects.push((now, conn, addr.clone()));
                 self.links.insert(
                     conn,
