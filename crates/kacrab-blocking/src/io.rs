@@ -400,7 +400,8 @@ impl Io {
     fn execute(&mut self, out: Output, now: Timestamp) {
         match out {
             Output::Connect { conn, addr } => {
-                if !self.net.connect(conn, addr) {
+                let options = self.session.connect_options(conn);
+                if !self.net.connect(conn, addr, options) {
                     self.local.connect_failures += 1;
                     self.session.handle_connect_failed(conn, now);
                 }

@@ -11,3 +11,32 @@ kacrab_testkit::fake_broker_tests!(support::factory; out_of_order_sequence_all_a
 
 // Transactions, version 1 and 2: commit, abort, fencing, read_committed.
 kacrab_testkit::fake_broker_txn_tests!(support::factory);
+
+/// `send.buffer.bytes` and `receive.buffer.bytes` reach the sockets the blocking
+/// producer opens (set before connecting, as Java's `Selector` does). Linux reports
+/// twice the value set (`socket(7)`); the defaults it would otherwise report differ.
+#[cfg(target_os = "linux")]
+#[test]
+fn socket_buffers_are_set_on_every_connection() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("buffers", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let peer: std::net::SocketAddr = bootstrap.parse().expect("an ip:port");
+    let p = kacrab_blocking::Producer::from_properties(&[
+        ("bootstrap.servers", &bootstrap),
+        ("send.buffer.bytes", "50000"),
+        ("receive.buffer.bytes", "40000"),
+    ])
+    .expect("producer");
+    p.send(kacrab_blocking::ProducerRecord::new("buffers", 0, "v"))
+        .expect("queued")
+        .wait()
+        .expect("acknowledged");
+    let buffers = kacrab_testkit::sockets::buffers_of_sockets_connected_to(peer);
+    assert!(!buffers.is_empty(), "no connection to {peer}");
+    for (send, receive) in buffers {
+        assert!(send >= 50_000 && receive >= 40_000, "{send} {receive}");
+        assert_eq!((send, receive), (100_000, 80_000), "Linux doubles the value set");
+    }
+    p.close().expect("closed");
+}

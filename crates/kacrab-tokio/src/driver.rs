@@ -337,6 +337,7 @@ impl Driver {
                 let task = ConnTask {
                     conn,
                     addr,
+                    options: self.session.connect_options(conn),
                     transport: self.transport.clone(),
                     events: self.conn_events.clone(),
                     sequencer: Arc::clone(&self.sequencer),

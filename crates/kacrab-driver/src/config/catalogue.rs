@@ -54,12 +54,15 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("batch.size", Answer::Implemented),
     ("bootstrap.servers", Answer::Implemented),
     ("buffer.memory", Answer::Implemented),
-    // The drivers connect with `std::net::TcpStream::connect` / tokio's, which try
-    // every resolved address in turn: Kafka's default, `use_all_dns_ips`.
+    // Kafka's default, `use_all_dns_ips`, is what kacrab does: each attempt to a host
+    // dials its next resolved address (`ConnectOptions::address_index`, as Java's
+    // `ClusterConnectionStates.connecting` moving to the next address).
     (
         "client.dns.lookup",
         refused_unless(
-            "only use_all_dns_ips (every resolved address is tried in turn)",
+            "resolve_canonical_bootstrap_servers_only needs a reverse DNS lookup (Java's \
+             InetAddress.getCanonicalHostName), which Rust's standard resolver cannot do; \
+             only use_all_dns_ips (each attempt dials the host's next resolved address)",
             "use_all_dns_ips",
         ),
     ),
