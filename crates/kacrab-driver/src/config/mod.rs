@@ -338,6 +338,29 @@ impl SessionConfigBuilder {
     /// `key.serializer` and `value.serializer` are accepted and ignored, with a
     /// [`SessionConfig::notes`] entry.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
+        let Err(refusal) = self.set_answered(key, value) else {
+            return Ok(self);
+        };
+        // Kafka's default of a key kacrab does not act on: a Java file that writes it
+        // out loads (see `catalogue::KAFKA_DEFAULTS`).
+        let refused = matches!(
+            refusal,
+            SessionConfigError::NotSupported { .. }
+                | SessionConfigError::Unsupported { .. }
+                | SessionConfigError::Sasl(_)
+        );
+        match catalogue::kafka_default(key, value) {
+            Some((key, note)) if refused => {
+                self.notes.retain(|n| n.key != key);
+                self.notes.push(ConfigNote { key, note });
+                Ok(self)
+            }
+            _ => Err(refusal),
+        }
+    }
+
+    /// `set`, without the acceptance of Kafka's defaults.
+    fn set_answered(&mut self, key: &str, value: &str) -> Result<(), SessionConfigError> {
         match key {
             BOOTSTRAP_SERVERS => self.bootstrap = parse_bootstrap(value)?,
             CLIENT_ID => {
@@ -365,7 +388,7 @@ impl SessionConfigBuilder {
             _ if self.sasl.set(key, value)? => {}
             _ => self.set_catalogued(key, value)?,
         }
-        Ok(self)
+        Ok(())
     }
 
     /// A key no session module took: the core's, or answered by the catalogue of
