@@ -231,7 +231,8 @@ impl Io {
             IoThread::Died
         };
         // No send passes the gate from here on.
-        self.gate.stop(thread);
+        let failure = self.session.connection_failure().cloned();
+        self.gate.stop(thread, failure);
         if thread == IoThread::Stopped {
             // The finished session still answers commands (sends fail with `Closed`).
             while let Ok(msg) = self.rx.try_recv() {

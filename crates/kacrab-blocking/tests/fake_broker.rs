@@ -40,3 +40,54 @@ fn socket_buffers_are_set_on_every_connection() {
     }
     p.close().expect("closed");
 }
+
+/// A final connection failure (TLS offered to a listener that closes on the
+/// ClientHello, as Kafka's plaintext listener does) ends the producer; a send after it
+/// is refused with that cause, not only "closed".
+#[test]
+fn a_send_after_a_final_connection_failure_carries_its_cause() {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let addr = listener.local_addr().expect("address").to_string();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut hello = [0u8; 64];
+            let _ = stream.read(&mut hello);
+        }
+    });
+    let ca = include_str!("../../kacrab-driver/tests/fixtures/tls/ca.pem");
+    let p = kacrab_blocking::Producer::from_properties(&[
+        ("bootstrap.servers", &addr),
+        ("security.protocol", "SSL"),
+        ("ssl.truststore.type", "PEM"),
+        ("ssl.truststore.certificates", ca),
+    ])
+    .expect("producer");
+    let first = p
+        .send(kacrab_blocking::ProducerRecord::new("t", 0, "a"))
+        .expect("queued")
+        .wait();
+    let Err(kacrab_blocking::ProduceError::Connection { error, .. }) = first else {
+        panic!("the record failed with the connection's cause: {first:?}");
+    };
+    // The I/O thread ends once the session finished; then the gate refuses.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match p.send(kacrab_blocking::ProducerRecord::new("t", 0, "b")) {
+            Err(kacrab_blocking::SendError::Connection(cause)) => {
+                assert_eq!(cause, error);
+                break;
+            }
+            Err(other) => panic!("refused without the cause: {other}"),
+            Ok(delivery) => match delivery.wait() {
+                Err(kacrab_blocking::ProduceError::Connection {
+                    error: cause,
+                    possibly_written: false,
+                }) => assert_eq!(cause, error),
+                other => panic!("refused without the cause: {other:?}"),
+            },
+        }
+        assert!(std::time::Instant::now() < deadline, "the I/O thread never stopped");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

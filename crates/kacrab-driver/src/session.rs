@@ -146,7 +146,10 @@ impl Session {
             router: &mut self.router,
             lifecycle: &mut self.lifecycle,
         };
-        let id = self.app.send(&mut self.core, record, &mut resolve, now);
+        let failure = self.net.security_failure();
+        let id = self
+            .app
+            .send(&mut self.core, record, &mut resolve, failure, now);
         self.progress(now);
         id
     }

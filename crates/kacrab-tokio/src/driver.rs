@@ -127,7 +127,7 @@ impl Drop for Driver {
     /// However the task ends (finished, cancelled with its runtime, panicked), senders
     /// waiting for the channel's room stop waiting.
     fn drop(&mut self) {
-        self.gate.stop();
+        self.gate.stop(self.session.connection_failure().cloned());
     }
 }
 

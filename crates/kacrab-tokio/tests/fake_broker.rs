@@ -180,3 +180,61 @@ fn socket_buffers_are_set_on_every_connection() {
         p.close().await;
     });
 }
+
+/// A final connection failure (TLS offered to a listener that closes on the
+/// ClientHello, as Kafka's plaintext listener does) ends the producer; a send after it
+/// is refused with that cause, not only "closed" (Java's `KafkaProducer.send` rethrows
+/// the AuthenticationException).
+#[test]
+fn a_send_after_a_final_connection_failure_carries_its_cause() {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let addr = listener.local_addr().expect("address").to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut hello = [0u8; 64];
+            let _ = stream.read(&mut hello);
+        }
+    });
+    let ca = include_str!("../../kacrab-driver/tests/fixtures/tls/ca.pem");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let p = kacrab_tokio::Producer::from_properties(&[
+            ("bootstrap.servers", &addr),
+            ("security.protocol", "SSL"),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.certificates", ca),
+        ])
+        .expect("producer");
+        let first = p
+            .send(kacrab_tokio::ProducerRecord::new("t", 0, "a"))
+            .await
+            .expect("queued")
+            .await;
+        let Err(kacrab_tokio::ProduceError::Connection { error, .. }) = first else {
+            panic!("the record failed with the connection's cause: {first:?}");
+        };
+        let later = p
+            .send(kacrab_tokio::ProducerRecord::new("t", 0, "b"))
+            .await;
+        match later {
+            Err(kacrab_tokio::ProduceError::Connection {
+                error: cause,
+                possibly_written: false,
+            }) => assert_eq!(cause, error),
+            Err(other) => panic!("refused without the cause: {other}"),
+            Ok(delivery) => match delivery.await {
+                Err(kacrab_tokio::ProduceError::Connection {
+                    error: cause,
+                    possibly_written: false,
+                }) => assert_eq!(cause, error),
+                other => panic!("refused without the cause: {other:?}"),
+            },
+        }
+    });
+}
