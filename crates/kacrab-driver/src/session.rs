@@ -414,9 +414,11 @@ impl Session {
         self.core.transaction_state()
     }
 
-    /// The oldest send still waiting for room in `buffer.memory` (see
-    /// [`Session::send`]), if any. Every send before it entered the producer or has its
-    /// outcome; it and every later send wait, in order, for up to `max.block.ms`. A driver
+    /// The oldest send still waiting in the session's backlog, if any: for room in
+    /// `buffer.memory`, or for its topic's metadata (a topic not yet known, or known
+    /// with too few partitions for the record's; see [`Session::send`]). Every send
+    /// before it entered the producer or has its outcome; it and every later send wait,
+    /// in order, for up to `max.block.ms`. A driver
     /// whose `send` blocks the calling thread, as Java's does, holds a caller until its
     /// send is older than this.
     #[must_use]

@@ -307,6 +307,21 @@ impl Pair {
         self.cluster.brokers.get_mut(&node).expect("node").alive = true;
     }
 
+    /// Sends `value` to `topic`/`partition`, runs until every send has its outcome (at
+    /// most 10 s of virtual time) and returns this one's (panics if it has none).
+    pub fn send_settled(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        value: &str,
+    ) -> Result<RecordMetadata, ProduceError> {
+        let id = self.send(topic, partition, value);
+        self.settle(Duration::from_secs(10));
+        self.outcome(id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id:?} has no outcome"))
+    }
+
     // ------------------------------------------------------------------ queries
 
     /// The outcome of a send, if it has one.
