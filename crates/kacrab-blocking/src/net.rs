@@ -228,9 +228,16 @@ fn open(addr: &str, options: Option<ConnectOptions>) -> std::io::Result<TcpStrea
         None => (resolved.first(), None, None),
     };
     let target = *target.ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "resolved to no address")
+        std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            "resolved to no address",
+        )
     })?;
-    let socket = Socket::new(Domain::for_address(target), Type::STREAM, Some(Protocol::TCP))?;
+    let socket = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
     if let Some(n) = send {
         socket.set_send_buffer_size(n)?;
     }

@@ -36,7 +36,11 @@ fn socket_buffers_are_set_on_every_connection() {
     assert!(!buffers.is_empty(), "no connection to {peer}");
     for (send, receive) in buffers {
         assert!(send >= 50_000 && receive >= 40_000, "{send} {receive}");
-        assert_eq!((send, receive), (100_000, 80_000), "Linux doubles the value set");
+        assert_eq!(
+            (send, receive),
+            (100_000, 80_000),
+            "Linux doubles the value set"
+        );
     }
     p.close().expect("closed");
 }
@@ -87,7 +91,10 @@ fn a_send_after_a_final_connection_failure_carries_its_cause() {
                 other => panic!("refused without the cause: {other:?}"),
             },
         }
-        assert!(std::time::Instant::now() < deadline, "the I/O thread never stopped");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the I/O thread never stopped"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -79,11 +79,18 @@ fn every_producer_key_at_its_kafka_default_loads() {
             b.set(k, v).err().map(|e| format!("{k}={v}: {e}"))
         })
         .collect();
-    assert!(refused.is_empty(), "refused at Kafka's default:\n{}", refused.join("\n"));
+    assert!(
+        refused.is_empty(),
+        "refused at Kafka's default:\n{}",
+        refused.join("\n")
+    );
     let config = load(DEFAULTS).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(config.core().linger(), Duration::from_millis(5));
     assert_eq!(config.socket_buffers(), (Some(131_072), Some(32_768)));
-    assert_eq!(config.connection_setup_timeout_max(), Duration::from_secs(30));
+    assert_eq!(
+        config.connection_setup_timeout_max(),
+        Duration::from_secs(30)
+    );
 }
 
 /// Kafka's default `sasl.mechanism` (GSSAPI) loads, but a SASL protocol still needs a

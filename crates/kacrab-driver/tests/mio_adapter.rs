@@ -256,7 +256,11 @@ fn socket_buffers_are_set_on_every_connection() {
     let buffers = kacrab_testkit::sockets::buffers_of_sockets_connected_to(peer);
     assert!(!buffers.is_empty(), "no connection to {peer}");
     for (send, receive) in buffers {
-        assert_eq!((send, receive), (100_000, 80_000), "Linux doubles the value set");
+        assert_eq!(
+            (send, receive),
+            (100_000, 80_000),
+            "Linux doubles the value set"
+        );
     }
     producer.close().expect("close");
 }

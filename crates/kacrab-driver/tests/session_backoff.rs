@@ -213,7 +213,10 @@ fn setup_timeouts_grow_per_failed_attempt_up_to_the_max() {
     let indices: Vec<usize> = p.connect_options.iter().map(|o| o.address_index).collect();
     assert_eq!(indices, (0..indices.len()).collect::<Vec<_>>());
     let o = p.connect_options[0];
-    assert_eq!((o.send_buffer, o.receive_buffer), (Some(131_072), Some(32_768)));
+    assert_eq!(
+        (o.send_buffer, o.receive_buffer),
+        (Some(131_072), Some(32_768))
+    );
     assert_eq!(o.pick(&["a", "b"]), Some(&"a"));
     assert_eq!(p.connect_options[3].pick(&["a", "b"]), Some(&"b"));
     assert_eq!(o.pick::<&str>(&[]), None);
@@ -237,7 +240,11 @@ fn a_ready_connection_resets_the_setup_timeout() {
     p.connect.insert(addr.clone(), pair::ConnectPolicy::Hang);
     let id = p.send("t", 0, "x");
     p.run_for(4 * SECOND);
-    assert!(p.closes.len() >= 2, "two attempts timed out: {:?}", p.closes);
+    assert!(
+        p.closes.len() >= 2,
+        "two attempts timed out: {:?}",
+        p.closes
+    );
     p.connect.remove(&addr);
     p.settle(20 * SECOND);
     assert!(matches!(p.outcome(id), Some(Ok(_))));

@@ -15,7 +15,10 @@ use pair::{Cluster, Pair};
 fn records_after_a_topic_is_recreated_reach_the_new_topics_leader() {
     let mut p = Pair::new(
         Cluster::new(2).with_topic("t", 1),
-        &[("metadata.max.age.ms", "1000"), ("delivery.timeout.ms", "40000")],
+        &[
+            ("metadata.max.age.ms", "1000"),
+            ("delivery.timeout.ms", "40000"),
+        ],
     );
     let a = p.send("t", 0, "a");
     p.settle(Duration::from_secs(5));

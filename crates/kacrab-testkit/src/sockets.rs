@@ -17,7 +17,10 @@ pub fn buffers_of_sockets_connected_to(peer: SocketAddr) -> Vec<(usize, usize)> 
         };
         let mut out = Vec::new();
         for entry in dir.flatten() {
-            let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+            let Some(fd) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
             else {
                 continue;
             };

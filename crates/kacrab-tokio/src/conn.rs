@@ -105,9 +105,8 @@ async fn connect_tcp(addr: &str, options: Option<ConnectOptions>) -> io::Result<
         Some(o) => (o.pick(&resolved), o.send_buffer, o.receive_buffer),
         None => (resolved.first(), None, None),
     };
-    let target = *target.ok_or_else(|| {
-        io::Error::new(io::ErrorKind::AddrNotAvailable, "resolved to no address")
-    })?;
+    let target = *target
+        .ok_or_else(|| io::Error::new(io::ErrorKind::AddrNotAvailable, "resolved to no address"))?;
     let socket = if target.is_ipv4() {
         TcpSocket::new_v4()?
     } else {

@@ -175,7 +175,11 @@ fn socket_buffers_are_set_on_every_connection() {
         assert!(!buffers.is_empty(), "no connection to {peer}");
         for (send, receive) in buffers {
             assert!(send >= 50_000 && receive >= 40_000, "{send} {receive}");
-            assert_eq!((send, receive), (100_000, 80_000), "Linux doubles the value set");
+            assert_eq!(
+                (send, receive),
+                (100_000, 80_000),
+                "Linux doubles the value set"
+            );
         }
         p.close().await;
     });
@@ -219,9 +223,7 @@ fn a_send_after_a_final_connection_failure_carries_its_cause() {
         let Err(kacrab_tokio::ProduceError::Connection { error, .. }) = first else {
             panic!("the record failed with the connection's cause: {first:?}");
         };
-        let later = p
-            .send(kacrab_tokio::ProducerRecord::new("t", 0, "b"))
-            .await;
+        let later = p.send(kacrab_tokio::ProducerRecord::new("t", 0, "b")).await;
         match later {
             Err(kacrab_tokio::ProduceError::Connection {
                 error: cause,

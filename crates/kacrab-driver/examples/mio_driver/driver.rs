@@ -15,7 +15,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kacrab_driver::{
-    Completion, ConnId, ConnectOptions, MetricsSnapshot, OpId, Output, SendId, Session, SessionConfig, Timestamp,
+    Completion, ConnId, ConnectOptions, MetricsSnapshot, OpId, Output, SendId, Session,
+    SessionConfig, Timestamp,
 };
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -155,15 +156,12 @@ fn run(
         }
         while let Some(output) = session.poll_output(now) {
             match output {
-                Output::Connect { conn, addr } => match connect(
-                    &poll,
-                    conn,
-                    &addr,
-                    session.connect_options(conn),
-                ) {
-                    Ok(c) => drop(conns.insert(conn, c)),
-                    Err(_) => session.handle_connect_failed(conn, now),
-                },
+                Output::Connect { conn, addr } => {
+                    match connect(&poll, conn, &addr, session.connect_options(conn)) {
+                        Ok(c) => drop(conns.insert(conn, c)),
+                        Err(_) => session.handle_connect_failed(conn, now),
+                    }
+                }
                 Output::Transmit { conn, frame, .. } => {
                     let Some(c) = conns.get_mut(&conn) else {
                         continue;
@@ -241,7 +239,11 @@ fn connect(
         None => (resolved.first(), None, None),
     };
     let target = *target.ok_or(ErrorKind::AddrNotAvailable)?;
-    let socket = Socket::new(Domain::for_address(target), Type::STREAM, Some(Protocol::TCP))?;
+    let socket = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
     socket.set_nonblocking(true)?;
     if let Some(n) = send {
         socket.set_send_buffer_size(n)?;

@@ -136,7 +136,10 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("security.protocol", security_or("PLAINTEXT")),
     ("security.providers", SECURITY_MODULE),
     ("send.buffer.bytes", Answer::Implemented),
-    ("socket.connection.setup.timeout.max.ms", Answer::Implemented),
+    (
+        "socket.connection.setup.timeout.max.ms",
+        Answer::Implemented,
+    ),
     ("socket.connection.setup.timeout.ms", Answer::Implemented),
     ("transaction.timeout.ms", Answer::Implemented),
     ("transactional.id", Answer::Implemented),
@@ -274,9 +277,17 @@ pub(crate) const KAFKA_DEFAULTS: &[(&str, &str, &str)] = &[
          then needs sasl.mechanism set to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER",
     ),
     ("sasl.kerberos.kinit.cmd", "/usr/bin/kinit", KERBEROS_NOTE),
-    ("sasl.kerberos.ticket.renew.window.factor", "0.8", KERBEROS_NOTE),
+    (
+        "sasl.kerberos.ticket.renew.window.factor",
+        "0.8",
+        KERBEROS_NOTE,
+    ),
     ("sasl.kerberos.ticket.renew.jitter", "0.05", KERBEROS_NOTE),
-    ("sasl.kerberos.min.time.before.relogin", "60000", KERBEROS_NOTE),
+    (
+        "sasl.kerberos.min.time.before.relogin",
+        "60000",
+        KERBEROS_NOTE,
+    ),
     ("sasl.login.refresh.window.factor", "0.8", LOGIN_NOTE),
     ("sasl.login.refresh.window.jitter", "0.05", LOGIN_NOTE),
     ("sasl.login.refresh.min.period.seconds", "60", LOGIN_NOTE),
@@ -285,9 +296,21 @@ pub(crate) const KAFKA_DEFAULTS: &[(&str, &str, &str)] = &[
     ("sasl.login.retry.backoff.max.ms", "10000", LOGIN_NOTE),
     ("sasl.oauthbearer.scope.claim.name", "scope", LOGIN_NOTE),
     ("sasl.oauthbearer.sub.claim.name", "sub", LOGIN_NOTE),
-    ("sasl.oauthbearer.jwks.endpoint.refresh.ms", "3600000", LOGIN_NOTE),
-    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "100", LOGIN_NOTE),
-    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "10000", LOGIN_NOTE),
+    (
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        "3600000",
+        LOGIN_NOTE,
+    ),
+    (
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        "100",
+        LOGIN_NOTE,
+    ),
+    (
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        "10000",
+        LOGIN_NOTE,
+    ),
     ("sasl.oauthbearer.clock.skew.seconds", "30", LOGIN_NOTE),
     ("sasl.oauthbearer.header.urlencode", "false", LOGIN_NOTE),
 ];
@@ -422,7 +445,8 @@ mod tests {
         for (key, default, _) in KAFKA_DEFAULTS {
             assert!(answer(key).is_some(), "{key} is not catalogued");
             let mut b = SessionConfig::builder();
-            b.set(key, default).unwrap_or_else(|e| panic!("{key}={default}: {e}"));
+            b.set(key, default)
+                .unwrap_or_else(|e| panic!("{key}={default}: {e}"));
             let other = b.set(key, "some-value-kacrab-cannot-honour");
             assert!(
                 !matches!(other, Ok(_) | Err(SessionConfigError::UnknownKey { .. })),

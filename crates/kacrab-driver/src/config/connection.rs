@@ -114,7 +114,9 @@ fn parse_buffer(key: &'static str, value: &str) -> Result<Option<usize>, Session
     match value.trim().parse::<i32>() {
         Ok(-1) => Ok(None),
         Ok(n) if n > 0 => Ok(Some(n as usize)),
-        Ok(_) => Err(invalid("must be positive, or -1 for the operating system's default")),
+        Ok(_) => Err(invalid(
+            "must be positive, or -1 for the operating system's default",
+        )),
         Err(_) => Err(invalid("not a 32-bit integer")),
     }
 }
@@ -146,8 +148,13 @@ mod tests {
     fn setup_timeout_max_and_socket_buffers_parse_with_kafkas_defaults() {
         let mut c = ConnectionConfig::default();
         assert_eq!(c.setup_timeout_max, Duration::from_millis(30_000));
-        assert_eq!((c.send_buffer, c.receive_buffer), (Some(131_072), Some(32_768)));
-        assert!(c.set(SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS, "5000").unwrap());
+        assert_eq!(
+            (c.send_buffer, c.receive_buffer),
+            (Some(131_072), Some(32_768))
+        );
+        assert!(c
+            .set(SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS, "5000")
+            .unwrap());
         assert_eq!(c.setup_timeout_max, Duration::from_millis(5000));
         assert!(c.set(SEND_BUFFER_BYTES, "-1").unwrap());
         assert!(c.set(RECEIVE_BUFFER_BYTES, " 65536 ").unwrap());

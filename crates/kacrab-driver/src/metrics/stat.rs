@@ -303,7 +303,6 @@ mod tests {
         assert_eq!(format!("{rate}"), "0");
     }
 
-
     /// Kafka's `MetricsTest.testRateWindowing`-style check: with two 30 s samples, a
     /// young rate divides by at least one full window plus the elapsed time.
     #[test]

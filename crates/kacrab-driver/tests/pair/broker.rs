@@ -578,19 +578,19 @@ impl Cluster {
                             self.topic_ids.get(&name).copied().unwrap_or_default(),
                         ))
                         .with_partitions(
-                        parts
-                            .iter()
-                            .enumerate()
-                            .map(|(i, p)| {
-                                MetadataResponsePartition::default()
-                                    .with_partition_index(i as i32)
-                                    .with_leader_id(BrokerId(p.leader))
-                                    .with_leader_epoch(p.leader_epoch)
-                                    .with_replica_nodes(vec![BrokerId(p.leader)])
-                                    .with_isr_nodes(vec![BrokerId(p.leader)])
-                            })
-                            .collect(),
-                    ),
+                            parts
+                                .iter()
+                                .enumerate()
+                                .map(|(i, p)| {
+                                    MetadataResponsePartition::default()
+                                        .with_partition_index(i as i32)
+                                        .with_leader_id(BrokerId(p.leader))
+                                        .with_leader_epoch(p.leader_epoch)
+                                        .with_replica_nodes(vec![BrokerId(p.leader)])
+                                        .with_isr_nodes(vec![BrokerId(p.leader)])
+                                })
+                                .collect(),
+                        ),
                 }
             })
             .collect();

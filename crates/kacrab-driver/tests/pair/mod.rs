@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kacrab_driver::{
-    CloseReason, Completion, ConnId, ConnectOptions, OpId, Output, ProduceError, ProducerRecord, RecordMetadata,
-    SendId, Session, SessionConfig,
+    CloseReason, Completion, ConnId, ConnectOptions, OpId, Output, ProduceError, ProducerRecord,
+    RecordMetadata, SendId, Session, SessionConfig,
 };
 use kacrab_idempotence::ticket::{Ticket, TicketSequencer};
 use kacrab_idempotence::Timestamp;
@@ -479,7 +479,8 @@ impl Pair {
                 let policy = self.connect.get(&addr).copied().unwrap_or(default);
                 let options = self.session.connect_options(conn);
                 assert!(options.is_some(), "{conn:?} asked for yet unknown");
-                self.connect_options.push(options.unwrap_or_else(|| unreachable!()));
+                self.connect_options
+                    .push(options.unwrap_or_else(|| unreachable!()));
                 self.connects.push((now, conn, addr.clone()));
                 self.links.insert(
                     conn,
