@@ -10,7 +10,9 @@ use crate::config::Acks;
 use crate::error::{DeliveryError, KafkaError};
 use crate::ticket::Ticket;
 use crate::txn::{ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, TxnError, TxnOp};
-use crate::types::{NodeId, ProducerIdAndEpoch, RecordId, RequestId, Topic, TopicPartition};
+use crate::types::{
+    NodeId, ProducerIdAndEpoch, RecordId, RequestId, Topic, TopicId, TopicPartition,
+};
 
 /// Something the driver must do on the network. Returned by
 /// [`Producer::poll_request`](crate::Producer::poll_request).
@@ -435,6 +437,11 @@ pub struct PartitionMetadata {
     pub leader: Option<NodeId>,
     /// The leader epoch (-1 when unknown).
     pub leader_epoch: i32,
+    /// The topic's id, when the broker reported one (Metadata v10+, not Kafka's zero
+    /// UUID). A different id than the partition's last one means the topic was
+    /// recreated: its metadata then replaces the last, whatever the leader epochs
+    /// (Java's `Metadata.updateLatestMetadata`, KIP-516).
+    pub topic_id: Option<TopicId>,
 }
 
 impl PartitionMetadata {
@@ -445,7 +452,15 @@ impl PartitionMetadata {
             partition,
             leader,
             leader_epoch,
+            topic_id: None,
         }
+    }
+
+    /// Sets the topic's id.
+    #[must_use]
+    pub fn with_topic_id(mut self, topic_id: TopicId) -> Self {
+        self.topic_id = Some(topic_id);
+        self
     }
 }
 

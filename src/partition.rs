@@ -36,7 +36,12 @@ pub(crate) struct PartitionState {
     /// The leader to route to; `None` until metadata says, or after a wire failure
     /// invalidated it (the retry then waits for fresh metadata instead of wedging).
     pub(crate) leader: Option<NodeId>,
+    /// The highest leader epoch seen for this partition's topic id (Metadata older
+    /// than it is stale and ignored).
     pub(crate) leader_epoch: i32,
+    /// The topic id of the metadata last applied (`None` before Metadata v10 named
+    /// one). A different id resets `leader` and `leader_epoch` (KIP-516).
+    pub(crate) topic_id: Option<crate::types::TopicId>,
 
     /// Closed batches waiting for their first send or a retry. Invariant: sequenced
     /// batches come first, in the order of `inflight`; unsequenced ones follow in
@@ -91,6 +96,7 @@ impl PartitionState {
             tp,
             leader: None,
             leader_epoch: -1,
+            topic_id: None,
             queue: VecDeque::new(),
             open: None,
             listed: false,

@@ -563,6 +563,15 @@ impl Producer {
         for pm in &metadata.partitions {
             let p = self.partition_for(&pm.partition);
             let part = &mut self.partitions[p as usize];
+            // A new topic id: the topic was deleted and created again; its epochs
+            // restarted, so the last one seen says nothing (Java's
+            // `Metadata.updateLatestMetadata`). The sequencing state stays, as Java's.
+            if pm.topic_id.is_some() && pm.topic_id != part.topic_id {
+                part.topic_id = pm.topic_id;
+                part.leader = pm.leader;
+                part.leader_epoch = pm.leader_epoch;
+                continue;
+            }
             let Some(leader) = pm.leader else {
                 if pm.leader_epoch >= part.leader_epoch {
                     part.leader = None;

@@ -194,6 +194,12 @@ impl fmt::Display for TopicPartition {
     }
 }
 
+/// A topic's id (KIP-516): the UUID a broker gives a topic when it is created, from
+/// Metadata v10 on. A topic deleted and created again under the same name gets a new
+/// one, and its partitions' leader epochs start again at 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicId(pub [u8; 16]);
+
 /// A broker's node id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

@@ -38,6 +38,11 @@ pub enum SendError {
     /// The producer's I/O thread has stopped.
     #[error("the producer's I/O thread has stopped")]
     Terminated,
+    /// A final connection failure (a TLS or SASL failure: the broker and the cause)
+    /// ended the producer; as Java's `KafkaProducer.send` rethrows the
+    /// AuthenticationException, the refusal carries it.
+    #[error("{0}")]
+    Connection(kacrab_driver::ConnectError),
 }
 
 /// Why a blocking call ([`Producer::flush`](crate::Producer::flush),

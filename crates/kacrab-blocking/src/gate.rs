@@ -42,6 +42,9 @@ pub(crate) struct GateState {
     pub(crate) thread: IoThread,
     /// The core's fatal error, once the I/O thread saw it.
     fatal: Option<KafkaError>,
+    /// The final connection failure that ended the session, once the I/O thread ended
+    /// because of it.
+    failure: Option<kacrab_driver::ConnectError>,
     buffer: Buffer,
     /// Bytes posted and not yet taken by the I/O thread. Invariant: at most
     /// `posted_limit` unless one record larger than it was posted alone.
@@ -81,6 +84,7 @@ impl Gate {
                 life: Life::Open,
                 thread: IoThread::Running,
                 fatal: None,
+                failure: None,
                 buffer: Buffer::HasRoom,
                 posted_bytes: 0,
                 waiting: 0,
@@ -100,6 +104,9 @@ impl Gate {
     pub(crate) fn admit(&self, size: usize, on_io_thread: bool) -> Result<Admitted<'_>, SendError> {
         let mut g = self.lock();
         loop {
+            if let (Life::Closed, Some(failure)) = (g.life, &g.failure) {
+                return Err(SendError::Connection(failure.clone()));
+            }
             if g.life == Life::Closed {
                 return Err(SendError::Rejected(kacrab_idempotence::SendError::Closed));
             }
@@ -151,12 +158,14 @@ impl Gate {
         self.changed.notify_all();
     }
 
-    /// The I/O thread ended.
-    pub(crate) fn stop(&self, thread: IoThread) {
+    /// The I/O thread ended (with the session's final connection failure, if that ended
+    /// it).
+    pub(crate) fn stop(&self, thread: IoThread, failure: Option<kacrab_driver::ConnectError>) {
         {
             let mut g = self.lock();
             g.life = Life::Closed;
             g.thread = thread;
+            g.failure = failure;
         }
         self.changed.notify_all();
     }

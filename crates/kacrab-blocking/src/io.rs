@@ -231,7 +231,8 @@ impl Io {
             IoThread::Died
         };
         // No send passes the gate from here on.
-        self.gate.stop(thread);
+        let failure = self.session.connection_failure().cloned();
+        self.gate.stop(thread, failure);
         if thread == IoThread::Stopped {
             // The finished session still answers commands (sends fail with `Closed`).
             while let Ok(msg) = self.rx.try_recv() {
@@ -400,7 +401,8 @@ impl Io {
     fn execute(&mut self, out: Output, now: Timestamp) {
         match out {
             Output::Connect { conn, addr } => {
-                if !self.net.connect(conn, addr) {
+                let options = self.session.connect_options(conn);
+                if !self.net.connect(conn, addr, options) {
                     self.local.connect_failures += 1;
                     self.session.handle_connect_failed(conn, now);
                 }

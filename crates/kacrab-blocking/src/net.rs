@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use kacrab_driver::ConnId;
+use kacrab_driver::{ConnId, ConnectOptions};
 
 use crate::io::Msg;
 
@@ -83,14 +83,19 @@ impl Net {
 
     /// Starts opening `conn` on a thread of its own (DNS and a slow connect never stall
     /// the loop; the session times the attempt). `false` if no thread could start.
-    pub(crate) fn connect(&mut self, conn: ConnId, addr: String) -> bool {
+    pub(crate) fn connect(
+        &mut self,
+        conn: ConnId,
+        addr: String,
+        options: Option<ConnectOptions>,
+    ) -> bool {
         let abandoned = Arc::new(AtomicBool::new(false));
         let tx = self.tx.clone();
         let flag = Arc::clone(&abandoned);
         let write_timeout = self.write_timeout;
         let spawned = thread::Builder::new()
             .name(format!("kacrab-conn-{}", conn.0))
-            .spawn(move || connection_thread(conn, &addr, write_timeout, &flag, &tx));
+            .spawn(move || connection_thread(conn, &addr, options, write_timeout, &flag, &tx));
         if spawned.is_ok() {
             self.conns.insert(conn, Conn::Connecting { abandoned });
         }
@@ -179,12 +184,12 @@ impl Net {
 fn connection_thread(
     conn: ConnId,
     addr: &str,
+    options: Option<ConnectOptions>,
     write_timeout: Duration,
     abandoned: &AtomicBool,
     tx: &Sender<Msg>,
 ) {
-    let opened = TcpStream::connect(addr).and_then(|stream| {
-        stream.set_nodelay(true)?;
+    let opened = open(addr, options).and_then(|stream| {
         stream.set_write_timeout(Some(write_timeout))?;
         let writer = stream.try_clone()?;
         Ok((stream, writer))
@@ -207,6 +212,41 @@ fn connection_thread(
     if tx.send(Msg::Net(connected)).is_ok() {
         read_loop(conn, stream, abandoned, tx);
     }
+}
+
+/// Opens a TCP connection to `addr` as the session asked: the resolved address its
+/// `address_index` picks (`client.dns.lookup=use_all_dns_ips`: each attempt to a host
+/// dials its next address, so a dead one costs one setup timeout), with `SO_SNDBUF` /
+/// `SO_RCVBUF` set before connecting (as Java's `Selector.configureSocketChannel`: a
+/// receive buffer above 64 KiB must be set before the handshake for TCP window scaling
+/// to use it) and `TCP_NODELAY`.
+fn open(addr: &str, options: Option<ConnectOptions>) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let resolved: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    let (target, send, receive) = match options {
+        Some(o) => (o.pick(&resolved), o.send_buffer, o.receive_buffer),
+        None => (resolved.first(), None, None),
+    };
+    let target = *target.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            "resolved to no address",
+        )
+    })?;
+    let socket = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    if let Some(n) = send {
+        socket.set_send_buffer_size(n)?;
+    }
+    if let Some(n) = receive {
+        socket.set_recv_buffer_size(n)?;
+    }
+    socket.set_tcp_nodelay(true)?;
+    socket.connect(&target.into())?;
+    Ok(socket.into())
 }
 
 fn read_loop(conn: ConnId, mut stream: TcpStream, abandoned: &AtomicBool, tx: &Sender<Msg>) {

@@ -232,12 +232,22 @@ impl Application {
         core: &mut Producer,
         record: ProducerRecord,
         resolve: &mut dyn Resolve,
+        failure: Option<&crate::phases::ConnectError>,
         now: Timestamp,
     ) -> SendId {
         let id = SendId(self.next_send);
         self.next_send += 1;
         if self.refuses_commands() {
-            self.record_done(id, Err(ProduceError::Send(SendError::Closed)));
+            // Closed by a final connection failure: the send carries its cause, as
+            // Java's `KafkaProducer.send` rethrows the AuthenticationException.
+            let refusal = match failure {
+                Some(error) => ProduceError::Connection {
+                    error: error.clone(),
+                    possibly_written: false,
+                },
+                None => ProduceError::Send(SendError::Closed),
+            };
+            self.record_done(id, Err(refusal));
             return id;
         }
         let (topic, partition) = (record.topic, record.partition);

@@ -93,15 +93,21 @@ pub(crate) fn metadata(r: &wire::MetadataResponse) -> core::Metadata {
                 .push((topic, KafkaError::from_code(t.error_code)));
             continue;
         }
+        // Kafka's zero UUID: no id (Metadata before v10, or a broker without ids).
+        let id = (t.topic_id != [0; 16]).then_some(core::TopicId(t.topic_id));
         for p in &t.partitions {
-            md.partitions.push(core::PartitionMetadata::new(
+            let pm = core::PartitionMetadata::new(
                 TopicPartition {
                     topic: topic.clone(),
                     partition: p.partition_index,
                 },
                 (p.leader_id >= 0).then_some(NodeId(p.leader_id)),
                 p.leader_epoch,
-            ));
+            );
+            md.partitions.push(match id {
+                Some(id) => pm.with_topic_id(id),
+                None => pm,
+            });
         }
     }
     md

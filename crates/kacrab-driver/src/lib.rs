@@ -77,10 +77,13 @@ pub use config::{
     COMPRESSION_ZSTD_LEVEL, MAX_BLOCK_MS, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL,
     METRICS_SAMPLE_WINDOW_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
-pub use config::{CONNECTIONS_MAX_IDLE_MS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS};
+pub use config::{
+    CONNECTIONS_MAX_IDLE_MS, RECEIVE_BUFFER_BYTES, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS,
+    SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
+};
 pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use metrics::MetricsSnapshot;
-pub use output::{CloseReason, ConnId, Output};
+pub use output::{CloseReason, ConnId, ConnectOptions, Output};
 pub use partitioner::{
     murmur2, partition_for_key, KeyUse, Partitioner, StickyDraw, TopicPartitions,
 };

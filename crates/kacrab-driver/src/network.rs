@@ -92,6 +92,9 @@ struct Conn {
     /// When bytes last moved on it (or it was opened): `connections.max.idle.ms`
     /// counts from here.
     last_active: Timestamp,
+    /// Which resolved address of its host the driver dials (`ConnectOptions`); set
+    /// when it is dialled.
+    address_index: usize,
 }
 
 /// A request waiting for its connection's version negotiation.
@@ -121,7 +124,6 @@ pub(crate) struct Network {
     /// The newest finalized features seen on any connection.
     features: FinalizedFeatures,
     request_timeout: Duration,
-    setup_timeout: Duration,
     security: Security,
     /// The first security failure, until the session takes it (see `phases`).
     failure: Option<ConnectError>,
@@ -143,7 +145,6 @@ impl Network {
         bootstrap: Vec<String>,
         client_id: Option<String>,
         request_timeout: Duration,
-        setup_timeout: Duration,
         security: Security,
         config: &crate::config::SessionConfig,
         now: Timestamp,
@@ -168,7 +169,6 @@ impl Network {
             out: VecDeque::new(),
             features: FinalizedFeatures::new(),
             request_timeout,
-            setup_timeout,
             security,
             failure: None,
             health: Health::Healthy,
@@ -189,6 +189,23 @@ impl Network {
 
     pub(crate) fn topics_mut(&mut self) -> &mut Topics {
         &mut self.topics
+    }
+
+    /// How the driver opens `conn`: its socket buffers and which resolved address it
+    /// dials. `None` for a connection the session does not know (or never dialled).
+    pub(crate) fn connect_options(
+        &self,
+        conn: ConnId,
+        buffers: (Option<usize>, Option<usize>),
+    ) -> Option<crate::output::ConnectOptions> {
+        let c = self.conns.iter().find(|c| c.id == conn)?;
+        (!matches!(c.state, ConnState::BackingOff { .. })).then_some(
+            crate::output::ConnectOptions {
+                send_buffer: buffers.0,
+                receive_buffer: buffers.1,
+                address_index: c.address_index,
+            },
+        )
     }
 
     pub(crate) fn take_drained(&mut self) -> Vec<i32> {
@@ -717,11 +734,13 @@ impl Network {
         let id = ConnId(self.next_conn);
         self.next_conn += 1;
         let blocked = self.reconnects.blocked_until(&addr, now);
-        let state = match blocked {
-            Some(until) => ConnState::BackingOff { until },
-            None => ConnState::Connecting {
-                deadline: now + self.setup_timeout,
-            },
+        let (state, address_index) = match blocked {
+            Some(until) => (ConnState::BackingOff { until }, 0),
+            None => {
+                let dial = self.reconnects.dial(&addr);
+                let deadline = now + dial.setup_timeout;
+                (ConnState::Connecting { deadline }, dial.address_index)
+            }
         };
         self.conns.push(Conn {
             id,
@@ -737,6 +756,7 @@ impl Network {
             queued: VecDeque::new(),
             deadlines: VecDeque::new(),
             last_active: now,
+            address_index,
         });
         if blocked.is_none() {
             self.out.push_back(Output::Connect { conn: id, addr });
@@ -766,7 +786,15 @@ impl Network {
         // One never dialled (backing off): the driver knows nothing of it, and its
         // broker did not fail again.
         if !matches!(c.state, ConnState::BackingOff { .. }) {
-            self.reconnects.disconnected(&c.addr, now);
+            let setup = if matches!(
+                c.state,
+                ConnState::Connecting { .. } | ConnState::TlsHandshake { .. }
+            ) {
+                reconnect::Phase::Setup
+            } else {
+                reconnect::Phase::Established
+            };
+            self.reconnects.disconnected(&c.addr, setup, now);
             if let Some(reason) = reason {
                 self.out.push_back(Output::Close { conn, reason });
             }

@@ -108,3 +108,34 @@ pub enum Output {
         reason: CloseReason,
     },
 }
+
+/// How to open one connection the session asked for with [`Output::Connect`]: read it
+/// with [`Session::connect_options`](crate::Session::connect_options).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectOptions {
+    /// `SO_SNDBUF` to set before connecting (`send.buffer.bytes`); `None`: leave the
+    /// operating system's default.
+    pub send_buffer: Option<usize>,
+    /// `SO_RCVBUF` to set before connecting (`receive.buffer.bytes`); `None`: leave the
+    /// operating system's default.
+    pub receive_buffer: Option<usize>,
+    /// Which of the addresses the host resolves to this attempt dials
+    /// (`client.dns.lookup=use_all_dns_ips`): Java's `ClusterConnectionStates` moves to
+    /// the next resolved address on each new attempt to the same host, so a dead
+    /// address costs one setup timeout, never every attempt. Taken modulo the number of
+    /// addresses: see [`ConnectOptions::pick`].
+    pub address_index: usize,
+}
+
+impl ConnectOptions {
+    /// The address this attempt dials, of those the host resolved to (in the
+    /// resolver's order); `None` if it resolved to none.
+    #[must_use]
+    pub fn pick<'a, T>(&self, resolved: &'a [T]) -> Option<&'a T> {
+        match resolved.len() {
+            0 => None,
+            n => resolved.get(self.address_index % n),
+        }
+    }
+}

@@ -38,6 +38,8 @@ pub struct Session {
     answers_seen: u64,
     /// The logs' view of the core's state (feature `tracing`; empty without it).
     observer: crate::trace::Observer,
+    /// `send.buffer.bytes` and `receive.buffer.bytes` (`None`: the OS default).
+    socket_buffers: (Option<usize>, Option<usize>),
 }
 
 /// The session's metadata and partitioners, as the application half asks them.
@@ -78,7 +80,6 @@ impl Session {
             config.bootstrap().to_vec(),
             config.client_id().map(str::to_owned),
             core_config.request_timeout(),
-            config.connection_setup_timeout(),
             Security::new(&config, now, unix_ms),
             &config,
             now,
@@ -106,6 +107,7 @@ impl Session {
             lifecycle: MetadataLifecycle::new(max_age, config.metadata_max_idle(), now),
             answers_seen: 0,
             observer: crate::trace::Observer::default(),
+            socket_buffers: config.socket_buffers(),
         }
     }
 
@@ -144,7 +146,10 @@ impl Session {
             router: &mut self.router,
             lifecycle: &mut self.lifecycle,
         };
-        let id = self.app.send(&mut self.core, record, &mut resolve, now);
+        let failure = self.net.security_failure();
+        let id = self
+            .app
+            .send(&mut self.core, record, &mut resolve, failure, now);
         self.progress(now);
         id
     }
@@ -409,9 +414,11 @@ impl Session {
         self.core.transaction_state()
     }
 
-    /// The oldest send still waiting for room in `buffer.memory` (see
-    /// [`Session::send`]), if any. Every send before it entered the producer or has its
-    /// outcome; it and every later send wait, in order, for up to `max.block.ms`. A driver
+    /// The oldest send still waiting in the session's backlog, if any: for room in
+    /// `buffer.memory`, or for its topic's metadata (a topic not yet known, or known
+    /// with too few partitions for the record's; see [`Session::send`]). Every send
+    /// before it entered the producer or has its outcome; it and every later send wait,
+    /// in order, for up to `max.block.ms`. A driver
     /// whose `send` blocks the calling thread, as Java's does, holds a caller until its
     /// send is older than this.
     #[must_use]
@@ -433,6 +440,16 @@ impl Session {
     #[must_use]
     pub fn connection_failure(&self) -> Option<&crate::phases::ConnectError> {
         self.net.security_failure()
+    }
+
+    /// How to open `conn`, which an [`Output::Connect`](crate::Output::Connect) just
+    /// named: the socket buffer sizes to set before connecting (`send.buffer.bytes`,
+    /// `receive.buffer.bytes`) and which of the host's resolved addresses to dial
+    /// (`client.dns.lookup=use_all_dns_ips`). `None` for a connection the session does
+    /// not know.
+    #[must_use]
+    pub fn connect_options(&self, conn: ConnId) -> Option<crate::output::ConnectOptions> {
+        self.net.connect_options(conn, self.socket_buffers)
     }
 
     /// Open connections (being set up, negotiating or ready).

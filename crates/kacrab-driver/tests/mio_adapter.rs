@@ -232,3 +232,35 @@ fn the_metrics_snapshot_counts_a_delivered_record() {
     );
     assert!(producer.close(None));
 }
+
+/// `send.buffer.bytes` and `receive.buffer.bytes` reach the sockets the example driver
+/// opens, through `Session::connect_options`. Linux reports twice the value set
+/// (`socket(7)`); the defaults it would otherwise report differ.
+#[cfg(target_os = "linux")]
+#[test]
+fn socket_buffers_are_set_on_every_connection() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("buffers", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let peer: std::net::SocketAddr = bootstrap.parse().expect("an ip:port");
+    let producer = factory(&[
+        ("bootstrap.servers", bootstrap.as_str()),
+        ("send.buffer.bytes", "50000"),
+        ("receive.buffer.bytes", "40000"),
+    ])
+    .expect("producer");
+    producer
+        .send("buffers", 0, Bytes::new(), Bytes::from_static(b"v"))
+        .wait()
+        .expect("acknowledged");
+    let buffers = kacrab_testkit::sockets::buffers_of_sockets_connected_to(peer);
+    assert!(!buffers.is_empty(), "no connection to {peer}");
+    for (send, receive) in buffers {
+        assert_eq!(
+            (send, receive),
+            (100_000, 80_000),
+            "Linux doubles the value set"
+        );
+    }
+    producer.close().expect("close");
+}

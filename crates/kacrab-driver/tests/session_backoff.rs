@@ -166,3 +166,100 @@ fn a_negative_connections_max_idle_keeps_idle_connections() {
     assert!(p.closes.iter().all(|c| c.2 != CloseReason::Idle));
     assert_eq!(p.session.connection_count(), open);
 }
+
+/// A broker whose connects never complete: each attempt is abandoned at its setup
+/// timeout, which starts at `socket.connection.setup.timeout.ms` and doubles per
+/// consecutive failed attempt up to `socket.connection.setup.timeout.max.ms`, ±20 %
+/// jitter, never past the max (Java's `ClusterConnectionStates.
+/// updateConnectionSetupTimeout`). Each attempt also moves to the host's next resolved
+/// address (`use_all_dns_ips`).
+#[test]
+fn setup_timeouts_grow_per_failed_attempt_up_to_the_max() {
+    let mut p = Pair::new(
+        Cluster::new(1),
+        &[
+            ("max.block.ms", "60000"),
+            ("socket.connection.setup.timeout.ms", "1000"),
+            ("socket.connection.setup.timeout.max.ms", "5000"),
+            ("reconnect.backoff.ms", "10"),
+            ("reconnect.backoff.max.ms", "10"),
+        ],
+    );
+    let addr = p.cluster.brokers[&0].addr.clone();
+    p.connect.insert(addr, pair::ConnectPolicy::Hang);
+    let _ = p.send_record(ProducerRecord::unkeyed("t", "x"));
+    p.run_for(40 * SECOND);
+    let timeouts: Vec<Duration> = p
+        .connects
+        .iter()
+        .filter_map(|&(at, conn, _)| {
+            let closed = p
+                .closes
+                .iter()
+                .find(|c| c.1 == conn && c.2 == CloseReason::ConnectTimeout)?;
+            Some(closed.0.saturating_duration_since(at))
+        })
+        .collect();
+    assert!(timeouts.len() >= 6, "{timeouts:?}");
+    for (n, t) in timeouts.iter().enumerate() {
+        let expected = (1000u64 << n.min(10)).min(5000);
+        let low = Duration::from_millis(expected * 8 / 10);
+        let high = Duration::from_millis((expected * 12 / 10).min(5000));
+        assert!(
+            low <= *t && *t <= high,
+            "attempt {n}: {t:?} not in [{low:?}, {high:?}]: {timeouts:?}"
+        );
+    }
+    let indices: Vec<usize> = p.connect_options.iter().map(|o| o.address_index).collect();
+    assert_eq!(indices, (0..indices.len()).collect::<Vec<_>>());
+    let o = p.connect_options[0];
+    assert_eq!(
+        (o.send_buffer, o.receive_buffer),
+        (Some(131_072), Some(32_768))
+    );
+    assert_eq!(o.pick(&["a", "b"]), Some(&"a"));
+    assert_eq!(p.connect_options[3].pick(&["a", "b"]), Some(&"b"));
+    assert_eq!(o.pick::<&str>(&[]), None);
+    p.session.assert_invariants();
+}
+
+/// An attempt that timed out, then one that became ready: the next setup timeout is
+/// back to `socket.connection.setup.timeout.ms` (Java's `resetConnectionSetupTimeout`).
+#[test]
+fn a_ready_connection_resets_the_setup_timeout() {
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[
+            ("socket.connection.setup.timeout.ms", "1000"),
+            ("socket.connection.setup.timeout.max.ms", "8000"),
+            ("reconnect.backoff.ms", "10"),
+            ("reconnect.backoff.max.ms", "10"),
+        ],
+    );
+    let addr = p.cluster.brokers[&0].addr.clone();
+    p.connect.insert(addr.clone(), pair::ConnectPolicy::Hang);
+    let id = p.send("t", 0, "x");
+    p.run_for(4 * SECOND);
+    assert!(
+        p.closes.len() >= 2,
+        "two attempts timed out: {:?}",
+        p.closes
+    );
+    p.connect.remove(&addr);
+    p.settle(20 * SECOND);
+    assert!(matches!(p.outcome(id), Some(Ok(_))));
+    let ready = p.connects.len();
+    let conn = p.connects[ready - 1].1;
+    p.connect.insert(addr, pair::ConnectPolicy::Hang);
+    p.reset(conn);
+    p.send("t", 0, "y");
+    p.run_for(3 * SECOND);
+    let (at, next, _) = p.connects[ready];
+    let closed = p
+        .closes
+        .iter()
+        .find(|c| c.1 == next)
+        .expect("the attempt after a ready connection timed out");
+    let took = closed.0.saturating_duration_since(at);
+    assert!(took <= Duration::from_millis(1200), "{took:?}");
+}

@@ -85,9 +85,7 @@ fn a_retry_counts_in_record_retry_total_and_a_throttled_answer_in_produce_thrott
         before.produce_throttle_time_max.is_nan(),
         "nothing recorded yet"
     );
-    let id = p.send("t", 0, "a");
-    p.settle(10 * SECOND);
-    assert_eq!(p.acked(id).offset, Some(0));
+    assert_eq!(p.send_settled("t", 0, "a").map(|m| m.offset), Ok(Some(0)));
     let m = producer(&mut p);
     assert_eq!(m.record_retry_total, 1.0);
     assert!(m.record_retry_rate > 0.0);
@@ -121,13 +119,8 @@ fn an_epoch_bump_counts_as_a_bump_and_an_epoch_change() {
     first_produce_fails(&mut p, broker::OUT_OF_ORDER_SEQUENCE_NUMBER, 0);
     let before = producer(&mut p);
     assert_eq!(before.epoch_bump_total, 0.0);
-    let a = p.send("t", 0, "a");
-    p.settle(10 * SECOND);
-    assert!(
-        p.outcome(a).is_some_and(Result::is_ok),
-        "{:?}",
-        p.outcome(a)
-    );
+    let outcome = p.send_settled("t", 0, "a");
+    assert!(outcome.is_ok(), "{outcome:?}");
     let m = producer(&mut p);
     assert_eq!(m.epoch_bump_total, 1.0);
     assert_eq!(m.epoch_change_total, 1.0);
@@ -145,13 +138,8 @@ fn a_failed_record_counts_as_an_error_and_not_as_possibly_written() {
     let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
     // INVALID_RECORD (87): the broker refuses the batch, nothing appended.
     first_produce_fails(&mut p, 87, 0);
-    let a = p.send("t", 0, "a");
-    p.settle(10 * SECOND);
-    assert!(
-        p.outcome(a).is_some_and(Result::is_err),
-        "{:?}",
-        p.outcome(a)
-    );
+    let outcome = p.send_settled("t", 0, "a");
+    assert!(outcome.is_err(), "{outcome:?}");
     let m = producer(&mut p);
     assert_eq!(m.record_error_total, 1.0);
     assert!(m.record_error_rate > 0.0);
@@ -186,15 +174,11 @@ fn a_possibly_written_failure_counts() {
 fn request_latency_comes_from_the_time_inputs() {
     let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
     // The first record opens the connection; the second goes on it, ready.
-    let warm = p.send("t", 0, "a");
-    p.settle(10 * SECOND);
-    assert!(p.outcome(warm).is_some_and(Result::is_ok));
+    assert!(p.send_settled("t", 0, "a").is_ok());
     p.hook(|inc, _| {
         (inc.api == ApiKey::Produce).then_some(Verdict::Delay(Duration::from_millis(500)))
     });
-    let id = p.send("t", 0, "b");
-    p.settle(10 * SECOND);
-    assert!(p.outcome(id).is_some_and(Result::is_ok));
+    assert!(p.send_settled("t", 0, "b").is_ok());
     let now = p.now;
     let snapshot = p.session.metrics(now);
     // 1 ms each way, plus the broker's 500 ms for the second.
@@ -284,11 +268,12 @@ fn metrics_sample_window_ms_sets_the_window() {
 #[test]
 fn network_metrics_count_every_request_response_and_connection() {
     let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
-    let a = p.send("t", 0, "a");
-    p.settle(10 * SECOND);
-    assert!(p.outcome(a).is_some_and(Result::is_ok));
+    assert!(p.send_settled("t", 0, "a").is_ok());
     let now = p.now;
     let s = p.session.metrics(now);
+    // Nothing closed yet: a rate of 0, never -0 (an empty f64 sum is -0.0).
+    assert!(s.producer.connection_close_rate.is_sign_positive());
+    assert!(s.to_string().contains("connection-close-rate 0\n"), "{s}");
     let seen = p.cluster.seen.len() as f64;
     assert_eq!(
         s.producer.request_total, seen,

@@ -101,7 +101,7 @@ fn a_request_the_core_gave_up_on_while_queued_is_never_written() {
 }
 
 /// A connect that never completes is abandoned after
-/// `socket.connection.setup.timeout.ms`; the next bootstrap address is tried.
+/// `socket.connection.setup.timeout.ms` (±20 %); the next bootstrap address is tried.
 #[test]
 fn a_connect_never_completed_times_out_and_the_next_address_is_tried() {
     let mut cluster = Cluster::new(2).with_topic("t", 1);
@@ -120,7 +120,10 @@ fn a_connect_never_completed_times_out_and_the_next_address_is_tried() {
     assert_eq!(reason, CloseReason::ConnectTimeout);
     let (opened, _, addr) = p.connects.iter().find(|c| c.1 == conn).unwrap().clone();
     assert_eq!(addr, "b0:9092");
-    assert_eq!(at.saturating_duration_since(opened), 300 * MS);
+    // The first attempt's timeout is the setting ±20 % (Java's `ExponentialBackoff`
+    // jitters it too).
+    let took = at.saturating_duration_since(opened);
+    assert!(240 * MS <= took && took <= 360 * MS, "{took:?}");
     assert_eq!(p.acked(a).offset, Some(0));
     assert!(p.connects.iter().any(|c| c.2 == "b1:9092"));
 }

@@ -50,6 +50,7 @@ pub mod metric_names;
 pub mod proxy;
 pub mod real_kafka;
 pub mod scenarios;
+pub mod sockets;
 mod trigger;
 pub mod txn_scenarios;
 

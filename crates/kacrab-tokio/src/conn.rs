@@ -6,10 +6,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use kacrab_driver::ConnId;
+use kacrab_driver::{ConnId, ConnectOptions};
 use kacrab_idempotence::ticket::Ticket;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::sequencer::SharedSequencer;
@@ -22,7 +22,9 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> BrokerStream for T {}
 /// The future a [`Connector`] returns.
 pub type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<Box<dyn BrokerStream>>> + Send>>;
 
-/// Opens connections to brokers. The default is plain TCP (with `TCP_NODELAY`); supply
+/// Opens connections to brokers. The default is plain TCP (with `TCP_NODELAY`, the
+/// session's `send.buffer.bytes` / `receive.buffer.bytes`, and each attempt to a host
+/// dialling its next resolved address, as `client.dns.lookup=use_all_dns_ips`); supply
 /// your own with [`ProducerBuilder::connector`](crate::ProducerBuilder::connector) to
 /// run over TLS, a proxy, or in-memory streams in tests.
 ///
@@ -85,9 +87,39 @@ impl ConnHandle {
 pub(crate) struct ConnTask {
     pub(crate) conn: ConnId,
     pub(crate) addr: String,
+    /// The session's answer for this connection (`None`: the session did not know it,
+    /// which it always does right after asking; the defaults of the OS then apply).
+    pub(crate) options: Option<ConnectOptions>,
     pub(crate) transport: Transport,
     pub(crate) events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     pub(crate) sequencer: Arc<SharedSequencer>,
+}
+
+/// Opens a TCP connection to `addr` as the session asked: the resolved address its
+/// `address_index` picks, the socket buffers set before connecting (Java's
+/// `Selector.configureSocketChannel` sets them before `connect` too: a receive buffer
+/// above 64 KiB must be set before the handshake for TCP window scaling to use it).
+async fn connect_tcp(addr: &str, options: Option<ConnectOptions>) -> io::Result<TcpStream> {
+    let resolved: Vec<std::net::SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
+    let (target, send, receive) = match options {
+        Some(o) => (o.pick(&resolved), o.send_buffer, o.receive_buffer),
+        None => (resolved.first(), None, None),
+    };
+    let target = *target
+        .ok_or_else(|| io::Error::new(io::ErrorKind::AddrNotAvailable, "resolved to no address"))?;
+    let socket = if target.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    if let Some(n) = send {
+        socket.set_send_buffer_size(u32::try_from(n).unwrap_or(u32::MAX))?;
+    }
+    if let Some(n) = receive {
+        socket.set_recv_buffer_size(u32::try_from(n).unwrap_or(u32::MAX))?;
+    }
+    socket.set_nodelay(true)?;
+    socket.connect(target).await
 }
 
 /// Size of each read from a socket (responses are small; this is a ceiling per read).
@@ -112,11 +144,7 @@ impl ConnTask {
     ) {
         let connect = async {
             match &self.transport {
-                Transport::Tcp => {
-                    let tcp = TcpStream::connect(self.addr.as_str()).await?;
-                    tcp.set_nodelay(true)?;
-                    Ok(Stream::Tcp(tcp))
-                }
+                Transport::Tcp => connect_tcp(&self.addr, self.options).await.map(Stream::Tcp),
                 Transport::Custom(c) => c.connect(&self.addr).await.map(Stream::Custom),
             }
         };
@@ -277,6 +305,7 @@ mod tests {
         ConnTask {
             conn: ConnId(conn),
             addr: format!("broker-{conn}:9092"),
+            options: None,
             transport: transport.clone(),
             events: events.clone(),
             sequencer: Arc::clone(sequencer),

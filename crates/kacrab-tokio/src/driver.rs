@@ -127,7 +127,7 @@ impl Drop for Driver {
     /// However the task ends (finished, cancelled with its runtime, panicked), senders
     /// waiting for the channel's room stop waiting.
     fn drop(&mut self) {
-        self.gate.stop();
+        self.gate.stop(self.session.connection_failure().cloned());
     }
 }
 
@@ -337,6 +337,7 @@ impl Driver {
                 let task = ConnTask {
                     conn,
                     addr,
+                    options: self.session.connect_options(conn),
                     transport: self.transport.clone(),
                     events: self.conn_events.clone(),
                     sequencer: Arc::clone(&self.sequencer),

@@ -16,6 +16,9 @@
 //! buffer full (at most the channel's bytes), plus one record per waiting caller.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use kacrab_driver::{ConnectError, ProduceError, SendError};
 
 use tokio::sync::Semaphore;
 
@@ -47,6 +50,10 @@ pub(crate) struct Gate {
     limit: u32,
     /// The session's [`Buffer`] as of the driver task's last wake-up (`true`: blocked).
     blocked: AtomicBool,
+    /// The final connection failure that ended the session, if one did: set once,
+    /// before `hand_off` closes, so a send refused because the driver stopped carries
+    /// the cause.
+    failure: OnceLock<ConnectError>,
 }
 
 /// The channel's room for one record, taken: it is the driver task's to give back once
@@ -78,6 +85,7 @@ impl Gate {
             hand_off: Semaphore::new(limit as usize),
             limit,
             blocked: AtomicBool::new(false),
+            failure: OnceLock::new(),
         }
     }
 
@@ -120,8 +128,25 @@ impl Gate {
         }
     }
 
-    /// The driver task ended: every waiting and later send fails.
-    pub(crate) fn stop(&self) {
+    /// The driver task ended (with the session's final connection failure, if that
+    /// ended it): every waiting and later send fails.
+    pub(crate) fn stop(&self, failure: Option<ConnectError>) {
+        if let Some(failure) = failure {
+            let _ = self.failure.set(failure);
+        }
         self.hand_off.close();
+    }
+
+    /// Why a send is refused once the driver task stopped: the final connection failure
+    /// that ended the session (as Java's `KafkaProducer.send` rethrows the
+    /// AuthenticationException), else `Closed`.
+    pub(crate) fn refusal(&self) -> ProduceError {
+        match self.failure.get() {
+            Some(error) => ProduceError::Connection {
+                error: error.clone(),
+                possibly_written: false,
+            },
+            None => ProduceError::Send(SendError::Closed),
+        }
     }
 }

@@ -197,7 +197,9 @@ impl Producer {
     /// The record was not queued and will have no other outcome:
     /// [`ProduceError::Send`] with [`SendError::BufferFull`] when `buffer.memory` stayed
     /// full for `max.block.ms` (Java's `BufferExhaustedException`), with
-    /// [`SendError::Closed`] after [`Producer::close`] or once the producer stopped; a
+    /// [`SendError::Closed`] after [`Producer::close`] or once the producer stopped
+    /// ([`ProduceError::Connection`], with the cause, when a final connection failure
+    /// such as a failed authentication stopped it); a
     /// refusal of the session's ([`ProduceError::Topic`] for a topic unknown after
     /// `max.block.ms` while the buffer was full, or a record the core refuses). A refusal
     /// the producer finds only once the record reached it without waiting (a record
@@ -216,7 +218,7 @@ impl Producer {
         record: impl Into<ProducerRecord>,
     ) -> Result<DeliveryFuture, ProduceError> {
         let record = record.into();
-        let closed = || ProduceError::Send(SendError::Closed);
+        let closed = || self.gate.refusal();
         let permit = self.gate.room_for(&record).await.map_err(|_| closed())?;
         let (reply, rx) = oneshot::channel();
         let (admission, admitted) = match self.gate.buffer() {

@@ -143,3 +143,100 @@ fn metrics_move_on_a_retry_a_throttle_and_an_epoch_bump() {
         p.close().await;
     });
 }
+
+/// `send.buffer.bytes` and `receive.buffer.bytes` reach the sockets the Tokio producer
+/// opens (set before connecting, as Java's `Selector` does). Linux reports twice the
+/// value set (`socket(7)`); the defaults it would otherwise report differ.
+#[cfg(target_os = "linux")]
+#[test]
+fn socket_buffers_are_set_on_every_connection() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("buffers", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let peer: std::net::SocketAddr = bootstrap.parse().expect("an ip:port");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let p = kacrab_tokio::Producer::from_properties(&[
+            ("bootstrap.servers", &bootstrap),
+            ("send.buffer.bytes", "50000"),
+            ("receive.buffer.bytes", "40000"),
+        ])
+        .expect("producer");
+        p.send(kacrab_tokio::ProducerRecord::new("buffers", 0, "v"))
+            .await
+            .expect("queued")
+            .await
+            .expect("acknowledged");
+        let buffers = kacrab_testkit::sockets::buffers_of_sockets_connected_to(peer);
+        assert!(!buffers.is_empty(), "no connection to {peer}");
+        for (send, receive) in buffers {
+            assert!(send >= 50_000 && receive >= 40_000, "{send} {receive}");
+            assert_eq!(
+                (send, receive),
+                (100_000, 80_000),
+                "Linux doubles the value set"
+            );
+        }
+        p.close().await;
+    });
+}
+
+/// A final connection failure (TLS offered to a listener that closes on the
+/// ClientHello, as Kafka's plaintext listener does) ends the producer; a send after it
+/// is refused with that cause, not only "closed" (Java's `KafkaProducer.send` rethrows
+/// the AuthenticationException).
+#[test]
+fn a_send_after_a_final_connection_failure_carries_its_cause() {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let addr = listener.local_addr().expect("address").to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut hello = [0u8; 64];
+            let _ = stream.read(&mut hello);
+        }
+    });
+    let ca = include_str!("../../kacrab-driver/tests/fixtures/tls/ca.pem");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let p = kacrab_tokio::Producer::from_properties(&[
+            ("bootstrap.servers", &addr),
+            ("security.protocol", "SSL"),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.certificates", ca),
+        ])
+        .expect("producer");
+        let first = p
+            .send(kacrab_tokio::ProducerRecord::new("t", 0, "a"))
+            .await
+            .expect("queued")
+            .await;
+        let Err(kacrab_tokio::ProduceError::Connection { error, .. }) = first else {
+            panic!("the record failed with the connection's cause: {first:?}");
+        };
+        let later = p.send(kacrab_tokio::ProducerRecord::new("t", 0, "b")).await;
+        match later {
+            Err(kacrab_tokio::ProduceError::Connection {
+                error: cause,
+                possibly_written: false,
+            }) => assert_eq!(cause, error),
+            Err(other) => panic!("refused without the cause: {other}"),
+            Ok(delivery) => match delivery.await {
+                Err(kacrab_tokio::ProduceError::Connection {
+                    error: cause,
+                    possibly_written: false,
+                }) => assert_eq!(cause, error),
+                other => panic!("refused without the cause: {other:?}"),
+            },
+        }
+    });
+}

@@ -8,14 +8,15 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::ToSocketAddrs;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kacrab_driver::{
-    Completion, ConnId, MetricsSnapshot, OpId, Output, SendId, Session, SessionConfig, Timestamp,
+    Completion, ConnId, ConnectOptions, MetricsSnapshot, OpId, Output, SendId, Session,
+    SessionConfig, Timestamp,
 };
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -155,10 +156,12 @@ fn run(
         }
         while let Some(output) = session.poll_output(now) {
             match output {
-                Output::Connect { conn, addr } => match connect(&poll, conn, &addr) {
-                    Ok(c) => drop(conns.insert(conn, c)),
-                    Err(_) => session.handle_connect_failed(conn, now),
-                },
+                Output::Connect { conn, addr } => {
+                    match connect(&poll, conn, &addr, session.connect_options(conn)) {
+                        Ok(c) => drop(conns.insert(conn, c)),
+                        Err(_) => session.handle_connect_failed(conn, now),
+                    }
+                }
                 Output::Transmit { conn, frame, .. } => {
                     let Some(c) = conns.get_mut(&conn) else {
                         continue;
@@ -220,14 +223,41 @@ fn run(
     }
 }
 
-/// Starts a non-blocking connect (the name is resolved here, blocking: a real driver
-/// would resolve on another thread).
-fn connect(poll: &Poll, conn: ConnId, addr: &str) -> io::Result<Conn> {
-    let addr = addr
-        .to_socket_addrs()?
-        .next()
-        .ok_or(ErrorKind::AddrNotAvailable)?;
-    let mut stream = TcpStream::connect(addr)?;
+/// Starts a non-blocking connect as the session asked (the name is resolved here,
+/// blocking: a real driver would resolve on another thread): to the resolved address
+/// its options pick, with the socket buffers set before connecting.
+fn connect(
+    poll: &Poll,
+    conn: ConnId,
+    addr: &str,
+    options: Option<ConnectOptions>,
+) -> io::Result<Conn> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let resolved: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+    let (target, send, receive) = match options {
+        Some(o) => (o.pick(&resolved), o.send_buffer, o.receive_buffer),
+        None => (resolved.first(), None, None),
+    };
+    let target = *target.ok_or(ErrorKind::AddrNotAvailable)?;
+    let socket = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_nonblocking(true)?;
+    if let Some(n) = send {
+        socket.set_send_buffer_size(n)?;
+    }
+    if let Some(n) = receive {
+        socket.set_recv_buffer_size(n)?;
+    }
+    match socket.connect(&target.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc_einprogress()) => {}
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        Err(e) => return Err(e),
+    }
+    let mut stream = TcpStream::from_std(socket.into());
     poll.registry().register(
         &mut stream,
         Token(conn.0 as usize),
@@ -239,6 +269,16 @@ fn connect(poll: &Poll, conn: ConnId, addr: &str) -> io::Result<Conn> {
         connected,
         out,
     })
+}
+
+/// `EINPROGRESS`: a non-blocking connect under way (Linux and macOS numbers; std has
+/// no `ErrorKind` for it).
+fn libc_einprogress() -> i32 {
+    if cfg!(target_os = "linux") {
+        115
+    } else {
+        36
+    }
 }
 
 /// Acts on a readiness event: finishes the connect, reads everything there is into the

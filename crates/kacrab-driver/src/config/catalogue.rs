@@ -30,21 +30,12 @@ pub(crate) enum Answer {
     },
 }
 
-const NOT_YET: &str = "not yet implemented";
-
 /// The keys owned by a session config module: the module's `set` claims them before
 /// the catalogue is asked (see `SessionConfigBuilder::set`).
 const SECURITY_MODULE: Answer = Answer::Module("config/security.rs"); // security.*, ssl.*
 const SASL_MODULE: Answer = Answer::Module("config/sasl.rs"); // sasl.*
 const COMPRESSION_MODULE: Answer = Answer::Module("config/compression.rs"); // compression.*
 const METRICS_MODULE: Answer = Answer::Module("config/metrics.rs"); // metrics.*
-
-const fn refused(reason: &'static str) -> Answer {
-    Answer::NotSupported {
-        reason,
-        unless: None,
-    }
-}
 
 const fn refused_unless(reason: &'static str, value: &'static str) -> Answer {
     Answer::NotSupported {
@@ -63,12 +54,15 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("batch.size", Answer::Implemented),
     ("bootstrap.servers", Answer::Implemented),
     ("buffer.memory", Answer::Implemented),
-    // The drivers connect with `std::net::TcpStream::connect` / tokio's, which try
-    // every resolved address in turn: Kafka's default, `use_all_dns_ips`.
+    // Kafka's default, `use_all_dns_ips`, is what kacrab does: each attempt to a host
+    // dials its next resolved address (`ConnectOptions::address_index`, as Java's
+    // `ClusterConnectionStates.connecting` moving to the next address).
     (
         "client.dns.lookup",
         refused_unless(
-            "only use_all_dns_ips (every resolved address is tried in turn)",
+            "resolve_canonical_bootstrap_servers_only needs a reverse DNS lookup (Java's \
+             InetAddress.getCanonicalHostName), which Rust's standard resolver cannot do; \
+             only use_all_dns_ips (each attempt dials the host's next resolved address)",
             "use_all_dns_ips",
         ),
     ),
@@ -77,6 +71,14 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("compression.gzip.level", COMPRESSION_MODULE),
     ("compression.lz4.level", COMPRESSION_MODULE),
     ("compression.zstd.level", COMPRESSION_MODULE),
+    (
+        "config.providers",
+        refused_unless(
+            "config providers are Java classes that resolve ${...} references; kacrab \
+             reads every value as written",
+            "",
+        ),
+    ),
     ("connections.max.idle.ms", Answer::Implemented),
     ("delivery.timeout.ms", Answer::Implemented),
     ("enable.idempotence", Answer::Implemented),
@@ -100,6 +102,13 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
         "metadata.recovery.strategy",
         refused_unless("rebootstrapping is not implemented (KIP-899)", "none"),
     ),
+    (
+        "metadata.recovery.rebootstrap.trigger.ms",
+        refused(
+            "kacrab has no rebootstrap timer: the bootstrap servers are always among the \
+             addresses its cluster-wide requests try",
+        ),
+    ),
     ("metric.reporters", metrics_or("")),
     ("metrics.num.samples", METRICS_MODULE),
     ("metrics.recording.level", METRICS_MODULE),
@@ -117,7 +126,7 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
         ),
     ),
     ("partitioner.ignore.keys", Answer::Implemented),
-    ("receive.buffer.bytes", refused(NOT_YET)),
+    ("receive.buffer.bytes", Answer::Implemented),
     ("reconnect.backoff.max.ms", Answer::Implemented),
     ("reconnect.backoff.ms", Answer::Implemented),
     ("request.timeout.ms", Answer::Implemented),
@@ -126,11 +135,22 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("retry.backoff.ms", Answer::Implemented),
     ("security.protocol", security_or("PLAINTEXT")),
     ("security.providers", SECURITY_MODULE),
-    ("send.buffer.bytes", refused(NOT_YET)),
-    ("socket.connection.setup.timeout.max.ms", refused(NOT_YET)),
+    ("send.buffer.bytes", Answer::Implemented),
+    (
+        "socket.connection.setup.timeout.max.ms",
+        Answer::Implemented,
+    ),
     ("socket.connection.setup.timeout.ms", Answer::Implemented),
     ("transaction.timeout.ms", Answer::Implemented),
     ("transactional.id", Answer::Implemented),
+    (
+        "transaction.two.phase.commit.enable",
+        refused_unless(
+            "two-phase commit with an external transaction manager (KIP-939) is not \
+             implemented",
+            "false",
+        ),
+    ),
     ("value.serializer", Answer::Ignored(SERIALIZER_NOTE)),
     // SslConfigs.addClientSslSupport.
     ("ssl.protocol", SECURITY_MODULE),
@@ -189,6 +209,125 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("sasl.oauthbearer.expected.issuer", SASL_MODULE),
     ("sasl.oauthbearer.header.urlencode", SASL_MODULE),
 ];
+
+const fn refused(reason: &'static str) -> Answer {
+    Answer::NotSupported {
+        reason,
+        unless: None,
+    }
+}
+
+/// Kafka's default values of keys kacrab does not act on, each with what kacrab does
+/// instead: a Java `producer.properties` that writes out a default (or a tool that
+/// dumps every key) loads, where the same key at any other value is refused. Consulted
+/// only when the key's own answer refused the value.
+pub(crate) const KAFKA_DEFAULTS: &[(&str, &str, &str)] = &[
+    (
+        "enable.metrics.push",
+        "true",
+        "accepted at Kafka's default: kacrab pushes no client telemetry (KIP-714), as Java \
+         does with a broker that has no telemetry plugin",
+    ),
+    (
+        "metric.reporters",
+        "org.apache.kafka.common.metrics.JmxReporter",
+        "accepted at Kafka's default: there is no JMX; read Session::metrics, or the \
+         `metrics` facade (feature `metrics`)",
+    ),
+    (
+        "metadata.recovery.strategy",
+        "rebootstrap",
+        "accepted at Kafka's default: kacrab keeps the bootstrap servers among the \
+         addresses its metadata requests try, so a cluster whose known brokers all \
+         changed is found again through them",
+    ),
+    (
+        "metadata.recovery.rebootstrap.trigger.ms",
+        "300000",
+        "accepted at Kafka's default: the bootstrap servers are always among the \
+         addresses tried, with no timer",
+    ),
+    (
+        "ssl.keystore.type",
+        "JKS",
+        "accepted at Kafka's default: kacrab reads PEM stores only, so a keystore given \
+         must be PEM",
+    ),
+    (
+        "ssl.truststore.type",
+        "JKS",
+        "accepted at Kafka's default: kacrab reads PEM stores only, so a truststore given \
+         must be PEM",
+    ),
+    (
+        "ssl.keymanager.algorithm",
+        "SunX509",
+        "accepted at Kafka's default: a Java (JSSE) algorithm name; kacrab uses rustls",
+    ),
+    (
+        "ssl.trustmanager.algorithm",
+        "PKIX",
+        "accepted at Kafka's default: a Java (JSSE) algorithm name; rustls verifies \
+         certificate chains (PKIX) itself",
+    ),
+    (
+        "sasl.mechanism",
+        "GSSAPI",
+        "accepted at Kafka's default, unused unless security.protocol is SASL_*, which \
+         then needs sasl.mechanism set to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER",
+    ),
+    ("sasl.kerberos.kinit.cmd", "/usr/bin/kinit", KERBEROS_NOTE),
+    (
+        "sasl.kerberos.ticket.renew.window.factor",
+        "0.8",
+        KERBEROS_NOTE,
+    ),
+    ("sasl.kerberos.ticket.renew.jitter", "0.05", KERBEROS_NOTE),
+    (
+        "sasl.kerberos.min.time.before.relogin",
+        "60000",
+        KERBEROS_NOTE,
+    ),
+    ("sasl.login.refresh.window.factor", "0.8", LOGIN_NOTE),
+    ("sasl.login.refresh.window.jitter", "0.05", LOGIN_NOTE),
+    ("sasl.login.refresh.min.period.seconds", "60", LOGIN_NOTE),
+    ("sasl.login.refresh.buffer.seconds", "300", LOGIN_NOTE),
+    ("sasl.login.retry.backoff.ms", "100", LOGIN_NOTE),
+    ("sasl.login.retry.backoff.max.ms", "10000", LOGIN_NOTE),
+    ("sasl.oauthbearer.scope.claim.name", "scope", LOGIN_NOTE),
+    ("sasl.oauthbearer.sub.claim.name", "sub", LOGIN_NOTE),
+    (
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        "3600000",
+        LOGIN_NOTE,
+    ),
+    (
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        "100",
+        LOGIN_NOTE,
+    ),
+    (
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        "10000",
+        LOGIN_NOTE,
+    ),
+    ("sasl.oauthbearer.clock.skew.seconds", "30", LOGIN_NOTE),
+    ("sasl.oauthbearer.header.urlencode", "false", LOGIN_NOTE),
+];
+
+const KERBEROS_NOTE: &str = "accepted at Kafka's default, unused: GSSAPI (Kerberos) is not \
+                             supported";
+const LOGIN_NOTE: &str = "accepted at Kafka's default, unused: kacrab takes OAUTHBEARER tokens \
+                          from an OAuthBearerTokenProvider, with no login module of its own";
+
+/// The note for `key` set to `value`, if that value is Kafka's default for a key
+/// kacrab does not act on (compared trimmed, ASCII case-insensitively).
+pub(crate) fn kafka_default(key: &str, value: &str) -> Option<(&'static str, &'static str)> {
+    KAFKA_DEFAULTS
+        .iter()
+        .find(|(k, v, _)| *k == key && v.eq_ignore_ascii_case(value.trim()))
+        .map(|(k, _, note)| (*k, *note))
+}
 
 /// A module's answer (`value` is what kacrab does when the module does not claim the key).
 const fn module_or(module: Answer, value: &'static str) -> Answer {
@@ -297,6 +436,22 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_accepted_default_is_a_catalogued_key_and_only_its_default_is_accepted() {
+        use crate::config::{SessionConfig, SessionConfigError};
+        for (key, default, _) in KAFKA_DEFAULTS {
+            assert!(answer(key).is_some(), "{key} is not catalogued");
+            let mut b = SessionConfig::builder();
+            b.set(key, default)
+                .unwrap_or_else(|e| panic!("{key}={default}: {e}"));
+            let other = b.set(key, "some-value-kacrab-cannot-honour");
+            assert!(
+                !matches!(other, Ok(_) | Err(SessionConfigError::UnknownKey { .. })),
+                "{key}: only Kafka's default is accepted"
+            );
         }
     }
 

@@ -32,7 +32,10 @@ mod properties;
 
 pub use properties::{parse_java_properties, MalformedProperties};
 
-pub use connection::{CONNECTIONS_MAX_IDLE_MS, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS};
+pub use connection::{
+    CONNECTIONS_MAX_IDLE_MS, RECEIVE_BUFFER_BYTES, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS,
+    SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
+};
 pub use metadata::METADATA_MAX_IDLE_MS;
 
 pub use partitioner::{
@@ -187,7 +190,10 @@ impl SessionConfig {
         self.max_block
     }
 
-    /// `socket.connection.setup.timeout.ms`.
+    /// `socket.connection.setup.timeout.ms`: how long the first attempt to open a
+    /// connection to a broker may take (±20 % jitter); each consecutive failed attempt
+    /// doubles it, up to [`SessionConfig::connection_setup_timeout_max`], and a
+    /// connection that becomes ready resets it (Java's `ClusterConnectionStates`).
     #[must_use]
     pub fn connection_setup_timeout(&self) -> Duration {
         self.connection_setup_timeout
@@ -233,6 +239,21 @@ impl SessionConfig {
             self.connection.reconnect_backoff,
             self.connection.reconnect_backoff_max,
         )
+    }
+
+    /// `socket.connection.setup.timeout.max.ms`: the cap of the setup timeout, which
+    /// grows per consecutive failed attempt to one broker (see
+    /// [`SessionConfig::connection_setup_timeout`]).
+    #[must_use]
+    pub fn connection_setup_timeout_max(&self) -> Duration {
+        self.connection.setup_timeout_max
+    }
+
+    /// `send.buffer.bytes` and `receive.buffer.bytes`: `SO_SNDBUF` and `SO_RCVBUF` of
+    /// each new socket; `None` (-1) leaves the operating system's default.
+    #[must_use]
+    pub fn socket_buffers(&self) -> (Option<usize>, Option<usize>) {
+        (self.connection.send_buffer, self.connection.receive_buffer)
     }
 
     /// `connections.max.idle.ms`: a connection with nothing in flight and no traffic
@@ -317,6 +338,29 @@ impl SessionConfigBuilder {
     /// `key.serializer` and `value.serializer` are accepted and ignored, with a
     /// [`SessionConfig::notes`] entry.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
+        let Err(refusal) = self.set_answered(key, value) else {
+            return Ok(self);
+        };
+        // Kafka's default of a key kacrab does not act on: a Java file that writes it
+        // out loads (see `catalogue::KAFKA_DEFAULTS`).
+        let refused = matches!(
+            refusal,
+            SessionConfigError::NotSupported { .. }
+                | SessionConfigError::Unsupported { .. }
+                | SessionConfigError::Sasl(_)
+        );
+        match catalogue::kafka_default(key, value) {
+            Some((key, note)) if refused => {
+                self.notes.retain(|n| n.key != key);
+                self.notes.push(ConfigNote { key, note });
+                Ok(self)
+            }
+            _ => Err(refusal),
+        }
+    }
+
+    /// `set`, without the acceptance of Kafka's defaults.
+    fn set_answered(&mut self, key: &str, value: &str) -> Result<(), SessionConfigError> {
         match key {
             BOOTSTRAP_SERVERS => self.bootstrap = parse_bootstrap(value)?,
             CLIENT_ID => {
@@ -344,7 +388,7 @@ impl SessionConfigBuilder {
             _ if self.sasl.set(key, value)? => {}
             _ => self.set_catalogued(key, value)?,
         }
-        Ok(self)
+        Ok(())
     }
 
     /// A key no session module took: the core's, or answered by the catalogue of

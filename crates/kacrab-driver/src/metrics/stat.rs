@@ -121,7 +121,9 @@ impl Sampled {
         self.purge(w, now_ms);
         let events = self.samples.iter().map(|s| s.events).sum();
         let value = match self.fold {
-            Fold::Sum | Fold::Count => self.samples.iter().map(|s| s.value).sum(),
+            // Folded from +0.0: `Iterator::sum` of no `f64` is -0.0, which a rate
+            // without samples would report.
+            Fold::Sum | Fold::Count => self.samples.iter().map(|s| s.value).fold(0.0, |a, v| a + v),
             Fold::Max => self
                 .samples
                 .iter()
@@ -289,6 +291,17 @@ mod tests {
         span_ms: 30_000,
         samples: 2,
     };
+
+    /// A rate nothing was recorded in is 0, not -0 (an empty `f64` sum is -0.0, which
+    /// printed as `connection-close-rate -0`).
+    #[test]
+    fn an_empty_rate_is_positive_zero() {
+        let mut m = Meter::of_count();
+        let rate = m.rate(W, 1_000);
+        assert_eq!(rate, 0.0);
+        assert!(rate.is_sign_positive(), "{rate}");
+        assert_eq!(format!("{rate}"), "0");
+    }
 
     /// Kafka's `MetricsTest.testRateWindowing`-style check: with two 30 s samples, a
     /// young rate divides by at least one full window plus the elapsed time.

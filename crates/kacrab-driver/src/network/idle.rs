@@ -7,7 +7,7 @@
 
 use kacrab_idempotence::{Producer, Timestamp};
 
-use super::{ConnState, Network};
+use super::{Conn, ConnState, Network};
 use crate::output::{CloseReason, ConnId};
 
 impl Network {
@@ -16,12 +16,7 @@ impl Network {
         let max_idle = self.max_idle?;
         self.conns
             .iter()
-            .filter(|c| {
-                c.state == ConnState::Ready
-                    && c.wire.in_flight_count() == 0
-                    && c.queued.is_empty()
-                    && c.deadlines.is_empty()
-            })
+            .filter(|c| is_quiet(c))
             .map(|c| c.last_active + max_idle)
             .min()
     }
@@ -34,17 +29,20 @@ impl Network {
         let idle: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|c| {
-                c.state == ConnState::Ready
-                    && c.wire.in_flight_count() == 0
-                    && c.queued.is_empty()
-                    && c.deadlines.is_empty()
-                    && c.last_active + max_idle <= now
-            })
+            .filter(|c| is_quiet(c) && c.last_active + max_idle <= now)
             .map(|c| c.id)
             .collect();
         for conn in idle {
             self.drop_conn(core, conn, now, Some(CloseReason::Idle));
         }
     }
+}
+
+/// Whether `c` may be closed for idleness once quiet long enough: ready, with nothing
+/// in flight (the core's or the session's own requests) and nothing queued.
+fn is_quiet(c: &Conn) -> bool {
+    c.state == ConnState::Ready
+        && c.wire.in_flight_count() == 0
+        && c.queued.is_empty()
+        && c.deadlines.is_empty()
 }

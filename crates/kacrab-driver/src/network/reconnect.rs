@@ -8,6 +8,16 @@
 //! dialled here when it ends; cluster-wide requests pick their broker here, passing
 //! over backed-off addresses.
 //!
+//! The connection setup timeout grows the same way (Java's `ClusterConnectionStates.
+//! updateConnectionSetupTimeout`): the first attempt to an address may take
+//! `socket.connection.setup.timeout.ms` (±20 %), each consecutive attempt that failed
+//! before the connection was up (refused, timed out, lost in the TLS handshake)
+//! doubles it, up to `socket.connection.setup.timeout.max.ms`; a connection that
+//! becomes ready, or one lost after it was up, resets it (`resetConnectionSetupTimeout`).
+//! Each dial to an address also moves to its host's next resolved address
+//! (`client.dns.lookup=use_all_dns_ips`: `ClusterConnectionStates.connecting` calls
+//! `moveToNextAddress`), which the driver reads as `ConnectOptions::address_index`.
+//!
 //! The jitter is drawn from a generator the session seeds (it has no randomness of its
 //! own): from the driver's entropy when it gave one (the SCRAM nonce seed, hashed so
 //! the draws reveal nothing of the nonces), else from `kacrab.jitter.seed`.
@@ -31,6 +41,24 @@ struct Failures {
     blocked_until: Timestamp,
 }
 
+/// Where a connection was when it was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Before it was up (TCP connect or TLS handshake): the setup timeout grows.
+    Setup,
+    /// After: the setup timeout is reset.
+    Established,
+}
+
+/// One dial of an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Dial {
+    /// How long the attempt may take before it is abandoned.
+    pub(super) setup_timeout: std::time::Duration,
+    /// Which of the host's resolved addresses it dials (modulo their count).
+    pub(super) address_index: usize,
+}
+
 /// The reconnect state of every address that failed since it was last ready.
 #[derive(Debug)]
 pub(super) struct Reconnects {
@@ -38,6 +66,13 @@ pub(super) struct Reconnects {
     /// Invariant: holds exactly the addresses whose last connection did not end after
     /// becoming ready.
     failed: BTreeMap<String, Failures>,
+    /// `socket.connection.setup.timeout.ms` growing to `.max.ms`.
+    setup: Backoff,
+    /// Consecutive attempts to each address that failed before the connection was up.
+    /// Invariant: no zero count (an address with none is absent).
+    setup_failures: BTreeMap<String, u32>,
+    /// Dials of each address so far: the next dial's `address_index`.
+    dials: BTreeMap<String, usize>,
 }
 
 impl Reconnects {
@@ -46,6 +81,28 @@ impl Reconnects {
         Self {
             backoff: Backoff::new(initial, max, jitter_seed(config)),
             failed: BTreeMap::new(),
+            setup: Backoff::new(
+                config.connection_setup_timeout(),
+                config.connection_setup_timeout_max(),
+                jitter_seed(config) ^ 0x7365_7475_7020_746f,
+            ),
+            setup_failures: BTreeMap::new(),
+            dials: BTreeMap::new(),
+        }
+    }
+
+    /// `addr` is dialled: the attempt's setup timeout (Java's `ExponentialBackoff.
+    /// backoff(failedConnectAttempts)`, which the core's `Backoff::delay` numbers from
+    /// 1) and which resolved address it uses.
+    pub(super) fn dial(&mut self, addr: &str) -> Dial {
+        let failures = self.setup_failures.get(addr).copied().unwrap_or(0);
+        let setup_timeout = self.setup.delay(failures.saturating_add(1));
+        let dials = self.dials.entry(addr.to_owned()).or_insert(0);
+        let address_index = *dials;
+        *dials = dials.wrapping_add(1);
+        Dial {
+            setup_timeout,
+            address_index,
         }
     }
 
@@ -57,9 +114,19 @@ impl Reconnects {
             .filter(|&t| t > now)
     }
 
-    /// A connection to `addr` failed or closed at `now`: it is left alone for the
-    /// backoff of its consecutive failures.
-    pub(super) fn disconnected(&mut self, addr: &str, now: Timestamp) {
+    /// A connection to `addr` failed or closed at `now`, in `phase`: it is left alone
+    /// for the backoff of its consecutive failures, and its next setup timeout grows
+    /// (lost while being set up) or is reset (lost after).
+    pub(super) fn disconnected(&mut self, addr: &str, phase: Phase, now: Timestamp) {
+        match phase {
+            Phase::Setup => {
+                let n = self.setup_failures.entry(addr.to_owned()).or_insert(0);
+                *n = n.saturating_add(1);
+            }
+            Phase::Established => {
+                self.setup_failures.remove(addr);
+            }
+        }
         let count = self
             .failed
             .get(addr)
@@ -77,6 +144,7 @@ impl Reconnects {
     /// A connection to `addr` became ready: its failures are forgotten.
     pub(super) fn ready(&mut self, addr: &str) {
         self.failed.remove(addr);
+        self.setup_failures.remove(addr);
     }
 }
 
@@ -96,11 +164,12 @@ impl Network {
             }
             return;
         }
-        let setup = self.setup_timeout;
         for c in &mut self.conns {
             if matches!(c.state, ConnState::BackingOff { until } if until <= now) {
+                let dial = self.reconnects.dial(&c.addr);
+                c.address_index = dial.address_index;
                 c.state = ConnState::Connecting {
-                    deadline: now + setup,
+                    deadline: now + dial.setup_timeout,
                 };
                 self.out.push_back(Output::Connect {
                     conn: c.id,
@@ -198,7 +267,7 @@ mod tests {
         assert_eq!(r.blocked_until("a:1", t0), None, "never failed");
         let mut now = t0;
         for expected in [100u64, 200, 400, 800, 1000, 1000] {
-            r.disconnected("a:1", now);
+            r.disconnected("a:1", Phase::Setup, now);
             let wait = r
                 .blocked_until("a:1", now)
                 .unwrap()
@@ -214,7 +283,7 @@ mod tests {
             assert_eq!(r.blocked_until("a:1", now), None, "free once it passed");
         }
         r.ready("a:1");
-        r.disconnected("a:1", now);
+        r.disconnected("a:1", Phase::Setup, now);
         let wait = r
             .blocked_until("a:1", now)
             .unwrap()
@@ -230,7 +299,7 @@ mod tests {
             let mut r = Reconnects::new(&c);
             (0..4)
                 .map(|_| {
-                    r.disconnected("a:1", Timestamp::ZERO);
+                    r.disconnected("a:1", Phase::Setup, Timestamp::ZERO);
                     r.blocked_until("a:1", Timestamp::ZERO)
                 })
                 .collect::<Vec<_>>()

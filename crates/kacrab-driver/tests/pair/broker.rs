@@ -252,6 +252,9 @@ pub struct Cluster {
     /// LEADER_NOT_AVAILABLE while it is created, as Kafka's `KafkaApis` answers topics
     /// it auto-creates). `None`: disabled.
     pub auto_create_partitions: Option<i32>,
+    /// Topic ids (KIP-516) of the topics created with one (`with_topic`,
+    /// `recreate_topic`); others are answered with Kafka's zero UUID.
+    pub topic_ids: BTreeMap<String, [u8; 16]>,
     next_producer_id: i64,
     txn_producers: BTreeMap<String, (i64, i16)>,
 }
@@ -276,7 +279,34 @@ impl Cluster {
             sasl: None,
             next_producer_id: 1000,
             txn_producers: BTreeMap::new(),
+            topic_ids: BTreeMap::new(),
         }
+    }
+
+    /// A fresh topic id: distinct from every id given before.
+    fn new_topic_id(&self) -> [u8; 16] {
+        let n = self.topic_ids.len() as u8 + 1;
+        let mut id = [n; 16];
+        id[0] = 0x7a;
+        id
+    }
+
+    /// Deletes `topic` and creates it again with `partitions` partitions led by
+    /// `leader`: a new topic id, leader epochs from 0, empty logs and no producer state
+    /// (Kafka's `kafka-topics --delete` then `--create`).
+    pub fn recreate_topic(&mut self, topic: &str, partitions: i32, leader: i32) {
+        let id = self.new_topic_id();
+        self.topic_ids.insert(topic.to_owned(), id);
+        let parts = (0..partitions)
+            .map(|_| Partition {
+                leader,
+                leader_epoch: 0,
+                log: Vec::new(),
+                config: TopicConfig::default(),
+                producers: BTreeMap::new(),
+            })
+            .collect();
+        self.topics.insert(topic.to_owned(), parts);
     }
 
     /// Adds `topic` with `partitions` partitions, partition `p` led by node
@@ -293,6 +323,8 @@ impl Cluster {
             })
             .collect();
         self.topics.insert(topic.to_owned(), parts);
+        let id = self.new_topic_id();
+        self.topic_ids.insert(topic.to_owned(), id);
         self
     }
 
@@ -541,20 +573,24 @@ impl Cluster {
                         t.with_error_code(LEADER_NOT_AVAILABLE)
                     }
                     None => t.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
-                    Some(parts) => t.with_partitions(
-                        parts
-                            .iter()
-                            .enumerate()
-                            .map(|(i, p)| {
-                                MetadataResponsePartition::default()
-                                    .with_partition_index(i as i32)
-                                    .with_leader_id(BrokerId(p.leader))
-                                    .with_leader_epoch(p.leader_epoch)
-                                    .with_replica_nodes(vec![BrokerId(p.leader)])
-                                    .with_isr_nodes(vec![BrokerId(p.leader)])
-                            })
-                            .collect(),
-                    ),
+                    Some(parts) => t
+                        .with_topic_id(uuid::Uuid::from_bytes(
+                            self.topic_ids.get(&name).copied().unwrap_or_default(),
+                        ))
+                        .with_partitions(
+                            parts
+                                .iter()
+                                .enumerate()
+                                .map(|(i, p)| {
+                                    MetadataResponsePartition::default()
+                                        .with_partition_index(i as i32)
+                                        .with_leader_id(BrokerId(p.leader))
+                                        .with_leader_epoch(p.leader_epoch)
+                                        .with_replica_nodes(vec![BrokerId(p.leader)])
+                                        .with_isr_nodes(vec![BrokerId(p.leader)])
+                                })
+                                .collect(),
+                        ),
                 }
             })
             .collect();
@@ -794,6 +830,10 @@ fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, Refusal> {
         let count = set.records.len() as i32;
         let last = seq + count - 1;
         let base = if pid >= 0 {
+            // No state for this producer (a new partition, a recreated topic, state
+            // expired): Kafka accepts any sequence (`ProducerAppendInfo.checkSequence`
+            // when the entry has no epoch).
+            let stateless = !p.producers.contains_key(&pid);
             let entry = p.producers.entry(pid).or_insert_with(|| ProducerEntry {
                 epoch,
                 batches: VecDeque::new(),
@@ -815,7 +855,7 @@ fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, Refusal> {
             } else {
                 entry.batches.back().map_or(0, |&(_, l, _)| l + 1)
             };
-            if seq != expected {
+            if seq != expected && !stateless {
                 return Err(OUT_OF_ORDER_SEQUENCE_NUMBER.into());
             }
             if epoch > entry.epoch {

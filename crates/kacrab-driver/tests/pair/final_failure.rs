@@ -51,6 +51,16 @@ impl Pair {
         let failed = self.position(|c| matches!(c, Completion::ConnectionFailed { .. }));
         let record = self.position(|c| matches!(c, Completion::Record { .. }));
         assert!(failed.unwrap() < record.unwrap(), "the cause comes first");
+        // A send after the failure is refused with the cause, not only "closed" (Java's
+        // `KafkaProducer.send` rethrows the AuthenticationException).
+        let late = self.send("t", 0, "late");
+        match self.outcome(late) {
+            Some(Err(ProduceError::Connection {
+                error: cause,
+                possibly_written: false,
+            })) => assert_eq!(cause, &error),
+            other => panic!("a send after the failure: {other:?}"),
+        }
         error
     }
 }

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kacrab_driver::{
-    CloseReason, Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, RecordMetadata,
-    SendId, Session, SessionConfig,
+    CloseReason, Completion, ConnId, ConnectOptions, OpId, Output, ProduceError, ProducerRecord,
+    RecordMetadata, SendId, Session, SessionConfig,
 };
 use kacrab_idempotence::ticket::{Ticket, TicketSequencer};
 use kacrab_idempotence::Timestamp;
@@ -159,6 +159,8 @@ pub struct Pair {
     pub completions: Vec<(Timestamp, Completion)>,
     /// Every `Output::Connect`: when, which, where.
     pub connects: Vec<(Timestamp, ConnId, String)>,
+    /// The session's `connect_options` for each of `connects`, read when it was asked.
+    pub connect_options: Vec<ConnectOptions>,
     /// Every `Output::Close`.
     pub closes: Vec<(Timestamp, ConnId, CloseReason)>,
     /// Connections the harness reset (or refused), with when.
@@ -213,6 +215,7 @@ impl Pair {
             parked: VecDeque::new(),
             completions: Vec::new(),
             connects: Vec::new(),
+            connect_options: Vec::new(),
             closes: Vec::new(),
             resets: Vec::new(),
             undecodable: Vec::new(),
@@ -302,6 +305,21 @@ impl Pair {
     /// Starts broker `node` again (its logs and producer state kept).
     pub fn restart(&mut self, node: i32) {
         self.cluster.brokers.get_mut(&node).expect("node").alive = true;
+    }
+
+    /// Sends `value` to `topic`/`partition`, runs until every send has its outcome (at
+    /// most 10 s of virtual time) and returns this one's (panics if it has none).
+    pub fn send_settled(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        value: &str,
+    ) -> Result<RecordMetadata, ProduceError> {
+        let id = self.send(topic, partition, value);
+        self.settle(Duration::from_secs(10));
+        self.outcome(id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id:?} has no outcome"))
     }
 
     // ------------------------------------------------------------------ queries
@@ -459,6 +477,10 @@ impl Pair {
                     default
                 };
                 let policy = self.connect.get(&addr).copied().unwrap_or(default);
+                let options = self.session.connect_options(conn);
+                assert!(options.is_some(), "{conn:?} asked for yet unknown");
+                self.connect_options
+                    .push(options.unwrap_or_else(|| unreachable!()));
                 self.connects.push((now, conn, addr.clone()));
                 self.links.insert(
                     conn,
