@@ -55,7 +55,7 @@ pub mod txn_scenarios;
 
 pub use checker::{check, Expect, LogRecord, Outcome, Tally};
 pub use cluster::{ApiKey, Cluster, Control, ErrorCode};
-pub use proxy::{Proxy, ProxyAction, ProxyStats};
+pub use proxy::{Blackhole, Dial, Link, Proxy, ProxyAction, ProxyStats, Target};
 pub use scenarios::Report;
 pub use trigger::{Fired, Trigger};
 

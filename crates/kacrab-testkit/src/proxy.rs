@@ -14,6 +14,13 @@
 //! drop"), delay the response, cut the response frame in the middle and close, or cut the
 //! request frame in the middle and close. It counts what it injected.
 //!
+//! Per broker (or for all of them) it can also degrade the link itself with a [`Link`]:
+//! a *blackhole* (connections stay open while nothing passes, one way or both; what was
+//! held passes once the link heals, as TCP retransmits it after a real partition heals),
+//! *refused dials* (a new connection is accepted and closed at once), and a *slow link*
+//! (latency per frame, a bandwidth ceiling). Brokers are named by their upstream
+//! `host:port` or, once a Metadata response has named them, by node id ([`Target`]).
+//!
 //! It works in front of a FakeBroker node as well as in front of a real Kafka broker.
 
 use std::collections::{HashMap, VecDeque};
@@ -50,13 +57,114 @@ pub enum ProxyAction {
     CutRequest,
 }
 
+/// Which directions of a link a blackhole stops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Blackhole {
+    /// Everything passes.
+    #[default]
+    Open,
+    /// Requests are held (the broker hears nothing); responses already sent still pass.
+    ToBroker,
+    /// Responses are held (the client hears nothing); requests still reach the broker and
+    /// are applied.
+    ToClient,
+    /// Nothing passes either way.
+    Both,
+}
+
+impl Blackhole {
+    fn holds(self, direction: Flow) -> bool {
+        matches!(
+            (self, direction),
+            (Self::Both, _) | (Self::ToBroker, Flow::ToBroker) | (Self::ToClient, Flow::ToClient)
+        )
+    }
+}
+
+/// What happens to a new connection to a broker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dial {
+    /// Accepted and connected upstream.
+    #[default]
+    Accept,
+    /// Accepted and closed at once, before a byte passes (the client sees its connection
+    /// end), as a broker that is down but whose host is up.
+    Refuse,
+}
+
+/// The state of the link between the client and one broker (or every broker).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Link {
+    /// Directions that pass nothing (open connections stay open).
+    pub blackhole: Blackhole,
+    /// What a new connection gets.
+    pub dial: Dial,
+    /// Each frame is held this long before it is forwarded (frames of one connection one
+    /// after another, so this also bounds throughput: a slow link).
+    pub latency: Duration,
+    /// Bytes per second each direction of a connection may carry (`None`: no ceiling).
+    pub bandwidth: Option<u64>,
+}
+
+impl Link {
+    /// A healthy link.
+    pub fn healthy() -> Self {
+        Self::default()
+    }
+
+    /// A blackhole in `direction`, dials still accepted (and then held too).
+    pub fn blackhole(direction: Blackhole) -> Self {
+        Self {
+            blackhole: direction,
+            ..Self::default()
+        }
+    }
+
+    /// New connections refused; open ones untouched.
+    pub fn refuse() -> Self {
+        Self {
+            dial: Dial::Refuse,
+            ..Self::default()
+        }
+    }
+
+    /// A slow link: `latency` per frame, at most `bandwidth` bytes per second.
+    pub fn slow(latency: Duration, bandwidth: Option<u64>) -> Self {
+        Self {
+            latency,
+            bandwidth,
+            ..Self::default()
+        }
+    }
+}
+
+/// Which links a [`Proxy::set_link`] changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Every broker's (a broker's own setting, if any, wins).
+    All,
+    /// The broker at this upstream `host:port`.
+    Upstream(String),
+    /// The broker with this node id, as a Metadata response the proxy relayed named it.
+    Node(i32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    ToBroker,
+    ToClient,
+}
+
 /// What the proxy has seen and done.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProxyStats {
     /// Client connections accepted (and connected upstream).
     pub connections: u64,
-    /// Connections refused: at the bound, or the broker did not accept.
+    /// Connections refused: at the bound, the broker did not accept, or the link refuses
+    /// dials ([`Dial::Refuse`]).
     pub refused: u64,
+    /// Frames a blackhole held back (each counted once, however long it was held).
+    pub held: u64,
     /// Requests relayed.
     pub requests: u64,
     /// Responses relayed (whole, possibly late or rewritten).
@@ -86,6 +194,7 @@ impl ProxyStats {
 struct Counters {
     connections: AtomicU64,
     refused: AtomicU64,
+    held: AtomicU64,
     requests: AtomicU64,
     responses: AtomicU64,
     dropped: AtomicU64,
@@ -111,6 +220,10 @@ struct Shared {
     rules: Mutex<Vec<Rule>>,
     /// Upstream `host:port` → the proxy listener standing in for it.
     listeners: Mutex<HashMap<String, SocketAddr>>,
+    /// Node id → upstream `host:port`, from the Metadata responses relayed.
+    nodes: Mutex<HashMap<i32, String>>,
+    /// Upstream `host:port` → its link; `None` → the link of every broker without its own.
+    links: Mutex<HashMap<Option<String>, Link>>,
     /// Both sockets of every open connection, to shut them down on drop.
     conns: Mutex<HashMap<u64, (TcpStream, TcpStream)>>,
     next_conn: AtomicU64,
@@ -149,6 +262,8 @@ impl Proxy {
             stop: AtomicBool::new(false),
             rules: Mutex::default(),
             listeners: Mutex::default(),
+            nodes: Mutex::default(),
+            links: Mutex::default(),
             conns: Mutex::default(),
             next_conn: AtomicU64::new(0),
             open: AtomicUsize::new(0),
@@ -196,6 +311,45 @@ impl Proxy {
         fired
     }
 
+    /// Sets the link to `target`: [`Link::healthy`] heals it. A broker's own link wins
+    /// over the one for [`Target::All`]. Open connections follow the change at their next
+    /// frame (a blackhole holds the frame in flight; a heal releases it). Fails for a node
+    /// id no relayed Metadata response named.
+    pub fn set_link(&self, target: Target, link: Link) -> Result<(), String> {
+        let key = match target {
+            Target::All => None,
+            Target::Upstream(u) => Some(u),
+            Target::Node(n) => Some(
+                lock(&self.shared.nodes)
+                    .get(&n)
+                    .cloned()
+                    .ok_or_else(|| format!("proxy: no Metadata response named node {n} yet"))?,
+            ),
+        };
+        let mut links = lock(&self.shared.links);
+        if key.is_some() && link == Link::healthy() {
+            links.remove(&key);
+        } else {
+            links.insert(key, link);
+        }
+        Ok(())
+    }
+
+    /// Heals every link (rules stay).
+    pub fn heal_all(&self) {
+        lock(&self.shared.links).clear();
+    }
+
+    /// Node id → upstream `host:port`, as the relayed Metadata responses named them.
+    pub fn nodes(&self) -> Vec<(i32, String)> {
+        let mut v: Vec<_> = lock(&self.shared.nodes)
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Removes every rule; the proxy relays faithfully from now on.
     pub fn clear_rules(&self) {
         lock(&self.shared.rules).clear();
@@ -208,6 +362,7 @@ impl Proxy {
         ProxyStats {
             connections: g(&c.connections),
             refused: g(&c.refused),
+            held: g(&c.held),
             requests: g(&c.requests),
             responses: g(&c.responses),
             dropped: g(&c.dropped),
@@ -248,6 +403,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The link to `upstream` now.
+fn link_of(shared: &Shared, upstream: &str) -> Link {
+    let links = lock(&shared.links);
+    links
+        .get(&Some(upstream.to_string()))
+        .or_else(|| links.get(&None))
+        .copied()
+        .unwrap_or_default()
+}
+
 /// The listener for `upstream`, started on first use.
 fn listener_for(shared: &Arc<Shared>, upstream: &str) -> io::Result<SocketAddr> {
     let mut listeners = lock(&shared.listeners);
@@ -274,6 +439,11 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
             return;
         }
         let Ok(client) = client else { continue };
+        if link_of(&shared, &upstream).dial == Dial::Refuse {
+            bump(&shared.counters.refused);
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        }
         if shared.open.load(Ordering::SeqCst) >= shared.max_connections {
             bump(&shared.counters.refused);
             continue; // dropped: the client sees the connection close
@@ -303,6 +473,7 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
         lock(&shared.conns).insert(id, (c3, u3));
         let conn = Arc::new(Conn {
             id,
+            upstream: upstream.clone(),
             pending: Mutex::default(),
             closed: AtomicBool::new(false),
             shared: Arc::clone(&shared),
@@ -333,6 +504,8 @@ struct Pending {
 
 struct Conn {
     id: u64,
+    /// The broker's `host:port`, whose [`Link`] this connection follows.
+    upstream: String,
     pending: Mutex<VecDeque<Pending>>,
     closed: AtomicBool,
     shared: Arc<Shared>,
@@ -349,6 +522,43 @@ impl Conn {
             let _ = u.shutdown(Shutdown::Both);
         }
         self.shared.open.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Applies the link to a frame about to go `flow`: holds it while a blackhole stops
+    /// that direction, then for the latency; returns `false` if the connection closed or
+    /// the proxy stopped meanwhile.
+    fn pass(&self, flow: Flow) -> bool {
+        let read_at = Instant::now();
+        let mut held = false;
+        loop {
+            if self.closed.load(Ordering::SeqCst) || self.shared.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            let link = link_of(&self.shared, &self.upstream);
+            if link.blackhole.holds(flow) {
+                if !held {
+                    held = true;
+                    bump(&self.shared.counters.held);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            // Latency counts from when the frame was read, so time held counts too.
+            let until = read_at + link.latency;
+            let now = Instant::now();
+            if now >= until {
+                return true;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
+        }
+    }
+
+    /// After `bytes` went out: waits as long as the link's bandwidth says they take.
+    fn pace(&self, bytes: usize) {
+        if let Some(bps) = link_of(&self.shared, &self.upstream).bandwidth {
+            let secs = bytes as f64 / bps.max(1) as f64;
+            std::thread::sleep(Duration::from_secs_f64(secs.min(60.0)));
+        }
     }
 
     fn choose(&self, api: i16) -> Option<ProxyAction> {
@@ -369,6 +579,9 @@ impl Conn {
             let api = i16::from_be_bytes([frame[4], frame[5]]);
             let version = i16::from_be_bytes([frame[6], frame[7]]);
             let correlation = i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
+            if !self.pass(Flow::ToBroker) {
+                break;
+            }
             let action = self.choose(api);
             if action == Some(ProxyAction::CutRequest) {
                 bump(&c.cut_requests);
@@ -386,6 +599,7 @@ impl Conn {
                 break;
             }
             bump(&c.requests);
+            self.pace(frame.len());
         }
         self.close();
     }
@@ -448,10 +662,11 @@ impl Conn {
                     }
                 }
             }
-            if client.write_all(&out).is_err() {
+            if !self.pass(Flow::ToClient) || client.write_all(&out).is_err() {
                 break;
             }
             bump(&c.responses);
+            self.pace(out.len());
         }
         self.close();
     }
@@ -503,6 +718,7 @@ fn rewrite(shared: &Arc<Shared>, p: &Pending, body: &[u8]) -> Result<Option<Vec<
         Kp::Metadata => {
             let mut m = MetadataResponse::decode(&mut buf, v).map_err(text)?;
             for b in &mut m.brokers {
+                lock(&shared.nodes).insert(b.node_id.0, format!("{}:{}", b.host.as_str(), b.port));
                 (b.host, b.port) = stand_in(shared, b.host.as_str(), b.port)?;
             }
             m.encode(&mut out, v).map_err(text)?;
@@ -645,6 +861,110 @@ mod tests {
         assert_eq!(st.injected(), 4);
         assert!(st.rewritten >= 3, "{st:?}");
         assert_eq!(st.rewrite_failures, 0);
+    }
+
+    #[test]
+    fn blackholes_hold_frames_on_open_connections_until_healed() {
+        let cluster = Cluster::start(1).unwrap();
+        let proxy = Proxy::start(&cluster.bootstrap()).unwrap();
+        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
+        let seen = brokers(&metadata(&mut s, 1).unwrap());
+        assert_eq!(
+            proxy.nodes().len(),
+            1,
+            "the node ids are learned from Metadata"
+        );
+        let node = seen[0].0;
+
+        for direction in [Blackhole::Both, Blackhole::ToBroker, Blackhole::ToClient] {
+            proxy
+                .set_link(Target::Node(node), Link::blackhole(direction))
+                .unwrap();
+            let held_before = proxy.stats().held;
+            s.set_read_timeout(Some(Duration::from_millis(600)))
+                .unwrap();
+            let err = metadata(&mut s, 2).unwrap_err();
+            assert!(
+                matches!(
+                    err.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ),
+                "{direction:?}: {err}"
+            );
+            assert_eq!(proxy.stats().held, held_before + 1, "{direction:?}");
+            // The connection is still open: healing releases the held frame on it.
+            proxy.set_link(Target::Node(node), Link::healthy()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            assert_eq!(brokers(&read_frame(&mut s).unwrap()), seen, "{direction:?}");
+        }
+
+        // A blackhole for every broker holds new connections' frames too.
+        proxy
+            .set_link(Target::All, Link::blackhole(Blackhole::Both))
+            .unwrap();
+        let mut t = TcpStream::connect(proxy.bootstrap()).unwrap();
+        t.set_read_timeout(Some(Duration::from_millis(400)))
+            .unwrap();
+        assert!(metadata(&mut t, 3).is_err());
+        proxy.heal_all();
+        t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert_eq!(brokers(&read_frame(&mut t).unwrap()), seen);
+        assert_eq!(proxy.stats().connections, 2);
+        assert!(proxy.set_link(Target::Node(99), Link::refuse()).is_err());
+    }
+
+    #[test]
+    fn refused_dials_and_slow_links() {
+        let cluster = Cluster::start(1).unwrap();
+        let proxy = Proxy::start(&cluster.bootstrap()).unwrap();
+        let mut open = TcpStream::connect(proxy.bootstrap()).unwrap();
+        open.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let seen = brokers(&metadata(&mut open, 1).unwrap());
+
+        // Refused: a new connection ends before a byte passes; the open one still works.
+        proxy
+            .set_link(Target::Upstream(cluster.bootstrap()), Link::refuse())
+            .unwrap();
+        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert!(metadata(&mut s, 1).is_err());
+        assert_eq!(proxy.stats().refused, 1);
+        assert_eq!(brokers(&metadata(&mut open, 2).unwrap()), seen);
+
+        // Slow: 250 ms per frame each way, so a round trip takes at least 500 ms.
+        proxy
+            .set_link(Target::All, Link::slow(Duration::from_millis(250), None))
+            .unwrap();
+        proxy
+            .set_link(Target::Upstream(cluster.bootstrap()), Link::healthy())
+            .unwrap();
+        let t = Instant::now();
+        assert_eq!(brokers(&metadata(&mut open, 3).unwrap()), seen);
+        assert!(
+            t.elapsed() >= Duration::from_millis(500),
+            "{:?}",
+            t.elapsed()
+        );
+
+        // A bandwidth ceiling: 60 bytes/s after a response of 50 bytes or more delays the
+        // next frame by over half a second.
+        proxy
+            .set_link(Target::All, Link::slow(Duration::ZERO, Some(60)))
+            .unwrap();
+        let frame = metadata(&mut open, 4).unwrap();
+        assert!(frame.len() >= 50, "{}", frame.len());
+        let t = Instant::now();
+        assert_eq!(brokers(&metadata(&mut open, 5).unwrap()), seen);
+        assert!(
+            t.elapsed() >= Duration::from_millis(500),
+            "{:?}",
+            t.elapsed()
+        );
+        proxy.heal_all();
+        let t = Instant::now();
+        metadata(&mut open, 6).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
