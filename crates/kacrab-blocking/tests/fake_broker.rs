@@ -11,3 +11,6 @@ kacrab_testkit::fake_broker_tests!(support::factory; out_of_order_sequence_all_a
 
 // Transactions, version 1 and 2: commit, abort, fencing, read_committed.
 kacrab_testkit::fake_broker_txn_tests!(support::factory);
+
+// Link faults (issue 18): blackholes, refused dials, slow links; all acknowledged once healed.
+kacrab_testkit::fake_broker_link_tests!(support::factory);

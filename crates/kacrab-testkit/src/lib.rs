@@ -184,6 +184,21 @@ macro_rules! fake_broker_tests {
     };
 }
 
+/// Writes one `#[test]` per FakeBroker link-fault scenario (blackholes, refused dials,
+/// slow links; every record must be acknowledged once the link heals) for `$factory`.
+#[macro_export]
+macro_rules! fake_broker_link_tests {
+    ($factory:expr) => {
+        $crate::__scenario_tests!(
+            $factory, scenarios;
+            blackhole_heals,
+            blackhole_one_way_heals,
+            refused_dials_and_slow_link,
+            blackhole_within_budget,
+        );
+    };
+}
+
 /// Writes one `#[test]` per FakeBroker transactional scenario (transaction versions 1
 /// and 2) for `$factory`.
 #[macro_export]
@@ -203,6 +218,7 @@ macro_rules! real_kafka_tests {
             real_exactly_once,
             real_leader_kill,
             real_proxy_drops,
+            real_blackhole_within_budget,
             real_txn_read_committed,
             real_txn_fencing,
             real_txn_coordinator_killed,

@@ -143,3 +143,6 @@ fn metrics_move_on_a_retry_a_throttle_and_an_epoch_bump() {
         p.close().await;
     });
 }
+
+// Link faults (issue 18): blackholes, refused dials, slow links; all acknowledged once healed.
+kacrab_testkit::fake_broker_link_tests!(support::factory);
