@@ -134,17 +134,9 @@ pub fn refused_dials_and_slow_link(factory: Factory) -> Result<Report, String> {
 /// 2 s from chunk 2 (a 40 s blackhole under the 30 s / 120 s defaults). The fault is
 /// shorter than `delivery.timeout.ms` − `request.timeout.ms`: every record acknowledged.
 pub fn blackhole_within_budget(factory: Factory) -> Result<Report, String> {
-    let env = |k: &str, d: u64| -> u64 {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let rt = env("XX_RT", 1500).to_string().leak() as &'static str;
-    let dt = env("XX_DT", 6000).to_string().leak() as &'static str;
-    let hold = Duration::from_millis(env("XX_HOLD", 2000));
+    let hold = Duration::from_millis(2_000);
     let shape = Shape {
-        records: env("XX_N", 50_000),
+        records: 50_000,
         chunk: 5_000,
         pause: Duration::ZERO,
         props: vec![
