@@ -12,6 +12,8 @@
 //! * [`checker`]: the record format and the exactly-once / order / "failed as not
 //!   written means absent" check, the simulator's [`kacrab_sim::oracle`] applied to
 //!   logs read back from FakeBroker or real Kafka.
+//! * [`nemesis`]: the fault controller for real clusters: a schedule drawn from a seed
+//!   (printed, repeatable) of proxy faults, SIGSTOP pauses and SIGKILL restarts.
 //! * [`scenarios`]: the FakeBroker scenarios, one `pub fn` each; [`real_kafka`]: the
 //!   real-broker scenarios, skipped unless their environment variable is set.
 //!
@@ -47,6 +49,7 @@ pub mod checker;
 pub mod cluster;
 pub mod compression_scenarios;
 pub mod metric_names;
+pub mod nemesis;
 pub mod proxy;
 pub mod real_kafka;
 pub mod scenarios;
@@ -227,6 +230,16 @@ macro_rules! real_kafka_tests {
             $factory, compression_scenarios;
             real_compression_every_codec,
         );
+    };
+}
+
+/// Writes the Jepsen-style `#[test]` ([`real_kafka::real_jepsen`]: a seeded schedule of
+/// partitions, pauses and kills on a three-node cluster) for `$factory`; it skips unless
+/// `KACRAB_KAFKA_CLUSTER` is set.
+#[macro_export]
+macro_rules! real_kafka_jepsen_tests {
+    ($factory:expr) => {
+        $crate::__scenario_tests!($factory, real_kafka; real_jepsen);
     };
 }
 

@@ -28,7 +28,9 @@ use crate::scenarios::{base_props, build, proxy_line, set_prop, Report};
 use crate::trigger::Trigger;
 use crate::Factory;
 
+mod jepsen;
 mod txn;
+pub use jepsen::real_jepsen;
 pub use txn::{real_txn_coordinator_killed, real_txn_fencing, real_txn_read_committed};
 pub(crate) use txn::{txn_props, ReadCommittedTxns};
 
@@ -472,7 +474,8 @@ pub fn real_proxy_drops(factory: Factory) -> Result<Report, String> {
 
 /// (d) Liveness behind blackholes, as a new user meets it: Kafka's default timeouts
 /// (`request.timeout.ms` 30 s, `delivery.timeout.ms` 120 s; `KACRAB_REAL_BLACKHOLE_SCALE`
-/// divides all three times, default 1), 50,000 records (`KACRAB_REAL_RECORDS`) queued as
+/// divides all three times: default 4, so 10 s blackholes under 7.5 s and 30 s; 1 for
+/// Kafka's own defaults), 50,000 records (`KACRAB_REAL_RECORDS`) queued as
 /// fast as the producer takes them (one chunk of 1,000 at a time) into a fresh 6-partition topic on
 /// `KACRAB_KAFKA_BOOTSTRAP` through the lying proxy, which blackholes the broker both
 /// ways for 40 s after the 5th and the 30th chunk (its connections held open, new ones
@@ -488,7 +491,7 @@ pub fn real_blackhole_within_budget(factory: Factory) -> Result<Report, String> 
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
         .filter(|s| *s > 0)
-        .unwrap_or(1);
+        .unwrap_or(4);
     let topic = fresh_topic("kacrab-blackhole");
     create_topic(&bootstrap, &topic, 6, 1)?;
     let proxy = Arc::new(Proxy::start(&bootstrap)?);
