@@ -89,7 +89,7 @@ impl fmt::Display for Fault {
             Self::DropResponses { every, count } => {
                 write!(
                     f,
-                    "drop the response of every {every}th Produce after the write, {count}x"
+                    "drop the response of one Produce in {every} after the write, {count}x"
                 )
             }
             Self::CutFrames { count } => {
