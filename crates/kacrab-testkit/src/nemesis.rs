@@ -7,7 +7,8 @@
 //! * the *link* track, through the proxy: blackholes (both ways or one way, connections
 //!   held open), refused dials (with every open connection cut), slow links, bursts of
 //!   Produce responses dropped after the broker applied the request (ambiguous losses),
-//!   and Produce frames cut in the middle (requests and responses);
+//!   and Produce frames cut in the middle (requests and responses); those two stay until
+//!   they have fired their count;
 //! * the *process* track, on the broker JVMs: SIGSTOP/SIGCONT pauses (some longer than
 //!   `request.timeout.ms` only, some also longer than the controllers'
 //!   `broker.session.timeout.ms`, 9 s, so leadership moves while the old leader is frozen
@@ -467,8 +468,9 @@ fn link_track(sh: &Shared, proxy: &Proxy, steps: &[Step]) {
             sh.error(format!("link #{i}: {e}"));
         }
         let completed = sh.sleep(st.hold);
+        // Links heal; drop and cut rules stay until they have fired their count (a rule
+        // added by someone else, e.g. a top-up of drops, is not the track's to remove).
         proxy.heal_all();
-        proxy.clear_rules();
         sh.note(format!("link #{i}: healed"));
         if !completed {
             return;

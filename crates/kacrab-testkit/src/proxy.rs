@@ -15,8 +15,9 @@
 //! request frame in the middle and close. It counts what it injected.
 //!
 //! Per broker (or for all of them) it can also degrade the link itself with a [`Link`]:
-//! a *blackhole* (connections stay open while nothing passes, one way or both; what was
-//! held passes once the link heals, as TCP retransmits it after a real partition heals),
+//! a *blackhole* (connections stay open while nothing passes, one way or both: the proxy
+//! stops reading that way, so the sender's socket buffers fill as behind a real
+//! partition; what was held passes once the link heals, as TCP retransmits it),
 //! *refused dials* (a new connection is accepted and closed at once), and a *slow link*
 //! (latency per frame, a bandwidth ceiling). Brokers are named by their upstream
 //! `host:port` or, once a Metadata response has named them, by node id ([`Target`]).
@@ -553,6 +554,22 @@ impl Conn {
         }
     }
 
+    /// Before reading the next frame going `flow`: waits while a blackhole stops that
+    /// direction, so the socket is not read and the sender's buffers fill as behind a
+    /// real partition (TCP stops acknowledging). `false` if the connection closed or the
+    /// proxy stopped meanwhile.
+    fn readable(&self, flow: Flow) -> bool {
+        loop {
+            if self.closed.load(Ordering::SeqCst) || self.shared.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            if !link_of(&self.shared, &self.upstream).blackhole.holds(flow) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// After `bytes` went out: waits as long as the link's bandwidth says they take.
     fn pace(&self, bytes: usize) {
         if let Some(bps) = link_of(&self.shared, &self.upstream).bandwidth {
@@ -572,7 +589,10 @@ impl Conn {
     /// Client → broker.
     fn requests(self: Arc<Self>, mut client: TcpStream, mut up: TcpStream) {
         let c = &self.shared.counters;
-        while let Ok(frame) = read_frame(&mut client) {
+        while self.readable(Flow::ToBroker) {
+            let Ok(frame) = read_frame(&mut client) else {
+                break;
+            };
             if frame.len() < 12 {
                 break;
             }
@@ -607,7 +627,10 @@ impl Conn {
     /// Broker → client.
     fn responses(self: Arc<Self>, mut up: TcpStream, mut client: TcpStream) {
         let c = &self.shared.counters;
-        while let Ok(frame) = read_frame(&mut up) {
+        while self.readable(Flow::ToClient) {
+            let Ok(frame) = read_frame(&mut up) else {
+                break;
+            };
             if frame.len() < 8 {
                 break;
             }

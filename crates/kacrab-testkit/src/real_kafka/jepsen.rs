@@ -92,7 +92,9 @@ pub fn real_jepsen(factory: Factory) -> Result<Report, String> {
     let producer = build(factory, &props).map_err(fail)?;
     // The producer has learned the brokers through the proxy once it has sent a chunk:
     // the controller starts after the first one (node ids come from Metadata).
-    let chunks = 200u64;
+    // Small chunks, short pauses: a steady stream of Produce requests, so a drop rule
+    // finds its requests within its hold.
+    let chunks = 1_000u64;
     let chunk = (records / chunks).max(1);
     let pause = Duration::from_millis(seconds * 1_000 / chunks);
     let spec = Burst {

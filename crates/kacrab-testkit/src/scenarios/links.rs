@@ -20,6 +20,10 @@ fn link_shape() -> Shape {
         props: vec![
             ("request.timeout.ms", "1000"),
             ("delivery.timeout.ms", "30000"),
+            // Requests of up to 2 × 256 KB to a node, 5 in flight: more than the socket
+            // buffers between the producer and a proxy that stopped reading hold.
+            ("batch.size", "262144"),
+            ("linger.ms", "20"),
         ],
         ..Shape::default()
     }
