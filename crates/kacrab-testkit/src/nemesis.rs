@@ -540,9 +540,8 @@ mod tests {
         for st in a.links.iter().chain(&a.processes) {
             assert!(st.hold <= Duration::from_secs(20), "{st:?}");
         }
-        let kinds = |s: &Schedule| {
-            let mut k: Vec<&str> = s
-                .links
+        let kinds = |s: &Schedule| -> Vec<&'static str> {
+            s.links
                 .iter()
                 .chain(&s.processes)
                 .map(|st| match st.fault {
@@ -554,17 +553,20 @@ mod tests {
                     Fault::Pause { .. } => "pause",
                     Fault::Kill { .. } => "kill",
                 })
-                .collect();
-            k.sort_unstable();
-            k.dedup();
-            k.len()
+                .collect()
         };
+        // Every other link step drops responses after the write.
+        for (i, st) in a.links.iter().enumerate() {
+            let drop = matches!(st.fault, Fault::DropResponses { .. });
+            assert_eq!(drop, i % 2 == 0, "{st:?}");
+        }
         // Over a few seeds, every kind of fault is drawn.
-        let all: usize = (0..20)
-            .map(|s| kinds(&Schedule::draw(s, &plan())))
-            .max()
-            .unwrap();
-        assert_eq!(all, 7);
+        let mut all: Vec<&str> = (0..20)
+            .flat_map(|s| kinds(&Schedule::draw(s, &plan())))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 7, "{all:?}");
         let text = a.to_string();
         assert!(text.contains("KACRAB_JEPSEN_SEED=7"), "{text}");
     }
