@@ -149,7 +149,7 @@ fn between(rng: &mut SplitMix64, lo: Duration, hi: Duration) -> Duration {
 impl Schedule {
     /// Draws a schedule for `plan` from `seed`.
     pub fn draw(seed: u64, plan: &Plan) -> Self {
-        let mut rng = SplitMix64(seed ^ 0x5EED_0F_FA17);
+        let mut rng = SplitMix64(seed ^ 0x005E_ED0F_FA17);
         let rt = plan.request_timeout;
         let cap = |d: Duration| d.min(plan.max_hold);
         let pick = |rng: &mut SplitMix64| {
