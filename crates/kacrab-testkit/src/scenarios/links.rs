@@ -53,10 +53,18 @@ fn with_proxy(ctx: &Ctx) -> Result<(), String> {
     Ok(())
 }
 
-fn leader_of(ctx: &Ctx, partition: i32) -> Result<i32, String> {
-    ctx.cluster
+/// The proxy target for the leader of `partition`: its upstream address (the cluster
+/// knows it; no need to wait for the producer's Metadata to name the node).
+fn leader_of(ctx: &Ctx, partition: i32) -> Result<Target, String> {
+    let node = ctx
+        .cluster
         .leader(&ctx.topic, partition)
-        .ok_or_else(|| format!("no leader for partition {partition}"))
+        .ok_or_else(|| format!("no leader for partition {partition}"))?;
+    let addr = usize::try_from(node)
+        .ok()
+        .and_then(|n| ctx.cluster.node_addrs().get(n).copied())
+        .ok_or_else(|| format!("no address for node {node}"))?;
+    Ok(Target::Upstream(addr.to_string()))
 }
 
 /// A blackhole both ways between the producer and the leader of partition 0, from chunk
@@ -73,12 +81,7 @@ pub fn blackhole_heals(factory: Factory) -> Result<Report, String> {
         move |ctx, k| {
             if k == 3 {
                 let node = leader_of(ctx, 0)?;
-                hold_then_heal(
-                    ctx,
-                    Target::Node(node),
-                    Link::blackhole(Blackhole::Both),
-                    hold,
-                )?;
+                hold_then_heal(ctx, node, Link::blackhole(Blackhole::Both), hold)?;
             }
             Ok(Step::Continue)
         },
@@ -103,7 +106,7 @@ pub fn blackhole_one_way_heals(factory: Factory) -> Result<Report, String> {
                 _ => return Ok(Step::Continue),
             };
             let node = leader_of(ctx, partition)?;
-            hold_then_heal(ctx, Target::Node(node), Link::blackhole(direction), hold)?;
+            hold_then_heal(ctx, node, Link::blackhole(direction), hold)?;
             Ok(Step::Continue)
         },
     )
@@ -122,7 +125,7 @@ pub fn refused_dials_and_slow_link(factory: Factory) -> Result<Report, String> {
             if k == 3 {
                 let proxy = ctx.proxy().ok_or("no proxy")?;
                 let slow = Link::slow(Duration::from_millis(30), Some(2 << 20));
-                proxy.set_link(Target::Node(leader_of(ctx, 2)?), slow)?;
+                proxy.set_link(leader_of(ctx, 2)?, slow)?;
                 ctx.event(1);
                 hold_then_heal(ctx, Target::All, Link::refuse(), Duration::from_secs(3))?;
                 proxy.disconnect_all();
@@ -160,12 +163,7 @@ pub fn blackhole_within_budget(factory: Factory) -> Result<Report, String> {
         move |ctx, k| {
             if k == 2 {
                 let node = leader_of(ctx, 0)?;
-                hold_then_heal(
-                    ctx,
-                    Target::Node(node),
-                    Link::blackhole(Blackhole::Both),
-                    hold,
-                )?;
+                hold_then_heal(ctx, node, Link::blackhole(Blackhole::Both), hold)?;
             }
             Ok(Step::Continue)
         },
