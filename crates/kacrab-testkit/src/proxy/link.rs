@@ -84,7 +84,7 @@ impl Link {
     }
 }
 
-/// Which links a [`Proxy::set_link`] changes.
+/// Which links a [`Proxy::set_link`](super::Proxy::set_link) changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
     /// Every broker's (a broker's own setting, if any, wins).
