@@ -13,6 +13,7 @@
 #      two broken-certificate ones; see "secured listeners" below)
 #   scripts/kafka.sh stop [all|single|cluster|node N]
 #   scripts/kafka.sh kill-node N | restart-node N
+#   scripts/kafka.sh pause-node N | resume-node N    # SIGSTOP / SIGCONT (a frozen node)
 #   scripts/kafka.sh create-topic <bootstrap> <topic> <partitions> <rf>
 #   scripts/kafka.sh create-topic-with <bootstrap> <topic> <partitions> <rf> <key=value>
 #   scripts/kafka.sh delete-topic <bootstrap> <topic>
@@ -551,7 +552,7 @@ stop_dirs() {
   local d pid
   for d in "$@"; do
     pid="$(node_pid "$d")"
-    if pid_alive "$pid"; then kill -TERM "$pid" 2>/dev/null || true; live+=("$d"); else rm -f "$d/kafka.pid"; fi
+    if pid_alive "$pid"; then kill -CONT "$pid" 2>/dev/null || true; kill -TERM "$pid" 2>/dev/null || true; live+=("$d"); else rm -f "$d/kafka.pid"; fi
   done
   [ "${#live[@]}" -gt 0 ] || return 0
   local deadline=$(( $(date +%s) + STOP_TIMEOUT )) left cl lost_at="" why _
@@ -619,6 +620,26 @@ cmd_restart_node() {
   wait_ready "$d" -- "${ports[@]}" || die "node $1 failed to rejoin (logs in $d/logs)"
   log "cluster node $1 back (pid $(node_pid "$d")) in $(secs_since "$t0")s"
   echo "KACRAB_KAFKA_NODE${1}_PID=$(node_pid "$d")"
+}
+
+# pause-node N: SIGSTOP the node's JVM. It keeps its sockets open and answers nothing
+# (a GC pause or a frozen VM); past broker.session.timeout.ms the controllers fence it
+# and move its leaderships, and on resume-node it comes back as a zombie that learns it
+# lost them. stop resumes a paused node before its SIGTERM.
+cmd_pause_node() {
+  check_node "${1:-}"
+  local pid; pid="$(node_pid "$(cluster_dir "$1")")"
+  pid_alive "$pid" || die "cluster node $1 is not running"
+  kill -STOP "$pid"
+  log "SIGSTOPped cluster node $1 (pid $pid)"
+}
+
+cmd_resume_node() {
+  check_node "${1:-}"
+  local pid; pid="$(node_pid "$(cluster_dir "$1")")"
+  pid_alive "$pid" || die "cluster node $1 is not running"
+  kill -CONT "$pid"
+  log "SIGCONTed cluster node $1 (pid $pid)"
 }
 
 cmd_clean() { # stop everything, then drop all broker data and logs (keeps the jars)
@@ -817,6 +838,8 @@ main() {
     stop) cmd_stop "$@" ;;
     kill-node) cmd_kill_node "$@" ;;
     restart-node) cmd_restart_node "$@" ;;
+    pause-node) cmd_pause_node "$@" ;;
+    resume-node) cmd_resume_node "$@" ;;
     create-topic) cmd_create_topic "$@" ;;
     create-topic-with) cmd_create_topic_with "$@" ;;
     delete-topic) cmd_delete_topic "$@" ;;

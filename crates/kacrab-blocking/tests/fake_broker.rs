@@ -98,3 +98,6 @@ fn a_send_after_a_final_connection_failure_carries_its_cause() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+// Link faults (issue 18): blackholes, refused dials, slow links; all acknowledged once healed.
+kacrab_testkit::fake_broker_link_tests!(support::factory);

@@ -12,6 +12,8 @@
 //! * [`checker`]: the record format and the exactly-once / order / "failed as not
 //!   written means absent" check, the simulator's [`kacrab_sim::oracle`] applied to
 //!   logs read back from FakeBroker or real Kafka.
+//! * [`nemesis`]: the fault controller for real clusters: a schedule drawn from a seed
+//!   (printed, repeatable) of proxy faults, SIGSTOP pauses and SIGKILL restarts.
 //! * [`scenarios`]: the FakeBroker scenarios, one `pub fn` each; [`real_kafka`]: the
 //!   real-broker scenarios, skipped unless their environment variable is set.
 //!
@@ -47,6 +49,7 @@ pub mod checker;
 pub mod cluster;
 pub mod compression_scenarios;
 pub mod metric_names;
+pub mod nemesis;
 pub mod proxy;
 pub mod real_kafka;
 pub mod scenarios;
@@ -56,7 +59,7 @@ pub mod txn_scenarios;
 
 pub use checker::{check, Expect, LogRecord, Outcome, Tally};
 pub use cluster::{ApiKey, Cluster, Control, ErrorCode};
-pub use proxy::{Proxy, ProxyAction, ProxyStats};
+pub use proxy::{Blackhole, Dial, Link, Proxy, ProxyAction, ProxyStats, Target};
 pub use scenarios::Report;
 pub use trigger::{Fired, Trigger};
 
@@ -185,6 +188,21 @@ macro_rules! fake_broker_tests {
     };
 }
 
+/// Writes one `#[test]` per FakeBroker link-fault scenario (blackholes, refused dials,
+/// slow links; every record must be acknowledged once the link heals) for `$factory`.
+#[macro_export]
+macro_rules! fake_broker_link_tests {
+    ($factory:expr) => {
+        $crate::__scenario_tests!(
+            $factory, scenarios;
+            blackhole_heals,
+            blackhole_one_way_heals,
+            refused_dials_and_slow_link,
+            blackhole_within_budget,
+        );
+    };
+}
+
 /// Writes one `#[test]` per FakeBroker transactional scenario (transaction versions 1
 /// and 2) for `$factory`.
 #[macro_export]
@@ -204,6 +222,7 @@ macro_rules! real_kafka_tests {
             real_exactly_once,
             real_leader_kill,
             real_proxy_drops,
+            real_blackhole_within_budget,
             real_txn_read_committed,
             real_txn_fencing,
             real_txn_coordinator_killed,
@@ -212,6 +231,16 @@ macro_rules! real_kafka_tests {
             $factory, compression_scenarios;
             real_compression_every_codec,
         );
+    };
+}
+
+/// Writes the Jepsen-style `#[test]` ([`real_kafka::real_jepsen`]: a seeded schedule of
+/// partitions, pauses and kills on a three-node cluster) for `$factory`; it skips unless
+/// `KACRAB_KAFKA_CLUSTER` is set.
+#[macro_export]
+macro_rules! real_kafka_jepsen_tests {
+    ($factory:expr) => {
+        $crate::__scenario_tests!($factory, real_kafka; real_jepsen);
     };
 }
 

@@ -14,6 +14,14 @@
 //! drop"), delay the response, cut the response frame in the middle and close, or cut the
 //! request frame in the middle and close. It counts what it injected.
 //!
+//! Per broker (or for all of them) it can also degrade the link itself with a [`Link`]:
+//! a *blackhole* (connections stay open while nothing passes, one way or both: the proxy
+//! stops reading that way, so the sender's socket buffers fill as behind a real
+//! partition; what was held passes once the link heals, as TCP retransmits it),
+//! *refused dials* (a new connection is accepted and closed at once), and a *slow link*
+//! (latency per frame, a bandwidth ceiling). Brokers are named by their upstream
+//! `host:port` or, once a Metadata response has named them, by node id ([`Target`]).
+//!
 //! It works in front of a FakeBroker node as well as in front of a real Kafka broker.
 
 use std::collections::{HashMap, VecDeque};
@@ -50,13 +58,20 @@ pub enum ProxyAction {
     CutRequest,
 }
 
+mod link;
+use link::Flow;
+pub use link::{Blackhole, Dial, Link, Target};
+
 /// What the proxy has seen and done.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProxyStats {
     /// Client connections accepted (and connected upstream).
     pub connections: u64,
-    /// Connections refused: at the bound, or the broker did not accept.
+    /// Connections refused: at the bound, the broker did not accept, or the link refuses
+    /// dials ([`Dial::Refuse`]).
     pub refused: u64,
+    /// Frames a blackhole held back (each counted once, however long it was held).
+    pub held: u64,
     /// Requests relayed.
     pub requests: u64,
     /// Responses relayed (whole, possibly late or rewritten).
@@ -86,6 +101,7 @@ impl ProxyStats {
 struct Counters {
     connections: AtomicU64,
     refused: AtomicU64,
+    held: AtomicU64,
     requests: AtomicU64,
     responses: AtomicU64,
     dropped: AtomicU64,
@@ -111,6 +127,10 @@ struct Shared {
     rules: Mutex<Vec<Rule>>,
     /// Upstream `host:port` → the proxy listener standing in for it.
     listeners: Mutex<HashMap<String, SocketAddr>>,
+    /// Node id → upstream `host:port`, from the Metadata responses relayed.
+    nodes: Mutex<HashMap<i32, String>>,
+    /// Upstream `host:port` → its link; `None` → the link of every broker without its own.
+    links: Mutex<HashMap<Option<String>, Link>>,
     /// Both sockets of every open connection, to shut them down on drop.
     conns: Mutex<HashMap<u64, (TcpStream, TcpStream)>>,
     next_conn: AtomicU64,
@@ -149,6 +169,8 @@ impl Proxy {
             stop: AtomicBool::new(false),
             rules: Mutex::default(),
             listeners: Mutex::default(),
+            nodes: Mutex::default(),
+            links: Mutex::default(),
             conns: Mutex::default(),
             next_conn: AtomicU64::new(0),
             open: AtomicUsize::new(0),
@@ -196,6 +218,45 @@ impl Proxy {
         fired
     }
 
+    /// Sets the link to `target`: [`Link::healthy`] heals it. A broker's own link wins
+    /// over the one for [`Target::All`]. Open connections follow the change at their next
+    /// frame (a blackhole holds the frame in flight; a heal releases it). Fails for a node
+    /// id no relayed Metadata response named.
+    pub fn set_link(&self, target: Target, link: Link) -> Result<(), String> {
+        let key = match target {
+            Target::All => None,
+            Target::Upstream(u) => Some(u),
+            Target::Node(n) => Some(
+                lock(&self.shared.nodes)
+                    .get(&n)
+                    .cloned()
+                    .ok_or_else(|| format!("proxy: no Metadata response named node {n} yet"))?,
+            ),
+        };
+        let mut links = lock(&self.shared.links);
+        if key.is_some() && link == Link::healthy() {
+            links.remove(&key);
+        } else {
+            links.insert(key, link);
+        }
+        Ok(())
+    }
+
+    /// Heals every link (rules stay).
+    pub fn heal_all(&self) {
+        lock(&self.shared.links).clear();
+    }
+
+    /// Node id → upstream `host:port`, as the relayed Metadata responses named them.
+    pub fn nodes(&self) -> Vec<(i32, String)> {
+        let mut v: Vec<_> = lock(&self.shared.nodes)
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Removes every rule; the proxy relays faithfully from now on.
     pub fn clear_rules(&self) {
         lock(&self.shared.rules).clear();
@@ -208,6 +269,7 @@ impl Proxy {
         ProxyStats {
             connections: g(&c.connections),
             refused: g(&c.refused),
+            held: g(&c.held),
             requests: g(&c.requests),
             responses: g(&c.responses),
             dropped: g(&c.dropped),
@@ -248,6 +310,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The link to `upstream` now.
+fn link_of(shared: &Shared, upstream: &str) -> Link {
+    let links = lock(&shared.links);
+    links
+        .get(&Some(upstream.to_string()))
+        .or_else(|| links.get(&None))
+        .copied()
+        .unwrap_or_default()
+}
+
 /// The listener for `upstream`, started on first use.
 fn listener_for(shared: &Arc<Shared>, upstream: &str) -> io::Result<SocketAddr> {
     let mut listeners = lock(&shared.listeners);
@@ -274,6 +346,11 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
             return;
         }
         let Ok(client) = client else { continue };
+        if link_of(&shared, &upstream).dial == Dial::Refuse {
+            bump(&shared.counters.refused);
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        }
         if shared.open.load(Ordering::SeqCst) >= shared.max_connections {
             bump(&shared.counters.refused);
             continue; // dropped: the client sees the connection close
@@ -303,6 +380,7 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
         lock(&shared.conns).insert(id, (c3, u3));
         let conn = Arc::new(Conn {
             id,
+            upstream: upstream.clone(),
             pending: Mutex::default(),
             closed: AtomicBool::new(false),
             shared: Arc::clone(&shared),
@@ -333,6 +411,8 @@ struct Pending {
 
 struct Conn {
     id: u64,
+    /// The broker's `host:port`, whose [`Link`] this connection follows.
+    upstream: String,
     pending: Mutex<VecDeque<Pending>>,
     closed: AtomicBool,
     shared: Arc<Shared>,
@@ -351,6 +431,59 @@ impl Conn {
         self.shared.open.fetch_sub(1, Ordering::SeqCst);
     }
 
+    /// Applies the link to a frame about to go `flow`: holds it while a blackhole stops
+    /// that direction, then for the latency; returns `false` if the connection closed or
+    /// the proxy stopped meanwhile.
+    fn pass(&self, flow: Flow) -> bool {
+        let read_at = Instant::now();
+        let mut held = false;
+        loop {
+            if self.closed.load(Ordering::SeqCst) || self.shared.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            let link = link_of(&self.shared, &self.upstream);
+            if link.blackhole.holds(flow) {
+                if !held {
+                    held = true;
+                    bump(&self.shared.counters.held);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            // Latency counts from when the frame was read, so time held counts too.
+            let until = read_at + link.latency;
+            let now = Instant::now();
+            if now >= until {
+                return true;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
+        }
+    }
+
+    /// Before reading the next frame going `flow`: waits while a blackhole stops that
+    /// direction, so the socket is not read and the sender's buffers fill as behind a
+    /// real partition (TCP stops acknowledging). `false` if the connection closed or the
+    /// proxy stopped meanwhile.
+    fn readable(&self, flow: Flow) -> bool {
+        loop {
+            if self.closed.load(Ordering::SeqCst) || self.shared.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            if !link_of(&self.shared, &self.upstream).blackhole.holds(flow) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// After `bytes` went out: waits as long as the link's bandwidth says they take.
+    fn pace(&self, bytes: usize) {
+        if let Some(bps) = link_of(&self.shared, &self.upstream).bandwidth {
+            let secs = bytes as f64 / bps.max(1) as f64;
+            std::thread::sleep(Duration::from_secs_f64(secs.min(60.0)));
+        }
+    }
+
     fn choose(&self, api: i16) -> Option<ProxyAction> {
         let mut rules = lock(&self.shared.rules);
         rules
@@ -362,13 +495,19 @@ impl Conn {
     /// Client → broker.
     fn requests(self: Arc<Self>, mut client: TcpStream, mut up: TcpStream) {
         let c = &self.shared.counters;
-        while let Ok(frame) = read_frame(&mut client) {
+        while self.readable(Flow::ToBroker) {
+            let Ok(frame) = read_frame(&mut client) else {
+                break;
+            };
             if frame.len() < 12 {
                 break;
             }
             let api = i16::from_be_bytes([frame[4], frame[5]]);
             let version = i16::from_be_bytes([frame[6], frame[7]]);
             let correlation = i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
+            if !self.pass(Flow::ToBroker) {
+                break;
+            }
             let action = self.choose(api);
             if action == Some(ProxyAction::CutRequest) {
                 bump(&c.cut_requests);
@@ -386,6 +525,7 @@ impl Conn {
                 break;
             }
             bump(&c.requests);
+            self.pace(frame.len());
         }
         self.close();
     }
@@ -393,7 +533,10 @@ impl Conn {
     /// Broker → client.
     fn responses(self: Arc<Self>, mut up: TcpStream, mut client: TcpStream) {
         let c = &self.shared.counters;
-        while let Ok(frame) = read_frame(&mut up) {
+        while self.readable(Flow::ToClient) {
+            let Ok(frame) = read_frame(&mut up) else {
+                break;
+            };
             if frame.len() < 8 {
                 break;
             }
@@ -448,10 +591,11 @@ impl Conn {
                     }
                 }
             }
-            if client.write_all(&out).is_err() {
+            if !self.pass(Flow::ToClient) || client.write_all(&out).is_err() {
                 break;
             }
             bump(&c.responses);
+            self.pace(out.len());
         }
         self.close();
     }
@@ -503,6 +647,7 @@ fn rewrite(shared: &Arc<Shared>, p: &Pending, body: &[u8]) -> Result<Option<Vec<
         Kp::Metadata => {
             let mut m = MetadataResponse::decode(&mut buf, v).map_err(text)?;
             for b in &mut m.brokers {
+                lock(&shared.nodes).insert(b.node_id.0, format!("{}:{}", b.host.as_str(), b.port));
                 (b.host, b.port) = stand_in(shared, b.host.as_str(), b.port)?;
             }
             m.encode(&mut out, v).map_err(text)?;
@@ -544,119 +689,4 @@ fn text(e: impl std::fmt::Display) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Cluster;
-    use kafka_protocol::messages::{MetadataRequest, RequestHeader};
-
-    /// Sends Metadata v12 on `s`; returns the response frame (prefix included) or the error.
-    fn metadata(s: &mut TcpStream, correlation: i32) -> io::Result<Vec<u8>> {
-        let mut buf = BytesMut::new();
-        buf.put_i32(0);
-        let header = RequestHeader::default()
-            .with_request_api_key(Kp::Metadata as i16)
-            .with_request_api_version(12)
-            .with_correlation_id(correlation)
-            .with_client_id(Some(StrBytes::from_static_str("proxy-test")));
-        header
-            .encode(&mut buf, Kp::Metadata.request_header_version(12))
-            .unwrap();
-        MetadataRequest::default().encode(&mut buf, 12).unwrap();
-        let n = (buf.len() - 4) as i32;
-        buf[..4].copy_from_slice(&n.to_be_bytes());
-        s.write_all(&buf)?;
-        read_frame(s)
-    }
-
-    fn brokers(frame: &[u8]) -> Vec<(i32, String, i32)> {
-        let mut b = Bytes::copy_from_slice(&frame[4..]);
-        ResponseHeader::decode(&mut b, Kp::Metadata.response_header_version(12)).unwrap();
-        let m = MetadataResponse::decode(&mut b, 12).unwrap();
-        m.brokers
-            .iter()
-            .map(|x| (x.node_id.0, x.host.to_string(), x.port))
-            .collect()
-    }
-
-    #[test]
-    fn rewrites_metadata_and_injects_faults() {
-        let cluster = Cluster::start(3).unwrap();
-        let proxy = Proxy::start(&cluster.node_addrs()[0].to_string()).unwrap();
-        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-
-        // Every broker is advertised at a proxy listener, one per broker.
-        let seen = brokers(&metadata(&mut s, 1).unwrap());
-        let listeners = proxy.listeners();
-        assert_eq!(seen.len(), 3);
-        assert_eq!(listeners.len(), 3);
-        for (node, host, port) in &seen {
-            assert_eq!(host, "127.0.0.1");
-            let upstream = cluster.node_addrs()[*node as usize].to_string();
-            assert!(
-                listeners.contains(&(upstream, SocketAddr::from(([127, 0, 0, 1], *port as u16)))),
-                "{seen:?} {listeners:?}"
-            );
-        }
-        // The listener for node 2 reaches node 2, also rewritten.
-        let mut s2 = TcpStream::connect(("127.0.0.1", seen[2].2 as u16)).unwrap();
-        assert_eq!(brokers(&metadata(&mut s2, 7).unwrap()), seen);
-
-        // Apply then drop: the response never arrives, the connection closes.
-        let dropped = proxy.inject(
-            Some(ApiKey::Metadata),
-            Trigger::always().times(1),
-            ProxyAction::DropResponse,
-        );
-        assert!(metadata(&mut s, 2).is_err());
-        assert_eq!(dropped.count(), 1);
-
-        // Cut response: half a frame, then EOF.
-        let cut = proxy.inject(None, Trigger::always().times(1), ProxyAction::CutResponse);
-        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
-        assert_eq!(
-            metadata(&mut s, 3).unwrap_err().kind(),
-            io::ErrorKind::UnexpectedEof
-        );
-        assert_eq!(cut.count(), 1);
-
-        // Delay: the response arrives late but whole.
-        proxy.inject(
-            None,
-            Trigger::always().times(1),
-            ProxyAction::DelayResponse(Duration::from_millis(300)),
-        );
-        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
-        let t = Instant::now();
-        assert_eq!(brokers(&metadata(&mut s, 4).unwrap()), seen);
-        assert!(t.elapsed() >= Duration::from_millis(300));
-
-        // Cut request: the broker sees half a request; the client sees the connection close.
-        proxy.inject(None, Trigger::always().times(1), ProxyAction::CutRequest);
-        let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        assert!(metadata(&mut s, 5).is_err());
-
-        let st = proxy.stats();
-        assert_eq!(
-            (st.dropped, st.cut_responses, st.delayed, st.cut_requests),
-            (1, 1, 1, 1)
-        );
-        assert_eq!(st.injected(), 4);
-        assert!(st.rewritten >= 3, "{st:?}");
-        assert_eq!(st.rewrite_failures, 0);
-    }
-
-    #[test]
-    fn bounds_connections() {
-        let cluster = Cluster::start(1).unwrap();
-        let proxy = Proxy::with_limits(&cluster.bootstrap(), 1).unwrap();
-        let mut a = TcpStream::connect(proxy.bootstrap()).unwrap();
-        assert!(metadata(&mut a, 1).is_ok());
-        let mut b = TcpStream::connect(proxy.bootstrap()).unwrap();
-        b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        assert!(metadata(&mut b, 1).is_err());
-        assert_eq!(proxy.stats().refused, 1);
-        drop(a);
-    }
-}
+mod tests;

@@ -3,7 +3,8 @@
 //! unless its environment variable names the brokers:
 //!
 //! * `KACRAB_KAFKA_BOOTSTRAP` (`scripts/kafka.sh start-single`): [`real_exactly_once`],
-//!   [`real_proxy_drops`], [`real_txn_read_committed`], [`real_txn_fencing`];
+//!   [`real_proxy_drops`], [`real_txn_read_committed`], [`real_txn_fencing`],
+//!   [`real_blackhole_within_budget`];
 //! * `KACRAB_KAFKA_CLUSTER` (`scripts/kafka.sh start-cluster`): [`real_leader_kill`],
 //!   [`real_txn_coordinator_killed`].
 //!
@@ -22,12 +23,14 @@ use bytes::Bytes;
 use crate::burst::{self, Burst, Step};
 use crate::checker::{check, Expect, LogRecord};
 use crate::cluster::ApiKey;
-use crate::proxy::{Proxy, ProxyAction};
+use crate::proxy::{Blackhole, Link, Proxy, ProxyAction, Target};
 use crate::scenarios::{base_props, build, proxy_line, set_prop, Report};
 use crate::trigger::Trigger;
 use crate::Factory;
 
+mod jepsen;
 mod txn;
+pub use jepsen::real_jepsen;
 pub use txn::{real_txn_coordinator_killed, real_txn_fencing, real_txn_read_committed};
 pub(crate) use txn::{txn_props, ReadCommittedTxns};
 
@@ -222,9 +225,37 @@ pub(crate) fn produce_and_verify(
     hook: impl FnMut(u64, u64) -> Result<Step, String> + Send + 'static,
     after_flush: impl FnOnce() -> Result<(), String>,
 ) -> Result<Report, String> {
+    produce_and_verify_with(
+        name,
+        factory,
+        bootstrap_for_producer,
+        bootstrap_for_consumer,
+        burst_spec,
+        &[],
+        hook,
+        after_flush,
+    )
+}
+
+/// [`produce_and_verify`] with property overrides on top of [`real_props`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn produce_and_verify_with(
+    name: &'static str,
+    factory: Factory,
+    bootstrap_for_producer: &str,
+    bootstrap_for_consumer: &str,
+    burst_spec: Burst,
+    overrides: &[(&str, &str)],
+    hook: impl FnMut(u64, u64) -> Result<Step, String> + Send + 'static,
+    after_flush: impl FnOnce() -> Result<(), String>,
+) -> Result<Report, String> {
     let start = Instant::now();
     let fail = |e: String| format!("scenario {name}: {e}");
-    let producer = build(factory, &real_props(bootstrap_for_producer, name)).map_err(fail)?;
+    let mut props = real_props(bootstrap_for_producer, name);
+    for (k, v) in overrides {
+        set_prop(&mut props, k, v);
+    }
+    let producer = build(factory, &props).map_err(fail)?;
     let result = burst::run(producer, &burst_spec, hook).map_err(fail)?;
     after_flush().map_err(fail)?;
     let sent = result.outcomes.len() as u64;
@@ -438,6 +469,78 @@ pub fn real_proxy_drops(factory: Factory) -> Result<Report, String> {
             stats.dropped
         ));
     }
+    Ok(report)
+}
+
+/// (d) Liveness behind blackholes, as a new user meets it: Kafka's default timeouts
+/// (`request.timeout.ms` 30 s, `delivery.timeout.ms` 120 s; `KACRAB_REAL_BLACKHOLE_SCALE`
+/// divides all three times: default 4, so 10 s blackholes under 7.5 s and 30 s; 1 for
+/// Kafka's own defaults), 50,000 records (`KACRAB_REAL_RECORDS`) queued as
+/// fast as the producer takes them (one chunk of 1,000 at a time) into a fresh 6-partition topic on
+/// `KACRAB_KAFKA_BOOTSTRAP` through the lying proxy, which blackholes the broker both
+/// ways for 40 s after the 5th and the 30th chunk (its connections held open, new ones
+/// too; the blackholes may overlap into one longer than 40 s when the sends outrun them). Each blackhole is
+/// shorter than `delivery.timeout.ms` − `request.timeout.ms`, so every record must be
+/// acknowledged once it heals, exactly once, in order (read back by the console consumer).
+pub fn real_blackhole_within_budget(factory: Factory) -> Result<Report, String> {
+    const NAME: &str = "real_blackhole_within_budget";
+    let Some(bootstrap) = env_or_skip("KACRAB_KAFKA_BOOTSTRAP", NAME, "start-single") else {
+        return Ok(skipped(NAME));
+    };
+    let scale = std::env::var("KACRAB_REAL_BLACKHOLE_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(4);
+    let topic = fresh_topic("kacrab-blackhole");
+    create_topic(&bootstrap, &topic, 6, 1)?;
+    let proxy = Arc::new(Proxy::start(&bootstrap)?);
+    let hold = Duration::from_millis(40_000 / scale);
+    let total = records(50_000);
+    let chunks = 50;
+    let spec = Burst {
+        topic,
+        partitions: 6,
+        records: total,
+        value_size: 100,
+        chunk: (total / chunks).max(1),
+        pause: Duration::ZERO,
+        deadline: Duration::from_secs(400),
+    };
+    let p_hook = Arc::clone(&proxy);
+    let hook = move |k: u64, _| {
+        if k == 5 || k == 30 {
+            p_hook.set_link(Target::All, Link::blackhole(Blackhole::Both))?;
+            let p = Arc::clone(&p_hook);
+            std::thread::spawn(move || {
+                std::thread::sleep(hold);
+                p.heal_all();
+            });
+        }
+        Ok(Step::Continue)
+    };
+    let rt = (30_000 / scale).to_string();
+    let dt = (120_000 / scale).to_string();
+    let props = [
+        ("request.timeout.ms", rt.as_str()),
+        ("delivery.timeout.ms", dt.as_str()),
+    ];
+    let mut report = produce_and_verify_with(
+        NAME,
+        factory,
+        &proxy.bootstrap(),
+        &bootstrap,
+        spec,
+        &props,
+        hook,
+        || Ok(()),
+    )?;
+    let stats = proxy.stats();
+    report.faults = 2;
+    report.notes.push(format!(
+        "two {hold:?} blackholes (request.timeout.ms {rt}, delivery.timeout.ms {dt}); proxy: {}",
+        proxy_line(&stats)
+    ));
     Ok(report)
 }
 

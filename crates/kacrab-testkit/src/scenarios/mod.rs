@@ -22,7 +22,9 @@ use crate::trigger::{Fired, Trigger};
 use crate::{Factory, TestProducer};
 
 mod faults;
+mod links;
 pub use faults::*;
+pub use links::*;
 
 /// What a passing scenario measured.
 #[derive(Clone, Debug, Default)]
