@@ -415,7 +415,11 @@ fn out_of_order_for_a_possibly_written_batch_fails_it_possibly_written_never_ren
         h.fail(r.id, RequestFailure::Disconnected);
     }
     h.advance(100);
-    let retry = h.outstanding.front().expect("the first batch resent").clone();
+    let retry = h
+        .outstanding
+        .front()
+        .expect("the first batch resent")
+        .clone();
     let w = &wire(&retry)[0];
     assert_eq!((w.epoch, w.base_sequence), (0, 1), "resent unchanged first");
     h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
@@ -425,7 +429,11 @@ fn out_of_order_for_a_possibly_written_batch_fails_it_possibly_written_never_ren
     // second is resent under its own stamp until the broker settles it.
     while let Some(r) = h.outstanding.front().cloned() {
         let w = &wire(&r)[0];
-        assert_ne!((w.epoch, w.base_sequence), (1, 0), "the failed batch was renumbered");
+        assert_ne!(
+            (w.epoch, w.base_sequence),
+            (1, 0),
+            "the failed batch was renumbered"
+        );
         if (w.epoch, w.base_sequence) == (0, 2) {
             h.respond(r.id, &[(0, KafkaError::DuplicateSequenceNumber, -1)]);
         } else {
@@ -437,7 +445,11 @@ fn out_of_order_for_a_possibly_written_batch_fails_it_possibly_written_never_ren
     // The bump comes once nothing possibly written is left on the partition.
     let later = h.send(0, "later");
     h.advance(100);
-    let r = h.outstanding.front().expect("the later record sent").clone();
+    let r = h
+        .outstanding
+        .front()
+        .expect("the later record sent")
+        .clone();
     let w = &wire(&r)[0];
     assert_eq!((w.epoch, w.base_sequence), (1, 0), "{w:?}");
     h.respond(r.id, &[(0, KafkaError::None, 11)]);
