@@ -343,7 +343,7 @@ impl SecurityBuilder {
                 ))
             }
             (Some(path), None) => {
-                let pem = read(SSL_TRUSTSTORE_LOCATION, path)?;
+                let pem = read_store(SSL_TRUSTSTORE_LOCATION, path)?;
                 TrustAnchors::Pem(certificates(SSL_TRUSTSTORE_LOCATION, &pem)?)
             }
             (None, Some(pem)) => {
@@ -358,7 +358,7 @@ impl SecurityBuilder {
         ) {
             (None, None, None) => None,
             (Some(path), None, None) => {
-                let pem = read(SSL_KEYSTORE_LOCATION, path)?;
+                let pem = read_store(SSL_KEYSTORE_LOCATION, path)?;
                 Some(identity(
                     SSL_KEYSTORE_LOCATION,
                     &pem,
@@ -415,6 +415,31 @@ fn read(key: &'static str, path: &str) -> Result<Vec<u8>, SessionConfigError> {
         key,
         reason: format!("cannot read {path}: {e}"),
     })
+}
+
+/// Reads a store file that must be PEM. `ssl.*.type` is accepted at Kafka's default
+/// (`JKS`) so that a Java properties file loads unchanged, which means a JKS or PKCS12
+/// file can reach here: it is named for what it is rather than reported as malformed
+/// PEM. A JKS file opens with the magic 0xFEEDFEED (the JDK's `JavaKeyStore`); a PKCS12
+/// file is DER, an ASN.1 SEQUENCE (0x30) with no PEM armour.
+fn read_store(key: &'static str, path: &str) -> Result<Vec<u8>, SessionConfigError> {
+    let bytes = read(key, path)?;
+    let binary = match bytes.as_slice() {
+        [0xFE, 0xED, 0xFE, 0xED, ..] => Some("a JKS keystore"),
+        [0x30, ..] => Some("a binary (PKCS12 or DER) store"),
+        _ => None,
+    };
+    match binary {
+        Some(kind) => Err(SessionConfigError::Tls {
+            key,
+            reason: format!(
+                "{path} is {kind}; kacrab reads PEM stores only (ssl.truststore.type / \
+                 ssl.keystore.type=PEM, KIP-651): export it to PEM, for instance with \
+                 keytool -exportcert -rfc or openssl pkcs12 -nodes"
+            ),
+        }),
+        None => Ok(bytes),
+    }
 }
 
 fn certificates(
@@ -538,6 +563,37 @@ mod tests {
             known.starts_with("ssl.cipher.suites: known Kafka producer setting, not supported: "),
             "{known}"
         );
+    }
+
+    #[test]
+    fn a_jks_or_pkcs12_store_is_named_for_what_it_is() {
+        let dir = std::env::temp_dir().join(format!("kacrab-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jks = dir.join("client.jks");
+        std::fs::write(&jks, [0xFE, 0xED, 0xFE, 0xED, 0, 0, 0, 2]).unwrap();
+        let p12 = dir.join("client.p12");
+        std::fs::write(&p12, [0x30, 0x82, 0x0A, 0x01, 0x02]).unwrap();
+        for (key, path, kind) in [
+            (SSL_TRUSTSTORE_LOCATION, &jks, "JKS"),
+            (SSL_KEYSTORE_LOCATION, &jks, "JKS"),
+            (SSL_TRUSTSTORE_LOCATION, &p12, "PKCS12"),
+        ] {
+            let err = build(&[
+                (SECURITY_PROTOCOL, "SSL"),
+                // Kafka's defaults, as a Java properties file carries them.
+                (SSL_TRUSTSTORE_TYPE, "PEM"),
+                (key, path.to_str().unwrap()),
+            ])
+            .unwrap_err();
+            match &err {
+                SessionConfigError::Tls { key: k, reason } => {
+                    assert_eq!(*k, key);
+                    assert!(reason.contains(kind) && reason.contains("PEM"), "{reason}");
+                }
+                other => panic!("{key}: {other:?}"),
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
