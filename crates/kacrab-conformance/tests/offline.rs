@@ -174,3 +174,77 @@ fn another_partitions_new_batch_under_the_old_epoch_while_the_bump_waits_is_depa
         .collect();
     assert_eq!(verdict(&trace, &elsewhere), Verdict::Unexplained);
 }
+
+#[test]
+fn the_bump_waits_while_java_retries_old_stamps_before_its_new_identity() {
+    // Partition 0's sequence 2 is answered UNKNOWN_PRODUCER_ID while 3 and 4 are on the
+    // wire: Java bumps at once, so partition 1 (a stale batch in flight) holds its new
+    // batch, retries sequence 1 under epoch 0 after NOT_ENOUGH_REPLICAS, and only then
+    // sends the new batch as epoch 1, sequence 0. The core's bump waits for 3 and 4; it
+    // stamps partition 1's new batch as epoch 0, sequence 3 meanwhile.
+    let (trace, java) = recorded("bump_waits_java_retries_first");
+    assert!(java.contains(
+        &r#"{"ev":"produce","node":0,"batches":"0:1000:1:0:1,1:1000:0:1:1","t":100,"s":20}"#
+            .to_string()
+    ));
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    let elsewhere: Vec<String> = java
+        .iter()
+        .map(|l| l.replace("1:1000:1:0:1", "1:1000:7:0:1"))
+        .collect();
+    assert_eq!(verdict(&trace, &elsewhere), Verdict::Unexplained);
+}
+
+#[test]
+fn the_trace_may_end_while_the_bump_still_waits() {
+    // Partition 1's sequence 1 fails MESSAGE_TOO_LARGE (one record: no split) while
+    // sequence 2 is on the wire. The core stamps partition 0's next two batches under
+    // epoch 0 while sequence 2 is unanswered; the trace ends before the core stamps
+    // anything under epoch 1. Java sends both records as epoch 1, sequence 0.
+    let (trace, java) = recorded("bump_waits_trace_ends_waiting");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // Java's new batch must carry at least the records the core stamped meanwhile.
+    let fewer: Vec<String> = java
+        .iter()
+        .map(|l| l.replace("0:1000:1:0:2", "0:1000:1:0:0"))
+        .collect();
+    assert_eq!(verdict(&trace, &fewer), Verdict::Unexplained);
+}
+
+#[test]
+fn the_core_resending_a_retry_in_the_step_java_stopped_its_drain_is_that_quirk() {
+    // Partition 1's batch moved to node 0 while its attempt on node 1 timed out; the core
+    // closes node 1 and resends the batch to node 0 in that step, where Java's drain of
+    // node 0 stopped at partition 0 and sends it a step later.
+    let (trace, java) = recorded("java_drain_stop_core_retries_first");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaDrainStopsAtWaitingPartition
+    );
+    assert_eq!(
+        verdict(&trace, &without_drain_stops(&java)),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn java_retries_older_batches_before_the_new_one_its_drain_left() {
+    // Java's drain of node 0 stops at partition 2 (a retry behind its first in-flight
+    // batch) and leaves partition 0's new sequence 2; after the disconnect Java first
+    // retries sequence 1, then sends 2. The core sends 2 in the step Java stopped.
+    let (trace, java) = recorded("java_drain_stop_java_retries_first");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaDrainStopsAtWaitingPartition
+    );
+    assert_eq!(
+        verdict(&trace, &without_drain_stops(&java)),
+        Verdict::Unexplained
+    );
+}

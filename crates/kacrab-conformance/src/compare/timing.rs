@@ -83,31 +83,28 @@ pub(super) fn java_drain_stopped(
     if matches!(je.get(k), Some(PartitionEvent::Sent { stamp, .. }) if stamp == c) {
         return None;
     }
-    let next_seq = je[..k]
-        .iter()
-        .filter_map(|e| match e {
-            PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => {
-                Some(stamp.seq + stamp.count)
-            }
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    if c.seq != next_seq {
+    // The core's send is either a retry of a batch both sides sent before (its stamp
+    // unchanged: Java resends that very stamp later), or a new batch with its identity's
+    // next sequence (Java sends it later, after any retries of older batches).
+    let retry = resent(&je[..k], c);
+    if !retry && c.seq != next_sequence(&je[..k], c) {
         return None;
     }
-    let later = je[k..]
+    let later = je
         .iter()
-        .zip(jt.get(k..).unwrap_or_default())
-        .find_map(|(e, t)| match e {
-            PartitionEvent::Sent { stamp, .. } => Some((stamp, *t)),
+        .zip(jt)
+        .enumerate()
+        .skip(k)
+        .find_map(|(i, (e, t))| match e {
+            PartitionEvent::Sent { stamp, .. } if retry => (stamp == c).then_some((stamp, *t)),
+            PartitionEvent::Sent { stamp, .. } if !resent(&je[..i], stamp) => Some((stamp, *t)),
             _ => None,
         });
     let (j, tj) = later?;
     let same_batch = if j.identity() == c.identity() {
         j.seq == c.seq
     } else {
-        j.seq == 0
+        !retry && j.seq == 0
     };
     let tc = ct.get(k).copied().unwrap_or(-1);
     (same_batch && j.count >= c.count && tc <= tj && stopped_at(*node, tc)).then_some(k)
@@ -215,10 +212,11 @@ pub(super) fn bump_waits_for_possibly_written(
     let Some(PartitionEvent::Sent { node: cn, stamp: c }) = ce.get(k) else {
         return false;
     };
-    // Java's next batch of the partition: the same node, at least the same records,
-    // sequence 0 of a newer identity (every partition restarts at 0 after a bump).
-    let Some((jn, j)) = je[k..].iter().find_map(|e| match e {
-        PartitionEvent::Sent { node, stamp } => Some((node, stamp)),
+    // Java's next new batch of the partition (its retries of batches sent before, under
+    // their old stamps, come first): the same node, at least the same records, sequence
+    // 0 of a newer identity (every partition restarts at 0 after a bump).
+    let Some((jn, j)) = je.iter().enumerate().skip(k).find_map(|(i, e)| match e {
+        PartitionEvent::Sent { node, stamp } if !resent(&je[..i], stamp) => Some((node, stamp)),
         _ => None,
     }) else {
         return false;
@@ -228,17 +226,7 @@ pub(super) fn bump_waits_for_possibly_written(
         return false;
     }
     // The core's stamp continues its identity's numbering on this partition.
-    let next_seq = je[..k]
-        .iter()
-        .filter_map(|e| match e {
-            PartitionEvent::Sent { stamp, .. } if stamp.identity() == c.identity() => {
-                Some(stamp.seq + stamp.count)
-            }
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    if c.seq != next_seq {
+    if c.seq != next_sequence(&je[..k], c) {
         return false;
     }
     let Some(&line) = core_at.get(&p).and_then(|a| a.get(k)) else {
@@ -257,7 +245,7 @@ pub(super) fn bump_waits_for_possibly_written(
         PartitionEvent::Sent { stamp, .. } => Some(stamp.identity()),
         _ => None,
     };
-    // The core's last identity before `line` is `c`'s, and it later uses Java's.
+    // The core's last identity before `line` is `c`'s.
     let last_before = events()
         .filter(|(_, e, at)| *at < line && stamped(e).is_some())
         .max_by_key(|(_, _, at)| *at)
@@ -265,30 +253,72 @@ pub(super) fn bump_waits_for_possibly_written(
     if last_before.is_some_and(|i| i != c.identity()) {
         return false;
     }
-    if !events().any(|(_, e, at)| at > line && stamped(e) == Some(j.identity())) {
-        return false;
-    }
-    // When the core stamped `c`: another partition with an error answer under the old
-    // identity (what asks for the bump), and some partition, this one included, with a
-    // batch of the old identity on the wire or answered with a code after which it may
-    // be in the log, not acknowledged since (what the bump waits for).
+    // When the core stamped a batch at output line `at`: another partition with an error
+    // answer under the old identity (what asks for the bump), and some partition, this
+    // one included, with a batch of the old identity on the wire or answered with a code
+    // after which it may be in the log, not acknowledged since (what the bump waits for).
     let old = |s: &Stamp| s.identity() == c.identity();
-    let before = |q: &i32, evs: &'_ Vec<PartitionEvent>| -> Vec<PartitionEvent> {
+    let before = |q: &i32, evs: &'_ Vec<PartitionEvent>, at: usize| -> Vec<PartitionEvent> {
         let n = core_at
             .get(q)
-            .map_or(0, |a| a.iter().take_while(|at| **at < line).count());
+            .map_or(0, |a| a.iter().take_while(|x| **x < at).count());
         evs[..n.min(evs.len())].to_vec()
+    };
+    let waits_at = |at: usize| {
+        core.iter().any(|(q, evs)| {
+            let before = before(q, evs, at);
+            in_flight(&before).iter().any(|(_, s)| old(s)) || unsettled(&before).iter().any(old)
+        })
     };
     let asked = core.iter().any(|(q, evs)| {
         *q != p
-            && before(q, evs).iter().any(|e| {
+            && before(q, evs, line).iter().any(|e| {
                 matches!(e, PartitionEvent::Answered { stamp, error }
                     if old(stamp) && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
             })
     });
-    let waits = core.iter().any(|(q, evs)| {
-        let before = before(q, evs);
-        in_flight(&before).iter().any(|(_, s)| old(s)) || unsettled(&before).iter().any(old)
-    });
-    asked && waits
+    // The core's new batches after `c`: each under Java's identity (the bump applied),
+    // or under the old one while the bump still waits. The trace may end before the bump
+    // shows, but the core never goes on with the old identity once nothing holds it.
+    let later_new: Vec<((i64, i32), usize)> = core
+        .iter()
+        .flat_map(|(q, evs)| {
+            evs.iter().enumerate().filter_map(move |(i, e)| {
+                let at = core_at.get(q).and_then(|a| a.get(i)).copied()?;
+                match e {
+                    PartitionEvent::Sent { stamp, .. } if at > line && !resent(&evs[..i], stamp) => {
+                        Some((stamp.identity(), at))
+                    }
+                    _ => None,
+                }
+            })
+        })
+        .collect();
+    let later_fit = later_new
+        .iter()
+        .all(|&(id, at)| id == j.identity() || (id == c.identity() && waits_at(at)));
+    asked && waits_at(line) && later_fit
+}
+
+/// Whether `events` already sent `stamp`'s batch: the same identity and base sequence (a
+/// retry keeps its stamp).
+fn resent(events: &[PartitionEvent], stamp: &Stamp) -> bool {
+    events.iter().any(|e| {
+        matches!(e, PartitionEvent::Sent { stamp: s, .. }
+            if s.identity() == stamp.identity() && s.seq == stamp.seq)
+    })
+}
+
+/// The sequence after the last batch `events` sent under `stamp`'s identity (0 if none).
+fn next_sequence(events: &[PartitionEvent], stamp: &Stamp) -> i64 {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp: s, .. } if s.identity() == stamp.identity() => {
+                Some(s.seq + s.count)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
 }
