@@ -32,7 +32,8 @@ pub enum Verdict {
     /// the core waits.
     InFlightWindow,
     /// Departure 2: Java renumbers (new epoch or new sequence) a batch that may already be
-    /// in the log; the core first resends it unchanged.
+    /// in the log; the core first resends it unchanged, and fails it as possibly written
+    /// where OUT_OF_ORDER_SEQUENCE_NUMBER leaves no retry under its stamp.
     NoRenumberOfPossiblyWritten,
     /// Departures 1, 5, 8, 11: after a batch whose fate is unknown (or was definitively
     /// rejected), Java and the core choose differently between keeping the numbering and
@@ -408,6 +409,32 @@ fn classify_partition(
     Verdict::Unexplained
 }
 
+/// Departure 2 at its root: before the first difference (output line `first_line`), a
+/// batch whose earlier attempt may be in the log (answered with a code after which the
+/// broker may have appended it, or on a connection that broke) is answered
+/// OUT_OF_ORDER_SEQUENCE_NUMBER. Java bumps and renumbers it; the core fails it as
+/// possibly written rather than write it twice under a new stamp. With a record the
+/// core failed possibly written that Java acknowledged, every later difference follows
+/// from that choice (the requests, and so the scripted answers, differ from there on).
+fn out_of_order_for_possibly_written(
+    parts: &BTreeMap<i32, Vec<PartitionEvent>>,
+    at: &BTreeMap<i32, Vec<usize>>,
+    first_line: usize,
+) -> bool {
+    parts.iter().any(|(q, evs)| {
+        let shared = at
+            .get(q)
+            .map_or(0, |a| a.iter().take_while(|l| **l < first_line).count())
+            .min(evs.len());
+        let prefix = &evs[..shared];
+        prefix.iter().enumerate().any(|(i, e)| {
+            matches!(e, PartitionEvent::Answered { stamp, error }
+                if error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+                    && timing::unsettled(&prefix[..i]).contains(stamp))
+        })
+    })
+}
+
 /// The classified comparison of one trace.
 #[derive(Clone, Debug)]
 pub struct Comparison {
@@ -545,6 +572,24 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             .find(explains)
             .map_or(Verdict::Unexplained, |(_, v, _, _)| *v)
     };
+    if verdict == Verdict::Unexplained {
+        let first_line = partitions
+            .iter()
+            .map(|&(_, _, _, when)| when)
+            .min()
+            .unwrap_or(usize::MAX);
+        let renumbered_by_java = jo.iter().any(|(rec, j)| {
+            j.starts_with("ok")
+                && co.get(rec).is_some_and(|c| c.starts_with("err"))
+                && usize::try_from(*rec)
+                    .ok()
+                    .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
+                    == Some(true)
+        });
+        if renumbered_by_java && out_of_order_for_possibly_written(&jp, &jat, first_line) {
+            verdict = Verdict::NoRenumberOfPossiblyWritten;
+        }
+    }
     let exotic = java
         .iter()
         .chain(core)

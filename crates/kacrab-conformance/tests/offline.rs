@@ -248,3 +248,23 @@ fn java_retries_older_batches_before_the_new_one_its_drain_left() {
         Verdict::Unexplained
     );
 }
+
+#[test]
+fn a_possibly_written_batch_answered_out_of_order_fails_where_java_renumbers_it() {
+    // Partition 2's sequence 0 was on a connection closed for a timeout, so it may be in
+    // the log; its retry is answered OUT_OF_ORDER_SEQUENCE_NUMBER. Java bumps and writes
+    // it again as epoch 1, sequence 0 (acknowledged at offset 0: a second copy if the
+    // first attempt landed); the core fails it as possibly written, and every later
+    // request, with the answers scripted on it, differs from there on.
+    let (trace, java) = recorded("out_of_order_for_possibly_written");
+    assert!(java.contains(&r#"{"ev":"outcome","rec":0,"result":"ok:0"}"#.to_string()));
+    let (core, _) = core_side::run(&trace);
+    assert!(core.contains(&r#"{"ev":"outcome","rec":0,"result":"err:45"}"#.to_string()));
+    assert_eq!(verdict(&trace, &java), Verdict::NoRenumberOfPossiblyWritten);
+    // Had Java failed the record too, the differences would need another explanation.
+    let failed: Vec<String> = java
+        .iter()
+        .map(|l| l.replace(r#""rec":0,"result":"ok:0""#, r#""rec":0,"result":"err:45""#))
+        .collect();
+    assert_eq!(verdict(&trace, &failed), Verdict::Unexplained);
+}

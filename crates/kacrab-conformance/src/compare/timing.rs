@@ -286,7 +286,9 @@ pub(super) fn bump_waits_for_possibly_written(
             evs.iter().enumerate().filter_map(move |(i, e)| {
                 let at = core_at.get(q).and_then(|a| a.get(i)).copied()?;
                 match e {
-                    PartitionEvent::Sent { stamp, .. } if at > line && !resent(&evs[..i], stamp) => {
+                    PartitionEvent::Sent { stamp, .. }
+                        if at > line && !resent(&evs[..i], stamp) =>
+                    {
                         Some((stamp.identity(), at))
                     }
                     _ => None,
