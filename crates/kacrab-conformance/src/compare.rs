@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 mod timing;
 
 use crate::core_side::CoreExtra;
-use crate::trace::Trace;
+use crate::trace::{Op, Trace};
 use timing::{
     bump_waits_for_possibly_written, java_drain_stopped, java_sent_on_timed_out_connection,
     split_drain_stops,
@@ -505,7 +505,12 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
             } else if java_sent_on_timed_out_connection(k, (je, jt_p), (ce, ct_p), &core_closes) {
                 (Verdict::JavaSendsOnTimedOutConnection, k)
-            } else if bump_waits_for_possibly_written(p, k, je, &cp, &cat) {
+            } else if bump_waits_for_possibly_written(p, k, je, (&cp, &cat), &|node| {
+                trace
+                    .ops
+                    .iter()
+                    .any(|op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node))
+            }) {
                 (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
             } else {
                 (

@@ -268,3 +268,42 @@ fn a_possibly_written_batch_answered_out_of_order_fails_where_java_renumbers_it(
         .collect();
     assert_eq!(verdict(&trace, &failed), Verdict::Unexplained);
 }
+
+#[test]
+fn the_bump_waits_and_java_sends_the_new_batch_to_the_partitions_new_leader() {
+    // Partition 0's sequence 1 is answered OUT_OF_ORDER while 2 is on the wire: the core
+    // stamps partition 1's new batch under epoch 0 to node 0; Java holds it, and by the
+    // time it sends it as epoch 1, sequence 0, partition 1 is led by node 2.
+    let (trace, java) = recorded("bump_waits_leader_moved");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // A broker the partition never moved to is not that departure.
+    let elsewhere: Vec<String> = java
+        .iter()
+        .map(|l| {
+            l.replace(
+                r#""node":2,"batches":"1:1000:1:0:1""#,
+                r#""node":1,"batches":"1:1000:1:0:1""#,
+            )
+        })
+        .collect();
+    assert_eq!(verdict(&trace, &elsewhere), Verdict::Unexplained);
+}
+
+#[test]
+fn java_sends_the_batch_its_drain_left_to_the_partitions_new_leader() {
+    // Java's drain of node 0 stops at partition 0 and leaves partition 3's first batch,
+    // which the core sends to node 0 in that step; leadership then moves, and Java sends
+    // the same stamp to node 1 a step later.
+    let (trace, java) = recorded("java_drain_stop_leader_moved");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaDrainStopsAtWaitingPartition
+    );
+    assert_eq!(
+        verdict(&trace, &without_drain_stops(&java)),
+        Verdict::Unexplained
+    );
+}

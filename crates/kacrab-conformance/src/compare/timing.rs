@@ -80,7 +80,8 @@ pub(super) fn java_drain_stopped(
     let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
         return None;
     };
-    if matches!(je.get(k), Some(PartitionEvent::Sent { stamp, .. }) if stamp == c) {
+    if matches!(je.get(k), Some(PartitionEvent::Sent { stamp, node: n }) if stamp == c && n == node)
+    {
         return None;
     }
     // The core's send is either a retry of a batch both sides sent before (its stamp
@@ -199,13 +200,17 @@ pub(super) fn unsettled(events: &[PartitionEvent]) -> Vec<Stamp> {
 /// Whether `p`'s first difference, at `k`, is the core stamping a new batch with the
 /// identity it used last, continuing that identity's numbering, while its bump waits
 /// for batches that may be in the log (see [`Verdict::BumpWaitsForPossiblyWrittenBatches`]).
-/// `core` is the core's whole projection and `core_at` its output lines.
+/// `core` is the core's whole projection and `core_at` its output lines; `led_by(node)`
+/// tells whether the trace ever moves `p`'s leadership to `node`.
 pub(super) fn bump_waits_for_possibly_written(
     p: i32,
     k: usize,
     je: &[PartitionEvent],
-    core: &BTreeMap<i32, Vec<PartitionEvent>>,
-    core_at: &BTreeMap<i32, Vec<usize>>,
+    (core, core_at): (
+        &BTreeMap<i32, Vec<PartitionEvent>>,
+        &BTreeMap<i32, Vec<usize>>,
+    ),
+    led_by: &dyn Fn(i32) -> bool,
 ) -> bool {
     let empty = Vec::new();
     let ce = core.get(&p).unwrap_or(&empty);
@@ -213,8 +218,9 @@ pub(super) fn bump_waits_for_possibly_written(
         return false;
     };
     // Java's next new batch of the partition (its retries of batches sent before, under
-    // their old stamps, come first): the same node, at least the same records, sequence
-    // 0 of a newer identity (every partition restarts at 0 after a bump).
+    // their old stamps, come first): the same node (or the one leadership moved to
+    // meanwhile), at least the same records, sequence 0 of a newer identity (every
+    // partition restarts at 0 after a bump).
     let Some((jn, j)) = je.iter().enumerate().skip(k).find_map(|(i, e)| match e {
         PartitionEvent::Sent { node, stamp } if !resent(&je[..i], stamp) => Some((node, stamp)),
         _ => None,
@@ -222,7 +228,7 @@ pub(super) fn bump_waits_for_possibly_written(
         return false;
     };
     let newer = j.pid != c.pid || j.epoch > c.epoch;
-    if jn != cn || j.seq != 0 || j.count < c.count || !newer {
+    if (jn != cn && !led_by(*jn)) || j.seq != 0 || j.count < c.count || !newer {
         return false;
     }
     // The core's stamp continues its identity's numbering on this partition.
