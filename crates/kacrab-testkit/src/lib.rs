@@ -53,6 +53,7 @@ pub mod nemesis;
 pub mod proxy;
 pub mod real_kafka;
 pub mod scenarios;
+pub mod soak_stats;
 pub mod sockets;
 mod trigger;
 pub mod txn_scenarios;
@@ -241,6 +242,25 @@ macro_rules! real_kafka_tests {
 macro_rules! real_kafka_jepsen_tests {
     ($factory:expr) => {
         $crate::__scenario_tests!($factory, real_kafka; real_jepsen);
+    };
+}
+
+/// Writes the soak's `#[test]` ([`real_kafka::real_soak`]: constant load under a mild
+/// fault schedule for `KACRAB_SOAK_MINUTES`, one row per minute, a flatness verdict) for
+/// `$factory`, `#[ignore]`d: it runs only with `--ignored`, and skips unless
+/// `KACRAB_KAFKA_CLUSTER` is set.
+#[macro_export]
+macro_rules! real_kafka_soak_tests {
+    ($factory:expr) => {
+        #[test]
+        #[ignore = "a 30-minute soak on a three-node cluster: run with --ignored (docs/real-kafka.md)"]
+        fn real_soak() {
+            let factory: $crate::Factory<'_> = &$factory;
+            match $crate::real_kafka::real_soak(factory) {
+                Ok(report) => println!("{report}"),
+                Err(e) => panic!("{e}"),
+            }
+        }
     };
 }
 

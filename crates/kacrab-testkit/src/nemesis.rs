@@ -379,6 +379,11 @@ impl Controller {
     /// Stops both tracks, heals everything, and reports what was played.
     pub fn stop(mut self) -> Played {
         self.heal();
+        self.played_so_far()
+    }
+
+    /// What has been played so far; the tracks go on.
+    pub fn played_so_far(&self) -> Played {
         Played {
             log: self
                 .shared

@@ -29,8 +29,10 @@ use crate::trigger::Trigger;
 use crate::Factory;
 
 mod jepsen;
+mod soak;
 mod txn;
 pub use jepsen::real_jepsen;
+pub use soak::real_soak;
 pub use txn::{real_txn_coordinator_killed, real_txn_fencing, real_txn_read_committed};
 pub(crate) use txn::{txn_props, ReadCommittedTxns};
 
