@@ -369,14 +369,51 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
     let mut killed: Option<String> = None;
     // The process track's turn, kept a while after the restart so the node rejoins the
     // in-sync replicas before the schedule takes another one down.
-    let mut turn: Option<(MutexGuard<'_, ()>, Instant)> = None;
+    let mut turn: Option<(MutexGuard<'_, ()>, Option<Instant>)> = None;
+    // The kill under way: the kill, the transaction, how long its commit took, how it
+    // ended. Transactions go on while the node restarts.
+    let mut pending: Option<(CoordinatorKill, u64, Option<Duration>, String)> = None;
     let mut fatal = None;
-    while run.elapsed() < duration || killed.is_none() {
-        if turn.as_ref().is_some_and(|(_, until)| Instant::now() >= *until) {
+    // Ok: the kill as it happened mid-commit; Err: why it did not count.
+    let judge = |k: CoordinatorKill, n: u64, took: Option<Duration>, how_ended: String| {
+        let (victim, how) = (k.victim, k.how_found.clone());
+        match (k.finish(), took) {
+            (Ok(t), Some(took)) if t.killed_at < took => Ok(format!(
+                    "transaction {n}: coordinator node {victim} ({how}) SIGKILLed {:.2?} after \
+                     the commit call, restarted at {:.1?}; the commit returned after \
+                     {took:.2?}: {how_ended}",
+                t.killed_at, t.restarted_at
+            )),
+            (Ok(t), took) => Err(format!(
+                "transaction {n}: node {victim} killed at {:.2?}, not before the commit \
+                 returned ({took:.2?}); another try follows",
+                t.killed_at
+            )),
+            (Err(e), _) => Err(format!("transaction {n}: no coordinator kill: {e}")),
+        }
+    };
+    // Past the run's time only to get the kill in (three times the time at most).
+    while run.elapsed() < duration || (killed.is_none() && run.elapsed() < duration * 3) {
+        if pending.as_ref().is_some_and(|(k, ..)| k.thread.is_finished()) {
+            let (k, n, took, how_ended) = pending.take().expect("checked");
+            match judge(k, n, took, how_ended) {
+                Ok(k) => killed = Some(k),
+                Err(e) => notes.push(e),
+            }
+            if let Some((_, until)) = &mut turn {
+                *until = Some(Instant::now() + Duration::from_secs(6));
+            }
+        }
+        if turn
+            .as_ref()
+            .is_some_and(|(_, until)| until.is_some_and(|u| Instant::now() >= u))
+        {
             turn = None;
         }
         let n = w.txns.len() as u64;
         let kill_now = killed.is_none()
+            && pending.is_none()
+            && turn.is_none()
             && run.elapsed() >= kill_after
             && n % ABORT_EVERY != ABORT_EVERY - 1;
         let ended = if kill_now {
@@ -402,31 +439,13 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .map(|t| t.elapsed());
-            let (victim, how) = (kill.victim, kill.how_found.clone());
-            dog.phase(format!("restart node {victim}"));
-            match (kill.finish(), took) {
-                (Ok(t), Some(took)) if t.killed_at < took => {
-                    killed = Some(format!(
-                        "transaction {n}: coordinator node {victim} ({how}) SIGKILLed \
-                         {:.2?} after the commit call, restarted at {:.1?}; the commit \
-                         returned after {took:.2?}: {}",
-                        t.killed_at,
-                        t.restarted_at,
-                        match &ended {
-                            Ended::Committed => "committed".to_string(),
-                            Ended::Aborted(why) => format!("aborted ({why:?})"),
-                            Ended::Fatal(call, e) => format!("{call}: {e}"),
-                        }
-                    ));
-                }
-                (Ok(t), took) => notes.push(format!(
-                    "transaction {n}: node {victim} killed at {:.2?}, not before the commit \
-                     returned ({took:.2?}); another try follows",
-                    t.killed_at
-                )),
-                (Err(e), _) => notes.push(format!("transaction {n}: no coordinator kill: {e}")),
-            }
-            turn = Some((guard, Instant::now() + Duration::from_secs(6)));
+            let how_ended = match &ended {
+                Ended::Committed => "committed".to_string(),
+                Ended::Aborted(why) => format!("aborted ({why:?})"),
+                Ended::Fatal(call, e) => format!("{call}: {e}"),
+            };
+            pending = Some((kill, n, took, how_ended));
+            turn = Some((guard, None));
             ended
         } else {
             let mut commit = |p: &dyn TestProducer| p.transaction(TxnCall::Commit);
@@ -438,6 +457,13 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
         }
         if w.txns.len() > 100_000 {
             break;
+        }
+    }
+    if let Some((k, n, took, how_ended)) = pending.take() {
+        dog.phase("wait for the coordinator's restart");
+        match judge(k, n, took, how_ended) {
+            Ok(k) => killed = Some(k),
+            Err(e) => notes.push(e),
         }
     }
     drop(turn);
