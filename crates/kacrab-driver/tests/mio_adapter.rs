@@ -55,7 +55,10 @@ impl TestProducer for Mio {
     }
 
     fn transaction(&self, call: TxnCall) -> Result<(), TxnError> {
-        match self.0.call_wait(move |s, now| Id::Op(s.transaction(call, now))) {
+        match self
+            .0
+            .call_wait(move |s, now| Id::Op(s.transaction(call, now)))
+        {
             Some(Completion::Transaction { result, .. }) => result,
             // The loop ended before completing the call: as the drivers report it.
             None => Err(TxnError::Closed),

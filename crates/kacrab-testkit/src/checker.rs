@@ -331,7 +331,10 @@ pub fn check_transactions(
             problems.push(format!(
                 "read_committed shows {shown} records of aborted transaction {} (first: {})",
                 txn.number,
-                txn.records.clone().find(|i| visible.contains(i)).unwrap_or_default()
+                txn.records
+                    .clone()
+                    .find(|i| visible.contains(i))
+                    .unwrap_or_default()
             ));
         }
         effective.push(committed_);
@@ -737,7 +740,10 @@ mod tests {
             (tally.committed, tally.aborted, tally.committed_records),
             (8, 2, 32)
         );
-        assert_eq!((tally.read_committed, tally.uncommitted.log_records), (32, 40));
+        assert_eq!(
+            (tally.read_committed, tally.uncommitted.log_records),
+            (32, 40)
+        );
         assert_eq!(&txn_record_value(7, 3, 8, 12)[..], b"1:2@12..");
     }
 
@@ -749,8 +755,7 @@ mod tests {
         let log = rc.get_mut(&1).unwrap();
         log.push(leaked.clone());
         log.sort_by_key(|x| x.offset);
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(8))
-            .unwrap_err();
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(8)).unwrap_err();
         assert!(
             e.contains("read_committed shows 1 records of aborted transaction 3 (first: 13)"),
             "{e}"
@@ -761,9 +766,11 @@ mod tests {
     fn a_lost_or_duplicated_committed_record_fails() {
         let (r, t, mut rc, ru) = txn_run(10, &[3]);
         rc.get_mut(&0).unwrap().remove(0);
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(9))
-            .unwrap_err();
-        assert!(e.contains("read_committed: exactly-once check failed"), "{e}");
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(9)).unwrap_err();
+        assert!(
+            e.contains("read_committed: exactly-once check failed"),
+            "{e}"
+        );
         assert!(e.contains("(Lost): 1"), "{e}");
         let (r, t, rc, mut ru) = txn_run(10, &[3]);
         let again = ru[&2][1].clone();
@@ -771,9 +778,11 @@ mod tests {
             offset: 1_000,
             ..again
         });
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(9))
-            .unwrap_err();
-        assert!(e.contains("read_uncommitted: exactly-once check failed"), "{e}");
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(9)).unwrap_err();
+        assert!(
+            e.contains("read_uncommitted: exactly-once check failed"),
+            "{e}"
+        );
         assert!(e.contains("(Duplicate): 1"), "{e}");
     }
 
@@ -781,8 +790,7 @@ mod tests {
     fn a_record_with_another_transactions_number_is_corrupt() {
         let (r, t, rc, mut ru) = txn_run(4, &[]);
         ru.get_mut(&0).unwrap()[0].value = txn_record_value(0, P, B, 1);
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(4))
-            .unwrap_err();
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(4)).unwrap_err();
         assert!(e.contains("undecodable value"), "{e}");
     }
 
@@ -792,7 +800,10 @@ mod tests {
         let (r, mut t, rc, ru) = txn_run(5, &[]);
         t[2].outcome = Some(TxnOutcome::Unknown);
         let tally = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(5)).unwrap();
-        assert_eq!((tally.committed, tally.unknown, tally.committed_records), (4, 1, 20));
+        assert_eq!(
+            (tally.committed, tally.unknown, tally.committed_records),
+            (4, 1, 20)
+        );
         // None of it visible: aborted (and the batches after it shift back by one).
         let (r, mut t, rc, ru) = txn_run(5, &[2]);
         t[2].outcome = Some(TxnOutcome::Unknown);
@@ -802,16 +813,14 @@ mod tests {
         t[2].outcome = Some(TxnOutcome::Unknown);
         let hidden = record_key(9, P);
         rc.get_mut(&0).unwrap().retain(|x| x.key != hidden);
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(5))
-            .unwrap_err();
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(5)).unwrap_err();
         assert!(e.contains("transaction 2 (outcome unknown to the producer) is half visible to read_committed: 3 of 4"), "{e}");
     }
 
     #[test]
     fn the_group_offset_and_the_outcomes_are_checked() {
         let (r, t, rc, ru) = txn_run(6, &[1]);
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(6))
-            .unwrap_err();
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(6)).unwrap_err();
         assert!(
             e.contains("the group's committed offset is Some(6), expected Some(5)"),
             "{e}"
@@ -821,14 +830,15 @@ mod tests {
         let (r, mut t, rc, ru) = txn_run(6, &[]);
         t[4].outcome = None;
         t[5].batch = 4;
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(5))
-            .unwrap_err();
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(5)).unwrap_err();
         assert!(e.contains("transaction 4 has no outcome"), "{e}");
         // A batch committed twice.
         let (r, mut t, rc, ru) = txn_run(6, &[]);
         t[3].batch = 2;
-        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(6))
-            .unwrap_err();
-        assert!(e.contains("committed transactions processed input batches"), "{e}");
+        let e = check_transactions(&r, &t, &rc, &ru, &Expect::strict(P, B), Some(6)).unwrap_err();
+        assert!(
+            e.contains("committed transactions processed input batches"),
+            "{e}"
+        );
     }
 }

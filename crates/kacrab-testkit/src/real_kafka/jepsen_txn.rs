@@ -156,7 +156,8 @@ impl Workload {
             return Ended::Fatal(call, e);
         };
         let n = self.txns.len() - 1;
-        self.abortable.push(format!("transaction {n}: {call}: {why}"));
+        self.abortable
+            .push(format!("transaction {n}: {call}: {why}"));
         dog.phase(format!("abort transaction {n} after {call} failed"));
         match self.producer.transaction(TxnCall::Abort) {
             Ok(()) => Ended::Aborted(Some(format!("{call}: {e}"))),
@@ -212,7 +213,9 @@ impl CoordinatorKill {
     ) -> Result<Self, String> {
         let (victim, how_found) = Self::coordinator(bootstrap, txid)?;
         if !(1..=3).contains(&victim) {
-            return Err(format!("the coordinator is node {victim}, not a script node"));
+            return Err(format!(
+                "the coordinator is node {victim}, not a script node"
+            ));
         }
         let fired = proxy.inject(
             Some(ApiKey::EndTxn),
@@ -261,6 +264,20 @@ impl CoordinatorKill {
             .join()
             .unwrap_or_else(|_| Err("the kill thread panicked".into()))
     }
+}
+
+/// [`real_jepsen_txn`] for the driver of package `driver`, unless
+/// `KACRAB_JEPSEN_TXN_DRIVERS` (comma-separated package names) is set and does not name
+/// it: then it skips, saying so.
+pub fn real_jepsen_txn_for(driver: &str, factory: Factory) -> Result<Report, String> {
+    if let Ok(list) = std::env::var("KACRAB_JEPSEN_TXN_DRIVERS") {
+        if !list.split(',').any(|d| d.trim() == driver) {
+            println!("SKIPPED real_jepsen_txn for {driver}: KACRAB_JEPSEN_TXN_DRIVERS={list}");
+            return Ok(skipped("real_jepsen_txn"));
+        }
+    }
+    println!("real_jepsen_txn runs for {driver}");
+    real_jepsen_txn(factory)
 }
 
 /// The transactional Jepsen-style run on `KACRAB_KAFKA_CLUSTER` (three nodes started by
@@ -379,7 +396,7 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
         let (victim, how) = (k.victim, k.how_found.clone());
         match (k.finish(), took) {
             (Ok(t), Some(took)) if t.killed_at < took => Ok(format!(
-                    "transaction {n}: coordinator node {victim} ({how}) SIGKILLed {:.2?} after \
+                "transaction {n}: coordinator node {victim} ({how}) SIGKILLed {:.2?} after \
                      the commit call, restarted at {:.1?}; the commit returned after \
                      {took:.2?}: {how_ended}",
                 t.killed_at, t.restarted_at
@@ -394,7 +411,10 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
     };
     // Past the run's time only to get the kill in (three times the time at most).
     while run.elapsed() < duration || (killed.is_none() && run.elapsed() < duration * 3) {
-        if pending.as_ref().is_some_and(|(k, ..)| k.thread.is_finished()) {
+        if pending
+            .as_ref()
+            .is_some_and(|(k, ..)| k.thread.is_finished())
+        {
             let (k, n, took, how_ended) = pending.take().expect("checked");
             match judge(k, n, took, how_ended) {
                 Ok(k) => killed = Some(k),
@@ -477,7 +497,9 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
         let excused = matches!(e, TxnError::ProducerFenced) && open > TXN_TIMEOUT;
         let line = format!("transaction {n}: {call} failed fatally: {e} ({e:?})");
         if excused {
-            notes.push(format!("{line} (excused: open past transaction.timeout.ms)"));
+            notes.push(format!(
+                "{line} (excused: open past transaction.timeout.ms)"
+            ));
         } else {
             errors.push(line);
         }
@@ -555,7 +577,9 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
     );
     let stats = proxy.stats();
     let mut lines = vec![
-        format!("topic {topic}, input {input}, transactional.id {txid}, group {group}, seed {seed}"),
+        format!(
+            "topic {topic}, input {input}, transactional.id {txid}, group {group}, seed {seed}"
+        ),
         format!(
             "{} transactions ({} aborted on purpose, {} aborted after an abortable error), \
              {sent} records; group offset {group_offset:?}",

@@ -32,7 +32,7 @@ mod jepsen;
 mod jepsen_txn;
 mod txn;
 pub use jepsen::real_jepsen;
-pub use jepsen_txn::real_jepsen_txn;
+pub use jepsen_txn::{real_jepsen_txn, real_jepsen_txn_for};
 pub use txn::{real_txn_coordinator_killed, real_txn_fencing, real_txn_read_committed};
 pub(crate) use txn::{txn_props, ReadCommittedTxns};
 
