@@ -22,6 +22,8 @@
 #   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
 #   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID] [--property k=v]...
 #   scripts/kafka.sh end-offsets <bootstrap> <topic-regex>   # "topic<TAB>sum of end offsets" lines
+#   scripts/kafka.sh group-offsets <bootstrap> <group>   # "topic<TAB>partition<TAB>committed offset" lines
+#   scripts/kafka.sh txn-coordinator <bootstrap> <transactional-id>   # the coordinator's node id
 #   scripts/kafka.sh produce-keyed <bootstrap> <topic>   # stdin: key<TAB>value lines
 #   scripts/kafka.sh add-partitions <bootstrap> <topic> <total-partitions>
 #   scripts/kafka.sh features <bootstrap>
@@ -71,7 +73,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -806,6 +808,28 @@ cmd_end_offsets() {
     | awk -F: 'NF>=3 {sum[$1]+=$NF} END {for (t in sum) printf "%s\t%d\n", t, sum[t]}' | sort
 }
 
+# group-offsets: the offsets a consumer group has committed (Kafka's
+# ConsumerGroupCommand --describe --offsets), one "topic<TAB>partition<TAB>offset" line
+# per partition, sorted; "-" for a partition without a committed offset.
+cmd_group_offsets() {
+  [ $# -eq 2 ] || die "group-offsets <bootstrap> <group>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
+    --bootstrap-server "$1" --describe --offsets --group "$2" \
+    | awk -v g="$2" '$1 == g && $3 ~ /^[0-9]+$/ {printf "%s\t%s\t%s\n", $2, $3, $4}' | sort
+}
+
+# txn-coordinator: the node id of the transaction coordinator of a transactional id
+# (Kafka's TransactionsCommand describe, which asks FindCoordinator).
+cmd_txn_coordinator() {
+  [ $# -eq 2 ] || die "txn-coordinator <bootstrap> <transactional-id>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.TransactionsCommand --bootstrap-server "$1" \
+    describe --transactional-id "$2" \
+    | awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "CoordinatorId") c = i; next}
+           c && $c ~ /^[0-9]+$/ {print $c; exit}'
+}
+
 # produce-keyed: Java's console producer, one record per stdin line
 # "key<TAB>value" (parse.key=true), with Java's default (built-in) partitioner, so a
 # test can compare where Java puts a key with where kacrab does.
@@ -847,6 +871,8 @@ main() {
     consume) cmd_consume "$@" ;;
     perf) cmd_perf "$@" ;;
     end-offsets) cmd_end_offsets "$@" ;;
+    group-offsets) cmd_group_offsets "$@" ;;
+    txn-coordinator) cmd_txn_coordinator "$@" ;;
     produce-keyed) cmd_produce_keyed "$@" ;;
     add-partitions) cmd_add_partitions "$@" ;;
     wait-leaders) cmd_wait_leaders "$@" ;;

@@ -311,16 +311,7 @@ impl TestProducer for Shifted {
     fn close(self: Box<Self>) -> Result<(), String> {
         self.inner.close()
     }
-    fn init_transactions(&self) -> Result<(), String> {
-        self.inner.init_transactions()
-    }
-    fn begin_transaction(&self) -> Result<(), String> {
-        self.inner.begin_transaction()
-    }
-    fn commit_transaction(&self) -> Result<(), String> {
-        self.inner.commit_transaction()
-    }
-    fn abort_transaction(&self) -> Result<(), String> {
-        self.inner.abort_transaction()
+    fn transaction(&self, call: crate::TxnCall) -> Result<(), crate::TxnError> {
+        self.inner.transaction(call)
     }
 }

@@ -64,6 +64,9 @@ pub use proxy::{Blackhole, Dial, Link, Proxy, ProxyAction, ProxyStats, Target};
 pub use scenarios::Report;
 pub use trigger::{Fired, Trigger};
 
+pub use kacrab_driver::TxnCall;
+pub use kacrab_idempotence::{ConsumerGroupMetadata, OffsetToCommit, TopicPartition, TxnError};
+
 /// The outcome of one send, waited for by the scenario thread.
 pub struct Delivery(pub Box<dyn FnOnce() -> Result<DeliveryReport, DeliveryFailure> + Send>);
 
@@ -131,24 +134,41 @@ pub trait TestProducer: Send {
     /// Flushes and closes the producer.
     fn close(self: Box<Self>) -> Result<(), String>;
 
-    /// Gets a producer id for the `transactional.id` in the factory's properties (the
-    /// transactional scenarios pass one), fencing older producers with the same id.
-    /// Adapters without transactions keep the default, an error.
+    /// Runs one transactional call (`init_transactions`, `begin_transaction`,
+    /// `send_offsets_to_transaction`, `commit_transaction`, `abort_transaction`),
+    /// blocking until it completes, and returns the producer's own error, so that a
+    /// workload can follow Java's contract (abortable: abort and retry; fenced or fatal:
+    /// stop). `init_transactions` gets a producer id for the `transactional.id` in the
+    /// factory's properties (the transactional scenarios pass one), fencing older
+    /// producers with the same id. Adapters without transactions keep the default, an
+    /// error.
+    fn transaction(&self, call: TxnCall) -> Result<(), TxnError> {
+        let _ = call;
+        Err(TxnError::NotTransactional)
+    }
+
+    /// [`TestProducer::transaction`] with [`TxnCall::Init`], the error as text.
     fn init_transactions(&self) -> Result<(), String> {
-        Err("not supported".into())
+        self.transaction(TxnCall::Init).map_err(txn_error_text)
     }
     /// Opens a transaction; records sent until commit or abort belong to it.
     fn begin_transaction(&self) -> Result<(), String> {
-        Err("not supported".into())
+        self.transaction(TxnCall::Begin).map_err(txn_error_text)
     }
     /// Commits the open transaction, blocking until the commit completes.
     fn commit_transaction(&self) -> Result<(), String> {
-        Err("not supported".into())
+        self.transaction(TxnCall::Commit).map_err(txn_error_text)
     }
     /// Aborts the open transaction, blocking until the abort completes.
     fn abort_transaction(&self) -> Result<(), String> {
-        Err("not supported".into())
+        self.transaction(TxnCall::Abort).map_err(txn_error_text)
     }
+}
+
+/// A transactional error as the String-returning calls of [`TestProducer`] report it:
+/// its message and its variant.
+fn txn_error_text(e: TxnError) -> String {
+    format!("{e} ({e:?})")
 }
 
 /// Builds a producer from Kafka property pairs (`bootstrap.servers`, `client.id`,
@@ -235,13 +255,24 @@ macro_rules! real_kafka_tests {
     };
 }
 
-/// Writes the Jepsen-style `#[test]` ([`real_kafka::real_jepsen`]: a seeded schedule of
-/// partitions, pauses and kills on a three-node cluster) for `$factory`; it skips unless
-/// `KACRAB_KAFKA_CLUSTER` is set.
+/// Writes the Jepsen-style `#[test]`s for `$factory` (a seeded schedule of partitions,
+/// pauses and kills on a three-node cluster): [`real_kafka::real_jepsen`] (idempotent)
+/// and [`real_kafka::real_jepsen_txn`] (transactions, the coordinator killed
+/// mid-commit); each skips unless `KACRAB_KAFKA_CLUSTER` is set. The transactional one
+/// also skips when `KACRAB_JEPSEN_TXN_DRIVERS` (a comma-separated list of package names)
+/// is set and does not name the calling package (CI runs it for one driver per run).
 #[macro_export]
 macro_rules! real_kafka_jepsen_tests {
     ($factory:expr) => {
         $crate::__scenario_tests!($factory, real_kafka; real_jepsen);
+        #[test]
+        fn real_jepsen_txn() {
+            let factory: $crate::Factory<'_> = &$factory;
+            match $crate::real_kafka::real_jepsen_txn_for(env!("CARGO_PKG_NAME"), factory) {
+                Ok(report) => println!("{report}"),
+                Err(e) => panic!("{e}"),
+            }
+        }
     };
 }
 

@@ -283,6 +283,9 @@ struct Shared {
     log: Mutex<Vec<String>>,
     /// The node the process track has paused or killed and not yet healed.
     down: Mutex<Option<Down>>,
+    /// Held by the process track from a pause or kill until its heal, and by a workload
+    /// that takes a node down itself ([`Controller::hold_processes`]): one node at most.
+    processes: Mutex<()>,
     errors: Mutex<Vec<String>>,
 }
 
@@ -343,6 +346,7 @@ impl Controller {
             start: Instant::now(),
             log: Mutex::default(),
             down: Mutex::default(),
+            processes: Mutex::default(),
             errors: Mutex::default(),
         });
         let mut threads = Vec::new();
@@ -369,6 +373,17 @@ impl Controller {
             proxy,
             threads,
         })
+    }
+
+    /// Waits until no pause or kill of the process track is in effect and keeps the
+    /// track from starting one until the guard is dropped: for a node the workload takes
+    /// down itself (the transaction coordinator killed mid-commit), so that at most one
+    /// node is paused or down at a time. Drop the guard before [`Controller::stop`].
+    pub fn hold_processes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.shared
+            .processes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether both tracks have played every step.
@@ -496,6 +511,11 @@ fn process_track(sh: &Shared, steps: &[Step]) {
         let node = match down {
             Down::Paused(n) | Down::Killed(n) => n,
         };
+        // Not while the workload has a node down (it holds the turn until it healed it).
+        let _turn = sh.processes.lock().unwrap_or_else(|e| e.into_inner());
+        if sh.stop.load(Ordering::SeqCst) {
+            return;
+        }
         sh.note(format!("process #{i}: {} for {:.1?}", st.fault, st.hold));
         if let Err(e) = script(&[args, &node.to_string()]) {
             sh.error(format!("process #{i}: {e}"));

@@ -1,8 +1,8 @@
 //! The blocking producer behind the shared adapter test suite's [`TestProducer`].
 
 use bytes::Bytes;
-use kacrab_blocking::{Producer, ProducerRecord};
-use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer};
+use kacrab_blocking::{Producer, ProducerRecord, TxnError};
+use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer, TxnCall};
 
 /// The blocking producer as the testkit drives it.
 pub struct Blocking(pub Producer);
@@ -32,28 +32,16 @@ impl TestProducer for Blocking {
         self.0.flush().map_err(|e| e.to_string())
     }
 
-    fn init_transactions(&self) -> Result<(), String> {
-        self.0
-            .init_transactions()
-            .map_err(|e| format!("{e} ({e:?})"))
-    }
-
-    fn begin_transaction(&self) -> Result<(), String> {
-        self.0
-            .begin_transaction()
-            .map_err(|e| format!("{e} ({e:?})"))
-    }
-
-    fn commit_transaction(&self) -> Result<(), String> {
-        self.0
-            .commit_transaction()
-            .map_err(|e| format!("{e} ({e:?})"))
-    }
-
-    fn abort_transaction(&self) -> Result<(), String> {
-        self.0
-            .abort_transaction()
-            .map_err(|e| format!("{e} ({e:?})"))
+    fn transaction(&self, call: TxnCall) -> Result<(), TxnError> {
+        match call {
+            TxnCall::Init => self.0.init_transactions(),
+            TxnCall::Begin => self.0.begin_transaction(),
+            TxnCall::SendOffsets(offsets, group) => {
+                self.0.send_offsets_to_transaction(offsets, group)
+            }
+            TxnCall::Commit => self.0.commit_transaction(),
+            TxnCall::Abort => self.0.abort_transaction(),
+        }
     }
 
     fn close(self: Box<Self>) -> Result<(), String> {

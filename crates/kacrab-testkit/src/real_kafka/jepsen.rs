@@ -19,7 +19,7 @@ use super::{
     consume_isolated, create_topic, env_or_skip, fresh_topic, leaders, real_props, script, skipped,
 };
 
-fn env_u64(var: &str, default: u64) -> u64 {
+pub(super) fn env_u64(var: &str, default: u64) -> u64 {
     std::env::var(var)
         .ok()
         .and_then(|v| v.trim().parse().ok())
@@ -27,9 +27,9 @@ fn env_u64(var: &str, default: u64) -> u64 {
 }
 
 /// `request.timeout.ms` of the workload: every pause and blackhole outlasts it.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// `delivery.timeout.ms`: Kafka's default.
-const DELIVERY_TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const DELIVERY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The Jepsen-style run on `KACRAB_KAFKA_CLUSTER` (three nodes started by
 /// `scripts/kafka.sh start-cluster`).

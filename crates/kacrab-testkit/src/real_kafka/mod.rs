@@ -6,7 +6,7 @@
 //!   [`real_proxy_drops`], [`real_txn_read_committed`], [`real_txn_fencing`],
 //!   [`real_blackhole_within_budget`];
 //! * `KACRAB_KAFKA_CLUSTER` (`scripts/kafka.sh start-cluster`): [`real_leader_kill`],
-//!   [`real_txn_coordinator_killed`].
+//!   [`real_txn_coordinator_killed`], [`real_jepsen`], [`real_jepsen_txn`].
 //!
 //! Topics are created fresh (unique names) with `scripts/kafka.sh create-topic`, and read
 //! back with Kafka's own console consumer (`scripts/kafka.sh consume`), so what is checked
@@ -29,9 +29,11 @@ use crate::trigger::Trigger;
 use crate::Factory;
 
 mod jepsen;
+mod jepsen_txn;
 mod soak;
 mod txn;
 pub use jepsen::real_jepsen;
+pub use jepsen_txn::{real_jepsen_txn, real_jepsen_txn_for};
 pub use soak::real_soak;
 pub use txn::{real_txn_coordinator_killed, real_txn_fencing, real_txn_read_committed};
 pub(crate) use txn::{txn_props, ReadCommittedTxns};

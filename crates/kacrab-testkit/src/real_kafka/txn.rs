@@ -220,13 +220,13 @@ fn check_committed(
 /// Fails the process if a scenario is stuck in one phase (a transactional call that never
 /// returns would otherwise hang the test run); restarts a killed node first. The limit
 /// per phase is overridable with `KACRAB_TESTKIT_TXN_STUCK_S`.
-struct Watchdog {
+pub(super) struct Watchdog {
     phase: Arc<std::sync::Mutex<(String, Instant, Option<i32>)>>,
     done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Watchdog {
-    fn start(name: &'static str, limit: Duration) -> Self {
+    pub(super) fn start(name: &'static str, limit: Duration) -> Self {
         let limit = std::env::var("KACRAB_TESTKIT_TXN_STUCK_S")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -259,13 +259,13 @@ impl Watchdog {
         Watchdog { phase, done }
     }
 
-    fn phase(&self, what: impl Into<String>) {
+    pub(super) fn phase(&self, what: impl Into<String>) {
         let mut g = self.phase.lock().unwrap();
         g.0 = what.into();
         g.1 = Instant::now();
     }
 
-    fn killed(&self, node: Option<i32>) {
+    pub(super) fn killed(&self, node: Option<i32>) {
         self.phase.lock().unwrap().2 = node;
     }
 }

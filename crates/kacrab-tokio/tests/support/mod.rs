@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
-use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer};
-use kacrab_tokio::{Producer, ProducerRecord};
+use kacrab_testkit::{Delivery, DeliveryFailure, DeliveryReport, TestProducer, TxnCall};
+use kacrab_tokio::{Producer, ProducerRecord, TxnError};
 
 /// The producer with its own runtime: the scenarios run on a plain thread.
 pub struct TokioTestProducer {
@@ -38,20 +38,18 @@ impl TestProducer for TokioTestProducer {
         Ok(())
     }
 
-    fn init_transactions(&self) -> Result<(), String> {
-        self.txn(self.producer.init_transactions())
-    }
-
-    fn begin_transaction(&self) -> Result<(), String> {
-        self.txn(self.producer.begin_transaction())
-    }
-
-    fn commit_transaction(&self) -> Result<(), String> {
-        self.txn(self.producer.commit_transaction())
-    }
-
-    fn abort_transaction(&self) -> Result<(), String> {
-        self.txn(self.producer.abort_transaction())
+    fn transaction(&self, call: TxnCall) -> Result<(), TxnError> {
+        let p = &self.producer;
+        let block_on = |op| self.runtime.as_ref().expect("runtime").block_on(op);
+        match call {
+            TxnCall::Init => block_on(Box::pin(p.init_transactions()) as TxnFuture),
+            TxnCall::Begin => block_on(Box::pin(p.begin_transaction())),
+            TxnCall::SendOffsets(offsets, group) => {
+                block_on(Box::pin(p.send_offsets_to_transaction(offsets, group)))
+            }
+            TxnCall::Commit => block_on(Box::pin(p.commit_transaction())),
+            TxnCall::Abort => block_on(Box::pin(p.abort_transaction())),
+        }
     }
 
     fn close(mut self: Box<Self>) -> Result<(), String> {
@@ -65,19 +63,8 @@ impl TestProducer for TokioTestProducer {
     }
 }
 
-impl TokioTestProducer {
-    /// Blocks the scenario thread on a transactional operation.
-    fn txn(
-        &self,
-        op: impl std::future::Future<Output = Result<(), kacrab_tokio::TxnError>>,
-    ) -> Result<(), String> {
-        self.runtime
-            .as_ref()
-            .expect("runtime")
-            .block_on(op)
-            .map_err(|e| format!("{e} ({e:?})"))
-    }
-}
+/// A transactional call's future, boxed so that one `block_on` takes every kind.
+type TxnFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), TxnError>>>>;
 
 /// The testkit's factory for the Tokio producer.
 pub fn factory(props: &[(&str, &str)]) -> Result<Box<dyn TestProducer>, String> {
