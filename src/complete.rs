@@ -9,7 +9,8 @@ use crate::batch::{BatchData, ProducerBatch, Stamp, StampFate, WriteState};
 use crate::error::{DeliveryError, ErrorClass, InputError, KafkaError};
 use crate::io::{PartitionResponse, ProduceResponse, RequestFailure};
 use crate::outcome::{Failure, Outcome};
-use crate::producer::{IdState, OutstandingKind, Producer};
+use crate::producer::{IdState, Producer};
+use crate::requests::OutstandingKind;
 use crate::record;
 use crate::types::{BatchId, RequestId, Timestamp};
 
@@ -37,22 +38,14 @@ impl Producer {
         now: Timestamp,
     ) -> Result<(), InputError> {
         self.observe(now);
-        let pos = self
-            .outstanding
-            .binary_search_by_key(&request, |o| o.id)
-            .ok()
-            .filter(|&pos| matches!(self.outstanding[pos].kind, OutstandingKind::Produce { .. }))
+        let (node, batches) = self
+            .requests
+            .take_produce(request)
             .ok_or(InputError::UnknownRequest(request))?;
-        let o = self.outstanding.remove(pos).expect("found above");
-        let OutstandingKind::Produce { node, batches } = o.kind else {
-            unreachable!()
-        };
         let now = self.now;
         self.metrics_answered(node, response.throttle);
-        let n = self.node_mut(node);
-        n.in_flight = n.in_flight.saturating_sub(1);
         if !response.throttle.is_zero() {
-            n.throttled_until = Some(now + response.throttle);
+            self.requests.throttle(node, now + response.throttle);
         }
         for (i, id) in batches.into_iter().enumerate() {
             let Some(b) = self.batches.get(id) else {
@@ -95,9 +88,7 @@ impl Producer {
             .take_outstanding(request)
             .ok_or(InputError::UnknownRequest(request))?;
         match o.kind {
-            OutstandingKind::Produce { node, batches } => {
-                let n = self.node_mut(node);
-                n.in_flight = n.in_flight.saturating_sub(1);
+            OutstandingKind::Produce { batches, .. } => {
                 for id in batches {
                     self.lost_in_transit(id, failure);
                 }
@@ -110,10 +101,8 @@ impl Producer {
             }
             OutstandingKind::Transactional => self.txn_request_failed(request, failure),
             OutstandingKind::Metadata => {
-                if self.metadata_in_flight == Some(request) {
-                    self.metadata_in_flight = None;
-                    self.metadata_retry.failed(&mut self.backoff, self.now);
-                }
+                // At most one metadata lookup is outstanding: this one.
+                self.metadata_retry.failed(&mut self.backoff, self.now);
             }
         }
         Ok(())

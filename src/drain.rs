@@ -8,7 +8,8 @@ use alloc::vec::Vec;
 use crate::batch::{Stamp, StampFate};
 use crate::config::Acks;
 use crate::io::{InitProducerIdRequest, MetadataRequest, ProduceBatch, ProduceRequest, Request};
-use crate::producer::{IdState, Lifecycle, Outstanding, OutstandingKind, Producer};
+use crate::producer::{IdState, Lifecycle, Producer};
+use crate::requests::OutstandingKind;
 use crate::types::{BatchId, NodeId, Timestamp, Topic};
 
 /// Why a partition's head batch cannot go now. Only used to decide; never surfaced.
@@ -26,7 +27,7 @@ impl Producer {
     /// Call it until it returns `None` after every input and application call.
     pub fn poll_request(&mut self, now: Timestamp) -> Option<Request> {
         self.observe(now);
-        if let Some(node) = self.close_queue.pop_front() {
+        if let Some(node) = self.requests.pop_close() {
             return Some(Request::CloseConnection { node });
         }
         if self.fatal.is_some() {
@@ -57,11 +58,9 @@ impl Producer {
         }
         let id = self.next_request_id();
         self.id_state = IdState::Requested(id);
-        self.outstanding.push_back(Outstanding {
-            id,
-            kind: OutstandingKind::InitProducerId,
-            deadline: self.now + self.config.request_timeout(),
-        });
+        let deadline = self.now + self.config.request_timeout();
+        self.requests
+            .push(id, OutstandingKind::InitProducerId, deadline);
         Some(Request::InitProducerId(InitProducerIdRequest {
             id,
             node: None,
@@ -72,7 +71,7 @@ impl Producer {
     }
 
     fn maybe_request_metadata(&mut self) -> Option<Request> {
-        if self.metadata_in_flight.is_some() || self.metadata_retry.waits_at(self.now) {
+        if self.requests.metadata_in_flight().is_some() || self.metadata_retry.waits_at(self.now) {
             return None;
         }
         let mut topics: Vec<Topic> = Vec::new();
@@ -87,22 +86,15 @@ impl Producer {
         }
         topics.sort();
         let id = self.next_request_id();
-        self.metadata_in_flight = Some(id);
         self.stats.metadata_requests += 1;
-        self.outstanding.push_back(Outstanding {
-            id,
-            kind: OutstandingKind::Metadata,
-            deadline: self.now + self.config.request_timeout(),
-        });
+        let deadline = self.now + self.config.request_timeout();
+        self.requests.push(id, OutstandingKind::Metadata, deadline);
         Some(Request::Metadata(MetadataRequest { id, topics }))
     }
 
     fn node_has_capacity(&self, node: NodeId) -> bool {
         let max = self.config.max_in_flight_requests_per_connection();
-        match self.nodes.iter().find(|n| n.id == node) {
-            None => true,
-            Some(n) => n.in_flight < max && n.throttled_until.is_none_or(|t| t <= self.now),
-        }
+        self.requests.has_capacity(node, max, self.now)
     }
 
     /// The node partition `p` makes ready, as Java's `RecordAccumulator.ready` decides
@@ -400,22 +392,19 @@ impl Producer {
         }
         self.stats.produce_requests += 1;
         self.metrics_drained(node, &taken);
-        let ticket = self.tickets.reserve(1);
+        let ticket = self.requests.reserve_ticket();
         if acks == Acks::None {
             // No answer will come: the batches count as delivered once handed out.
             for b in taken {
                 self.report(b, Ok(None));
             }
         } else {
-            self.node_mut(node).in_flight += 1;
-            self.outstanding.push_back(Outstanding {
-                id,
-                kind: OutstandingKind::Produce {
-                    node,
-                    batches: taken,
-                },
-                deadline: self.now + self.config.request_timeout(),
-            });
+            let deadline = self.now + self.config.request_timeout();
+            let kind = OutstandingKind::Produce {
+                node,
+                batches: taken,
+            };
+            self.requests.push(id, kind, deadline);
         }
         Request::Produce(ProduceRequest {
             id,

@@ -5,8 +5,8 @@ use alloc::vec::Vec;
 
 use crate::error::DeliveryError;
 use crate::io::RequestFailure;
-use crate::producer::{OutstandingKind, Producer};
-use crate::types::{BatchId, RequestId};
+use crate::producer::Producer;
+use crate::types::BatchId;
 
 impl Producer {
     /// Expires batches past delivery.timeout.ms: queued ones and ones on the wire (the
@@ -55,21 +55,11 @@ impl Producer {
     /// NetworkClient does the same).
     pub(crate) fn expire_requests(&mut self) {
         let now = self.now;
-        while let Some(pos) = self.outstanding.iter().position(|o| o.deadline <= now) {
-            let o = &self.outstanding[pos];
-            let id = o.id;
+        while let Some((id, produce_node)) = self.requests.first_expired(now) {
             self.stats.request_timeouts += 1;
-            if let OutstandingKind::Produce { node, .. } = o.kind {
-                self.close_queue.push_back(node);
-                let same_node: Vec<RequestId> = self
-                    .outstanding
-                    .iter()
-                    .filter(
-                        |o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node),
-                    )
-                    .map(|o| o.id)
-                    .collect();
-                for rid in same_node {
+            if let Some(node) = produce_node {
+                self.requests.close_connection(node);
+                for rid in self.requests.produce_on(node) {
                     let _ = self.handle_request_failed(rid, RequestFailure::Disconnected, now);
                 }
             } else {

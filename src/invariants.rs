@@ -3,7 +3,8 @@
 
 use alloc::vec::Vec;
 
-use crate::producer::{OutstandingKind, Producer};
+use crate::producer::Producer;
+use crate::requests::OutstandingKind;
 use crate::types::BatchId;
 
 impl Producer {
@@ -28,25 +29,12 @@ impl Producer {
             }
         }
 
-        // Outstanding requests: sorted, and every produce batch on the wire exactly once.
+        // Outstanding requests: their owner's invariants, then every produce batch on
+        // the wire exactly once.
+        self.requests
+            .assert_invariants(self.config.max_in_flight_requests_per_connection());
         let mut wired: Vec<BatchId> = Vec::new();
-        for w in self.outstanding.iter().collect::<Vec<_>>().windows(2) {
-            assert!(w[0].id < w[1].id, "outstanding requests out of order");
-        }
-        for n in &self.nodes {
-            let count = self
-                .outstanding
-                .iter()
-                .filter(|o| matches!(o.kind, OutstandingKind::Produce { node, .. } if node == n.id))
-                .count();
-            assert_eq!(n.in_flight as usize, count, "node {} in-flight count", n.id);
-            assert!(
-                n.in_flight <= self.config.max_in_flight_requests_per_connection(),
-                "node {} exceeds max.in.flight",
-                n.id
-            );
-        }
-        for o in &self.outstanding {
+        for o in self.requests.iter() {
             if let OutstandingKind::Produce { batches, .. } = &o.kind {
                 let mut parts = Vec::new();
                 for &b in batches {

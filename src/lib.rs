@@ -141,6 +141,7 @@ pub mod metrics;
 mod outcome;
 mod partition;
 mod producer;
+mod requests;
 pub mod record;
 mod retry;
 mod sequencing;

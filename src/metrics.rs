@@ -200,7 +200,7 @@ impl Producer {
     /// counts every request on the wire; the session adds its own and the others).
     #[must_use]
     pub fn outstanding_requests(&self) -> usize {
-        self.outstanding.len()
+        self.requests.len()
     }
 
     /// The batches of a produce request just built for `node`: one sample each, then

@@ -17,7 +17,7 @@ use crate::metrics::{Samples, Stats};
 use crate::outcome::Outcome;
 use crate::partition::{OpenBatch, PartitionState};
 use crate::record::{BatchBuilder, Crc, Record, RECORD_BATCH_OVERHEAD};
-use crate::ticket::TicketSequencer;
+use crate::requests::{Outstanding, Requests};
 use crate::txn::Txn;
 use crate::types::{
     BatchId, NodeId, ProducerIdAndEpoch, RecordId, RequestId, Sequence, Timestamp, TopicPartition,
@@ -69,35 +69,6 @@ pub(crate) enum Lifecycle {
     Closing,
 }
 
-#[derive(Debug)]
-pub(crate) enum OutstandingKind {
-    Produce {
-        node: NodeId,
-        batches: Vec<BatchId>,
-    },
-    InitProducerId,
-    Metadata,
-    /// The one outstanding transactional request (see `txn.in_flight`).
-    Transactional,
-}
-
-/// A request handed to the driver and not yet answered.
-#[derive(Debug)]
-pub(crate) struct Outstanding {
-    pub(crate) id: RequestId,
-    pub(crate) kind: OutstandingKind,
-    /// request.timeout.ms after it was handed out.
-    pub(crate) deadline: Timestamp,
-}
-
-#[derive(Debug)]
-pub(crate) struct NodeState {
-    pub(crate) id: NodeId,
-    /// Produce requests outstanding on this node's connection.
-    pub(crate) in_flight: u32,
-    pub(crate) throttled_until: Option<Timestamp>,
-}
-
 /// A sans-IO Kafka idempotent producer.
 ///
 /// See the [crate documentation](crate) for the driving contract. In short: call the
@@ -134,15 +105,10 @@ pub struct Producer {
     /// Partitions with `unresolved` set.
     pub(crate) unresolved: Vec<u32>,
 
-    /// Outstanding requests, ordered by id.
-    pub(crate) outstanding: VecDeque<Outstanding>,
-    pub(crate) nodes: Vec<NodeState>,
-    pub(crate) next_request_id: u64,
-    pub(crate) tickets: TicketSequencer,
-    pub(crate) metadata_in_flight: Option<RequestId>,
+    /// The requests handed out and not yet answered, and their bookkeeping.
+    pub(crate) requests: Requests,
     /// The metadata lookup's failures and backoff (KIP-580).
     pub(crate) metadata_retry: Retry,
-    pub(crate) close_queue: VecDeque<NodeId>,
 
     pub(crate) events: VecDeque<Event>,
     pub(crate) next_record_id: u64,
@@ -196,13 +162,8 @@ impl Producer {
             rewrite: Vec::new(),
             bump_required: false,
             unresolved: Vec::new(),
-            outstanding: VecDeque::new(),
-            nodes: Vec::new(),
-            next_request_id: 0,
-            tickets: TicketSequencer::new(),
-            metadata_in_flight: None,
+            requests: Requests::new(),
             metadata_retry: Retry::new(),
-            close_queue: VecDeque::new(),
             events: VecDeque::new(),
             next_record_id: 0,
             unreported_records: 0,
@@ -286,7 +247,7 @@ impl Producer {
     /// as Java's `NetworkClient` does: the late answer would be refused anyway.
     #[must_use]
     pub fn is_outstanding(&self, id: RequestId) -> bool {
-        self.outstanding.iter().any(|o| o.id == id)
+        self.requests.contains(id)
     }
 
     /// Whether every accepted record has an outcome.
@@ -317,9 +278,7 @@ impl Producer {
     }
 
     pub(crate) fn next_request_id(&mut self) -> RequestId {
-        let id = RequestId(self.next_request_id);
-        self.next_request_id += 1;
-        id
+        self.requests.next_id()
     }
 
     pub(crate) fn partition_for(&mut self, tp: &TopicPartition) -> u32 {
@@ -338,21 +297,6 @@ impl Producer {
             part.listed = true;
             self.pending.push_back(p);
         }
-    }
-
-    pub(crate) fn node_mut(&mut self, node: NodeId) -> &mut NodeState {
-        let pos = match self.nodes.iter().position(|n| n.id == node) {
-            Some(pos) => pos,
-            None => {
-                self.nodes.push(NodeState {
-                    id: node,
-                    in_flight: 0,
-                    throttled_until: None,
-                });
-                self.nodes.len() - 1
-            }
-        };
-        &mut self.nodes[pos]
     }
 
     // ---------------------------------------------------------------- application
@@ -511,8 +455,8 @@ impl Producer {
                 consider(created + delivery);
             }
         }
-        for o in &self.outstanding {
-            consider(o.deadline);
+        if let Some(t) = self.requests.next_deadline() {
+            consider(t);
         }
         let txn_retry = self.txn.as_ref().map(|t| t.retry);
         for r in [Some(self.metadata_retry), Some(self.id_retry), txn_retry]
@@ -523,10 +467,8 @@ impl Producer {
                 consider(t);
             }
         }
-        for n in &self.nodes {
-            if let Some(t) = n.throttled_until.filter(|&t| t > now) {
-                consider(t);
-            }
+        if let Some(t) = self.requests.throttle_deadline_after(now) {
+            consider(t);
         }
         next
     }
@@ -557,9 +499,6 @@ impl Producer {
             Some(id) => self.take_outstanding(id).is_some(),
             None => true,
         };
-        if request.is_some() && request == self.metadata_in_flight {
-            self.metadata_in_flight = None;
-        }
         for pm in &metadata.partitions {
             let p = self.partition_for(&pm.partition);
             let part = &mut self.partitions[p as usize];
@@ -663,8 +602,7 @@ impl Producer {
     }
 
     pub(crate) fn take_outstanding(&mut self, id: RequestId) -> Option<Outstanding> {
-        let pos = self.outstanding.binary_search_by_key(&id, |o| o.id).ok()?;
-        self.outstanding.remove(pos)
+        self.requests.take(id)
     }
 
     /// Closes the open batch of partition `p` into its queue.

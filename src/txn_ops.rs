@@ -8,7 +8,8 @@ use crate::io::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
     FindCoordinatorRequest, InitProducerIdRequest, Request, TxnOffsetCommitRequest,
 };
-use crate::producer::{IdState, Lifecycle, Outstanding, OutstandingKind, Producer};
+use crate::producer::{IdState, Lifecycle, Producer};
+use crate::requests::OutstandingKind;
 use crate::txn::{
     ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, Queued, Shutdown,
     TransactionState as S, Txn, TxnError, TxnOp,
@@ -446,11 +447,8 @@ impl Producer {
             }),
         };
         t.in_flight = Some((id, q));
-        self.outstanding.push_back(Outstanding {
-            id,
-            kind: OutstandingKind::Transactional,
-            deadline,
-        });
+        self.requests
+            .push(id, OutstandingKind::Transactional, deadline);
         if matches!(request, Request::InitProducerId(_)) {
             self.id_state = IdState::Requested(id);
         }
