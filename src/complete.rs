@@ -51,7 +51,7 @@ impl Producer {
             let Some(b) = self.batches.get(id) else {
                 continue;
             };
-            let tp = &self.partitions[b.partition as usize].tp;
+            let tp = &self.acc[b.partition].tp;
             // Brokers answer partitions in request order: try the batch's own position
             // first, so a request of n partitions is matched in O(n), not O(n^2).
             let answer = match response.partitions.get(i) {
@@ -116,7 +116,7 @@ impl Producer {
         };
         b.on_wire = None;
         let (p, done) = (b.partition, b.done);
-        self.partitions[p as usize].remove_on_wire(id);
+        self.acc[p].remove_on_wire(id);
         if done {
             self.batches.remove(id);
             return false;
@@ -147,7 +147,7 @@ impl Producer {
     }
 
     pub(crate) fn invalidate_leader(&mut self, p: u32) {
-        self.partitions[p as usize].leader = None;
+        self.acc[p].leader = None;
     }
 
     fn complete_batch(&mut self, id: BatchId, r: &PartitionResponse) {
@@ -193,9 +193,9 @@ impl Producer {
                 if class == ErrorClass::Leadership {
                     match r.current_leader {
                         Some(hint)
-                            if hint.leader_epoch > self.partitions[p as usize].leader_epoch =>
+                            if hint.leader_epoch > self.acc[p].leader_epoch =>
                         {
-                            let part = &mut self.partitions[p as usize];
+                            let part = &mut self.acc[p];
                             part.leader = Some(hint.leader);
                             part.leader_epoch = hint.leader_epoch;
                             next = NextAttempt::AtOnce;
@@ -233,7 +233,7 @@ impl Producer {
         }
         let b = self.batches.get(id).expect("live");
         let p = b.partition;
-        let tp = self.partitions[p as usize].tp.clone();
+        let tp = self.acc[p].tp.clone();
         let timed_out = self.now >= b.created + self.config.delivery_timeout();
         let adjust = b.retry.failures() < self.config.retries();
         let records = b.records.len();
@@ -279,7 +279,7 @@ impl Producer {
         let reopened = b.reopened;
         let fate = b.fate;
         let base = b.stamp.map(|s| s.base_sequence);
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         if self.txn.is_some() {
             // Transactional (`TransactionManager.canRetry`): no client-side bump; a
             // sequence error that is not "an earlier batch failed" fails the batch, and
@@ -335,7 +335,7 @@ impl Producer {
                 b.retry.failed(&mut self.backoff, self.now);
             }
         }
-        self.partitions[p as usize].reenqueue(id, &self.batches);
+        self.acc[p].reenqueue(id, &self.batches);
         self.stats.retries += 1;
         self.metrics_retried(id, cause);
         self.list(p);
@@ -349,7 +349,7 @@ impl Producer {
         let stamp = b.stamp;
         let last = b.last_sequence();
         let created = b.created;
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         // Only acks under the partition's current identity move its sequence window; a
         // late ack from before a rewrite would otherwise corrupt the new numbering.
         if let (Some(stamp), Some(last)) = (stamp, last) {
@@ -394,7 +394,7 @@ impl Producer {
             Some((stamp, count)) => self.release_unsent_sequences(p, id, stamp, count),
             None => false,
         };
-        self.partitions[p as usize].remove_inflight(id);
+        self.acc[p].remove_inflight(id);
         self.report(id, Outcome::Failed(error.into()));
         if self.fatal.is_some() || !self.is_idempotent() || released {
             return;
@@ -429,7 +429,7 @@ impl Producer {
     /// to marking the partition unresolved.
     fn release_unsent_sequences(&mut self, p: u32, id: BatchId, stamp: Stamp, count: i32) -> bool {
         let transactional = self.config.is_transactional();
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         let Some(pos) = part.inflight.iter().position(|&b| b == id) else {
             return false;
         };
@@ -499,7 +499,7 @@ impl Producer {
             _ => {
                 // A multi-record batch of our own always splits; if it somehow did not,
                 // fail it as too large rather than loop.
-                let tp = self.partitions[p as usize].tp.clone();
+                let tp = self.acc[p].tp.clone();
                 let error = DeliveryError::RecordTooLarge { partition: tp };
                 self.fail_batch(id, error, Some(KafkaError::MessageTooLarge), adjust);
                 return;
@@ -564,7 +564,7 @@ impl Producer {
             ids.push(nid);
         }
         debug_assert!(records.next().is_none(), "split lost records");
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         for list in [&mut part.inflight, &mut part.window] {
             if let Some(pos) = list.iter().position(|&x| x == id) {
                 list.remove(pos);
@@ -575,9 +575,9 @@ impl Producer {
         }
         for &nid in ids.iter().rev() {
             if b.stamp.is_some() {
-                self.partitions[p as usize].reenqueue(nid, &self.batches);
+                self.acc[p].reenqueue(nid, &self.batches);
             } else {
-                self.partitions[p as usize].queue.push_front(nid);
+                self.acc[p].queue.push_front(nid);
             }
         }
         self.list(p);

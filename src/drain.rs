@@ -75,8 +75,8 @@ impl Producer {
             return None;
         }
         let mut topics: Vec<Topic> = Vec::new();
-        for &p in &self.pending {
-            let part = &self.partitions[p as usize];
+        for &p in self.acc.pending() {
+            let part = &self.acc[p];
             if part.leader.is_none() && !topics.contains(&part.tp.topic) {
                 topics.push(part.tp.topic.clone());
             }
@@ -108,7 +108,7 @@ impl Producer {
     /// `RecordAccumulator.mutePartition`), and `batchReady` skips a muted partition, so
     /// a partition with a batch on the wire makes no node ready.
     fn ready_node(&self, p: u32) -> Option<NodeId> {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         let node = part.leader?;
         if !self.node_has_capacity(node) {
             return None;
@@ -143,8 +143,8 @@ impl Producer {
         if !self.txn_allows_drain(p) {
             return Head::NotReady;
         }
-        let part = &self.partitions[p as usize];
-        if part.awaiting_rewrite && !self.may_resolve_before_rewrite(p) {
+        let part = &self.acc[p];
+        if self.bump.awaiting(p) && !self.may_resolve_before_rewrite(p) {
             return Head::NotReady;
         }
         let Some(node) = part.leader else {
@@ -220,7 +220,7 @@ impl Producer {
     /// are not older than the time they are sent and the brokers' clocks do not run
     /// ahead of the producer's by more than the configured expiry's margin.
     pub(crate) fn state_held(&self, p: u32) -> bool {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         let lifetime = self.config.delivery_timeout() + self.config.request_timeout();
         part.last_acked_sequence.is_some()
             && part.state_refreshed.is_some_and(|since| {
@@ -233,7 +233,7 @@ impl Producer {
     /// duplicate's ack, or OUT_OF_ORDER proving it absent) is what makes the renumbering
     /// safe.
     fn may_resolve_before_rewrite(&self, p: u32) -> bool {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         match (part.queue.front(), part.inflight.front()) {
             (Some(head), Some(first)) if head == first => self
                 .batches
@@ -258,11 +258,10 @@ impl Producer {
         let mut size = 0usize;
         let mut first_pos: Option<usize> = None;
         let mut i = 0;
-        while i < self.pending.len() {
-            let p = self.pending[i];
-            if !self.partitions[p as usize].has_queued() {
-                self.partitions[p as usize].listed = false;
-                self.pending.remove(i);
+        while i < self.acc.pending().len() {
+            let p = self.acc.pending()[i];
+            if !self.acc[p].has_queued() {
+                self.acc.delist_at(i);
                 continue;
             }
             match self.head(p) {
@@ -275,7 +274,7 @@ impl Producer {
                     node = Some(n);
                     if first_pos.is_none() {
                         // Sized once, on the first batch: an empty poll allocates nothing.
-                        taken.reserve_exact(self.pending.len() - i);
+                        taken.reserve_exact(self.acc.pending().len() - i);
                     }
                     first_pos.get_or_insert(i);
                     size += head_size;
@@ -288,10 +287,7 @@ impl Producer {
         let node = node?;
         // Round robin: next time, start after the first partition served now.
         if let Some(pos) = first_pos {
-            let len = self.pending.len();
-            if len > 0 {
-                self.pending.rotate_left((pos + 1).min(len));
-            }
+            self.acc.rotate_after(pos);
         }
         Some(self.send_batches(node, taken))
     }
@@ -304,7 +300,7 @@ impl Producer {
     fn drain_target(&self) -> Option<NodeId> {
         let mut empty: [Option<NodeId>; 8] = [None; 8];
         let mut empties = 0;
-        for &p in &self.pending {
+        for &p in self.acc.pending() {
             let Some(n) = self.ready_node(p) else {
                 continue;
             };
@@ -314,7 +310,7 @@ impl Producer {
             if empty.contains(&Some(n)) {
                 continue;
             }
-            if self.pending.iter().any(|&q| self.head(q) == Head::Ready(n)) {
+            if self.acc.pending().iter().any(|&q| self.head(q) == Head::Ready(n)) {
                 return Some(n);
             }
             if empties < empty.len() {
@@ -326,7 +322,7 @@ impl Producer {
     }
 
     fn head_size(&self, p: u32) -> usize {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         match part.queue.front() {
             Some(&id) => self.batches.get(id).map_or(0, |b| b.data.len()),
             None => part.open.as_ref().map_or(0, |o| o.builder.size_in_bytes()),
@@ -335,17 +331,17 @@ impl Producer {
 
     /// Takes partition `p`'s head batch off its queue and stamps it if it is new.
     fn take_head(&mut self, p: u32) -> BatchId {
-        if self.partitions[p as usize].queue.is_empty() {
+        if self.acc[p].queue.is_empty() {
             self.close_open(p);
         }
-        let id = self.partitions[p as usize]
+        let id = self.acc[p]
             .queue
             .pop_front()
             .expect("head exists");
         let idempotent = self.is_idempotent();
         let global = self.producer_id;
         let transactional = self.config.is_transactional();
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         let b = self.batches.get_mut(id).expect("queued batch is live");
         if b.stamp.is_none() && idempotent {
             // Java's maybeUpdateProducerIdAndEpoch: a stale partition with nothing in
@@ -383,10 +379,10 @@ impl Producer {
             let p = batch.partition;
             if acks != Acks::None {
                 batch.on_wire = Some(id);
-                self.partitions[p as usize].on_wire.push_back(b);
+                self.acc[p].on_wire.push_back(b);
             }
             batches.push(ProduceBatch {
-                partition: self.partitions[p as usize].tp.clone(),
+                partition: self.acc[p].tp.clone(),
                 data,
             });
         }

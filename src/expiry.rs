@@ -14,8 +14,8 @@ impl Producer {
     pub(crate) fn expire_batches(&mut self) {
         let delivery = self.config.delivery_timeout();
         let now = self.now;
-        for p in 0..self.partitions.len() as u32 {
-            let part = &self.partitions[p as usize];
+        for p in self.acc.ids() {
+            let part = &self.acc[p];
             if !part.has_queued() && part.on_wire.is_empty() {
                 continue;
             }
@@ -26,7 +26,7 @@ impl Producer {
             {
                 self.close_open(p);
             }
-            let part = &self.partitions[p as usize];
+            let part = &self.acc[p];
             let expired: Vec<BatchId> = part
                 .queue
                 .iter()
@@ -39,12 +39,12 @@ impl Producer {
                 })
                 .collect();
             for id in expired {
-                let part = &mut self.partitions[p as usize];
+                let part = &mut self.acc[p];
                 if let Some(pos) = part.queue.iter().position(|&q| q == id) {
                     part.queue.remove(pos);
                 }
                 self.stats.expired_batches += 1;
-                let tp = self.partitions[p as usize].tp.clone();
+                let tp = self.acc[p].tp.clone();
                 self.fail_batch(id, DeliveryError::Timeout { partition: tp }, None, false);
             }
         }

@@ -126,6 +126,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "arbitrary"))]
 extern crate std;
 
+mod accumulator;
 pub mod backoff;
 mod batch;
 mod complete;
@@ -146,6 +147,7 @@ pub mod record;
 mod retry;
 mod sequencing;
 pub mod ticket;
+mod timers;
 pub mod txn;
 mod txn_complete;
 mod txn_ops;

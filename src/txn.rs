@@ -355,6 +355,80 @@ impl Txn {
             TransactionState::CommittingTransaction | TransactionState::AbortingTransaction
         )
     }
+
+    /// Checks the transactional state's own invariants (the producer checks those that
+    /// span its other parts: the request in flight is outstanding, the producer id
+    /// request is this one). Panics with the first one violated.
+    pub(crate) fn assert_invariants(&self) {
+        use TransactionState as S;
+        // A partition is in one stage of joining the transaction at a time: new (not
+        // yet asked for), pending (in an AddPartitionsToTxn without an answer), added.
+        assert!(
+            self.new_partitions.is_disjoint(&self.pending_partitions)
+                && self.new_partitions.is_disjoint(&self.partitions)
+                && self.pending_partitions.is_disjoint(&self.partitions),
+            "a partition in two stages of joining the transaction"
+        );
+        // Outside a transaction nothing belongs to one (`reset_transaction` cleared it).
+        if matches!(self.state, S::Uninitialized | S::Initializing | S::Ready) {
+            assert!(
+                !self.started
+                    && self.new_partitions.is_empty()
+                    && self.pending_partitions.is_empty()
+                    && self.partitions.is_empty()
+                    && self.group.is_none()
+                    && self.pending_offsets.is_empty(),
+                "transaction contents in state {:?}",
+                self.state
+            );
+        }
+        // TV2 adds partitions implicitly, with their first Produce: nothing to ask for.
+        // (The version only changes between transactions, so a TV1 transaction's
+        // partitions never stay behind.)
+        if self.v2 {
+            assert!(
+                self.new_partitions.is_empty() && self.pending_partitions.is_empty(),
+                "AddPartitionsToTxn bookkeeping under transaction version 2"
+            );
+        }
+        // A required bump is queued by `reset_transaction` with `Initializing`: `Ready`
+        // never stands with a bump still owed.
+        assert!(
+            !(self.state == S::Ready && self.bump_required),
+            "Ready with an epoch bump owed"
+        );
+        // The next transaction's version is sampled when this one starts completing
+        // and applied when it ends.
+        if self.next_v2.is_some() {
+            assert!(
+                matches!(
+                    self.state,
+                    S::CommittingTransaction
+                        | S::AbortingTransaction
+                        | S::AbortableError
+                        | S::FatalError
+                ),
+                "next transaction version sampled in state {:?}",
+                self.state
+            );
+        }
+        // `begin_transaction` completes at once; it never waits for an event.
+        assert_ne!(self.op, Some(TxnOp::BeginTransaction), "begin pending");
+        // After a forced close nothing transactional is on the wire.
+        if self.shutdown == Shutdown::Forced {
+            assert!(self.in_flight.is_none(), "transactional request after a forced close");
+        }
+        // `Initializing` never stands without the InitProducerId that ends it (queued,
+        // or on the wire), unless the producer was closed by force.
+        if self.state == S::Initializing && self.shutdown == Shutdown::Running {
+            let asked = self
+                .queue
+                .iter()
+                .chain(self.in_flight.as_ref().map(|(_, q)| q))
+                .any(|q| matches!(q, Queued::InitProducerId { .. }));
+            assert!(asked, "Initializing without an InitProducerId to end it");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -220,7 +220,7 @@ impl Producer {
         // joins it.
         let answered: Vec<u32> = results
             .iter()
-            .filter_map(|(tp, _)| self.partition_index.get(tp).copied())
+            .filter_map(|(tp, _)| self.acc.index_of(tp))
             .collect();
         let omitted = self
             .txn
@@ -273,8 +273,8 @@ impl Producer {
                 t.started = true;
                 self.apply(q, Next::Done);
                 // The batches of these partitions may drain now.
-                for p in 0..self.partitions.len() as u32 {
-                    if self.partitions[p as usize].has_queued() {
+                for p in self.acc.ids() {
+                    if self.acc[p].has_queued() {
                         self.list(p);
                     }
                 }
@@ -497,7 +497,7 @@ impl Producer {
     /// sequences restart at 0 under the new identity (Java's `resetSequenceNumbers`).
     /// Partitions restart lazily, once nothing of theirs is in flight.
     pub(crate) fn reset_all_sequences(&mut self) {
-        for part in &mut self.partitions {
+        for part in self.acc.iter_mut() {
             if part.inflight.is_empty() {
                 part.producer_id = self.producer_id;
                 part.next_sequence = crate::types::Sequence::ZERO;

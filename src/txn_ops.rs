@@ -331,7 +331,7 @@ impl Producer {
         let Some(i) = t.next_index() else {
             return TxnStep::Nothing;
         };
-        if matches!(t.queue[i], Queued::EndTxn { .. }) && self.unreported_records > 0 {
+        if matches!(t.queue[i], Queued::EndTxn { .. }) && self.acc.unreported_records() > 0 {
             return TxnStep::Nothing; // EndTxn waits for every batch's outcome
         }
         let t = self.txn.as_mut().expect("checked");
@@ -413,7 +413,7 @@ impl Producer {
                     producer,
                     partitions: asked
                         .iter()
-                        .map(|&p| self.partitions[p as usize].tp.clone())
+                        .map(|&p| self.acc[p].tp.clone())
                         .collect(),
                 })
             }
@@ -525,9 +525,9 @@ impl Producer {
             .as_ref()
             .is_some_and(|t| t.state == S::AbortingTransaction);
         let cause = self.txn.as_ref().and_then(|t| t.last_error);
-        for p in 0..self.partitions.len() as u32 {
+        for p in self.acc.ids() {
             self.close_open(p);
-            let part = &mut self.partitions[p as usize];
+            let part = &mut self.acc[p];
             let tp = part.tp.clone();
             let unsent: Vec<BatchId> = part
                 .queue
