@@ -141,9 +141,17 @@ impl Accumulator {
 
     /// Checks the invariants documented on the fields.
     pub(crate) fn assert_invariants(&self) {
-        assert_eq!(self.index.len(), self.partitions.len(), "partition index size");
+        assert_eq!(
+            self.index.len(),
+            self.partitions.len(),
+            "partition index size"
+        );
         for (i, part) in self.partitions.iter().enumerate() {
-            assert_eq!(self.index.get(&part.tp), Some(&(i as u32)), "partition index");
+            assert_eq!(
+                self.index.get(&part.tp),
+                Some(&(i as u32)),
+                "partition index"
+            );
         }
         assert_eq!(self.listed.len(), self.partitions.len(), "listed bits");
         let mut seen = alloc::vec![false; self.partitions.len()];
@@ -152,7 +160,11 @@ impl Accumulator {
             seen[p as usize] = true;
         }
         for (i, part) in self.partitions.iter().enumerate() {
-            assert_eq!(self.listed[i], seen[i], "{}: listed flag out of sync", part.tp);
+            assert_eq!(
+                self.listed[i], seen[i],
+                "{}: listed flag out of sync",
+                part.tp
+            );
             if part.has_queued() {
                 assert!(seen[i], "{}: has queued batches but is not listed", part.tp);
             }

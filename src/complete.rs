@@ -10,9 +10,31 @@ use crate::error::{DeliveryError, ErrorClass, InputError, KafkaError};
 use crate::io::{PartitionResponse, ProduceResponse, RequestFailure};
 use crate::outcome::{Failure, Outcome};
 use crate::producer::{IdState, Producer};
-use crate::requests::OutstandingKind;
 use crate::record;
+use crate::requests::OutstandingKind;
 use crate::types::{BatchId, RequestId, Timestamp};
+
+/// Whether a failed batch's sequences may be adjusted (Java's `handleFailedBatch`
+/// argument `adjustSequenceNumbers`): only when the failure came from an answer and
+/// the batch still had attempts left under `retries`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Adjust {
+    /// The failure may lead to a bump that renumbers the partition.
+    Sequences,
+    /// It may not (an expiry, or retries used up).
+    Nothing,
+}
+
+impl Adjust {
+    /// `Sequences` while attempts are left under `retries`.
+    fn while_attempts_left(failures: u32, retries: u32) -> Self {
+        if failures < retries {
+            Self::Sequences
+        } else {
+            Self::Nothing
+        }
+    }
+}
 
 /// When a batch sent again may go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,9 +116,8 @@ impl Producer {
                 }
             }
             OutstandingKind::InitProducerId => {
-                if self.id_state == IdState::Requested(request) {
-                    self.id_state = IdState::Needed;
-                    self.retry_producer_id();
+                if self.identity.state() == IdState::Requested(request) {
+                    self.identity.failed(&mut self.backoff, self.now);
                 }
             }
             OutstandingKind::Transactional => self.txn_request_failed(request, failure),
@@ -192,9 +213,7 @@ impl Producer {
                 let mut next = NextAttempt::AfterBackoff;
                 if class == ErrorClass::Leadership {
                     match r.current_leader {
-                        Some(hint)
-                            if hint.leader_epoch > self.acc[p].leader_epoch =>
-                        {
+                        Some(hint) if hint.leader_epoch > self.acc[p].leader_epoch => {
                             let part = &mut self.acc[p];
                             part.leader = Some(hint.leader);
                             part.leader_epoch = hint.leader_epoch;
@@ -235,7 +254,7 @@ impl Producer {
         let p = b.partition;
         let tp = self.acc[p].tp.clone();
         let timed_out = self.now >= b.created + self.config.delivery_timeout();
-        let adjust = b.retry.failures() < self.config.retries();
+        let adjust = Adjust::while_attempts_left(b.retry.failures(), self.config.retries());
         let records = b.records.len();
         let delivery_error: Failure = if timed_out && error.is_retriable() {
             DeliveryError::Timeout { partition: tp }.into()
@@ -372,7 +391,7 @@ impl Producer {
         id: BatchId,
         error: impl Into<Failure>,
         kafka_error: Option<KafkaError>,
-        adjust: bool,
+        adjust: Adjust,
     ) {
         let Some(b) = self.batches.get_mut(id) else {
             return;
@@ -412,7 +431,9 @@ impl Producer {
             kafka_error,
             Some(KafkaError::OutOfOrderSequenceNumber | KafkaError::UnknownProducerId)
         );
-        if sequence_error || (adjust && !maybe_written && kafka_error.is_some()) {
+        if sequence_error
+            || (adjust == Adjust::Sequences && !maybe_written && kafka_error.is_some())
+        {
             self.request_bump(p);
         } else if let Some(after) = expected_after {
             self.mark_unresolved(p, after);
@@ -482,7 +503,7 @@ impl Producer {
             (
                 b.partition,
                 (b.data.len() / 2).max(1),
-                b.retry.failures() < self.config.retries(),
+                Adjust::while_attempts_left(b.retry.failures(), self.config.retries()),
             )
         };
         // A compressed batch is decompressed, split by its own compression ratio, and each

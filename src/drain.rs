@@ -53,11 +53,11 @@ impl Producer {
     }
 
     fn maybe_request_producer_id(&mut self) -> Option<Request> {
-        if self.id_state != IdState::Needed || self.id_retry.waits_at(self.now) {
+        if !self.identity.may_request(self.now) {
             return None;
         }
         let id = self.next_request_id();
-        self.id_state = IdState::Requested(id);
+        self.identity.requested(id);
         let deadline = self.now + self.config.request_timeout();
         self.requests
             .push(id, OutstandingKind::InitProducerId, deadline);
@@ -170,7 +170,7 @@ impl Producer {
                 return false;
             }
             // Don't mix epochs: old-epoch batches must finish before new-epoch ones.
-            let stale = part.producer_id != self.producer_id && !part.inflight.is_empty();
+            let stale = part.producer_id != self.identity.id() && !part.inflight.is_empty();
             // While the leader may hold no state for the producer (before the first ack
             // under the partition's identity, or after an idle gap that may have let it
             // expire), one batch at a time: such a broker accepts any sequence
@@ -248,7 +248,7 @@ impl Producer {
     /// at most one head batch from each partition that node leads, lingering or not
     /// (Java's `RecordAccumulator.drain`), within max.request.size.
     fn drain_one_request(&mut self) -> Option<Request> {
-        if self.is_idempotent() && self.id_state != IdState::Ready {
+        if self.is_idempotent() && self.identity.state() != IdState::Ready {
             return None;
         }
         let max_size = self.config.max_request_size();
@@ -310,7 +310,12 @@ impl Producer {
             if empty.contains(&Some(n)) {
                 continue;
             }
-            if self.acc.pending().iter().any(|&q| self.head(q) == Head::Ready(n)) {
+            if self
+                .acc
+                .pending()
+                .iter()
+                .any(|&q| self.head(q) == Head::Ready(n))
+            {
                 return Some(n);
             }
             if empties < empty.len() {
@@ -334,12 +339,9 @@ impl Producer {
         if self.acc[p].queue.is_empty() {
             self.close_open(p);
         }
-        let id = self.acc[p]
-            .queue
-            .pop_front()
-            .expect("head exists");
+        let id = self.acc[p].queue.pop_front().expect("head exists");
         let idempotent = self.is_idempotent();
-        let global = self.producer_id;
+        let global = self.identity.id();
         let transactional = self.config.is_transactional();
         let part = &mut self.acc[p];
         let b = self.batches.get_mut(id).expect("queued batch is live");

@@ -3,6 +3,7 @@
 
 use alloc::vec::Vec;
 
+use crate::complete::Adjust;
 use crate::error::DeliveryError;
 use crate::io::RequestFailure;
 use crate::producer::Producer;
@@ -45,7 +46,8 @@ impl Producer {
                 }
                 self.stats.expired_batches += 1;
                 let tp = self.acc[p].tp.clone();
-                self.fail_batch(id, DeliveryError::Timeout { partition: tp }, None, false);
+                let error = DeliveryError::Timeout { partition: tp };
+                self.fail_batch(id, error, None, Adjust::Nothing);
             }
         }
     }

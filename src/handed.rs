@@ -105,7 +105,9 @@ impl Producer {
                 max: self.config.max_request_size(),
             });
         }
-        if self.acc.buffered_bytes() > 0 && self.acc.buffered_bytes() + size > self.config.buffer_memory() {
+        if self.acc.buffered_bytes() > 0
+            && self.acc.buffered_bytes() + size > self.config.buffer_memory()
+        {
             return Err(SendError::BufferFull {
                 buffered: self.acc.buffered_bytes(),
             });

@@ -4,8 +4,8 @@
 use alloc::vec::Vec;
 
 use crate::producer::{IdState, Producer};
-use crate::txn::Queued;
 use crate::requests::OutstandingKind;
+use crate::txn::Queued;
 use crate::types::BatchId;
 
 impl Producer {
@@ -17,6 +17,13 @@ impl Producer {
         self.acc.assert_invariants();
         self.assert_timer_invariants();
         self.bump.assert_invariants();
+        self.identity.assert_invariants();
+        if let IdState::Requested(id) = self.identity.state() {
+            assert!(
+                self.requests.contains(id),
+                "InitProducerId {id:?} not outstanding"
+            );
+        }
 
         // Outstanding requests: their owner's invariants, then every produce batch on
         // the wire exactly once.
@@ -180,18 +187,21 @@ impl Producer {
             );
         }
         assert_eq!(
-            records_unreported, self.acc.unreported_records(),
+            records_unreported,
+            self.acc.unreported_records(),
             "unreported record count"
         );
         // buffer.memory: what the unreported records were charged, no more, no less.
         assert_eq!(
-            bytes_charged, self.acc.buffered_bytes(),
+            bytes_charged,
+            self.acc.buffered_bytes(),
             "buffered bytes differ from the charges of unreported batches"
         );
         self.assert_txn_invariants();
         if self.fatal.is_some() {
             assert_eq!(
-                self.acc.unreported_records(), 0,
+                self.acc.unreported_records(),
+                0,
                 "fatal producer still holds records"
             );
         }
@@ -206,7 +216,10 @@ impl Producer {
             .map(|o| o.id)
             .collect::<Vec<_>>();
         let Some(t) = &self.txn else {
-            assert!(transactional.is_empty(), "transactional request without a txn");
+            assert!(
+                transactional.is_empty(),
+                "transactional request without a txn"
+            );
             return;
         };
         t.assert_invariants();
@@ -218,12 +231,16 @@ impl Producer {
             "transactional request in flight vs outstanding"
         );
         // The producer id is asked for by the transactional InitProducerId only.
-        if let IdState::Requested(id) = self.id_state {
+        if let IdState::Requested(id) = self.identity.state() {
             assert!(
-                matches!(&t.in_flight, Some((r, Queued::InitProducerId { .. })) if *r == id),
+                matches!(&t.in_flight, Some((r, Queued::InitProducerId(_))) if *r == id),
                 "producer id requested outside the transactional InitProducerId"
             );
         }
-        assert_ne!(self.id_state, IdState::Disabled, "transactional but not idempotent");
+        assert_ne!(
+            self.identity.state(),
+            IdState::Disabled,
+            "transactional but not idempotent"
+        );
     }
 }

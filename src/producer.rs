@@ -7,20 +7,22 @@ use crate::retry::Retry;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
+use crate::accumulator::Accumulator;
 use crate::backoff::Backoff;
 use crate::batch::{BatchData, BatchSlab, ProducerBatch, StampFate, WriteState};
 use crate::compression::{CompressionRatio, RatioEstimates};
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
+pub(crate) use crate::identity::IdState;
+use crate::identity::Identity;
 use crate::io::{Event, Metadata};
 use crate::metrics::{Samples, Stats};
 use crate::outcome::Outcome;
-use crate::accumulator::Accumulator;
 use crate::partition::OpenBatch;
-use crate::timers::{PartitionTimers, TimerTable};
 use crate::record::{BatchBuilder, Crc, Record, RECORD_BATCH_OVERHEAD};
 use crate::requests::{Outstanding, Requests};
 use crate::sequencing::BumpState;
+use crate::timers::{PartitionTimers, TimerTable};
 use crate::txn::Txn;
 use crate::types::{
     BatchId, NodeId, ProducerIdAndEpoch, RecordId, RequestId, Sequence, Timestamp, TopicPartition,
@@ -46,22 +48,6 @@ pub struct SequenceState {
     pub unresolved: Option<Sequence>,
     /// The leader the partition is routed to.
     pub leader: Option<NodeId>,
-}
-
-/// Where the producer is with its producer id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum IdState {
-    /// Idempotence is off: batches are not stamped.
-    Disabled,
-    /// An InitProducerId is needed (at start, or after the epoch was exhausted).
-    Needed,
-    /// InitProducerId is outstanding.
-    Requested(RequestId),
-    /// Transactional: the producer id comes from `init_transactions` (and after an
-    /// abort's bump); nothing asks for one on its own.
-    Transactional,
-    /// `producer_id` is valid.
-    Ready,
 }
 
 /// The lifecycle the application drives.
@@ -97,11 +83,8 @@ pub struct Producer {
     /// Scratch for moving touched partitions into `timers` without allocating.
     retimed: Vec<u32>,
 
-    /// The producer's current identity (Java's global `producerIdAndEpoch`).
-    pub(crate) producer_id: ProducerIdAndEpoch,
-    pub(crate) id_state: IdState,
-    /// The InitProducerId's failures and backoff.
-    pub(crate) id_retry: Retry,
+    /// The producer id and epoch, where getting one stands, and its retry.
+    pub(crate) identity: Identity,
     /// The partitions an epoch bump must rewrite, and those with unresolved sequences.
     pub(crate) bump: BumpState,
 
@@ -150,9 +133,7 @@ impl Producer {
             batches: BatchSlab::default(),
             timers: TimerTable::default(),
             retimed: Vec::new(),
-            producer_id: ProducerIdAndEpoch::NONE,
-            id_state,
-            id_retry: Retry::new(),
+            identity: Identity::new(id_state),
             bump: BumpState::default(),
             requests: Requests::new(),
             metadata_retry: Retry::new(),
@@ -174,7 +155,7 @@ impl Producer {
     /// first InitProducerId answer).
     #[must_use]
     pub fn producer_id(&self) -> ProducerIdAndEpoch {
-        self.producer_id
+        self.identity.id()
     }
 
     /// A snapshot of one partition's sequencing state (Java's `TxnPartitionEntry`), for
@@ -264,7 +245,7 @@ impl Producer {
     }
 
     pub(crate) fn is_idempotent(&self) -> bool {
-        self.id_state != IdState::Disabled
+        self.identity.state() != IdState::Disabled
     }
 
     pub(crate) fn next_request_id(&mut self) -> RequestId {
@@ -310,7 +291,9 @@ impl Producer {
                 max: self.config.max_request_size(),
             });
         }
-        if self.acc.buffered_bytes() > 0 && self.acc.buffered_bytes() + size > self.config.buffer_memory() {
+        if self.acc.buffered_bytes() > 0
+            && self.acc.buffered_bytes() + size > self.config.buffer_memory()
+        {
             return Err(SendError::BufferFull {
                 buffered: self.acc.buffered_bytes(),
             });
@@ -337,10 +320,7 @@ impl Producer {
             });
         }
         let id = RecordId(self.acc.accept(1, size).start);
-        let open = self.acc[p]
-            .open
-            .as_mut()
-            .expect("opened above");
+        let open = self.acc[p].open.as_mut().expect("opened above");
         open.builder.append(record);
         open.records.push(id);
         open.charged += size;
@@ -414,7 +394,7 @@ impl Producer {
         [
             self.requests.next_deadline(),
             self.metadata_retry.deadline_after(now),
-            self.id_retry.deadline_after(now),
+            self.identity.retry_deadline_after(now),
             txn_retry,
             self.requests.throttle_deadline_after(now),
         ]
@@ -585,7 +565,7 @@ impl Producer {
         if self.txn.is_some() {
             return self.txn_producer_id(request, result, now);
         }
-        if self.id_state != IdState::Requested(request) {
+        if self.identity.state() != IdState::Requested(request) {
             return Err(InputError::UnknownRequest(request));
         }
         if matches!(result, Ok(id) if !id.is_valid() || id.epoch.0 < 0) {
@@ -599,35 +579,25 @@ impl Producer {
         self.take_outstanding(request);
         match result {
             Ok(id) => {
-                self.producer_id = id;
-                self.id_state = IdState::Ready;
-                self.id_retry.succeeded();
+                self.identity.ready(id);
                 // The new id doubles as the bump the epoch exhaustion asked for, if no
                 // batch of a partition to rewrite can still be seen twice.
                 self.new_id_for_pending_bump();
                 self.events.push_back(Event::ProducerIdChanged { id });
             }
-            Err(e) if e.is_retriable() => {
-                self.id_state = IdState::Needed;
-                self.retry_producer_id();
-            }
+            Err(e) if e.is_retriable() => self.identity.failed(&mut self.backoff, self.now),
             Err(
                 e @ (KafkaError::ClusterAuthorizationFailed
                 | KafkaError::TransactionalIdAuthorizationFailed),
             ) => {
                 // KAFKA-13668: not fatal. What waits for an id fails; the id is asked for
                 // again after a backoff, so a fixed ACL lets the producer recover.
-                self.id_state = IdState::Needed;
-                self.retry_producer_id();
+                self.identity.failed(&mut self.backoff, self.now);
                 self.fail_unsent(&e);
             }
             Err(e) => self.enter_fatal(e),
         }
         Ok(())
-    }
-
-    pub(crate) fn retry_producer_id(&mut self) {
-        self.id_retry.failed(&mut self.backoff, self.now);
     }
 
     pub(crate) fn take_outstanding(&mut self, id: RequestId) -> Option<Outstanding> {

@@ -14,10 +14,7 @@ use crate::types::{BatchId, NodeId, RequestId, Timestamp};
 #[derive(Debug)]
 pub(crate) enum OutstandingKind {
     /// A Produce request to `node` carrying `batches` (one per partition).
-    Produce {
-        node: NodeId,
-        batches: Vec<BatchId>,
-    },
+    Produce { node: NodeId, batches: Vec<BatchId> },
     /// The idempotent producer's own InitProducerId.
     InitProducerId,
     /// The metadata lookup (also [`Requests::metadata_in_flight`]).
@@ -97,7 +94,8 @@ impl Requests {
             OutstandingKind::Metadata => self.metadata_in_flight = Some(id),
             OutstandingKind::InitProducerId | OutstandingKind::Transactional => {}
         }
-        self.outstanding.push_back(Outstanding { id, kind, deadline });
+        self.outstanding
+            .push_back(Outstanding { id, kind, deadline });
     }
 
     /// Takes request `id` off the books, whatever it is.
@@ -227,7 +225,10 @@ impl Requests {
             assert!(w[0].id < w[1].id, "outstanding requests out of order");
         }
         if let Some(last) = self.outstanding.back() {
-            assert!(last.id.0 < self.next_id, "outstanding id not yet handed out");
+            assert!(
+                last.id.0 < self.next_id,
+                "outstanding id not yet handed out"
+            );
         }
         for n in &self.nodes {
             let count = self

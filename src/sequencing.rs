@@ -92,7 +92,7 @@ impl Producer {
             }
             // A stale partition with nothing in flight restarts at 0 under the current
             // identity anyway, so its old sequences no longer matter.
-            let stale = part.producer_id != self.producer_id;
+            let stale = part.producer_id != self.identity.id();
             let landed = stale || part.is_next_sequence(part.next_sequence);
             self.acc[p].unresolved = None;
             self.bump.unresolved.swap_remove(i);
@@ -107,13 +107,16 @@ impl Producer {
     /// batch under its old numbering, and no batch on the wire is renumbered behind the
     /// broker's back.
     pub(crate) fn maybe_apply_epoch_bump(&mut self) {
-        if !self.bump.required() || self.id_state != IdState::Ready || !self.rewrites_are_safe() {
+        if !self.bump.required()
+            || self.identity.state() != IdState::Ready
+            || !self.rewrites_are_safe()
+        {
             return;
         }
-        match self.producer_id.epoch.next() {
+        match self.identity.id().epoch.next() {
             Some(epoch) => {
                 let bumped = ProducerIdAndEpoch {
-                    id: self.producer_id.id,
+                    id: self.identity.id().id,
                     epoch,
                 };
                 self.apply_rewrites(bumped);
@@ -125,8 +128,7 @@ impl Producer {
                 // it (partitions stay blocked), so nothing goes out stamped with no id.
                 // More partitions may join the rewrite set meanwhile, so the new id
                 // passes the same check again (`handle_producer_id`).
-                self.producer_id = ProducerIdAndEpoch::NONE;
-                self.id_state = IdState::Needed;
+                self.identity.exhausted();
             }
         }
     }
@@ -136,7 +138,7 @@ impl Producer {
     /// later [`Producer::maybe_apply_epoch_bump`] bumps the new id's epoch once it is.
     pub(crate) fn new_id_for_pending_bump(&mut self) {
         if self.bump.required() && self.rewrites_are_safe() {
-            self.apply_rewrites(self.producer_id);
+            self.apply_rewrites(self.identity.id());
         }
     }
 
@@ -171,7 +173,7 @@ impl Producer {
     /// through [`Producer::rewrites_are_safe`].
     fn apply_rewrites(&mut self, identity: ProducerIdAndEpoch) {
         debug_assert!(self.rewrites_are_safe(), "unsafe rewrite");
-        self.producer_id = identity;
+        self.identity.bumped(identity);
         let global = identity;
         let transactional = self.config.is_transactional();
         for p in core::mem::take(&mut self.bump.rewrite) {

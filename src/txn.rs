@@ -167,16 +167,31 @@ pub enum CoordinatorType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Queued {
     FindCoordinator(CoordinatorType),
-    /// `bump`: the KIP-360 epoch bump after an abort (sorts after EndTxn).
-    InitProducerId {
-        bump: bool,
-    },
+    /// An InitProducerId: for a first id, or the KIP-360 epoch bump after an abort
+    /// (which sorts after EndTxn).
+    InitProducerId(IdRequest),
     AddPartitions,
     AddOffsets,
     TxnOffsetCommit,
-    EndTxn {
-        commit: bool,
-    },
+    EndTxn(Completion),
+}
+
+/// What a transactional InitProducerId asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdRequest {
+    /// A producer id (`init_transactions`): `current` is not sent.
+    Fresh,
+    /// An epoch bump of the current id (KIP-360, after an abort).
+    Bump,
+}
+
+/// How a transaction ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completion {
+    /// EndTxn(COMMIT).
+    Commit,
+    /// EndTxn(ABORT).
+    Abort,
 }
 
 /// Which `handle_*` input answers a transactional request.
@@ -209,21 +224,21 @@ impl Queued {
     pub(crate) const fn answered_by(&self) -> Answer {
         match self {
             Self::FindCoordinator(_) => Answer::FindCoordinator,
-            Self::InitProducerId { .. } => Answer::InitProducerId,
+            Self::InitProducerId(_) => Answer::InitProducerId,
             Self::AddPartitions => Answer::AddPartitions,
             Self::AddOffsets => Answer::AddOffsets,
             Self::TxnOffsetCommit => Answer::TxnOffsetCommit,
-            Self::EndTxn { .. } => Answer::EndTxn,
+            Self::EndTxn(_) => Answer::EndTxn,
         }
     }
 
     pub(crate) fn priority(&self) -> u8 {
         match self {
             Self::FindCoordinator(_) => 0,
-            Self::InitProducerId { bump: false } => 1,
+            Self::InitProducerId(IdRequest::Fresh) => 1,
             Self::AddPartitions | Self::AddOffsets | Self::TxnOffsetCommit => 2,
-            Self::EndTxn { .. } => 3,
-            Self::InitProducerId { bump: true } => 4,
+            Self::EndTxn(_) => 3,
+            Self::InitProducerId(IdRequest::Bump) => 4,
         }
     }
 
@@ -333,7 +348,7 @@ impl Txn {
     pub(crate) fn reset_transaction(&mut self) {
         if self.bump_required {
             self.state = TransactionState::Initializing;
-            self.enqueue(Queued::InitProducerId { bump: true });
+            self.enqueue(Queued::InitProducerId(IdRequest::Bump));
         } else {
             self.state = TransactionState::Ready;
         }
@@ -416,7 +431,10 @@ impl Txn {
         assert_ne!(self.op, Some(TxnOp::BeginTransaction), "begin pending");
         // After a forced close nothing transactional is on the wire.
         if self.shutdown == Shutdown::Forced {
-            assert!(self.in_flight.is_none(), "transactional request after a forced close");
+            assert!(
+                self.in_flight.is_none(),
+                "transactional request after a forced close"
+            );
         }
         // `Initializing` never stands without the InitProducerId that ends it (queued,
         // or on the wire), unless the producer was closed by force.
@@ -425,7 +443,7 @@ impl Txn {
                 .queue
                 .iter()
                 .chain(self.in_flight.as_ref().map(|(_, q)| q))
-                .any(|q| matches!(q, Queued::InitProducerId { .. }));
+                .any(|q| matches!(q, Queued::InitProducerId(_)));
             assert!(asked, "Initializing without an InitProducerId to end it");
         }
     }
@@ -459,8 +477,8 @@ mod tests {
     #[test]
     fn queue_serves_by_priority() {
         let mut t = Txn::new("tx".into(), Duration::from_secs(60));
-        t.enqueue(Queued::InitProducerId { bump: true });
-        t.enqueue(Queued::EndTxn { commit: true });
+        t.enqueue(Queued::InitProducerId(IdRequest::Bump));
+        t.enqueue(Queued::EndTxn(Completion::Commit));
         t.enqueue(Queued::AddPartitions);
         t.enqueue(Queued::AddPartitions);
         t.enqueue(Queued::FindCoordinator(CoordinatorType::Transaction));
@@ -472,8 +490,8 @@ mod tests {
             alloc::vec![
                 Queued::FindCoordinator(CoordinatorType::Transaction),
                 Queued::AddPartitions,
-                Queued::EndTxn { commit: true },
-                Queued::InitProducerId { bump: true },
+                Queued::EndTxn(Completion::Commit),
+                Queued::InitProducerId(IdRequest::Bump),
             ]
         );
     }
