@@ -201,3 +201,70 @@ impl TimerTable {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: u64) -> Timestamp {
+        Timestamp::from_millis(t)
+    }
+
+    fn timers(delivery: u64, linger: Option<u64>, backoff: Option<u64>) -> PartitionTimers {
+        PartitionTimers {
+            delivery: Some(ms(delivery)),
+            linger: linger.map(ms),
+            backoff: backoff.map(ms),
+        }
+    }
+
+    #[test]
+    fn the_earliest_deadline_of_the_fresh_partitions_wins() {
+        let mut table = TimerTable::default();
+        table.set(0, timers(500, Some(120), None));
+        table.set(1, timers(300, None, Some(150)));
+        table.assert_invariants();
+        let none = |_| false;
+        assert_eq!(table.next(ms(100), false, none), Some(ms(120)));
+        // A flush makes the open batch ready: its linger is no timer.
+        assert_eq!(table.next(ms(100), true, none), Some(ms(150)));
+        // Linger and backoff count only while ahead of the time; delivery always.
+        assert_eq!(table.next(ms(200), false, none), Some(ms(300)));
+        assert_eq!(table.next(ms(900), false, none), Some(ms(300)));
+        // A stale partition's entries are left out (the caller computes it afresh).
+        assert_eq!(table.next(ms(200), false, |p| p == 1), Some(ms(500)));
+        // Replacing a partition's timers drops its old entries.
+        table.set(1, PartitionTimers::default());
+        table.assert_invariants();
+        assert_eq!(table.get(1), PartitionTimers::default());
+        assert_eq!(table.next(ms(200), false, none), Some(ms(500)));
+        table.set(0, PartitionTimers::default());
+        assert_eq!(table.next(ms(0), false, none), None);
+        table.assert_invariants();
+    }
+
+    #[test]
+    fn partition_timers_filter_by_time_and_flush() {
+        let t = timers(500, Some(120), Some(150));
+        assert_eq!(t.next(ms(100), false), Some(ms(120)));
+        assert_eq!(t.next(ms(100), true), Some(ms(150)));
+        assert_eq!(t.next(ms(150), false), Some(ms(500)));
+        assert_eq!(PartitionTimers::default().next(ms(0), false), None);
+    }
+
+    #[test]
+    fn touched_holds_each_partition_once() {
+        let mut touched = Touched::default();
+        touched.mark(3);
+        touched.mark(1);
+        touched.mark(3);
+        assert!(touched.contains(3) && touched.contains(1) && !touched.contains(0));
+        assert!(!touched.contains(99));
+        assert_eq!(touched.iter().collect::<Vec<_>>(), alloc::vec![3, 1]);
+        let mut out = Vec::new();
+        touched.drain_into(&mut out);
+        assert_eq!(out, alloc::vec![3, 1]);
+        assert!(!touched.contains(3));
+        assert_eq!(touched.iter().count(), 0);
+    }
+}
