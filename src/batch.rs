@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use bytes::{Bytes, BytesMut};
 
 use crate::record;
+use crate::timers::Touched;
 use crate::types::{BatchId, ProducerIdAndEpoch, RecordId, RequestId, Sequence, Timestamp};
 
 /// The (producer id, epoch, base sequence) a batch was stamped with at its first drain.
@@ -185,6 +186,9 @@ pub(crate) struct BatchSlab {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
+    /// Partitions whose batches were inserted, removed or handed out mutably since the
+    /// timer table last looked (see `timers.rs`).
+    touched: Touched,
 }
 
 impl core::fmt::Debug for BatchSlab {
@@ -213,6 +217,7 @@ impl BatchSlab {
     pub(crate) fn insert(&mut self, batch: ProducerBatch) -> BatchId {
         let id = self.next_id();
         debug_assert_eq!(batch.id, id);
+        self.touched.mark(batch.partition);
         let (index, _) = split_id(id);
         if let Some(i) = self.free.pop() {
             self.slots[i as usize].batch = Some(batch);
@@ -242,7 +247,9 @@ impl BatchSlab {
         if slot.generation != generation {
             return None;
         }
-        slot.batch.as_mut()
+        let batch = slot.batch.as_mut()?;
+        self.touched.mark(batch.partition);
+        Some(batch)
     }
 
     pub(crate) fn remove(&mut self, id: BatchId) -> Option<ProducerBatch> {
@@ -252,9 +259,20 @@ impl BatchSlab {
             return None;
         }
         let batch = slot.batch.take()?;
+        self.touched.mark(batch.partition);
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(index);
         self.live -= 1;
         Some(batch)
+    }
+
+    /// Partitions whose batches changed since the timer table last looked.
+    pub(crate) fn touched(&self) -> &Touched {
+        &self.touched
+    }
+
+    /// Empties the touched set into `into`.
+    pub(crate) fn take_touched(&mut self, into: &mut Vec<u32>) {
+        self.touched.drain_into(into);
     }
 }

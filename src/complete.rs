@@ -9,9 +9,32 @@ use crate::batch::{BatchData, ProducerBatch, Stamp, StampFate, WriteState};
 use crate::error::{DeliveryError, ErrorClass, InputError, KafkaError};
 use crate::io::{PartitionResponse, ProduceResponse, RequestFailure};
 use crate::outcome::{Failure, Outcome};
-use crate::producer::{IdState, OutstandingKind, Producer};
+use crate::producer::{IdState, Producer};
 use crate::record;
+use crate::requests::OutstandingKind;
 use crate::types::{BatchId, RequestId, Timestamp};
+
+/// Whether a failed batch's sequences may be adjusted (Java's `handleFailedBatch`
+/// argument `adjustSequenceNumbers`): only when the failure came from an answer and
+/// the batch still had attempts left under `retries`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Adjust {
+    /// The failure may lead to a bump that renumbers the partition.
+    Sequences,
+    /// It may not (an expiry, or retries used up).
+    Nothing,
+}
+
+impl Adjust {
+    /// `Sequences` while attempts are left under `retries`.
+    fn while_attempts_left(failures: u32, retries: u32) -> Self {
+        if failures < retries {
+            Self::Sequences
+        } else {
+            Self::Nothing
+        }
+    }
+}
 
 /// When a batch sent again may go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,28 +60,20 @@ impl Producer {
         now: Timestamp,
     ) -> Result<(), InputError> {
         self.observe(now);
-        let pos = self
-            .outstanding
-            .binary_search_by_key(&request, |o| o.id)
-            .ok()
-            .filter(|&pos| matches!(self.outstanding[pos].kind, OutstandingKind::Produce { .. }))
+        let (node, batches) = self
+            .requests
+            .take_produce(request)
             .ok_or(InputError::UnknownRequest(request))?;
-        let o = self.outstanding.remove(pos).expect("found above");
-        let OutstandingKind::Produce { node, batches } = o.kind else {
-            unreachable!()
-        };
         let now = self.now;
         self.metrics_answered(node, response.throttle);
-        let n = self.node_mut(node);
-        n.in_flight = n.in_flight.saturating_sub(1);
         if !response.throttle.is_zero() {
-            n.throttled_until = Some(now + response.throttle);
+            self.requests.throttle(node, now + response.throttle);
         }
         for (i, id) in batches.into_iter().enumerate() {
             let Some(b) = self.batches.get(id) else {
                 continue;
             };
-            let tp = &self.partitions[b.partition as usize].tp;
+            let tp = &self.acc[b.partition].tp;
             // Brokers answer partitions in request order: try the batch's own position
             // first, so a request of n partitions is matched in O(n), not O(n^2).
             let answer = match response.partitions.get(i) {
@@ -95,25 +110,20 @@ impl Producer {
             .take_outstanding(request)
             .ok_or(InputError::UnknownRequest(request))?;
         match o.kind {
-            OutstandingKind::Produce { node, batches } => {
-                let n = self.node_mut(node);
-                n.in_flight = n.in_flight.saturating_sub(1);
+            OutstandingKind::Produce { batches, .. } => {
                 for id in batches {
                     self.lost_in_transit(id, failure);
                 }
             }
             OutstandingKind::InitProducerId => {
-                if self.id_state == IdState::Requested(request) {
-                    self.id_state = IdState::Needed;
-                    self.retry_producer_id();
+                if self.identity.state() == IdState::Requested(request) {
+                    self.identity.failed(&mut self.backoff, self.now);
                 }
             }
             OutstandingKind::Transactional => self.txn_request_failed(request, failure),
             OutstandingKind::Metadata => {
-                if self.metadata_in_flight == Some(request) {
-                    self.metadata_in_flight = None;
-                    self.metadata_retry.failed(&mut self.backoff, self.now);
-                }
+                // At most one metadata lookup is outstanding: this one.
+                self.metadata_retry.failed(&mut self.backoff, self.now);
             }
         }
         Ok(())
@@ -127,7 +137,7 @@ impl Producer {
         };
         b.on_wire = None;
         let (p, done) = (b.partition, b.done);
-        self.partitions[p as usize].remove_on_wire(id);
+        self.acc[p].remove_on_wire(id);
         if done {
             self.batches.remove(id);
             return false;
@@ -158,7 +168,7 @@ impl Producer {
     }
 
     pub(crate) fn invalidate_leader(&mut self, p: u32) {
-        self.partitions[p as usize].leader = None;
+        self.acc[p].leader = None;
     }
 
     fn complete_batch(&mut self, id: BatchId, r: &PartitionResponse) {
@@ -203,10 +213,8 @@ impl Producer {
                 let mut next = NextAttempt::AfterBackoff;
                 if class == ErrorClass::Leadership {
                     match r.current_leader {
-                        Some(hint)
-                            if hint.leader_epoch > self.partitions[p as usize].leader_epoch =>
-                        {
-                            let part = &mut self.partitions[p as usize];
+                        Some(hint) if hint.leader_epoch > self.acc[p].leader_epoch => {
+                            let part = &mut self.acc[p];
                             part.leader = Some(hint.leader);
                             part.leader_epoch = hint.leader_epoch;
                             next = NextAttempt::AtOnce;
@@ -244,9 +252,9 @@ impl Producer {
         }
         let b = self.batches.get(id).expect("live");
         let p = b.partition;
-        let tp = self.partitions[p as usize].tp.clone();
+        let tp = self.acc[p].tp.clone();
         let timed_out = self.now >= b.created + self.config.delivery_timeout();
-        let adjust = b.retry.failures() < self.config.retries();
+        let adjust = Adjust::while_attempts_left(b.retry.failures(), self.config.retries());
         let records = b.records.len();
         let delivery_error: Failure = if timed_out && error.is_retriable() {
             DeliveryError::Timeout { partition: tp }.into()
@@ -290,7 +298,7 @@ impl Producer {
         let reopened = b.reopened;
         let fate = b.fate;
         let base = b.stamp.map(|s| s.base_sequence);
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         if self.txn.is_some() {
             // Transactional (`TransactionManager.canRetry`): no client-side bump; a
             // sequence error that is not "an earlier batch failed" fails the batch, and
@@ -346,7 +354,7 @@ impl Producer {
                 b.retry.failed(&mut self.backoff, self.now);
             }
         }
-        self.partitions[p as usize].reenqueue(id, &self.batches);
+        self.acc[p].reenqueue(id, &self.batches);
         self.stats.retries += 1;
         self.metrics_retried(id, cause);
         self.list(p);
@@ -360,7 +368,7 @@ impl Producer {
         let stamp = b.stamp;
         let last = b.last_sequence();
         let created = b.created;
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         // Only acks under the partition's current identity move its sequence window; a
         // late ack from before a rewrite would otherwise corrupt the new numbering.
         if let (Some(stamp), Some(last)) = (stamp, last) {
@@ -383,7 +391,7 @@ impl Producer {
         id: BatchId,
         error: impl Into<Failure>,
         kafka_error: Option<KafkaError>,
-        adjust: bool,
+        adjust: Adjust,
     ) {
         let Some(b) = self.batches.get_mut(id) else {
             return;
@@ -405,7 +413,7 @@ impl Producer {
             Some((stamp, count)) => self.release_unsent_sequences(p, id, stamp, count),
             None => false,
         };
-        self.partitions[p as usize].remove_inflight(id);
+        self.acc[p].remove_inflight(id);
         self.report(id, Outcome::Failed(error.into()));
         if self.fatal.is_some() || !self.is_idempotent() || released {
             return;
@@ -423,7 +431,9 @@ impl Producer {
             kafka_error,
             Some(KafkaError::OutOfOrderSequenceNumber | KafkaError::UnknownProducerId)
         );
-        if sequence_error || (adjust && !maybe_written && kafka_error.is_some()) {
+        if sequence_error
+            || (adjust == Adjust::Sequences && !maybe_written && kafka_error.is_some())
+        {
             self.request_bump(p);
         } else if let Some(after) = expected_after {
             self.mark_unresolved(p, after);
@@ -440,7 +450,7 @@ impl Producer {
     /// to marking the partition unresolved.
     fn release_unsent_sequences(&mut self, p: u32, id: BatchId, stamp: Stamp, count: i32) -> bool {
         let transactional = self.config.is_transactional();
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         let Some(pos) = part.inflight.iter().position(|&b| b == id) else {
             return false;
         };
@@ -493,7 +503,7 @@ impl Producer {
             (
                 b.partition,
                 (b.data.len() / 2).max(1),
-                b.retry.failures() < self.config.retries(),
+                Adjust::while_attempts_left(b.retry.failures(), self.config.retries()),
             )
         };
         // A compressed batch is decompressed, split by its own compression ratio, and each
@@ -510,7 +520,7 @@ impl Producer {
             _ => {
                 // A multi-record batch of our own always splits; if it somehow did not,
                 // fail it as too large rather than loop.
-                let tp = self.partitions[p as usize].tp.clone();
+                let tp = self.acc[p].tp.clone();
                 let error = DeliveryError::RecordTooLarge { partition: tp };
                 self.fail_batch(id, error, Some(KafkaError::MessageTooLarge), adjust);
                 return;
@@ -575,7 +585,7 @@ impl Producer {
             ids.push(nid);
         }
         debug_assert!(records.next().is_none(), "split lost records");
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         for list in [&mut part.inflight, &mut part.window] {
             if let Some(pos) = list.iter().position(|&x| x == id) {
                 list.remove(pos);
@@ -586,9 +596,9 @@ impl Producer {
         }
         for &nid in ids.iter().rev() {
             if b.stamp.is_some() {
-                self.partitions[p as usize].reenqueue(nid, &self.batches);
+                self.acc[p].reenqueue(nid, &self.batches);
             } else {
-                self.partitions[p as usize].queue.push_front(nid);
+                self.acc[p].queue.push_front(nid);
             }
         }
         self.list(p);

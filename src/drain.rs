@@ -8,7 +8,8 @@ use alloc::vec::Vec;
 use crate::batch::{Stamp, StampFate};
 use crate::config::Acks;
 use crate::io::{InitProducerIdRequest, MetadataRequest, ProduceBatch, ProduceRequest, Request};
-use crate::producer::{IdState, Lifecycle, Outstanding, OutstandingKind, Producer};
+use crate::producer::{IdState, Lifecycle, Producer};
+use crate::requests::OutstandingKind;
 use crate::types::{BatchId, NodeId, Timestamp, Topic};
 
 /// Why a partition's head batch cannot go now. Only used to decide; never surfaced.
@@ -26,7 +27,7 @@ impl Producer {
     /// Call it until it returns `None` after every input and application call.
     pub fn poll_request(&mut self, now: Timestamp) -> Option<Request> {
         self.observe(now);
-        if let Some(node) = self.close_queue.pop_front() {
+        if let Some(node) = self.requests.pop_close() {
             return Some(Request::CloseConnection { node });
         }
         if self.fatal.is_some() {
@@ -52,16 +53,14 @@ impl Producer {
     }
 
     fn maybe_request_producer_id(&mut self) -> Option<Request> {
-        if self.id_state != IdState::Needed || self.id_retry.waits_at(self.now) {
+        if !self.identity.may_request(self.now) {
             return None;
         }
         let id = self.next_request_id();
-        self.id_state = IdState::Requested(id);
-        self.outstanding.push_back(Outstanding {
-            id,
-            kind: OutstandingKind::InitProducerId,
-            deadline: self.now + self.config.request_timeout(),
-        });
+        self.identity.requested(id);
+        let deadline = self.now + self.config.request_timeout();
+        self.requests
+            .push(id, OutstandingKind::InitProducerId, deadline);
         Some(Request::InitProducerId(InitProducerIdRequest {
             id,
             node: None,
@@ -72,12 +71,12 @@ impl Producer {
     }
 
     fn maybe_request_metadata(&mut self) -> Option<Request> {
-        if self.metadata_in_flight.is_some() || self.metadata_retry.waits_at(self.now) {
+        if self.requests.metadata_in_flight().is_some() || self.metadata_retry.waits_at(self.now) {
             return None;
         }
         let mut topics: Vec<Topic> = Vec::new();
-        for &p in &self.pending {
-            let part = &self.partitions[p as usize];
+        for &p in self.acc.pending() {
+            let part = &self.acc[p];
             if part.leader.is_none() && !topics.contains(&part.tp.topic) {
                 topics.push(part.tp.topic.clone());
             }
@@ -87,22 +86,15 @@ impl Producer {
         }
         topics.sort();
         let id = self.next_request_id();
-        self.metadata_in_flight = Some(id);
         self.stats.metadata_requests += 1;
-        self.outstanding.push_back(Outstanding {
-            id,
-            kind: OutstandingKind::Metadata,
-            deadline: self.now + self.config.request_timeout(),
-        });
+        let deadline = self.now + self.config.request_timeout();
+        self.requests.push(id, OutstandingKind::Metadata, deadline);
         Some(Request::Metadata(MetadataRequest { id, topics }))
     }
 
     fn node_has_capacity(&self, node: NodeId) -> bool {
         let max = self.config.max_in_flight_requests_per_connection();
-        match self.nodes.iter().find(|n| n.id == node) {
-            None => true,
-            Some(n) => n.in_flight < max && n.throttled_until.is_none_or(|t| t <= self.now),
-        }
+        self.requests.has_capacity(node, max, self.now)
     }
 
     /// The node partition `p` makes ready, as Java's `RecordAccumulator.ready` decides
@@ -116,7 +108,7 @@ impl Producer {
     /// `RecordAccumulator.mutePartition`), and `batchReady` skips a muted partition, so
     /// a partition with a batch on the wire makes no node ready.
     fn ready_node(&self, p: u32) -> Option<NodeId> {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         let node = part.leader?;
         if !self.node_has_capacity(node) {
             return None;
@@ -151,8 +143,8 @@ impl Producer {
         if !self.txn_allows_drain(p) {
             return Head::NotReady;
         }
-        let part = &self.partitions[p as usize];
-        if part.awaiting_rewrite && !self.may_resolve_before_rewrite(p) {
+        let part = &self.acc[p];
+        if self.bump.awaiting(p) && !self.may_resolve_before_rewrite(p) {
             return Head::NotReady;
         }
         let Some(node) = part.leader else {
@@ -178,7 +170,7 @@ impl Producer {
                 return false;
             }
             // Don't mix epochs: old-epoch batches must finish before new-epoch ones.
-            let stale = part.producer_id != self.producer_id && !part.inflight.is_empty();
+            let stale = part.producer_id != self.identity.id() && !part.inflight.is_empty();
             // While the leader may hold no state for the producer (before the first ack
             // under the partition's identity, or after an idle gap that may have let it
             // expire), one batch at a time: such a broker accepts any sequence
@@ -228,7 +220,7 @@ impl Producer {
     /// are not older than the time they are sent and the brokers' clocks do not run
     /// ahead of the producer's by more than the configured expiry's margin.
     pub(crate) fn state_held(&self, p: u32) -> bool {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         let lifetime = self.config.delivery_timeout() + self.config.request_timeout();
         part.last_acked_sequence.is_some()
             && part.state_refreshed.is_some_and(|since| {
@@ -241,7 +233,7 @@ impl Producer {
     /// duplicate's ack, or OUT_OF_ORDER proving it absent) is what makes the renumbering
     /// safe.
     fn may_resolve_before_rewrite(&self, p: u32) -> bool {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         match (part.queue.front(), part.inflight.front()) {
             (Some(head), Some(first)) if head == first => self
                 .batches
@@ -256,7 +248,7 @@ impl Producer {
     /// at most one head batch from each partition that node leads, lingering or not
     /// (Java's `RecordAccumulator.drain`), within max.request.size.
     fn drain_one_request(&mut self) -> Option<Request> {
-        if self.is_idempotent() && self.id_state != IdState::Ready {
+        if self.is_idempotent() && self.identity.state() != IdState::Ready {
             return None;
         }
         let max_size = self.config.max_request_size();
@@ -266,11 +258,10 @@ impl Producer {
         let mut size = 0usize;
         let mut first_pos: Option<usize> = None;
         let mut i = 0;
-        while i < self.pending.len() {
-            let p = self.pending[i];
-            if !self.partitions[p as usize].has_queued() {
-                self.partitions[p as usize].listed = false;
-                self.pending.remove(i);
+        while i < self.acc.pending().len() {
+            let p = self.acc.pending()[i];
+            if !self.acc[p].has_queued() {
+                self.acc.delist_at(i);
                 continue;
             }
             match self.head(p) {
@@ -283,7 +274,7 @@ impl Producer {
                     node = Some(n);
                     if first_pos.is_none() {
                         // Sized once, on the first batch: an empty poll allocates nothing.
-                        taken.reserve_exact(self.pending.len() - i);
+                        taken.reserve_exact(self.acc.pending().len() - i);
                     }
                     first_pos.get_or_insert(i);
                     size += head_size;
@@ -296,10 +287,7 @@ impl Producer {
         let node = node?;
         // Round robin: next time, start after the first partition served now.
         if let Some(pos) = first_pos {
-            let len = self.pending.len();
-            if len > 0 {
-                self.pending.rotate_left((pos + 1).min(len));
-            }
+            self.acc.rotate_after(pos);
         }
         Some(self.send_batches(node, taken))
     }
@@ -312,7 +300,7 @@ impl Producer {
     fn drain_target(&self) -> Option<NodeId> {
         let mut empty: [Option<NodeId>; 8] = [None; 8];
         let mut empties = 0;
-        for &p in &self.pending {
+        for &p in self.acc.pending() {
             let Some(n) = self.ready_node(p) else {
                 continue;
             };
@@ -322,7 +310,12 @@ impl Producer {
             if empty.contains(&Some(n)) {
                 continue;
             }
-            if self.pending.iter().any(|&q| self.head(q) == Head::Ready(n)) {
+            if self
+                .acc
+                .pending()
+                .iter()
+                .any(|&q| self.head(q) == Head::Ready(n))
+            {
                 return Some(n);
             }
             if empties < empty.len() {
@@ -334,7 +327,7 @@ impl Producer {
     }
 
     fn head_size(&self, p: u32) -> usize {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         match part.queue.front() {
             Some(&id) => self.batches.get(id).map_or(0, |b| b.data.len()),
             None => part.open.as_ref().map_or(0, |o| o.builder.size_in_bytes()),
@@ -343,17 +336,14 @@ impl Producer {
 
     /// Takes partition `p`'s head batch off its queue and stamps it if it is new.
     fn take_head(&mut self, p: u32) -> BatchId {
-        if self.partitions[p as usize].queue.is_empty() {
+        if self.acc[p].queue.is_empty() {
             self.close_open(p);
         }
-        let id = self.partitions[p as usize]
-            .queue
-            .pop_front()
-            .expect("head exists");
+        let id = self.acc[p].queue.pop_front().expect("head exists");
         let idempotent = self.is_idempotent();
-        let global = self.producer_id;
+        let global = self.identity.id();
         let transactional = self.config.is_transactional();
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         let b = self.batches.get_mut(id).expect("queued batch is live");
         if b.stamp.is_none() && idempotent {
             // Java's maybeUpdateProducerIdAndEpoch: a stale partition with nothing in
@@ -391,31 +381,28 @@ impl Producer {
             let p = batch.partition;
             if acks != Acks::None {
                 batch.on_wire = Some(id);
-                self.partitions[p as usize].on_wire.push_back(b);
+                self.acc[p].on_wire.push_back(b);
             }
             batches.push(ProduceBatch {
-                partition: self.partitions[p as usize].tp.clone(),
+                partition: self.acc[p].tp.clone(),
                 data,
             });
         }
         self.stats.produce_requests += 1;
         self.metrics_drained(node, &taken);
-        let ticket = self.tickets.reserve(1);
+        let ticket = self.requests.reserve_ticket();
         if acks == Acks::None {
             // No answer will come: the batches count as delivered once handed out.
             for b in taken {
                 self.report(b, Ok(None));
             }
         } else {
-            self.node_mut(node).in_flight += 1;
-            self.outstanding.push_back(Outstanding {
-                id,
-                kind: OutstandingKind::Produce {
-                    node,
-                    batches: taken,
-                },
-                deadline: self.now + self.config.request_timeout(),
-            });
+            let deadline = self.now + self.config.request_timeout();
+            let kind = OutstandingKind::Produce {
+                node,
+                batches: taken,
+            };
+            self.requests.push(id, kind, deadline);
         }
         Request::Produce(ProduceRequest {
             id,

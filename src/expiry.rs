@@ -3,10 +3,11 @@
 
 use alloc::vec::Vec;
 
+use crate::complete::Adjust;
 use crate::error::DeliveryError;
 use crate::io::RequestFailure;
-use crate::producer::{OutstandingKind, Producer};
-use crate::types::{BatchId, RequestId};
+use crate::producer::Producer;
+use crate::types::BatchId;
 
 impl Producer {
     /// Expires batches past delivery.timeout.ms: queued ones and ones on the wire (the
@@ -14,8 +15,8 @@ impl Producer {
     pub(crate) fn expire_batches(&mut self) {
         let delivery = self.config.delivery_timeout();
         let now = self.now;
-        for p in 0..self.partitions.len() as u32 {
-            let part = &self.partitions[p as usize];
+        for p in self.acc.ids() {
+            let part = &self.acc[p];
             if !part.has_queued() && part.on_wire.is_empty() {
                 continue;
             }
@@ -26,7 +27,7 @@ impl Producer {
             {
                 self.close_open(p);
             }
-            let part = &self.partitions[p as usize];
+            let part = &self.acc[p];
             let expired: Vec<BatchId> = part
                 .queue
                 .iter()
@@ -39,13 +40,14 @@ impl Producer {
                 })
                 .collect();
             for id in expired {
-                let part = &mut self.partitions[p as usize];
+                let part = &mut self.acc[p];
                 if let Some(pos) = part.queue.iter().position(|&q| q == id) {
                     part.queue.remove(pos);
                 }
                 self.stats.expired_batches += 1;
-                let tp = self.partitions[p as usize].tp.clone();
-                self.fail_batch(id, DeliveryError::Timeout { partition: tp }, None, false);
+                let tp = self.acc[p].tp.clone();
+                let error = DeliveryError::Timeout { partition: tp };
+                self.fail_batch(id, error, None, Adjust::Nothing);
             }
         }
     }
@@ -55,21 +57,11 @@ impl Producer {
     /// NetworkClient does the same).
     pub(crate) fn expire_requests(&mut self) {
         let now = self.now;
-        while let Some(pos) = self.outstanding.iter().position(|o| o.deadline <= now) {
-            let o = &self.outstanding[pos];
-            let id = o.id;
+        while let Some((id, produce_node)) = self.requests.first_expired(now) {
             self.stats.request_timeouts += 1;
-            if let OutstandingKind::Produce { node, .. } = o.kind {
-                self.close_queue.push_back(node);
-                let same_node: Vec<RequestId> = self
-                    .outstanding
-                    .iter()
-                    .filter(
-                        |o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node),
-                    )
-                    .map(|o| o.id)
-                    .collect();
-                for rid in same_node {
+            if let Some(node) = produce_node {
+                self.requests.close_connection(node);
+                for rid in self.requests.produce_on(node) {
                     let _ = self.handle_request_failed(rid, RequestFailure::Disconnected, now);
                 }
             } else {

@@ -105,9 +105,11 @@ impl Producer {
                 max: self.config.max_request_size(),
             });
         }
-        if self.buffered_bytes > 0 && self.buffered_bytes + size > self.config.buffer_memory() {
+        if self.acc.buffered_bytes() > 0
+            && self.acc.buffered_bytes() + size > self.config.buffer_memory()
+        {
             return Err(SendError::BufferFull {
-                buffered: self.buffered_bytes,
+                buffered: self.acc.buffered_bytes(),
             });
         }
         let p = self.partition_for(partition);
@@ -121,9 +123,9 @@ impl Producer {
         }
         // Whatever the partition holds goes first, so the records keep send order.
         self.close_open(p);
-        let first = RecordId(self.next_record_id);
-        self.next_record_id += u64::from(count);
-        let records = (first.0..self.next_record_id).map(RecordId).collect();
+        let ids = self.acc.accept(count, size);
+        let first = RecordId(ids.start);
+        let records = ids.map(RecordId).collect();
         let id = self.batches.next_id();
         let record_count = i32::try_from(count).unwrap_or(i32::MAX);
         self.batches.insert(ProducerBatch {
@@ -145,9 +147,7 @@ impl Producer {
             write_state: WriteState::Never,
             done: false,
         });
-        self.partitions[p as usize].queue.push_back(id);
-        self.buffered_bytes += size;
-        self.unreported_records += u64::from(count);
+        self.acc[p].queue.push_back(id);
         self.stats.records_sent += u64::from(count);
         self.list(p);
         Ok(BatchRecords { first, count })

@@ -3,7 +3,9 @@
 
 use alloc::vec::Vec;
 
-use crate::producer::{OutstandingKind, Producer};
+use crate::producer::{IdState, Producer};
+use crate::requests::OutstandingKind;
+use crate::txn::Queued;
 use crate::types::BatchId;
 
 impl Producer {
@@ -11,42 +13,24 @@ impl Producer {
     /// violated. Meant for tests and fuzzing (it walks all state, so it is not cheap);
     /// a panic here is a bug in this crate, never the caller's or a broker's fault.
     pub fn assert_invariants(&self) {
-        // Partition list.
-        let mut seen = alloc::vec![false; self.partitions.len()];
-        for &p in &self.pending {
-            assert!(!seen[p as usize], "partition {p} listed twice");
-            seen[p as usize] = true;
-        }
-        for (i, part) in self.partitions.iter().enumerate() {
-            assert_eq!(part.listed, seen[i], "{}: listed flag out of sync", part.tp);
-            if part.has_queued() {
-                assert!(
-                    part.listed,
-                    "{}: has queued batches but is not listed",
-                    part.tp
-                );
-            }
-        }
-
-        // Outstanding requests: sorted, and every produce batch on the wire exactly once.
-        let mut wired: Vec<BatchId> = Vec::new();
-        for w in self.outstanding.iter().collect::<Vec<_>>().windows(2) {
-            assert!(w[0].id < w[1].id, "outstanding requests out of order");
-        }
-        for n in &self.nodes {
-            let count = self
-                .outstanding
-                .iter()
-                .filter(|o| matches!(o.kind, OutstandingKind::Produce { node, .. } if node == n.id))
-                .count();
-            assert_eq!(n.in_flight as usize, count, "node {} in-flight count", n.id);
+        // The partition table and drain list; the timer table against the scan.
+        self.acc.assert_invariants();
+        self.assert_timer_invariants();
+        self.bump.assert_invariants();
+        self.identity.assert_invariants();
+        if let IdState::Requested(id) = self.identity.state() {
             assert!(
-                n.in_flight <= self.config.max_in_flight_requests_per_connection(),
-                "node {} exceeds max.in.flight",
-                n.id
+                self.requests.contains(id),
+                "InitProducerId {id:?} not outstanding"
             );
         }
-        for o in &self.outstanding {
+
+        // Outstanding requests: their owner's invariants, then every produce batch on
+        // the wire exactly once.
+        self.requests
+            .assert_invariants(self.config.max_in_flight_requests_per_connection());
+        let mut wired: Vec<BatchId> = Vec::new();
+        for o in self.requests.iter() {
             if let OutstandingKind::Produce { batches, .. } = &o.kind {
                 let mut parts = Vec::new();
                 for &b in batches {
@@ -71,7 +55,7 @@ impl Producer {
 
         let mut records_unreported = 0u64;
         let mut bytes_charged = 0usize;
-        for (i, part) in self.partitions.iter().enumerate() {
+        for (i, part) in self.acc.iter().enumerate() {
             let p = i as u32;
             // The state the leader holds for the identity is known only from its acks.
             assert_eq!(
@@ -169,7 +153,7 @@ impl Producer {
                 prev = Some((stamp, batch.record_count));
             }
             if let Some((s, c)) = prev {
-                if s.id == part.producer_id && !part.awaiting_rewrite {
+                if s.id == part.producer_id && !self.bump.awaiting(p) {
                     let end = s.base_sequence.add(c);
                     assert!(
                         end == part.next_sequence
@@ -197,31 +181,66 @@ impl Producer {
             }
             assert_eq!(
                 part.unresolved.is_some(),
-                self.unresolved.contains(&p),
+                self.bump.is_unresolved(p),
                 "{}: unresolved list out of sync",
-                part.tp
-            );
-            assert_eq!(
-                part.awaiting_rewrite,
-                self.rewrite.contains(&p),
-                "{}: rewrite set",
                 part.tp
             );
         }
         assert_eq!(
-            records_unreported, self.unreported_records,
+            records_unreported,
+            self.acc.unreported_records(),
             "unreported record count"
         );
         // buffer.memory: what the unreported records were charged, no more, no less.
         assert_eq!(
-            bytes_charged, self.buffered_bytes,
+            bytes_charged,
+            self.acc.buffered_bytes(),
             "buffered bytes differ from the charges of unreported batches"
         );
+        self.assert_txn_invariants();
         if self.fatal.is_some() {
             assert_eq!(
-                self.unreported_records, 0,
+                self.acc.unreported_records(),
+                0,
                 "fatal producer still holds records"
             );
         }
+    }
+
+    /// The transactional state's invariants, and those tying it to the rest.
+    fn assert_txn_invariants(&self) {
+        let transactional = self
+            .requests
+            .iter()
+            .filter(|o| matches!(o.kind, OutstandingKind::Transactional))
+            .map(|o| o.id)
+            .collect::<Vec<_>>();
+        let Some(t) = &self.txn else {
+            assert!(
+                transactional.is_empty(),
+                "transactional request without a txn"
+            );
+            return;
+        };
+        t.assert_invariants();
+        // The one transactional request on the wire is the one outstanding.
+        let in_flight = t.in_flight.as_ref().map(|(id, _)| *id);
+        assert_eq!(
+            transactional,
+            in_flight.into_iter().collect::<Vec<_>>(),
+            "transactional request in flight vs outstanding"
+        );
+        // The producer id is asked for by the transactional InitProducerId only.
+        if let IdState::Requested(id) = self.identity.state() {
+            assert!(
+                matches!(&t.in_flight, Some((r, Queued::InitProducerId(_))) if *r == id),
+                "producer id requested outside the transactional InitProducerId"
+            );
+        }
+        assert_ne!(
+            self.identity.state(),
+            IdState::Disabled,
+            "transactional but not idempotent"
+        );
     }
 }

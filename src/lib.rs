@@ -126,6 +126,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "arbitrary"))]
 extern crate std;
 
+mod accumulator;
 pub mod backoff;
 mod batch;
 mod complete;
@@ -135,6 +136,7 @@ mod drain;
 pub mod error;
 mod expiry;
 pub mod handed;
+mod identity;
 mod invariants;
 pub mod io;
 pub mod metrics;
@@ -142,9 +144,11 @@ mod outcome;
 mod partition;
 mod producer;
 pub mod record;
+mod requests;
 mod retry;
 mod sequencing;
 pub mod ticket;
+mod timers;
 pub mod txn;
 mod txn_complete;
 mod txn_ops;

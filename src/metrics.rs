@@ -186,21 +186,21 @@ impl Producer {
     /// `buffer-total-bytes - buffer-available-bytes`).
     #[must_use]
     pub fn buffered_bytes(&self) -> usize {
-        self.buffered_bytes
+        self.acc.buffered_bytes()
     }
 
     /// Partitions whose newest batch has an unknown fate, blocking new sequences until
     /// later acks or an epoch bump resolve it (kacrab's own metric).
     #[must_use]
     pub fn unresolved_partitions(&self) -> usize {
-        self.unresolved.len()
+        self.bump.unresolved_len()
     }
 
     /// Produce requests handed out and not yet answered (Kafka's `requests-in-flight`
     /// counts every request on the wire; the session adds its own and the others).
     #[must_use]
     pub fn outstanding_requests(&self) -> usize {
-        self.outstanding.len()
+        self.requests.len()
     }
 
     /// The batches of a produce request just built for `node`: one sample each, then
@@ -218,7 +218,7 @@ impl Producer {
             let records = u32::try_from(b.record_count).unwrap_or(0);
             total = total.saturating_add(records);
             let sample = MetricSample::BatchDrained {
-                topic: self.partitions[b.partition as usize].tp.topic.clone(),
+                topic: self.acc[b.partition].tp.topic.clone(),
                 records,
                 bytes,
                 records_bytes,
@@ -241,7 +241,7 @@ impl Producer {
         };
         let records = u32::try_from(b.record_count).unwrap_or(0);
         self.stats.records_retried += u64::from(records);
-        let tp = &self.partitions[b.partition as usize].tp;
+        let tp = &self.acc[b.partition].tp;
         let (topic, partition) = (tp.topic.clone(), tp.partition);
         self.samples.push(MetricSample::Retried {
             topic,

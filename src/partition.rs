@@ -49,8 +49,6 @@ pub(crate) struct PartitionState {
     pub(crate) queue: VecDeque<BatchId>,
     /// The batch being filled; logically the last element of the queue.
     pub(crate) open: Option<OpenBatch>,
-    /// Whether this partition is on the producer's `pending` list.
-    pub(crate) listed: bool,
 
     /// The identity this partition's sequences belong to (Java's per-partition
     /// `producerIdAndEpoch`). Stale when it differs from the producer's; a stale
@@ -86,8 +84,6 @@ pub(crate) struct PartitionState {
     pub(crate) window: VecDeque<BatchId>,
     /// Batches of this partition in outstanding requests, in send order.
     pub(crate) on_wire: VecDeque<BatchId>,
-    /// In the set of partitions an epoch bump must rewrite; nothing drains meanwhile.
-    pub(crate) awaiting_rewrite: bool,
 }
 
 impl PartitionState {
@@ -99,7 +95,6 @@ impl PartitionState {
             topic_id: None,
             queue: VecDeque::new(),
             open: None,
-            listed: false,
             producer_id: ProducerIdAndEpoch::NONE,
             next_sequence: Sequence::ZERO,
             last_acked_sequence: None,
@@ -109,7 +104,6 @@ impl PartitionState {
             window: VecDeque::new(),
             unresolved: None,
             on_wire: VecDeque::new(),
-            awaiting_rewrite: false,
         }
     }
 

@@ -4,20 +4,25 @@
 //! bumps and unresolved sequences in `sequencing.rs`.
 
 use crate::retry::Retry;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
+use crate::accumulator::Accumulator;
 use crate::backoff::Backoff;
 use crate::batch::{BatchData, BatchSlab, ProducerBatch, StampFate, WriteState};
 use crate::compression::{CompressionRatio, RatioEstimates};
 use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
+pub(crate) use crate::identity::IdState;
+use crate::identity::Identity;
 use crate::io::{Event, Metadata};
 use crate::metrics::{Samples, Stats};
 use crate::outcome::Outcome;
-use crate::partition::{OpenBatch, PartitionState};
+use crate::partition::OpenBatch;
 use crate::record::{BatchBuilder, Crc, Record, RECORD_BATCH_OVERHEAD};
-use crate::ticket::TicketSequencer;
+use crate::requests::{Outstanding, Requests};
+use crate::sequencing::BumpState;
+use crate::timers::{PartitionTimers, TimerTable};
 use crate::txn::Txn;
 use crate::types::{
     BatchId, NodeId, ProducerIdAndEpoch, RecordId, RequestId, Sequence, Timestamp, TopicPartition,
@@ -45,57 +50,12 @@ pub struct SequenceState {
     pub leader: Option<NodeId>,
 }
 
-/// Where the producer is with its producer id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum IdState {
-    /// Idempotence is off: batches are not stamped.
-    Disabled,
-    /// An InitProducerId is needed (at start, or after the epoch was exhausted).
-    Needed,
-    /// InitProducerId is outstanding.
-    Requested(RequestId),
-    /// Transactional: the producer id comes from `init_transactions` (and after an
-    /// abort's bump); nothing asks for one on its own.
-    Transactional,
-    /// `producer_id` is valid.
-    Ready,
-}
-
 /// The lifecycle the application drives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Lifecycle {
     Open,
     /// `close` was called: no new sends, everything drains without linger.
     Closing,
-}
-
-#[derive(Debug)]
-pub(crate) enum OutstandingKind {
-    Produce {
-        node: NodeId,
-        batches: Vec<BatchId>,
-    },
-    InitProducerId,
-    Metadata,
-    /// The one outstanding transactional request (see `txn.in_flight`).
-    Transactional,
-}
-
-/// A request handed to the driver and not yet answered.
-#[derive(Debug)]
-pub(crate) struct Outstanding {
-    pub(crate) id: RequestId,
-    pub(crate) kind: OutstandingKind,
-    /// request.timeout.ms after it was handed out.
-    pub(crate) deadline: Timestamp,
-}
-
-#[derive(Debug)]
-pub(crate) struct NodeState {
-    pub(crate) id: NodeId,
-    /// Produce requests outstanding on this node's connection.
-    pub(crate) in_flight: u32,
-    pub(crate) throttled_until: Option<Timestamp>,
 }
 
 /// A sans-IO Kafka idempotent producer.
@@ -115,42 +75,25 @@ pub struct Producer {
     /// Set once; every later operation fails with it.
     pub(crate) fatal: Option<KafkaError>,
 
-    pub(crate) partition_index: BTreeMap<TopicPartition, u32>,
-    pub(crate) partitions: Vec<PartitionState>,
-    /// Partitions that have queued or open batches, in drain rotation order.
-    /// Invariant: `partitions[i].listed` iff `i` is in here (once).
-    pub(crate) pending: VecDeque<u32>,
+    /// The partition table, the drain rotation and the accepted-record counts.
+    pub(crate) acc: Accumulator,
     pub(crate) batches: BatchSlab,
+    /// The per-partition deadlines, indexed for `poll_timeout`.
+    timers: TimerTable,
+    /// Scratch for moving touched partitions into `timers` without allocating.
+    retimed: Vec<u32>,
 
-    /// The producer's current identity (Java's global `producerIdAndEpoch`).
-    pub(crate) producer_id: ProducerIdAndEpoch,
-    pub(crate) id_state: IdState,
-    /// The InitProducerId's failures and backoff.
-    pub(crate) id_retry: Retry,
-    /// Partitions an epoch bump must rewrite. The bump waits until none of them has a
-    /// batch on the wire, so no answer can arrive for a batch after it was renumbered.
-    pub(crate) rewrite: Vec<u32>,
-    pub(crate) bump_required: bool,
-    /// Partitions with `unresolved` set.
-    pub(crate) unresolved: Vec<u32>,
+    /// The producer id and epoch, where getting one stands, and its retry.
+    pub(crate) identity: Identity,
+    /// The partitions an epoch bump must rewrite, and those with unresolved sequences.
+    pub(crate) bump: BumpState,
 
-    /// Outstanding requests, ordered by id.
-    pub(crate) outstanding: VecDeque<Outstanding>,
-    pub(crate) nodes: Vec<NodeState>,
-    pub(crate) next_request_id: u64,
-    pub(crate) tickets: TicketSequencer,
-    pub(crate) metadata_in_flight: Option<RequestId>,
+    /// The requests handed out and not yet answered, and their bookkeeping.
+    pub(crate) requests: Requests,
     /// The metadata lookup's failures and backoff (KIP-580).
     pub(crate) metadata_retry: Retry,
-    pub(crate) close_queue: VecDeque<NodeId>,
 
     pub(crate) events: VecDeque<Event>,
-    pub(crate) next_record_id: u64,
-    /// Records accepted and not yet reported.
-    pub(crate) unreported_records: u64,
-    /// Bytes charged to `buffer.memory` by records not yet reported. Invariant: the sum
-    /// of the `charged` bytes of every unreported batch (open, queued, on the wire).
-    pub(crate) buffered_bytes: usize,
     pub(crate) stats: Stats,
     /// Metric samples for the session, once enabled (see `metrics.rs`).
     pub(crate) samples: Samples,
@@ -186,27 +129,15 @@ impl Producer {
             lifecycle: Lifecycle::Open,
             flushing: false,
             fatal: None,
-            partition_index: BTreeMap::new(),
-            partitions: Vec::new(),
-            pending: VecDeque::new(),
+            acc: Accumulator::default(),
             batches: BatchSlab::default(),
-            producer_id: ProducerIdAndEpoch::NONE,
-            id_state,
-            id_retry: Retry::new(),
-            rewrite: Vec::new(),
-            bump_required: false,
-            unresolved: Vec::new(),
-            outstanding: VecDeque::new(),
-            nodes: Vec::new(),
-            next_request_id: 0,
-            tickets: TicketSequencer::new(),
-            metadata_in_flight: None,
+            timers: TimerTable::default(),
+            retimed: Vec::new(),
+            identity: Identity::new(id_state),
+            bump: BumpState::default(),
+            requests: Requests::new(),
             metadata_retry: Retry::new(),
-            close_queue: VecDeque::new(),
             events: VecDeque::new(),
-            next_record_id: 0,
-            unreported_records: 0,
-            buffered_bytes: 0,
             stats: Stats::default(),
             samples: Samples::default(),
             txn,
@@ -224,15 +155,15 @@ impl Producer {
     /// first InitProducerId answer).
     #[must_use]
     pub fn producer_id(&self) -> ProducerIdAndEpoch {
-        self.producer_id
+        self.identity.id()
     }
 
     /// A snapshot of one partition's sequencing state (Java's `TxnPartitionEntry`), for
     /// observability and tests. `None` for a partition the producer never saw.
     #[must_use]
     pub fn sequence_state(&self, partition: &TopicPartition) -> Option<SequenceState> {
-        let p = *self.partition_index.get(partition)?;
-        let part = &self.partitions[p as usize];
+        let p = self.acc.index_of(partition)?;
+        let part = &self.acc[p];
         Some(SequenceState {
             producer_id: part.producer_id,
             next_sequence: part.next_sequence,
@@ -265,7 +196,7 @@ impl Producer {
     /// Records accepted by `send` that have no outcome yet.
     #[must_use]
     pub fn unreported_records(&self) -> u64 {
-        self.unreported_records
+        self.acc.unreported_records()
     }
 
     /// Batches of `partition` waiting to be sent (closed ones, and the open one being
@@ -274,8 +205,8 @@ impl Producer {
     /// for a partition the producer never saw.
     #[must_use]
     pub fn queued_batches(&self, partition: &TopicPartition) -> usize {
-        self.partition_index.get(partition).map_or(0, |&p| {
-            let part = &self.partitions[p as usize];
+        self.acc.index_of(partition).map_or(0, |p| {
+            let part = &self.acc[p];
             part.queue.len() + usize::from(part.open.is_some())
         })
     }
@@ -286,13 +217,13 @@ impl Producer {
     /// as Java's `NetworkClient` does: the late answer would be refused anyway.
     #[must_use]
     pub fn is_outstanding(&self, id: RequestId) -> bool {
-        self.outstanding.iter().any(|o| o.id == id)
+        self.requests.contains(id)
     }
 
     /// Whether every accepted record has an outcome.
     #[must_use]
     pub fn is_idle(&self) -> bool {
-        self.unreported_records == 0
+        self.acc.unreported_records() == 0
     }
 
     /// Whether `close` was called and every record has an outcome.
@@ -310,49 +241,23 @@ impl Producer {
         if now > self.now {
             self.now = now;
         }
+        self.retime();
     }
 
     pub(crate) fn is_idempotent(&self) -> bool {
-        self.id_state != IdState::Disabled
+        self.identity.state() != IdState::Disabled
     }
 
     pub(crate) fn next_request_id(&mut self) -> RequestId {
-        let id = RequestId(self.next_request_id);
-        self.next_request_id += 1;
-        id
+        self.requests.next_id()
     }
 
     pub(crate) fn partition_for(&mut self, tp: &TopicPartition) -> u32 {
-        if let Some(&i) = self.partition_index.get(tp) {
-            return i;
-        }
-        let i = u32::try_from(self.partitions.len()).unwrap_or(u32::MAX);
-        self.partitions.push(PartitionState::new(tp.clone()));
-        self.partition_index.insert(tp.clone(), i);
-        i
+        self.acc.partition_for(tp)
     }
 
     pub(crate) fn list(&mut self, p: u32) {
-        let part = &mut self.partitions[p as usize];
-        if !part.listed {
-            part.listed = true;
-            self.pending.push_back(p);
-        }
-    }
-
-    pub(crate) fn node_mut(&mut self, node: NodeId) -> &mut NodeState {
-        let pos = match self.nodes.iter().position(|n| n.id == node) {
-            Some(pos) => pos,
-            None => {
-                self.nodes.push(NodeState {
-                    id: node,
-                    in_flight: 0,
-                    throttled_until: None,
-                });
-                self.nodes.len() - 1
-            }
-        };
-        &mut self.nodes[pos]
+        self.acc.list(p);
     }
 
     // ---------------------------------------------------------------- application
@@ -386,15 +291,17 @@ impl Producer {
                 max: self.config.max_request_size(),
             });
         }
-        if self.buffered_bytes > 0 && self.buffered_bytes + size > self.config.buffer_memory() {
+        if self.acc.buffered_bytes() > 0
+            && self.acc.buffered_bytes() + size > self.config.buffer_memory()
+        {
             return Err(SendError::BufferFull {
-                buffered: self.buffered_bytes,
+                buffered: self.acc.buffered_bytes(),
             });
         }
         let p = self.partition_for(partition);
         self.txn_add_partition(p)?;
         let batch_size = self.config.batch_size();
-        let needs_new = match &self.partitions[p as usize].open {
+        let needs_new = match &self.acc[p].open {
             Some(open) => !open.builder.has_room_for(record, open.write_limit),
             None => true,
         };
@@ -403,7 +310,7 @@ impl Producer {
             let capacity = batch_size.max(BatchBuilder::batch_size_upper_bound(record));
             let ratio = self.ratios.get(&partition.topic);
             let compression = self.config.compression().clone();
-            self.partitions[p as usize].open = Some(OpenBatch {
+            self.acc[p].open = Some(OpenBatch {
                 builder: BatchBuilder::with_ratio(compression, ratio, capacity),
                 write_limit: capacity,
                 records: Vec::new(),
@@ -412,12 +319,8 @@ impl Producer {
                 max_record_size: 0,
             });
         }
-        let id = RecordId(self.next_record_id);
-        self.next_record_id += 1;
-        let open = self.partitions[p as usize]
-            .open
-            .as_mut()
-            .expect("opened above");
+        let id = RecordId(self.acc.accept(1, size).start);
+        let open = self.acc[p].open.as_mut().expect("opened above");
         open.builder.append(record);
         open.records.push(id);
         open.charged += size;
@@ -425,8 +328,6 @@ impl Producer {
         if open.builder.is_full(open.write_limit) {
             self.close_open(p);
         }
-        self.buffered_bytes += size;
-        self.unreported_records += 1;
         self.stats.records_sent += 1;
         self.list(p);
         Ok(id)
@@ -471,64 +372,113 @@ impl Producer {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let now = self.now;
-        let mut next: Option<Timestamp> = None;
-        let mut consider = |t: Timestamp| {
-            if next.is_none_or(|n| t < n) {
-                next = Some(t);
-            }
-        };
-        let delivery = self.config.delivery_timeout();
-        let linger = self.config.linger();
-        // Per partition, queued batches sit in creation order (retries, older, at the
-        // queue's front; the open batch newest), so the queue's front is the one whose
-        // delivery timeout comes first. The batches on the wire are not in creation
-        // order (a retry of the oldest can go out behind a later batch still out), so
-        // all of them are looked at; there are at most max.in.flight of them.
-        for part in &self.partitions {
-            if let Some(open) = &part.open {
-                consider(open.created + delivery);
-                if part.queue.is_empty() && !self.flushing {
-                    let t = open.created + linger;
-                    if t > now {
-                        consider(t);
-                    }
-                }
-            }
-            if let Some(b) = part.queue.front().and_then(|&head| self.batches.get(head)) {
-                consider(b.created + delivery);
-                if let Some(at) = b.retry.deadline_after(now) {
-                    consider(at);
-                }
-            }
-            let oldest_live_on_wire = part
-                .on_wire
-                .iter()
-                .filter_map(|&id| self.batches.get(id))
-                .filter(|b| !b.done)
-                .map(|b| b.created)
-                .min();
-            if let Some(created) = oldest_live_on_wire {
-                consider(created + delivery);
-            }
-        }
-        for o in &self.outstanding {
-            consider(o.deadline);
-        }
-        let txn_retry = self.txn.as_ref().map(|t| t.retry);
-        for r in [Some(self.metadata_retry), Some(self.id_retry), txn_retry]
+        let (acc, slab) = (self.acc.touched(), self.batches.touched());
+        let stale = |p: u32| acc.contains(p) || slab.contains(p);
+        let indexed = self.timers.next(now, self.flushing, stale);
+        let fresh = acc
+            .iter()
+            .chain(slab.iter())
+            .filter_map(|p| self.partition_timers(p).next(now, self.flushing));
+        indexed
             .into_iter()
-            .flatten()
-        {
-            if let Some(t) = r.deadline_after(now) {
-                consider(t);
+            .chain(fresh)
+            .chain(self.fixed_timers())
+            .min()
+    }
+
+    /// The timers that are not per partition: request timeouts, the InitProducerId,
+    /// metadata and transactional backoffs, and throttles.
+    fn fixed_timers(&self) -> impl Iterator<Item = Timestamp> {
+        let now = self.now;
+        let txn_retry = self.txn.as_ref().and_then(|t| t.retry.deadline_after(now));
+        [
+            self.requests.next_deadline(),
+            self.metadata_retry.deadline_after(now),
+            self.identity.retry_deadline_after(now),
+            txn_retry,
+            self.requests.throttle_deadline_after(now),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// Partition `p`'s deadlines, from its queue and batches. Per partition, queued
+    /// batches sit in creation order (retries, older, at the queue's front; the open
+    /// batch newest), so the queue's front is the one whose delivery timeout comes
+    /// first. The batches on the wire are not in creation order (a retry of the oldest
+    /// can go out behind a later batch still out), so all of them are looked at; there
+    /// are at most max.in.flight of them.
+    pub(crate) fn partition_timers(&self, p: u32) -> PartitionTimers {
+        let part = &self.acc[p];
+        let delivery = self.config.delivery_timeout();
+        let head = part.queue.front().and_then(|&head| self.batches.get(head));
+        let oldest_live_on_wire = part
+            .on_wire
+            .iter()
+            .filter_map(|&id| self.batches.get(id))
+            .filter(|b| !b.done)
+            .map(|b| b.created)
+            .min();
+        let created = [
+            part.open.as_ref().map(|o| o.created),
+            head.map(|b| b.created),
+            oldest_live_on_wire,
+        ];
+        PartitionTimers {
+            delivery: created.into_iter().flatten().min().map(|c| c + delivery),
+            linger: part
+                .open
+                .as_ref()
+                .filter(|_| part.queue.is_empty())
+                .map(|o| o.created + self.config.linger()),
+            backoff: head.and_then(|b| b.retry.not_before()),
+        }
+    }
+
+    /// Moves the touched partitions' fresh deadlines into the timer table.
+    fn retime(&mut self) {
+        let mut touched = core::mem::take(&mut self.retimed);
+        self.acc.take_touched(&mut touched);
+        self.batches.take_touched(&mut touched);
+        for &p in &touched {
+            if p < self.acc.ids().end {
+                let timers = self.partition_timers(p);
+                self.timers.set(p, timers);
             }
         }
-        for n in &self.nodes {
-            if let Some(t) = n.throttled_until.filter(|&t| t > now) {
-                consider(t);
+        touched.clear();
+        self.retimed = touched;
+    }
+
+    /// The old `poll_timeout`, a scan of every partition: the oracle the timer table is
+    /// checked against.
+    pub(crate) fn poll_timeout_scan(&self) -> Option<Timestamp> {
+        self.acc
+            .ids()
+            .filter_map(|p| self.partition_timers(p).next(self.now, self.flushing))
+            .chain(self.fixed_timers())
+            .min()
+    }
+
+    /// Checks the timer table: its invariants, and that each partition it holds fresh
+    /// has the deadlines the partition's state gives.
+    pub(crate) fn assert_timer_invariants(&self) {
+        self.timers.assert_invariants();
+        let (acc, slab) = (self.acc.touched(), self.batches.touched());
+        for p in self.acc.ids() {
+            if !acc.contains(p) && !slab.contains(p) {
+                assert_eq!(
+                    self.timers.get(p),
+                    self.partition_timers(p),
+                    "partition {p}: stale timers"
+                );
             }
         }
-        next
+        assert_eq!(
+            self.poll_timeout(),
+            self.poll_timeout_scan(),
+            "the timer table and the scan disagree"
+        );
     }
 
     /// Tells the producer the time is `now`: expires requests past `request.timeout.ms`
@@ -557,12 +507,9 @@ impl Producer {
             Some(id) => self.take_outstanding(id).is_some(),
             None => true,
         };
-        if request.is_some() && request == self.metadata_in_flight {
-            self.metadata_in_flight = None;
-        }
         for pm in &metadata.partitions {
             let p = self.partition_for(&pm.partition);
-            let part = &mut self.partitions[p as usize];
+            let part = &mut self.acc[p];
             // A new topic id: the topic was deleted and created again; its epochs
             // restarted, so the last one seen says nothing (Java's
             // `Metadata.updateLatestMetadata`). The sequencing state stays, as Java's.
@@ -584,9 +531,10 @@ impl Producer {
             }
         }
         let still_unknown = self
-            .pending
+            .acc
+            .pending()
             .iter()
-            .any(|&p| self.partitions[p as usize].leader.is_none());
+            .any(|&p| self.acc[p].leader.is_none());
         if still_unknown || !metadata.topic_errors.is_empty() {
             self.metadata_retry.failed(&mut self.backoff, self.now);
         } else {
@@ -617,7 +565,7 @@ impl Producer {
         if self.txn.is_some() {
             return self.txn_producer_id(request, result, now);
         }
-        if self.id_state != IdState::Requested(request) {
+        if self.identity.state() != IdState::Requested(request) {
             return Err(InputError::UnknownRequest(request));
         }
         if matches!(result, Ok(id) if !id.is_valid() || id.epoch.0 < 0) {
@@ -631,26 +579,20 @@ impl Producer {
         self.take_outstanding(request);
         match result {
             Ok(id) => {
-                self.producer_id = id;
-                self.id_state = IdState::Ready;
-                self.id_retry.succeeded();
+                self.identity.ready(id);
                 // The new id doubles as the bump the epoch exhaustion asked for, if no
                 // batch of a partition to rewrite can still be seen twice.
                 self.new_id_for_pending_bump();
                 self.events.push_back(Event::ProducerIdChanged { id });
             }
-            Err(e) if e.is_retriable() => {
-                self.id_state = IdState::Needed;
-                self.retry_producer_id();
-            }
+            Err(e) if e.is_retriable() => self.identity.failed(&mut self.backoff, self.now),
             Err(
                 e @ (KafkaError::ClusterAuthorizationFailed
                 | KafkaError::TransactionalIdAuthorizationFailed),
             ) => {
                 // KAFKA-13668: not fatal. What waits for an id fails; the id is asked for
                 // again after a backoff, so a fixed ACL lets the producer recover.
-                self.id_state = IdState::Needed;
-                self.retry_producer_id();
+                self.identity.failed(&mut self.backoff, self.now);
                 self.fail_unsent(&e);
             }
             Err(e) => self.enter_fatal(e),
@@ -658,18 +600,13 @@ impl Producer {
         Ok(())
     }
 
-    pub(crate) fn retry_producer_id(&mut self) {
-        self.id_retry.failed(&mut self.backoff, self.now);
-    }
-
     pub(crate) fn take_outstanding(&mut self, id: RequestId) -> Option<Outstanding> {
-        let pos = self.outstanding.binary_search_by_key(&id, |o| o.id).ok()?;
-        self.outstanding.remove(pos)
+        self.requests.take(id)
     }
 
     /// Closes the open batch of partition `p` into its queue.
     pub(crate) fn close_open(&mut self, p: u32) {
-        let Some(open) = self.partitions[p as usize].open.take() else {
+        let Some(open) = self.acc[p].open.take() else {
             return;
         };
         if open.builder.is_empty() {
@@ -690,7 +627,7 @@ impl Producer {
         } else if self.config.compression().codec().is_some() {
             let stored = closed.data.len() - RECORD_BATCH_OVERHEAD;
             let observed = CompressionRatio::observed(stored, closed.uncompressed_records_len);
-            let topic = &self.partitions[p as usize].tp.topic;
+            let topic = &self.acc[p].tp.topic;
             self.ratios.observe(topic, observed);
         }
         let batch = ProducerBatch {
@@ -713,7 +650,7 @@ impl Producer {
             done: false,
         };
         self.batches.insert(batch);
-        self.partitions[p as usize].queue.push_back(id);
+        self.acc[p].queue.push_back(id);
     }
 
     /// Reports a batch's records and drops its buffer accounting. The batch stays in the
@@ -738,13 +675,8 @@ impl Producer {
         let charged = b.charged;
         let p = b.partition;
         let on_wire = b.on_wire.is_some();
-        let partition = self.partitions[p as usize].tp.clone();
-        self.unreported_records -= records.len() as u64;
-        debug_assert!(
-            self.buffered_bytes >= charged,
-            "buffer.memory released twice"
-        );
-        self.buffered_bytes = self.buffered_bytes.saturating_sub(charged);
+        let partition = self.acc[p].tp.clone();
+        self.acc.release(records.len() as u64, charged);
         crate::outcome::push_events(
             &mut self.events,
             partition,
@@ -769,9 +701,9 @@ impl Producer {
 
     /// Fails every batch that was never stamped (they all wait for a producer id).
     fn fail_unsent(&mut self, error: &KafkaError) {
-        for p in 0..self.partitions.len() as u32 {
+        for p in self.acc.ids() {
             self.close_open(p);
-            let part = &mut self.partitions[p as usize];
+            let part = &mut self.acc[p];
             let tp = part.tp.clone();
             let unsent: Vec<BatchId> = part
                 .queue
@@ -799,9 +731,9 @@ impl Producer {
 
     /// Fails every record without an outcome (fatal error or forced close).
     pub(crate) fn fail_everything(&mut self, error: &DeliveryError) {
-        for p in 0..self.partitions.len() as u32 {
+        for p in self.acc.ids() {
             self.close_open(p);
-            let part = &mut self.partitions[p as usize];
+            let part = &mut self.acc[p];
             let queued: Vec<BatchId> = part.queue.drain(..).collect();
             part.inflight.clear();
             part.window.clear();
@@ -813,11 +745,6 @@ impl Producer {
                 }
             }
         }
-        self.unresolved.clear();
-        self.rewrite.clear();
-        self.bump_required = false;
-        for part in &mut self.partitions {
-            part.awaiting_rewrite = false;
-        }
+        self.bump.clear();
     }
 }

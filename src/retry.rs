@@ -85,6 +85,11 @@ impl Retry {
         self.not_before.filter(|&at| at > now)
     }
 
+    /// When the next attempt may go, if a failure set a time (passed or not).
+    pub(crate) fn not_before(&self) -> Option<Timestamp> {
+        self.not_before
+    }
+
     fn check(&self) {
         debug_assert!(
             self.not_before.is_none() || self.failures > 0,

@@ -2,26 +2,77 @@
 //! `bumpIdempotentProducerEpoch`, `startSequencesAtBeginning`, `markSequenceUnresolved`
 //! and `maybeResolveSequences`, for the idempotent producer.
 
+use alloc::vec::Vec;
+
 use crate::batch::StampFate;
 use crate::io::Event;
 use crate::producer::{IdState, Producer};
 use crate::types::{ProducerIdAndEpoch, Sequence};
 
+/// The idempotent producer's epoch-bump bookkeeping: the partitions a bump must
+/// renumber, and those whose sequences are unresolved. A bump is required exactly while
+/// some partition awaits its rewrite (nothing else asks for one).
+#[derive(Debug, Default)]
+pub(crate) struct BumpState {
+    /// Partitions an epoch bump must rewrite. The bump waits until none of them has a
+    /// batch on the wire, so no answer can arrive for a batch after it was renumbered.
+    /// Nothing new drains from them meanwhile. Invariant: each at most once.
+    rewrite: Vec<u32>,
+    /// The partitions whose `PartitionState::unresolved` is set, an index for
+    /// `maybe_resolve_sequences`. Invariant: each at most once, and exactly those (the
+    /// producer checks the second half, as it sees the partitions).
+    unresolved: Vec<u32>,
+}
+
+impl BumpState {
+    /// Whether an epoch bump is required.
+    pub(crate) fn required(&self) -> bool {
+        !self.rewrite.is_empty()
+    }
+
+    /// Whether partition `p` awaits a bump's rewrite.
+    pub(crate) fn awaiting(&self, p: u32) -> bool {
+        self.rewrite.contains(&p)
+    }
+
+    /// Whether partition `p` is on the unresolved list.
+    pub(crate) fn is_unresolved(&self, p: u32) -> bool {
+        self.unresolved.contains(&p)
+    }
+
+    /// How many partitions have unresolved sequences.
+    pub(crate) fn unresolved_len(&self) -> usize {
+        self.unresolved.len()
+    }
+
+    /// Forgets everything (every batch failed: nothing is left to renumber).
+    pub(crate) fn clear(&mut self) {
+        self.rewrite.clear();
+        self.unresolved.clear();
+    }
+
+    /// Checks the invariants documented on the fields.
+    pub(crate) fn assert_invariants(&self) {
+        for list in [&self.rewrite, &self.unresolved] {
+            for (i, p) in list.iter().enumerate() {
+                assert!(!list[i + 1..].contains(p), "partition {p} listed twice");
+            }
+        }
+    }
+}
+
 impl Producer {
     /// Asks for an epoch bump that rewrites partition `p`'s in-flight sequences.
     pub(crate) fn request_bump(&mut self, p: u32) {
-        self.bump_required = true;
-        let part = &mut self.partitions[p as usize];
-        if !part.awaiting_rewrite {
-            part.awaiting_rewrite = true;
-            self.rewrite.push(p);
+        if !self.bump.awaiting(p) {
+            self.bump.rewrite.push(p);
         }
     }
 
     pub(crate) fn mark_unresolved(&mut self, p: u32, expected_after: Sequence) {
-        let part = &mut self.partitions[p as usize];
+        let part = &mut self.acc[p];
         if part.unresolved.is_none() {
-            self.unresolved.push(p);
+            self.bump.unresolved.push(p);
         }
         part.mark_unresolved(expected_after);
     }
@@ -32,19 +83,19 @@ impl Producer {
     /// sequence safe.
     pub(crate) fn maybe_resolve_sequences(&mut self) {
         let mut i = 0;
-        while i < self.unresolved.len() {
-            let p = self.unresolved[i];
-            let part = &self.partitions[p as usize];
+        while i < self.bump.unresolved.len() {
+            let p = self.bump.unresolved[i];
+            let part = &self.acc[p];
             if !part.inflight.is_empty() || !part.on_wire.is_empty() {
                 i += 1;
                 continue;
             }
             // A stale partition with nothing in flight restarts at 0 under the current
             // identity anyway, so its old sequences no longer matter.
-            let stale = part.producer_id != self.producer_id;
+            let stale = part.producer_id != self.identity.id();
             let landed = stale || part.is_next_sequence(part.next_sequence);
-            self.partitions[p as usize].unresolved = None;
-            self.unresolved.swap_remove(i);
+            self.acc[p].unresolved = None;
+            self.bump.unresolved.swap_remove(i);
             if !landed {
                 self.request_bump(p);
             }
@@ -56,13 +107,16 @@ impl Producer {
     /// batch under its old numbering, and no batch on the wire is renumbered behind the
     /// broker's back.
     pub(crate) fn maybe_apply_epoch_bump(&mut self) {
-        if !self.bump_required || self.id_state != IdState::Ready || !self.rewrites_are_safe() {
+        if !self.bump.required()
+            || self.identity.state() != IdState::Ready
+            || !self.rewrites_are_safe()
+        {
             return;
         }
-        match self.producer_id.epoch.next() {
+        match self.identity.id().epoch.next() {
             Some(epoch) => {
                 let bumped = ProducerIdAndEpoch {
-                    id: self.producer_id.id,
+                    id: self.identity.id().id,
                     epoch,
                 };
                 self.apply_rewrites(bumped);
@@ -74,8 +128,7 @@ impl Producer {
                 // it (partitions stay blocked), so nothing goes out stamped with no id.
                 // More partitions may join the rewrite set meanwhile, so the new id
                 // passes the same check again (`handle_producer_id`).
-                self.producer_id = ProducerIdAndEpoch::NONE;
-                self.id_state = IdState::Needed;
+                self.identity.exhausted();
             }
         }
     }
@@ -84,15 +137,15 @@ impl Producer {
     /// the bump, if the rewrite is safe now; otherwise the partitions stay blocked and a
     /// later [`Producer::maybe_apply_epoch_bump`] bumps the new id's epoch once it is.
     pub(crate) fn new_id_for_pending_bump(&mut self) {
-        if self.bump_required && self.rewrites_are_safe() {
-            self.apply_rewrites(self.producer_id);
+        if self.bump.required() && self.rewrites_are_safe() {
+            self.apply_rewrites(self.identity.id());
         }
     }
 
     /// The one rewrite-safety check every renumbering passes: no partition to rewrite
     /// has a batch that the renumbering could make the broker see twice.
     pub(crate) fn rewrites_are_safe(&self) -> bool {
-        self.rewrite.iter().all(|&p| self.rewrite_is_safe(p))
+        self.bump.rewrite.iter().all(|&p| self.rewrite_is_safe(p))
     }
 
     /// Whether partition `p`'s in-flight batches may be renumbered now: none is on the
@@ -100,7 +153,7 @@ impl Producer {
     /// the broker refused proves the ones after it absent too (the broker accepts only
     /// the next sequence), so only the batches before the first refused one matter.
     fn rewrite_is_safe(&self, p: u32) -> bool {
-        let part = &self.partitions[p as usize];
+        let part = &self.acc[p];
         if !part.on_wire.is_empty() {
             return false;
         }
@@ -120,11 +173,11 @@ impl Producer {
     /// through [`Producer::rewrites_are_safe`].
     fn apply_rewrites(&mut self, identity: ProducerIdAndEpoch) {
         debug_assert!(self.rewrites_are_safe(), "unsafe rewrite");
-        self.producer_id = identity;
+        self.identity.bumped(identity);
         let global = identity;
         let transactional = self.config.is_transactional();
-        for p in core::mem::take(&mut self.rewrite) {
-            let part = &mut self.partitions[p as usize];
+        for p in core::mem::take(&mut self.bump.rewrite) {
+            let part = &mut self.acc[p];
             let mut seq = Sequence::ZERO;
             for &id in &part.inflight {
                 let b = self.batches.get_mut(id).expect("in-flight batch is live");
@@ -141,12 +194,10 @@ impl Producer {
             part.producer_id = global;
             part.next_sequence = seq;
             part.reset_acked();
-            part.awaiting_rewrite = false;
             if part.unresolved.take().is_some() {
-                self.unresolved.retain(|&u| u != p);
+                self.bump.unresolved.retain(|&u| u != p);
             }
         }
-        self.bump_required = false;
         self.stats.epoch_bumps += 1;
     }
 }

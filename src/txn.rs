@@ -167,16 +167,31 @@ pub enum CoordinatorType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Queued {
     FindCoordinator(CoordinatorType),
-    /// `bump`: the KIP-360 epoch bump after an abort (sorts after EndTxn).
-    InitProducerId {
-        bump: bool,
-    },
+    /// An InitProducerId: for a first id, or the KIP-360 epoch bump after an abort
+    /// (which sorts after EndTxn).
+    InitProducerId(IdRequest),
     AddPartitions,
     AddOffsets,
     TxnOffsetCommit,
-    EndTxn {
-        commit: bool,
-    },
+    EndTxn(Completion),
+}
+
+/// What a transactional InitProducerId asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdRequest {
+    /// A producer id (`init_transactions`): `current` is not sent.
+    Fresh,
+    /// An epoch bump of the current id (KIP-360, after an abort).
+    Bump,
+}
+
+/// How a transaction ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completion {
+    /// EndTxn(COMMIT).
+    Commit,
+    /// EndTxn(ABORT).
+    Abort,
 }
 
 /// Which `handle_*` input answers a transactional request.
@@ -209,21 +224,21 @@ impl Queued {
     pub(crate) const fn answered_by(&self) -> Answer {
         match self {
             Self::FindCoordinator(_) => Answer::FindCoordinator,
-            Self::InitProducerId { .. } => Answer::InitProducerId,
+            Self::InitProducerId(_) => Answer::InitProducerId,
             Self::AddPartitions => Answer::AddPartitions,
             Self::AddOffsets => Answer::AddOffsets,
             Self::TxnOffsetCommit => Answer::TxnOffsetCommit,
-            Self::EndTxn { .. } => Answer::EndTxn,
+            Self::EndTxn(_) => Answer::EndTxn,
         }
     }
 
     pub(crate) fn priority(&self) -> u8 {
         match self {
             Self::FindCoordinator(_) => 0,
-            Self::InitProducerId { bump: false } => 1,
+            Self::InitProducerId(IdRequest::Fresh) => 1,
             Self::AddPartitions | Self::AddOffsets | Self::TxnOffsetCommit => 2,
-            Self::EndTxn { .. } => 3,
-            Self::InitProducerId { bump: true } => 4,
+            Self::EndTxn(_) => 3,
+            Self::InitProducerId(IdRequest::Bump) => 4,
         }
     }
 
@@ -333,7 +348,7 @@ impl Txn {
     pub(crate) fn reset_transaction(&mut self) {
         if self.bump_required {
             self.state = TransactionState::Initializing;
-            self.enqueue(Queued::InitProducerId { bump: true });
+            self.enqueue(Queued::InitProducerId(IdRequest::Bump));
         } else {
             self.state = TransactionState::Ready;
         }
@@ -354,6 +369,83 @@ impl Txn {
             self.state,
             TransactionState::CommittingTransaction | TransactionState::AbortingTransaction
         )
+    }
+
+    /// Checks the transactional state's own invariants (the producer checks those that
+    /// span its other parts: the request in flight is outstanding, the producer id
+    /// request is this one). Panics with the first one violated.
+    pub(crate) fn assert_invariants(&self) {
+        use TransactionState as S;
+        // A partition is in one stage of joining the transaction at a time: new (not
+        // yet asked for), pending (in an AddPartitionsToTxn without an answer), added.
+        assert!(
+            self.new_partitions.is_disjoint(&self.pending_partitions)
+                && self.new_partitions.is_disjoint(&self.partitions)
+                && self.pending_partitions.is_disjoint(&self.partitions),
+            "a partition in two stages of joining the transaction"
+        );
+        // Outside a transaction nothing belongs to one (`reset_transaction` cleared it).
+        if matches!(self.state, S::Uninitialized | S::Initializing | S::Ready) {
+            assert!(
+                !self.started
+                    && self.new_partitions.is_empty()
+                    && self.pending_partitions.is_empty()
+                    && self.partitions.is_empty()
+                    && self.group.is_none()
+                    && self.pending_offsets.is_empty(),
+                "transaction contents in state {:?}",
+                self.state
+            );
+        }
+        // TV2 adds partitions implicitly, with their first Produce: nothing to ask for.
+        // (The version only changes between transactions, so a TV1 transaction's
+        // partitions never stay behind.)
+        if self.v2 {
+            assert!(
+                self.new_partitions.is_empty() && self.pending_partitions.is_empty(),
+                "AddPartitionsToTxn bookkeeping under transaction version 2"
+            );
+        }
+        // A required bump is queued by `reset_transaction` with `Initializing`: `Ready`
+        // never stands with a bump still owed.
+        assert!(
+            !(self.state == S::Ready && self.bump_required),
+            "Ready with an epoch bump owed"
+        );
+        // The next transaction's version is sampled when this one starts completing
+        // and applied when it ends.
+        if self.next_v2.is_some() {
+            assert!(
+                matches!(
+                    self.state,
+                    S::CommittingTransaction
+                        | S::AbortingTransaction
+                        | S::AbortableError
+                        | S::FatalError
+                ),
+                "next transaction version sampled in state {:?}",
+                self.state
+            );
+        }
+        // `begin_transaction` completes at once; it never waits for an event.
+        assert_ne!(self.op, Some(TxnOp::BeginTransaction), "begin pending");
+        // After a forced close nothing transactional is on the wire.
+        if self.shutdown == Shutdown::Forced {
+            assert!(
+                self.in_flight.is_none(),
+                "transactional request after a forced close"
+            );
+        }
+        // `Initializing` never stands without the InitProducerId that ends it (queued,
+        // or on the wire), unless the producer was closed by force.
+        if self.state == S::Initializing && self.shutdown == Shutdown::Running {
+            let asked = self
+                .queue
+                .iter()
+                .chain(self.in_flight.as_ref().map(|(_, q)| q))
+                .any(|q| matches!(q, Queued::InitProducerId(_)));
+            assert!(asked, "Initializing without an InitProducerId to end it");
+        }
     }
 }
 
@@ -385,8 +477,8 @@ mod tests {
     #[test]
     fn queue_serves_by_priority() {
         let mut t = Txn::new("tx".into(), Duration::from_secs(60));
-        t.enqueue(Queued::InitProducerId { bump: true });
-        t.enqueue(Queued::EndTxn { commit: true });
+        t.enqueue(Queued::InitProducerId(IdRequest::Bump));
+        t.enqueue(Queued::EndTxn(Completion::Commit));
         t.enqueue(Queued::AddPartitions);
         t.enqueue(Queued::AddPartitions);
         t.enqueue(Queued::FindCoordinator(CoordinatorType::Transaction));
@@ -398,8 +490,8 @@ mod tests {
             alloc::vec![
                 Queued::FindCoordinator(CoordinatorType::Transaction),
                 Queued::AddPartitions,
-                Queued::EndTxn { commit: true },
-                Queued::InitProducerId { bump: true },
+                Queued::EndTxn(Completion::Commit),
+                Queued::InitProducerId(IdRequest::Bump),
             ]
         );
     }

@@ -7,8 +7,10 @@ use alloc::vec::Vec;
 
 use crate::error::{InputError, KafkaError};
 use crate::io::{Event, RequestFailure};
-use crate::producer::{IdState, Producer};
-use crate::txn::{Answer, CoordinatorType, Queued, TransactionState as S, TxnError, TxnOp};
+use crate::producer::Producer;
+use crate::txn::{
+    Answer, CoordinatorType, IdRequest, Queued, TransactionState as S, TxnError, TxnOp,
+};
 use crate::types::{NodeId, ProducerIdAndEpoch, RequestId, Timestamp, TopicPartition};
 
 /// What an answer asks the state machine to do next.
@@ -153,14 +155,13 @@ impl Producer {
     ) -> Result<(), InputError> {
         let q = self.take_txn(request, Answer::InitProducerId, now)?;
         // take_txn admits only an InitProducerId here.
-        let bump = matches!(q, Queued::InitProducerId { bump: true });
+        let bump = q == Queued::InitProducerId(IdRequest::Bump);
         match result {
             Ok(id) if id.is_valid() && id.epoch.0 >= 0 => {
                 if !self.transition_allowed(S::Ready) {
                     return Ok(());
                 }
-                self.producer_id = id;
-                self.id_state = IdState::Ready;
+                self.identity.ready(id);
                 self.reset_all_sequences();
                 let t = self.txn.as_mut().expect("transactional");
                 if !bump {
@@ -184,11 +185,11 @@ impl Producer {
                 let t = self.txn.as_mut().expect("transactional");
                 t.state = S::Uninitialized;
                 t.queue.clear();
-                self.id_state = IdState::Transactional;
+                self.identity.unasked();
                 self.complete_op(Err(TxnError::Unauthorized(e)));
             }
             Err(e) => {
-                self.id_state = IdState::Transactional;
+                self.identity.unasked();
                 let next = match e {
                     // Java's `InitProducerIdHandler`: only TRANSACTION_ABORTABLE is
                     // abortable; an unexpected error is fatal.
@@ -220,7 +221,7 @@ impl Producer {
         // joins it.
         let answered: Vec<u32> = results
             .iter()
-            .filter_map(|(tp, _)| self.partition_index.get(tp).copied())
+            .filter_map(|(tp, _)| self.acc.index_of(tp))
             .collect();
         let omitted = self
             .txn
@@ -273,8 +274,8 @@ impl Producer {
                 t.started = true;
                 self.apply(q, Next::Done);
                 // The batches of these partitions may drain now.
-                for p in 0..self.partitions.len() as u32 {
-                    if self.partitions[p as usize].has_queued() {
+                for p in self.acc.ids() {
+                    if self.acc[p].has_queued() {
                         self.list(p);
                     }
                 }
@@ -420,7 +421,7 @@ impl Producer {
                 }
                 if let Some(id) = new_id.filter(|id| id.is_valid() && id.epoch.0 >= 0) {
                     // TV2: the coordinator bumped the epoch; every partition restarts at 0.
-                    self.producer_id = id;
+                    self.identity.bumped(id);
                     self.reset_all_sequences();
                     self.events.push_back(Event::ProducerIdChanged { id });
                 }
@@ -429,7 +430,7 @@ impl Producer {
                 t.retry.succeeded();
                 self.flushing = false;
                 // With a TV1 bump still queued, the operation completes after it.
-                let bump_queued = t.queue.contains(&Queued::InitProducerId { bump: true });
+                let bump_queued = t.queue.contains(&Queued::InitProducerId(IdRequest::Bump));
                 if !bump_queued {
                     self.complete_op(Ok(()));
                 }
@@ -470,7 +471,7 @@ impl Producer {
         let (_, q) = t.in_flight.take().expect("checked");
         if failure == RequestFailure::Disconnected
             && !t.v2
-            && matches!(q, Queued::EndTxn { .. } | Queued::TxnOffsetCommit)
+            && matches!(q, Queued::EndTxn(_) | Queued::TxnOffsetCommit)
         {
             // TV1: the lost attempt may still be applied late (a broker processes a
             // request read before its connection closed). Under the same epoch a late
@@ -480,8 +481,8 @@ impl Producer {
             // both (TV2 bumps on every EndTxn for the same reason, KIP-890).
             t.bump_required = true;
         }
-        if matches!(q, Queued::InitProducerId { .. }) {
-            self.id_state = IdState::Transactional;
+        if matches!(q, Queued::InitProducerId(_)) {
+            self.identity.unasked();
         }
         let next = match q.coordinator() {
             Some(kind) => Next::Relookup(kind),
@@ -497,9 +498,9 @@ impl Producer {
     /// sequences restart at 0 under the new identity (Java's `resetSequenceNumbers`).
     /// Partitions restart lazily, once nothing of theirs is in flight.
     pub(crate) fn reset_all_sequences(&mut self) {
-        for part in &mut self.partitions {
+        for part in self.acc.iter_mut() {
             if part.inflight.is_empty() {
-                part.producer_id = self.producer_id;
+                part.producer_id = self.identity.id();
                 part.next_sequence = crate::types::Sequence::ZERO;
                 part.reset_acked();
             }

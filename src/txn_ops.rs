@@ -8,10 +8,11 @@ use crate::io::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
     FindCoordinatorRequest, InitProducerIdRequest, Request, TxnOffsetCommitRequest,
 };
-use crate::producer::{IdState, Lifecycle, Outstanding, OutstandingKind, Producer};
+use crate::producer::{IdState, Lifecycle, Producer};
+use crate::requests::OutstandingKind;
 use crate::txn::{
-    ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, Queued, Shutdown,
-    TransactionState as S, Txn, TxnError, TxnOp,
+    Completion, ConsumerGroupMetadata, CoordinatorType, IdRequest, OffsetToCommit, Queued,
+    Shutdown, TransactionState as S, Txn, TxnError, TxnOp,
 };
 use crate::types::{BatchId, ProducerIdAndEpoch, Timestamp};
 
@@ -98,7 +99,7 @@ impl Producer {
         }
         t.state = S::Initializing;
         t.op = Some(TxnOp::InitTransactions);
-        t.enqueue(Queued::InitProducerId { bump: false });
+        t.enqueue(Queued::InitProducerId(IdRequest::Fresh));
         Ok(())
     }
 
@@ -166,7 +167,7 @@ impl Producer {
         let t = self.txn_mut();
         t.state = S::CommittingTransaction;
         t.op = Some(TxnOp::Commit);
-        self.begin_completing(true);
+        self.begin_completing(Completion::Commit);
         Ok(())
     }
 
@@ -195,7 +196,7 @@ impl Producer {
         let t = self.txn_mut();
         t.state = S::AbortingTransaction;
         t.new_partitions.clear();
-        self.begin_completing(false);
+        self.begin_completing(Completion::Abort);
     }
 
     /// A graceful close with a transaction open aborts it (Java's `Sender.run`: on close
@@ -247,18 +248,18 @@ impl Producer {
         let in_flight = t.in_flight.take();
         if let Some((id, _)) = in_flight {
             self.take_outstanding(id);
-            if self.id_state == IdState::Requested(id) {
-                self.id_state = IdState::Transactional;
+            if self.identity.state() == IdState::Requested(id) {
+                self.identity.unasked();
             }
         }
         self.complete_op(Err(TxnError::Closed));
     }
 
     /// Java's `beginCompletingTransaction`.
-    fn begin_completing(&mut self, commit: bool) {
+    fn begin_completing(&mut self, completion: Completion) {
         self.flushing = true;
         let t = self.txn_mut();
-        if commit && !t.new_partitions.is_empty() {
+        if completion == Completion::Commit && !t.new_partitions.is_empty() {
             t.enqueue(Queued::AddPartitions);
         }
         // The EndTxn speaks the version the transaction began under; the newly finalized
@@ -271,7 +272,7 @@ impl Producer {
         }
         t.next_v2 = Some(next_v2);
         // A required bump is queued once the transaction ends (`reset_transaction`).
-        t.enqueue(Queued::EndTxn { commit });
+        t.enqueue(Queued::EndTxn(completion));
     }
 
     /// Called from `send` for a transactional producer: the partition joins the
@@ -330,7 +331,7 @@ impl Producer {
         let Some(i) = t.next_index() else {
             return TxnStep::Nothing;
         };
-        if matches!(t.queue[i], Queued::EndTxn { .. }) && self.unreported_records > 0 {
+        if matches!(t.queue[i], Queued::EndTxn(_)) && self.acc.unreported_records() > 0 {
             return TxnStep::Nothing; // EndTxn waits for every batch's outcome
         }
         let t = self.txn.as_mut().expect("checked");
@@ -349,10 +350,9 @@ impl Producer {
                 return TxnStep::Send(self.emit_txn(q, now));
             }
         }
-        if let Queued::EndTxn { commit } = q {
+        if let Queued::EndTxn(_) = q {
             if !t.started {
                 // Nothing was added: there is nothing to end (KAFKA-18401).
-                let _ = commit;
                 t.reset_transaction();
                 if t.state == S::Ready {
                     self.complete_op(Ok(()));
@@ -370,7 +370,7 @@ impl Producer {
 
     fn emit_txn(&mut self, q: Queued, now: Timestamp) -> Request {
         let id = self.next_request_id();
-        let producer = self.producer_id;
+        let producer = self.identity.id();
         let deadline = now + self.config.request_timeout();
         let t = self.txn.as_mut().expect("transactional");
         let request = match &q {
@@ -389,12 +389,12 @@ impl Producer {
                     key,
                 })
             }
-            Queued::InitProducerId { bump } => Request::InitProducerId(InitProducerIdRequest {
+            Queued::InitProducerId(asked) => Request::InitProducerId(InitProducerIdRequest {
                 id,
                 node: t.coordinator,
                 transactional_id: Some(t.id.clone()),
                 transaction_timeout: t.timeout,
-                current: if *bump {
+                current: if *asked == IdRequest::Bump {
                     producer
                 } else {
                     ProducerIdAndEpoch::NONE
@@ -410,10 +410,7 @@ impl Producer {
                     node: t.coordinator.expect("checked"),
                     transactional_id: t.id.clone(),
                     producer,
-                    partitions: asked
-                        .iter()
-                        .map(|&p| self.partitions[p as usize].tp.clone())
-                        .collect(),
+                    partitions: asked.iter().map(|&p| self.acc[p].tp.clone()).collect(),
                 })
             }
             Queued::AddOffsets => Request::AddOffsetsToTxn(AddOffsetsToTxnRequest {
@@ -436,23 +433,20 @@ impl Producer {
                 offsets: t.pending_offsets.clone(),
                 transaction_v2: t.v2,
             }),
-            Queued::EndTxn { commit } => Request::EndTxn(EndTxnRequest {
+            Queued::EndTxn(completion) => Request::EndTxn(EndTxnRequest {
                 id,
                 node: t.coordinator.expect("checked"),
                 transactional_id: t.id.clone(),
                 producer,
-                commit: *commit,
+                commit: *completion == Completion::Commit,
                 transaction_v2: t.v2,
             }),
         };
         t.in_flight = Some((id, q));
-        self.outstanding.push_back(Outstanding {
-            id,
-            kind: OutstandingKind::Transactional,
-            deadline,
-        });
+        self.requests
+            .push(id, OutstandingKind::Transactional, deadline);
         if matches!(request, Request::InitProducerId(_)) {
-            self.id_state = IdState::Requested(id);
+            self.identity.requested(id);
         }
         request
     }
@@ -527,9 +521,9 @@ impl Producer {
             .as_ref()
             .is_some_and(|t| t.state == S::AbortingTransaction);
         let cause = self.txn.as_ref().and_then(|t| t.last_error);
-        for p in 0..self.partitions.len() as u32 {
+        for p in self.acc.ids() {
             self.close_open(p);
-            let part = &mut self.partitions[p as usize];
+            let part = &mut self.acc[p];
             let tp = part.tp.clone();
             let unsent: Vec<BatchId> = part
                 .queue
