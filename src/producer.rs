@@ -519,6 +519,14 @@ impl Producer {
                 part.leader_epoch = pm.leader_epoch;
                 continue;
             }
+            if pm.leader_epoch < 0 {
+                // No leader epoch (a broker before Metadata v7): Java's
+                // `Metadata.updateLatestMetadata` takes the partition as given and drops
+                // the epoch last seen, so any epoch that comes later is newer.
+                part.leader = pm.leader;
+                part.leader_epoch = -1;
+                continue;
+            }
             let Some(leader) = pm.leader else {
                 if pm.leader_epoch >= part.leader_epoch {
                     part.leader = None;

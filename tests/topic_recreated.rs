@@ -66,3 +66,26 @@ fn the_same_topic_id_at_a_lower_epoch_is_stale() {
         .unwrap();
     assert_eq!(send_and_ack(&mut h, "a", 0).0, NodeId(1));
 }
+
+#[test]
+fn a_partition_without_a_leader_epoch_is_taken_as_given_and_the_epoch_forgotten() {
+    // Java's `Metadata.updateLatestMetadata`: metadata without a leader epoch (a broker
+    // before Metadata v7) is applied as it is and drops the epoch last seen, so the next
+    // answer that carries an epoch is newer whatever its value.
+    let mut h = Harness::new(config().build().unwrap());
+    h.leaders.push((0, 1, 5));
+    let now = h.now;
+    h.p.handle_metadata(None, &leadership(1, 5, None), now)
+        .unwrap();
+    assert_eq!(send_and_ack(&mut h, "a", 0).0, NodeId(1));
+    h.leaders.clear();
+    h.leaders.push((0, 2, -1));
+    h.p.handle_metadata(None, &leadership(2, -1, None), now)
+        .unwrap();
+    assert_eq!(send_and_ack(&mut h, "b", 1).0, NodeId(2), "no epoch: as given");
+    h.leaders.clear();
+    h.leaders.push((0, 3, 0));
+    h.p.handle_metadata(None, &leadership(3, 0, None), now)
+        .unwrap();
+    assert_eq!(send_and_ack(&mut h, "c", 2).0, NodeId(3), "epoch 0 after none");
+}
