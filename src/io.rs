@@ -3,19 +3,28 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use bytes::Bytes;
 use core::time::Duration;
 
-use crate::config::Acks;
 use crate::error::{DeliveryError, KafkaError};
-use crate::ticket::Ticket;
-use crate::txn::{ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, TxnError, TxnOp};
-use crate::types::{
-    NodeId, ProducerIdAndEpoch, RecordId, RequestId, Topic, TopicId, TopicPartition,
+use crate::txn::{TxnError, TxnOp};
+use crate::types::{NodeId, ProducerIdAndEpoch, RecordId, RequestId, TopicPartition};
+
+mod metadata;
+mod requests;
+
+pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata};
+pub use requests::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, FindCoordinatorRequest,
+    InitProducerIdRequest, MetadataRequest, ProduceBatch, ProduceRequest, TxnOffsetCommitRequest,
 };
 
 /// Something the driver must do on the network. Returned by
 /// [`Producer::poll_request`](crate::Producer::poll_request).
+///
+/// Exhaustive on purpose: a driver must handle every request, since one it ignored
+/// would never be answered and the producer would wait for it until it timed out. A
+/// new variant is a breaking release, so a driver that does not know it fails to
+/// compile instead of hanging. The request structs inside are `#[non_exhaustive]`.
 #[derive(Clone, Debug)]
 #[must_use]
 pub enum Request {
@@ -61,140 +70,6 @@ impl Request {
             Self::CloseConnection { .. } => return None,
         })
     }
-}
-
-/// A Produce request: at most one batch per partition, all led by `node`.
-#[derive(Clone, Debug)]
-pub struct ProduceRequest {
-    /// Feed the response back with this id.
-    pub id: RequestId,
-    /// The broker leading every partition in the request.
-    pub node: NodeId,
-    /// The request's place in the enqueue order, for drivers that write from several
-    /// tasks (see [`ticket`](crate::ticket)).
-    pub ticket: Ticket,
-    /// `acks`. With [`Acks::None`] the broker sends no response and the core has
-    /// already reported the batches delivered.
-    pub acks: Acks,
-    /// The broker-side timeout (`request.timeout.ms`).
-    pub timeout: Duration,
-    /// The transactional id, if any.
-    pub transactional_id: Option<String>,
-    /// Transaction version 2 (KIP-890): Produce v12, which adds partitions implicitly.
-    pub transaction_v2: bool,
-    /// The batches, ready to go on the wire as they are.
-    pub batches: Vec<ProduceBatch>,
-}
-
-/// One partition's record batch inside a [`ProduceRequest`].
-#[derive(Clone, Debug)]
-pub struct ProduceBatch {
-    /// The partition.
-    pub partition: TopicPartition,
-    /// An encoded, stamped RecordBatch v2. Shared, never copied.
-    pub data: Bytes,
-}
-
-/// An InitProducerId request.
-#[derive(Clone, Debug)]
-pub struct InitProducerIdRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator, or `None` for any broker (idempotent producer).
-    pub node: Option<NodeId>,
-    /// The transactional id, if any.
-    pub transactional_id: Option<String>,
-    /// `transaction.timeout.ms`.
-    pub transaction_timeout: Duration,
-    /// The current id and epoch for a KIP-360 bump, or [`ProducerIdAndEpoch::NONE`].
-    pub current: ProducerIdAndEpoch,
-}
-
-/// A FindCoordinator request. Feed the answer back with
-/// [`Producer::handle_find_coordinator`](crate::Producer::handle_find_coordinator).
-#[derive(Clone, Debug)]
-pub struct FindCoordinatorRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// Which coordinator.
-    pub key_type: CoordinatorType,
-    /// The transactional id or the group id.
-    pub key: String,
-}
-
-/// An AddPartitionsToTxn request (client versions, v0 to v3).
-#[derive(Clone, Debug)]
-pub struct AddPartitionsToTxnRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// Every partition the transaction gained since the last such request.
-    pub partitions: Vec<TopicPartition>,
-}
-
-/// An AddOffsetsToTxn request.
-#[derive(Clone, Debug)]
-pub struct AddOffsetsToTxnRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// The consumer group.
-    pub group_id: String,
-}
-
-/// A TxnOffsetCommit request.
-#[derive(Clone, Debug)]
-pub struct TxnOffsetCommitRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The group coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// The consumer group.
-    pub group: ConsumerGroupMetadata,
-    /// The offsets still to commit.
-    pub offsets: Vec<OffsetToCommit>,
-    /// Transaction version 2: TxnOffsetCommit v5, which adds the group implicitly.
-    pub transaction_v2: bool,
-}
-
-/// An EndTxn request.
-#[derive(Clone, Debug)]
-pub struct EndTxnRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// Commit, or abort.
-    pub commit: bool,
-    /// Transaction version 2: EndTxn v5, whose answer carries the bumped epoch.
-    pub transaction_v2: bool,
-}
-
-/// A Metadata request.
-#[derive(Clone, Debug)]
-pub struct MetadataRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The topics whose partition leaders the core needs.
-    pub topics: Vec<Topic>,
 }
 
 /// The answer to a [`ProduceRequest`], one entry per partition.
@@ -381,89 +256,6 @@ impl LeaderHint {
     }
 }
 
-/// Partition leadership learned from a Metadata response.
-///
-/// Built with [`Metadata::new`] (or `default()`) and the `with_*` methods; the fields
-/// stay public to read and to set, and new ones may come (the struct is
-/// `#[non_exhaustive]`).
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct Metadata {
-    /// Partitions and their leaders.
-    pub partitions: Vec<PartitionMetadata>,
-    /// Topics the broker reported an error for (unknown topic, not authorized).
-    pub topic_errors: Vec<(Topic, KafkaError)>,
-}
-
-impl Metadata {
-    /// An answer with these partitions and no topic errors.
-    #[must_use]
-    pub fn new(partitions: Vec<PartitionMetadata>) -> Self {
-        Self {
-            partitions,
-            topic_errors: Vec::new(),
-        }
-    }
-
-    /// Adds one partition.
-    #[must_use]
-    pub fn with_partition(mut self, partition: PartitionMetadata) -> Self {
-        self.partitions.push(partition);
-        self
-    }
-
-    /// Sets the topics the broker reported an error for.
-    #[must_use]
-    pub fn with_topic_errors(mut self, topic_errors: Vec<(Topic, KafkaError)>) -> Self {
-        self.topic_errors = topic_errors;
-        self
-    }
-
-    /// Adds a topic the broker reported an error for.
-    #[must_use]
-    pub fn with_topic_error(mut self, topic: Topic, error: KafkaError) -> Self {
-        self.topic_errors.push((topic, error));
-        self
-    }
-}
-
-/// One partition inside [`Metadata`].
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct PartitionMetadata {
-    /// The partition.
-    pub partition: TopicPartition,
-    /// Its leader, if it has one.
-    pub leader: Option<NodeId>,
-    /// The leader epoch (-1 when unknown).
-    pub leader_epoch: i32,
-    /// The topic's id, when the broker reported one (Metadata v10+, not Kafka's zero
-    /// UUID). A different id than the partition's last one means the topic was
-    /// recreated: its metadata then replaces the last, whatever the leader epochs
-    /// (Java's `Metadata.updateLatestMetadata`, KIP-516).
-    pub topic_id: Option<TopicId>,
-}
-
-impl PartitionMetadata {
-    /// `partition`, led by `leader` (if any) at `leader_epoch` (-1 when unknown).
-    #[must_use]
-    pub fn new(partition: TopicPartition, leader: Option<NodeId>, leader_epoch: i32) -> Self {
-        Self {
-            partition,
-            leader,
-            leader_epoch,
-            topic_id: None,
-        }
-    }
-
-    /// Sets the topic's id.
-    #[must_use]
-    pub fn with_topic_id(mut self, topic_id: TopicId) -> Self {
-        self.topic_id = Some(topic_id);
-        self
-    }
-}
-
 /// How a request failed without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -478,6 +270,11 @@ pub enum RequestFailure {
 
 /// Something the application should learn. Returned by
 /// [`Producer::poll_event`](crate::Producer::poll_event).
+///
+/// Exhaustive on purpose, variants and their fields: every record gets exactly one
+/// outcome only if the embedder handles every event, so a new variant or field is a
+/// breaking release that the embedder's match must take in. (Embedders that translate
+/// their own completions into events, as the simulator does, can build every variant.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
 pub enum Event {
