@@ -21,12 +21,21 @@ use kacrab_wire::messages::MetadataResponse;
 
 /// One partition of a topic, as the latest Metadata answer described it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PartitionInfo {
     /// The partition index.
     pub partition: i32,
     /// Its leader's node id; `None` while it has none (Java's
     /// `Cluster.availablePartitionsForTopic` leaves such partitions out).
     pub leader: Option<i32>,
+}
+
+impl PartitionInfo {
+    /// Partition `partition`, led by `leader` (`None` while it has no leader).
+    #[must_use]
+    pub fn new(partition: i32, leader: Option<i32>) -> Self {
+        Self { partition, leader }
+    }
 }
 
 /// A topic the session has metadata for.
