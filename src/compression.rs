@@ -123,6 +123,7 @@ impl core::fmt::Display for Codec {
 /// Why a compressor could not compress or decompress a records section.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[error("{codec} {operation} failed: {reason}")]
+#[non_exhaustive]
 pub struct CompressionError {
     /// The codec that failed.
     pub codec: Codec,
@@ -130,6 +131,19 @@ pub struct CompressionError {
     pub operation: &'static str,
     /// The codec library's message.
     pub reason: String,
+}
+
+impl CompressionError {
+    /// `codec`'s `operation` (`"compression"` or `"decompression"`) failed with the
+    /// codec library's message `reason`.
+    #[must_use]
+    pub fn new(codec: Codec, operation: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            codec,
+            operation,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// A codec the embedder registers with [`Compression::new`].

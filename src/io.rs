@@ -3,19 +3,28 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use bytes::Bytes;
 use core::time::Duration;
 
-use crate::config::Acks;
 use crate::error::{DeliveryError, KafkaError};
-use crate::ticket::Ticket;
-use crate::txn::{ConsumerGroupMetadata, CoordinatorType, OffsetToCommit, TxnError, TxnOp};
+use crate::txn::{TxnError, TxnOp};
 use crate::types::{
     NodeId, ProducerIdAndEpoch, RecordId, RequestId, Topic, TopicId, TopicPartition,
 };
 
+mod requests;
+
+pub use requests::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, FindCoordinatorRequest,
+    InitProducerIdRequest, MetadataRequest, ProduceBatch, ProduceRequest, TxnOffsetCommitRequest,
+};
+
 /// Something the driver must do on the network. Returned by
 /// [`Producer::poll_request`](crate::Producer::poll_request).
+///
+/// Exhaustive on purpose: a driver must handle every request, since one it ignored
+/// would never be answered and the producer would wait for it until it timed out. A
+/// new variant is a breaking release, so a driver that does not know it fails to
+/// compile instead of hanging. The request structs inside are `#[non_exhaustive]`.
 #[derive(Clone, Debug)]
 #[must_use]
 pub enum Request {
@@ -61,140 +70,6 @@ impl Request {
             Self::CloseConnection { .. } => return None,
         })
     }
-}
-
-/// A Produce request: at most one batch per partition, all led by `node`.
-#[derive(Clone, Debug)]
-pub struct ProduceRequest {
-    /// Feed the response back with this id.
-    pub id: RequestId,
-    /// The broker leading every partition in the request.
-    pub node: NodeId,
-    /// The request's place in the enqueue order, for drivers that write from several
-    /// tasks (see [`ticket`](crate::ticket)).
-    pub ticket: Ticket,
-    /// `acks`. With [`Acks::None`] the broker sends no response and the core has
-    /// already reported the batches delivered.
-    pub acks: Acks,
-    /// The broker-side timeout (`request.timeout.ms`).
-    pub timeout: Duration,
-    /// The transactional id, if any.
-    pub transactional_id: Option<String>,
-    /// Transaction version 2 (KIP-890): Produce v12, which adds partitions implicitly.
-    pub transaction_v2: bool,
-    /// The batches, ready to go on the wire as they are.
-    pub batches: Vec<ProduceBatch>,
-}
-
-/// One partition's record batch inside a [`ProduceRequest`].
-#[derive(Clone, Debug)]
-pub struct ProduceBatch {
-    /// The partition.
-    pub partition: TopicPartition,
-    /// An encoded, stamped RecordBatch v2. Shared, never copied.
-    pub data: Bytes,
-}
-
-/// An InitProducerId request.
-#[derive(Clone, Debug)]
-pub struct InitProducerIdRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator, or `None` for any broker (idempotent producer).
-    pub node: Option<NodeId>,
-    /// The transactional id, if any.
-    pub transactional_id: Option<String>,
-    /// `transaction.timeout.ms`.
-    pub transaction_timeout: Duration,
-    /// The current id and epoch for a KIP-360 bump, or [`ProducerIdAndEpoch::NONE`].
-    pub current: ProducerIdAndEpoch,
-}
-
-/// A FindCoordinator request. Feed the answer back with
-/// [`Producer::handle_find_coordinator`](crate::Producer::handle_find_coordinator).
-#[derive(Clone, Debug)]
-pub struct FindCoordinatorRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// Which coordinator.
-    pub key_type: CoordinatorType,
-    /// The transactional id or the group id.
-    pub key: String,
-}
-
-/// An AddPartitionsToTxn request (client versions, v0 to v3).
-#[derive(Clone, Debug)]
-pub struct AddPartitionsToTxnRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// Every partition the transaction gained since the last such request.
-    pub partitions: Vec<TopicPartition>,
-}
-
-/// An AddOffsetsToTxn request.
-#[derive(Clone, Debug)]
-pub struct AddOffsetsToTxnRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// The consumer group.
-    pub group_id: String,
-}
-
-/// A TxnOffsetCommit request.
-#[derive(Clone, Debug)]
-pub struct TxnOffsetCommitRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The group coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// The consumer group.
-    pub group: ConsumerGroupMetadata,
-    /// The offsets still to commit.
-    pub offsets: Vec<OffsetToCommit>,
-    /// Transaction version 2: TxnOffsetCommit v5, which adds the group implicitly.
-    pub transaction_v2: bool,
-}
-
-/// An EndTxn request.
-#[derive(Clone, Debug)]
-pub struct EndTxnRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The transaction coordinator.
-    pub node: NodeId,
-    /// The transactional id.
-    pub transactional_id: String,
-    /// The producer id and epoch.
-    pub producer: ProducerIdAndEpoch,
-    /// Commit, or abort.
-    pub commit: bool,
-    /// Transaction version 2: EndTxn v5, whose answer carries the bumped epoch.
-    pub transaction_v2: bool,
-}
-
-/// A Metadata request.
-#[derive(Clone, Debug)]
-pub struct MetadataRequest {
-    /// Feed the answer back with this id.
-    pub id: RequestId,
-    /// The topics whose partition leaders the core needs.
-    pub topics: Vec<Topic>,
 }
 
 /// The answer to a [`ProduceRequest`], one entry per partition.
@@ -381,7 +256,14 @@ impl LeaderHint {
     }
 }
 
-/// Partition leadership learned from a Metadata response.
+/// A Metadata answer: the brokers, the partitions of each topic and their leaders, and
+/// the topics the broker reported an error for.
+///
+/// The core routes batches by the partitions' leaders (and their leader epochs and
+/// topic ids); the brokers and the partition counts are carried for the embedder, whose
+/// connections and partitioner need them, so one conversion of the wire answer serves
+/// both. Like Kafka's answer, it lists every partition of each topic it names without
+/// error, so [`Metadata::partition_count`] is that topic's partition count.
 ///
 /// Built with [`Metadata::new`] (or `default()`) and the `with_*` methods; the fields
 /// stay public to read and to set, and new ones may come (the struct is
@@ -389,6 +271,8 @@ impl LeaderHint {
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Metadata {
+    /// The brokers the answer lists (the core itself does not read them).
+    pub brokers: Vec<BrokerMetadata>,
     /// Partitions and their leaders.
     pub partitions: Vec<PartitionMetadata>,
     /// Topics the broker reported an error for (unknown topic, not authorized).
@@ -400,9 +284,43 @@ impl Metadata {
     #[must_use]
     pub fn new(partitions: Vec<PartitionMetadata>) -> Self {
         Self {
+            brokers: Vec::new(),
             partitions,
             topic_errors: Vec::new(),
         }
+    }
+
+    /// Adds one broker.
+    #[must_use]
+    pub fn with_broker(mut self, broker: BrokerMetadata) -> Self {
+        self.brokers.push(broker);
+        self
+    }
+
+    /// The broker with this node id, if the answer lists it.
+    #[must_use]
+    pub fn broker(&self, node: NodeId) -> Option<&BrokerMetadata> {
+        self.brokers.iter().find(|b| b.node == node)
+    }
+
+    /// How many partitions `topic` has: the number the answer lists for it, when they
+    /// are exactly `0..n` (Kafka lists every partition of a topic it names, leaderless
+    /// ones included). `None` when the answer lists none of the topic's partitions or
+    /// skips an index (an answer that cannot give the count; Java's partitioner then
+    /// treats the topic as unknown, as the driver's does).
+    #[must_use]
+    pub fn partition_count(&self, topic: &str) -> Option<i32> {
+        let mut indices: Vec<i32> = self
+            .partitions
+            .iter()
+            .filter(|p| p.partition.topic.as_str() == topic)
+            .map(|p| p.partition.partition)
+            .collect();
+        indices.sort_unstable();
+        indices.dedup();
+        let count = i32::try_from(indices.len()).ok()?;
+        let complete = count > 0 && indices.iter().zip(0..).all(|(&i, n)| i == n);
+        complete.then_some(count)
     }
 
     /// Adds one partition.
@@ -464,6 +382,40 @@ impl PartitionMetadata {
     }
 }
 
+/// One broker inside [`Metadata`]: where to connect to a node id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BrokerMetadata {
+    /// The broker's node id.
+    pub node: NodeId,
+    /// Its host name or address.
+    pub host: String,
+    /// Its port.
+    pub port: i32,
+    /// Its rack (`broker.rack`), if it has one.
+    pub rack: Option<String>,
+}
+
+impl BrokerMetadata {
+    /// Node `node` at `host`:`port`, with no rack.
+    #[must_use]
+    pub fn new(node: NodeId, host: impl Into<String>, port: i32) -> Self {
+        Self {
+            node,
+            host: host.into(),
+            port,
+            rack: None,
+        }
+    }
+
+    /// Sets the rack.
+    #[must_use]
+    pub fn with_rack(mut self, rack: Option<String>) -> Self {
+        self.rack = rack;
+        self
+    }
+}
+
 /// How a request failed without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -478,6 +430,11 @@ pub enum RequestFailure {
 
 /// Something the application should learn. Returned by
 /// [`Producer::poll_event`](crate::Producer::poll_event).
+///
+/// Exhaustive on purpose, variants and their fields: every record gets exactly one
+/// outcome only if the embedder handles every event, so a new variant or field is a
+/// breaking release that the embedder's match must take in. (Embedders that translate
+/// their own completions into events, as the simulator does, can build every variant.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
 pub enum Event {
@@ -525,4 +482,42 @@ pub enum Event {
         /// The error.
         error: KafkaError,
     },
+}
+
+#[cfg(test)]
+mod metadata_tests {
+    use super::*;
+    use alloc::vec;
+
+    fn led(topic: &str, partition: i32) -> PartitionMetadata {
+        PartitionMetadata::new(TopicPartition::new(topic, partition), Some(NodeId(1)), 0)
+    }
+
+    #[test]
+    fn partition_count_is_the_listed_partitions_when_they_are_whole() {
+        let md = Metadata::new(vec![led("a", 2), led("a", 0), led("b", 0), led("a", 1)])
+            .with_partition(PartitionMetadata::new(
+                TopicPartition::new("a", 3),
+                None,
+                -1,
+            ))
+            .with_partition(led("c", 1))
+            .with_broker(BrokerMetadata::new(NodeId(1), "h", 9092).with_rack(Some("r".into())));
+        assert_eq!(
+            md.partition_count("a"),
+            Some(4),
+            "a leaderless partition counts"
+        );
+        assert_eq!(md.partition_count("b"), Some(1));
+        assert_eq!(md.partition_count("c"), None, "partition 0 missing");
+        assert_eq!(md.partition_count("unknown"), None);
+        assert_eq!(
+            md.broker(NodeId(1)).map(|b| b.rack.as_deref()),
+            Some(Some("r"))
+        );
+        assert_eq!(md.broker(NodeId(2)), None);
+        // A partition listed twice counts once.
+        let twice = Metadata::new(vec![led("a", 0), led("a", 0), led("a", 1)]);
+        assert_eq!(twice.partition_count("a"), Some(2));
+    }
 }

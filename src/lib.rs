@@ -159,7 +159,7 @@ pub use config::{Acks, ConfigError, ProducerConfig, ProducerConfigBuilder};
 pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, SendError};
 pub use handed::BatchRecords;
 pub use io::{
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, Event,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, BrokerMetadata, EndTxnRequest, Event,
     FindCoordinatorRequest, InitProducerIdRequest, LeaderHint, Metadata, MetadataRequest,
     PartitionMetadata, PartitionResponse, ProduceBatch, ProduceRequest, ProduceResponse,
     RecordError, Request, RequestFailure, TxnOffsetCommitRequest,

@@ -72,7 +72,11 @@ impl TransactionState {
 
 /// An application operation that completes later, with one
 /// [`Event::TransactionCompleted`](crate::Event::TransactionCompleted).
+///
+/// `#[non_exhaustive]`: a new operation (as KIP-939's prepare) comes with a new command,
+/// and only an embedder that calls it sees its variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TxnOp {
     /// [`Producer::init_transactions`](crate::Producer::init_transactions).
     InitTransactions,
@@ -129,7 +133,12 @@ pub enum TxnError {
 }
 
 /// A consumer group's identity, for [`Producer::send_offsets_to_transaction`](crate::Producer::send_offsets_to_transaction) (KIP-447).
+///
+/// Built with [`ConsumerGroupMetadata::new`] and the `with_*` methods, as Java's
+/// `ConsumerGroupMetadata` constructors; the fields stay public to read and to set, and
+/// new ones may come (the struct is `#[non_exhaustive]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConsumerGroupMetadata {
     /// The group id.
     pub group_id: String,
@@ -141,8 +150,41 @@ pub struct ConsumerGroupMetadata {
     pub group_instance_id: Option<String>,
 }
 
+impl ConsumerGroupMetadata {
+    /// Group `group_id` with no generation (-1), no member id and no static member id:
+    /// the broker then checks no membership (Java's `ConsumerGroupMetadata(groupId)`).
+    #[must_use]
+    pub fn new(group_id: impl Into<String>) -> Self {
+        Self {
+            group_id: group_id.into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+        }
+    }
+
+    /// Sets the generation and the member id (what a consumer's `groupMetadata()` has).
+    #[must_use]
+    pub fn with_member(mut self, generation_id: i32, member_id: impl Into<String>) -> Self {
+        self.generation_id = generation_id;
+        self.member_id = member_id.into();
+        self
+    }
+
+    /// Sets the static member id (`group.instance.id`).
+    #[must_use]
+    pub fn with_group_instance_id(mut self, group_instance_id: Option<String>) -> Self {
+        self.group_instance_id = group_instance_id;
+        self
+    }
+}
+
 /// One consumer offset to commit with the transaction.
+///
+/// Built with [`OffsetToCommit::new`] and the `with_*` methods; the fields stay public
+/// to read and to set, and new ones may come (the struct is `#[non_exhaustive]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OffsetToCommit {
     /// The consumed partition.
     pub partition: TopicPartition,
@@ -154,7 +196,38 @@ pub struct OffsetToCommit {
     pub metadata: Option<String>,
 }
 
+impl OffsetToCommit {
+    /// The next offset to consume from `partition`, with no leader epoch and no
+    /// metadata.
+    #[must_use]
+    pub fn new(partition: TopicPartition, offset: i64) -> Self {
+        Self {
+            partition,
+            offset,
+            leader_epoch: None,
+            metadata: None,
+        }
+    }
+
+    /// Sets the leader epoch of the consumed record.
+    #[must_use]
+    pub fn with_leader_epoch(mut self, leader_epoch: Option<i32>) -> Self {
+        self.leader_epoch = leader_epoch;
+        self
+    }
+
+    /// Sets the metadata stored with the offset.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: Option<String>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+}
+
 /// Which coordinator a FindCoordinator request looks for.
+///
+/// Exhaustive on purpose, as [`Request`](crate::Request): a driver must encode every
+/// coordinator the core may ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoordinatorType {
     /// A consumer group's coordinator (key: the group id).

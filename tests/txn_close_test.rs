@@ -81,15 +81,7 @@ fn commit_after_forced_close_is_refused_and_nothing_is_sent() {
     assert_eq!(h.p.commit_transaction(), Err(TxnError::Closed));
     assert_eq!(h.p.abort_transaction(), Err(TxnError::Closed));
     assert_eq!(h.p.begin_transaction(), Err(TxnError::Closed));
-    let (o, g) = (
-        vec![],
-        ConsumerGroupMetadata {
-            group_id: "g".into(),
-            generation_id: 1,
-            member_id: "m".into(),
-            group_instance_id: None,
-        },
-    );
+    let (o, g) = (vec![], ConsumerGroupMetadata::new("g").with_member(1, "m"));
     assert_eq!(h.p.send_offsets_to_transaction(o, g), Err(TxnError::Closed));
     h.pump();
     assert!(h.txn_requests.is_empty(), "{:?}", h.txn_requests);

@@ -243,18 +243,8 @@ impl Auto {
 
 fn offsets() -> (Vec<OffsetToCommit>, ConsumerGroupMetadata) {
     (
-        vec![OffsetToCommit {
-            partition: TopicPartition::new("in", 0),
-            offset: 7,
-            leader_epoch: None,
-            metadata: None,
-        }],
-        ConsumerGroupMetadata {
-            group_id: "g".into(),
-            generation_id: 1,
-            member_id: "m".into(),
-            group_instance_id: None,
-        },
+        vec![OffsetToCommit::new(TopicPartition::new("in", 0), 7)],
+        ConsumerGroupMetadata::new("g").with_member(1, "m"),
     )
 }
 

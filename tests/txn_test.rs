@@ -155,18 +155,8 @@ fn transaction_v2_add_partition_and_offsets() {
         .clone();
     assert!(r.transaction_v2);
     h.respond(r.id, &[(0, KafkaError::None, 0)]);
-    let group = ConsumerGroupMetadata {
-        group_id: "g".into(),
-        generation_id: 3,
-        member_id: "m".into(),
-        group_instance_id: None,
-    };
-    let offsets = vec![OffsetToCommit {
-        partition: TopicPartition::new("in", 0),
-        offset: 42,
-        leader_epoch: None,
-        metadata: None,
-    }];
+    let group = ConsumerGroupMetadata::new("g").with_member(3, "m");
+    let offsets = vec![OffsetToCommit::new(TopicPartition::new("in", 0), 42)];
     h.p.send_offsets_to_transaction(offsets, group).unwrap();
     let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
         panic!("TxnOffsetCommit without AddOffsets")
@@ -627,19 +617,9 @@ fn bump_epoch_on_recoverable_add_partition_error() {
 #[test]
 fn send_offsets_v1_retries_only_the_failed_partition() {
     let mut h = in_txn_with_partition(false);
-    let group = ConsumerGroupMetadata {
-        group_id: "g".into(),
-        generation_id: 1,
-        member_id: "m".into(),
-        group_instance_id: None,
-    };
+    let group = ConsumerGroupMetadata::new("g").with_member(1, "m");
     let offsets: Vec<OffsetToCommit> = (0..2)
-        .map(|p| OffsetToCommit {
-            partition: TopicPartition::new("in", p),
-            offset: 10,
-            leader_epoch: None,
-            metadata: None,
-        })
+        .map(|p| OffsetToCommit::new(TopicPartition::new("in", p), 10))
         .collect();
     h.p.send_offsets_to_transaction(offsets, group).unwrap();
     let Request::AddOffsetsToTxn(a) = next_txn(&mut h) else {
@@ -689,18 +669,8 @@ fn group_errors_in_txn_offset_commit_are_abortable() {
         KafkaError::IllegalGeneration,
     ] {
         let mut h = in_txn_with_partition(true);
-        let group = ConsumerGroupMetadata {
-            group_id: "g".into(),
-            generation_id: 1,
-            member_id: "m".into(),
-            group_instance_id: None,
-        };
-        let offsets = vec![OffsetToCommit {
-            partition: TopicPartition::new("in", 0),
-            offset: 1,
-            leader_epoch: None,
-            metadata: None,
-        }];
+        let group = ConsumerGroupMetadata::new("g").with_member(1, "m");
+        let offsets = vec![OffsetToCommit::new(TopicPartition::new("in", 0), 1)];
         h.p.send_offsets_to_transaction(offsets, group).unwrap();
         let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
             panic!()

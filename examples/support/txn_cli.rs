@@ -139,12 +139,7 @@ impl Args {
 
     /// The simulated consumer's group (a static member of no generation).
     pub fn group_metadata(&self) -> ConsumerGroupMetadata {
-        ConsumerGroupMetadata {
-            group_id: self.group.clone(),
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-        }
+        ConsumerGroupMetadata::new(self.group.clone())
     }
 
     /// Transaction `t`'s records: number `n` has key and value `n` in decimal.
@@ -172,12 +167,10 @@ pub struct Progress {
 impl Progress {
     /// The offsets transaction `t` commits with its records (`--input`, partition 0).
     pub fn offsets(&self, args: &Args) -> Vec<OffsetToCommit> {
-        vec![OffsetToCommit {
-            partition: TopicPartition::new(args.input.as_str(), 0),
-            offset: self.input_offset + i64::from(args.records),
-            leader_epoch: None,
-            metadata: None,
-        }]
+        vec![OffsetToCommit::new(
+            TopicPartition::new(args.input.as_str(), 0),
+            self.input_offset + i64::from(args.records),
+        )]
     }
 
     /// Transaction `t` was aborted.

@@ -5,6 +5,7 @@ use kacrab_idempotence::compression::Codec;
 
 /// The levels Kafka accepts for a codec, and the one it uses when none is configured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LevelRange {
     /// The codec.
     pub codec: Codec,
@@ -20,6 +21,7 @@ pub struct LevelRange {
 /// A level outside its codec's range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{codec} does not support compression level {level} (accepted: {min}..={max}, or the default {default})")]
+#[non_exhaustive]
 pub struct LevelError {
     /// The codec.
     pub codec: Codec,

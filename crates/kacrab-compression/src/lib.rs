@@ -98,11 +98,7 @@ pub fn compression(codec: Codec, level: Option<i32>) -> Result<Compression, Code
 /// A [`CompressionError`] from a codec library's I/O error.
 #[allow(dead_code)] // unused when every codec feature is off
 fn failure(codec: Codec, operation: &'static str, e: &dyn std::fmt::Display) -> CompressionError {
-    CompressionError {
-        codec,
-        operation,
-        reason: e.to_string(),
-    }
+    CompressionError::new(codec, operation, e.to_string())
 }
 
 // The README is the crate's page on the registry: its examples compile as doctests.

@@ -30,6 +30,7 @@ mod metadata_wait;
 /// names on [`Session`](crate::Session)), for drivers that pass calls to their loop as
 /// values.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum TxnCall {
     /// `init_transactions`.
     Init,

@@ -85,6 +85,14 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
 
 pub(crate) fn metadata(r: &wire::MetadataResponse) -> core::Metadata {
     let mut md = core::Metadata::default();
+    md.brokers = r
+        .brokers
+        .iter()
+        .map(|b| {
+            core::BrokerMetadata::new(NodeId(b.node_id), b.host.clone(), b.port)
+                .with_rack(b.rack.clone())
+        })
+        .collect();
     for t in &r.topics {
         let Some(name) = &t.name else { continue };
         let topic = Topic::new(name);
@@ -212,4 +220,95 @@ pub(crate) fn topic_results(topics: &[wire::TopicResult]) -> Vec<(TopicPartition
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn partition(index: i32, leader: i32) -> wire::MetadataPartition {
+        wire::MetadataPartition {
+            error_code: 0,
+            partition_index: index,
+            leader_id: leader,
+            leader_epoch: 4,
+            replica_nodes: vec![leader],
+            isr_nodes: vec![leader],
+            offline_replicas: Vec::new(),
+        }
+    }
+
+    fn topic(
+        name: &str,
+        error_code: i16,
+        partitions: Vec<wire::MetadataPartition>,
+    ) -> wire::MetadataTopic {
+        wire::MetadataTopic {
+            error_code,
+            name: Some(name.to_owned()),
+            topic_id: [7; 16],
+            is_internal: false,
+            partitions,
+        }
+    }
+
+    /// The brokers, every partition (leaderless ones too, so the count is whole) and
+    /// the refused topics reach the core's `Metadata` from one conversion.
+    #[test]
+    fn metadata_carries_brokers_partition_counts_and_errors() {
+        let answer = wire::MetadataResponse {
+            throttle_time_ms: 0,
+            brokers: vec![
+                wire::MetadataBroker {
+                    node_id: 1,
+                    host: "b1".into(),
+                    port: 9092,
+                    rack: Some("r1".into()),
+                },
+                wire::MetadataBroker {
+                    node_id: 2,
+                    host: "b2".into(),
+                    port: 9093,
+                    rack: None,
+                },
+            ],
+            cluster_id: None,
+            controller_id: 1,
+            topics: vec![
+                topic(
+                    "a",
+                    0,
+                    vec![partition(1, 2), partition(0, 1), partition(2, -1)],
+                ),
+                topic("gap", 0, vec![partition(0, 1), partition(2, 1)]),
+                topic("refused", 29, Vec::new()),
+            ],
+        };
+        let md = metadata(&answer);
+        let b1 = md.broker(NodeId(1)).expect("broker 1");
+        assert_eq!(
+            (b1.host.as_str(), b1.port, b1.rack.as_deref()),
+            ("b1", 9092, Some("r1"))
+        );
+        assert_eq!(md.broker(NodeId(2)).map(|b| b.port), Some(9093));
+        assert_eq!(md.broker(NodeId(3)), None);
+        assert_eq!(md.partition_count("a"), Some(3));
+        assert_eq!(
+            md.partition_count("gap"),
+            None,
+            "a skipped index gives no count"
+        );
+        assert_eq!(md.partition_count("refused"), None);
+        let leaderless = md
+            .partitions
+            .iter()
+            .find(|p| p.partition == TopicPartition::new("a", 2))
+            .expect("a leaderless partition is carried");
+        assert_eq!(leaderless.leader, None);
+        assert_eq!(leaderless.topic_id, Some(core::TopicId([7; 16])));
+        assert_eq!(
+            md.topic_errors,
+            vec![(Topic::new("refused"), KafkaError::TopicAuthorizationFailed)]
+        );
+    }
 }

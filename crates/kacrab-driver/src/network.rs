@@ -450,11 +450,11 @@ impl Network {
                 core.handle_producer_id(id, result, now)
             }
             Response::Metadata(r) => {
-                for b in &r.brokers {
-                    self.learn_broker(core, b.node_id, &b.host, b.port, now);
+                let md = convert::metadata(&r);
+                for b in &md.brokers {
+                    self.learn_broker(core, b.node.0, &b.host, b.port, now);
                 }
                 self.topics.learn(&r);
-                let md = convert::metadata(&r);
                 let request = (tag < SESSION_TAG).then_some(id);
                 let result = core.handle_metadata(request, &md, now);
                 if tag >= SESSION_TAG {

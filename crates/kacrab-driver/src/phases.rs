@@ -32,6 +32,7 @@ pub use crate::tls::TlsFailure;
 /// Why a connection to a broker could not be set up, naming the broker.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("connection to broker {broker} ({}) failed: {cause}", node.map_or_else(|| "bootstrap".to_owned(), |n| format!("node {n}")))]
+#[non_exhaustive]
 pub struct ConnectError {
     /// The broker's `host:port`.
     pub broker: String,

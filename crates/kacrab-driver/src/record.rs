@@ -6,6 +6,7 @@ use kacrab_idempotence::{Header, Topic};
 
 /// One record to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProducerRecord {
     /// The topic. Cheap to clone: keep one [`Topic`] and build records from it.
     pub topic: Topic,

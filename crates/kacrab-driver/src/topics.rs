@@ -1,6 +1,18 @@
 //! What the session knows of each topic from Metadata answers: its partitions and their
 //! leaders, or the error that makes a send to it fail at once. The partitioner reads
 //! it; the core keeps its own per-partition leadership (fed the same answers).
+//!
+//! Two views of one answer, on purpose: they follow different rules. The core's
+//! leadership is per partition and only moves forward (a leader epoch below the last
+//! one seen is ignored unless the topic id changed, Java's
+//! `Metadata.updateLatestMetadata`), because it routes batches. This view is the
+//! partitioner's and `waitOnMetadata`'s (Java's `Cluster`): the latest answer's whole
+//! partition list per topic, replaced at once, a topic forgotten when an answer names
+//! it with a retriable error or when `metadata.max.idle.ms` passes without a send to
+//! it, and a refused topic kept as refused; the core has none of these. The core
+//! keeps no partition count and no broker list: the counts live only here and the
+//! broker addresses only in the network layer (its `brokers`, learned from the
+//! converted `Metadata`).
 
 use std::collections::BTreeMap;
 
@@ -9,12 +21,21 @@ use kacrab_wire::messages::MetadataResponse;
 
 /// One partition of a topic, as the latest Metadata answer described it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PartitionInfo {
     /// The partition index.
     pub partition: i32,
     /// Its leader's node id; `None` while it has none (Java's
     /// `Cluster.availablePartitionsForTopic` leaves such partitions out).
     pub leader: Option<i32>,
+}
+
+impl PartitionInfo {
+    /// Partition `partition`, led by `leader` (`None` while it has no leader).
+    #[must_use]
+    pub fn new(partition: i32, leader: Option<i32>) -> Self {
+        Self { partition, leader }
+    }
 }
 
 /// A topic the session has metadata for.

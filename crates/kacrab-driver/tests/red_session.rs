@@ -321,12 +321,7 @@ fn after_a_lost_transactional_send_only_abort_is_accepted_then_a_new_transaction
     p.run_for(800 * MS);
     let offsets = p.session.send_offsets_to_transaction(
         Vec::new(),
-        kacrab_idempotence::ConsumerGroupMetadata {
-            group_id: "g".into(),
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-        },
+        kacrab_idempotence::ConsumerGroupMetadata::new("g"),
         p.now,
     );
     p.pump();

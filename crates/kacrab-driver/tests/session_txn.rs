@@ -132,21 +132,14 @@ fn offsets_go_to_the_group_coordinator_the_tv1_or_tv2_way() {
         p.pump();
         assert!(ok(&p, begin));
         let a = p.send("t", 0, "a");
-        let offsets = vec![OffsetToCommit {
-            partition: TopicPartition {
+        let offsets = vec![OffsetToCommit::new(
+            TopicPartition {
                 topic: "in".into(),
                 partition: 0,
             },
-            offset: 42,
-            leader_epoch: None,
-            metadata: None,
-        }];
-        let group = ConsumerGroupMetadata {
-            group_id: "g".into(),
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-        };
+            42,
+        )];
+        let group = ConsumerGroupMetadata::new("g");
         let send_offsets = p.session.send_offsets_to_transaction(offsets, group, p.now);
         assert!(p.run_until(10 * SECOND, |p| p.op(send_offsets).is_some()));
         assert!(ok(&p, send_offsets), "tv2 {tv2}: {:?}", p.op(send_offsets));

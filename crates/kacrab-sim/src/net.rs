@@ -458,10 +458,7 @@ mod tests {
     use super::*;
 
     fn md(id: u64) -> ToBroker {
-        ToBroker::Metadata(MetadataRequest {
-            id: RequestId(id),
-            topics: vec![],
-        })
+        ToBroker::Metadata(MetadataRequest::new(RequestId(id), vec![]))
     }
 
     #[test]

@@ -41,24 +41,14 @@ pub(crate) fn draw_offsets(
         if offsets.iter().any(|o: &OffsetToCommit| o.partition == tp) {
             continue;
         }
-        offsets.push(OffsetToCommit {
-            partition: tp,
-            offset: offset_for(idx, gp),
-            leader_epoch: None,
-            metadata: None,
-        });
+        offsets.push(OffsetToCommit::new(tp, offset_for(idx, gp)));
     }
     Some(offsets)
 }
 
 /// The workload's consumer group, as `send_offsets_to_transaction` takes it.
 pub(crate) fn workload_group() -> ConsumerGroupMetadata {
-    ConsumerGroupMetadata {
-        group_id: WORKLOAD_GROUP.to_owned(),
-        generation_id: -1,
-        member_id: String::new(),
-        group_instance_id: None,
-    }
+    ConsumerGroupMetadata::new(WORKLOAD_GROUP)
 }
 
 /// `offsets` as the coordinator keys them.

@@ -225,10 +225,7 @@ fn a_throttled_answer_mutes_the_connection_for_the_throttle_time() {
         net.pop_response(NodeId(1)).map(|t| t.at),
         Some(Timestamp::from_millis(11))
     );
-    let md = ToBroker::Metadata(MetadataRequest {
-        id: RequestId(2),
-        topics: vec![],
-    });
+    let md = ToBroker::Metadata(MetadataRequest::new(RequestId(2), vec![]));
     net.send_request(
         NodeId(1),
         Timestamp::from_millis(12),

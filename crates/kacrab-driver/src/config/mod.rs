@@ -121,6 +121,7 @@ pub enum SessionConfigError {
 
 /// A key that was accepted without effect, and why (see [`SessionConfig::notes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConfigNote {
     /// The key.
     pub key: &'static str,

@@ -16,6 +16,7 @@
 /// Malformed \uxxxx encoding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("malformed \\uxxxx escape in the properties text, in the entry starting on line {line}")]
+#[non_exhaustive]
 pub struct MalformedProperties {
     /// The 1-based line the entry starts on.
     pub line: usize,

@@ -146,6 +146,7 @@ impl fmt::Debug for ClientIdentity {
 
 /// Allowed TLS versions (`ssl.protocol` / `ssl.enabled.protocols`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TlsVersions {
     /// TLS 1.2 allowed.
     pub tls12: bool,
@@ -164,6 +165,7 @@ impl Default for TlsVersions {
 
 /// The validated TLS settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TlsSettings {
     /// Trust.
     pub trust: TrustAnchors,
@@ -212,6 +214,7 @@ impl fmt::Debug for SecurityBuilder {
 
 /// The validated security configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SecurityConfig {
     /// `security.protocol`.
     pub protocol: SecurityProtocol,

@@ -240,6 +240,7 @@ metric_set! {
 
 /// One metric with its Kafka group, name and tags: the flat form an exporter reads.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Metric {
     /// Kafka's group: [`PRODUCER_GROUP`], [`TOPIC_GROUP`] or [`NODE_GROUP`].
     pub group: &'static str,

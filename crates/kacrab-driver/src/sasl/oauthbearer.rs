@@ -13,6 +13,7 @@ use crate::secret::Secret;
 
 /// An OAuth 2 bearer token, as the application's provider hands it over.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OAuthBearerToken {
     /// The token (a compact JWS for most identity providers). Redacted in `Debug`.
     pub value: Secret,
@@ -24,6 +25,27 @@ pub struct OAuthBearerToken {
     /// names of ASCII letters, values of printable ASCII, space, tab, CR or LF; `auth`
     /// is reserved.
     pub extensions: BTreeMap<String, String>,
+}
+
+impl OAuthBearerToken {
+    /// The token `value` for `principal_name`, expiring at `lifetime_ms` (ms since the
+    /// Unix epoch), with no SASL extensions.
+    #[must_use]
+    pub fn new(value: Secret, lifetime_ms: i64, principal_name: impl Into<String>) -> Self {
+        Self {
+            value,
+            lifetime_ms,
+            principal_name: principal_name.into(),
+            extensions: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a SASL extension (see [`OAuthBearerToken::extensions`] for the rules).
+    #[must_use]
+    pub fn with_extension(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extensions.insert(name.into(), value.into());
+        self
+    }
 }
 
 /// Supplies OAUTHBEARER tokens: the application implements it (an OIDC client, a

@@ -24,11 +24,8 @@ pub(super) fn to_broker(
 ) -> Result<ToBroker, FrontendError> {
     let producer = |pid: i64, epoch: i16| ProducerIdAndEpoch::new(pid, epoch);
     Ok(match r {
-        Request::Produce(p) => ToBroker::Produce(core::ProduceRequest {
-            id,
-            node,
-            ticket: Ticket { seq: 0, parts: 1 },
-            acks: match p.acks {
+        Request::Produce(p) => {
+            let acks = match p.acks {
                 0 => Acks::None,
                 1 => Acks::Leader,
                 -1 => Acks::All,
@@ -38,59 +35,59 @@ pub(super) fn to_broker(
                         what: "acks other than 0, 1 and -1",
                     })
                 }
-            },
-            timeout: millis(p.timeout_ms),
-            transactional_id: p.transactional_id,
-            transaction_v2: version >= 12,
-            batches: p
+            };
+            let batches = p
                 .topics
                 .into_iter()
                 .flat_map(|t| {
                     let topic = Topic::new(&t.name);
-                    t.partitions
-                        .into_iter()
-                        .map(move |part| core::ProduceBatch {
-                            partition: TopicPartition::new(topic.clone(), part.index),
-                            data: part.records,
-                        })
+                    t.partitions.into_iter().map(move |part| {
+                        core::ProduceBatch::new(
+                            TopicPartition::new(topic.clone(), part.index),
+                            part.records,
+                        )
+                    })
                 })
-                .collect(),
-        }),
-        Request::InitProducerId(r) => ToBroker::InitProducerId(core::InitProducerIdRequest {
+                .collect();
+            ToBroker::Produce(
+                core::ProduceRequest::new(id, node, acks, millis(p.timeout_ms), batches)
+                    .with_ticket(Ticket { seq: 0, parts: 1 })
+                    .with_transactional_id(p.transactional_id)
+                    .with_transaction_v2(version >= 12),
+            )
+        }
+        Request::InitProducerId(r) => ToBroker::InitProducerId(
+            core::InitProducerIdRequest::new(id, millis(r.transaction_timeout_ms))
+                .with_node(Some(node))
+                .with_transactional_id(r.transactional_id)
+                .with_current(producer(r.producer_id, r.producer_epoch)),
+        ),
+        // "Every topic" (null) becomes no topic: the producer never asks for it.
+        Request::Metadata(r) => ToBroker::Metadata(core::MetadataRequest::new(
             id,
-            node: Some(node),
-            transactional_id: r.transactional_id,
-            transaction_timeout: millis(r.transaction_timeout_ms),
-            current: producer(r.producer_id, r.producer_epoch),
-        }),
-        Request::Metadata(r) => ToBroker::Metadata(core::MetadataRequest {
-            id,
-            // "Every topic" (null) becomes no topic: the producer never asks for it.
-            topics: r
-                .topics
+            r.topics
                 .unwrap_or_default()
                 .iter()
                 .map(|t| Topic::new(t))
                 .collect(),
-        }),
+        )),
         Request::FindCoordinator(r) => ToBroker::Txn(core::Request::FindCoordinator(
-            core::FindCoordinatorRequest {
+            core::FindCoordinatorRequest::new(
                 id,
-                key_type: match r.key_type {
+                match r.key_type {
                     wire::CoordinatorType::Group => core::CoordinatorType::Group,
                     wire::CoordinatorType::Transaction => core::CoordinatorType::Transaction,
                 },
-                key: r.key,
-            },
+                r.key,
+            ),
         )),
         Request::AddPartitionsToTxn(r) => ToBroker::Txn(core::Request::AddPartitionsToTxn(
-            core::AddPartitionsToTxnRequest {
+            core::AddPartitionsToTxnRequest::new(
                 id,
                 node,
-                transactional_id: r.transactional_id,
-                producer: producer(r.producer_id, r.producer_epoch),
-                partitions: r
-                    .topics
+                r.transactional_id,
+                producer(r.producer_id, r.producer_epoch),
+                r.topics
                     .iter()
                     .flat_map(|t| {
                         let topic = Topic::new(&t.name);
@@ -99,54 +96,60 @@ pub(super) fn to_broker(
                             .map(move |&p| TopicPartition::new(topic.clone(), p))
                     })
                     .collect(),
-            },
+            ),
         )),
         Request::AddOffsetsToTxn(r) => ToBroker::Txn(core::Request::AddOffsetsToTxn(
-            core::AddOffsetsToTxnRequest {
+            core::AddOffsetsToTxnRequest::new(
                 id,
                 node,
-                transactional_id: r.transactional_id,
-                producer: producer(r.producer_id, r.producer_epoch),
-                group_id: r.group_id,
-            },
+                r.transactional_id,
+                producer(r.producer_id, r.producer_epoch),
+                r.group_id,
+            ),
         )),
-        Request::TxnOffsetCommit(r) => ToBroker::Txn(core::Request::TxnOffsetCommit(
-            core::TxnOffsetCommitRequest {
-                id,
-                node,
-                transactional_id: r.transactional_id,
-                producer: producer(r.producer_id, r.producer_epoch),
-                offsets: r
-                    .topics
-                    .iter()
-                    .flat_map(|t| {
-                        let topic = Topic::new(&t.name);
-                        t.partitions.iter().map(move |p| OffsetToCommit {
-                            partition: TopicPartition::new(topic.clone(), p.partition_index),
-                            offset: p.committed_offset,
-                            leader_epoch: (p.committed_leader_epoch >= 0)
-                                .then_some(p.committed_leader_epoch),
-                            metadata: p.committed_metadata.clone(),
-                        })
+        Request::TxnOffsetCommit(r) => {
+            let offsets = r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    let topic = Topic::new(&t.name);
+                    t.partitions.iter().map(move |p| {
+                        OffsetToCommit::new(
+                            TopicPartition::new(topic.clone(), p.partition_index),
+                            p.committed_offset,
+                        )
+                        .with_leader_epoch(
+                            (p.committed_leader_epoch >= 0).then_some(p.committed_leader_epoch),
+                        )
+                        .with_metadata(p.committed_metadata.clone())
                     })
-                    .collect(),
-                group: ConsumerGroupMetadata {
-                    group_id: r.group_id,
-                    generation_id: r.generation_id,
-                    member_id: r.member_id,
-                    group_instance_id: r.group_instance_id,
-                },
-                transaction_v2: version >= 5,
-            },
+                })
+                .collect();
+            let group = ConsumerGroupMetadata::new(r.group_id)
+                .with_member(r.generation_id, r.member_id)
+                .with_group_instance_id(r.group_instance_id);
+            ToBroker::Txn(core::Request::TxnOffsetCommit(
+                core::TxnOffsetCommitRequest::new(
+                    id,
+                    node,
+                    r.transactional_id,
+                    producer(r.producer_id, r.producer_epoch),
+                    group,
+                    offsets,
+                )
+                .with_transaction_v2(version >= 5),
+            ))
+        }
+        Request::EndTxn(r) => ToBroker::Txn(core::Request::EndTxn(
+            core::EndTxnRequest::new(
+                id,
+                node,
+                r.transactional_id,
+                producer(r.producer_id, r.producer_epoch),
+                r.committed,
+            )
+            .with_transaction_v2(version >= 5),
         )),
-        Request::EndTxn(r) => ToBroker::Txn(core::Request::EndTxn(core::EndTxnRequest {
-            id,
-            node,
-            transactional_id: r.transactional_id,
-            producer: producer(r.producer_id, r.producer_epoch),
-            commit: r.committed,
-            transaction_v2: version >= 5,
-        })),
         // Answered by the front end itself; `decode` never gets here with it.
         Request::ApiVersions(_) => {
             return Err(FrontendError::Unsupported {
