@@ -41,6 +41,8 @@ impl TestProducer for Blocking {
             }
             TxnCall::Commit => self.0.commit_transaction(),
             TxnCall::Abort => self.0.abort_transaction(),
+            // `TxnCall` may grow (it is `#[non_exhaustive]`); this adapter knows these.
+            other => panic!("a transactional call this adapter does not know: {other:?}"),
         }
     }
 

@@ -103,12 +103,10 @@ impl Workload {
                 )
             })
             .collect();
-        let offsets = vec![OffsetToCommit {
-            partition: TopicPartition::new(self.input.as_str(), 0),
-            offset: self.batch as i64 + 1,
-            leader_epoch: None,
-            metadata: None,
-        }];
+        let offsets = vec![OffsetToCommit::new(
+            TopicPartition::new(self.input.as_str(), 0),
+            self.batch as i64 + 1,
+        )];
         dog.phase(format!("send_offsets_to_transaction {n}"));
         let mut ended = match self
             .producer
@@ -354,12 +352,7 @@ pub fn real_jepsen_txn(factory: Factory) -> Result<Report, String> {
         producer: build(factory, &props).map_err(fail)?,
         topic: topic.clone(),
         input: input.clone(),
-        group: ConsumerGroupMetadata {
-            group_id: group.clone(),
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-        },
+        group: ConsumerGroupMetadata::new(group.clone()),
         per_txn,
         txns: Vec::new(),
         results: Vec::new(),
