@@ -199,6 +199,7 @@ macro_rules! fake_broker_link_tests {
             blackhole_one_way_heals,
             refused_dials_and_slow_link,
             blackhole_within_budget,
+            stalled_peer_spares_the_others,
         );
     };
 }
@@ -231,6 +232,17 @@ macro_rules! real_kafka_tests {
             $factory, compression_scenarios;
             real_compression_every_codec,
         );
+    };
+}
+
+/// Writes the kernel-blackhole `#[test]` ([`real_kafka::real_kernel_blackhole`]: a 40 s
+/// `iptables` DROP on the broker's port under Kafka's default timeouts) for `$factory`;
+/// it skips unless `KACRAB_KAFKA_BOOTSTRAP` and `KACRAB_KERNEL_BLACKHOLE_S` are set and it
+/// runs as root with `iptables`.
+#[macro_export]
+macro_rules! real_kafka_kernel_tests {
+    ($factory:expr) => {
+        $crate::__scenario_tests!($factory, real_kafka; real_kernel_blackhole);
     };
 }
 
