@@ -1,12 +1,13 @@
 //! The I/O thread: a loop over the [`Session`], and nothing else.
 //!
-//! One thread owns the session and every socket's write half. Everything reaches it as
-//! a [`Msg`] on one channel, which is also its wake-up: application commands from
-//! [`Producer`](crate::Producer) handles, and what the connection threads read. After
-//! each burst of messages (and whenever the clock passes the session's
-//! `poll_timeout`) it executes the session's outputs, writes the buffered frames, hands
-//! each completion to whoever waits for it (by `SendId` or `OpId`), and then waits on
-//! the channel until the next message or `poll_timeout`.
+//! One thread owns the session. Everything reaches it as a [`Msg`] on one channel, which
+//! is also its wake-up: application commands from [`Producer`](crate::Producer)
+//! handles, and what the connection threads read. After each burst of messages (and
+//! whenever the clock passes the session's `poll_timeout`) it executes the session's
+//! outputs (a frame goes to its connection's writer thread, see [`crate::net`]: this
+//! thread never blocks on a socket), hands each completion to whoever waits for it (by
+//! `SendId` or `OpId`), and then waits on the channel until the next message or
+//! `poll_timeout`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -197,7 +198,6 @@ impl Io {
         stats: Arc<Mutex<IoStats>>,
     ) -> Self {
         let max_block = config.max_block();
-        let write_timeout = config.core().request_timeout();
         let start = Instant::now();
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -208,7 +208,7 @@ impl Io {
             session: Session::new(config, Timestamp::ZERO, unix_ms),
             start,
             rx,
-            net: Net::new(tx, write_timeout),
+            net: Net::new(tx),
             gate,
             stats,
             local: IoStats::default(),
@@ -339,8 +339,8 @@ impl Io {
 
     fn network(&mut self, event: NetEvent, now: Timestamp) {
         match event {
-            NetEvent::Connected { conn, stream } => {
-                if self.net.opened(conn, stream) {
+            NetEvent::Connected { conn, open } => {
+                if self.net.opened(conn, open) {
                     self.local.connects += 1;
                     self.session.handle_connected(conn, now);
                 }
@@ -369,25 +369,15 @@ impl Io {
         }
     }
 
-    /// Executes the session's outputs and hands out its completions until it has none,
-    /// writing the buffered frames at the end; then admits the blocked senders the
-    /// session took in.
+    /// Executes the session's outputs and hands out its completions until it has none;
+    /// then admits the blocked senders the session took in.
     fn drive(&mut self) {
-        loop {
-            let now = self.now();
-            while let Some(out) = self.session.poll_output(now) {
-                self.execute(out, now);
-            }
-            while let Some(done) = self.session.poll_completion() {
-                self.complete(done);
-            }
-            let failed = self.net.flush();
-            if failed.is_empty() {
-                break;
-            }
-            for WriteFailed(conn) in failed {
-                self.lost(conn, now);
-            }
+        let now = self.now();
+        while let Some(out) = self.session.poll_output(now) {
+            self.execute(out, now);
+        }
+        while let Some(done) = self.session.poll_completion() {
+            self.complete(done);
         }
         let oldest_blocked = self.session.oldest_blocked_send();
         while let Some(entry) = self.admissions.first_entry() {
@@ -407,13 +397,15 @@ impl Io {
                     self.session.handle_connect_failed(conn, now);
                 }
             }
-            // One thread writes every frame, in the session's order, so the core's
-            // enqueue tickets (for drivers writing from several tasks) need no handling:
+            // This thread queues every frame on its connection's writer in the session's
+            // order, as Java's Sender enqueues on its `Selector` (whose per-connection
+            // send waits in user space until the socket takes it), so the core's enqueue
+            // tickets (for drivers whose tasks enqueue concurrently) need no handling:
             // neither here nor in `Release`.
             Output::Transmit { conn, frame, .. } => {
                 self.local.frames_written += 1;
                 self.local.bytes_written += frame.len() as u64;
-                if let Err(WriteFailed(conn)) = self.net.write(conn, &frame) {
+                if let Err(WriteFailed(conn)) = self.net.write(conn, frame) {
                     self.lost(conn, now);
                 }
             }

@@ -54,37 +54,39 @@
 //! ```text
 //!  application threads ──send/flush/close──┐
 //!  connection threads (connect, then read) ─┼─ one mpsc channel ─> I/O thread
-//!                                           │                     owns the Session:
-//!                                           │                     one input per message,
+//!  (and one writer thread per connection,   │                     owns the Session:
+//!   fed by the I/O thread)                  │                     one input per message,
 //!                                           │                     then poll_output (connect,
-//!                                           │                     write, close sockets) and
+//!                                           │                     queue writes, close) and
 //!                                           │                     poll_completion (wake the
 //!                                           │                     waiter), recv_timeout until
 //!                                           │                     poll_timeout
 //! ```
 //!
-//! * **One I/O thread** owns the [`Session`](kacrab_driver::Session) and the write half of every socket. It
+//! * **One I/O thread** owns the [`Session`](kacrab_driver::Session) and never blocks on a socket. It
 //!   waits on the channel with `recv_timeout` until the session's `poll_timeout` (a
 //!   [`Timestamp`](kacrab_idempotence::Timestamp) is the time since the producer started, against a start `Instant`),
 //!   and calls `handle_timeout` once the clock passed it.
 //! * **Outputs**: `Connect` starts a connection thread that resolves the address and
 //!   connects (so DNS and slow connects never stall the loop; the session times the
 //!   attempt with `socket.connection.setup.timeout.ms` and closes it when it is late),
-//!   hands the write half back, then blocks on `read` and forwards bytes or
-//!   end-of-stream over the channel. `Transmit` is a buffered write on the I/O thread, in
-//!   the session's order, flushed when the wake-up ends; a write that cannot progress for
-//!   `request.timeout.ms` fails. `Close` shuts the socket down. A failed write is a
-//!   disconnect (`handle_disconnected`).
+//!   starts the connection's writer thread, then blocks on `read` and forwards bytes or
+//!   end-of-stream over the channel. `Transmit` queues the frame (a `Bytes`, not copied)
+//!   on the connection's writer, which writes what is queued in order, blocking only
+//!   itself: a peer that stops reading stalls its own connection until the session's
+//!   request timeout closes it, never the loop or the other connections. `Close` shuts
+//!   the socket down (ending a blocked write or read). A failed write shuts the socket,
+//!   so its reader reports the disconnect (`handle_disconnected`).
 //! * **Completions** go to whoever waits, by the id the command returned: a record's to
 //!   its [`DeliveryHandle`] or callback, a flush's, close's, transactional operation's or
 //!   partition lookup's to the thread blocked in that call.
 //! * **No logic of its own**: the backlog behind a full `buffer.memory` and its
 //!   `max.block.ms`, flush and close ordering, lookups and their deadlines, transactional
 //!   calls, retries, sequences, batching, request and connect timeouts, metadata and
-//!   routing are the session's and the core's. Because one thread writes every frame in
-//!   order, the core's enqueue tickets (which keep a later request from overtaking an
-//!   earlier one when several tasks write concurrently) are honoured by construction and
-//!   ignored here.
+//!   routing are the session's and the core's. Because one thread queues every frame in
+//!   the session's order, the core's enqueue tickets (which keep a later request from
+//!   overtaking an earlier one when several tasks enqueue concurrently) are honoured by
+//!   construction and ignored here.
 //!
 //! # Sending, blocking and errors
 //!

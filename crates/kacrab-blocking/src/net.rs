@@ -1,59 +1,76 @@
-//! The sockets: one thread per connection opens it and then reads it, forwarding what
-//! it reads to the I/O thread; the I/O thread owns every write half.
+//! The sockets: each connection has two threads of its own, one that opens it and then
+//! reads it (forwarding what it reads to the I/O thread), and one that writes the frames
+//! the I/O thread hands it. The I/O thread itself never touches a socket, so it never
+//! blocks on one.
+//!
+//! Why a writer thread per connection: a peer that stops reading (a partition dropping
+//! packets, a frozen broker) fills the socket's send buffer, and a blocking write then
+//! waits until it drains. Written from the I/O thread, that wait stalled every other
+//! connection, every timer and every completion with it (issue 18, item 3). Non-blocking
+//! writes with a pending buffer per connection would need a readiness poller, which
+//! `std` does not have; a thread that may block costs nothing else. The stall is then
+//! the session's business: its request timeout closes the connection, and the shutdown
+//! ends the blocked write. What waits in a writer's queue is bounded by the session: at
+//! most `max.in.flight.requests.per.connection` Produce requests of at most
+//! `max.request.size` each per connection, plus the session's own requests (at most one
+//! lookup at a time).
 
 use std::collections::HashMap;
-use std::io::{BufWriter, Read, Write};
+use std::io::{IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
 
+use bytes::Bytes;
 use kacrab_driver::{ConnId, ConnectOptions};
 
 use crate::io::Msg;
 
 /// What a connection's thread tells the I/O thread.
 pub(crate) enum NetEvent {
-    /// The socket is open; here is its write half.
-    Connected { conn: ConnId, stream: TcpStream },
+    /// The socket is open and its writer runs.
+    Connected { conn: ConnId, open: OpenConn },
     /// It could not be opened.
     ConnectFailed { conn: ConnId },
     /// Bytes read.
     Bytes { conn: ConnId, data: Vec<u8> },
-    /// End of stream or a read error.
+    /// End of stream, a read error, or a write error (the writer shuts the socket, so
+    /// its reader ends too).
     Eof { conn: ConnId },
 }
 
-/// Each connection's write buffer; the frames of one wake-up go out together.
-const WRITE_BUFFER: usize = 64 * 1024;
+/// An open connection as the I/O thread holds it.
+pub(crate) struct OpenConn {
+    /// Its writer thread's queue, in the session's order.
+    frames: Sender<Bytes>,
+    /// To shut it (which also ends its reader's `read` and its writer's `write`).
+    socket: TcpStream,
+}
+
 const READ_BUFFER: usize = 64 * 1024;
+/// Frames handed to one vectored write, at most (well under `IOV_MAX`).
+const FRAMES_PER_WRITE: usize = 64;
 
 enum Conn {
     /// Its thread is opening it. Invariant: `abandoned` is set once this entry is gone.
     Connecting { abandoned: Arc<AtomicBool> },
     Open {
-        writer: BufWriter<TcpStream>,
-        /// Frames written to `writer` since it was last flushed.
-        unflushed: bool,
+        open: OpenConn,
         abandoned: Arc<AtomicBool>,
     },
 }
 
 impl Conn {
-    /// Drops the socket (and its unwritten frames) and lets its thread go quietly.
+    /// Drops the socket (and its unwritten frames) and lets its threads go quietly.
     fn shut(self) {
         match self {
             Self::Connecting { abandoned } => abandoned.store(true, Ordering::Release),
-            Self::Open {
-                writer, abandoned, ..
-            } => {
+            Self::Open { open, abandoned } => {
                 abandoned.store(true, Ordering::Release);
-                // Not flushed, as BufWriter's drop would: the session dropped these.
-                let (stream, _unwritten) = writer.into_parts();
-                // Also ends the reader's blocking `read`.
-                let _ = stream.shutdown(Shutdown::Both);
+                // Ends a blocked read or write; the writer drops what it still holds.
+                let _ = open.socket.shutdown(Shutdown::Both);
             }
         }
     }
@@ -63,21 +80,16 @@ impl Conn {
 pub(crate) struct Net {
     conns: HashMap<ConnId, Conn>,
     tx: Sender<Msg>,
-    /// A socket write that cannot progress for this long fails (the connection is lost),
-    /// so one stalled broker cannot stall the loop: `request.timeout.ms`, past which the
-    /// session would give up on the request anyway.
-    write_timeout: Duration,
 }
 
-/// A connection whose write failed.
+/// A connection whose writer is gone (its write failed).
 pub(crate) struct WriteFailed(pub(crate) ConnId);
 
 impl Net {
-    pub(crate) fn new(tx: Sender<Msg>, write_timeout: Duration) -> Self {
+    pub(crate) fn new(tx: Sender<Msg>) -> Self {
         Self {
             conns: HashMap::new(),
             tx,
-            write_timeout: write_timeout.max(Duration::from_millis(1)),
         }
     }
 
@@ -92,10 +104,9 @@ impl Net {
         let abandoned = Arc::new(AtomicBool::new(false));
         let tx = self.tx.clone();
         let flag = Arc::clone(&abandoned);
-        let write_timeout = self.write_timeout;
         let spawned = thread::Builder::new()
             .name(format!("kacrab-conn-{}", conn.0))
-            .spawn(move || connection_thread(conn, &addr, options, write_timeout, &flag, &tx));
+            .spawn(move || connection_thread(conn, &addr, options, &flag, &tx));
         if spawned.is_ok() {
             self.conns.insert(conn, Conn::Connecting { abandoned });
         }
@@ -103,26 +114,18 @@ impl Net {
     }
 
     /// `conn`'s thread opened it. `false` if the session closed it meanwhile (the
-    /// stream is shut).
-    pub(crate) fn opened(&mut self, conn: ConnId, stream: TcpStream) -> bool {
+    /// socket is shut).
+    pub(crate) fn opened(&mut self, conn: ConnId, open: OpenConn) -> bool {
         match self.conns.remove(&conn) {
             Some(Conn::Connecting { abandoned }) => {
-                let writer = BufWriter::with_capacity(WRITE_BUFFER, stream);
-                self.conns.insert(
-                    conn,
-                    Conn::Open {
-                        writer,
-                        unflushed: false,
-                        abandoned,
-                    },
-                );
+                self.conns.insert(conn, Conn::Open { open, abandoned });
                 true
             }
             other => {
                 if let Some(c) = other {
                     self.conns.insert(conn, c);
                 }
-                let _ = stream.shutdown(Shutdown::Both);
+                let _ = open.socket.shutdown(Shutdown::Both);
                 false
             }
         }
@@ -138,15 +141,10 @@ impl Net {
         self.conns.remove(&conn).map(Conn::shut).is_some()
     }
 
-    /// Buffers `frame` on `conn` (after every earlier frame).
-    pub(crate) fn write(&mut self, conn: ConnId, frame: &[u8]) -> Result<(), WriteFailed> {
-        match self.conns.get_mut(&conn) {
-            Some(Conn::Open {
-                writer, unflushed, ..
-            }) => {
-                *unflushed = true;
-                writer.write_all(frame).map_err(|_| WriteFailed(conn))
-            }
+    /// Queues `frame` on `conn`'s writer (after every earlier frame); never blocks.
+    pub(crate) fn write(&mut self, conn: ConnId, frame: Bytes) -> Result<(), WriteFailed> {
+        match self.conns.get(&conn) {
+            Some(Conn::Open { open, .. }) => open.frames.send(frame).map_err(|_| WriteFailed(conn)),
             Some(Conn::Connecting { .. }) => {
                 debug_assert!(false, "the session wrote on {conn:?} before it was open");
                 Ok(())
@@ -156,22 +154,6 @@ impl Net {
         }
     }
 
-    /// Writes out every buffered frame; returns the connections whose write failed.
-    pub(crate) fn flush(&mut self) -> Vec<WriteFailed> {
-        let mut failed = Vec::new();
-        for (&conn, c) in &mut self.conns {
-            if let Conn::Open {
-                writer, unflushed, ..
-            } = c
-            {
-                if std::mem::take(unflushed) && writer.flush().is_err() {
-                    failed.push(WriteFailed(conn));
-                }
-            }
-        }
-        failed
-    }
-
     pub(crate) fn shut_all(&mut self) {
         for (_, c) in self.conns.drain() {
             c.shut();
@@ -179,23 +161,26 @@ impl Net {
     }
 }
 
-/// One connection: open it, hand the write half to the I/O thread, then read until the
-/// stream ends.
+/// One connection: open it, start its writer, hand the writer's queue to the I/O thread,
+/// then read until the stream ends.
 fn connection_thread(
     conn: ConnId,
     addr: &str,
     options: Option<ConnectOptions>,
-    write_timeout: Duration,
     abandoned: &AtomicBool,
     tx: &Sender<Msg>,
 ) {
+    let (frames, queue) = mpsc::channel();
     let opened = open(addr, options).and_then(|stream| {
-        stream.set_write_timeout(Some(write_timeout))?;
         let writer = stream.try_clone()?;
-        Ok((stream, writer))
+        let socket = stream.try_clone()?;
+        thread::Builder::new()
+            .name(format!("kacrab-write-{}", conn.0))
+            .spawn(move || write_loop(writer, &queue))?;
+        Ok((stream, socket))
     });
-    let (stream, writer) = match opened {
-        Ok(halves) => halves,
+    let (stream, socket) = match opened {
+        Ok(s) => s,
         Err(_) => {
             let _ = tx.send(Msg::Net(NetEvent::ConnectFailed { conn }));
             return;
@@ -207,7 +192,7 @@ fn connection_thread(
     }
     let connected = NetEvent::Connected {
         conn,
-        stream: writer,
+        open: OpenConn { frames, socket },
     };
     if tx.send(Msg::Net(connected)).is_ok() {
         read_loop(conn, stream, abandoned, tx);
@@ -267,4 +252,34 @@ fn read_loop(conn: ConnId, mut stream: TcpStream, abandoned: &AtomicBool, tx: &S
     if !abandoned.load(Ordering::Acquire) {
         let _ = tx.send(Msg::Net(NetEvent::Eof { conn }));
     }
+}
+
+/// Writes a connection's frames in order, every frame queued so far in one vectored
+/// write (no copies), until the I/O thread drops the queue or a write fails. A failed
+/// write shuts the socket: its reader then reports the connection lost, once.
+fn write_loop(mut stream: TcpStream, queue: &Receiver<Bytes>) {
+    let mut frames = Vec::with_capacity(FRAMES_PER_WRITE);
+    while let Ok(first) = queue.recv() {
+        frames.push(first);
+        frames.extend(queue.try_iter().take(FRAMES_PER_WRITE - 1));
+        if write_all(&mut stream, &frames).is_err() {
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        frames.clear();
+    }
+}
+
+fn write_all(stream: &mut TcpStream, frames: &[Bytes]) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = frames.iter().map(|f| IoSlice::new(f)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match stream.write_vectored(rest) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -100,4 +100,4 @@ fn a_send_after_a_final_connection_failure_carries_its_cause() {
 }
 
 // Link faults (issue 18): blackholes, refused dials, slow links; all acknowledged once healed.
-kacrab_testkit::fake_broker_link_tests!(support::factory);
+kacrab_testkit::fake_broker_link_tests!(support::factory; stalled_peer_spares_the_others);

@@ -77,7 +77,7 @@ fn factory(properties: &[(&str, &str)]) -> Result<Box<dyn TestProducer>, String>
 
 // The same FakeBroker scenarios as the Tokio and blocking drivers, strict variants too.
 kacrab_testkit::fake_broker_tests!(factory; out_of_order_sequence_all_acked, unknown_producer_id_all_acked);
-kacrab_testkit::fake_broker_link_tests!(factory);
+kacrab_testkit::fake_broker_link_tests!(factory; stalled_peer_spares_the_others);
 
 // Transactions, version 1 and 2: commit, abort, fencing, read_committed.
 kacrab_testkit::fake_broker_txn_tests!(factory);

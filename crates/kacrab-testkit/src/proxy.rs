@@ -137,6 +137,8 @@ struct Shared {
     open: AtomicUsize,
     max_connections: usize,
     max_listeners: usize,
+    /// `SO_RCVBUF` of every socket the proxy reads from, if capped.
+    receive_buffer: Option<usize>,
     counters: Counters,
 }
 
@@ -165,6 +167,25 @@ impl Proxy {
     /// As [`Proxy::start`], with a bound on concurrent client connections (two threads
     /// each); connections over it are closed at once.
     pub fn with_limits(upstream: &str, max_connections: usize) -> Result<Self, String> {
+        Self::build(upstream, max_connections, None)
+    }
+
+    /// As [`Proxy::start`], with the kernel receive buffer (`SO_RCVBUF`) of every socket
+    /// the proxy reads from capped at `bytes`: set on each listener before it listens (the
+    /// client's connections inherit it) and on each upstream socket before it connects.
+    /// Uncapped, loopback receive buffers grow to `net.ipv4.tcp_rmem`'s maximum (tens of
+    /// MiB), so a blackhole, which stops reading, swallows everything a producer has in
+    /// flight and never pushes back on its writes; capped, the producer's socket send
+    /// buffer fills within a request or two, as behind a real partition.
+    pub fn with_receive_buffer(upstream: &str, bytes: usize) -> Result<Self, String> {
+        Self::build(upstream, 64, Some(bytes))
+    }
+
+    fn build(
+        upstream: &str,
+        max_connections: usize,
+        receive_buffer: Option<usize>,
+    ) -> Result<Self, String> {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             rules: Mutex::default(),
@@ -176,6 +197,7 @@ impl Proxy {
             open: AtomicUsize::new(0),
             max_connections: max_connections.max(1),
             max_listeners: 32,
+            receive_buffer,
             counters: Counters::default(),
         });
         let mut bootstrap = Vec::new();
@@ -329,7 +351,7 @@ fn listener_for(shared: &Arc<Shared>, upstream: &str) -> io::Result<SocketAddr> 
     if listeners.len() >= shared.max_listeners {
         return Err(io::Error::other("too many upstream brokers"));
     }
-    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let listener = listen(shared.receive_buffer)?;
     let local = listener.local_addr()?;
     listeners.insert(upstream.to_string(), local);
     let shared2 = Arc::clone(shared);
@@ -359,7 +381,7 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
             .to_socket_addrs()
             .ok()
             .and_then(|mut a| a.next())
-            .and_then(|a| TcpStream::connect_timeout(&a, Duration::from_secs(5)).ok());
+            .and_then(|a| dial(a, shared.receive_buffer).ok());
         let Some(up) = up else {
             bump(&shared.counters.refused);
             continue;
@@ -399,6 +421,30 @@ fn accept_loop(listener: TcpListener, upstream: String, shared: Arc<Shared>) {
             bump(&shared.counters.refused);
         }
     }
+}
+
+/// A loopback listener, its receive buffer capped first if `receive_buffer` says so
+/// (accepted sockets inherit it; set before `listen` so the window scale fits it).
+fn listen(receive_buffer: Option<usize>) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    if let Some(n) = receive_buffer {
+        socket.set_recv_buffer_size(n)?;
+    }
+    socket.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())?;
+    socket.listen(128)?;
+    Ok(socket.into())
+}
+
+/// Connects to the broker at `addr`, the receive buffer capped first if asked.
+fn dial(addr: SocketAddr, receive_buffer: Option<usize>) -> io::Result<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if let Some(n) = receive_buffer {
+        socket.set_recv_buffer_size(n)?;
+    }
+    socket.connect_timeout(&addr.into(), Duration::from_secs(5))?;
+    Ok(socket.into())
 }
 
 /// A request waiting for its response.

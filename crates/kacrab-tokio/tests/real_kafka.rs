@@ -5,3 +5,6 @@
 mod support;
 
 kacrab_testkit::real_kafka_tests!(support::factory);
+
+// A 40 s blackhole in the kernel (iptables, root only) under Kafka's default timeouts.
+kacrab_testkit::real_kafka_kernel_tests!(support::factory);

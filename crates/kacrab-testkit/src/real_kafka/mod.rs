@@ -4,7 +4,8 @@
 //!
 //! * `KACRAB_KAFKA_BOOTSTRAP` (`scripts/kafka.sh start-single`): [`real_exactly_once`],
 //!   [`real_proxy_drops`], [`real_txn_read_committed`], [`real_txn_fencing`],
-//!   [`real_blackhole_within_budget`];
+//!   [`real_blackhole_within_budget`], [`real_kernel_blackhole`] (root and `iptables`
+//!   too);
 //! * `KACRAB_KAFKA_CLUSTER` (`scripts/kafka.sh start-cluster`): [`real_leader_kill`],
 //!   [`real_txn_coordinator_killed`], [`real_jepsen`], [`real_jepsen_txn`].
 //!
@@ -30,10 +31,12 @@ use crate::Factory;
 
 mod jepsen;
 mod jepsen_txn;
+mod kernel;
 mod soak;
 mod txn;
 pub use jepsen::real_jepsen;
 pub use jepsen_txn::{real_jepsen_txn, real_jepsen_txn_for};
+pub use kernel::real_kernel_blackhole;
 pub use soak::real_soak;
 pub use txn::{real_txn_coordinator_killed, real_txn_fencing, real_txn_read_committed};
 pub(crate) use txn::{txn_props, ReadCommittedTxns};

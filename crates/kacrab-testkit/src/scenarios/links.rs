@@ -5,6 +5,8 @@
 //! acknowledged (Kafka's producer retries until `delivery.timeout.ms`, KIP-91).
 
 use super::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::proxy::{Blackhole, Link, Target};
 
 /// `request.timeout.ms` in these scenarios: every blackhole outlasts it several times.
@@ -48,8 +50,16 @@ fn hold_then_heal(ctx: &Ctx, target: Target, link: Link, hold: Duration) -> Resu
         .map_err(|e| format!("spawn heal timer: {e}"))
 }
 
+/// The proxy's cap on its sockets' receive buffers: a blackhole (which stops reading)
+/// then pushes back on the producer's writes after a few tens of KiB, as a real
+/// partition does once the producer's socket send buffer is full.
+const PROXY_RECEIVE_BUFFER: usize = 16 * 1024;
+
 fn with_proxy(ctx: &Ctx) -> Result<(), String> {
-    ctx.set_proxy(Proxy::start(&ctx.cluster.bootstrap())?);
+    ctx.set_proxy(Proxy::with_receive_buffer(
+        &ctx.cluster.bootstrap(),
+        PROXY_RECEIVE_BUFFER,
+    )?);
     Ok(())
 }
 
@@ -164,6 +174,90 @@ pub fn blackhole_within_budget(factory: Factory) -> Result<Report, String> {
             if k == 2 {
                 let node = leader_of(ctx, 0)?;
                 hold_then_heal(ctx, node, Link::blackhole(Blackhole::Both), hold)?;
+            }
+            Ok(Step::Continue)
+        },
+    )
+}
+
+/// One broker stops reading (the leader of partition 0, its connections held open: the
+/// proxy's capped receive buffers and an 8 KiB `send.buffer.bytes` fill within a request)
+/// for 3 × `request.timeout.ms`, while the burst goes on (every link 30 ms slow); `delivery.timeout.ms` is its
+/// minimum, `linger.ms` + `request.timeout.ms`. The stalled leader's records may fail
+/// (possibly written); every record to a partition led by another broker must be
+/// acknowledged, and so must every record sent after the heal. A driver that writes from
+/// its one loop and blocks in the full socket stalls every connection with it: its
+/// healthy batches then outlive their delivery timeout and fail (issue 18, item 3).
+pub fn stalled_peer_spares_the_others(factory: Factory) -> Result<Report, String> {
+    const REQUEST_TIMEOUT: Duration = Duration::from_millis(2_000);
+    const CHUNK: u64 = 50;
+    let hold = 3 * REQUEST_TIMEOUT;
+    let shape = Shape {
+        value_size: 1_000,
+        records: 8_000,
+        chunk: CHUNK,
+        pause: Duration::from_millis(50),
+        all_acked: false,
+        props: vec![
+            ("request.timeout.ms", "2000"),
+            ("linger.ms", "5"),
+            ("delivery.timeout.ms", "2005"),
+            ("batch.size", "65536"),
+            ("send.buffer.bytes", "8192"),
+        ],
+        ..Shape::default()
+    };
+    let healed = Arc::new(AtomicBool::new(false));
+    let mut after_heal_noted = false;
+    run_fake(
+        "stalled_peer_spares_the_others",
+        factory,
+        shape,
+        // Every link 30 ms slow, so the healthy brokers always have requests out when
+        // the stalled one's socket fills: a loop blocked in that write cannot handle
+        // their answers before the requests' delivery timeout.
+        |ctx| {
+            with_proxy(ctx)?;
+            let slow = Link::slow(Duration::from_millis(30), None);
+            ctx.proxy().ok_or("no proxy")?.set_link(Target::All, slow)
+        },
+        move |ctx, k| {
+            if k == 10 {
+                let stalled = ctx
+                    .cluster
+                    .leader(&ctx.topic, 0)
+                    .ok_or("no leader for partition 0")?;
+                let partitions = ctx.partitions;
+                let healthy: Vec<bool> = (0..partitions)
+                    .map(|p| ctx.cluster.leader(&ctx.topic, p) != Some(stalled))
+                    .collect();
+                if !healthy.contains(&true) {
+                    return Err(format!("node {stalled} leads every partition"));
+                }
+                ctx.require_acked("partitions led by a broker that kept reading", move |i| {
+                    healthy[crate::checker::record_partition(i, partitions) as usize]
+                });
+                let proxy = ctx.proxy().ok_or("no proxy")?;
+                let target = leader_of(ctx, 0)?;
+                proxy.set_link(target.clone(), Link::blackhole(Blackhole::ToBroker))?;
+                ctx.event(1);
+                ctx.note(format!("node {stalled} stopped reading for {hold:?}"));
+                let healed = Arc::clone(&healed);
+                std::thread::Builder::new()
+                    .name("testkit-heal".into())
+                    .spawn(move || {
+                        std::thread::sleep(hold);
+                        if let Err(e) = proxy.set_link(target, Link::healthy()) {
+                            eprintln!("testkit: healing a link: {e}");
+                        }
+                        healed.store(true, Ordering::SeqCst);
+                    })
+                    .map_err(|e| format!("spawn heal timer: {e}"))?;
+            }
+            if !after_heal_noted && healed.load(Ordering::SeqCst) {
+                after_heal_noted = true;
+                let from = k * CHUNK;
+                ctx.require_acked("the partitions after the heal", move |i| i >= from);
             }
             Ok(Step::Continue)
         },

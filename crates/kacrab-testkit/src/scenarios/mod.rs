@@ -139,7 +139,12 @@ pub struct Ctx {
     events: Mutex<u64>,
     notes: Mutex<Vec<String>>,
     proxy: Mutex<Option<Arc<Proxy>>>,
+    required: Mutex<Vec<Required>>,
 }
+
+/// Records a scenario requires acknowledged though it allows others to fail: a name for
+/// the report, and which record indices.
+type Required = (String, Box<dyn Fn(u64) -> bool + Send>);
 
 impl Ctx {
     /// Puts a proxy in front of the cluster (call it from a scenario's setup): the
@@ -162,6 +167,40 @@ impl Ctx {
     /// Adds a line to the report.
     pub fn note(&self, s: impl Into<String>) {
         self.notes.lock().unwrap().push(s.into());
+    }
+    /// Requires every record whose index `which` picks to be acknowledged (for a
+    /// scenario whose [`Shape::all_acked`] is off because its fault may cost some records
+    /// but must not cost these); `what` names them in a failure.
+    pub fn require_acked(
+        &self,
+        what: impl Into<String>,
+        which: impl Fn(u64) -> bool + Send + 'static,
+    ) {
+        self.required
+            .lock()
+            .unwrap()
+            .push((what.into(), Box::new(which)));
+    }
+    /// Failures among the records a scenario required acknowledged.
+    fn unacked_required(&self, outcomes: &[crate::checker::SendResult]) -> Vec<String> {
+        let required = self.required.lock().unwrap();
+        let mut errors = Vec::new();
+        for (what, which) in required.iter() {
+            let failed: Vec<(usize, &crate::DeliveryFailure)> = outcomes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| which(*i as u64))
+                .filter_map(|(i, o)| o.as_ref().err().map(|e| (i, e)))
+                .collect();
+            if let Some((i, first)) = failed.first() {
+                errors.push(format!(
+                    "{} of the records to {what} failed (record {i} first: {})",
+                    failed.len(),
+                    first.error
+                ));
+            }
+        }
+        errors
     }
     fn faults(&self) -> u64 {
         self.fired
@@ -241,6 +280,7 @@ pub fn run_fake(
         events: Mutex::default(),
         notes: Mutex::default(),
         proxy: Mutex::default(),
+        required: Mutex::default(),
     });
     setup(&ctx).map_err(fail)?;
     let proxy = ctx.proxy();
@@ -285,6 +325,7 @@ pub fn run_fake(
         errors.push(e.clone());
     }
     errors.extend(result.problems.iter().cloned());
+    errors.extend(ctx.unacked_required(&result.outcomes));
     if let Ok(s) = &checked {
         if shape.failed_unwritten && s.failed_in_log > 0 {
             errors.push(format!(
