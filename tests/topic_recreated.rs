@@ -82,10 +82,18 @@ fn a_partition_without_a_leader_epoch_is_taken_as_given_and_the_epoch_forgotten(
     h.leaders.push((0, 2, -1));
     h.p.handle_metadata(None, &leadership(2, -1, None), now)
         .unwrap();
-    assert_eq!(send_and_ack(&mut h, "b", 1).0, NodeId(2), "no epoch: as given");
+    assert_eq!(
+        send_and_ack(&mut h, "b", 1).0,
+        NodeId(2),
+        "no epoch: as given"
+    );
     h.leaders.clear();
     h.leaders.push((0, 3, 0));
     h.p.handle_metadata(None, &leadership(3, 0, None), now)
         .unwrap();
-    assert_eq!(send_and_ack(&mut h, "c", 2).0, NodeId(3), "epoch 0 after none");
+    assert_eq!(
+        send_and_ack(&mut h, "c", 2).0,
+        NodeId(3),
+        "epoch 0 after none"
+    );
 }

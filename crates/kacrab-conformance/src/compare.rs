@@ -505,7 +505,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
             } else if java_sent_on_timed_out_connection(k, (je, jt_p), (ce, ct_p), &core_closes) {
                 (Verdict::JavaSendsOnTimedOutConnection, k)
-            } else if bump_waits_for_possibly_written(p, k, je, (&cp, &cat), &|node| {
+            } else if bump_waits_for_possibly_written(p, k, je, &cp, &cat, &|node| {
                 trace
                     .ops
                     .iter()

@@ -106,6 +106,23 @@ fn without_drain_stops(java: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Java's output with `from` replaced by `to` on every line.
+fn replaced(java: &[String], from: &str, to: &str) -> Vec<String> {
+    java.iter().map(|l| l.replace(from, to)).collect()
+}
+
+/// Asserts that the recorded trace `name` is `class`, and that `variant` of Java's
+/// output (a change the class's detector must not accept) stays unexplained.
+fn recorded_as(name: &str, class: Verdict, variant: fn(&[String]) -> Vec<String>) {
+    let (trace, java) = recorded(name);
+    assert_eq!(verdict(&trace, &java), class, "{name}");
+    assert_eq!(
+        verdict(&trace, &variant(&java)),
+        Verdict::Unexplained,
+        "{name}: variant"
+    );
+}
+
 #[test]
 fn the_core_sending_a_batch_java_held_behind_a_stopped_drain_is_that_quirk() {
     // Partition 0 has a retry queued behind its first in-flight batch, so Java's drain of
@@ -127,14 +144,10 @@ fn an_earlier_send_of_the_same_batch_explains_the_answers_others_got() {
     // After a bump Java's drain stops at a partition with a stale batch in flight, so it
     // sends partition 0's batch a step later than the core: both histories of partition 0
     // are the same, but the scripted answer reaches another batch.
-    let (trace, java) = recorded("java_drain_stop_same_history");
-    assert_eq!(
-        verdict(&trace, &java),
-        Verdict::JavaDrainStopsAtWaitingPartition
-    );
-    assert_eq!(
-        verdict(&trace, &without_drain_stops(&java)),
-        Verdict::Unexplained
+    recorded_as(
+        "java_drain_stop_same_history",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        without_drain_stops,
     );
 }
 
@@ -150,11 +163,17 @@ fn java_losing_a_request_sent_on_a_connection_closed_in_that_step_is_that_quirk(
         Verdict::JavaSendsOnTimedOutConnection
     );
     // Closed a step later than it was sent, it would be another story.
-    let later: Vec<String> = java
-        .iter()
-        .map(|l| l.replace(r#""why":"timeout","s":65"#, r#""why":"timeout","s":66"#))
-        .collect();
-    assert_eq!(verdict(&trace, &later), Verdict::Unexplained);
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""why":"timeout","s":65"#,
+                r#""why":"timeout","s":66"#
+            )
+        ),
+        Verdict::Unexplained
+    );
 }
 
 #[test]
@@ -168,11 +187,10 @@ fn another_partitions_new_batch_under_the_old_epoch_while_the_bump_waits_is_depa
         Verdict::BumpWaitsForPossiblyWrittenBatches
     );
     // An identity the core never moves to is not that departure.
-    let elsewhere: Vec<String> = java
-        .iter()
-        .map(|l| l.replace("0:1000:1:0:1", "0:1000:7:0:1"))
-        .collect();
-    assert_eq!(verdict(&trace, &elsewhere), Verdict::Unexplained);
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "0:1000:1:0:1", "0:1000:7:0:1")),
+        Verdict::Unexplained
+    );
 }
 
 #[test]
@@ -191,11 +209,10 @@ fn the_bump_waits_while_java_retries_old_stamps_before_its_new_identity() {
         verdict(&trace, &java),
         Verdict::BumpWaitsForPossiblyWrittenBatches
     );
-    let elsewhere: Vec<String> = java
-        .iter()
-        .map(|l| l.replace("1:1000:1:0:1", "1:1000:7:0:1"))
-        .collect();
-    assert_eq!(verdict(&trace, &elsewhere), Verdict::Unexplained);
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "1:1000:1:0:1", "1:1000:7:0:1")),
+        Verdict::Unexplained
+    );
 }
 
 #[test]
@@ -210,11 +227,10 @@ fn the_trace_may_end_while_the_bump_still_waits() {
         Verdict::BumpWaitsForPossiblyWrittenBatches
     );
     // Java's new batch must carry at least the records the core stamped meanwhile.
-    let fewer: Vec<String> = java
-        .iter()
-        .map(|l| l.replace("0:1000:1:0:2", "0:1000:1:0:0"))
-        .collect();
-    assert_eq!(verdict(&trace, &fewer), Verdict::Unexplained);
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "0:1000:1:0:2", "0:1000:1:0:0")),
+        Verdict::Unexplained
+    );
 }
 
 #[test]
@@ -222,14 +238,10 @@ fn the_core_resending_a_retry_in_the_step_java_stopped_its_drain_is_that_quirk()
     // Partition 1's batch moved to node 0 while its attempt on node 1 timed out; the core
     // closes node 1 and resends the batch to node 0 in that step, where Java's drain of
     // node 0 stopped at partition 0 and sends it a step later.
-    let (trace, java) = recorded("java_drain_stop_core_retries_first");
-    assert_eq!(
-        verdict(&trace, &java),
-        Verdict::JavaDrainStopsAtWaitingPartition
-    );
-    assert_eq!(
-        verdict(&trace, &without_drain_stops(&java)),
-        Verdict::Unexplained
+    recorded_as(
+        "java_drain_stop_core_retries_first",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        without_drain_stops,
     );
 }
 
@@ -238,14 +250,10 @@ fn java_retries_older_batches_before_the_new_one_its_drain_left() {
     // Java's drain of node 0 stops at partition 2 (a retry behind its first in-flight
     // batch) and leaves partition 0's new sequence 2; after the disconnect Java first
     // retries sequence 1, then sends 2. The core sends 2 in the step Java stopped.
-    let (trace, java) = recorded("java_drain_stop_java_retries_first");
-    assert_eq!(
-        verdict(&trace, &java),
-        Verdict::JavaDrainStopsAtWaitingPartition
-    );
-    assert_eq!(
-        verdict(&trace, &without_drain_stops(&java)),
-        Verdict::Unexplained
+    recorded_as(
+        "java_drain_stop_java_retries_first",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        without_drain_stops,
     );
 }
 
@@ -262,11 +270,17 @@ fn a_possibly_written_batch_answered_out_of_order_fails_where_java_renumbers_it(
     assert!(core.contains(&r#"{"ev":"outcome","rec":0,"result":"err:45"}"#.to_string()));
     assert_eq!(verdict(&trace, &java), Verdict::NoRenumberOfPossiblyWritten);
     // Had Java failed the record too, the differences would need another explanation.
-    let failed: Vec<String> = java
-        .iter()
-        .map(|l| l.replace(r#""rec":0,"result":"ok:0""#, r#""rec":0,"result":"err:45""#))
-        .collect();
-    assert_eq!(verdict(&trace, &failed), Verdict::Unexplained);
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""rec":0,"result":"ok:0""#,
+                r#""rec":0,"result":"err:45""#
+            )
+        ),
+        Verdict::Unexplained
+    );
 }
 
 #[test]
@@ -297,13 +311,9 @@ fn java_sends_the_batch_its_drain_left_to_the_partitions_new_leader() {
     // Java's drain of node 0 stops at partition 0 and leaves partition 3's first batch,
     // which the core sends to node 0 in that step; leadership then moves, and Java sends
     // the same stamp to node 1 a step later.
-    let (trace, java) = recorded("java_drain_stop_leader_moved");
-    assert_eq!(
-        verdict(&trace, &java),
-        Verdict::JavaDrainStopsAtWaitingPartition
-    );
-    assert_eq!(
-        verdict(&trace, &without_drain_stops(&java)),
-        Verdict::Unexplained
+    recorded_as(
+        "java_drain_stop_leader_moved",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        without_drain_stops,
     );
 }

@@ -206,10 +206,8 @@ pub(super) fn bump_waits_for_possibly_written(
     p: i32,
     k: usize,
     je: &[PartitionEvent],
-    (core, core_at): (
-        &BTreeMap<i32, Vec<PartitionEvent>>,
-        &BTreeMap<i32, Vec<usize>>,
-    ),
+    core: &BTreeMap<i32, Vec<PartitionEvent>>,
+    core_at: &BTreeMap<i32, Vec<usize>>,
     led_by: &dyn Fn(i32) -> bool,
 ) -> bool {
     let empty = Vec::new();

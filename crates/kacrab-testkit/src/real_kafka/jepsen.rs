@@ -11,12 +11,13 @@ use crate::checker::{check, Expect};
 use crate::cluster::ApiKey;
 use crate::nemesis::{seed_from_env, Controller, Plan, Schedule};
 use crate::proxy::{Proxy, ProxyAction};
-use crate::scenarios::{build, proxy_line, set_prop, Report};
+use crate::scenarios::{build, proxy_line, Report};
 use crate::trigger::{Fired, Trigger};
 use crate::Factory;
 
 use super::{
-    consume_isolated, create_topic, env_or_skip, fresh_topic, leaders, real_props, script, skipped,
+    consume_isolated, create_topic, env_or_skip, fresh_topic, leaders, real_props, script,
+    set_timeouts, skipped,
 };
 
 pub(super) fn env_u64(var: &str, default: u64) -> u64 {
@@ -79,16 +80,7 @@ pub fn real_jepsen(factory: Factory) -> Result<Report, String> {
     let proxy = Arc::new(Proxy::with_limits(&bootstrap, 256).map_err(fail)?);
 
     let mut props = real_props(&proxy.bootstrap(), NAME);
-    set_prop(
-        &mut props,
-        "request.timeout.ms",
-        &REQUEST_TIMEOUT.as_millis().to_string(),
-    );
-    set_prop(
-        &mut props,
-        "delivery.timeout.ms",
-        &DELIVERY_TIMEOUT.as_millis().to_string(),
-    );
+    set_timeouts(&mut props, REQUEST_TIMEOUT, DELIVERY_TIMEOUT);
     let producer = build(factory, &props).map_err(fail)?;
     // The producer has learned the brokers through the proxy once it has sent a chunk:
     // the controller starts after the first one (node ids come from Metadata).

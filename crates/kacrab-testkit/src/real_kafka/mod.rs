@@ -551,6 +551,24 @@ pub fn real_blackhole_within_budget(factory: Factory) -> Result<Report, String> 
     Ok(report)
 }
 
+/// Sets `request.timeout.ms` and `delivery.timeout.ms` in `props`.
+pub(crate) fn set_timeouts(
+    props: &mut Vec<(String, String)>,
+    request: std::time::Duration,
+    delivery: std::time::Duration,
+) {
+    crate::scenarios::set_prop(
+        props,
+        "request.timeout.ms",
+        &request.as_millis().to_string(),
+    );
+    crate::scenarios::set_prop(
+        props,
+        "delivery.timeout.ms",
+        &delivery.as_millis().to_string(),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::txn::{java_hash_code, txn_state_partition};

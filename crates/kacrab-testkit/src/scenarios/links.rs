@@ -34,6 +34,17 @@ fn link_shape() -> Shape {
 /// Sets `link` on `target` now and heals that target after `hold` on a timer thread
 /// (so the heal does not wait for the burst's hooks).
 fn hold_then_heal(ctx: &Ctx, target: Target, link: Link, hold: Duration) -> Result<(), String> {
+    hold_then_heal_and(ctx, target, link, hold, || {})
+}
+
+/// [`hold_then_heal`], then `healed` on the timer thread once the link is healthy.
+fn hold_then_heal_and(
+    ctx: &Ctx,
+    target: Target,
+    link: Link,
+    hold: Duration,
+    healed: impl FnOnce() + Send + 'static,
+) -> Result<(), String> {
     let proxy = ctx.proxy().ok_or("no proxy")?;
     proxy.set_link(target.clone(), link)?;
     ctx.event(1);
@@ -45,6 +56,7 @@ fn hold_then_heal(ctx: &Ctx, target: Target, link: Link, hold: Duration) -> Resu
             if let Err(e) = proxy.set_link(target, Link::healthy()) {
                 eprintln!("testkit: healing a link: {e}");
             }
+            healed();
         })
         .map(|_| ())
         .map_err(|e| format!("spawn heal timer: {e}"))
@@ -237,22 +249,18 @@ pub fn stalled_peer_spares_the_others(factory: Factory) -> Result<Report, String
                 ctx.require_acked("partitions led by a broker that kept reading", move |i| {
                     healthy[crate::checker::record_partition(i, partitions) as usize]
                 });
-                let proxy = ctx.proxy().ok_or("no proxy")?;
                 let target = leader_of(ctx, 0)?;
-                proxy.set_link(target.clone(), Link::blackhole(Blackhole::ToBroker))?;
-                ctx.event(1);
-                ctx.note(format!("node {stalled} stopped reading for {hold:?}"));
+                ctx.note(format!("node {stalled} stops reading"));
                 let healed = Arc::clone(&healed);
-                std::thread::Builder::new()
-                    .name("testkit-heal".into())
-                    .spawn(move || {
-                        std::thread::sleep(hold);
-                        if let Err(e) = proxy.set_link(target, Link::healthy()) {
-                            eprintln!("testkit: healing a link: {e}");
-                        }
+                hold_then_heal_and(
+                    ctx,
+                    target,
+                    Link::blackhole(Blackhole::ToBroker),
+                    hold,
+                    move || {
                         healed.store(true, Ordering::SeqCst);
-                    })
-                    .map_err(|e| format!("spawn heal timer: {e}"))?;
+                    },
+                )?;
             }
             if !after_heal_noted && healed.load(Ordering::SeqCst) {
                 after_heal_noted = true;

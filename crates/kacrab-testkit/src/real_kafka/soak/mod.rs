@@ -20,12 +20,13 @@ use std::time::{Duration, Instant};
 use crate::checker::{check, record_key, record_partition, record_value, Expect, SendResult};
 use crate::nemesis::{seed_from_env, Controller};
 use crate::proxy::Proxy;
-use crate::scenarios::{build, proxy_line, set_prop, Report};
+use crate::scenarios::{build, proxy_line, Report};
 use crate::soak_stats::{flatness, quantile, MinuteRow, ProcessSample};
 use crate::{Delivery, DeliveryReport, Factory, LogRecord, TestProducer};
 
 use super::{
-    create_topic, env_or_skip, fresh_topic, kafka_sh, parse_consumed, real_props, script, skipped,
+    create_topic, env_or_skip, fresh_topic, kafka_sh, parse_consumed, real_props, script,
+    set_timeouts, skipped,
 };
 
 mod schedule;
@@ -129,16 +130,7 @@ pub fn real_soak(factory: Factory) -> Result<Report, String> {
     script(&["wait-leaders", &bootstrap, &topic, "--timeout", "60"]).map_err(fail)?;
     let proxy = Arc::new(Proxy::with_limits(&bootstrap, 256).map_err(fail)?);
     let mut props = real_props(&proxy.bootstrap(), NAME);
-    set_prop(
-        &mut props,
-        "request.timeout.ms",
-        &REQUEST_TIMEOUT.as_millis().to_string(),
-    );
-    set_prop(
-        &mut props,
-        "delivery.timeout.ms",
-        &DELIVERY_TIMEOUT.as_millis().to_string(),
-    );
+    set_timeouts(&mut props, REQUEST_TIMEOUT, DELIVERY_TIMEOUT);
     let before = ProcessSample::now();
     let producer = build(factory, &props).map_err(fail)?;
     let files = OutcomeFiles::new(&topic)?;
