@@ -99,6 +99,9 @@ impl Producer {
         }
         let count = record::check_handed(&batch).map_err(SendError::InvalidBatch)?;
         let size = batch.len();
+        // Its largest record, as `send` counts one for `record-size-max` (0 when
+        // compressed: not measured).
+        let largest = record::largest_record(&batch).unwrap_or(0);
         if size > self.config.max_request_size() {
             return Err(SendError::RecordTooLarge {
                 size,
@@ -136,7 +139,7 @@ impl Producer {
             uncompressed_records_len: size - RECORD_BATCH_OVERHEAD,
             data: BatchData::new(batch),
             charged: size,
-            max_record_size: size,
+            max_record_size: largest,
             created: self.now,
             retry: Retry::new(),
             last_leader_epoch: None,

@@ -40,7 +40,7 @@ use crate::types::{ProducerEpoch, ProducerId, ProducerIdAndEpoch, Sequence};
 
 mod check;
 mod split;
-pub(crate) use check::check_handed;
+pub(crate) use check::{check_handed, largest_record};
 pub use split::{decode_records, decode_records_with, split, split_with};
 pub(crate) use split::{split_pieces, SplitPiece};
 

@@ -200,3 +200,32 @@ fn without_idempotence_a_handed_batch_goes_out_as_no_producers_with_its_crc_writ
     h.respond(r.id, &[(0, KafkaError::None, 3)]);
     assert_eq!(h.delivered(handed.first()), Some(Some(3)));
 }
+
+#[test]
+fn a_handed_batch_reports_its_largest_record_not_its_whole_size() {
+    // `record-size-max` counts records as `send` does (its length prefix included),
+    // not the handed batch's whole size.
+    let mut h = Harness::new(config().build().unwrap());
+    h.p.enable_metric_samples();
+    h.warm(0);
+    let long = "x".repeat(300);
+    h.p.send_batch(&tp(0), batch(&["a", &long, "b"]), h.now)
+        .expect("accepted");
+    h.pump();
+    let mut largest = None;
+    while let Some(sample) = h.p.poll_metric_sample() {
+        if let MetricSample::BatchDrained {
+            records: 3,
+            max_record_size,
+            bytes,
+            ..
+        } = sample
+        {
+            assert!(bytes > 300 + 61, "the whole batch: {bytes}");
+            largest = Some(max_record_size);
+        }
+    }
+    // The 300-byte value, its varint length (2 bytes) and the record's fixed fields.
+    let largest = largest.expect("the handed batch was drained");
+    assert!((300..320).contains(&largest), "{largest}");
+}
