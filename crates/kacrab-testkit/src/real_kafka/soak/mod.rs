@@ -86,7 +86,7 @@ struct Finished {
 /// 120 s) bootstrapped through the lying proxy is offered a constant
 /// `KACRAB_SOAK_RATE` records a second (default 5,000) of `KACRAB_SOAK_VALUE_BYTES`
 /// (default 100), round-robin over the partitions, for `KACRAB_SOAK_MINUTES` (default
-/// 30), while the nemesis plays a mild schedule ([`draw_mild`]) drawn from
+/// 30), while the nemesis plays a mild schedule (`draw_mild`) drawn from
 /// `KACRAB_JEPSEN_SEED` (printed; `KACRAB_SOAK_PROCESS_FAULTS=0` leaves out its pauses
 /// and kills, for a second soak on a cluster another one is pausing). Each minute prints a [`MinuteRow`]. Then the faults
 /// heal, the producer flushes and closes, the rows are judged by
