@@ -185,6 +185,7 @@ impl Producer {
         self.land(id);
         match r.error.class() {
             ErrorClass::Success => {
+                self.settle_probe(id);
                 self.record_ack(id, r.base_offset);
                 self.report(id, Outcome::acked(r));
             }
@@ -226,6 +227,7 @@ impl Producer {
                     && !self.can_retry(id, r.error, r.log_start_offset)
                 {
                     // DUPLICATE_SEQUENCE_NUMBER: already written; success without offset.
+                    self.settle_probe(id);
                     self.record_ack(id, -1);
                     self.report(id, Ok(None));
                     return;
@@ -250,6 +252,18 @@ impl Producer {
             self.reenqueue(id, next, error);
             return;
         }
+        self.fail_answered(id, error, answer);
+    }
+
+    /// Fails batch `id` for `error`, which an answer refused it with (or which stands
+    /// for its lost answer) and which `can_retry` did not retry; the first in flight
+    /// of a probe that found nothing higher in the log.
+    pub(crate) fn fail_answered(
+        &mut self,
+        id: BatchId,
+        error: KafkaError,
+        answer: Option<&PartitionResponse>,
+    ) {
         let b = self.batches.get(id).expect("live");
         let p = b.partition;
         let tp = self.acc[p].tp.clone();
@@ -324,6 +338,11 @@ impl Producer {
             }
             KafkaError::OutOfOrderSequenceNumber => {
                 let Some(base) = base else { return true };
+                if part.probe == Some(id) {
+                    // The log ends below the probe's target (`crate::probe`).
+                    self.probe_refused(p, id);
+                    return true;
+                }
                 if part.unresolved.is_none() && (reopened || !part.is_next_sequence(base)) {
                     // Not the next batch: an earlier one failed or is being retried.
                     return true;
@@ -331,9 +350,11 @@ impl Producer {
                 if fate == StampFate::Unknown {
                     // The next batch, refused although an earlier attempt under this
                     // stamp may be in the log (see `complete_batch`): no retry under the
-                    // stamp can succeed, and renumbering it could write it twice. It
-                    // fails as possibly written; the bump follows (`fail_batch`).
-                    return false;
+                    // stamp can succeed, and renumbering it could write it twice. A
+                    // later batch in the log would prove it there (`crate::probe`);
+                    // without one it fails as possibly written, and the bump follows
+                    // (`fail_batch`).
+                    return self.start_probe(p);
                 }
                 if part.unresolved.is_none_or(|u| u == base) {
                     self.request_bump(p);

@@ -118,8 +118,11 @@ impl Producer {
         if muted {
             return None;
         }
-        match part.queue.front() {
-            Some(&head) => {
+        if part.probe.is_some() && part.next_queued().is_none() {
+            return None;
+        }
+        match part.next_queued() {
+            Some(head) => {
                 let b = self.batches.get(head)?;
                 let backing_off =
                     b.retry.waits_at(self.now) && b.last_leader_epoch == Some(part.leader_epoch);
@@ -152,6 +155,20 @@ impl Producer {
         };
         if !self.node_has_capacity(node) {
             return Head::NotReady;
+        }
+        if part.probe.is_some() {
+            // A probe runs: its target goes alone, unchanged (`crate::probe`).
+            let Some(target) = part.next_queued() else {
+                return Head::NotReady;
+            };
+            let Some(b) = self.batches.get(target) else {
+                return Head::NotReady;
+            };
+            let leader_moved = b.last_leader_epoch != Some(part.leader_epoch);
+            if !part.on_wire.is_empty() || (b.retry.waits_at(self.now) && !leader_moved) {
+                return Head::NotReady;
+            }
+            return Head::Ready(node);
         }
         let idempotent = self.is_idempotent();
         let max_in_flight = self.config.max_in_flight_requests_per_connection() as usize;
@@ -328,8 +345,8 @@ impl Producer {
 
     fn head_size(&self, p: u32) -> usize {
         let part = &self.acc[p];
-        match part.queue.front() {
-            Some(&id) => self.batches.get(id).map_or(0, |b| b.data.len()),
+        match part.next_queued() {
+            Some(id) => self.batches.get(id).map_or(0, |b| b.data.len()),
             None => part.open.as_ref().map_or(0, |o| o.builder.size_in_bytes()),
         }
     }
@@ -339,7 +356,7 @@ impl Producer {
         if self.acc[p].queue.is_empty() {
             self.close_open(p);
         }
-        let id = self.acc[p].queue.pop_front().expect("head exists");
+        let id = self.acc[p].take_next_queued().expect("head exists");
         let idempotent = self.is_idempotent();
         let global = self.identity.id();
         let transactional = self.config.is_transactional();

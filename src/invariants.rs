@@ -185,6 +185,32 @@ impl Producer {
                 "{}: unresolved list out of sync",
                 part.tp
             );
+            // A probe's target: in flight behind the first, under the first's identity;
+            // no bump waits to renumber the partition meanwhile.
+            if let Some(target) = part.probe {
+                let identity = |b: Option<&BatchId>| {
+                    b.and_then(|&b| self.batches.get(b))
+                        .and_then(|b| b.stamp)
+                        .map(|s| s.id)
+                };
+                assert!(
+                    part.inflight.iter().skip(1).any(|&b| b == target),
+                    "{}: probe target not in flight behind the first",
+                    part.tp
+                );
+                assert_eq!(
+                    identity(Some(&target)),
+                    identity(part.inflight.front()),
+                    "{}: probe across identities",
+                    part.tp
+                );
+                assert!(
+                    !self.bump.awaiting(p),
+                    "{}: probe while a bump waits",
+                    part.tp
+                );
+                assert!(self.txn.is_none(), "{}: transactional probe", part.tp);
+            }
         }
         assert_eq!(
             records_unreported,

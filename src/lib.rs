@@ -142,6 +142,7 @@ pub mod io;
 pub mod metrics;
 mod outcome;
 mod partition;
+mod probe;
 mod producer;
 pub mod record;
 mod requests;

@@ -67,6 +67,10 @@ pub struct Stats {
     /// Times the epoch changed under the same producer id (KIP-360 bumps, transaction
     /// version 2's bump at every end of transaction, KIP-588 bumps) (kacrab's own).
     pub epoch_changes: u64,
+    /// Times a partition's next batch was refused OUT_OF_ORDER while possibly written
+    /// and a later batch was resent alone to learn how far the log got (kacrab's own;
+    /// see the crate documentation on sequencing).
+    pub probes: u64,
 }
 
 /// One event a windowed metric records, in the order they happened. See the module

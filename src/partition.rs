@@ -84,6 +84,11 @@ pub(crate) struct PartitionState {
     pub(crate) window: VecDeque<BatchId>,
     /// Batches of this partition in outstanding requests, in send order.
     pub(crate) on_wire: VecDeque<BatchId>,
+    /// While the leader answered OUT_OF_ORDER to the next batch although an attempt of
+    /// it may be in the log: the one batch resent instead of it, to learn how far the
+    /// log got (see `crate::probe`). Invariant: in `inflight`, behind its front, under
+    /// the front's identity; the partition sends nothing else meanwhile.
+    pub(crate) probe: Option<BatchId>,
 }
 
 impl PartitionState {
@@ -104,7 +109,24 @@ impl PartitionState {
             window: VecDeque::new(),
             unresolved: None,
             on_wire: VecDeque::new(),
+            probe: None,
         }
+    }
+
+    /// The batch the partition sends next, if it is queued: the probe's target while a
+    /// probe runs (none while that is on the wire), else the queue's head.
+    pub(crate) fn next_queued(&self) -> Option<BatchId> {
+        match self.probe {
+            Some(target) => self.queue.contains(&target).then_some(target),
+            None => self.queue.front().copied(),
+        }
+    }
+
+    /// Takes [`PartitionState::next_queued`] off the queue.
+    pub(crate) fn take_next_queued(&mut self) -> Option<BatchId> {
+        let id = self.next_queued()?;
+        let at = self.queue.iter().position(|&q| q == id)?;
+        self.queue.remove(at)
     }
 
     /// Whether anything is queued or open.
@@ -167,6 +189,11 @@ impl PartitionState {
             self.inflight.remove(pos);
         }
         self.trim_window();
+        // A probe ends with its target, or once that is the first batch in flight (its
+        // ordinary resend is then the same question).
+        if self.probe == Some(id) || self.probe.as_ref() == self.inflight.front() {
+            self.probe = None;
+        }
     }
 
     /// Drops finished batches from the front of `window`.

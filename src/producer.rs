@@ -412,6 +412,7 @@ impl Producer {
         let part = &self.acc[p];
         let delivery = self.config.delivery_timeout();
         let head = part.queue.front().and_then(|&head| self.batches.get(head));
+        let next = part.next_queued().and_then(|next| self.batches.get(next));
         let oldest_live_on_wire = part
             .on_wire
             .iter()
@@ -431,7 +432,7 @@ impl Producer {
                 .as_ref()
                 .filter(|_| part.queue.is_empty())
                 .map(|o| o.created + self.config.linger()),
-            backoff: head.and_then(|b| b.retry.not_before()),
+            backoff: next.and_then(|b| b.retry.not_before()),
         }
     }
 
@@ -746,6 +747,7 @@ impl Producer {
             part.inflight.clear();
             part.window.clear();
             part.unresolved = None;
+            part.probe = None;
             let wired: Vec<BatchId> = part.on_wire.iter().copied().collect();
             for id in queued.into_iter().chain(wired) {
                 if self.batches.get(id).is_some_and(|b| !b.done) {

@@ -64,6 +64,9 @@ impl BumpState {
 impl Producer {
     /// Asks for an epoch bump that rewrites partition `p`'s in-flight sequences.
     pub(crate) fn request_bump(&mut self, p: u32) {
+        // A bump renumbers the partition: a probe's question (how far did the log get
+        // under the old numbering) no longer matters, or its premise failed.
+        self.acc[p].probe = None;
         if !self.bump.awaiting(p) {
             self.bump.rewrite.push(p);
         }

@@ -401,10 +401,11 @@ fn mismatched_transactional_answer_leaves_the_request_outstanding() {
 /// `UnifiedLog.rebuildProducerState`), so the retry of sequence 1 is answered
 /// OUT_OF_ORDER although it is in the log (`ProducerAppendInfo.checkSequence`). The
 /// core used to take that answer as proof of absence and renumber the batch under a
-/// bumped epoch: a duplicate. It now fails it as possibly written, acknowledges the
-/// retry of sequence 2 as the duplicate the broker recognises, and only then bumps.
+/// bumped epoch: a duplicate. It never renumbers it: the batch stays under its stamp
+/// until the broker settles it (here the duplicate's ack of sequence 2 proves it
+/// written; `tests/leader_forgot_batches.rs` has the cases where nothing does).
 #[test]
-fn out_of_order_for_a_possibly_written_batch_fails_it_possibly_written_never_renumbers_it() {
+fn out_of_order_for_a_possibly_written_batch_never_renumbers_it() {
     let mut h = Harness::new(config().build().unwrap());
     h.warm(0);
     let first = h.send(0, "first");
@@ -424,25 +425,19 @@ fn out_of_order_for_a_possibly_written_batch_fails_it_possibly_written_never_ren
     assert_eq!((w.epoch, w.base_sequence), (0, 1), "resent unchanged first");
     h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     h.advance(100);
-    assert_eq!(possibly_written(&h, first), Some(true), "{:?}", h.events);
-    // Nothing renumbered the first batch: no request carries sequence 1 again, and the
-    // second is resent under its own stamp until the broker settles it.
+    // Nothing renumbered the first batch: no request carries it under a new epoch.
     while let Some(r) = h.outstanding.front().cloned() {
         let w = &wire(&r)[0];
-        assert_ne!(
-            (w.epoch, w.base_sequence),
-            (1, 0),
-            "the failed batch was renumbered"
-        );
-        if (w.epoch, w.base_sequence) == (0, 2) {
+        assert_eq!(w.epoch, 0, "a batch was renumbered: {w:?}");
+        if w.base_sequence == 2 {
             h.respond(r.id, &[(0, KafkaError::DuplicateSequenceNumber, -1)]);
         } else {
             h.respond(r.id, &[(0, KafkaError::None, 10)]);
         }
     }
     assert_eq!(h.outcomes(first), 1);
+    assert_eq!(h.delivered(first), Some(None), "{:?}", h.events);
     assert_eq!(h.delivered(second), Some(None), "{:?}", h.events);
-    // The bump comes once nothing possibly written is left on the partition.
     let later = h.send(0, "later");
     h.advance(100);
     let r = h
@@ -451,7 +446,7 @@ fn out_of_order_for_a_possibly_written_batch_fails_it_possibly_written_never_ren
         .expect("the later record sent")
         .clone();
     let w = &wire(&r)[0];
-    assert_eq!((w.epoch, w.base_sequence), (1, 0), "{w:?}");
+    assert_eq!((w.epoch, w.base_sequence), (0, 3), "{w:?}");
     h.respond(r.id, &[(0, KafkaError::None, 11)]);
     assert_eq!(h.delivered(later), Some(Some(11)));
 }

@@ -260,3 +260,59 @@ fn a_follower_expires_a_producer_by_the_batch_timestamp_like_its_leader() {
     assert_eq!(entry(&follower).last_timestamp_ms(), 1_000);
     assert_eq!(follower.expire_producers(1_000 + EXP, EXP), [PID]);
 }
+
+/// A leader that reloaded its producer state from a snapshot deduplicates only the
+/// producer's newest batch (`ProducerStateManager.writeSnapshot`), so the retry of an
+/// older batch that is in the log is answered OUT_OF_ORDER_SEQUENCE_NUMBER. Under one
+/// (producer id, epoch) the leader appends only the next sequence, so the newest batch
+/// in the log proves every earlier one there: resent alone, it is the duplicate the
+/// leader recognises, and the whole window is acknowledged. The core failed the window
+/// as possibly written (34 records on a real cluster after a SIGSTOP, all of them in
+/// the log); it now probes from the highest batch down (`src/probe.rs`).
+#[test]
+fn a_leader_that_forgot_older_batches_acknowledges_them_all() {
+    use kacrab_idempotence::NodeId;
+    use kacrab_sim::{Outcome, Script};
+    let mut sim = SimConfig::new(3);
+    sim.brokers = 1;
+    sim.partitions = 1;
+    sim.snapshot_restore = true;
+    let mut producer = SimConfig::producer_config(3);
+    producer.linger(Duration::ZERO);
+    sim.producer = producer.build().expect("valid");
+    let mut c = Cluster::new(sim);
+    let warm = c.send(0).expect("sent");
+    assert!(c.run_until_idle(MAX));
+    // Three batches, each appended while its answer is held back.
+    let mut window = Vec::new();
+    for _ in 0..3 {
+        c.script(Script::DelayResponse {
+            partition: 0,
+            by: Duration::from_secs(3_600),
+        });
+        window.push(c.send(0).expect("sent"));
+        let appended = c.stats().appended_batches + 1;
+        assert!(c.run_until(MAX, |c| c.stats().appended_batches == appended));
+    }
+    // A clean restart: the snapshot at the log end keeps only the newest batch.
+    c.crash(NodeId(1));
+    c.restart(NodeId(1));
+    assert!(c.run_until_idle(MAX));
+    c.final_check();
+    assert_eq!(
+        c.checker().violation_count(),
+        0,
+        "{:#?}",
+        c.checker().violations()
+    );
+    assert!(c.stats().out_of_order_answers >= 1, "the leader forgot");
+    for id in std::iter::once(warm).chain(window) {
+        assert_eq!(
+            c.checker().record(id).expect("sent").outcome,
+            Outcome::Delivered,
+            "{id:?}"
+        );
+    }
+    assert_eq!(c.producer().stats().probes, 1);
+    assert_eq!(c.producer().stats().epoch_bumps, 0);
+}
