@@ -101,11 +101,13 @@ impl DeliveryFailure {
 
 impl std::fmt::Display for DeliveryFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} (possibly written: {})",
-            self.error, self.possibly_written
-        )
+        // The session's errors already say it; other adapters' may not.
+        let flag = format!("(possibly written: {})", self.possibly_written);
+        if self.error.ends_with(&flag) {
+            f.write_str(&self.error)
+        } else {
+            write!(f, "{} {flag}", self.error)
+        }
     }
 }
 
