@@ -196,7 +196,10 @@ impl Driver {
             if self.session.is_finished() {
                 // Stop taking commands before the closes are answered, so that a
                 // handle sees `is_closed` once its close resolved; the session answers
-                // the commands already queued (sends fail with `Closed`).
+                // the commands already queued (sends fail with `Closed`). The gate
+                // learns the final failure first: a handle whose record fails below may
+                // send again before this task is dropped, and is refused with it.
+                self.gate.stop(self.session.connection_failure().cloned());
                 commands.close();
                 while let Ok(cmd) = commands.try_recv() {
                     self.apply(Wake::Command(cmd), now);
