@@ -81,11 +81,16 @@ pub enum Output {
         frame: Bytes,
         /// For a Produce request, the core's enqueue ticket
         /// ([`ProduceRequest::ticket`](kacrab_idempotence::ProduceRequest::ticket)); `None`
-        /// for every other request. A driver writing from one loop ignores it; one that
-        /// writes each connection from its own task passes the frame to the socket only
-        /// when [`TicketSequencer::may_enqueue`](kacrab_idempotence::ticket::TicketSequencer::may_enqueue)
+        /// for every other request. A driver writing from one loop ignores it, and so
+        /// does one that hands each frame, from one loop and in this order, to a queue
+        /// its connection's task or thread writes (the Tokio and blocking drivers): the
+        /// hand-over is the enqueue point, as Java's `Selector` send is. A driver whose
+        /// tasks enqueue concurrently passes the frame on only when
+        /// [`TicketSequencer::may_enqueue`](kacrab_idempotence::ticket::TicketSequencer::may_enqueue)
         /// allows, so that a later Produce never overtakes an earlier one across
-        /// connections.
+        /// connections; note that a Produce the session queued behind its connection's
+        /// negotiation is transmitted after later tickets, so such a driver holds every
+        /// later Produce back until that negotiation ends.
         ticket: Option<Ticket>,
     },
     /// The Produce request holding `ticket` will never be transmitted (its leader has no

@@ -214,8 +214,7 @@ macro_rules! fake_broker_tests {
 /// Writes one `#[test]` per FakeBroker link-fault scenario (blackholes, refused dials,
 /// slow links; every record must be acknowledged once the link heals) for `$factory`,
 /// plus one per extra scenario named after a `;` (e.g.
-/// `fake_broker_link_tests!(factory; stalled_peer_spares_the_others)`, which the Tokio
-/// driver does not pass yet: see its `fake_broker` tests).
+/// `fake_broker_link_tests!(factory; stalled_peer_spares_the_others)`).
 #[macro_export]
 macro_rules! fake_broker_link_tests {
     ($factory:expr; $($extra:ident),+ $(,)?) => {

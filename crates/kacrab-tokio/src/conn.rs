@@ -7,12 +7,9 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kacrab_driver::{ConnId, ConnectOptions};
-use kacrab_idempotence::ticket::Ticket;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
-
-use crate::sequencer::SharedSequencer;
 
 /// A byte stream to a broker: what a [`Connector`] opens.
 pub trait BrokerStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
@@ -51,13 +48,6 @@ pub(crate) enum Transport {
     Custom(Arc<dyn Connector>),
 }
 
-/// A frame for a connection task, with the Produce ticket it holds.
-#[derive(Debug)]
-pub(crate) struct OutFrame {
-    pub(crate) frame: Bytes,
-    pub(crate) ticket: Option<Ticket>,
-}
-
 /// What a connection task tells the driver task.
 #[derive(Debug)]
 pub(crate) enum ConnEvent {
@@ -70,9 +60,12 @@ pub(crate) enum ConnEvent {
 /// The driver task's side of one connection task.
 #[derive(Debug)]
 pub(crate) struct ConnHandle {
-    pub(crate) frames: mpsc::UnboundedSender<OutFrame>,
-    /// Dropped or fired: close the socket now, even mid-write or while a frame waits for
-    /// its ticket's turn, and drop the frames not yet written.
+    /// The connection's write queue, fed in the session's order. Handing a frame to it
+    /// is the enqueue point (Java's `Selector` send): the task writes at the socket's
+    /// pace, so a peer that stops reading holds back only its own queue.
+    pub(crate) frames: mpsc::UnboundedSender<Bytes>,
+    /// Dropped or fired: close the socket now, even mid-write, and drop the frames not
+    /// yet written.
     stop: oneshot::Sender<()>,
 }
 
@@ -92,7 +85,6 @@ pub(crate) struct ConnTask {
     pub(crate) options: Option<ConnectOptions>,
     pub(crate) transport: Transport,
     pub(crate) events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
-    pub(crate) sequencer: Arc<SharedSequencer>,
 }
 
 /// Opens a TCP connection to `addr` as the session asked: the resolved address its
@@ -139,7 +131,7 @@ impl ConnTask {
 
     async fn run(
         self,
-        mut frames: mpsc::UnboundedReceiver<OutFrame>,
+        mut frames: mpsc::UnboundedReceiver<Bytes>,
         mut close: oneshot::Receiver<()>,
     ) {
         let connect = async {
@@ -153,31 +145,28 @@ impl ConnTask {
             r = connect => Some(r),
             _ = &mut close => None,
         };
+        // Frames not yet written when the task ends are dropped with `frames`: the session
+        // learns of the loss from the close it asked for or from `Disconnected`.
         let stream = match connected {
             // The driver closed the connection (the session dropped it) while connecting.
-            None => return abandon_all(&mut frames, None, &self.sequencer),
+            None => return,
             Some(Err(_)) => {
-                abandon_all(&mut frames, None, &self.sequencer);
                 let _ = self.events.send((self.conn, ConnEvent::Disconnected));
                 return;
             }
             Some(Ok(s)) => s,
         };
         let _ = self.events.send((self.conn, ConnEvent::Connected));
-        let mut current: Option<Ticket> = None;
         let closed_by_driver = match stream {
             Stream::Tcp(mut tcp) => {
                 let (r, w) = tcp.split();
-                self.serve(r, w, &mut frames, &mut close, &mut current)
-                    .await
+                self.serve(r, w, &mut frames, &mut close).await
             }
             Stream::Custom(s) => {
                 let (r, w) = tokio::io::split(s);
-                self.serve(r, w, &mut frames, &mut close, &mut current)
-                    .await
+                self.serve(r, w, &mut frames, &mut close).await
             }
         };
-        abandon_all(&mut frames, current, &self.sequencer);
         if !closed_by_driver {
             let _ = self.events.send((self.conn, ConnEvent::Disconnected));
         }
@@ -189,9 +178,8 @@ impl ConnTask {
         &self,
         mut r: R,
         mut w: W,
-        frames: &mut mpsc::UnboundedReceiver<OutFrame>,
+        frames: &mut mpsc::UnboundedReceiver<Bytes>,
         close: &mut oneshot::Receiver<()>,
-        current: &mut Option<Ticket>,
     ) -> bool
     where
         R: AsyncRead + Unpin,
@@ -218,23 +206,12 @@ impl ConnTask {
                 }
             }
         };
+        // A write blocked on a peer that stopped reading waits here, in this task only;
+        // the session's request timeout closes the connection.
         let write = async {
-            while let Some(f) = frames.recv().await {
-                match f.ticket {
-                    Some(ticket) => {
-                        *current = Some(ticket);
-                        self.sequencer.wait_turn(ticket).await;
-                        if w.write_all(&f.frame).await.is_err() {
-                            return false;
-                        }
-                        self.sequencer.enqueued(ticket);
-                        *current = None;
-                    }
-                    None => {
-                        if w.write_all(&f.frame).await.is_err() {
-                            return false;
-                        }
-                    }
+            while let Some(frame) = frames.recv().await {
+                if w.write_all(&frame).await.is_err() {
+                    return false;
                 }
             }
             // The driver task is gone: nothing more will come.
@@ -245,25 +222,6 @@ impl ConnTask {
             _ = close => true,
             () = read => false,
             by_driver = write => by_driver,
-        }
-    }
-}
-
-/// Gives up every ticket this connection will never write: the one it was waiting on or
-/// writing, and those still in its channel.
-fn abandon_all(
-    frames: &mut mpsc::UnboundedReceiver<OutFrame>,
-    current: Option<Ticket>,
-    sequencer: &SharedSequencer,
-) {
-    if let Some(t) = current {
-        sequencer.abandon(t);
-    }
-    // After `close`, a send from the driver fails and the driver abandons that ticket.
-    frames.close();
-    while let Ok(f) = frames.try_recv() {
-        if let Some(t) = f.ticket {
-            sequencer.abandon(t);
         }
     }
 }
@@ -281,6 +239,10 @@ mod tests {
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
+    /// Each side's buffer in the in-memory pipes: a frame larger than this blocks its
+    /// writer until the broker end reads.
+    const PIPE: usize = 1 << 16;
+
     /// A connector over in-memory pipes whose broker ends are handed to the test.
     fn pipes() -> (
         Transport,
@@ -289,7 +251,7 @@ mod tests {
         let (tx, rx) = mpsc::unbounded_channel();
         let tx = Mutex::new(tx);
         let connector = move |addr: &str| -> ConnectFuture {
-            let (client, server) = tokio::io::duplex(1 << 16);
+            let (client, server) = tokio::io::duplex(PIPE);
             let _ = tx.lock().unwrap().send((addr.to_owned(), server));
             Box::pin(async move { Ok(Box::new(client) as Box<dyn BrokerStream>) })
         };
@@ -300,7 +262,6 @@ mod tests {
         conn: u64,
         transport: &Transport,
         events: &mpsc::UnboundedSender<(ConnId, ConnEvent)>,
-        sequencer: &Arc<SharedSequencer>,
     ) -> ConnHandle {
         ConnTask {
             conn: ConnId(conn),
@@ -308,40 +269,29 @@ mod tests {
             options: None,
             transport: transport.clone(),
             events: events.clone(),
-            sequencer: Arc::clone(sequencer),
         }
         .spawn()
     }
 
-    fn frame(ticket: u64) -> OutFrame {
-        OutFrame {
-            frame: Bytes::from(vec![ticket as u8; 4]),
-            ticket: Some(Ticket {
-                seq: ticket,
-                parts: 1,
-            }),
-        }
-    }
-
-    /// Reads one 4-byte frame from a broker end, or `None` if nothing comes soon.
-    async fn read(server: &mut tokio::io::DuplexStream) -> Option<u8> {
-        let mut buf = [0u8; 4];
-        tokio::time::timeout(Duration::from_millis(50), server.read_exact(&mut buf))
+    /// Reads `n` bytes from a broker end. The timeout only turns a hang into a failure.
+    async fn read(server: &mut tokio::io::DuplexStream, n: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; n];
+        tokio::time::timeout(Duration::from_secs(10), server.read_exact(&mut buf))
             .await
-            .ok()?
-            .ok()?;
-        Some(buf[0])
+            .expect("the frame never came")
+            .expect("the pipe failed");
+        buf
     }
 
-    /// A later ticket on one connection waits until the earlier ticket on another
-    /// connection was handed to its socket.
+    /// Issue 18, item 3: a broker that stops reading blocks the write to its own socket
+    /// only. Another connection's frames, handed over later, still go out; once the
+    /// stalled broker reads again it gets its frames whole and in order.
     #[tokio::test]
-    async fn a_later_ticket_never_overtakes_an_earlier_one_across_connections() {
+    async fn a_peer_that_stops_reading_holds_back_only_its_own_connection() {
         let (transport, mut accepted) = pipes();
         let (events, _events_rx) = mpsc::unbounded_channel();
-        let sequencer = Arc::new(SharedSequencer::default());
-        let a = task(0, &transport, &events, &sequencer);
-        let b = task(1, &transport, &events, &sequencer);
+        let stalled = task(0, &transport, &events);
+        let healthy = task(1, &transport, &events);
         let mut servers = BTreeMap::new();
         for _ in 0..2 {
             let (addr, s) = accepted.recv().await.unwrap();
@@ -349,73 +299,33 @@ mod tests {
         }
         let mut sa = servers.remove("broker-0:9092").unwrap();
         let mut sb = servers.remove("broker-1:9092").unwrap();
-        // Ticket 1 reaches connection B first: it must wait.
-        b.frames.send(frame(1)).unwrap();
-        assert_eq!(read(&mut sb).await, None, "ticket 1 went before ticket 0");
-        a.frames.send(frame(0)).unwrap();
-        assert_eq!(read(&mut sa).await, Some(0));
-        assert_eq!(read(&mut sb).await, Some(1));
-        // Untagged frames never wait.
-        b.frames
-            .send(OutFrame {
-                frame: Bytes::from_static(b"meta"),
-                ticket: None,
-            })
-            .unwrap();
-        assert_eq!(read(&mut sb).await, Some(b'm'));
+        // More than the pipe holds: the write blocks until broker 0 reads.
+        let big = Bytes::from(vec![7u8; 4 * PIPE]);
+        stalled.frames.send(big.clone()).unwrap();
+        stalled.frames.send(Bytes::from_static(b"next")).unwrap();
+        healthy.frames.send(Bytes::from_static(b"late")).unwrap();
+        assert_eq!(read(&mut sb, 4).await, b"late");
+        assert_eq!(read(&mut sa, big.len()).await, big);
+        assert_eq!(read(&mut sa, 4).await, b"next");
     }
 
-    /// A connection closed by the driver with a ticket still waiting gives it up, so a
-    /// later ticket on another connection goes.
+    /// A connection the driver closes drops the frames it has not written, and later
+    /// frames are refused (the driver forgot the connection already).
     #[tokio::test]
-    async fn a_closed_connection_abandons_its_tickets() {
+    async fn a_closed_connection_writes_nothing_more() {
         let (transport, mut accepted) = pipes();
         let (events, _events_rx) = mpsc::unbounded_channel();
-        let sequencer = Arc::new(SharedSequencer::default());
-        let a = task(0, &transport, &events, &sequencer);
-        let b = task(1, &transport, &events, &sequencer);
-        let mut servers = BTreeMap::new();
-        for _ in 0..2 {
-            let (addr, s) = accepted.recv().await.unwrap();
-            servers.insert(addr, s);
-        }
-        let mut sa = servers.remove("broker-0:9092").unwrap();
-        let mut sb = servers.remove("broker-1:9092").unwrap();
-        a.frames.send(frame(1)).unwrap();
-        b.frames.send(frame(2)).unwrap();
-        assert_eq!(read(&mut sb).await, None, "ticket 2 waits for 0 and 1");
-        a.close(); // A gives up ticket 1 ...
-        sequencer.abandon(Ticket { seq: 0, parts: 1 }); // ... and the session released 0.
-        assert_eq!(read(&mut sb).await, Some(2));
-        assert_eq!(read(&mut sa).await, None, "A wrote nothing");
-    }
-
-    /// A connection whose socket dies with a ticket waiting gives it up too.
-    #[tokio::test]
-    async fn a_dead_connection_abandons_its_tickets() {
-        let (transport, mut accepted) = pipes();
-        let (events, mut events_rx) = mpsc::unbounded_channel();
-        let sequencer = Arc::new(SharedSequencer::default());
-        let a = task(0, &transport, &events, &sequencer);
-        let b = task(1, &transport, &events, &sequencer);
-        let mut servers = BTreeMap::new();
-        for _ in 0..2 {
-            let (addr, s) = accepted.recv().await.unwrap();
-            servers.insert(addr, s);
-        }
-        let mut sb = servers.remove("broker-1:9092").unwrap();
-        a.frames.send(frame(1)).unwrap();
-        b.frames.send(frame(2)).unwrap();
-        drop(servers.remove("broker-0:9092")); // A's broker goes away.
-        loop {
-            if let (ConnId(0), ConnEvent::Disconnected) = events_rx.recv().await.unwrap() {
-                break;
-            }
-        }
-        assert_eq!(read(&mut sb).await, None, "ticket 2 still waits for 0");
-        sequencer.abandon(Ticket { seq: 0, parts: 1 });
-        assert_eq!(read(&mut sb).await, Some(2));
-        // A frame sent to the dead connection comes back to the sender to abandon.
-        assert!(a.frames.send(frame(3)).is_err());
+        let a = task(0, &transport, &events);
+        let (_, mut sa) = accepted.recv().await.unwrap();
+        let frames = a.frames.clone();
+        a.close();
+        // The broker end sees the stream end, with nothing written on it.
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), sa.read_to_end(&mut rest))
+            .await
+            .expect("the stream never ended")
+            .expect("the pipe failed");
+        assert!(rest.is_empty());
+        assert!(frames.send(Bytes::from_static(b"gone")).is_err());
     }
 }

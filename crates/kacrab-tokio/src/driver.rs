@@ -15,9 +15,8 @@ use kacrab_idempotence::{Timestamp, TxnError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::conn::{ConnEvent, ConnHandle, ConnTask, OutFrame, Transport};
+use crate::conn::{ConnEvent, ConnHandle, ConnTask, Transport};
 use crate::gate::{Buffer, Gate};
-use crate::sequencer::SharedSequencer;
 use crate::{ProduceError, ProducerRecord, RecordMetadata};
 
 /// The reply to one send.
@@ -108,7 +107,6 @@ pub(crate) struct Driver {
     transport: Transport,
     conns: HashMap<ConnId, ConnHandle>,
     conn_events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
-    sequencer: Arc<SharedSequencer>,
     /// Invariant: exactly the sends whose completion the session has not yet produced.
     sends: HashMap<SendId, Reply>,
     /// Invariant: exactly the other commands whose completion is still to come.
@@ -145,7 +143,6 @@ impl Driver {
             transport,
             conns: HashMap::new(),
             conn_events,
-            sequencer: Arc::new(SharedSequencer::default()),
             sends: HashMap::new(),
             ops: HashMap::new(),
             admissions: BTreeMap::new(),
@@ -199,7 +196,10 @@ impl Driver {
             if self.session.is_finished() {
                 // Stop taking commands before the closes are answered, so that a
                 // handle sees `is_closed` once its close resolved; the session answers
-                // the commands already queued (sends fail with `Closed`).
+                // the commands already queued (sends fail with `Closed`). The gate
+                // learns the final failure first: a handle whose record fails below may
+                // send again before this task is dropped, and is refused with it.
+                self.gate.stop(self.session.connection_failure().cloned());
                 commands.close();
                 while let Ok(cmd) = commands.try_recv() {
                     self.apply(Wake::Command(cmd), now);
@@ -340,31 +340,19 @@ impl Driver {
                     options: self.session.connect_options(conn),
                     transport: self.transport.clone(),
                     events: self.conn_events.clone(),
-                    sequencer: Arc::clone(&self.sequencer),
                 };
                 self.conns.insert(conn, task.spawn());
             }
-            Output::Transmit {
-                conn,
-                frame,
-                ticket,
-            } => {
-                let unsent = match self.conns.get(&conn) {
-                    Some(c) => c
-                        .frames
-                        .send(OutFrame { frame, ticket })
-                        .err()
-                        .map(|e| e.0.ticket),
-                    None => Some(ticket),
-                };
-                // The connection task is gone (its failure is on the way to us): this
-                // frame will never be written.
-                if let Some(Some(ticket)) = unsent {
-                    self.sequencer.abandon(ticket);
+            // Queued on its connection in the session's order. This loop is the one
+            // enqueue point, as in a driver writing every socket from one loop, so the
+            // core's Produce tickets need no sequencer (nor `Release`). A connection task
+            // that is gone drops the frame: its failure is on the way to us.
+            Output::Transmit { conn, frame, .. } => {
+                if let Some(c) = self.conns.get(&conn) {
+                    let _ = c.frames.send(frame);
                 }
             }
-            Output::Release { ticket } => self.sequencer.abandon(ticket),
-            // The task gives up the tickets it will not write.
+            Output::Release { .. } => {}
             Output::Close { conn, reason: _ } => {
                 if let Some(c) = self.conns.remove(&conn) {
                     c.close();

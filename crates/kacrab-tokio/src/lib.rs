@@ -73,18 +73,15 @@
 //!   writes the frames it receives in order, and sends what it reads back to the driver
 //!   task. It has no timer: the session closes a connection whose setup or request took
 //!   too long.
-//! * **Order across connections.** Per connection, the FIFO channel keeps the session's
-//!   order. Across connections (a partition whose leader moved between two requests) the
-//!   core's enqueue tickets decide: every Produce frame carries its ticket
-//!   ([`kacrab_idempotence::ticket`]), and the connection tasks share one
-//!   [`TicketSequencer`](kacrab_idempotence::ticket::TicketSequencer) (a std mutex plus a
-//!   Tokio `Notify`). A task waits until `may_enqueue(ticket)` before writing a ticketed
-//!   frame and calls `enqueued(ticket)` as soon as the write is handed to the socket; a
-//!   dead connection abandons the tickets it will never write, and the session releases
-//!   the tickets of Produce requests it never transmits, so no task waits forever. A later
-//!   Produce therefore never reaches its socket before an earlier one. The price: while a
-//!   new connection is being opened and negotiated, ticketed writes on other connections
-//!   wait for the Produce queued on it.
+//! * **Order, and a peer that stops reading.** The driver task hands every frame to its
+//!   connection's FIFO channel in the session's order, and that hand-over is the enqueue
+//!   point (as Java's `Selector` send is, and as the blocking driver's writer queues
+//!   are): one loop enqueues everything, as a driver writing every socket from one loop
+//!   does, so the core's Produce enqueue tickets ([`kacrab_idempotence::ticket`]) need
+//!   no sequencer and are ignored. Each
+//!   task then writes at its own socket's pace, so a broker that stops reading blocks
+//!   only its own connection's writes, until the session's request timeout closes it
+//!   (issue 18, item 3).
 //!
 //! **Bounded memory.** [`Producer::send`]'s first stage waits (asynchronously) until the
 //! producer can hold the record: for the driver task to take earlier records off its
@@ -106,7 +103,6 @@ mod conn;
 mod driver;
 mod error;
 mod gate;
-mod sequencer;
 
 use std::future::Future;
 use std::pin::Pin;
