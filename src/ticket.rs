@@ -1,10 +1,12 @@
 //! The enqueue ticket sequencer, for drivers that write requests from concurrent tasks.
 //!
-//! The core hands out requests in the order their sequences were stamped. A driver with a
-//! single loop writes them in that order and needs nothing here. A driver that gives each
-//! connection its own task (the Tokio adapter) could let a later request reach its socket
-//! before an earlier one for the same partition, after a leader moved: the broker then
-//! sees sequence `n + 1` before `n`. Tickets stop that: every produce request carries a
+//! The core hands out requests in the order their sequences were stamped. A driver that
+//! puts each request on its connection's queue in that order, from one loop, needs
+//! nothing here (the drivers kacrab ships all do: a stalled connection then holds back
+//! only itself). A driver whose tasks reserve their place on the sockets concurrently
+//! could let a later request reach a broker before an earlier one for the same
+//! partition, after a leader moved: the broker then sees sequence `n + 1` before `n`
+//! and answers OUT_OF_ORDER_SEQUENCE_NUMBER, which costs a retry. Tickets stop that: every produce request carries a
 //! [`Ticket`] reserved in drain order, and a task may put a request on its socket only
 //! when [`TicketSequencer::may_enqueue`] says it is that ticket's turn. The turn advances
 //! as soon as the request is *enqueued* on its socket, not when it is answered, so
