@@ -497,6 +497,8 @@ impl Producer {
     /// # Errors
     /// [`InputError::UnknownRequest`] when `request` is not outstanding; the leadership
     /// it carries is still applied (it is just information).
+    /// [`InputError::Mismatch`] when `request` is outstanding but is not the Metadata
+    /// request: nothing changes, and that request keeps waiting for its own answer.
     pub fn handle_metadata(
         &mut self,
         request: Option<RequestId>,
@@ -505,7 +507,16 @@ impl Producer {
     ) -> Result<(), InputError> {
         self.observe(now);
         let known = match request {
-            Some(id) => self.take_outstanding(id).is_some(),
+            Some(id) if self.requests.metadata_in_flight() == Some(id) => {
+                self.take_outstanding(id).is_some()
+            }
+            Some(id) if self.requests.contains(id) => {
+                return Err(InputError::Mismatch {
+                    request: id,
+                    reason: "not a metadata request",
+                });
+            }
+            Some(_) => false,
             None => true,
         };
         for pm in &metadata.partitions {

@@ -35,6 +35,8 @@ enum Input {
         partition: i32,
         leader: Option<i32>,
         epoch: i32,
+        /// Names an outstanding Produce request's id instead of none (a driver's mix-up).
+        wrong_id: Option<usize>,
     },
     Advance {
         ms: u64,
@@ -69,7 +71,8 @@ fn input() -> impl Strategy<Value = Input> {
               proptest::option::of((0..4i32, -1..5i32)), any::<bool>(), any::<bool>(), proptest::collection::vec(-2..40i32, 0..4))
             .prop_map(|(pick, error, offset, log_start, hint, drop_one, extra, record_errors)| Input::Answer { pick, error, offset, log_start, hint, drop_one, extra, record_errors }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(pick, written)| Input::Fail { pick, written }),
-        1 => (0..4i32, proptest::option::of(0..4i32), -1..5i32).prop_map(|(partition, leader, epoch)| Input::Metadata { partition, leader, epoch }),
+        1 => (0..4i32, proptest::option::of(0..4i32), -1..5i32, proptest::option::of(any::<usize>()))
+            .prop_map(|(partition, leader, epoch, wrong_id)| Input::Metadata { partition, leader, epoch, wrong_id }),
         2 => (0..3000u64).prop_map(|ms| Input::Advance { ms }),
         1 => Just(Input::Flush),
         1 => Just(Input::Close),
@@ -193,13 +196,24 @@ fn run(inputs: Vec<Input>, max_in_flight: u32, idempotence: bool) {
                 partition,
                 leader,
                 epoch,
+                wrong_id,
             } => {
                 let md = Metadata::new(vec![PartitionMetadata::new(
                     tp(partition),
                     leader.map(NodeId),
                     epoch,
                 )]);
-                let _ = p.handle_metadata(None, &md, now);
+                let id = wrong_id
+                    .filter(|_| !outstanding.is_empty())
+                    .map(|pick| outstanding[pick % outstanding.len()].id);
+                let refused = p.handle_metadata(id, &md, now);
+                if id.is_some() {
+                    // Not the metadata request: refused, and the Produce keeps waiting.
+                    assert!(
+                        matches!(refused, Err(InputError::Mismatch { .. })),
+                        "{refused:?}"
+                    );
+                }
             }
             Input::Advance { ms } => {
                 now = now + Duration::from_millis(ms);
