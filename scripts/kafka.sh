@@ -814,9 +814,16 @@ cmd_end_offsets() {
 cmd_group_offsets() {
   [ $# -eq 2 ] || die "group-offsets <bootstrap> <group>"
   ensure_fetched
-  run_tool admin org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
-    --bootstrap-server "$1" --describe --offsets --group "$2" \
-    | awk -v g="$2" '$1 == g && $3 ~ /^[0-9]+$/ {printf "%s\t%s\t%s\n", $2, $3, $4}' | sort
+  local out
+  # The tool exits 0 when it fails (a group that does not exist included), saying so
+  # on its output.
+  out="$(run_tool admin org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
+    --bootstrap-server "$1" --describe --offsets --group "$2" 2>&1)" \
+    || die "group-offsets: ConsumerGroupCommand failed: $out"
+  if grep -Eq "does not exist|GroupIdNotFoundException|^Error: " <<<"$out"; then
+    die "group-offsets: no offsets for group $2 at $1: $(grep -m1 "^Error: " <<<"$out")"
+  fi
+  awk -v g="$2" '$1 == g && $3 ~ /^[0-9]+$/ {printf "%s\t%s\t%s\n", $2, $3, $4}' <<<"$out" | sort
 }
 
 # txn-coordinator: the node id of the transaction coordinator of a transactional id
