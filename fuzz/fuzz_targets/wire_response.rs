@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 /// A request of `api` that encodes at every supported version and expects an answer.
 fn request_for(api: ApiKey) -> Request {
     match api {
-        ApiKey::Produce => ProduceRequest { acks: -1, ..Default::default() }.into(),
+        ApiKey::Produce => kacrab_wire::message!(ProduceRequest { acks: -1 }).into(),
         ApiKey::Metadata => MetadataRequest::all_topics().into(),
         ApiKey::FindCoordinator => FindCoordinatorRequest::default().into(),
         ApiKey::ApiVersions => ApiVersionsRequest::default().into(),

@@ -13,36 +13,36 @@ pub(crate) fn produce_request(r: &core::ProduceRequest) -> wire::ProduceRequest 
     let mut topics: Vec<wire::ProduceTopic> = Vec::new();
     for b in &r.batches {
         let name = b.partition.topic.as_str();
-        let partition = wire::ProducePartition {
+        let partition = kacrab_wire::message!(wire::ProducePartition {
             index: b.partition.partition,
             records: b.data.clone(),
-        };
+        });
         match topics.iter_mut().find(|t| t.name == name) {
             Some(t) => t.partitions.push(partition),
-            None => topics.push(wire::ProduceTopic {
+            None => topics.push(kacrab_wire::message!(wire::ProduceTopic {
                 name: name.to_owned(),
                 partitions: vec![partition],
-            }),
+            })),
         }
     }
-    wire::ProduceRequest {
+    kacrab_wire::message!(wire::ProduceRequest {
         transactional_id: r.transactional_id.clone(),
         acks: r.acks.as_i16(),
         timeout_ms: i32::try_from(r.timeout.as_millis()).unwrap_or(i32::MAX),
         topics,
-    }
+    })
 }
 
 pub(crate) fn init_producer_id_request(
     r: &core::InitProducerIdRequest,
 ) -> wire::InitProducerIdRequest {
-    wire::InitProducerIdRequest {
+    kacrab_wire::message!(wire::InitProducerIdRequest {
         transactional_id: r.transactional_id.clone(),
         transaction_timeout_ms: i32::try_from(r.transaction_timeout.as_millis())
             .unwrap_or(i32::MAX),
         producer_id: r.current.id.0,
         producer_epoch: r.current.epoch.0,
-    }
+    })
 }
 
 pub(crate) fn metadata_request(topics: &[Topic]) -> wire::MetadataRequest {
@@ -122,13 +122,13 @@ pub(crate) fn metadata(r: &wire::MetadataResponse) -> core::Metadata {
 }
 
 pub(crate) fn find_coordinator(r: &core::FindCoordinatorRequest) -> kacrab_wire::Request {
-    kacrab_wire::Request::FindCoordinator(wire::FindCoordinatorRequest {
+    kacrab_wire::Request::FindCoordinator(kacrab_wire::message!(wire::FindCoordinatorRequest {
         key: r.key.clone(),
         key_type: match r.key_type {
             core::CoordinatorType::Group => wire::CoordinatorType::Group,
             core::CoordinatorType::Transaction => wire::CoordinatorType::Transaction,
         },
-    })
+    }))
 }
 
 fn by_topic(partitions: &[TopicPartition]) -> Vec<wire::TopicPartitions> {
@@ -136,54 +136,56 @@ fn by_topic(partitions: &[TopicPartition]) -> Vec<wire::TopicPartitions> {
     for tp in partitions {
         match topics.iter_mut().find(|t| t.name == tp.topic.as_str()) {
             Some(t) => t.partitions.push(tp.partition),
-            None => topics.push(wire::TopicPartitions {
+            None => topics.push(kacrab_wire::message!(wire::TopicPartitions {
                 name: tp.topic.as_str().to_owned(),
                 partitions: vec![tp.partition],
-            }),
+            })),
         }
     }
     topics
 }
 
 pub(crate) fn add_partitions(r: &core::AddPartitionsToTxnRequest) -> kacrab_wire::Request {
-    kacrab_wire::Request::AddPartitionsToTxn(wire::AddPartitionsToTxnRequest {
-        transactional_id: r.transactional_id.clone(),
-        producer_id: r.producer.id.0,
-        producer_epoch: r.producer.epoch.0,
-        topics: by_topic(&r.partitions),
-    })
+    kacrab_wire::Request::AddPartitionsToTxn(kacrab_wire::message!(
+        wire::AddPartitionsToTxnRequest {
+            transactional_id: r.transactional_id.clone(),
+            producer_id: r.producer.id.0,
+            producer_epoch: r.producer.epoch.0,
+            topics: by_topic(&r.partitions),
+        }
+    ))
 }
 
 pub(crate) fn add_offsets(r: &core::AddOffsetsToTxnRequest) -> kacrab_wire::Request {
-    kacrab_wire::Request::AddOffsetsToTxn(wire::AddOffsetsToTxnRequest {
+    kacrab_wire::Request::AddOffsetsToTxn(kacrab_wire::message!(wire::AddOffsetsToTxnRequest {
         transactional_id: r.transactional_id.clone(),
         producer_id: r.producer.id.0,
         producer_epoch: r.producer.epoch.0,
         group_id: r.group_id.clone(),
-    })
+    }))
 }
 
 pub(crate) fn txn_offset_commit(r: &core::TxnOffsetCommitRequest) -> kacrab_wire::Request {
     let mut topics: Vec<wire::TxnOffsetCommitTopic> = Vec::new();
     for o in &r.offsets {
-        let partition = wire::TxnOffsetCommitPartition {
+        let partition = kacrab_wire::message!(wire::TxnOffsetCommitPartition {
             partition_index: o.partition.partition,
             committed_offset: o.offset,
             committed_leader_epoch: o.leader_epoch.unwrap_or(-1),
             committed_metadata: o.metadata.clone(),
-        };
+        });
         match topics
             .iter_mut()
             .find(|t| t.name == o.partition.topic.as_str())
         {
             Some(t) => t.partitions.push(partition),
-            None => topics.push(wire::TxnOffsetCommitTopic {
+            None => topics.push(kacrab_wire::message!(wire::TxnOffsetCommitTopic {
                 name: o.partition.topic.as_str().to_owned(),
                 partitions: vec![partition],
-            }),
+            })),
         }
     }
-    kacrab_wire::Request::TxnOffsetCommit(wire::TxnOffsetCommitRequest {
+    kacrab_wire::Request::TxnOffsetCommit(kacrab_wire::message!(wire::TxnOffsetCommitRequest {
         transactional_id: r.transactional_id.clone(),
         group_id: r.group.group_id.clone(),
         producer_id: r.producer.id.0,
@@ -192,16 +194,16 @@ pub(crate) fn txn_offset_commit(r: &core::TxnOffsetCommitRequest) -> kacrab_wire
         member_id: r.group.member_id.clone(),
         group_instance_id: r.group.group_instance_id.clone(),
         topics,
-    })
+    }))
 }
 
 pub(crate) fn end_txn(r: &core::EndTxnRequest) -> kacrab_wire::Request {
-    kacrab_wire::Request::EndTxn(wire::EndTxnRequest {
+    kacrab_wire::Request::EndTxn(kacrab_wire::message!(wire::EndTxnRequest {
         transactional_id: r.transactional_id.clone(),
         producer_id: r.producer.id.0,
         producer_epoch: r.producer.epoch.0,
         committed: r.commit,
-    })
+    }))
 }
 
 /// Per-partition errors of AddPartitionsToTxn / TxnOffsetCommit answers.
@@ -227,7 +229,7 @@ mod tests {
     use super::*;
 
     fn partition(index: i32, leader: i32) -> wire::MetadataPartition {
-        wire::MetadataPartition {
+        kacrab_wire::message!(wire::MetadataPartition {
             error_code: 0,
             partition_index: index,
             leader_id: leader,
@@ -235,7 +237,7 @@ mod tests {
             replica_nodes: vec![leader],
             isr_nodes: vec![leader],
             offline_replicas: Vec::new(),
-        }
+        })
     }
 
     fn topic(
@@ -243,34 +245,34 @@ mod tests {
         error_code: i16,
         partitions: Vec<wire::MetadataPartition>,
     ) -> wire::MetadataTopic {
-        wire::MetadataTopic {
+        kacrab_wire::message!(wire::MetadataTopic {
             error_code,
             name: Some(name.to_owned()),
             topic_id: [7; 16],
             is_internal: false,
             partitions,
-        }
+        })
     }
 
     /// The brokers, every partition (leaderless ones too, so the count is whole) and
     /// the refused topics reach the core's `Metadata` from one conversion.
     #[test]
     fn metadata_carries_brokers_partition_counts_and_errors() {
-        let answer = wire::MetadataResponse {
+        let answer = kacrab_wire::message!(wire::MetadataResponse {
             throttle_time_ms: 0,
             brokers: vec![
-                wire::MetadataBroker {
+                kacrab_wire::message!(wire::MetadataBroker {
                     node_id: 1,
                     host: "b1".into(),
                     port: 9092,
                     rack: Some("r1".into()),
-                },
-                wire::MetadataBroker {
+                }),
+                kacrab_wire::message!(wire::MetadataBroker {
                     node_id: 2,
                     host: "b2".into(),
                     port: 9093,
                     rack: None,
-                },
+                }),
             ],
             cluster_id: None,
             controller_id: 1,
@@ -283,7 +285,7 @@ mod tests {
                 topic("gap", 0, vec![partition(0, 1), partition(2, 1)]),
                 topic("refused", 29, Vec::new()),
             ],
-        };
+        });
         let md = metadata(&answer);
         let b1 = md.broker(NodeId(1)).expect("broker 1");
         assert_eq!(

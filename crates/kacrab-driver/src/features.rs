@@ -46,20 +46,22 @@ mod tests {
     use kacrab_wire::messages::{ApiVersionsResponse, FinalizedFeature};
 
     fn view(epoch: i64, transaction_version: Option<i16>) -> Versions {
-        let mut answer = ApiVersionsResponse {
+        let mut answer = kacrab_wire::message!(ApiVersionsResponse {
             error_code: 0,
             api_keys: Vec::new(),
             throttle_time_ms: 0,
             supported_features: Vec::new(),
             finalized_features_epoch: epoch,
             finalized_features: Vec::new(),
-        };
+        });
         if let Some(level) = transaction_version {
-            answer.finalized_features.push(FinalizedFeature {
-                name: kacrab_wire::TRANSACTION_VERSION_FEATURE.into(),
-                max_version_level: level,
-                min_version_level: level,
-            });
+            answer
+                .finalized_features
+                .push(kacrab_wire::message!(FinalizedFeature {
+                    name: kacrab_wire::TRANSACTION_VERSION_FEATURE.into(),
+                    max_version_level: level,
+                    min_version_level: level,
+                }));
         }
         Versions::from_response(&answer).unwrap()
     }

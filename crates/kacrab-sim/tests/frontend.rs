@@ -421,10 +421,10 @@ fn txn(m: ToBroker) -> Request {
 #[test]
 fn find_coordinator_at_v4_names_its_key_and_the_coordinator_s_address() {
     let mut p = Pair::new();
-    let req = wire::FindCoordinatorRequest {
+    let req = kacrab_wire::message!(wire::FindCoordinatorRequest {
         key: "txn-1".into(),
         key_type: wire::CoordinatorType::Transaction,
-    };
+    });
     let Request::FindCoordinator(r) = txn(p.model(req, 4)) else {
         panic!()
     };
@@ -451,12 +451,12 @@ fn find_coordinator_at_v4_names_its_key_and_the_coordinator_s_address() {
 #[test]
 fn transaction_version_2_is_read_from_the_versions() {
     let mut p = Pair::new();
-    let end = wire::EndTxnRequest {
+    let end = kacrab_wire::message!(wire::EndTxnRequest {
         transactional_id: "t".into(),
         producer_id: 9,
         producer_epoch: 3,
         committed: true,
-    };
+    });
     for (v, tv2) in [(4, false), (5, true)] {
         let Request::EndTxn(r) = txn(p.model(end.clone(), v)) else {
             panic!()
@@ -474,7 +474,7 @@ fn transaction_version_2_is_read_from_the_versions() {
         assert_eq!(a.error_code, 0);
         assert_eq!(a.producer_epoch, if tv2 { 4 } else { -1 });
     }
-    let commit = wire::TxnOffsetCommitRequest {
+    let commit = kacrab_wire::message!(wire::TxnOffsetCommitRequest {
         transactional_id: "t".into(),
         group_id: "g".into(),
         producer_id: 9,
@@ -482,16 +482,16 @@ fn transaction_version_2_is_read_from_the_versions() {
         generation_id: 2,
         member_id: "m".into(),
         group_instance_id: None,
-        topics: vec![wire::TxnOffsetCommitTopic {
+        topics: vec![kacrab_wire::message!(wire::TxnOffsetCommitTopic {
             name: "orders".into(),
-            partitions: vec![wire::TxnOffsetCommitPartition {
+            partitions: vec![kacrab_wire::message!(wire::TxnOffsetCommitPartition {
                 partition_index: 1,
                 committed_offset: 55,
                 committed_leader_epoch: -1,
                 committed_metadata: Some("md".into()),
-            }],
-        }],
-    };
+            })],
+        })],
+    });
     let Request::TxnOffsetCommit(r) = txn(p.model(commit, 5)) else {
         panic!()
     };
@@ -506,12 +506,12 @@ fn transaction_version_2_is_read_from_the_versions() {
     };
     assert_eq!(a.topics[0].partitions[0].partition_index, 1);
     // Produce v12 is TV2.
-    let produce = wire::ProduceRequest {
+    let produce = kacrab_wire::message!(wire::ProduceRequest {
         transactional_id: Some("t".into()),
         acks: -1,
         timeout_ms: 30_000,
         topics: vec![],
-    };
+    });
     let ToBroker::Produce(r) = p.model(produce.clone(), 12) else {
         panic!()
     };
@@ -525,21 +525,21 @@ fn transaction_version_2_is_read_from_the_versions() {
 #[test]
 fn add_partitions_and_offsets_round_trip_per_partition_errors() {
     let mut p = Pair::new();
-    let req = wire::AddPartitionsToTxnRequest {
+    let req = kacrab_wire::message!(wire::AddPartitionsToTxnRequest {
         transactional_id: "t".into(),
         producer_id: 1,
         producer_epoch: 0,
         topics: vec![
-            wire::TopicPartitions {
+            kacrab_wire::message!(wire::TopicPartitions {
                 name: "a".into(),
                 partitions: vec![0, 1],
-            },
-            wire::TopicPartitions {
+            }),
+            kacrab_wire::message!(wire::TopicPartitions {
                 name: "b".into(),
                 partitions: vec![2],
-            },
+            }),
         ],
-    };
+    });
     let Request::AddPartitionsToTxn(r) = txn(p.model(req, 3)) else {
         panic!()
     };
@@ -569,12 +569,12 @@ fn add_partitions_and_offsets_round_trip_per_partition_errors() {
         .flat_map(|t| &t.partitions)
         .all(|p| p.error_code == KafkaError::ConcurrentTransactions.code()));
 
-    let req = wire::AddOffsetsToTxnRequest {
+    let req = kacrab_wire::message!(wire::AddOffsetsToTxnRequest {
         transactional_id: "t".into(),
         producer_id: 1,
         producer_epoch: 0,
         group_id: "g".into(),
-    };
+    });
     let Request::AddOffsetsToTxn(r) = txn(p.model(req, 4)) else {
         panic!()
     };
@@ -646,12 +646,12 @@ fn api_versions_reports_the_features_at_v3_and_none_before() {
 #[test]
 fn acks_0_is_not_awaited_and_stray_answers_are_refused() {
     let mut p = Pair::new();
-    let produce = wire::ProduceRequest {
+    let produce = kacrab_wire::message!(wire::ProduceRequest {
         transactional_id: None,
         acks: 0,
         timeout_ms: 1000,
         topics: vec![],
-    };
+    });
     let ToBroker::Produce(r) = p.model(produce, 9) else {
         panic!()
     };

@@ -54,10 +54,10 @@
 //! # fn main() -> Result<(), WireError> {
 //! let mut conn = Connection::new(Some("my-app".to_owned()));
 //! let mut frames = FrameDecoder::new();
-//! let hello = ApiVersionsRequest {
+//! let hello = kacrab_wire::message!(ApiVersionsRequest {
 //!     client_software_name: "kacrab".into(),
 //!     client_software_version: "0.1.0".into(),
-//! };
+//! });
 //!
 //! // ApiVersions v3 first; the tag (here 7) comes back with the response.
 //! let sent = conn.encode(hello.clone(), ApiVersionsRequest::FIRST_VERSION, 7)?;

@@ -41,30 +41,30 @@ fn hand_built_api_versions_v0() {
         .decode(payload(sent.correlation_id, &[&api_versions_v0_body()]))
         .unwrap();
     assert_eq!((got.tag, got.version), (42, 0));
-    let expected = ApiVersionsResponse {
+    let expected = kacrab_wire::message!(ApiVersionsResponse {
         error_code: 0,
         api_keys: vec![
-            ApiVersion {
+            kacrab_wire::message!(ApiVersion {
                 api_key: 0,
                 min_version: 3,
                 max_version: 9,
-            },
-            ApiVersion {
+            }),
+            kacrab_wire::message!(ApiVersion {
                 api_key: 18,
                 min_version: 0,
                 max_version: 3,
-            },
-            ApiVersion {
+            }),
+            kacrab_wire::message!(ApiVersion {
                 api_key: 3,
                 min_version: 0,
                 max_version: 12,
-            },
+            }),
         ],
         throttle_time_ms: 0,
         supported_features: vec![],
         finalized_features_epoch: -1,
         finalized_features: vec![],
-    };
+    });
     assert_eq!(got.response, Response::ApiVersions(expected));
 }
 
@@ -92,34 +92,34 @@ fn produce_v9_body() -> Vec<u8> {
 }
 
 fn produce_v9_expected() -> ProduceResponse {
-    ProduceResponse {
-        topics: vec![ProduceTopicResponse {
+    kacrab_wire::message!(ProduceResponse {
+        topics: vec![kacrab_wire::message!(ProduceTopicResponse {
             name: "t".into(),
-            partitions: vec![ProducePartitionResponse {
+            partitions: vec![kacrab_wire::message!(ProducePartitionResponse {
                 index: 3,
                 error_code: 0,
                 base_offset: 42,
                 log_append_time_ms: -1,
                 log_start_offset: 7,
-                record_errors: vec![RecordError {
+                record_errors: vec![kacrab_wire::message!(RecordError {
                     batch_index: 1,
                     message: None,
-                }],
+                })],
                 error_message: Some("bad".into()),
                 current_leader: None,
-            }],
-        }],
+            })],
+        })],
         throttle_time_ms: 10,
         node_endpoints: vec![],
-    }
+    })
 }
 
 fn produce_request() -> ProduceRequest {
-    ProduceRequest {
+    kacrab_wire::message!(ProduceRequest {
         acks: -1,
         timeout_ms: 30_000,
         ..Default::default()
-    }
+    })
 }
 
 #[test]
@@ -172,19 +172,19 @@ fn hand_built_produce_v10_with_kip_951_leader_and_endpoints() {
     assert_eq!(part.error_message, None);
     assert_eq!(
         part.current_leader,
-        Some(LeaderIdAndEpoch {
+        Some(kacrab_wire::message!(LeaderIdAndEpoch {
             leader_id: 2,
             leader_epoch: 5
-        })
+        }))
     );
     assert_eq!(
         p.node_endpoints,
-        vec![NodeEndpoint {
+        vec![kacrab_wire::message!(NodeEndpoint {
             node_id: 2,
             host: "h".into(),
             port: 9092,
             rack: None
-        }]
+        })]
     );
 }
 
@@ -347,10 +347,10 @@ fn api_versions_unsupported_version_answer_is_read_as_v0() {
     let mut conn = Connection::new(None);
     let sent = conn
         .encode(
-            ApiVersionsRequest {
+            kacrab_wire::message!(ApiVersionsRequest {
                 client_software_name: "kacrab".into(),
                 client_software_version: "1".into(),
-            },
+            }),
             3,
             9,
         )
@@ -374,12 +374,12 @@ fn api_versions_unsupported_version_answer_is_read_as_v0() {
         "always below the version that failed"
     );
     assert_eq!(r.retry_version(0), None);
-    let none_advertised = ApiVersionsResponse {
+    let none_advertised = kacrab_wire::message!(ApiVersionsResponse {
         api_keys: vec![],
         ..r.clone()
-    };
+    });
     assert_eq!(none_advertised.retry_version(3), Some(0));
-    let ok = ApiVersionsResponse { error_code: 0, ..r };
+    let ok = kacrab_wire::message!(ApiVersionsResponse { error_code: 0, ..r });
     assert_eq!(ok.retry_version(3), None);
 }
 
@@ -389,10 +389,10 @@ fn find_coordinator_v4_needs_exactly_one_coordinator() {
         let mut conn = Connection::new(None);
         let sent = conn
             .encode(
-                FindCoordinatorRequest {
+                kacrab_wire::message!(FindCoordinatorRequest {
                     key: "tx".into(),
                     key_type: CoordinatorType::Transaction,
-                },
+                }),
                 4,
                 0,
             )

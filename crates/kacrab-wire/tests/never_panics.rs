@@ -9,10 +9,10 @@ use proptest::prelude::*;
 
 fn request_for(api: ApiKey) -> Request {
     match api {
-        ApiKey::Produce => ProduceRequest {
+        ApiKey::Produce => kacrab_wire::message!(ProduceRequest {
             acks: -1,
             ..Default::default()
-        }
+        })
         .into(),
         ApiKey::Metadata => MetadataRequest::all_topics().into(),
         ApiKey::FindCoordinator => FindCoordinatorRequest::default().into(),
@@ -113,7 +113,7 @@ proptest! {
     fn random_streams(data in vec(any::<u8>(), 0..256), chunk in 1..16usize) {
         let mut frames = FrameDecoder::with_max_frame_size(1 << 16);
         let mut conn = Connection::new(None);
-        conn.encode(ProduceRequest { acks: -1, ..Default::default() }, 9, 0).unwrap();
+        conn.encode(kacrab_wire::message!(ProduceRequest { acks: -1, ..Default::default() }), 9, 0).unwrap();
         'feed: for piece in data.chunks(chunk) {
             frames.extend(piece);
             loop {

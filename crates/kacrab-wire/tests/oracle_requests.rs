@@ -63,7 +63,7 @@ proptest! {
 
     #[test]
     fn api_versions_request(v in versions(ApiKey::ApiVersions), name in s(), ver in s()) {
-        let req = ApiVersionsRequest { client_software_name: name.clone(), client_software_version: ver.clone() };
+        let req = kacrab_wire::message!(ApiVersionsRequest { client_software_name: name.clone(), client_software_version: ver.clone() });
         let body = encode_and_open(req.into(), v, kp::ApiVersionsRequest::header_version(v))?;
         let got: kp::ApiVersionsRequest = decode_all(body, v);
         if v >= 3 {
@@ -75,7 +75,7 @@ proptest! {
     #[test]
     fn metadata_request(v in versions(ApiKey::Metadata), topics in option::of(vec(s(), 0..4)), allow in any::<bool>()) {
         let allow = allow || v < 4;
-        let req = MetadataRequest { topics: topics.clone(), allow_auto_topic_creation: allow };
+        let req = kacrab_wire::message!(MetadataRequest { topics: topics.clone(), allow_auto_topic_creation: allow });
         let body = encode_and_open(req.into(), v, kp::MetadataRequest::header_version(v))?;
         let got: kp::MetadataRequest = decode_all(body, v);
         let names = got.topics.map(|ts| ts.into_iter().map(|t| str_of(&t.name.unwrap().0)).collect::<Vec<_>>());
@@ -88,7 +88,7 @@ proptest! {
         v in versions(ApiKey::InitProducerId), txn in os(), timeout in any::<i32>(), pid in any::<i64>(), epoch in any::<i16>(),
     ) {
         let (pid, epoch) = if v >= 3 { (pid, epoch) } else { (-1, -1) };
-        let req = InitProducerIdRequest { transactional_id: txn.clone(), transaction_timeout_ms: timeout, producer_id: pid, producer_epoch: epoch };
+        let req = kacrab_wire::message!(InitProducerIdRequest { transactional_id: txn.clone(), transaction_timeout_ms: timeout, producer_id: pid, producer_epoch: epoch });
         let body = encode_and_open(req.into(), v, kp::InitProducerIdRequest::header_version(v))?;
         let got: kp::InitProducerIdRequest = decode_all(body, v);
         prop_assert_eq!(got.transactional_id.map(|t| str_of(&t.0)), txn);
@@ -103,12 +103,12 @@ proptest! {
     ) {
         let topics: Vec<ProduceTopic> = topics
             .into_iter()
-            .map(|(name, ps)| ProduceTopic {
+            .map(|(name, ps)| kacrab_wire::message!(ProduceTopic {
                 name,
-                partitions: ps.into_iter().map(|(index, r)| ProducePartition { index, records: Bytes::from(r) }).collect(),
-            })
+                partitions: ps.into_iter().map(|(index, r)| kacrab_wire::message!(ProducePartition { index, records: Bytes::from(r) })).collect(),
+            }))
             .collect();
-        let req = ProduceRequest { transactional_id: txn.clone(), acks, timeout_ms: timeout, topics: topics.clone() };
+        let req = kacrab_wire::message!(ProduceRequest { transactional_id: txn.clone(), acks, timeout_ms: timeout, topics: topics.clone() });
         let body = encode_and_open(req.into(), v, kp::ProduceRequest::header_version(v))?;
         let got: kp::ProduceRequest = decode_all(body, v);
         prop_assert_eq!(got.transactional_id.map(|t| str_of(&t.0)), txn);
@@ -116,10 +116,10 @@ proptest! {
         let back: Vec<ProduceTopic> = got
             .topic_data
             .into_iter()
-            .map(|t| ProduceTopic {
+            .map(|t| kacrab_wire::message!(ProduceTopic {
                 name: str_of(&t.name.0),
-                partitions: t.partition_data.into_iter().map(|p| ProducePartition { index: p.index, records: p.records.unwrap() }).collect(),
-            })
+                partitions: t.partition_data.into_iter().map(|p| kacrab_wire::message!(ProducePartition { index: p.index, records: p.records.unwrap() })).collect(),
+            }))
             .collect();
         prop_assert_eq!(back, topics);
     }
@@ -127,7 +127,7 @@ proptest! {
     #[test]
     fn find_coordinator_request(v in versions(ApiKey::FindCoordinator), key in s(), txn in any::<bool>()) {
         let key_type = if txn && v >= 1 { CoordinatorType::Transaction } else { CoordinatorType::Group };
-        let req = FindCoordinatorRequest { key: key.clone(), key_type };
+        let req = kacrab_wire::message!(FindCoordinatorRequest { key: key.clone(), key_type });
         let body = encode_and_open(req.into(), v, kp::FindCoordinatorRequest::header_version(v))?;
         let got: kp::FindCoordinatorRequest = decode_all(body, v);
         if v >= 4 {
@@ -145,8 +145,8 @@ proptest! {
         v in versions(ApiKey::AddPartitionsToTxn), txn in s(), pid in any::<i64>(), epoch in any::<i16>(),
         topics in vec((s(), vec(any::<i32>(), 0..4)), 0..3),
     ) {
-        let topics: Vec<TopicPartitions> = topics.into_iter().map(|(name, partitions)| TopicPartitions { name, partitions }).collect();
-        let req = AddPartitionsToTxnRequest { transactional_id: txn.clone(), producer_id: pid, producer_epoch: epoch, topics: topics.clone() };
+        let topics: Vec<TopicPartitions> = topics.into_iter().map(|(name, partitions)| kacrab_wire::message!(TopicPartitions { name, partitions })).collect();
+        let req = kacrab_wire::message!(AddPartitionsToTxnRequest { transactional_id: txn.clone(), producer_id: pid, producer_epoch: epoch, topics: topics.clone() });
         let body = encode_and_open(req.into(), v, kp::AddPartitionsToTxnRequest::header_version(v))?;
         let got: kp::AddPartitionsToTxnRequest = decode_all(body, v);
         prop_assert_eq!(str_of(&got.v3_and_below_transactional_id.0), txn);
@@ -154,14 +154,14 @@ proptest! {
         let back: Vec<TopicPartitions> = got
             .v3_and_below_topics
             .into_iter()
-            .map(|t| TopicPartitions { name: str_of(&t.name.0), partitions: t.partitions })
+            .map(|t| kacrab_wire::message!(TopicPartitions { name: str_of(&t.name.0), partitions: t.partitions }))
             .collect();
         prop_assert_eq!(back, topics);
     }
 
     #[test]
     fn add_offsets_to_txn_request(v in versions(ApiKey::AddOffsetsToTxn), txn in s(), pid in any::<i64>(), epoch in any::<i16>(), group in s()) {
-        let req = AddOffsetsToTxnRequest { transactional_id: txn.clone(), producer_id: pid, producer_epoch: epoch, group_id: group.clone() };
+        let req = kacrab_wire::message!(AddOffsetsToTxnRequest { transactional_id: txn.clone(), producer_id: pid, producer_epoch: epoch, group_id: group.clone() });
         let body = encode_and_open(req.into(), v, kp::AddOffsetsToTxnRequest::header_version(v))?;
         let got: kp::AddOffsetsToTxnRequest = decode_all(body, v);
         prop_assert_eq!(str_of(&got.transactional_id.0), txn);
@@ -171,7 +171,7 @@ proptest! {
 
     #[test]
     fn end_txn_request(v in versions(ApiKey::EndTxn), txn in s(), pid in any::<i64>(), epoch in any::<i16>(), committed in any::<bool>()) {
-        let req = EndTxnRequest { transactional_id: txn.clone(), producer_id: pid, producer_epoch: epoch, committed };
+        let req = kacrab_wire::message!(EndTxnRequest { transactional_id: txn.clone(), producer_id: pid, producer_epoch: epoch, committed });
         let body = encode_and_open(req.into(), v, kp::EndTxnRequest::header_version(v))?;
         let got: kp::EndTxnRequest = decode_all(body, v);
         prop_assert_eq!(str_of(&got.transactional_id.0), txn);
@@ -184,28 +184,28 @@ proptest! {
         generation in any::<i32>(), member in s(), instance in os(),
         topics in vec((s(), vec((any::<i32>(), any::<i64>(), any::<i32>(), os()), 0..3)), 0..3),
     ) {
-        let mut req = TxnOffsetCommitRequest {
+        let mut req = kacrab_wire::message!(TxnOffsetCommitRequest {
             transactional_id: txn.clone(),
             group_id: group.clone(),
             producer_id: pid,
             producer_epoch: epoch,
             topics: topics
                 .into_iter()
-                .map(|(name, ps)| TxnOffsetCommitTopic {
+                .map(|(name, ps)| kacrab_wire::message!(TxnOffsetCommitTopic {
                     name,
                     partitions: ps
                         .into_iter()
-                        .map(|(partition_index, committed_offset, committed_leader_epoch, committed_metadata)| TxnOffsetCommitPartition {
+                        .map(|(partition_index, committed_offset, committed_leader_epoch, committed_metadata)| kacrab_wire::message!(TxnOffsetCommitPartition {
                             partition_index,
                             committed_offset,
                             committed_leader_epoch,
                             committed_metadata,
-                        })
+                        }))
                         .collect(),
-                })
+                }))
                 .collect(),
             ..Default::default()
-        };
+        });
         if v >= 3 {
             req.generation_id = generation;
             req.member_id = member;
@@ -213,7 +213,7 @@ proptest! {
         }
         let body = encode_and_open(req.clone().into(), v, kp::TxnOffsetCommitRequest::header_version(v))?;
         let got: kp::TxnOffsetCommitRequest = decode_all(body, v);
-        let back = TxnOffsetCommitRequest {
+        let back = kacrab_wire::message!(TxnOffsetCommitRequest {
             transactional_id: str_of(&got.transactional_id.0),
             group_id: str_of(&got.group_id.0),
             producer_id: got.producer_id.0,
@@ -224,21 +224,21 @@ proptest! {
             topics: got
                 .topics
                 .into_iter()
-                .map(|t| TxnOffsetCommitTopic {
+                .map(|t| kacrab_wire::message!(TxnOffsetCommitTopic {
                     name: str_of(&t.name.0),
                     partitions: t
                         .partitions
                         .into_iter()
-                        .map(|p| TxnOffsetCommitPartition {
+                        .map(|p| kacrab_wire::message!(TxnOffsetCommitPartition {
                             partition_index: p.partition_index,
                             committed_offset: p.committed_offset,
                             committed_leader_epoch: p.committed_leader_epoch,
                             committed_metadata: p.committed_metadata.as_ref().map(str_of),
-                        })
+                        }))
                         .collect(),
-                })
+                }))
                 .collect(),
-        };
+        });
         // The leader epoch is ignorable before v2: dropped, and read back as -1.
         if v < 2 {
             for p in req.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
@@ -252,11 +252,11 @@ proptest! {
 #[test]
 fn produce_acks_zero_expects_no_response_and_is_not_tracked() {
     let mut conn = Connection::new(None);
-    let req = ProduceRequest {
+    let req = kacrab_wire::message!(ProduceRequest {
         acks: 0,
         timeout_ms: 1000,
         ..Default::default()
-    };
+    });
     let sent = conn.encode(req, 9, 5).unwrap();
     assert!(!sent.expects_response);
     assert_eq!(conn.in_flight_count(), 0);
@@ -269,18 +269,18 @@ fn produce_acks_zero_expects_no_response_and_is_not_tracked() {
 #[test]
 fn record_batches_are_copied_once_into_a_frame_sized_up_front() {
     let records = Bytes::from(vec![7u8; 10_000]);
-    let req = ProduceRequest {
+    let req = kacrab_wire::message!(ProduceRequest {
         acks: -1,
         timeout_ms: 30_000,
-        topics: vec![ProduceTopic {
+        topics: vec![kacrab_wire::message!(ProduceTopic {
             name: "t".into(),
-            partitions: vec![ProducePartition {
+            partitions: vec![kacrab_wire::message!(ProducePartition {
                 index: 0,
                 records: records.clone(),
-            }],
-        }],
+            })],
+        })],
         ..Default::default()
-    };
+    });
     let sent = Connection::new(None).encode(req, 11, 0).unwrap();
     // The frame holds the batch verbatim, at its end (last field of the only partition,
     // followed by the partition, topic and request tagged-field counts in v9+).
@@ -294,17 +294,17 @@ fn versions_outside_our_ranges_are_refused() {
     let mut conn = Connection::new(None);
     for (req, v) in [
         (
-            Request::from(ProduceRequest {
+            Request::from(kacrab_wire::message!(ProduceRequest {
                 acks: -1,
                 ..Default::default()
-            }),
+            })),
             13,
         ),
         (
-            ProduceRequest {
+            kacrab_wire::message!(ProduceRequest {
                 acks: -1,
                 ..Default::default()
-            }
+            })
             .into(),
             2,
         ),
@@ -331,11 +331,11 @@ fn versions_outside_our_ranges_are_refused() {
 #[test]
 fn fields_a_version_lacks_fail_to_encode() {
     let mut conn = Connection::new(None);
-    let bump = InitProducerIdRequest {
+    let bump = kacrab_wire::message!(InitProducerIdRequest {
         producer_id: 5,
         producer_epoch: 1,
         ..Default::default()
-    };
+    });
     assert!(matches!(
         conn.encode(bump.clone(), 2, 0),
         Err(WireError::Encode {
@@ -345,18 +345,18 @@ fn fields_a_version_lacks_fail_to_encode() {
         })
     ));
     conn.encode(bump, 3, 0).unwrap();
-    let txn_find = FindCoordinatorRequest {
+    let txn_find = kacrab_wire::message!(FindCoordinatorRequest {
         key: "tx".into(),
         key_type: CoordinatorType::Transaction,
-    };
+    });
     assert!(matches!(
         conn.encode(txn_find, 0, 0),
         Err(WireError::Encode { .. })
     ));
-    let group_meta = TxnOffsetCommitRequest {
+    let group_meta = kacrab_wire::message!(TxnOffsetCommitRequest {
         generation_id: 3,
         ..Default::default()
-    };
+    });
     let err = conn.encode(group_meta, 2, 0).unwrap_err();
     assert!(
         std::error::Error::source(&err).is_some(),

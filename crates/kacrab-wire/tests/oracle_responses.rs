@@ -47,10 +47,10 @@ fn versions(api: ApiKey) -> impl Strategy<Value = i16> {
 /// A request of `api` that encodes at every supported version and expects an answer.
 fn request_for(api: ApiKey) -> Request {
     match api {
-        ApiKey::Produce => ProduceRequest {
+        ApiKey::Produce => kacrab_wire::message!(ProduceRequest {
             acks: -1,
             ..Default::default()
-        }
+        })
         .into(),
         ApiKey::Metadata => MetadataRequest::all_topics().into(),
         ApiKey::FindCoordinator => FindCoordinatorRequest::default().into(),
@@ -116,25 +116,29 @@ fn flex_tags(api: ApiKey, v: i16, tags: BTreeMap<i32, Bytes>) -> BTreeMap<i32, B
 
 fn api_versions(v: i16) -> impl Strategy<Value = ApiVersionsResponse> {
     let api_key = (any::<i16>(), any::<i16>(), any::<i16>()).prop_map(
-        |(api_key, min_version, max_version)| ApiVersion {
-            api_key,
-            min_version,
-            max_version,
+        |(api_key, min_version, max_version)| {
+            kacrab_wire::message!(ApiVersion {
+                api_key,
+                min_version,
+                max_version,
+            })
         },
     );
     let supported =
         (s(), any::<i16>(), any::<i16>()).prop_map(|(name, min_version, max_version)| {
-            SupportedFeature {
+            kacrab_wire::message!(SupportedFeature {
                 name,
                 min_version,
                 max_version,
-            }
+            })
         });
     let finalized = (s(), any::<i16>(), any::<i16>()).prop_map(
-        |(name, max_version_level, min_version_level)| FinalizedFeature {
-            name,
-            max_version_level,
-            min_version_level,
+        |(name, max_version_level, min_version_level)| {
+            kacrab_wire::message!(FinalizedFeature {
+                name,
+                max_version_level,
+                min_version_level,
+            })
         },
     );
     // 35 (UNSUPPORTED_VERSION) bodies are read as v0 by design; tested separately.
@@ -157,14 +161,14 @@ fn api_versions(v: i16) -> impl Strategy<Value = ApiVersionsResponse> {
                 finalized_features,
             )| {
                 let v3 = v >= 3;
-                ApiVersionsResponse {
+                kacrab_wire::message!(ApiVersionsResponse {
                     error_code,
                     api_keys,
                     throttle_time_ms: if v >= 1 { throttle } else { 0 },
                     supported_features: if v3 { supported_features } else { vec![] },
                     finalized_features_epoch: if v3 { epoch } else { -1 },
                     finalized_features: if v3 { finalized_features } else { vec![] },
-                }
+                })
             },
         )
 }
@@ -234,12 +238,12 @@ proptest! {
 
 fn metadata(v: i16) -> impl Strategy<Value = MetadataResponse> {
     let broker = (any::<i32>(), s(), any::<i32>(), os()).prop_map(|(node_id, host, port, rack)| {
-        MetadataBroker {
+        kacrab_wire::message!(MetadataBroker {
             node_id,
             host,
             port,
             rack,
-        }
+        })
     });
     let partition = (
         any::<i16>(),
@@ -259,14 +263,16 @@ fn metadata(v: i16) -> impl Strategy<Value = MetadataResponse> {
                 replica_nodes,
                 isr_nodes,
                 offline,
-            )| MetadataPartition {
-                error_code,
-                partition_index,
-                leader_id,
-                leader_epoch: if v >= 7 { epoch } else { -1 },
-                replica_nodes,
-                isr_nodes,
-                offline_replicas: if v >= 5 { offline } else { vec![] },
+            )| {
+                kacrab_wire::message!(MetadataPartition {
+                    error_code,
+                    partition_index,
+                    leader_id,
+                    leader_epoch: if v >= 7 { epoch } else { -1 },
+                    replica_nodes,
+                    isr_nodes,
+                    offline_replicas: if v >= 5 { offline } else { vec![] },
+                })
             },
         );
     let topic = (
@@ -277,16 +283,18 @@ fn metadata(v: i16) -> impl Strategy<Value = MetadataResponse> {
         vec(partition, 0..4),
     )
         .prop_map(
-            move |(error_code, name, topic_id, is_internal, partitions)| MetadataTopic {
-                error_code,
-                name: if v >= 12 {
-                    name
-                } else {
-                    Some(name.unwrap_or_default())
-                },
-                topic_id: if v >= 10 { topic_id } else { [0; 16] },
-                is_internal,
-                partitions,
+            move |(error_code, name, topic_id, is_internal, partitions)| {
+                kacrab_wire::message!(MetadataTopic {
+                    error_code,
+                    name: if v >= 12 {
+                        name
+                    } else {
+                        Some(name.unwrap_or_default())
+                    },
+                    topic_id: if v >= 10 { topic_id } else { [0; 16] },
+                    is_internal,
+                    partitions,
+                })
             },
         );
     (
@@ -297,12 +305,14 @@ fn metadata(v: i16) -> impl Strategy<Value = MetadataResponse> {
         vec(topic, 0..4),
     )
         .prop_map(
-            move |(throttle, brokers, cluster_id, controller_id, topics)| MetadataResponse {
-                throttle_time_ms: if v >= 3 { throttle } else { 0 },
-                brokers,
-                cluster_id: if v >= 2 { cluster_id } else { None },
-                controller_id,
-                topics,
+            move |(throttle, brokers, cluster_id, controller_id, topics)| {
+                kacrab_wire::message!(MetadataResponse {
+                    throttle_time_ms: if v >= 3 { throttle } else { 0 },
+                    brokers,
+                    cluster_id: if v >= 2 { cluster_id } else { None },
+                    controller_id,
+                    topics,
+                })
             },
         )
 }
@@ -397,7 +407,7 @@ proptest! {
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(producer_epoch)
             .with_unknown_tagged_fields(flex_tags(api, v, tags));
-        let r = InitProducerIdResponse { throttle_time_ms, error_code, producer_id, producer_epoch };
+        let r = kacrab_wire::message!(InitProducerIdResponse { throttle_time_ms, error_code, producer_id, producer_epoch });
         check(api, v, &body, header_tags, r.into())?;
     }
 
@@ -412,7 +422,7 @@ proptest! {
             .with_throttle_time_ms(throttle_time_ms)
             .with_error_code(error_code)
             .with_unknown_tagged_fields(flex_tags(api, v, tags));
-        check(api, v, &body, header_tags, AddOffsetsToTxnResponse { throttle_time_ms, error_code }.into())?;
+        check(api, v, &body, header_tags, kacrab_wire::message!(AddOffsetsToTxnResponse { throttle_time_ms, error_code }).into())?;
     }
 
     #[test]
@@ -429,7 +439,7 @@ proptest! {
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(producer_epoch)
             .with_unknown_tagged_fields(flex_tags(api, v, tags));
-        let r = EndTxnResponse { throttle_time_ms, error_code, producer_id, producer_epoch };
+        let r = kacrab_wire::message!(EndTxnResponse { throttle_time_ms, error_code, producer_id, producer_epoch });
         check(api, v, &body, header_tags, r.into())?;
     }
 }
@@ -437,12 +447,15 @@ proptest! {
 // ---------------------------------------------------------------------------------------
 
 fn topic_results() -> impl Strategy<Value = Vec<TopicResult>> {
-    let partition = any::<(i32, i16)>().prop_map(|(partition_index, error_code)| PartitionResult {
-        partition_index,
-        error_code,
+    let partition = any::<(i32, i16)>().prop_map(|(partition_index, error_code)| {
+        kacrab_wire::message!(PartitionResult {
+            partition_index,
+            error_code,
+        })
     });
     vec(
-        (s(), vec(partition, 0..4)).prop_map(|(name, partitions)| TopicResult { name, partitions }),
+        (s(), vec(partition, 0..4))
+            .prop_map(|(name, partitions)| kacrab_wire::message!(TopicResult { name, partitions })),
         0..4,
     )
 }
@@ -478,7 +491,7 @@ proptest! {
                     .collect(),
             )
             .with_unknown_tagged_fields(flex_tags(api, v, tags));
-        check(api, v, &body, header_tags, AddPartitionsToTxnResponse { throttle_time_ms, topics }.into())?;
+        check(api, v, &body, header_tags, kacrab_wire::message!(AddPartitionsToTxnResponse { throttle_time_ms, topics }).into())?;
     }
 
     #[test]
@@ -509,7 +522,7 @@ proptest! {
                     .collect(),
             )
             .with_unknown_tagged_fields(flex_tags(api, v, tags));
-        check(api, v, &body, header_tags, TxnOffsetCommitResponse { throttle_time_ms, topics }.into())?;
+        check(api, v, &body, header_tags, kacrab_wire::message!(TxnOffsetCommitResponse { throttle_time_ms, topics }).into())?;
     }
 
     #[test]
@@ -541,7 +554,7 @@ proptest! {
         }
         .with_throttle_time_ms(throttle_time_ms)
         .with_unknown_tagged_fields(flex_tags(api, v, tags));
-        let r = FindCoordinatorResponse {
+        let r = kacrab_wire::message!(FindCoordinatorResponse {
             throttle_time_ms,
             key: (v >= 4).then_some(key),
             error_code,
@@ -549,7 +562,7 @@ proptest! {
             node_id,
             host,
             port,
-        };
+        });
         check(api, v, &body, header_tags, r.into())?;
     }
 }
@@ -557,14 +570,18 @@ proptest! {
 // ---------------------------------------------------------------------------------------
 
 fn produce(v: i16) -> impl Strategy<Value = ProduceResponse> {
-    let record_error = (any::<i32>(), os()).prop_map(|(batch_index, message)| RecordError {
-        batch_index,
-        message,
+    let record_error = (any::<i32>(), os()).prop_map(|(batch_index, message)| {
+        kacrab_wire::message!(RecordError {
+            batch_index,
+            message,
+        })
     });
     let leader = option::of(
-        (0..i32::MAX, any::<i32>()).prop_map(|(leader_id, leader_epoch)| LeaderIdAndEpoch {
-            leader_id,
-            leader_epoch,
+        (0..i32::MAX, any::<i32>()).prop_map(|(leader_id, leader_epoch)| {
+            kacrab_wire::message!(LeaderIdAndEpoch {
+                leader_id,
+                leader_epoch,
+            })
         }),
     );
     let partition = (
@@ -580,7 +597,7 @@ fn produce(v: i16) -> impl Strategy<Value = ProduceResponse> {
                 message,
                 leader,
             )| {
-                ProducePartitionResponse {
+                kacrab_wire::message!(ProducePartitionResponse {
                     index,
                     error_code,
                     base_offset,
@@ -589,25 +606,28 @@ fn produce(v: i16) -> impl Strategy<Value = ProduceResponse> {
                     record_errors: if v >= 8 { record_errors } else { vec![] },
                     error_message: if v >= 8 { message } else { None },
                     current_leader: if v >= 10 { leader } else { None },
-                }
+                })
             },
         );
-    let topic = (s(), vec(partition, 0..4))
-        .prop_map(|(name, partitions)| ProduceTopicResponse { name, partitions });
+    let topic = (s(), vec(partition, 0..4)).prop_map(|(name, partitions)| {
+        kacrab_wire::message!(ProduceTopicResponse { name, partitions })
+    });
     let endpoint =
         (any::<i32>(), s(), any::<i32>(), os()).prop_map(|(node_id, host, port, rack)| {
-            NodeEndpoint {
+            kacrab_wire::message!(NodeEndpoint {
                 node_id,
                 host,
                 port,
                 rack,
-            }
+            })
         });
     (vec(topic, 0..4), any::<i32>(), vec(endpoint, 0..3)).prop_map(
-        move |(topics, throttle_time_ms, endpoints)| ProduceResponse {
-            topics,
-            throttle_time_ms,
-            node_endpoints: if v >= 10 { endpoints } else { vec![] },
+        move |(topics, throttle_time_ms, endpoints)| {
+            kacrab_wire::message!(ProduceResponse {
+                topics,
+                throttle_time_ms,
+                node_endpoints: if v >= 10 { endpoints } else { vec![] },
+            })
         },
     )
 }
@@ -702,7 +722,7 @@ proptest! {
         let body = kp::SaslHandshakeResponse::default()
             .with_error_code(error_code)
             .with_mechanisms(mechanisms.iter().map(|m| sb(m)).collect());
-        let r = SaslHandshakeResponse { error_code, mechanisms };
+        let r = kacrab_wire::message!(SaslHandshakeResponse { error_code, mechanisms });
         check(ApiKey::SaslHandshake, v, &body, header_tags, r.into())?;
     }
 
@@ -722,12 +742,12 @@ proptest! {
             .with_auth_bytes(Bytes::from(auth.clone()))
             .with_session_lifetime_ms(session_lifetime_ms)
             .with_unknown_tagged_fields(flex_tags(api, v, tags));
-        let r = SaslAuthenticateResponse {
+        let r = kacrab_wire::message!(SaslAuthenticateResponse {
             error_code,
             error_message,
             auth_bytes: Bytes::from(auth),
             session_lifetime_ms,
-        };
+        });
         check(api, v, &body, header_tags, r.into())?;
     }
 }

@@ -46,17 +46,17 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
     match api {
         ApiKey::ApiVersions => (s(), s())
             .prop_map(move |(name, version)| {
-                let sent = ApiVersionsRequest {
+                let sent = kacrab_wire::message!(ApiVersionsRequest {
                     client_software_name: name,
                     client_software_version: version,
-                };
+                });
                 let read = if v >= 3 {
                     sent.clone()
                 } else {
-                    ApiVersionsRequest {
+                    kacrab_wire::message!(ApiVersionsRequest {
                         client_software_name: String::new(),
                         client_software_version: String::new(),
-                    }
+                    })
                 };
                 (sent.into(), read.into())
             })
@@ -64,10 +64,10 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
         ApiKey::Metadata => (option::of(vec(s(), 0..4)), any::<bool>())
             .prop_map(move |(topics, auto)| {
                 same(
-                    MetadataRequest {
+                    kacrab_wire::message!(MetadataRequest {
                         topics,
                         allow_auto_topic_creation: auto || v < 4,
-                    }
+                    })
                     .into(),
                 )
             })
@@ -76,24 +76,26 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
             .prop_map(move |(transactional_id, timeout, pid, epoch)| {
                 let (producer_id, producer_epoch) = if v >= 3 { (pid, epoch) } else { (-1, -1) };
                 same(
-                    InitProducerIdRequest {
+                    kacrab_wire::message!(InitProducerIdRequest {
                         transactional_id,
                         transaction_timeout_ms: timeout,
                         producer_id,
                         producer_epoch,
-                    }
+                    })
                     .into(),
                 )
             })
             .boxed(),
         ApiKey::Produce => {
-            let partition =
-                (any::<i32>(), vec(any::<u8>(), 0..40)).prop_map(|(index, b)| ProducePartition {
+            let partition = (any::<i32>(), vec(any::<u8>(), 0..40)).prop_map(|(index, b)| {
+                kacrab_wire::message!(ProducePartition {
                     index,
                     records: Bytes::from(b),
-                });
-            let topic = (s(), vec(partition, 0..3))
-                .prop_map(|(name, partitions)| ProduceTopic { name, partitions });
+                })
+            });
+            let topic = (s(), vec(partition, 0..3)).prop_map(|(name, partitions)| {
+                kacrab_wire::message!(ProduceTopic { name, partitions })
+            });
             (
                 os(),
                 prop_oneof![Just(-1i16), Just(0), Just(1)],
@@ -102,12 +104,12 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
             )
                 .prop_map(move |(transactional_id, acks, timeout_ms, topics)| {
                     same(
-                        ProduceRequest {
+                        kacrab_wire::message!(ProduceRequest {
                             transactional_id,
                             acks,
                             timeout_ms,
                             topics,
-                        }
+                        })
                         .into(),
                     )
                 })
@@ -120,21 +122,22 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
                 } else {
                     CoordinatorType::Group
                 };
-                same(FindCoordinatorRequest { key, key_type }.into())
+                same(kacrab_wire::message!(FindCoordinatorRequest { key, key_type }).into())
             })
             .boxed(),
         ApiKey::AddPartitionsToTxn => {
-            let topic = (s(), vec(any::<i32>(), 0..4))
-                .prop_map(|(name, partitions)| TopicPartitions { name, partitions });
+            let topic = (s(), vec(any::<i32>(), 0..4)).prop_map(|(name, partitions)| {
+                kacrab_wire::message!(TopicPartitions { name, partitions })
+            });
             (s(), any::<i64>(), any::<i16>(), vec(topic, 0..3))
                 .prop_map(|(transactional_id, producer_id, producer_epoch, topics)| {
                     same(
-                        AddPartitionsToTxnRequest {
+                        kacrab_wire::message!(AddPartitionsToTxnRequest {
                             transactional_id,
                             producer_id,
                             producer_epoch,
                             topics,
-                        }
+                        })
                         .into(),
                     )
                 })
@@ -144,12 +147,12 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
             .prop_map(
                 |(transactional_id, producer_id, producer_epoch, group_id)| {
                     same(
-                        AddOffsetsToTxnRequest {
+                        kacrab_wire::message!(AddOffsetsToTxnRequest {
                             transactional_id,
                             producer_id,
                             producer_epoch,
                             group_id,
-                        }
+                        })
                         .into(),
                     )
                 },
@@ -159,26 +162,28 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
             .prop_map(
                 |(transactional_id, producer_id, producer_epoch, committed)| {
                     same(
-                        EndTxnRequest {
+                        kacrab_wire::message!(EndTxnRequest {
                             transactional_id,
                             producer_id,
                             producer_epoch,
                             committed,
-                        }
+                        })
                         .into(),
                     )
                 },
             )
             .boxed(),
         ApiKey::SaslHandshake => s()
-            .prop_map(|mechanism| same(SaslHandshakeRequest { mechanism }.into()))
+            .prop_map(|mechanism| {
+                same(kacrab_wire::message!(SaslHandshakeRequest { mechanism }).into())
+            })
             .boxed(),
         ApiKey::SaslAuthenticate => vec(any::<u8>(), 0..40)
             .prop_map(|b| {
                 same(
-                    SaslAuthenticateRequest {
+                    kacrab_wire::message!(SaslAuthenticateRequest {
                         auth_bytes: Bytes::from(b),
-                    }
+                    })
                     .into(),
                 )
             })
@@ -186,16 +191,17 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
         ApiKey::TxnOffsetCommit => {
             let partition = (any::<i32>(), any::<i64>(), any::<i32>(), os()).prop_map(
                 move |(partition_index, committed_offset, epoch, committed_metadata)| {
-                    TxnOffsetCommitPartition {
+                    kacrab_wire::message!(TxnOffsetCommitPartition {
                         partition_index,
                         committed_offset,
                         committed_leader_epoch: if v >= 2 { epoch } else { -1 },
                         committed_metadata,
-                    }
+                    })
                 },
             );
-            let topic = (s(), vec(partition, 0..3))
-                .prop_map(|(name, partitions)| TxnOffsetCommitTopic { name, partitions });
+            let topic = (s(), vec(partition, 0..3)).prop_map(|(name, partitions)| {
+                kacrab_wire::message!(TxnOffsetCommitTopic { name, partitions })
+            });
             (
                 (s(), s(), any::<i64>(), any::<i16>()),
                 (any::<i32>(), s(), os()),
@@ -209,7 +215,7 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
                     )| {
                         let v3 = v >= 3;
                         same(
-                            TxnOffsetCommitRequest {
+                            kacrab_wire::message!(TxnOffsetCommitRequest {
                                 transactional_id,
                                 group_id,
                                 producer_id,
@@ -218,7 +224,7 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
                                 member_id: if v3 { member } else { String::new() },
                                 group_instance_id: if v3 { instance } else { None },
                                 topics,
-                            }
+                            })
                             .into(),
                         )
                     },
@@ -315,22 +321,26 @@ proptest! {
 // ----------------------------------------------------------------------- responses
 
 fn api_versions_response(v: i16) -> impl Strategy<Value = ApiVersionsResponse> {
-    let key = any::<(i16, i16, i16)>().prop_map(|(api_key, min_version, max_version)| ApiVersion {
-        api_key,
-        min_version,
-        max_version,
+    let key = any::<(i16, i16, i16)>().prop_map(|(api_key, min_version, max_version)| {
+        kacrab_wire::message!(ApiVersion {
+            api_key,
+            min_version,
+            max_version,
+        })
     });
     let supported = (s(), any::<(i16, i16)>()).prop_map(|(name, (min_version, max_version))| {
-        SupportedFeature {
+        kacrab_wire::message!(SupportedFeature {
             name,
             min_version,
             max_version,
-        }
+        })
     });
-    let finalized = (s(), any::<(i16, i16)>()).prop_map(|(name, (max, min))| FinalizedFeature {
-        name,
-        max_version_level: max,
-        min_version_level: min,
+    let finalized = (s(), any::<(i16, i16)>()).prop_map(|(name, (max, min))| {
+        kacrab_wire::message!(FinalizedFeature {
+            name,
+            max_version_level: max,
+            min_version_level: min,
+        })
     });
     let error_code = any::<i16>().prop_filter("not 35", |e| *e != UNSUPPORTED_VERSION);
     (
@@ -344,26 +354,26 @@ fn api_versions_response(v: i16) -> impl Strategy<Value = ApiVersionsResponse> {
         .prop_map(
             move |(error_code, api_keys, throttle, supported, epoch, finalized)| {
                 let v3 = v >= 3;
-                ApiVersionsResponse {
+                kacrab_wire::message!(ApiVersionsResponse {
                     error_code,
                     api_keys,
                     throttle_time_ms: if v >= 1 { throttle } else { 0 },
                     supported_features: if v3 { supported } else { vec![] },
                     finalized_features_epoch: if v3 { epoch } else { -1 },
                     finalized_features: if v3 { finalized } else { vec![] },
-                }
+                })
             },
         )
 }
 
 fn metadata_response(v: i16) -> impl Strategy<Value = MetadataResponse> {
     let broker = (any::<i32>(), s(), any::<i32>(), os()).prop_map(|(node_id, host, port, rack)| {
-        MetadataBroker {
+        kacrab_wire::message!(MetadataBroker {
             node_id,
             host,
             port,
             rack,
-        }
+        })
     });
     let partition = (
         any::<(i16, i32, i32, i32)>(),
@@ -373,7 +383,7 @@ fn metadata_response(v: i16) -> impl Strategy<Value = MetadataResponse> {
     )
         .prop_map(
             move |((error_code, partition_index, leader_id, epoch), replicas, isr, offline)| {
-                MetadataPartition {
+                kacrab_wire::message!(MetadataPartition {
                     error_code,
                     partition_index,
                     leader_id,
@@ -381,7 +391,7 @@ fn metadata_response(v: i16) -> impl Strategy<Value = MetadataResponse> {
                     replica_nodes: replicas,
                     isr_nodes: isr,
                     offline_replicas: if v >= 5 { offline } else { vec![] },
-                }
+                })
             },
         );
     let topic = (
@@ -392,16 +402,18 @@ fn metadata_response(v: i16) -> impl Strategy<Value = MetadataResponse> {
         vec(partition, 0..4),
     )
         .prop_map(
-            move |(error_code, name, topic_id, is_internal, partitions)| MetadataTopic {
-                error_code,
-                name: if v >= 12 {
-                    name
-                } else {
-                    Some(name.unwrap_or_default())
-                },
-                topic_id: if v >= 10 { topic_id } else { [0; 16] },
-                is_internal,
-                partitions,
+            move |(error_code, name, topic_id, is_internal, partitions)| {
+                kacrab_wire::message!(MetadataTopic {
+                    error_code,
+                    name: if v >= 12 {
+                        name
+                    } else {
+                        Some(name.unwrap_or_default())
+                    },
+                    topic_id: if v >= 10 { topic_id } else { [0; 16] },
+                    is_internal,
+                    partitions,
+                })
             },
         );
     (
@@ -412,25 +424,31 @@ fn metadata_response(v: i16) -> impl Strategy<Value = MetadataResponse> {
         vec(topic, 0..3),
     )
         .prop_map(
-            move |(throttle, brokers, cluster_id, controller_id, topics)| MetadataResponse {
-                throttle_time_ms: if v >= 3 { throttle } else { 0 },
-                brokers,
-                cluster_id: if v >= 2 { cluster_id } else { None },
-                controller_id,
-                topics,
+            move |(throttle, brokers, cluster_id, controller_id, topics)| {
+                kacrab_wire::message!(MetadataResponse {
+                    throttle_time_ms: if v >= 3 { throttle } else { 0 },
+                    brokers,
+                    cluster_id: if v >= 2 { cluster_id } else { None },
+                    controller_id,
+                    topics,
+                })
             },
         )
 }
 
 fn produce_response(v: i16) -> impl Strategy<Value = ProduceResponse> {
-    let record_error = (any::<i32>(), os()).prop_map(|(batch_index, message)| RecordError {
-        batch_index,
-        message,
+    let record_error = (any::<i32>(), os()).prop_map(|(batch_index, message)| {
+        kacrab_wire::message!(RecordError {
+            batch_index,
+            message,
+        })
     });
     let leader = option::of(
-        (0..i32::MAX, any::<i32>()).prop_map(|(leader_id, leader_epoch)| LeaderIdAndEpoch {
-            leader_id,
-            leader_epoch,
+        (0..i32::MAX, any::<i32>()).prop_map(|(leader_id, leader_epoch)| {
+            kacrab_wire::message!(LeaderIdAndEpoch {
+                leader_id,
+                leader_epoch,
+            })
         }),
     );
     let partition = (
@@ -446,7 +464,7 @@ fn produce_response(v: i16) -> impl Strategy<Value = ProduceResponse> {
                 message,
                 leader,
             )| {
-                ProducePartitionResponse {
+                kacrab_wire::message!(ProducePartitionResponse {
                     index,
                     error_code,
                     base_offset,
@@ -455,36 +473,42 @@ fn produce_response(v: i16) -> impl Strategy<Value = ProduceResponse> {
                     record_errors: if v >= 8 { errors } else { vec![] },
                     error_message: if v >= 8 { message } else { None },
                     current_leader: if v >= 10 { leader } else { None },
-                }
+                })
             },
         );
-    let topic = (s(), vec(partition, 0..3))
-        .prop_map(|(name, partitions)| ProduceTopicResponse { name, partitions });
+    let topic = (s(), vec(partition, 0..3)).prop_map(|(name, partitions)| {
+        kacrab_wire::message!(ProduceTopicResponse { name, partitions })
+    });
     let endpoint =
         (any::<i32>(), s(), any::<i32>(), os()).prop_map(|(node_id, host, port, rack)| {
-            NodeEndpoint {
+            kacrab_wire::message!(NodeEndpoint {
                 node_id,
                 host,
                 port,
                 rack,
-            }
+            })
         });
     (vec(topic, 0..3), any::<i32>(), vec(endpoint, 0..3)).prop_map(
-        move |(topics, throttle_time_ms, endpoints)| ProduceResponse {
-            topics,
-            throttle_time_ms,
-            node_endpoints: if v >= 10 { endpoints } else { vec![] },
+        move |(topics, throttle_time_ms, endpoints)| {
+            kacrab_wire::message!(ProduceResponse {
+                topics,
+                throttle_time_ms,
+                node_endpoints: if v >= 10 { endpoints } else { vec![] },
+            })
         },
     )
 }
 
 fn topic_results() -> impl Strategy<Value = Vec<TopicResult>> {
-    let partition = any::<(i32, i16)>().prop_map(|(partition_index, error_code)| PartitionResult {
-        partition_index,
-        error_code,
+    let partition = any::<(i32, i16)>().prop_map(|(partition_index, error_code)| {
+        kacrab_wire::message!(PartitionResult {
+            partition_index,
+            error_code,
+        })
     });
     vec(
-        (s(), vec(partition, 0..4)).prop_map(|(name, partitions)| TopicResult { name, partitions }),
+        (s(), vec(partition, 0..4))
+            .prop_map(|(name, partitions)| kacrab_wire::message!(TopicResult { name, partitions })),
         0..3,
     )
 }
@@ -498,12 +522,12 @@ fn response(api: ApiKey, v: i16) -> BoxedStrategy<Response> {
         ApiKey::InitProducerId => any::<(i32, i16, i64, i16)>()
             .prop_map(
                 |(throttle_time_ms, error_code, producer_id, producer_epoch)| {
-                    InitProducerIdResponse {
+                    kacrab_wire::message!(InitProducerIdResponse {
                         throttle_time_ms,
                         error_code,
                         producer_id,
                         producer_epoch,
-                    }
+                    })
                     .into()
                 },
             )
@@ -511,7 +535,7 @@ fn response(api: ApiKey, v: i16) -> BoxedStrategy<Response> {
         ApiKey::FindCoordinator => (any::<(i32, i16, i32, i32)>(), s(), s(), os())
             .prop_map(
                 move |((throttle, error_code, node_id, port), key, host, message)| {
-                    FindCoordinatorResponse {
+                    kacrab_wire::message!(FindCoordinatorResponse {
                         throttle_time_ms: if v >= 1 { throttle } else { 0 },
                         key: (v >= 4).then_some(key),
                         error_code,
@@ -519,67 +543,67 @@ fn response(api: ApiKey, v: i16) -> BoxedStrategy<Response> {
                         node_id,
                         host,
                         port,
-                    }
+                    })
                     .into()
                 },
             )
             .boxed(),
         ApiKey::AddPartitionsToTxn => (any::<i32>(), topic_results())
             .prop_map(|(throttle_time_ms, topics)| {
-                AddPartitionsToTxnResponse {
+                kacrab_wire::message!(AddPartitionsToTxnResponse {
                     throttle_time_ms,
                     topics,
-                }
+                })
                 .into()
             })
             .boxed(),
         ApiKey::TxnOffsetCommit => (any::<i32>(), topic_results())
             .prop_map(|(throttle_time_ms, topics)| {
-                TxnOffsetCommitResponse {
+                kacrab_wire::message!(TxnOffsetCommitResponse {
                     throttle_time_ms,
                     topics,
-                }
+                })
                 .into()
             })
             .boxed(),
         ApiKey::AddOffsetsToTxn => any::<(i32, i16)>()
             .prop_map(|(throttle_time_ms, error_code)| {
-                AddOffsetsToTxnResponse {
+                kacrab_wire::message!(AddOffsetsToTxnResponse {
                     throttle_time_ms,
                     error_code,
-                }
+                })
                 .into()
             })
             .boxed(),
         ApiKey::EndTxn => any::<(i32, i16, i64, i16)>()
             .prop_map(move |(throttle_time_ms, error_code, pid, epoch)| {
                 let (producer_id, producer_epoch) = if v >= 5 { (pid, epoch) } else { (-1, -1) };
-                EndTxnResponse {
+                kacrab_wire::message!(EndTxnResponse {
                     throttle_time_ms,
                     error_code,
                     producer_id,
                     producer_epoch,
-                }
+                })
                 .into()
             })
             .boxed(),
         ApiKey::SaslHandshake => (any::<i16>(), vec(s(), 0..4))
             .prop_map(|(error_code, mechanisms)| {
-                SaslHandshakeResponse {
+                kacrab_wire::message!(SaslHandshakeResponse {
                     error_code,
                     mechanisms,
-                }
+                })
                 .into()
             })
             .boxed(),
         ApiKey::SaslAuthenticate => (any::<i16>(), os(), vec(any::<u8>(), 0..40), any::<i64>())
             .prop_map(move |(error_code, error_message, b, lifetime)| {
-                SaslAuthenticateResponse {
+                kacrab_wire::message!(SaslAuthenticateResponse {
                     error_code,
                     error_message,
                     auth_bytes: Bytes::from(b),
                     session_lifetime_ms: if v >= 1 { lifetime } else { 0 },
-                }
+                })
                 .into()
             })
             .boxed(),
@@ -595,10 +619,10 @@ fn api_response() -> impl Strategy<Value = (ApiKey, i16, Response)> {
 /// A request of `api` the client can send at every version, expecting an answer.
 fn any_request_of(api: ApiKey) -> Request {
     match api {
-        ApiKey::Produce => ProduceRequest {
+        ApiKey::Produce => kacrab_wire::message!(ProduceRequest {
             acks: -1,
             ..Default::default()
-        }
+        })
         .into(),
         ApiKey::Metadata => MetadataRequest::all_topics().into(),
         ApiKey::FindCoordinator => FindCoordinatorRequest::default().into(),

@@ -128,55 +128,55 @@ fn no_overlap_and_not_advertised() {
 }
 
 fn response(error_code: i16) -> ApiVersionsResponse {
-    ApiVersionsResponse {
+    kacrab_wire::message!(ApiVersionsResponse {
         error_code,
         api_keys: vec![
-            ApiVersion {
+            kacrab_wire::message!(ApiVersion {
                 api_key: 0,
                 min_version: 3,
                 max_version: 12,
-            },
-            ApiVersion {
+            }),
+            kacrab_wire::message!(ApiVersion {
                 api_key: 0,
                 min_version: 0,
                 max_version: 5,
-            }, // duplicate: ignored
-            ApiVersion {
+            }), // duplicate: ignored
+            kacrab_wire::message!(ApiVersion {
                 api_key: 1,
                 min_version: 0,
                 max_version: 17,
-            }, // Fetch: not ours
-            ApiVersion {
+            }), // Fetch: not ours
+            kacrab_wire::message!(ApiVersion {
                 api_key: -7,
                 min_version: 0,
                 max_version: 1,
-            },
-            ApiVersion {
+            }),
+            kacrab_wire::message!(ApiVersion {
                 api_key: 26,
                 min_version: 0,
                 max_version: 5,
-            },
+            }),
         ],
         throttle_time_ms: 0,
-        supported_features: vec![SupportedFeature {
+        supported_features: vec![kacrab_wire::message!(SupportedFeature {
             name: "transaction.version".into(),
             min_version: 0,
             max_version: 2,
-        }],
+        })],
         finalized_features_epoch: 17,
         finalized_features: vec![
-            FinalizedFeature {
+            kacrab_wire::message!(FinalizedFeature {
                 name: "metadata.version".into(),
                 max_version_level: 25,
                 min_version_level: 25,
-            },
-            FinalizedFeature {
+            }),
+            kacrab_wire::message!(FinalizedFeature {
                 name: "transaction.version".into(),
                 max_version_level: 2,
                 min_version_level: 2,
-            },
+            }),
         ],
-    }
+    })
 }
 
 #[test]
@@ -202,10 +202,10 @@ fn from_an_api_versions_response() {
         v.supported_feature("transaction.version"),
         Some(VersionRange::new(0, 2))
     );
-    let pre_features = Versions::from_response(&ApiVersionsResponse {
+    let pre_features = Versions::from_response(&kacrab_wire::message!(ApiVersionsResponse {
         finalized_features: vec![],
         ..response(0)
-    })
+    }))
     .unwrap();
     assert_eq!(pre_features.transaction_version(), 0);
 }

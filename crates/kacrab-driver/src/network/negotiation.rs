@@ -88,10 +88,10 @@ impl Network {
         let tag = self.session_tag();
         let deadline = now + self.request_timeout;
         let Some(c) = self.conn_mut(conn) else { return };
-        let hello = ApiVersionsRequest {
+        let hello = kacrab_wire::message!(ApiVersionsRequest {
             client_software_name: "kacrab".into(),
             client_software_version: env!("CARGO_PKG_VERSION").into(),
-        };
+        });
         match c.wire.encode(hello, version, tag) {
             Ok(e) => {
                 c.deadlines.push_back((tag, deadline));

@@ -328,9 +328,11 @@ impl SaslExchange {
             "start() after the handshake"
         );
         self.phase = Phase::AwaitingHandshake;
-        SaslStep::Send(SaslRequest::Handshake(SaslHandshakeRequest {
-            mechanism: self.mechanism.name().to_owned(),
-        }))
+        SaslStep::Send(SaslRequest::Handshake(kacrab_wire::message!(
+            SaslHandshakeRequest {
+                mechanism: self.mechanism.name().to_owned(),
+            }
+        )))
     }
 
     /// Feeds the decoded answer to the last request sent; returns what to do next.
@@ -473,9 +475,11 @@ fn self_scrub(secret: Option<&Secret>, message: String) -> String {
 }
 
 fn authenticate(auth_bytes: Vec<u8>) -> SaslStep {
-    SaslStep::Send(SaslRequest::Authenticate(SaslAuthenticateRequest {
-        auth_bytes: auth_bytes.into(),
-    }))
+    SaslStep::Send(SaslRequest::Authenticate(kacrab_wire::message!(
+        SaslAuthenticateRequest {
+            auth_bytes: auth_bytes.into(),
+        }
+    )))
 }
 
 #[cfg(test)]

@@ -71,10 +71,10 @@ fn handshake_ok(mechanisms: &[&str]) -> impl FnOnce(SaslRequest) -> Response {
     let mechanisms: Vec<String> = mechanisms.iter().map(|m| (*m).to_owned()).collect();
     move |req| {
         assert!(matches!(req, SaslRequest::Handshake(_)));
-        SaslHandshakeResponse {
+        kacrab_wire::message!(SaslHandshakeResponse {
             error_code: 0,
             mechanisms,
-        }
+        })
         .into()
     }
 }
@@ -87,12 +87,12 @@ fn auth_bytes(req: &SaslRequest) -> Bytes {
 }
 
 fn answer(error_code: i16, message: Option<&str>, bytes: &[u8], lifetime_ms: i64) -> Response {
-    SaslAuthenticateResponse {
+    kacrab_wire::message!(SaslAuthenticateResponse {
         error_code,
         error_message: message.map(str::to_owned),
         auth_bytes: Bytes::copy_from_slice(bytes),
         session_lifetime_ms: lifetime_ms,
-    }
+    })
     .into()
 }
 
@@ -107,9 +107,11 @@ fn plain_authenticates_in_one_round_and_reports_the_session_lifetime() {
     let first = x.start();
     assert_eq!(
         first,
-        SaslStep::Send(SaslRequest::Handshake(SaslHandshakeRequest {
-            mechanism: "PLAIN".into()
-        }))
+        SaslStep::Send(SaslRequest::Handshake(kacrab_wire::message!(
+            SaslHandshakeRequest {
+                mechanism: "PLAIN".into()
+            }
+        )))
     );
     let r = over_the_wire(first, 1, handshake_ok(&["SCRAM-SHA-512", "PLAIN"]));
     let step = x.handle_response(r).unwrap();
@@ -134,10 +136,10 @@ fn a_mechanism_the_broker_does_not_enable_is_a_typed_error_naming_what_it_offers
         ("sasl.jaas.config", SCRAM_JAAS),
     ]);
     let r = over_the_wire(x.start(), 1, |_| {
-        SaslHandshakeResponse {
+        kacrab_wire::message!(SaslHandshakeResponse {
             error_code: UNSUPPORTED_SASL_MECHANISM,
             mechanisms: vec!["PLAIN".into(), "OAUTHBEARER".into()],
-        }
+        })
         .into()
     });
     let err = x.handle_response(r).unwrap_err();
@@ -548,10 +550,10 @@ fn other_broker_error_codes_are_typed() {
         ("sasl.jaas.config", PLAIN_JAAS),
     ]);
     let r = over_the_wire(x.start(), 1, |_| {
-        SaslHandshakeResponse {
+        kacrab_wire::message!(SaslHandshakeResponse {
             error_code: ILLEGAL_SASL_STATE,
             mechanisms: vec![],
-        }
+        })
         .into()
     });
     assert_eq!(
@@ -691,10 +693,10 @@ fn authenticate_against(addr: &str, config: &SaslConfig) -> Result<Option<Durati
     };
     let Response::ApiVersions(av) = roundtrip(
         &mut conn,
-        ApiVersionsRequest {
+        kacrab_wire::message!(ApiVersionsRequest {
             client_software_name: "kacrab".into(),
             client_software_version: "0".into(),
-        }
+        })
         .into(),
         3,
     ) else {

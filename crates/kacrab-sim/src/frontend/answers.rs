@@ -26,35 +26,35 @@ pub(super) fn endpoint(node: NodeId, brokers: &[BrokerEndpoint]) -> BrokerEndpoi
 pub(super) fn api_versions(features: &BrokerFeatures, version: i16) -> wire::ApiVersionsResponse {
     let v3 = version >= 3;
     let tv = features.transaction_version.filter(|_| v3);
-    wire::ApiVersionsResponse {
+    kacrab_wire::message!(wire::ApiVersionsResponse {
         error_code: 0,
         api_keys: KAFKA_4_API_VERSIONS
             .iter()
-            .map(|(api, range)| wire::ApiVersion {
+            .map(|(api, range)| kacrab_wire::message!(wire::ApiVersion {
                 api_key: api.id(),
                 min_version: range.min,
                 max_version: range.max,
-            })
+            }))
             .collect(),
         throttle_time_ms: 0,
         supported_features: tv
-            .map(|_| wire::SupportedFeature {
+            .map(|_| kacrab_wire::message!(wire::SupportedFeature {
                 name: kacrab_wire::TRANSACTION_VERSION_FEATURE.into(),
                 min_version: 0,
                 max_version: MAX_TRANSACTION_VERSION,
-            })
+            }))
             .into_iter()
             .collect(),
         finalized_features_epoch: if v3 { features.features_epoch } else { -1 },
         finalized_features: tv
-            .map(|level| wire::FinalizedFeature {
+            .map(|level| kacrab_wire::message!(wire::FinalizedFeature {
                 name: kacrab_wire::TRANSACTION_VERSION_FEATURE.into(),
                 max_version_level: level,
                 min_version_level: level,
-            })
+            }))
             .into_iter()
             .collect(),
-    }
+    })
 }
 
 /// Groups `(partition, value)` by topic, topics in order of first appearance.
@@ -75,15 +75,19 @@ fn by_topic<T>(
 pub(super) fn topic_results(results: &[(TopicPartition, KafkaError)]) -> Vec<wire::TopicResult> {
     by_topic(results.iter().cloned())
         .into_iter()
-        .map(|(name, parts)| wire::TopicResult {
-            name,
-            partitions: parts
-                .into_iter()
-                .map(|(partition_index, e)| wire::PartitionResult {
-                    partition_index,
-                    error_code: e.code(),
-                })
-                .collect(),
+        .map(|(name, parts)| {
+            kacrab_wire::message!(wire::TopicResult {
+                name,
+                partitions: parts
+                    .into_iter()
+                    .map(
+                        |(partition_index, e)| kacrab_wire::message!(wire::PartitionResult {
+                            partition_index,
+                            error_code: e.code(),
+                        })
+                    )
+                    .collect(),
+            })
         })
         .collect()
 }
@@ -99,50 +103,52 @@ pub(super) fn produce_response(
     let mut leaders: Vec<NodeId> = Vec::new();
     let topics = by_topic(r.partitions.iter().map(|p| (p.partition.clone(), p)))
         .into_iter()
-        .map(|(name, parts)| wire::ProduceTopicResponse {
-            name,
-            partitions: parts
-                .into_iter()
-                .map(|(index, p)| {
-                    let current_leader = p.current_leader.filter(|_| kip_951).map(|h| {
-                        if !leaders.contains(&h.leader) {
-                            leaders.push(h.leader);
-                        }
-                        wire::LeaderIdAndEpoch {
-                            leader_id: h.leader.0,
-                            leader_epoch: h.leader_epoch,
-                        }
-                    });
-                    wire::ProducePartitionResponse {
-                        index,
-                        error_code: p.error.code(),
-                        base_offset: p.base_offset,
-                        log_append_time_ms: p.log_append_time,
-                        log_start_offset: if v >= 5 { p.log_start_offset } else { -1 },
-                        record_errors: Vec::new(),
-                        error_message: None,
-                        current_leader,
-                    }
-                })
-                .collect(),
+        .map(|(name, parts)| {
+            kacrab_wire::message!(wire::ProduceTopicResponse {
+                name,
+                partitions: parts
+                    .into_iter()
+                    .map(|(index, p)| {
+                        let current_leader = p.current_leader.filter(|_| kip_951).map(|h| {
+                            if !leaders.contains(&h.leader) {
+                                leaders.push(h.leader);
+                            }
+                            kacrab_wire::message!(wire::LeaderIdAndEpoch {
+                                leader_id: h.leader.0,
+                                leader_epoch: h.leader_epoch,
+                            })
+                        });
+                        kacrab_wire::message!(wire::ProducePartitionResponse {
+                            index,
+                            error_code: p.error.code(),
+                            base_offset: p.base_offset,
+                            log_append_time_ms: p.log_append_time,
+                            log_start_offset: if v >= 5 { p.log_start_offset } else { -1 },
+                            record_errors: Vec::new(),
+                            error_message: None,
+                            current_leader,
+                        })
+                    })
+                    .collect(),
+            })
         })
         .collect();
-    wire::ProduceResponse {
+    kacrab_wire::message!(wire::ProduceResponse {
         topics,
         throttle_time_ms: throttle_ms(r.throttle),
         node_endpoints: leaders
             .into_iter()
             .map(|node| {
                 let e = endpoint(node, brokers);
-                wire::NodeEndpoint {
+                kacrab_wire::message!(wire::NodeEndpoint {
                     node_id: e.node.0,
                     host: e.host,
                     port: e.port,
                     rack: None,
-                }
+                })
             })
             .collect(),
-    }
+    })
 }
 
 /// A Metadata answer at `v`: `brokers`, then every topic the model answered, in order;
@@ -156,56 +162,56 @@ pub(super) fn metadata_response(
     let mut topics: Vec<wire::MetadataTopic> =
         by_topic(md.partitions.iter().map(|p| (p.partition.clone(), p)))
             .into_iter()
-            .map(|(name, parts)| wire::MetadataTopic {
-                error_code: 0,
-                name: Some(name),
-                topic_id: [0; 16],
-                is_internal: false,
-                partitions: parts
-                    .into_iter()
-                    .map(|(partition_index, p)| {
-                        let replicas: Vec<i32> = p.leader.map(|n| n.0).into_iter().collect();
-                        wire::MetadataPartition {
-                            error_code: if p.leader.is_some() {
-                                0
-                            } else {
-                                KafkaError::LeaderNotAvailable.code()
-                            },
-                            partition_index,
-                            leader_id: p.leader.map_or(-1, |n| n.0),
-                            leader_epoch: if v >= 7 { p.leader_epoch } else { -1 },
-                            replica_nodes: replicas.clone(),
-                            isr_nodes: replicas,
-                            offline_replicas: Vec::new(),
-                        }
-                    })
-                    .collect(),
+            .map(|(name, parts)| {
+                kacrab_wire::message!(wire::MetadataTopic {
+                    error_code: 0,
+                    name: Some(name),
+                    topic_id: [0; 16],
+                    is_internal: false,
+                    partitions: parts
+                        .into_iter()
+                        .map(|(partition_index, p)| {
+                            let replicas: Vec<i32> = p.leader.map(|n| n.0).into_iter().collect();
+                            kacrab_wire::message!(wire::MetadataPartition {
+                                error_code: if p.leader.is_some() {
+                                    0
+                                } else {
+                                    KafkaError::LeaderNotAvailable.code()
+                                },
+                                partition_index,
+                                leader_id: p.leader.map_or(-1, |n| n.0),
+                                leader_epoch: if v >= 7 { p.leader_epoch } else { -1 },
+                                replica_nodes: replicas.clone(),
+                                isr_nodes: replicas,
+                                offline_replicas: Vec::new(),
+                            })
+                        })
+                        .collect(),
+                })
             })
             .collect();
-    topics.extend(
-        md.topic_errors
-            .iter()
-            .map(|(topic, e)| wire::MetadataTopic {
-                error_code: e.code(),
-                name: Some(topic.as_str().to_owned()),
-                topic_id: [0; 16],
-                is_internal: false,
-                partitions: Vec::new(),
-            }),
-    );
-    wire::MetadataResponse {
+    topics.extend(md.topic_errors.iter().map(|(topic, e)| {
+        kacrab_wire::message!(wire::MetadataTopic {
+            error_code: e.code(),
+            name: Some(topic.as_str().to_owned()),
+            topic_id: [0; 16],
+            is_internal: false,
+            partitions: Vec::new(),
+        })
+    }));
+    kacrab_wire::message!(wire::MetadataResponse {
         throttle_time_ms: 0,
         brokers: brokers
             .iter()
-            .map(|b| wire::MetadataBroker {
+            .map(|b| kacrab_wire::message!(wire::MetadataBroker {
                 node_id: b.node.0,
                 host: b.host.clone(),
                 port: b.port,
                 rack: None,
-            })
+            }))
             .collect(),
         cluster_id: (v >= 2).then(|| SIM_CLUSTER_ID.to_owned()),
         controller_id: brokers.first().map_or(-1, |b| b.node.0),
         topics,
-    }
+    })
 }

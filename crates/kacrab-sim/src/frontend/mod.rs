@@ -288,7 +288,7 @@ impl Frontend {
     /// [`FrontendError::Unsupported`] for one the model's types cannot hold. Either way
     /// the connection must be closed.
     pub fn decode(&mut self, frame: Bytes) -> Result<FrontendRequest, FrontendError> {
-        let ServerRequest { header, body } = server::decode_request(frame)?;
+        let ServerRequest { header, body, .. } = server::decode_request(frame)?;
         let id = RequestId(self.next_id);
         let (api, version) = (header.api, header.version);
         let request = match body {
@@ -387,12 +387,12 @@ impl Frontend {
                     Ok(pe) => (0, *pe),
                     Err(e) => (e.code(), ProducerIdAndEpoch::NONE),
                 };
-                wire::InitProducerIdResponse {
+                kacrab_wire::message!(wire::InitProducerIdResponse {
                     throttle_time_ms: 0,
                     error_code,
                     producer_id: pe.id.0,
                     producer_epoch: pe.epoch.0,
-                }
+                })
                 .into()
             }
             ToClient::Metadata(_, md) => answers::metadata_response(md, v, brokers).into(),
@@ -401,7 +401,7 @@ impl Frontend {
                     Ok(node) => (0, Some(answers::endpoint(*node, brokers))),
                     Err(e) => (e.code(), None),
                 };
-                wire::FindCoordinatorResponse {
+                kacrab_wire::message!(wire::FindCoordinatorResponse {
                     throttle_time_ms: 0,
                     key: if v >= 4 { a.key.clone() } else { None },
                     error_code,
@@ -409,24 +409,30 @@ impl Frontend {
                     node_id: at.as_ref().map_or(-1, |e| e.node.0),
                     host: at.as_ref().map_or_else(String::new, |e| e.host.clone()),
                     port: at.as_ref().map_or(-1, |e| e.port),
-                }
+                })
                 .into()
             }
-            ToClient::Txn(_, TxnAnswer::AddPartitions(r)) => wire::AddPartitionsToTxnResponse {
-                throttle_time_ms: 0,
-                topics: answers::topic_results(r),
+            ToClient::Txn(_, TxnAnswer::AddPartitions(r)) => {
+                kacrab_wire::message!(wire::AddPartitionsToTxnResponse {
+                    throttle_time_ms: 0,
+                    topics: answers::topic_results(r),
+                })
+                .into()
             }
-            .into(),
-            ToClient::Txn(_, TxnAnswer::AddOffsets(e)) => wire::AddOffsetsToTxnResponse {
-                throttle_time_ms: 0,
-                error_code: e.code(),
+            ToClient::Txn(_, TxnAnswer::AddOffsets(e)) => {
+                kacrab_wire::message!(wire::AddOffsetsToTxnResponse {
+                    throttle_time_ms: 0,
+                    error_code: e.code(),
+                })
+                .into()
             }
-            .into(),
-            ToClient::Txn(_, TxnAnswer::TxnOffsetCommit(r)) => wire::TxnOffsetCommitResponse {
-                throttle_time_ms: 0,
-                topics: answers::topic_results(r),
+            ToClient::Txn(_, TxnAnswer::TxnOffsetCommit(r)) => {
+                kacrab_wire::message!(wire::TxnOffsetCommitResponse {
+                    throttle_time_ms: 0,
+                    topics: answers::topic_results(r),
+                })
+                .into()
             }
-            .into(),
             ToClient::Txn(_, TxnAnswer::EndTxn(r)) => {
                 let (error_code, pe) = match r {
                     Ok(pe) => (0, *pe),
@@ -439,12 +445,12 @@ impl Frontend {
                     });
                 }
                 let pe = pe.unwrap_or(ProducerIdAndEpoch::NONE);
-                wire::EndTxnResponse {
+                kacrab_wire::message!(wire::EndTxnResponse {
                     throttle_time_ms: 0,
                     error_code,
                     producer_id: pe.id.0,
                     producer_epoch: pe.epoch.0,
-                }
+                })
                 .into()
             }
         };

@@ -14,6 +14,7 @@ pub const UNSUPPORTED_VERSION: i16 = 35;
 /// reject (INVALID_REQUEST) values outside `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`,
 /// empty ones included. The default names this crate: `kacrab` and its version.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApiVersionsRequest {
     /// The client's software name (v3+).
     pub client_software_name: String,
@@ -42,7 +43,8 @@ impl ApiVersionsRequest {
 }
 
 /// One API's version range as advertised by the broker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ApiVersion {
     /// The API's protocol id (any API, not only those this crate speaks).
     pub api_key: i16,
@@ -53,7 +55,8 @@ pub struct ApiVersion {
 }
 
 /// A feature the broker supports (v3+).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SupportedFeature {
     /// The feature's name, e.g. `transaction.version`.
     pub name: String,
@@ -64,7 +67,8 @@ pub struct SupportedFeature {
 }
 
 /// A cluster-wide finalized feature (v3+).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct FinalizedFeature {
     /// The feature's name, e.g. `transaction.version`.
     pub name: String,
@@ -75,7 +79,8 @@ pub struct FinalizedFeature {
 }
 
 /// ApiVersions response.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ApiVersionsResponse {
     /// Top-level error code; [`UNSUPPORTED_VERSION`] means "retry at a lower version", see
     /// [`ApiVersionsResponse::retry_version`].

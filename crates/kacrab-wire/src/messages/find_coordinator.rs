@@ -30,6 +30,7 @@ impl CoordinatorType {
 /// FindCoordinator request for one key. From v4 on it is sent in the batched form (a
 /// one-element `coordinator_keys`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct FindCoordinatorRequest {
     /// The group id or transactional id.
     pub key: String,
@@ -51,6 +52,7 @@ impl FindCoordinatorRequest {
 /// FindCoordinator response, one coordinator whatever the version: v4+ batched answers
 /// must hold exactly one entry (the one key asked for), as the Java client requires.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct FindCoordinatorResponse {
     /// Throttle time (v1+; 0 before).
     pub throttle_time_ms: i32,

@@ -12,6 +12,7 @@ use crate::reader::{Reader, R};
 /// producer id/epoch (-1/-1). Setting `producer_id`/`producer_epoch` (KIP-360 epoch bump)
 /// needs v3+; an older version fails to encode.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InitProducerIdRequest {
     /// The transactional id, `None` for an idempotent producer.
     pub transactional_id: Option<String>,
@@ -45,7 +46,8 @@ impl InitProducerIdRequest {
 }
 
 /// InitProducerId response.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct InitProducerIdResponse {
     /// Throttle time.
     pub throttle_time_ms: i32,

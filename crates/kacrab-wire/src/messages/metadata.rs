@@ -7,6 +7,7 @@ use crate::reader::{Reader, R};
 
 /// Metadata request.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MetadataRequest {
     /// Topic names, or `None` for every topic. `Some(vec![])` asks for brokers only.
     pub topics: Option<Vec<String>>,
@@ -60,7 +61,8 @@ impl MetadataRequest {
 }
 
 /// A broker in a Metadata response.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct MetadataBroker {
     /// The broker's node id.
     pub node_id: i32,
@@ -73,7 +75,8 @@ pub struct MetadataBroker {
 }
 
 /// A partition in a Metadata response.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct MetadataPartition {
     /// The partition's error code.
     pub error_code: i16,
@@ -92,7 +95,8 @@ pub struct MetadataPartition {
 }
 
 /// A topic in a Metadata response.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct MetadataTopic {
     /// The topic's error code.
     pub error_code: i16,
@@ -108,7 +112,8 @@ pub struct MetadataTopic {
 }
 
 /// Metadata response.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct MetadataResponse {
     /// Throttle time (v3+; 0 before).
     pub throttle_time_ms: i32,

@@ -3,6 +3,11 @@
 //! Requests are converted to kafka-protocol's types and encoded by it; responses are
 //! decoded here with bounded allocations (see the crate docs). Field names follow Kafka's
 //! schemas; fields a version lacks hold the schema's default.
+//!
+//! Every message struct is `#[non_exhaustive]`: Kafka adds fields in new versions, and
+//! this crate can then add them without breaking anyone. Outside the crate, build one
+//! from its `Default` and set its public fields, or with [`message!`](crate::message),
+//! which does that with struct-expression syntax.
 
 mod api_versions;
 mod find_coordinator;
@@ -294,4 +299,41 @@ fn read_body(r: &mut Reader, api: ApiKey, version: i16) -> R<Response> {
         ApiKey::SaslHandshake => SaslHandshakeResponse::read(r, version)?.into(),
         ApiKey::SaslAuthenticate => SaslAuthenticateResponse::read(r, version)?.into(),
     })
+}
+
+/// Builds a message struct with struct-expression syntax: starts from the type's
+/// `Default` (what the schema says a missing field holds), or from the value after `..`
+/// as a struct update does, and sets the fields named.
+/// Message structs are `#[non_exhaustive]`, so a plain struct expression cannot name
+/// them outside this crate; this can, and keeps compiling when a field is added.
+///
+/// ```
+/// use kacrab_wire::messages::{ProducePartition, ProduceRequest, ProduceTopic};
+///
+/// let partitions = vec![kacrab_wire::message!(ProducePartition { index: 0 })];
+/// let request = kacrab_wire::message!(ProduceRequest {
+///     acks: -1,
+///     timeout_ms: 30_000,
+///     topics: vec![kacrab_wire::message!(ProduceTopic { name: "orders".into(), partitions })],
+/// });
+/// assert_eq!(request.topics[0].partitions[0].index, 0);
+/// ```
+#[macro_export]
+macro_rules! message {
+    (@set $m:ident $field:ident $value:expr) => {
+        $m.$field = $value;
+    };
+    (@set $m:ident $field:ident) => {
+        $m.$field = $field;
+    };
+    ($($ty:ident)::+ { $($field:ident $(: $value:expr)?,)* ..$base:expr }) => {{
+        let mut message: $($ty)::+ = $base;
+        $($crate::message!(@set message $field $($value)?);)*
+        message
+    }};
+    ($($ty:ident)::+ { $($field:ident $(: $value:expr)?),* $(,)? }) => {{
+        let mut message = <$($ty)::+>::default();
+        $($crate::message!(@set message $field $($value)?);)*
+        message
+    }};
 }

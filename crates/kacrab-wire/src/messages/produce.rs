@@ -9,6 +9,7 @@ use crate::reader::{Reader, R};
 /// Produce request. `acks = 0` gets no response (see
 /// [`crate::EncodedRequest::expects_response`]).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ProduceRequest {
     /// The transactional id, `None` outside transactions.
     pub transactional_id: Option<String>,
@@ -22,6 +23,7 @@ pub struct ProduceRequest {
 
 /// A topic's data in a Produce request.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ProduceTopic {
     /// The topic name.
     pub name: String,
@@ -31,6 +33,7 @@ pub struct ProduceTopic {
 
 /// A partition's data in a Produce request.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ProducePartition {
     /// The partition index.
     pub index: i32,
@@ -69,6 +72,7 @@ impl ProduceRequest {
 
 /// Produce response.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ProduceResponse {
     /// Results per topic.
     pub topics: Vec<ProduceTopicResponse>,
@@ -80,6 +84,7 @@ pub struct ProduceResponse {
 
 /// A topic's results in a Produce response.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ProduceTopicResponse {
     /// The topic name.
     pub name: String,
@@ -89,6 +94,7 @@ pub struct ProduceTopicResponse {
 
 /// A partition's result in a Produce response.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ProducePartitionResponse {
     /// The partition index.
     pub index: i32,
@@ -111,6 +117,7 @@ pub struct ProducePartitionResponse {
 
 /// A record that made the broker drop its batch.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct RecordError {
     /// Index of the record in the batch.
     pub batch_index: i32,
@@ -119,7 +126,8 @@ pub struct RecordError {
 }
 
 /// A partition leader and its epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct LeaderIdAndEpoch {
     /// The leader's node id, -1 when unknown.
     pub leader_id: i32,
@@ -129,6 +137,7 @@ pub struct LeaderIdAndEpoch {
 
 /// A broker's endpoint in a Produce response (v10+).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct NodeEndpoint {
     /// The node id.
     pub node_id: i32,

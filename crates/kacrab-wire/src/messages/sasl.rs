@@ -27,6 +27,7 @@ pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
 /// SaslHandshake request: the mechanism the client wants.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SaslHandshakeRequest {
     /// Kafka's name of the mechanism (`PLAIN`, `SCRAM-SHA-512`, ...).
     pub mechanism: String,
@@ -44,6 +45,7 @@ impl SaslHandshakeRequest {
 
 /// SaslHandshake response.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SaslHandshakeResponse {
     /// Error code: 0, or [`UNSUPPORTED_SASL_MECHANISM`] (then `mechanisms` says what the
     /// broker offers), or [`ILLEGAL_SASL_STATE`].
@@ -63,6 +65,7 @@ impl SaslHandshakeResponse {
 
 /// SaslAuthenticate request: one token of the mechanism.
 #[derive(Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SaslAuthenticateRequest {
     /// The mechanism's bytes (may hold a secret: never printed).
     pub auth_bytes: Bytes,
@@ -84,6 +87,7 @@ impl SaslAuthenticateRequest {
 
 /// SaslAuthenticate response.
 #[derive(Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SaslAuthenticateResponse {
     /// Error code: 0, or [`SASL_AUTHENTICATION_FAILED`] (then `error_message` says why),
     /// or [`ILLEGAL_SASL_STATE`].

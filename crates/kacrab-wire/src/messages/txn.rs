@@ -8,6 +8,7 @@ use crate::reader::{Reader, R};
 
 /// A topic and some of its partitions.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TopicPartitions {
     /// The topic name.
     pub name: String,
@@ -17,6 +18,7 @@ pub struct TopicPartitions {
 
 /// A per-partition error code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct PartitionResult {
     /// The partition index.
     pub partition_index: i32,
@@ -26,6 +28,7 @@ pub struct PartitionResult {
 
 /// A topic's per-partition error codes.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TopicResult {
     /// The topic name.
     pub name: String,
@@ -51,6 +54,7 @@ fn read_topic_results(r: &mut Reader) -> R<Vec<TopicResult>> {
 
 /// AddPartitionsToTxn request, in its client form (v0–v3; v4+ is broker to broker).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct AddPartitionsToTxnRequest {
     /// The transactional id.
     pub transactional_id: String,
@@ -83,6 +87,7 @@ impl AddPartitionsToTxnRequest {
 
 /// AddPartitionsToTxn response (v0–v3).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct AddPartitionsToTxnResponse {
     /// Throttle time.
     pub throttle_time_ms: i32,
@@ -104,6 +109,7 @@ impl AddPartitionsToTxnResponse {
 
 /// AddOffsetsToTxn request.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct AddOffsetsToTxnRequest {
     /// The transactional id.
     pub transactional_id: String,
@@ -127,6 +133,7 @@ impl AddOffsetsToTxnRequest {
 
 /// AddOffsetsToTxn response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct AddOffsetsToTxnResponse {
     /// Throttle time.
     pub throttle_time_ms: i32,
@@ -147,6 +154,7 @@ impl AddOffsetsToTxnResponse {
 
 /// A partition's offset in a TxnOffsetCommit request.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TxnOffsetCommitPartition {
     /// The partition index.
     pub partition_index: i32,
@@ -171,6 +179,7 @@ impl Default for TxnOffsetCommitPartition {
 
 /// A topic's offsets in a TxnOffsetCommit request.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TxnOffsetCommitTopic {
     /// The topic name.
     pub name: String,
@@ -182,6 +191,7 @@ pub struct TxnOffsetCommitTopic {
 /// `group_instance_id`, KIP-447) needs v3+: left at its defaults (-1, "", `None`) it is not
 /// sent; set, it fails to encode before v3.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TxnOffsetCommitRequest {
     /// The transactional id.
     pub transactional_id: String,
@@ -252,6 +262,7 @@ impl TxnOffsetCommitRequest {
 
 /// TxnOffsetCommit response.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TxnOffsetCommitResponse {
     /// Throttle time.
     pub throttle_time_ms: i32,
@@ -273,6 +284,7 @@ impl TxnOffsetCommitResponse {
 
 /// EndTxn request.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct EndTxnRequest {
     /// The transactional id.
     pub transactional_id: String,
@@ -295,7 +307,8 @@ impl EndTxnRequest {
 }
 
 /// EndTxn response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct EndTxnResponse {
     /// Throttle time.
     pub throttle_time_ms: i32,

@@ -36,6 +36,7 @@ use crate::reader::{ReadError, Reader};
 
 /// A request frame's header, as the broker reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RequestHeader {
     /// The API.
     pub api: ApiKey,
@@ -59,6 +60,7 @@ pub enum RequestBody {
 
 /// A request frame, decoded on the broker side.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerRequest {
     /// The header.
     pub header: RequestHeader,
