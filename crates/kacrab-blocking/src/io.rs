@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kacrab_driver::{
-    Completion, ConnId, OpId, Output, ProducerRecord, SendId, Session, SessionConfig, TxnCall,
+    Completion, ConnId, OpId, Output, ProducerRecord, SendId, SendSlots, Session, SessionConfig,
+    TxnCall,
 };
 use kacrab_idempotence::{Timestamp, TxnError};
 
@@ -181,7 +182,7 @@ pub(crate) struct Io {
     max_block: Duration,
     /// Every send without its outcome. Invariant: one entry per send the session has
     /// not completed.
-    records: HashMap<SendId, Done>,
+    records: SendSlots<Done>,
     /// Senders blocked until their record leaves the session's backlog. Invariant: a
     /// subset of `records`' ids.
     admissions: BTreeMap<SendId, Admission>,
@@ -214,7 +215,7 @@ impl Io {
             local: IoStats::default(),
             taken: 0,
             max_block,
-            records: HashMap::new(),
+            records: SendSlots::new(),
             admissions: BTreeMap::new(),
             ops: HashMap::new(),
         }
@@ -421,7 +422,7 @@ impl Io {
     fn complete(&mut self, completion: Completion) {
         match completion {
             Completion::Record { id, outcome } => {
-                let Some(done) = self.records.remove(&id) else {
+                let Some(done) = self.records.remove(id) else {
                     return;
                 };
                 match (self.admissions.remove(&id), outcome) {

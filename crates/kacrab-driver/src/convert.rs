@@ -50,7 +50,7 @@ pub(crate) fn metadata_request(topics: &[Topic]) -> wire::MetadataRequest {
 }
 
 pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceResponse {
-    let mut partitions = Vec::new();
+    let mut partitions = Vec::with_capacity(r.topics.iter().map(|t| t.partitions.len()).sum());
     for t in &r.topics {
         let topic = Topic::new(&t.name);
         for p in &t.partitions {

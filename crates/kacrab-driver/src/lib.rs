@@ -53,6 +53,7 @@ mod refresh;
 mod routing;
 mod sasl;
 mod secret;
+mod send_slots;
 mod session;
 mod tls;
 mod topics;
@@ -92,6 +93,7 @@ pub use record::{ProducerRecord, RecordMetadata, TimestampType};
 pub use sasl::oauthbearer::{OAuthBearerToken, OAuthBearerTokenProvider, UnsecuredJwt};
 pub use sasl::SaslError;
 pub use secret::Secret;
+pub use send_slots::SendSlots;
 pub use session::Session;
 pub use topics::PartitionInfo;
 // The core's types that appear in the session's API, so that a driver needs this crate

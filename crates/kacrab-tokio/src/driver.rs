@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, Session, TxnCall};
+use kacrab_driver::{Completion, ConnId, OpId, Output, SendId, SendSlots, Session, TxnCall};
 use kacrab_idempotence::{Timestamp, TxnError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -108,7 +108,7 @@ pub(crate) struct Driver {
     conns: HashMap<ConnId, ConnHandle>,
     conn_events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     /// Invariant: exactly the sends whose completion the session has not yet produced.
-    sends: HashMap<SendId, Reply>,
+    sends: SendSlots<Reply>,
     /// Invariant: exactly the other commands whose completion is still to come.
     ops: HashMap<OpId, OpReply>,
     /// Senders waiting for their record's admission, by send. Invariant: every key is a
@@ -143,7 +143,7 @@ impl Driver {
             transport,
             conns: HashMap::new(),
             conn_events,
-            sends: HashMap::new(),
+            sends: SendSlots::new(),
             ops: HashMap::new(),
             admissions: BTreeMap::new(),
             gate,
@@ -365,7 +365,7 @@ impl Driver {
         // A send whose future was dropped is not waited for: a failed reply is fine.
         match done {
             Completion::Record { id, outcome } => {
-                let reply = self.sends.remove(&id);
+                let reply = self.sends.remove(id);
                 if let Some(admission) = self.admissions.remove(&id) {
                     if let Err(refused @ (ProduceError::Send(_) | ProduceError::Topic { .. })) =
                         outcome

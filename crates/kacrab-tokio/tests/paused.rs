@@ -307,8 +307,11 @@ async fn a_hanging_connect_is_given_up_at_the_setup_timeout() {
         .await
         .expect("delivered");
     let took = start.elapsed();
+    // Java's setup timeout carries ±20 % jitter (`ClusterConnectionStates`), drawn from
+    // a generator the driver seeds from the operating system: 560..=840 ms, plus the
+    // paused clock's few steps for the next attempts.
     assert!(
-        took >= Duration::from_millis(700) && took < Duration::from_millis(700 + 200),
+        took >= Duration::from_millis(560) && took < Duration::from_millis(840 + 200),
         "took {} ms",
         ms(took)
     );
