@@ -147,6 +147,7 @@ mod producer;
 pub mod record;
 mod requests;
 mod retry;
+mod sequence_entry;
 mod sequencing;
 pub mod ticket;
 mod timers;

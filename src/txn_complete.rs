@@ -499,10 +499,8 @@ impl Producer {
     /// Partitions restart lazily, once nothing of theirs is in flight.
     pub(crate) fn reset_all_sequences(&mut self) {
         for part in self.acc.iter_mut() {
-            if part.inflight.is_empty() {
-                part.producer_id = self.identity.id();
-                part.next_sequence = crate::types::Sequence::ZERO;
-                part.reset_acked();
+            if part.seq.inflight().is_empty() {
+                part.seq.restart_at_zero(self.identity.id());
             }
         }
     }
