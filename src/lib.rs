@@ -154,6 +154,7 @@ mod timers;
 pub mod txn;
 mod txn_complete;
 mod txn_ops;
+mod txn_partitions;
 pub mod types;
 
 pub use compression::{Codec, Compression, Compressor};

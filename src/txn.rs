@@ -8,12 +8,12 @@
 //! added to the transaction drain, and an abort fails the batches never sent.
 
 use crate::retry::Retry;
-use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::error::KafkaError;
+use crate::txn_partitions::TxnPartitions;
 use crate::types::{NodeId, RequestId, TopicPartition};
 
 /// The transactional states (Java's `TransactionManager.State`, without 2PC).
@@ -359,9 +359,8 @@ pub(crate) struct Txn {
     pub(crate) bump_required: bool,
     /// Something was added to the transaction (a partition or offsets): EndTxn is sent.
     pub(crate) started: bool,
-    pub(crate) new_partitions: BTreeSet<u32>,
-    pub(crate) pending_partitions: BTreeSet<u32>,
-    pub(crate) partitions: BTreeSet<u32>,
+    /// The transaction's partitions, by how far each has joined it.
+    pub(crate) partitions: TxnPartitions,
     pub(crate) group: Option<ConsumerGroupMetadata>,
     pub(crate) pending_offsets: Vec<OffsetToCommit>,
     /// Waiting requests; the first of the lowest priority goes next.
@@ -389,9 +388,7 @@ impl Txn {
             next_v2: None,
             bump_required: false,
             started: false,
-            new_partitions: BTreeSet::new(),
-            pending_partitions: BTreeSet::new(),
-            partitions: BTreeSet::new(),
+            partitions: TxnPartitions::default(),
             group: None,
             pending_offsets: Vec::new(),
             queue: Vec::new(),
@@ -430,8 +427,6 @@ impl Txn {
             self.v2 = v2;
         }
         self.started = false;
-        self.new_partitions.clear();
-        self.pending_partitions.clear();
         self.partitions.clear();
         self.group = None;
         self.pending_offsets.clear();
@@ -451,18 +446,11 @@ impl Txn {
         use TransactionState as S;
         // A partition is in one stage of joining the transaction at a time: new (not
         // yet asked for), pending (in an AddPartitionsToTxn without an answer), added.
-        assert!(
-            self.new_partitions.is_disjoint(&self.pending_partitions)
-                && self.new_partitions.is_disjoint(&self.partitions)
-                && self.pending_partitions.is_disjoint(&self.partitions),
-            "a partition in two stages of joining the transaction"
-        );
+        self.partitions.assert_invariants();
         // Outside a transaction nothing belongs to one (`reset_transaction` cleared it).
         if matches!(self.state, S::Uninitialized | S::Initializing | S::Ready) {
             assert!(
                 !self.started
-                    && self.new_partitions.is_empty()
-                    && self.pending_partitions.is_empty()
                     && self.partitions.is_empty()
                     && self.group.is_none()
                     && self.pending_offsets.is_empty(),
@@ -475,7 +463,7 @@ impl Txn {
         // partitions never stay behind.)
         if self.v2 {
             assert!(
-                self.new_partitions.is_empty() && self.pending_partitions.is_empty(),
+                self.partitions.nothing_to_ask(),
                 "AddPartitionsToTxn bookkeeping under transaction version 2"
             );
         }

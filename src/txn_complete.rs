@@ -226,7 +226,7 @@ impl Producer {
         let omitted = self
             .txn
             .as_ref()
-            .is_some_and(|t| t.pending_partitions.iter().any(|p| !answered.contains(p)));
+            .is_some_and(|t| t.partitions.pending_outside(&answered));
         // Every listed partition added, some omitted.
         let only_omission = omitted && results.iter().all(|(_, e)| *e == KafkaError::None);
         let worst = results
@@ -267,10 +267,7 @@ impl Producer {
         match next {
             Next::Done => {
                 // Nothing omitted: every pending partition was answered NONE.
-                let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
-                    .into_iter()
-                    .collect();
-                t.partitions.extend(pending);
+                t.partitions.all_pending_added();
                 t.started = true;
                 self.apply(q, Next::Done);
                 // The batches of these partitions may drain now.
@@ -285,17 +282,11 @@ impl Producer {
             // transaction must end with EndTxn.
             Next::Retry | Next::Relookup(_) => self.apply(q, next),
             other => {
-                if only_omission {
-                    // Every listed partition was added: the coordinator holds them, so the
-                    // transaction started and the abort must end it with EndTxn.
-                    let added: Vec<u32> = answered
-                        .into_iter()
-                        .filter(|p| t.pending_partitions.contains(p))
-                        .collect();
-                    t.started |= !added.is_empty();
-                    t.partitions.extend(added);
-                }
-                t.pending_partitions.clear();
+                // With only omissions, every listed partition was added: the coordinator
+                // holds them, so the transaction started and the abort must end it with
+                // EndTxn.
+                let added = only_omission.then_some(answered.as_slice());
+                t.started |= t.partitions.settle_pending(added);
                 self.apply(q, other);
             }
         }

@@ -195,7 +195,7 @@ impl Producer {
     fn begin_abort(&mut self) {
         let t = self.txn_mut();
         t.state = S::AbortingTransaction;
-        t.new_partitions.clear();
+        t.partitions.drop_new();
         self.begin_completing(Completion::Abort);
     }
 
@@ -244,7 +244,7 @@ impl Producer {
         t.shutdown = Shutdown::Forced;
         t.queue.clear();
         t.retry.cancel_wait();
-        t.new_partitions.clear();
+        t.partitions.drop_new();
         let in_flight = t.in_flight.take();
         if let Some((id, _)) = in_flight {
             self.take_outstanding(id);
@@ -259,7 +259,7 @@ impl Producer {
     fn begin_completing(&mut self, completion: Completion) {
         self.flushing = true;
         let t = self.txn_mut();
-        if completion == Completion::Commit && !t.new_partitions.is_empty() {
+        if completion == Completion::Commit && t.partitions.has_new() {
             t.enqueue(Queued::AddPartitions);
         }
         // The EndTxn speaks the version the transaction began under; the newly finalized
@@ -285,10 +285,10 @@ impl Producer {
             return Err(crate::error::SendError::NotInTransaction);
         }
         if t.v2 {
-            t.partitions.insert(p);
+            t.partitions.join_with_produce(p);
             t.started = true;
-        } else if !t.partitions.contains(&p) && !t.pending_partitions.contains(&p) {
-            t.new_partitions.insert(p);
+        } else {
+            t.partitions.join(p);
         }
         Ok(())
     }
@@ -297,7 +297,7 @@ impl Producer {
     pub(crate) fn txn_allows_drain(&self, p: u32) -> bool {
         self.txn
             .as_ref()
-            .is_none_or(|t| t.state != S::FatalError && t.partitions.contains(&p))
+            .is_none_or(|t| t.state != S::FatalError && t.partitions.is_added(p))
     }
 
     /// The transactional step of `poll_request`: a request to send, nothing, or a hold on
@@ -317,8 +317,7 @@ impl Producer {
             _ => {}
         }
         let t = self.txn.as_mut().expect("checked");
-        if !t.new_partitions.is_empty()
-            && matches!(t.state, S::InTransaction | S::CommittingTransaction)
+        if t.partitions.has_new() && matches!(t.state, S::InTransaction | S::CommittingTransaction)
         {
             t.enqueue(Queued::AddPartitions);
         }
@@ -361,7 +360,7 @@ impl Producer {
             }
         }
         if let Queued::AddPartitions = q {
-            if t.new_partitions.is_empty() && t.pending_partitions.is_empty() {
+            if t.partitions.nothing_to_ask() {
                 return self.poll_transactional(now);
             }
         }
@@ -402,9 +401,7 @@ impl Producer {
             }),
             Queued::AddPartitions => {
                 // Pending ones are those of an earlier request that got no answer.
-                let moved: Vec<u32> = core::mem::take(&mut t.new_partitions).into_iter().collect();
-                t.pending_partitions.extend(moved);
-                let asked: Vec<u32> = t.pending_partitions.iter().copied().collect();
+                let asked = t.partitions.ask();
                 Request::AddPartitionsToTxn(AddPartitionsToTxnRequest {
                     id,
                     node: t.coordinator.expect("checked"),
