@@ -224,7 +224,7 @@ impl Producer {
         };
         t.assert_invariants();
         // The one transactional request on the wire is the one outstanding.
-        let in_flight = t.in_flight.as_ref().map(|(id, _)| *id);
+        let in_flight = t.queue.in_flight().map(|(id, _)| *id);
         assert_eq!(
             transactional,
             in_flight.into_iter().collect::<Vec<_>>(),
@@ -233,7 +233,7 @@ impl Producer {
         // The producer id is asked for by the transactional InitProducerId only.
         if let IdState::Requested(id) = self.identity.state() {
             assert!(
-                matches!(&t.in_flight, Some((r, Queued::InitProducerId(_))) if *r == id),
+                matches!(t.queue.in_flight(), Some((r, Queued::InitProducerId(_))) if *r == id),
                 "producer id requested outside the transactional InitProducerId"
             );
         }

@@ -155,6 +155,7 @@ pub mod txn;
 mod txn_complete;
 mod txn_ops;
 mod txn_partitions;
+mod txn_queue;
 pub mod types;
 
 pub use compression::{Codec, Compression, Compressor};

@@ -391,7 +391,10 @@ impl Producer {
     /// metadata and transactional backoffs, and throttles.
     fn fixed_timers(&self) -> impl Iterator<Item = Timestamp> {
         let now = self.now;
-        let txn_retry = self.txn.as_ref().and_then(|t| t.retry.deadline_after(now));
+        let txn_retry = self
+            .txn
+            .as_ref()
+            .and_then(|t| t.queue.retry_deadline_after(now));
         [
             self.requests.next_deadline(),
             self.metadata_retry.deadline_after(now),

@@ -7,14 +7,14 @@
 //! instead of bumping the epoch (the abort bumps it, KIP-360 / KIP-890), only partitions
 //! added to the transaction drain, and an abort fails the batches never sent.
 
-use crate::retry::Retry;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::error::KafkaError;
 use crate::txn_partitions::TxnPartitions;
-use crate::types::{NodeId, RequestId, TopicPartition};
+use crate::txn_queue::TxnQueue;
+use crate::types::{NodeId, TopicPartition};
 
 /// The transactional states (Java's `TransactionManager.State`, without 2PC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -363,12 +363,8 @@ pub(crate) struct Txn {
     pub(crate) partitions: TxnPartitions,
     pub(crate) group: Option<ConsumerGroupMetadata>,
     pub(crate) pending_offsets: Vec<OffsetToCommit>,
-    /// Waiting requests; the first of the lowest priority goes next.
-    pub(crate) queue: Vec<Queued>,
-    /// The one transactional request on the wire, and the partitions it carries.
-    pub(crate) in_flight: Option<(RequestId, Queued)>,
-    /// The request at the queue's head: its failures and backoff.
-    pub(crate) retry: Retry,
+    /// The transactional requests: waiting, on the wire, the head's backoff.
+    pub(crate) queue: TxnQueue,
     /// The application operation waiting for its completion event.
     pub(crate) op: Option<TxnOp>,
     pub(crate) shutdown: Shutdown,
@@ -391,25 +387,10 @@ impl Txn {
             partitions: TxnPartitions::default(),
             group: None,
             pending_offsets: Vec::new(),
-            queue: Vec::new(),
-            in_flight: None,
-            retry: Retry::new(),
+            queue: TxnQueue::new(),
             op: None,
             shutdown: Shutdown::Running,
         }
-    }
-
-    /// Queues `q` unless it is already queued. (One of the same kind may be on the wire:
-    /// an AddPartitionsToTxn out for some partitions does not cover the ones added since.)
-    pub(crate) fn enqueue(&mut self, q: Queued) {
-        if !self.queue.contains(&q) {
-            self.queue.push(q);
-        }
-    }
-
-    /// The next request by priority (stable within a priority).
-    pub(crate) fn next_index(&self) -> Option<usize> {
-        (0..self.queue.len()).min_by_key(|&i| self.queue[i].priority())
     }
 
     /// Clears what belongs to one transaction (Java's `resetTransactionState`). With a
@@ -418,7 +399,7 @@ impl Txn {
     pub(crate) fn reset_transaction(&mut self) {
         if self.bump_required {
             self.state = TransactionState::Initializing;
-            self.enqueue(Queued::InitProducerId(IdRequest::Bump));
+            self.queue.enqueue(Queued::InitProducerId(IdRequest::Bump));
         } else {
             self.state = TransactionState::Ready;
         }
@@ -493,7 +474,7 @@ impl Txn {
         // After a forced close nothing transactional is on the wire.
         if self.shutdown == Shutdown::Forced {
             assert!(
-                self.in_flight.is_none(),
+                self.queue.in_flight().is_none(),
                 "transactional request after a forced close"
             );
         }
@@ -502,9 +483,7 @@ impl Txn {
         if self.state == S::Initializing && self.shutdown == Shutdown::Running {
             let asked = self
                 .queue
-                .iter()
-                .chain(self.in_flight.as_ref().map(|(_, q)| q))
-                .any(|q| matches!(q, Queued::InitProducerId(_)));
+                .any_waiting_or_sent(|q| matches!(q, Queued::InitProducerId(_)));
             assert!(asked, "Initializing without an InitProducerId to end it");
         }
     }
@@ -533,27 +512,5 @@ mod tests {
         ] {
             assert!(s.can_transition_to(S::FatalError));
         }
-    }
-
-    #[test]
-    fn queue_serves_by_priority() {
-        let mut t = Txn::new("tx".into(), Duration::from_secs(60));
-        t.enqueue(Queued::InitProducerId(IdRequest::Bump));
-        t.enqueue(Queued::EndTxn(Completion::Commit));
-        t.enqueue(Queued::AddPartitions);
-        t.enqueue(Queued::AddPartitions);
-        t.enqueue(Queued::FindCoordinator(CoordinatorType::Transaction));
-        assert_eq!(t.queue.len(), 4, "duplicates are not queued");
-        let order: Vec<Queued> =
-            core::iter::from_fn(|| t.next_index().map(|i| t.queue.remove(i))).collect();
-        assert_eq!(
-            order,
-            alloc::vec![
-                Queued::FindCoordinator(CoordinatorType::Transaction),
-                Queued::AddPartitions,
-                Queued::EndTxn(Completion::Commit),
-                Queued::InitProducerId(IdRequest::Bump),
-            ]
-        );
     }
 }

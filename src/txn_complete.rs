@@ -62,7 +62,7 @@ impl Producer {
         now: Timestamp,
     ) -> Result<Queued, InputError> {
         self.observe(now);
-        let in_flight = self.txn.as_ref().and_then(|t| t.in_flight.as_ref());
+        let in_flight = self.txn.as_ref().and_then(|t| t.queue.in_flight());
         match in_flight {
             Some((r, q)) if *r == id => {
                 if q.answered_by() != answer {
@@ -79,8 +79,8 @@ impl Producer {
             .txn
             .as_mut()
             .expect("checked")
-            .in_flight
-            .take()
+            .queue
+            .take_in_flight()
             .expect("checked");
         Ok(q)
     }
@@ -88,11 +88,8 @@ impl Producer {
     fn apply(&mut self, q: Queued, next: Next) {
         let t = self.txn.as_mut().expect("transactional");
         match next {
-            Next::Done => t.retry.succeeded(),
-            Next::Retry => {
-                t.retry.failed(&mut self.backoff, self.now);
-                t.queue.push(q);
-            }
+            Next::Done => t.queue.succeeded(),
+            Next::Retry => t.queue.retry_later(q, &mut self.backoff, self.now),
             Next::Relookup(kind) => {
                 match kind {
                     CoordinatorType::Transaction => t.coordinator = None,
@@ -100,8 +97,7 @@ impl Producer {
                 }
                 // Back off as for a retry: a coordinator still loading answers
                 // NOT_COORDINATOR at once, and an immediate lookup would spin.
-                t.retry.failed(&mut self.backoff, self.now);
-                t.queue.push(q);
+                t.queue.retry_later(q, &mut self.backoff, self.now);
             }
             Next::Abortable(e) => self.txn_abortable(e),
             Next::Fatal(e) => self.enter_fatal(e),
@@ -170,7 +166,7 @@ impl Producer {
                     t.v2 = t.version_level >= 2;
                 }
                 t.bump_required = false;
-                t.retry.succeeded();
+                t.queue.succeeded();
                 t.state = S::Ready;
                 t.last_error = None;
                 self.events.push_back(Event::ProducerIdChanged { id });
@@ -311,7 +307,7 @@ impl Producer {
         if matches!(next, Next::Done) {
             let t = self.txn.as_mut().expect("transactional");
             t.started = true;
-            t.enqueue(Queued::TxnOffsetCommit);
+            t.queue.enqueue(Queued::TxnOffsetCommit);
         }
         self.apply(q, next);
         Ok(())
@@ -418,7 +414,7 @@ impl Producer {
                 }
                 let t = self.txn.as_mut().expect("transactional");
                 t.reset_transaction();
-                t.retry.succeeded();
+                t.queue.succeeded();
                 self.flushing = false;
                 // With a TV1 bump still queued, the operation completes after it.
                 let bump_queued = t.queue.contains(&Queued::InitProducerId(IdRequest::Bump));
@@ -456,10 +452,10 @@ impl Producer {
     /// A transactional request got no answer: look the coordinator up again and resend.
     pub(crate) fn txn_request_failed(&mut self, request: RequestId, failure: RequestFailure) {
         let Some(t) = self.txn.as_mut() else { return };
-        if t.in_flight.as_ref().is_none_or(|(r, _)| *r != request) {
+        if t.queue.in_flight().is_none_or(|(r, _)| *r != request) {
             return;
         }
-        let (_, q) = t.in_flight.take().expect("checked");
+        let (_, q) = t.queue.take_in_flight().expect("checked");
         if failure == RequestFailure::Disconnected
             && !t.v2
             && matches!(q, Queued::EndTxn(_) | Queued::TxnOffsetCommit)

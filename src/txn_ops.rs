@@ -99,7 +99,7 @@ impl Producer {
         }
         t.state = S::Initializing;
         t.op = Some(TxnOp::InitTransactions);
-        t.enqueue(Queued::InitProducerId(IdRequest::Fresh));
+        t.queue.enqueue(Queued::InitProducerId(IdRequest::Fresh));
         Ok(())
     }
 
@@ -145,9 +145,9 @@ impl Producer {
         if t.v2 {
             // TV2: TxnOffsetCommit v5 adds the group to the transaction itself.
             t.started = true;
-            t.enqueue(Queued::TxnOffsetCommit);
+            t.queue.enqueue(Queued::TxnOffsetCommit);
         } else {
-            t.enqueue(Queued::AddOffsets);
+            t.queue.enqueue(Queued::AddOffsets);
         }
         Ok(())
     }
@@ -243,9 +243,9 @@ impl Producer {
         let Some(t) = self.txn.as_mut() else { return };
         t.shutdown = Shutdown::Forced;
         t.queue.clear();
-        t.retry.cancel_wait();
+        t.queue.cancel_wait();
         t.partitions.drop_new();
-        let in_flight = t.in_flight.take();
+        let in_flight = t.queue.take_in_flight();
         if let Some((id, _)) = in_flight {
             self.take_outstanding(id);
             if self.identity.state() == IdState::Requested(id) {
@@ -260,7 +260,7 @@ impl Producer {
         self.flushing = true;
         let t = self.txn_mut();
         if completion == Completion::Commit && t.partitions.has_new() {
-            t.enqueue(Queued::AddPartitions);
+            t.queue.enqueue(Queued::AddPartitions);
         }
         // The EndTxn speaks the version the transaction began under; the newly finalized
         // one applies from the next transaction. Moving from TV1 to TV2 bumps the epoch
@@ -272,7 +272,7 @@ impl Producer {
         }
         t.next_v2 = Some(next_v2);
         // A required bump is queued once the transaction ends (`reset_transaction`).
-        t.enqueue(Queued::EndTxn(completion));
+        t.queue.enqueue(Queued::EndTxn(completion));
     }
 
     /// Called from `send` for a transactional producer: the partition joins the
@@ -317,24 +317,24 @@ impl Producer {
             _ => {}
         }
         let t = self.txn.as_mut().expect("checked");
-        if t.partitions.has_new() && matches!(t.state, S::InTransaction | S::CommittingTransaction)
-        {
-            t.enqueue(Queued::AddPartitions);
+        let adding = matches!(t.state, S::InTransaction | S::CommittingTransaction);
+        if adding && t.partitions.has_new() {
+            t.queue.enqueue(Queued::AddPartitions);
         }
-        if t.in_flight.is_some() {
+        if t.queue.in_flight().is_some() {
             return TxnStep::HoldProduce; // No produce data while one is out (Java's Sender.runOnce)
         }
-        if t.retry.waits_at(now) {
+        if t.queue.waits_at(now) {
             return TxnStep::Nothing;
         }
-        let Some(i) = t.next_index() else {
+        let Some(next) = t.queue.next() else {
             return TxnStep::Nothing;
         };
-        if matches!(t.queue[i], Queued::EndTxn(_)) && self.acc.unreported_records() > 0 {
+        if matches!(next, Queued::EndTxn(_)) && self.acc.unreported_records() > 0 {
             return TxnStep::Nothing; // EndTxn waits for every batch's outcome
         }
         let t = self.txn.as_mut().expect("checked");
-        let q = t.queue.remove(i);
+        let q = t.queue.take_next().expect("checked");
         // A request that needs a coordinator we do not know goes after a FindCoordinator.
         if let Some(kind) = q.coordinator() {
             let known = match kind {
@@ -342,10 +342,9 @@ impl Producer {
                 CoordinatorType::Group => t.group_coordinator.is_some(),
             };
             if !known {
-                t.queue.push(q);
-                t.queue.push(Queued::FindCoordinator(kind));
-                let i = t.next_index().expect("just pushed");
-                let q = t.queue.remove(i);
+                t.queue.push_back(q);
+                t.queue.push_back(Queued::FindCoordinator(kind));
+                let q = t.queue.take_next().expect("just pushed");
                 return TxnStep::Send(self.emit_txn(q, now));
             }
         }
@@ -439,7 +438,7 @@ impl Producer {
                 transaction_v2: t.v2,
             }),
         };
-        t.in_flight = Some((id, q));
+        t.queue.sent(id, q);
         self.requests
             .push(id, OutstandingKind::Transactional, deadline);
         if matches!(request, Request::InitProducerId(_)) {
@@ -485,7 +484,7 @@ impl Producer {
         }
         t.state = S::AbortableError;
         t.last_error = Some(error);
-        t.queue.retain(|q| matches!(q, Queued::FindCoordinator(_)));
+        t.queue.keep_lookups_only();
         // Whatever operation is pending ends now, with the error: an init, offsets, a
         // commit, or an abort whose epoch bump was refused (TV1; the next abort bumps
         // again). Java's `TxnRequestHandler.abortableError` fails the pending result.
