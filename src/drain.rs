@@ -424,7 +424,7 @@ impl Producer {
             acks,
             timeout: self.config.request_timeout(),
             transactional_id: self.txn.as_ref().map(|t| t.id.clone()),
-            transaction_v2: self.txn.as_ref().is_some_and(|t| t.v2),
+            transaction_v2: self.txn.as_ref().is_some_and(|t| t.version.is_v2()),
             batches,
         })
     }

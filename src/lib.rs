@@ -156,6 +156,7 @@ mod txn_complete;
 mod txn_ops;
 mod txn_partitions;
 mod txn_queue;
+mod txn_version;
 pub mod types;
 
 pub use compression::{Codec, Compression, Compressor};

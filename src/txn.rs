@@ -14,6 +14,7 @@ use core::time::Duration;
 use crate::error::KafkaError;
 use crate::txn_partitions::TxnPartitions;
 use crate::txn_queue::TxnQueue;
+use crate::txn_version::TxnVersion;
 use crate::types::{NodeId, TopicPartition};
 
 /// The transactional states (Java's `TransactionManager.State`, without 2PC).
@@ -344,17 +345,8 @@ pub(crate) struct Txn {
     pub(crate) last_error: Option<KafkaError>,
     pub(crate) coordinator: Option<NodeId>,
     pub(crate) group_coordinator: Option<NodeId>,
-    /// The broker's finalized `transaction.version` (KIP-890), as last reported.
-    pub(crate) version_level: i16,
-    /// Transaction version 2 in use by the open transaction. Latched: chosen at init,
-    /// and changed only between transactions, so every request of one transaction
-    /// (Produce, TxnOffsetCommit, EndTxn) speaks the version it began under
-    /// (`TransactionManager.beginCompletingTransaction` builds EndTxn before
-    /// `maybeUpdateTransactionV2Enabled`).
-    pub(crate) v2: bool,
-    /// The version the next transaction uses, sampled from `version_level` when this
-    /// one starts completing; applied by `reset_transaction`.
-    pub(crate) next_v2: Option<bool>,
+    /// The transaction version (KIP-890): finalized, in use, sampled for the next.
+    pub(crate) version: TxnVersion,
     /// The abort must be followed by an InitProducerId that bumps the epoch (TV1).
     pub(crate) bump_required: bool,
     /// Something was added to the transaction (a partition or offsets): EndTxn is sent.
@@ -379,9 +371,7 @@ impl Txn {
             last_error: None,
             coordinator: None,
             group_coordinator: None,
-            version_level: 0,
-            v2: false,
-            next_v2: None,
+            version: TxnVersion::default(),
             bump_required: false,
             started: false,
             partitions: TxnPartitions::default(),
@@ -404,9 +394,7 @@ impl Txn {
             self.state = TransactionState::Ready;
         }
         self.last_error = None;
-        if let Some(v2) = self.next_v2.take() {
-            self.v2 = v2;
-        }
+        self.version.apply_next();
         self.started = false;
         self.partitions.clear();
         self.group = None;
@@ -442,7 +430,7 @@ impl Txn {
         // TV2 adds partitions implicitly, with their first Produce: nothing to ask for.
         // (The version only changes between transactions, so a TV1 transaction's
         // partitions never stay behind.)
-        if self.v2 {
+        if self.version.is_v2() {
             assert!(
                 self.partitions.nothing_to_ask(),
                 "AddPartitionsToTxn bookkeeping under transaction version 2"
@@ -456,7 +444,7 @@ impl Txn {
         );
         // The next transaction's version is sampled when this one starts completing
         // and applied when it ends.
-        if self.next_v2.is_some() {
+        if self.version.next_sampled() {
             assert!(
                 matches!(
                     self.state,

@@ -161,9 +161,7 @@ impl Producer {
                 self.reset_all_sequences();
                 let t = self.txn.as_mut().expect("transactional");
                 if !bump {
-                    // Java samples the transaction version once initialized (by then the
-                    // driver has reported the brokers' finalized features).
-                    t.v2 = t.version_level >= 2;
+                    t.version.latch_at_init();
                 }
                 t.bump_required = false;
                 t.queue.succeeded();
@@ -457,7 +455,7 @@ impl Producer {
         }
         let (_, q) = t.queue.take_in_flight().expect("checked");
         if failure == RequestFailure::Disconnected
-            && !t.v2
+            && !t.version.is_v2()
             && matches!(q, Queued::EndTxn(_) | Queued::TxnOffsetCommit)
         {
             // TV1: the lost attempt may still be applied late (a broker processes a

@@ -42,7 +42,7 @@ impl Producer {
     /// keeps its version to the end (a TV1 to TV2 change bumps the epoch after it).
     pub fn handle_transaction_version(&mut self, level: i16) {
         if let Some(t) = self.txn.as_mut() {
-            t.version_level = level;
+            t.version.finalized(level);
         }
     }
 
@@ -142,7 +142,7 @@ impl Producer {
         t.op = Some(TxnOp::SendOffsets);
         t.pending_offsets = offsets;
         t.group = Some(group);
-        if t.v2 {
+        if t.version.is_v2() {
             // TV2: TxnOffsetCommit v5 adds the group to the transaction itself.
             t.started = true;
             t.queue.enqueue(Queued::TxnOffsetCommit);
@@ -266,11 +266,9 @@ impl Producer {
         // one applies from the next transaction. Moving from TV1 to TV2 bumps the epoch
         // at the end of this one (TV1 EndTxn, then InitProducerId), as Java's
         // `beginCompletingTransaction` does after `maybeUpdateTransactionV2Enabled`.
-        let next_v2 = t.version_level >= 2;
-        if next_v2 && !t.v2 {
+        if t.version.sample_next() {
             t.bump_required = true;
         }
-        t.next_v2 = Some(next_v2);
         // A required bump is queued once the transaction ends (`reset_transaction`).
         t.queue.enqueue(Queued::EndTxn(completion));
     }
@@ -284,7 +282,7 @@ impl Producer {
         if t.state != S::InTransaction {
             return Err(crate::error::SendError::NotInTransaction);
         }
-        if t.v2 {
+        if t.version.is_v2() {
             t.partitions.join_with_produce(p);
             t.started = true;
         } else {
@@ -427,7 +425,7 @@ impl Producer {
                 producer,
                 group: t.group.clone().expect("offsets have a group"),
                 offsets: t.pending_offsets.clone(),
-                transaction_v2: t.v2,
+                transaction_v2: t.version.is_v2(),
             }),
             Queued::EndTxn(completion) => Request::EndTxn(EndTxnRequest {
                 id,
@@ -435,7 +433,7 @@ impl Producer {
                 transactional_id: t.id.clone(),
                 producer,
                 commit: *completion == Completion::Commit,
-                transaction_v2: t.v2,
+                transaction_v2: t.version.is_v2(),
             }),
         };
         t.queue.sent(id, q);
@@ -465,7 +463,7 @@ impl Producer {
     /// epoch makes the coordinator's verification and the leader refuse it (KIP-360).
     pub(crate) fn txn_abortable(&mut self, error: KafkaError) {
         let Some(t) = self.txn.as_mut() else { return };
-        if t.state == S::AbortingTransaction && !t.v2 {
+        if t.state == S::AbortingTransaction && !t.version.is_v2() {
             t.bump_required = true;
         }
         if matches!(
@@ -474,13 +472,13 @@ impl Producer {
         ) {
             return;
         }
-        if t.state == S::Initializing || (!t.v2 && !t.is_completing()) {
+        if t.state == S::Initializing || (!t.version.is_v2() && !t.is_completing()) {
             // TV1 coordinators bump the epoch on request after the abort (KIP-360). A
             // refused bump (or init) stays required: the next abort asks again.
             t.bump_required = true;
         }
         if t.state == S::CommittingTransaction {
-            t.bump_required = !t.v2;
+            t.bump_required = !t.version.is_v2();
         }
         t.state = S::AbortableError;
         t.last_error = Some(error);
