@@ -237,6 +237,52 @@ pub enum CoordinatorType {
     Transaction,
 }
 
+/// The coordinators the transactional requests go to, as FindCoordinator found them.
+#[derive(Debug, Default)]
+pub(crate) struct Coordinators {
+    /// The transaction coordinator (of the transactional id).
+    transaction: Option<NodeId>,
+    /// The consumer group's coordinator (for TxnOffsetCommit).
+    group: Option<NodeId>,
+}
+
+impl Coordinators {
+    /// The coordinator of `kind`, if known.
+    pub(crate) fn get(&self, kind: CoordinatorType) -> Option<NodeId> {
+        match kind {
+            CoordinatorType::Transaction => self.transaction,
+            CoordinatorType::Group => self.group,
+        }
+    }
+
+    /// The transaction coordinator, if known.
+    pub(crate) fn transaction(&self) -> Option<NodeId> {
+        self.transaction
+    }
+
+    /// The group coordinator, if known.
+    pub(crate) fn group(&self) -> Option<NodeId> {
+        self.group
+    }
+
+    /// FindCoordinator answered: the coordinator of `kind` is `node`.
+    pub(crate) fn found(&mut self, kind: CoordinatorType, node: NodeId) {
+        *self.slot(kind) = Some(node);
+    }
+
+    /// The coordinator of `kind` said it is not (or no longer) the one: look it up again.
+    pub(crate) fn forget(&mut self, kind: CoordinatorType) {
+        *self.slot(kind) = None;
+    }
+
+    fn slot(&mut self, kind: CoordinatorType) -> &mut Option<NodeId> {
+        match kind {
+            CoordinatorType::Transaction => &mut self.transaction,
+            CoordinatorType::Group => &mut self.group,
+        }
+    }
+}
+
 /// A transactional request waiting to be sent, in Java's priority order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Queued {
@@ -343,8 +389,8 @@ pub(crate) struct Txn {
     pub(crate) state: TransactionState,
     /// The cause of `AbortableError` / `FatalError`.
     pub(crate) last_error: Option<KafkaError>,
-    pub(crate) coordinator: Option<NodeId>,
-    pub(crate) group_coordinator: Option<NodeId>,
+    /// The coordinators found, by kind.
+    pub(crate) coordinators: Coordinators,
     /// The transaction version (KIP-890): finalized, in use, sampled for the next.
     pub(crate) version: TxnVersion,
     /// The abort must be followed by an InitProducerId that bumps the epoch (TV1).
@@ -369,8 +415,7 @@ impl Txn {
             timeout,
             state: TransactionState::Uninitialized,
             last_error: None,
-            coordinator: None,
-            group_coordinator: None,
+            coordinators: Coordinators::default(),
             version: TxnVersion::default(),
             bump_required: false,
             started: false,

@@ -91,10 +91,7 @@ impl Producer {
             Next::Done => t.queue.succeeded(),
             Next::Retry => t.queue.retry_later(q, &mut self.backoff, self.now),
             Next::Relookup(kind) => {
-                match kind {
-                    CoordinatorType::Transaction => t.coordinator = None,
-                    CoordinatorType::Group => t.group_coordinator = None,
-                }
+                t.coordinators.forget(kind);
                 // Back off as for a retry: a coordinator still loading answers
                 // NOT_COORDINATOR at once, and an immediate lookup would spin.
                 t.queue.retry_later(q, &mut self.backoff, self.now);
@@ -123,10 +120,7 @@ impl Producer {
         let next = match result {
             Ok(node) => {
                 let t = self.txn.as_mut().expect("transactional");
-                match kind {
-                    CoordinatorType::Transaction => t.coordinator = Some(node),
-                    CoordinatorType::Group => t.group_coordinator = Some(node),
-                }
+                t.coordinators.found(kind, node);
                 Next::Done
             }
             Err(KafkaError::GroupAuthorizationFailed) => {

@@ -335,11 +335,7 @@ impl Producer {
         let q = t.queue.take_next().expect("checked");
         // A request that needs a coordinator we do not know goes after a FindCoordinator.
         if let Some(kind) = q.coordinator() {
-            let known = match kind {
-                CoordinatorType::Transaction => t.coordinator.is_some(),
-                CoordinatorType::Group => t.group_coordinator.is_some(),
-            };
-            if !known {
+            if t.coordinators.get(kind).is_none() {
                 t.queue.push_back(q);
                 t.queue.push_back(Queued::FindCoordinator(kind));
                 let q = t.queue.take_next().expect("just pushed");
@@ -387,7 +383,7 @@ impl Producer {
             }
             Queued::InitProducerId(asked) => Request::InitProducerId(InitProducerIdRequest {
                 id,
-                node: t.coordinator,
+                node: t.coordinators.transaction(),
                 transactional_id: Some(t.id.clone()),
                 transaction_timeout: t.timeout,
                 current: if *asked == IdRequest::Bump {
@@ -401,7 +397,7 @@ impl Producer {
                 let asked = t.partitions.ask();
                 Request::AddPartitionsToTxn(AddPartitionsToTxnRequest {
                     id,
-                    node: t.coordinator.expect("checked"),
+                    node: t.coordinators.transaction().expect("checked"),
                     transactional_id: t.id.clone(),
                     producer,
                     partitions: asked.iter().map(|&p| self.acc[p].tp.clone()).collect(),
@@ -409,7 +405,7 @@ impl Producer {
             }
             Queued::AddOffsets => Request::AddOffsetsToTxn(AddOffsetsToTxnRequest {
                 id,
-                node: t.coordinator.expect("checked"),
+                node: t.coordinators.transaction().expect("checked"),
                 transactional_id: t.id.clone(),
                 producer,
                 group_id: t
@@ -420,7 +416,7 @@ impl Producer {
             }),
             Queued::TxnOffsetCommit => Request::TxnOffsetCommit(TxnOffsetCommitRequest {
                 id,
-                node: t.group_coordinator.expect("checked"),
+                node: t.coordinators.group().expect("checked"),
                 transactional_id: t.id.clone(),
                 producer,
                 group: t.group.clone().expect("offsets have a group"),
@@ -429,7 +425,7 @@ impl Producer {
             }),
             Queued::EndTxn(completion) => Request::EndTxn(EndTxnRequest {
                 id,
-                node: t.coordinator.expect("checked"),
+                node: t.coordinators.transaction().expect("checked"),
                 transactional_id: t.id.clone(),
                 producer,
                 commit: *completion == Completion::Commit,
