@@ -168,6 +168,7 @@ impl Accumulator {
             if part.has_queued() {
                 assert!(seen[i], "{}: has queued batches but is not listed", part.tp);
             }
+            part.seq.assert_invariants(&part.tp);
         }
     }
 }

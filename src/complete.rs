@@ -312,7 +312,7 @@ impl Producer {
         let reopened = b.reopened;
         let fate = b.fate;
         let base = b.stamp.map(|s| s.base_sequence);
-        let part = &self.acc[p];
+        let seq = &self.acc[p].seq;
         if self.txn.is_some() {
             // Transactional (`TransactionManager.canRetry`): no client-side bump; a
             // sequence error that is not "an earlier batch failed" fails the batch, and
@@ -320,8 +320,8 @@ impl Producer {
             return match error {
                 KafkaError::UnknownProducerId => log_start == -1 || reopened,
                 KafkaError::OutOfOrderSequenceNumber => {
-                    part.unresolved.is_none()
-                        && (reopened || base.is_some_and(|b| !part.is_next_sequence(b)))
+                    seq.unresolved().is_none()
+                        && (reopened || base.is_some_and(|b| !seq.is_next_sequence(b)))
                 }
                 e => e.is_retriable(),
             };
@@ -338,12 +338,12 @@ impl Producer {
             }
             KafkaError::OutOfOrderSequenceNumber => {
                 let Some(base) = base else { return true };
-                if part.probe == Some(id) {
+                if seq.probe() == Some(id) {
                     // The log ends below the probe's target (`crate::probe`).
                     self.probe_refused(p, id);
                     return true;
                 }
-                if part.unresolved.is_none() && (reopened || !part.is_next_sequence(base)) {
+                if seq.unresolved().is_none() && (reopened || !seq.is_next_sequence(base)) {
                     // Not the next batch: an earlier one failed or is being retried.
                     return true;
                 }
@@ -356,7 +356,7 @@ impl Producer {
                     // (`fail_batch`).
                     return self.start_probe(p);
                 }
-                if part.unresolved.is_none_or(|u| u == base) {
+                if seq.unresolved().is_none_or(|u| u == base) {
                     self.request_bump(p);
                 }
                 true
@@ -389,19 +389,14 @@ impl Producer {
         let stamp = b.stamp;
         let last = b.last_sequence();
         let created = b.created;
-        let part = &mut self.acc[p];
-        // Only acks under the partition's current identity move its sequence window; a
-        // late ack from before a rewrite would otherwise corrupt the new numbering.
+        let seq = &mut self.acc[p].seq;
         if let (Some(stamp), Some(last)) = (stamp, last) {
-            if stamp.id == part.producer_id {
-                part.update_last_acked_sequence(last);
-                part.refresh_state(created);
-            }
+            seq.record_ack(stamp.id, last, created);
         }
         if base_offset >= 0 {
-            part.update_last_acked_offset(base_offset.saturating_add(count - 1));
+            seq.record_offset(base_offset.saturating_add(count - 1));
         }
-        part.remove_inflight(id);
+        seq.finish(id);
     }
 
     /// Java's `failBatch` + `handleFailedBatch`, with one deliberate strengthening: a
@@ -434,7 +429,7 @@ impl Producer {
             Some((stamp, count)) => self.release_unsent_sequences(p, id, stamp, count),
             None => false,
         };
-        self.acc[p].remove_inflight(id);
+        self.acc[p].seq.finish(id);
         self.report(id, Outcome::Failed(error.into()));
         if self.fatal.is_some() || !self.is_idempotent() || released {
             return;
@@ -471,11 +466,11 @@ impl Producer {
     /// to marking the partition unresolved.
     fn release_unsent_sequences(&mut self, p: u32, id: BatchId, stamp: Stamp, count: i32) -> bool {
         let transactional = self.config.is_transactional();
-        let part = &mut self.acc[p];
-        let Some(pos) = part.inflight.iter().position(|&b| b == id) else {
+        let seq = &mut self.acc[p].seq;
+        let Some(pos) = seq.rank(id) else {
             return false;
         };
-        let later_sent = part.inflight.iter().skip(pos + 1).any(|&later| {
+        let later_sent = seq.inflight().iter().skip(pos + 1).any(|&later| {
             self.batches.get(later).is_some_and(|b| {
                 b.stamp.is_some_and(|s| s.id == stamp.id)
                     && (b.fate != StampFate::Unsent || b.on_wire.is_some())
@@ -484,7 +479,7 @@ impl Producer {
         if later_sent {
             return false;
         }
-        for &later in part.inflight.iter().skip(pos + 1) {
+        for &later in seq.inflight().iter().skip(pos + 1) {
             let Some(b) = self.batches.get_mut(later) else {
                 continue;
             };
@@ -497,9 +492,7 @@ impl Producer {
             });
             b.write_stamp(transactional);
         }
-        if part.producer_id == stamp.id {
-            part.next_sequence = part.next_sequence.sub(count);
-        }
+        seq.release_unsent(stamp.id, count);
         true
     }
 
@@ -606,15 +599,7 @@ impl Producer {
             ids.push(nid);
         }
         debug_assert!(records.next().is_none(), "split lost records");
-        let part = &mut self.acc[p];
-        for list in [&mut part.inflight, &mut part.window] {
-            if let Some(pos) = list.iter().position(|&x| x == id) {
-                list.remove(pos);
-                for (k, &nid) in ids.iter().enumerate() {
-                    list.insert(pos + k, nid);
-                }
-            }
-        }
+        self.acc[p].seq.replace_split(id, &ids);
         for &nid in ids.iter().rev() {
             if b.stamp.is_some() {
                 self.acc[p].reenqueue(nid, &self.batches);

@@ -118,7 +118,7 @@ impl Producer {
         if muted {
             return None;
         }
-        if part.probe.is_some() && part.next_queued().is_none() {
+        if part.seq.probe().is_some() && part.next_queued().is_none() {
             return None;
         }
         match part.next_queued() {
@@ -156,7 +156,7 @@ impl Producer {
         if !self.node_has_capacity(node) {
             return Head::NotReady;
         }
-        if part.probe.is_some() {
+        if part.seq.probe().is_some() {
             // A probe runs: its target goes alone, unchanged (`crate::probe`).
             let Some(target) = part.next_queued() else {
                 return Head::NotReady;
@@ -183,18 +183,19 @@ impl Producer {
             // one, acknowledged or not: then at most four batches are appended after it,
             // and its retry always finds it in the broker's five-batch dedup window
             // instead of drawing OUT_OF_ORDER.
-            if part.window.len() >= max_in_flight {
+            if part.seq.window_len() >= max_in_flight {
                 return false;
             }
             // Don't mix epochs: old-epoch batches must finish before new-epoch ones.
-            let stale = part.producer_id != self.identity.id() && !part.inflight.is_empty();
+            let stale =
+                part.seq.producer_id() != self.identity.id() && !part.seq.inflight().is_empty();
             // While the leader may hold no state for the producer (before the first ack
             // under the partition's identity, or after an idle gap that may have let it
             // expire), one batch at a time: such a broker accepts any sequence
             // (KIP-360), so a pipelined later batch could land before a refused earlier
             // one, and a refusal would no longer prove the later batches absent.
             let state_unknown = !self.state_held(p) && !part.on_wire.is_empty();
-            !stale && !state_unknown && part.unresolved.is_none()
+            !stale && !state_unknown && part.seq.unresolved().is_none()
         };
         match part.queue.front() {
             Some(&head) => {
@@ -207,7 +208,7 @@ impl Producer {
                 }
                 if b.stamp.is_some() {
                     // Only the lowest outstanding sequence may be resent.
-                    if part.inflight.front() != Some(&head) {
+                    if part.seq.inflight().front() != Some(&head) {
                         return Head::NotReady;
                     }
                     if !idempotent && part.on_wire.len() >= max_in_flight {
@@ -239,8 +240,8 @@ impl Producer {
     pub(crate) fn state_held(&self, p: u32) -> bool {
         let part = &self.acc[p];
         let lifetime = self.config.delivery_timeout() + self.config.request_timeout();
-        part.last_acked_sequence.is_some()
-            && part.state_refreshed.is_some_and(|since| {
+        part.seq.last_acked_sequence().is_some()
+            && part.seq.state_refreshed().is_some_and(|since| {
                 self.now + lifetime < since + self.config.producer_id_expiration()
             })
     }
@@ -251,7 +252,7 @@ impl Producer {
     /// safe.
     fn may_resolve_before_rewrite(&self, p: u32) -> bool {
         let part = &self.acc[p];
-        match (part.queue.front(), part.inflight.front()) {
+        match (part.queue.front(), part.seq.inflight().front()) {
             (Some(head), Some(first)) if head == first => self
                 .batches
                 .get(*head)
@@ -365,19 +366,14 @@ impl Producer {
         if b.stamp.is_none() && idempotent {
             // Java's maybeUpdateProducerIdAndEpoch: a stale partition with nothing in
             // flight restarts at sequence 0 under the current identity (KAFKA-12152).
-            if part.producer_id != global && part.inflight.is_empty() {
-                part.producer_id = global;
-                part.next_sequence = crate::types::Sequence::ZERO;
-                part.reset_acked();
+            if part.seq.producer_id() != global && part.seq.inflight().is_empty() {
+                part.seq.restart_at_zero(global);
             }
-            debug_assert_eq!(part.producer_id, global);
+            debug_assert_eq!(part.seq.producer_id(), global);
             b.stamp = Some(Stamp {
                 id: global,
-                base_sequence: part.next_sequence,
+                base_sequence: part.seq.stamp_next(id, b.record_count),
             });
-            part.next_sequence = part.next_sequence.add(b.record_count);
-            part.inflight.push_back(id);
-            part.window.push_back(id);
             b.write_stamp(transactional);
         }
         b.reopened = false;
@@ -428,7 +424,7 @@ impl Producer {
             acks,
             timeout: self.config.request_timeout(),
             transactional_id: self.txn.as_ref().map(|t| t.id.clone()),
-            transaction_v2: self.txn.as_ref().is_some_and(|t| t.v2),
+            transaction_v2: self.txn.as_ref().is_some_and(|t| t.version.is_v2()),
             batches,
         })
     }

@@ -5,6 +5,7 @@ use alloc::vec::Vec;
 
 use crate::producer::{IdState, Producer};
 use crate::requests::OutstandingKind;
+use crate::sequence_entry::seq_newer;
 use crate::txn::Queued;
 use crate::types::BatchId;
 
@@ -57,13 +58,7 @@ impl Producer {
         let mut bytes_charged = 0usize;
         for (i, part) in self.acc.iter().enumerate() {
             let p = i as u32;
-            // The state the leader holds for the identity is known only from its acks.
-            assert_eq!(
-                part.state_refreshed.is_some(),
-                part.last_acked_sequence.is_some(),
-                "{}: state_refreshed without an ack under the identity, or the reverse",
-                part.tp
-            );
+            let seq = &part.seq;
             for &b in &part.on_wire {
                 assert!(
                     wired.contains(&b),
@@ -86,7 +81,7 @@ impl Producer {
                 );
                 records_unreported += batch.records.len() as u64;
                 bytes_charged += batch.charged;
-                match part.inflight.iter().position(|&x| x == b) {
+                match seq.rank(b) {
                     Some(rank) => {
                         assert!(
                             !unsequenced_seen,
@@ -127,7 +122,7 @@ impl Producer {
             // In flight: stamped, not done; contiguous sequences within one identity,
             // ending at next_sequence for the partition's identity.
             let mut prev: Option<(crate::batch::Stamp, i32)> = None;
-            for &b in &part.inflight {
+            for &b in seq.inflight() {
                 let batch = self.batches.get(b).expect("in-flight batch is live");
                 assert!(!batch.done, "{}: reported batch still in flight", part.tp);
                 assert_eq!(batch.records.len() as i32, batch.record_count);
@@ -138,7 +133,7 @@ impl Producer {
                         let prev_end = ps.base_sequence.add(pc);
                         assert!(
                             prev_end == stamp.base_sequence
-                                || crate::partition::seq_newer(stamp.base_sequence, prev_end),
+                                || seq_newer(stamp.base_sequence, prev_end),
                             "{}: overlapping or descending in-flight sequences",
                             part.tp
                         );
@@ -153,54 +148,33 @@ impl Producer {
                 prev = Some((stamp, batch.record_count));
             }
             if let Some((s, c)) = prev {
-                if s.id == part.producer_id && !self.bump.awaiting(p) {
+                if s.id == seq.producer_id() && !self.bump.awaiting(p) {
                     let end = s.base_sequence.add(c);
                     assert!(
-                        end == part.next_sequence
-                            || crate::partition::seq_newer(part.next_sequence, end),
+                        end == seq.next_sequence() || seq_newer(seq.next_sequence(), end),
                         "{}: in-flight batch ends past next_sequence",
                         part.tp
                     );
                 }
             }
-            // The window starts at the oldest unfinished batch and holds every in-flight
-            // batch, in order.
             assert_eq!(
-                part.window.front(),
-                part.inflight.front(),
-                "{}: window front",
-                part.tp
-            );
-            let mut it = part.window.iter();
-            for b in &part.inflight {
-                assert!(
-                    it.any(|w| w == b),
-                    "{}: in-flight batch missing from the window",
-                    part.tp
-                );
-            }
-            assert_eq!(
-                part.unresolved.is_some(),
+                seq.unresolved().is_some(),
                 self.bump.is_unresolved(p),
                 "{}: unresolved list out of sync",
                 part.tp
             );
-            // A probe's target: in flight behind the first, under the first's identity;
-            // no bump waits to renumber the partition meanwhile.
-            if let Some(target) = part.probe {
+            // A probe's target (in flight behind the first: the entry checks that) is
+            // under the first's identity; no bump waits to renumber the partition
+            // meanwhile.
+            if let Some(target) = seq.probe() {
                 let identity = |b: Option<&BatchId>| {
                     b.and_then(|&b| self.batches.get(b))
                         .and_then(|b| b.stamp)
                         .map(|s| s.id)
                 };
-                assert!(
-                    part.inflight.iter().skip(1).any(|&b| b == target),
-                    "{}: probe target not in flight behind the first",
-                    part.tp
-                );
                 assert_eq!(
                     identity(Some(&target)),
-                    identity(part.inflight.front()),
+                    identity(seq.inflight().front()),
                     "{}: probe across identities",
                     part.tp
                 );
@@ -250,7 +224,7 @@ impl Producer {
         };
         t.assert_invariants();
         // The one transactional request on the wire is the one outstanding.
-        let in_flight = t.in_flight.as_ref().map(|(id, _)| *id);
+        let in_flight = t.queue.in_flight().map(|(id, _)| *id);
         assert_eq!(
             transactional,
             in_flight.into_iter().collect::<Vec<_>>(),
@@ -259,7 +233,7 @@ impl Producer {
         // The producer id is asked for by the transactional InitProducerId only.
         if let IdState::Requested(id) = self.identity.state() {
             assert!(
-                matches!(&t.in_flight, Some((r, Queued::InitProducerId(_))) if *r == id),
+                matches!(t.queue.in_flight(), Some((r, Queued::InitProducerId(_))) if *r == id),
                 "producer id requested outside the transactional InitProducerId"
             );
         }

@@ -147,12 +147,16 @@ mod producer;
 pub mod record;
 mod requests;
 mod retry;
+mod sequence_entry;
 mod sequencing;
 pub mod ticket;
 mod timers;
 pub mod txn;
 mod txn_complete;
 mod txn_ops;
+mod txn_partitions;
+mod txn_queue;
+mod txn_version;
 pub mod types;
 
 pub use compression::{Codec, Compression, Compressor};

@@ -42,7 +42,7 @@ impl Producer {
         let Some(target) = self.probe_candidate(p, None) else {
             return false;
         };
-        self.acc[p].probe = Some(target);
+        self.acc[p].seq.begin_probe(target);
         self.stats.probes += 1;
         true
     }
@@ -52,11 +52,11 @@ impl Producer {
     /// in flight fails as possibly written (which asks for a bump), and the probe ends.
     pub(crate) fn probe_refused(&mut self, p: u32, id: BatchId) {
         if let Some(lower) = self.probe_candidate(p, Some(id)) {
-            self.acc[p].probe = Some(lower);
+            self.acc[p].seq.begin_probe(lower);
             return;
         }
-        self.acc[p].probe = None;
-        let Some(&first) = self.acc[p].inflight.front() else {
+        self.acc[p].seq.end_probe();
+        let Some(&first) = self.acc[p].seq.inflight().front() else {
             return;
         };
         let part = &mut self.acc[p];
@@ -79,16 +79,17 @@ impl Producer {
         let p = b.partition;
         let identity = b.stamp.map(|s| s.id);
         let part = &self.acc[p];
-        let first = part.inflight.front().and_then(|&f| self.batches.get(f));
-        if part.probe.is_none()
-            || part.inflight.front() == Some(&id)
+        let inflight = part.seq.inflight();
+        let first = inflight.front().and_then(|&f| self.batches.get(f));
+        if part.seq.probe().is_none()
+            || inflight.front() == Some(&id)
             || first.and_then(|f| f.stamp).map(|s| s.id) != identity
-            || !part.inflight.contains(&id)
+            || !inflight.contains(&id)
         {
             return;
         }
-        self.acc[p].probe = None;
-        while let Some(&first) = self.acc[p].inflight.front() {
+        self.acc[p].seq.end_probe();
+        while let Some(&first) = self.acc[p].seq.inflight().front() {
             if first == id {
                 break;
             }
@@ -110,14 +111,14 @@ impl Producer {
     /// (all of them without `below`), under the first's identity, that may be in the
     /// log under its stamp.
     fn probe_candidate(&self, p: u32, below: Option<BatchId>) -> Option<BatchId> {
-        let part = &self.acc[p];
-        let first = self.batches.get(*part.inflight.front()?)?;
+        let seq = &self.acc[p].seq;
+        let first = self.batches.get(*seq.inflight().front()?)?;
         let identity = first.stamp?.id;
         let end = match below {
-            Some(b) => part.inflight.iter().position(|&x| x == b)?,
-            None => part.inflight.len(),
+            Some(b) => seq.rank(b)?,
+            None => seq.inflight().len(),
         };
-        part.inflight
+        seq.inflight()
             .iter()
             .take(end)
             .skip(1)

@@ -165,18 +165,19 @@ impl Producer {
         let p = self.acc.index_of(partition)?;
         let part = &self.acc[p];
         Some(SequenceState {
-            producer_id: part.producer_id,
-            next_sequence: part.next_sequence,
-            last_acked_sequence: part.last_acked_sequence,
-            last_acked_offset: part.last_acked_offset,
+            producer_id: part.seq.producer_id(),
+            next_sequence: part.seq.next_sequence(),
+            last_acked_sequence: part.seq.last_acked_sequence(),
+            last_acked_offset: part.seq.last_acked_offset(),
             first_in_flight_sequence: part
-                .inflight
+                .seq
+                .inflight()
                 .front()
                 .and_then(|&b| self.batches.get(b))
                 .and_then(|b| b.stamp)
                 .map(|s| s.base_sequence),
-            in_flight_batches: part.inflight.len(),
-            unresolved: part.unresolved,
+            in_flight_batches: part.seq.inflight().len(),
+            unresolved: part.seq.unresolved(),
             leader: part.leader,
         })
     }
@@ -390,7 +391,10 @@ impl Producer {
     /// metadata and transactional backoffs, and throttles.
     fn fixed_timers(&self) -> impl Iterator<Item = Timestamp> {
         let now = self.now;
-        let txn_retry = self.txn.as_ref().and_then(|t| t.retry.deadline_after(now));
+        let txn_retry = self
+            .txn
+            .as_ref()
+            .and_then(|t| t.queue.retry_deadline_after(now));
         [
             self.requests.next_deadline(),
             self.metadata_retry.deadline_after(now),
@@ -755,10 +759,7 @@ impl Producer {
             self.close_open(p);
             let part = &mut self.acc[p];
             let queued: Vec<BatchId> = part.queue.drain(..).collect();
-            part.inflight.clear();
-            part.window.clear();
-            part.unresolved = None;
-            part.probe = None;
+            part.seq.forget_batches();
             let wired: Vec<BatchId> = part.on_wire.iter().copied().collect();
             for id in queued.into_iter().chain(wired) {
                 if self.batches.get(id).is_some_and(|b| !b.done) {

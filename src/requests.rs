@@ -19,7 +19,7 @@ pub(crate) enum OutstandingKind {
     InitProducerId,
     /// The metadata lookup (also [`Requests::metadata_in_flight`]).
     Metadata,
-    /// The one outstanding transactional request (see `Txn::in_flight`).
+    /// The one outstanding transactional request (see `TxnQueue::in_flight`).
     Transactional,
 }
 

@@ -18,7 +18,7 @@ pub(crate) struct BumpState {
     /// batch on the wire, so no answer can arrive for a batch after it was renumbered.
     /// Nothing new drains from them meanwhile. Invariant: each at most once.
     rewrite: Vec<u32>,
-    /// The partitions whose `PartitionState::unresolved` is set, an index for
+    /// The partitions whose `SequenceEntry::unresolved` is set, an index for
     /// `maybe_resolve_sequences`. Invariant: each at most once, and exactly those (the
     /// producer checks the second half, as it sees the partitions).
     unresolved: Vec<u32>,
@@ -66,18 +66,18 @@ impl Producer {
     pub(crate) fn request_bump(&mut self, p: u32) {
         // A bump renumbers the partition: a probe's question (how far did the log get
         // under the old numbering) no longer matters, or its premise failed.
-        self.acc[p].probe = None;
+        self.acc[p].seq.end_probe();
         if !self.bump.awaiting(p) {
             self.bump.rewrite.push(p);
         }
     }
 
     pub(crate) fn mark_unresolved(&mut self, p: u32, expected_after: Sequence) {
-        let part = &mut self.acc[p];
-        if part.unresolved.is_none() {
+        let seq = &mut self.acc[p].seq;
+        if seq.unresolved().is_none() {
             self.bump.unresolved.push(p);
         }
-        part.mark_unresolved(expected_after);
+        seq.mark_unresolved(expected_after);
     }
 
     /// Java's `maybeResolveSequences`: once an unresolved partition has nothing in
@@ -89,15 +89,13 @@ impl Producer {
         while i < self.bump.unresolved.len() {
             let p = self.bump.unresolved[i];
             let part = &self.acc[p];
-            if !part.inflight.is_empty() || !part.on_wire.is_empty() {
+            if !part.seq.inflight().is_empty() || !part.on_wire.is_empty() {
                 i += 1;
                 continue;
             }
             // A stale partition with nothing in flight restarts at 0 under the current
             // identity anyway, so its old sequences no longer matter.
-            let stale = part.producer_id != self.identity.id();
-            let landed = stale || part.is_next_sequence(part.next_sequence);
-            self.acc[p].unresolved = None;
+            let landed = self.acc[p].seq.resolve(self.identity.id());
             self.bump.unresolved.swap_remove(i);
             if !landed {
                 self.request_bump(p);
@@ -160,7 +158,7 @@ impl Producer {
         if !part.on_wire.is_empty() {
             return false;
         }
-        for &id in &part.inflight {
+        for &id in part.seq.inflight() {
             match self.batches.get(id).map(|b| b.fate) {
                 Some(StampFate::Unknown) => return false,
                 Some(_) => return true,
@@ -180,9 +178,9 @@ impl Producer {
         let global = identity;
         let transactional = self.config.is_transactional();
         for p in core::mem::take(&mut self.bump.rewrite) {
-            let part = &mut self.acc[p];
+            let entry = &mut self.acc[p].seq;
             let mut seq = Sequence::ZERO;
-            for &id in &part.inflight {
+            for &id in entry.inflight() {
                 let b = self.batches.get_mut(id).expect("in-flight batch is live");
                 debug_assert!(b.on_wire.is_none(), "rewrite of a batch on the wire");
                 b.stamp = Some(crate::batch::Stamp {
@@ -194,10 +192,7 @@ impl Producer {
                 seq = seq.add(b.record_count);
                 b.write_stamp(transactional);
             }
-            part.producer_id = global;
-            part.next_sequence = seq;
-            part.reset_acked();
-            if part.unresolved.take().is_some() {
+            if entry.renumbered(global, seq) {
                 self.bump.unresolved.retain(|&u| u != p);
             }
         }

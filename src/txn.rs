@@ -7,14 +7,15 @@
 //! instead of bumping the epoch (the abort bumps it, KIP-360 / KIP-890), only partitions
 //! added to the transaction drain, and an abort fails the batches never sent.
 
-use crate::retry::Retry;
-use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::error::KafkaError;
-use crate::types::{NodeId, RequestId, TopicPartition};
+use crate::txn_partitions::TxnPartitions;
+use crate::txn_queue::TxnQueue;
+use crate::txn_version::TxnVersion;
+use crate::types::{NodeId, TopicPartition};
 
 /// The transactional states (Java's `TransactionManager.State`, without 2PC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,6 +237,52 @@ pub enum CoordinatorType {
     Transaction,
 }
 
+/// The coordinators the transactional requests go to, as FindCoordinator found them.
+#[derive(Debug, Default)]
+pub(crate) struct Coordinators {
+    /// The transaction coordinator (of the transactional id).
+    transaction: Option<NodeId>,
+    /// The consumer group's coordinator (for TxnOffsetCommit).
+    group: Option<NodeId>,
+}
+
+impl Coordinators {
+    /// The coordinator of `kind`, if known.
+    pub(crate) fn get(&self, kind: CoordinatorType) -> Option<NodeId> {
+        match kind {
+            CoordinatorType::Transaction => self.transaction,
+            CoordinatorType::Group => self.group,
+        }
+    }
+
+    /// The transaction coordinator, if known.
+    pub(crate) fn transaction(&self) -> Option<NodeId> {
+        self.transaction
+    }
+
+    /// The group coordinator, if known.
+    pub(crate) fn group(&self) -> Option<NodeId> {
+        self.group
+    }
+
+    /// FindCoordinator answered: the coordinator of `kind` is `node`.
+    pub(crate) fn found(&mut self, kind: CoordinatorType, node: NodeId) {
+        *self.slot(kind) = Some(node);
+    }
+
+    /// The coordinator of `kind` said it is not (or no longer) the one: look it up again.
+    pub(crate) fn forget(&mut self, kind: CoordinatorType) {
+        *self.slot(kind) = None;
+    }
+
+    fn slot(&mut self, kind: CoordinatorType) -> &mut Option<NodeId> {
+        match kind {
+            CoordinatorType::Transaction => &mut self.transaction,
+            CoordinatorType::Group => &mut self.group,
+        }
+    }
+}
+
 /// A transactional request waiting to be sent, in Java's priority order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Queued {
@@ -342,34 +389,20 @@ pub(crate) struct Txn {
     pub(crate) state: TransactionState,
     /// The cause of `AbortableError` / `FatalError`.
     pub(crate) last_error: Option<KafkaError>,
-    pub(crate) coordinator: Option<NodeId>,
-    pub(crate) group_coordinator: Option<NodeId>,
-    /// The broker's finalized `transaction.version` (KIP-890), as last reported.
-    pub(crate) version_level: i16,
-    /// Transaction version 2 in use by the open transaction. Latched: chosen at init,
-    /// and changed only between transactions, so every request of one transaction
-    /// (Produce, TxnOffsetCommit, EndTxn) speaks the version it began under
-    /// (`TransactionManager.beginCompletingTransaction` builds EndTxn before
-    /// `maybeUpdateTransactionV2Enabled`).
-    pub(crate) v2: bool,
-    /// The version the next transaction uses, sampled from `version_level` when this
-    /// one starts completing; applied by `reset_transaction`.
-    pub(crate) next_v2: Option<bool>,
+    /// The coordinators found, by kind.
+    pub(crate) coordinators: Coordinators,
+    /// The transaction version (KIP-890): finalized, in use, sampled for the next.
+    pub(crate) version: TxnVersion,
     /// The abort must be followed by an InitProducerId that bumps the epoch (TV1).
     pub(crate) bump_required: bool,
     /// Something was added to the transaction (a partition or offsets): EndTxn is sent.
     pub(crate) started: bool,
-    pub(crate) new_partitions: BTreeSet<u32>,
-    pub(crate) pending_partitions: BTreeSet<u32>,
-    pub(crate) partitions: BTreeSet<u32>,
+    /// The transaction's partitions, by how far each has joined it.
+    pub(crate) partitions: TxnPartitions,
     pub(crate) group: Option<ConsumerGroupMetadata>,
     pub(crate) pending_offsets: Vec<OffsetToCommit>,
-    /// Waiting requests; the first of the lowest priority goes next.
-    pub(crate) queue: Vec<Queued>,
-    /// The one transactional request on the wire, and the partitions it carries.
-    pub(crate) in_flight: Option<(RequestId, Queued)>,
-    /// The request at the queue's head: its failures and backoff.
-    pub(crate) retry: Retry,
+    /// The transactional requests: waiting, on the wire, the head's backoff.
+    pub(crate) queue: TxnQueue,
     /// The application operation waiting for its completion event.
     pub(crate) op: Option<TxnOp>,
     pub(crate) shutdown: Shutdown,
@@ -382,37 +415,17 @@ impl Txn {
             timeout,
             state: TransactionState::Uninitialized,
             last_error: None,
-            coordinator: None,
-            group_coordinator: None,
-            version_level: 0,
-            v2: false,
-            next_v2: None,
+            coordinators: Coordinators::default(),
+            version: TxnVersion::default(),
             bump_required: false,
             started: false,
-            new_partitions: BTreeSet::new(),
-            pending_partitions: BTreeSet::new(),
-            partitions: BTreeSet::new(),
+            partitions: TxnPartitions::default(),
             group: None,
             pending_offsets: Vec::new(),
-            queue: Vec::new(),
-            in_flight: None,
-            retry: Retry::new(),
+            queue: TxnQueue::new(),
             op: None,
             shutdown: Shutdown::Running,
         }
-    }
-
-    /// Queues `q` unless it is already queued. (One of the same kind may be on the wire:
-    /// an AddPartitionsToTxn out for some partitions does not cover the ones added since.)
-    pub(crate) fn enqueue(&mut self, q: Queued) {
-        if !self.queue.contains(&q) {
-            self.queue.push(q);
-        }
-    }
-
-    /// The next request by priority (stable within a priority).
-    pub(crate) fn next_index(&self) -> Option<usize> {
-        (0..self.queue.len()).min_by_key(|&i| self.queue[i].priority())
     }
 
     /// Clears what belongs to one transaction (Java's `resetTransactionState`). With a
@@ -421,17 +434,13 @@ impl Txn {
     pub(crate) fn reset_transaction(&mut self) {
         if self.bump_required {
             self.state = TransactionState::Initializing;
-            self.enqueue(Queued::InitProducerId(IdRequest::Bump));
+            self.queue.enqueue(Queued::InitProducerId(IdRequest::Bump));
         } else {
             self.state = TransactionState::Ready;
         }
         self.last_error = None;
-        if let Some(v2) = self.next_v2.take() {
-            self.v2 = v2;
-        }
+        self.version.apply_next();
         self.started = false;
-        self.new_partitions.clear();
-        self.pending_partitions.clear();
         self.partitions.clear();
         self.group = None;
         self.pending_offsets.clear();
@@ -451,18 +460,11 @@ impl Txn {
         use TransactionState as S;
         // A partition is in one stage of joining the transaction at a time: new (not
         // yet asked for), pending (in an AddPartitionsToTxn without an answer), added.
-        assert!(
-            self.new_partitions.is_disjoint(&self.pending_partitions)
-                && self.new_partitions.is_disjoint(&self.partitions)
-                && self.pending_partitions.is_disjoint(&self.partitions),
-            "a partition in two stages of joining the transaction"
-        );
+        self.partitions.assert_invariants();
         // Outside a transaction nothing belongs to one (`reset_transaction` cleared it).
         if matches!(self.state, S::Uninitialized | S::Initializing | S::Ready) {
             assert!(
                 !self.started
-                    && self.new_partitions.is_empty()
-                    && self.pending_partitions.is_empty()
                     && self.partitions.is_empty()
                     && self.group.is_none()
                     && self.pending_offsets.is_empty(),
@@ -473,9 +475,9 @@ impl Txn {
         // TV2 adds partitions implicitly, with their first Produce: nothing to ask for.
         // (The version only changes between transactions, so a TV1 transaction's
         // partitions never stay behind.)
-        if self.v2 {
+        if self.version.is_v2() {
             assert!(
-                self.new_partitions.is_empty() && self.pending_partitions.is_empty(),
+                self.partitions.nothing_to_ask(),
                 "AddPartitionsToTxn bookkeeping under transaction version 2"
             );
         }
@@ -487,7 +489,7 @@ impl Txn {
         );
         // The next transaction's version is sampled when this one starts completing
         // and applied when it ends.
-        if self.next_v2.is_some() {
+        if self.version.next_sampled() {
             assert!(
                 matches!(
                     self.state,
@@ -505,7 +507,7 @@ impl Txn {
         // After a forced close nothing transactional is on the wire.
         if self.shutdown == Shutdown::Forced {
             assert!(
-                self.in_flight.is_none(),
+                self.queue.in_flight().is_none(),
                 "transactional request after a forced close"
             );
         }
@@ -514,9 +516,7 @@ impl Txn {
         if self.state == S::Initializing && self.shutdown == Shutdown::Running {
             let asked = self
                 .queue
-                .iter()
-                .chain(self.in_flight.as_ref().map(|(_, q)| q))
-                .any(|q| matches!(q, Queued::InitProducerId(_)));
+                .any_waiting_or_sent(|q| matches!(q, Queued::InitProducerId(_)));
             assert!(asked, "Initializing without an InitProducerId to end it");
         }
     }
@@ -545,27 +545,5 @@ mod tests {
         ] {
             assert!(s.can_transition_to(S::FatalError));
         }
-    }
-
-    #[test]
-    fn queue_serves_by_priority() {
-        let mut t = Txn::new("tx".into(), Duration::from_secs(60));
-        t.enqueue(Queued::InitProducerId(IdRequest::Bump));
-        t.enqueue(Queued::EndTxn(Completion::Commit));
-        t.enqueue(Queued::AddPartitions);
-        t.enqueue(Queued::AddPartitions);
-        t.enqueue(Queued::FindCoordinator(CoordinatorType::Transaction));
-        assert_eq!(t.queue.len(), 4, "duplicates are not queued");
-        let order: Vec<Queued> =
-            core::iter::from_fn(|| t.next_index().map(|i| t.queue.remove(i))).collect();
-        assert_eq!(
-            order,
-            alloc::vec![
-                Queued::FindCoordinator(CoordinatorType::Transaction),
-                Queued::AddPartitions,
-                Queued::EndTxn(Completion::Commit),
-                Queued::InitProducerId(IdRequest::Bump),
-            ]
-        );
     }
 }

@@ -62,7 +62,7 @@ impl Producer {
         now: Timestamp,
     ) -> Result<Queued, InputError> {
         self.observe(now);
-        let in_flight = self.txn.as_ref().and_then(|t| t.in_flight.as_ref());
+        let in_flight = self.txn.as_ref().and_then(|t| t.queue.in_flight());
         match in_flight {
             Some((r, q)) if *r == id => {
                 if q.answered_by() != answer {
@@ -79,8 +79,8 @@ impl Producer {
             .txn
             .as_mut()
             .expect("checked")
-            .in_flight
-            .take()
+            .queue
+            .take_in_flight()
             .expect("checked");
         Ok(q)
     }
@@ -88,20 +88,13 @@ impl Producer {
     fn apply(&mut self, q: Queued, next: Next) {
         let t = self.txn.as_mut().expect("transactional");
         match next {
-            Next::Done => t.retry.succeeded(),
-            Next::Retry => {
-                t.retry.failed(&mut self.backoff, self.now);
-                t.queue.push(q);
-            }
+            Next::Done => t.queue.succeeded(),
+            Next::Retry => t.queue.retry_later(q, &mut self.backoff, self.now),
             Next::Relookup(kind) => {
-                match kind {
-                    CoordinatorType::Transaction => t.coordinator = None,
-                    CoordinatorType::Group => t.group_coordinator = None,
-                }
+                t.coordinators.forget(kind);
                 // Back off as for a retry: a coordinator still loading answers
                 // NOT_COORDINATOR at once, and an immediate lookup would spin.
-                t.retry.failed(&mut self.backoff, self.now);
-                t.queue.push(q);
+                t.queue.retry_later(q, &mut self.backoff, self.now);
             }
             Next::Abortable(e) => self.txn_abortable(e),
             Next::Fatal(e) => self.enter_fatal(e),
@@ -127,10 +120,7 @@ impl Producer {
         let next = match result {
             Ok(node) => {
                 let t = self.txn.as_mut().expect("transactional");
-                match kind {
-                    CoordinatorType::Transaction => t.coordinator = Some(node),
-                    CoordinatorType::Group => t.group_coordinator = Some(node),
-                }
+                t.coordinators.found(kind, node);
                 Next::Done
             }
             Err(KafkaError::GroupAuthorizationFailed) => {
@@ -165,12 +155,10 @@ impl Producer {
                 self.reset_all_sequences();
                 let t = self.txn.as_mut().expect("transactional");
                 if !bump {
-                    // Java samples the transaction version once initialized (by then the
-                    // driver has reported the brokers' finalized features).
-                    t.v2 = t.version_level >= 2;
+                    t.version.latch_at_init();
                 }
                 t.bump_required = false;
-                t.retry.succeeded();
+                t.queue.succeeded();
                 t.state = S::Ready;
                 t.last_error = None;
                 self.events.push_back(Event::ProducerIdChanged { id });
@@ -226,7 +214,7 @@ impl Producer {
         let omitted = self
             .txn
             .as_ref()
-            .is_some_and(|t| t.pending_partitions.iter().any(|p| !answered.contains(p)));
+            .is_some_and(|t| t.partitions.pending_outside(&answered));
         // Every listed partition added, some omitted.
         let only_omission = omitted && results.iter().all(|(_, e)| *e == KafkaError::None);
         let worst = results
@@ -267,10 +255,7 @@ impl Producer {
         match next {
             Next::Done => {
                 // Nothing omitted: every pending partition was answered NONE.
-                let pending: Vec<u32> = core::mem::take(&mut t.pending_partitions)
-                    .into_iter()
-                    .collect();
-                t.partitions.extend(pending);
+                t.partitions.all_pending_added();
                 t.started = true;
                 self.apply(q, Next::Done);
                 // The batches of these partitions may drain now.
@@ -285,17 +270,11 @@ impl Producer {
             // transaction must end with EndTxn.
             Next::Retry | Next::Relookup(_) => self.apply(q, next),
             other => {
-                if only_omission {
-                    // Every listed partition was added: the coordinator holds them, so the
-                    // transaction started and the abort must end it with EndTxn.
-                    let added: Vec<u32> = answered
-                        .into_iter()
-                        .filter(|p| t.pending_partitions.contains(p))
-                        .collect();
-                    t.started |= !added.is_empty();
-                    t.partitions.extend(added);
-                }
-                t.pending_partitions.clear();
+                // With only omissions, every listed partition was added: the coordinator
+                // holds them, so the transaction started and the abort must end it with
+                // EndTxn.
+                let added = only_omission.then_some(answered.as_slice());
+                t.started |= t.partitions.settle_pending(added);
                 self.apply(q, other);
             }
         }
@@ -320,7 +299,7 @@ impl Producer {
         if matches!(next, Next::Done) {
             let t = self.txn.as_mut().expect("transactional");
             t.started = true;
-            t.enqueue(Queued::TxnOffsetCommit);
+            t.queue.enqueue(Queued::TxnOffsetCommit);
         }
         self.apply(q, next);
         Ok(())
@@ -427,7 +406,7 @@ impl Producer {
                 }
                 let t = self.txn.as_mut().expect("transactional");
                 t.reset_transaction();
-                t.retry.succeeded();
+                t.queue.succeeded();
                 self.flushing = false;
                 // With a TV1 bump still queued, the operation completes after it.
                 let bump_queued = t.queue.contains(&Queued::InitProducerId(IdRequest::Bump));
@@ -465,12 +444,12 @@ impl Producer {
     /// A transactional request got no answer: look the coordinator up again and resend.
     pub(crate) fn txn_request_failed(&mut self, request: RequestId, failure: RequestFailure) {
         let Some(t) = self.txn.as_mut() else { return };
-        if t.in_flight.as_ref().is_none_or(|(r, _)| *r != request) {
+        if t.queue.in_flight().is_none_or(|(r, _)| *r != request) {
             return;
         }
-        let (_, q) = t.in_flight.take().expect("checked");
+        let (_, q) = t.queue.take_in_flight().expect("checked");
         if failure == RequestFailure::Disconnected
-            && !t.v2
+            && !t.version.is_v2()
             && matches!(q, Queued::EndTxn(_) | Queued::TxnOffsetCommit)
         {
             // TV1: the lost attempt may still be applied late (a broker processes a
@@ -499,10 +478,8 @@ impl Producer {
     /// Partitions restart lazily, once nothing of theirs is in flight.
     pub(crate) fn reset_all_sequences(&mut self) {
         for part in self.acc.iter_mut() {
-            if part.inflight.is_empty() {
-                part.producer_id = self.identity.id();
-                part.next_sequence = crate::types::Sequence::ZERO;
-                part.reset_acked();
+            if part.seq.inflight().is_empty() {
+                part.seq.restart_at_zero(self.identity.id());
             }
         }
     }

@@ -42,7 +42,7 @@ impl Producer {
     /// keeps its version to the end (a TV1 to TV2 change bumps the epoch after it).
     pub fn handle_transaction_version(&mut self, level: i16) {
         if let Some(t) = self.txn.as_mut() {
-            t.version_level = level;
+            t.version.finalized(level);
         }
     }
 
@@ -99,7 +99,7 @@ impl Producer {
         }
         t.state = S::Initializing;
         t.op = Some(TxnOp::InitTransactions);
-        t.enqueue(Queued::InitProducerId(IdRequest::Fresh));
+        t.queue.enqueue(Queued::InitProducerId(IdRequest::Fresh));
         Ok(())
     }
 
@@ -142,12 +142,12 @@ impl Producer {
         t.op = Some(TxnOp::SendOffsets);
         t.pending_offsets = offsets;
         t.group = Some(group);
-        if t.v2 {
+        if t.version.is_v2() {
             // TV2: TxnOffsetCommit v5 adds the group to the transaction itself.
             t.started = true;
-            t.enqueue(Queued::TxnOffsetCommit);
+            t.queue.enqueue(Queued::TxnOffsetCommit);
         } else {
-            t.enqueue(Queued::AddOffsets);
+            t.queue.enqueue(Queued::AddOffsets);
         }
         Ok(())
     }
@@ -195,7 +195,7 @@ impl Producer {
     fn begin_abort(&mut self) {
         let t = self.txn_mut();
         t.state = S::AbortingTransaction;
-        t.new_partitions.clear();
+        t.partitions.drop_new();
         self.begin_completing(Completion::Abort);
     }
 
@@ -243,9 +243,9 @@ impl Producer {
         let Some(t) = self.txn.as_mut() else { return };
         t.shutdown = Shutdown::Forced;
         t.queue.clear();
-        t.retry.cancel_wait();
-        t.new_partitions.clear();
-        let in_flight = t.in_flight.take();
+        t.queue.cancel_wait();
+        t.partitions.drop_new();
+        let in_flight = t.queue.take_in_flight();
         if let Some((id, _)) = in_flight {
             self.take_outstanding(id);
             if self.identity.state() == IdState::Requested(id) {
@@ -259,20 +259,18 @@ impl Producer {
     fn begin_completing(&mut self, completion: Completion) {
         self.flushing = true;
         let t = self.txn_mut();
-        if completion == Completion::Commit && !t.new_partitions.is_empty() {
-            t.enqueue(Queued::AddPartitions);
+        if completion == Completion::Commit && t.partitions.has_new() {
+            t.queue.enqueue(Queued::AddPartitions);
         }
         // The EndTxn speaks the version the transaction began under; the newly finalized
         // one applies from the next transaction. Moving from TV1 to TV2 bumps the epoch
         // at the end of this one (TV1 EndTxn, then InitProducerId), as Java's
         // `beginCompletingTransaction` does after `maybeUpdateTransactionV2Enabled`.
-        let next_v2 = t.version_level >= 2;
-        if next_v2 && !t.v2 {
+        if t.version.sample_next() {
             t.bump_required = true;
         }
-        t.next_v2 = Some(next_v2);
         // A required bump is queued once the transaction ends (`reset_transaction`).
-        t.enqueue(Queued::EndTxn(completion));
+        t.queue.enqueue(Queued::EndTxn(completion));
     }
 
     /// Called from `send` for a transactional producer: the partition joins the
@@ -284,11 +282,11 @@ impl Producer {
         if t.state != S::InTransaction {
             return Err(crate::error::SendError::NotInTransaction);
         }
-        if t.v2 {
-            t.partitions.insert(p);
+        if t.version.is_v2() {
+            t.partitions.join_with_produce(p);
             t.started = true;
-        } else if !t.partitions.contains(&p) && !t.pending_partitions.contains(&p) {
-            t.new_partitions.insert(p);
+        } else {
+            t.partitions.join(p);
         }
         Ok(())
     }
@@ -297,7 +295,7 @@ impl Producer {
     pub(crate) fn txn_allows_drain(&self, p: u32) -> bool {
         self.txn
             .as_ref()
-            .is_none_or(|t| t.state != S::FatalError && t.partitions.contains(&p))
+            .is_none_or(|t| t.state != S::FatalError && t.partitions.is_added(p))
     }
 
     /// The transactional step of `poll_request`: a request to send, nothing, or a hold on
@@ -317,36 +315,30 @@ impl Producer {
             _ => {}
         }
         let t = self.txn.as_mut().expect("checked");
-        if !t.new_partitions.is_empty()
-            && matches!(t.state, S::InTransaction | S::CommittingTransaction)
-        {
-            t.enqueue(Queued::AddPartitions);
+        let adding = matches!(t.state, S::InTransaction | S::CommittingTransaction);
+        if adding && t.partitions.has_new() {
+            t.queue.enqueue(Queued::AddPartitions);
         }
-        if t.in_flight.is_some() {
+        if t.queue.in_flight().is_some() {
             return TxnStep::HoldProduce; // No produce data while one is out (Java's Sender.runOnce)
         }
-        if t.retry.waits_at(now) {
+        if t.queue.waits_at(now) {
             return TxnStep::Nothing;
         }
-        let Some(i) = t.next_index() else {
+        let Some(next) = t.queue.next() else {
             return TxnStep::Nothing;
         };
-        if matches!(t.queue[i], Queued::EndTxn(_)) && self.acc.unreported_records() > 0 {
+        if matches!(next, Queued::EndTxn(_)) && self.acc.unreported_records() > 0 {
             return TxnStep::Nothing; // EndTxn waits for every batch's outcome
         }
         let t = self.txn.as_mut().expect("checked");
-        let q = t.queue.remove(i);
+        let q = t.queue.take_next().expect("checked");
         // A request that needs a coordinator we do not know goes after a FindCoordinator.
         if let Some(kind) = q.coordinator() {
-            let known = match kind {
-                CoordinatorType::Transaction => t.coordinator.is_some(),
-                CoordinatorType::Group => t.group_coordinator.is_some(),
-            };
-            if !known {
-                t.queue.push(q);
-                t.queue.push(Queued::FindCoordinator(kind));
-                let i = t.next_index().expect("just pushed");
-                let q = t.queue.remove(i);
+            if t.coordinators.get(kind).is_none() {
+                t.queue.push_back(q);
+                t.queue.push_back(Queued::FindCoordinator(kind));
+                let q = t.queue.take_next().expect("just pushed");
                 return TxnStep::Send(self.emit_txn(q, now));
             }
         }
@@ -361,7 +353,7 @@ impl Producer {
             }
         }
         if let Queued::AddPartitions = q {
-            if t.new_partitions.is_empty() && t.pending_partitions.is_empty() {
+            if t.partitions.nothing_to_ask() {
                 return self.poll_transactional(now);
             }
         }
@@ -391,7 +383,7 @@ impl Producer {
             }
             Queued::InitProducerId(asked) => Request::InitProducerId(InitProducerIdRequest {
                 id,
-                node: t.coordinator,
+                node: t.coordinators.transaction(),
                 transactional_id: Some(t.id.clone()),
                 transaction_timeout: t.timeout,
                 current: if *asked == IdRequest::Bump {
@@ -402,12 +394,10 @@ impl Producer {
             }),
             Queued::AddPartitions => {
                 // Pending ones are those of an earlier request that got no answer.
-                let moved: Vec<u32> = core::mem::take(&mut t.new_partitions).into_iter().collect();
-                t.pending_partitions.extend(moved);
-                let asked: Vec<u32> = t.pending_partitions.iter().copied().collect();
+                let asked = t.partitions.ask();
                 Request::AddPartitionsToTxn(AddPartitionsToTxnRequest {
                     id,
-                    node: t.coordinator.expect("checked"),
+                    node: t.coordinators.transaction().expect("checked"),
                     transactional_id: t.id.clone(),
                     producer,
                     partitions: asked.iter().map(|&p| self.acc[p].tp.clone()).collect(),
@@ -415,7 +405,7 @@ impl Producer {
             }
             Queued::AddOffsets => Request::AddOffsetsToTxn(AddOffsetsToTxnRequest {
                 id,
-                node: t.coordinator.expect("checked"),
+                node: t.coordinators.transaction().expect("checked"),
                 transactional_id: t.id.clone(),
                 producer,
                 group_id: t
@@ -426,23 +416,23 @@ impl Producer {
             }),
             Queued::TxnOffsetCommit => Request::TxnOffsetCommit(TxnOffsetCommitRequest {
                 id,
-                node: t.group_coordinator.expect("checked"),
+                node: t.coordinators.group().expect("checked"),
                 transactional_id: t.id.clone(),
                 producer,
                 group: t.group.clone().expect("offsets have a group"),
                 offsets: t.pending_offsets.clone(),
-                transaction_v2: t.v2,
+                transaction_v2: t.version.is_v2(),
             }),
             Queued::EndTxn(completion) => Request::EndTxn(EndTxnRequest {
                 id,
-                node: t.coordinator.expect("checked"),
+                node: t.coordinators.transaction().expect("checked"),
                 transactional_id: t.id.clone(),
                 producer,
                 commit: *completion == Completion::Commit,
-                transaction_v2: t.v2,
+                transaction_v2: t.version.is_v2(),
             }),
         };
-        t.in_flight = Some((id, q));
+        t.queue.sent(id, q);
         self.requests
             .push(id, OutstandingKind::Transactional, deadline);
         if matches!(request, Request::InitProducerId(_)) {
@@ -469,7 +459,7 @@ impl Producer {
     /// epoch makes the coordinator's verification and the leader refuse it (KIP-360).
     pub(crate) fn txn_abortable(&mut self, error: KafkaError) {
         let Some(t) = self.txn.as_mut() else { return };
-        if t.state == S::AbortingTransaction && !t.v2 {
+        if t.state == S::AbortingTransaction && !t.version.is_v2() {
             t.bump_required = true;
         }
         if matches!(
@@ -478,17 +468,17 @@ impl Producer {
         ) {
             return;
         }
-        if t.state == S::Initializing || (!t.v2 && !t.is_completing()) {
+        if t.state == S::Initializing || (!t.version.is_v2() && !t.is_completing()) {
             // TV1 coordinators bump the epoch on request after the abort (KIP-360). A
             // refused bump (or init) stays required: the next abort asks again.
             t.bump_required = true;
         }
         if t.state == S::CommittingTransaction {
-            t.bump_required = !t.v2;
+            t.bump_required = !t.version.is_v2();
         }
         t.state = S::AbortableError;
         t.last_error = Some(error);
-        t.queue.retain(|q| matches!(q, Queued::FindCoordinator(_)));
+        t.queue.keep_lookups_only();
         // Whatever operation is pending ends now, with the error: an init, offsets, a
         // commit, or an abort whose epoch bump was refused (TV1; the next abort bumps
         // again). Java's `TxnRequestHandler.abortableError` fails the pending result.
