@@ -218,6 +218,11 @@ impl SequenceEntry {
 
     /// Batch `id` was split into `pieces`, which take its place in stamp order.
     pub(crate) fn replace_split(&mut self, id: BatchId, pieces: &[BatchId]) {
+        // A probe whose target was refused as too large learned nothing: it ends, and
+        // the first batch's next refusal starts a new one if one is still needed.
+        if self.probe == Some(id) {
+            self.probe = None;
+        }
         for list in [&mut self.inflight, &mut self.window] {
             if let Some(pos) = list.iter().position(|&x| x == id) {
                 list.remove(pos);

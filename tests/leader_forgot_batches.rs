@@ -140,3 +140,52 @@ fn with_nothing_later_in_the_log_the_first_fails_possibly_written_and_is_never_r
     let (_, stamp) = only_outstanding(&h);
     assert_eq!(stamp, (0, 2), "resent under its stamp, not renumbered");
 }
+
+#[test]
+fn a_probe_target_split_as_too_large_ends_the_probe() {
+    let mut h = Harness::new(config().build().unwrap());
+    h.warm(0);
+    let first = h.send(0, "r0");
+    let second = h.send(0, "r1");
+    // The third batch holds two records, so MESSAGE_TOO_LARGE splits it.
+    let third: Vec<RecordId> = ["r2", "r3"]
+        .iter()
+        .map(|v| h.p.send(&tp(0), &record(v), h.now).expect("accepted"))
+        .collect();
+    h.pump();
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!(wire(&sent[2])[0].count, 2);
+    h.fail(sent[0].id, RequestFailure::Disconnected);
+    h.fail(sent[1].id, RequestFailure::Disconnected);
+    h.advance(100);
+    let retry = h
+        .outstanding
+        .iter()
+        .find(|r| r.id != sent[2].id)
+        .expect("the first batch resent")
+        .clone();
+    h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    assert_eq!(h.p.stats().probes, 1, "the third, still out, is the target");
+    // Refused as too large: never appended, so it proves nothing; the probe ends.
+    h.respond(sent[2].id, &[(0, KafkaError::MessageTooLarge, -1)]);
+    assert_eq!(h.p.stats().splits, 1);
+    for _ in 0..20 {
+        h.advance(100);
+        let Some(r) = h.outstanding.front().cloned() else {
+            break;
+        };
+        let w = wire(&r)[0].clone();
+        // The leader holds sequences 1 and 2 (the second is its newest).
+        let answer = match w.base_sequence {
+            2 => (0, KafkaError::None, 2),
+            3 | 4 => (0, KafkaError::None, i64::from(w.base_sequence)),
+            _ => (0, KafkaError::OutOfOrderSequenceNumber, -1),
+        };
+        h.respond(r.id, &[answer]);
+    }
+    for r in [first, second].into_iter().chain(third) {
+        assert_eq!(h.outcomes(r), 1, "{r:?}: {:?}", h.events);
+        assert!(h.delivered(r).is_some(), "{r:?}: {:?}", h.events);
+    }
+}
