@@ -357,3 +357,135 @@ fn a_probe_target_split_on_message_too_large_stalls_the_partition_until_the_deli
     );
     assert_eq!(h.outcomes(r1), 0);
 }
+
+/// The first batch expires while the probe target is on the wire; the target is then
+/// acknowledged: the batch between them is proven written and acknowledged, the
+/// expired one keeps its single (possibly written) failure.
+#[test]
+fn the_first_batch_expiring_during_the_probe_keeps_one_outcome_each() {
+    let mut b = config();
+    b.request_timeout(std::time::Duration::from_millis(12000));
+    let mut h = Harness::new(b.build().unwrap());
+    h.warm(0);
+    let r1 = h.send(0, "r1");
+    h.now = h.now + std::time::Duration::from_millis(4000);
+    let r2 = h.send(0, "r2");
+    let r3 = h.send(0, "r3");
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    assert_eq!(sent.len(), 3);
+    for r in &sent {
+        h.fail(r.id, RequestFailure::Disconnected);
+    }
+    h.advance(100);
+    let (retry, _) = only_outstanding(&h);
+    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    h.advance(100);
+    let (probe, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 3, 1));
+    // r1 was created 4 s before the others: it expires first, the probe still out.
+    for _ in 0..108 {
+        h.advance(100);
+    }
+    assert_eq!(h.outcomes(r1), 1, "{:?}", h.events);
+    assert_eq!(possibly_written(&h, r1), Some(true));
+    assert_eq!(h.outcomes(r2), 0);
+    h.respond(probe, &[(0, KafkaError::None, 3)]);
+    h.advance(100);
+    assert_eq!(h.delivered(r3), Some(Some(3)));
+    assert_eq!(h.delivered(r2), Some(None), "{:?}", h.events);
+    assert_one_outcome_each(&h, &[r1, r2, r3]);
+}
+
+/// `abort` while the probe runs: every record gets one outcome, the invariants hold.
+#[test]
+fn abort_during_the_probe_reports_each_record_once() {
+    let mut h = Harness::new(config().build().unwrap());
+    let records = probing(&mut h, 3);
+    let (probe, _) = only_outstanding(&h);
+    h.p.abort();
+    h.pump();
+    if h.outstanding.iter().any(|r| r.id == probe) {
+        let _ = h
+            .p
+            .handle_produce_response(
+                probe,
+                &ProduceResponse::new(vec![PartitionResponse::ok(tp(0), 3)]),
+                h.now,
+            );
+        h.outstanding.clear();
+        h.pump();
+    }
+    assert_one_outcome_each(&h, &records);
+}
+
+/// The target is refused for good (INVALID_RECORD): it fails, the probe ends, and the
+/// next probe (started by the first batch's next OUT_OF_ORDER) proves the rest.
+#[test]
+fn a_target_refused_for_good_ends_the_probe_and_a_lower_one_settles_the_rest() {
+    let mut h = Harness::new(config().build().unwrap());
+    let records = probing(&mut h, 3);
+    let (probe, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 3, 1));
+    h.respond(probe, &[(0, KafkaError::InvalidRecord, -1)]);
+    assert_eq!(h.outcomes(records[2]), 1);
+    for _ in 0..20 {
+        h.advance(100);
+        while let Some(r) = h.outstanding.front().cloned() {
+            let w = wire(&r);
+            // The log holds r0 (seq 1) and r1 (seq 2): the leader remembers only seq 2.
+            let answer = match (w[0].epoch, w[0].base_sequence) {
+                (0, 2) => (0, KafkaError::None, 2),
+                (0, _) => (0, KafkaError::OutOfOrderSequenceNumber, -1),
+                (_, _) => (0, KafkaError::None, 10),
+            };
+            h.respond(r.id, &[answer]);
+        }
+    }
+    assert_eq!(h.delivered(records[0]), Some(None), "{:?}", h.events);
+    assert_eq!(h.delivered(records[1]), Some(Some(2)));
+    assert_one_outcome_each(&h, &records);
+}
+
+/// Another partition's UNKNOWN_PRODUCER_ID bumps the producer's epoch while partition
+/// 0 probes: partition 0 finishes its probe under the old epoch, then moves to the new
+/// one from sequence 0.
+#[test]
+fn an_epoch_bump_from_another_partition_leaves_the_probe_under_the_old_epoch() {
+    let mut h = Harness::new(config().build().unwrap());
+    h.warm(1);
+    let records = probing(&mut h, 3);
+    let other = h.send(1, "other");
+    let r = h
+        .outstanding
+        .iter()
+        .find(|r| wire(r)[0].partition == 1)
+        .expect("partition 1 sent")
+        .clone();
+    h.respond_with(r.id, &[(1, KafkaError::UnknownProducerId, -1)], 5);
+    for _ in 0..10 {
+        h.advance(100);
+        while let Some(r) = h.outstanding.front().cloned() {
+            let w = wire(&r);
+            let answers: Vec<_> = w
+                .iter()
+                .map(|w| match (w.partition, w.epoch, w.base_sequence) {
+                    (0, 0, 3) => (0, KafkaError::None, 3),
+                    (0, 0, _) => (0, KafkaError::OutOfOrderSequenceNumber, -1),
+                    (p, _, _) => (p, KafkaError::None, 7),
+                })
+                .collect();
+            h.respond(r.id, &answers);
+        }
+    }
+    assert_eq!(h.delivered(records[0]), Some(None), "{:?}", h.events);
+    assert_eq!(h.delivered(records[1]), Some(None));
+    assert_eq!(h.delivered(records[2]), Some(Some(3)));
+    assert_one_outcome_each(&h, &records);
+    assert_eq!(h.outcomes(other), 1);
+    let later = h.send(0, "later");
+    let r = h.outstanding.front().expect("sent").clone();
+    let w = wire(&r);
+    assert_eq!((w[0].epoch, w[0].base_sequence), (1, 0), "new epoch from 0");
+    h.respond(r.id, &[(0, KafkaError::None, 4)]);
+    assert_eq!(h.outcomes(later), 1);
+}
