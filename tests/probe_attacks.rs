@@ -416,6 +416,10 @@ fn abort_during_the_probe_reports_each_record_once() {
         h.pump();
     }
     assert_one_outcome_each(&h, &records);
+    for &r in &records {
+        // Every one of them may be in the log: none may be said not written.
+        assert_eq!(possibly_written(&h, r), Some(true), "{:?}", h.events);
+    }
 }
 
 /// The target is refused for good (INVALID_RECORD): it fails, the probe ends, and the
@@ -488,4 +492,68 @@ fn an_epoch_bump_from_another_partition_leaves_the_probe_under_the_old_epoch() {
     assert_eq!((w[0].epoch, w[0].base_sequence), (1, 0), "new epoch from 0");
     h.respond(r.id, &[(0, KafkaError::None, 4)]);
     assert_eq!(h.outcomes(later), 1);
+}
+
+/// `close` while the probe runs: the probe completes, everything is acknowledged once,
+/// and the producer closes.
+#[test]
+fn close_during_the_probe_lets_it_finish() {
+    let mut h = Harness::new(config().build().unwrap());
+    let records = probing(&mut h, 3);
+    h.p.close();
+    h.pump();
+    let (probe, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 3, 1));
+    h.respond(probe, &[(0, KafkaError::None, 3)]);
+    h.advance(100);
+    assert_one_outcome_each(&h, &records);
+    for &r in &records {
+        assert!(h.delivered(r).is_some(), "{:?}", h.events);
+    }
+    assert!(h.p.is_closed());
+}
+
+/// When the leader may have expired the producer's state within a batch's life
+/// (`kacrab.producer.id.expiration.ms` close to delivery + request timeouts), no probe
+/// starts: a leader without state accepts any sequence, and its ack would prove nothing.
+#[test]
+fn no_probe_while_the_leader_may_have_expired_the_producer() {
+    let mut b = config();
+    b.producer_id_expiration(std::time::Duration::from_millis(20_500));
+    let mut h = Harness::new(b.build().unwrap());
+    h.warm(0);
+    // The warm-up ack keeps the state held for 500 ms (20.5 s - 15 s - 5 s).
+    let r1 = h.send(0, "r1");
+    let sent = h.outstanding.front().unwrap().id;
+    h.fail(sent, RequestFailure::Disconnected);
+    h.advance(1000);
+    let (retry, _) = only_outstanding(&h);
+    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    assert_eq!(h.p.stats().probes, 0);
+    assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
+}
+
+/// Same, with a later batch pipelined before the state went stale: its ack would be
+/// proof only if the leader still held the producer's state, so no probe starts.
+#[test]
+fn no_probe_once_the_state_is_no_longer_surely_held_even_with_later_batches() {
+    let mut b = config();
+    b.producer_id_expiration(std::time::Duration::from_millis(22_000));
+    let mut h = Harness::new(b.build().unwrap());
+    h.warm(0);
+    let r1 = h.send(0, "r1");
+    let _r2 = h.send(0, "r2");
+    assert_eq!(h.outstanding.len(), 2, "pipelined while the state is held");
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    for r in &sent {
+        h.fail(r.id, RequestFailure::Disconnected);
+    }
+    // Past 22 s - 20 s = 2 s after the warm-up batch's creation.
+    h.now = h.now + std::time::Duration::from_millis(2500);
+    h.advance(100);
+    let (retry, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 1, 1));
+    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    assert_eq!(h.p.stats().probes, 0);
+    assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
 }
