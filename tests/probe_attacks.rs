@@ -557,3 +557,65 @@ fn no_probe_once_the_state_is_no_longer_surely_held_even_with_later_batches() {
     assert_eq!(h.p.stats().probes, 0);
     assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
 }
+
+/// max.in.flight 2: the window is two batches; the probe targets the second.
+#[test]
+fn with_two_in_flight_the_probe_targets_the_second() {
+    let mut b = config();
+    b.max_in_flight_requests_per_connection(2);
+    let mut h = Harness::new(b.build().unwrap());
+    h.warm(0);
+    let r1 = h.send(0, "r1");
+    let r2 = h.send(0, "r2");
+    let r3 = h.send(0, "r3");
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    assert_eq!(sent.len(), 2, "the third waits for the window");
+    for r in &sent {
+        h.fail(r.id, RequestFailure::Disconnected);
+    }
+    h.advance(100);
+    let (retry, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 1, 1));
+    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    h.advance(100);
+    let (probe, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 2, 1));
+    h.respond(probe, &[(0, KafkaError::None, 2)]);
+    h.advance(100);
+    let (rest, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 3, 1), "the third, stamped only now");
+    h.respond(rest, &[(0, KafkaError::None, 3)]);
+    assert_eq!(h.delivered(r1), Some(None));
+    assert_eq!(h.delivered(r2), Some(Some(2)));
+    assert_eq!(h.delivered(r3), Some(Some(3)));
+    assert_one_outcome_each(&h, &[r1, r2, r3]);
+}
+
+/// A batch whose every attempt was refused before the append (NOT_ENOUGH_REPLICAS)
+/// cannot be in the log: an OUT_OF_ORDER answer to it needs no probe (the bump
+/// renumbers it safely).
+#[test]
+fn a_batch_refused_before_the_append_is_not_probed_for() {
+    let mut h = Harness::new(config().build().unwrap());
+    h.warm(0);
+    let r1 = h.send(0, "r1");
+    let r2 = h.send(0, "r2");
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    h.respond(sent[0].id, &[(0, KafkaError::NotEnoughReplicas, -1)]);
+    h.respond(sent[1].id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    h.advance(100);
+    let (retry, stamp) = only_outstanding(&h);
+    assert_eq!(stamp, (0, 1, 1));
+    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    assert_eq!(h.p.stats().probes, 0);
+    for _ in 0..10 {
+        h.advance(100);
+        while let Some(r) = h.outstanding.front().cloned() {
+            let w = wire(&r);
+            let answers: Vec<_> = w.iter().map(|w| (w.partition, KafkaError::None, 10 + w.base_sequence as i64)).collect();
+            h.respond(r.id, &answers);
+        }
+    }
+    assert_one_outcome_each(&h, &[r1, r2]);
+    assert!(h.delivered(r1).is_some() && h.delivered(r2).is_some(), "{:?}", h.events);
+}
