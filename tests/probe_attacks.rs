@@ -330,23 +330,20 @@ fn unknown_producer_id_to_the_probe_ends_it_without_acknowledging() {
 #[ignore = "finding: a probe target split on MESSAGE_TOO_LARGE leaves the probe on the dead parent id; \
             the partition sends nothing until delivery.timeout.ms and every batch times out"]
 fn a_probe_target_split_on_message_too_large_stalls_the_partition_until_the_delivery_timeout() {
+    // The input of `a_probe_target_split_with_answers_in_request_order`.
     let mut h = Harness::new(config().build().unwrap());
     h.warm(0);
     let r0 = h.send(0, "r0");
+    let first = h.outstanding.front().unwrap().id;
+    h.respond(first, &[(0, KafkaError::RequestTimedOut, -1)]);
+    h.advance(100);
+    let (retry, _) = only_outstanding(&h);
     let r1 = h.p.send(&tp(0), &record("r1a"), h.now).unwrap();
     h.p.send(&tp(0), &record("r1b"), h.now).unwrap();
     h.pump();
-    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
-    h.fail(sent[0].id, RequestFailure::Disconnected);
-    h.advance(100);
-    let retry = h
-        .outstanding
-        .iter()
-        .find(|r| r.id != sent[1].id)
-        .expect("first resent")
-        .clone();
-    h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
-    respond_unchecked(&mut h, sent[1].id, KafkaError::MessageTooLarge, -1);
+    let second = h.outstanding.back().unwrap().clone();
+    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    respond_unchecked(&mut h, second.id, KafkaError::MessageTooLarge, -1);
     for _ in 0..10 {
         advance_unchecked(&mut h, 100);
     }
