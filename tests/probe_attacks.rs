@@ -55,6 +55,18 @@ fn assert_one_outcome_each(h: &Harness, records: &[RecordId]) {
 
 /// A probe target whose first attempt was still out when the probe began is answered
 /// MESSAGE_TOO_LARGE: it is split, and the probe must follow (or end).
+///
+/// Input (scripted, the pattern of `leader_forgot_batches.rs`'s
+/// `a_later_first_attempt_acknowledged_during_the_probe_settles_it`): warm partition 0;
+/// batch A (one record, seq 1) and batch B (two records, seq 2-3) pipelined; A's request
+/// fails Disconnected while B's is still out; A's retry is answered OUT_OF_ORDER (the
+/// probe starts, target B: on the wire); B's first attempt is then answered
+/// MESSAGE_TOO_LARGE. B is splittable (no earlier attempt may have been appended), so
+/// `split_batch` replaces it by two pieces in `inflight` (`replace_split`) but leaves
+/// `SequenceEntry::probe` naming B, which no longer exists. Caveat on reachability:
+/// this needs B answered after A's retry, i.e. B's attempt outliving the loss of A's
+/// request; with Kafka's one-request-at-a-time, in-order connections that takes the
+/// two on different connections, and I did not construct such a path end to end.
 #[test]
 #[ignore = "finding: split_batch replaces the probe target in `inflight` (replace_split) but not \
             `SequenceEntry::probe`, which then names a batch that no longer exists: \
@@ -330,20 +342,24 @@ fn unknown_producer_id_to_the_probe_ends_it_without_acknowledging() {
 #[ignore = "finding: a probe target split on MESSAGE_TOO_LARGE leaves the probe on the dead parent id; \
             the partition sends nothing until delivery.timeout.ms and every batch times out"]
 fn a_probe_target_split_on_message_too_large_stalls_the_partition_until_the_delivery_timeout() {
-    // The input of `a_probe_target_split_with_answers_in_request_order`.
+    // The input of `a_probe_target_split_on_message_too_large_keeps_the_invariants`.
     let mut h = Harness::new(config().build().unwrap());
     h.warm(0);
     let r0 = h.send(0, "r0");
-    let first = h.outstanding.front().unwrap().id;
-    h.respond(first, &[(0, KafkaError::RequestTimedOut, -1)]);
-    h.advance(100);
-    let (retry, _) = only_outstanding(&h);
     let r1 = h.p.send(&tp(0), &record("r1a"), h.now).unwrap();
     h.p.send(&tp(0), &record("r1b"), h.now).unwrap();
     h.pump();
-    let second = h.outstanding.back().unwrap().clone();
-    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
-    respond_unchecked(&mut h, second.id, KafkaError::MessageTooLarge, -1);
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    h.fail(sent[0].id, RequestFailure::Disconnected);
+    h.advance(100);
+    let retry = h
+        .outstanding
+        .iter()
+        .find(|r| r.id != sent[1].id)
+        .expect("first resent")
+        .clone();
+    h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    respond_unchecked(&mut h, sent[1].id, KafkaError::MessageTooLarge, -1);
     for _ in 0..10 {
         advance_unchecked(&mut h, 100);
     }
@@ -615,33 +631,4 @@ fn a_batch_refused_before_the_append_is_not_probed_for() {
     }
     assert_one_outcome_each(&h, &[r1, r2]);
     assert!(h.delivered(r1).is_some() && h.delivered(r2).is_some(), "{:?}", h.events);
-}
-
-/// The split finding with answers in request order on one connection, as Kafka sends
-/// them: r0's batch is answered REQUEST_TIMED_OUT (appended, replication not done in
-/// time), its retry goes, then a two-record batch is stamped and sent behind it. The
-/// leader (its state reloaded from a snapshot) answers the retry OUT_OF_ORDER, which
-/// starts a probe on the two-record batch still out, then answers that one
-/// MESSAGE_TOO_LARGE (checked before the sequence): it is split under the probe.
-#[test]
-#[ignore = "finding: same as a_probe_target_split_on_message_too_large_keeps_the_invariants, \\
-            reached with in-order answers on one connection"]
-fn a_probe_target_split_with_answers_in_request_order() {
-    let mut h = Harness::new(config().build().unwrap());
-    h.warm(0);
-    let _r0 = h.send(0, "r0");
-    let first = h.outstanding.front().unwrap().id;
-    h.respond(first, &[(0, KafkaError::RequestTimedOut, -1)]);
-    h.advance(100);
-    let (retry, stamp) = only_outstanding(&h);
-    assert_eq!(stamp, (0, 1, 1));
-    h.p.send(&tp(0), &record("r1a"), h.now).unwrap();
-    h.p.send(&tp(0), &record("r1b"), h.now).unwrap();
-    h.pump();
-    assert_eq!(h.outstanding.len(), 2, "the new batch pipelined behind the retry");
-    let second = h.outstanding.back().unwrap().clone();
-    assert_eq!(wire(&second)[0].count, 2);
-    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
-    assert_eq!(h.p.stats().probes, 1);
-    h.respond(second.id, &[(0, KafkaError::MessageTooLarge, -1)]);
 }
