@@ -671,3 +671,49 @@ fn a_later_batch_already_acknowledged_proves_the_refused_first() {
         h.events
     );
 }
+
+/// A transactional producer never probes: the refused first batch fails (possibly
+/// written) and the transaction becomes abortable; nothing is acknowledged on a later
+/// batch's strength.
+#[test]
+fn a_transactional_producer_never_probes() {
+    let mut cfg = config();
+    cfg.transactional_id("tx-probe");
+    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
+    h.p.handle_transaction_version(2);
+    h.p.init_transactions().unwrap();
+    h.pump();
+    let Some(Request::InitProducerId(r)) = h.txn_requests.pop_front() else {
+        panic!("InitProducerId expected")
+    };
+    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(777, 1)), h.now)
+        .unwrap();
+    h.pump();
+    h.p.begin_transaction().unwrap();
+    // Warm-up, then two pipelined batches.
+    let warm = h.send(0, "warm");
+    while let Some(r) = h.txn_requests.pop_front() {
+        if let Request::AddPartitionsToTxn(r) = r {
+            let answers: Vec<_> = r.partitions.iter().map(|tp| (tp.clone(), KafkaError::None)).collect();
+            h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
+            h.pump();
+        }
+    }
+    let w = h.outstanding.back().expect("warm-up sent").id;
+    h.respond(w, &[(0, KafkaError::None, 0)]);
+    assert!(h.delivered(warm).is_some(), "{:?}", h.events);
+    let r1 = h.send(0, "r1");
+    let r2 = h.send(0, "r2");
+    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    for r in &sent {
+        h.fail(r.id, RequestFailure::Disconnected);
+    }
+    h.advance(100);
+    let (retry, stamp) = only_outstanding(&h);
+    assert_eq!(stamp.1, 1);
+    h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+    assert_eq!(h.p.stats().probes, 0);
+    assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
+    assert_eq!(h.delivered(r2), None);
+}
