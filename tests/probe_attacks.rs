@@ -92,7 +92,11 @@ fn a_probe_target_split_on_message_too_large_keeps_the_invariants() {
         .expect("first resent")
         .clone();
     h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
-    assert_eq!(h.p.stats().probes, 1, "the probe targets the batch still out");
+    assert_eq!(
+        h.p.stats().probes,
+        1,
+        "the probe targets the batch still out"
+    );
     // The broker checks the size before the sequence: the second is too large.
     h.respond(sent[1].id, &[(0, KafkaError::MessageTooLarge, -1)]);
     h.advance(100);
@@ -251,7 +255,11 @@ fn the_delivery_timeout_during_a_probe_gives_each_record_one_outcome() {
     }
     let later = h.send(0, "later");
     h.advance(100);
-    let r = h.outstanding.front().expect("the partition sends again").clone();
+    let r = h
+        .outstanding
+        .front()
+        .expect("the partition sends again")
+        .clone();
     h.respond(r.id, &[(0, KafkaError::None, 20)]);
     h.advance(100);
     while let Some(r) = h.outstanding.front().cloned() {
@@ -418,13 +426,11 @@ fn abort_during_the_probe_reports_each_record_once() {
     h.p.abort();
     h.pump();
     if h.outstanding.iter().any(|r| r.id == probe) {
-        let _ = h
-            .p
-            .handle_produce_response(
-                probe,
-                &ProduceResponse::new(vec![PartitionResponse::ok(tp(0), 3)]),
-                h.now,
-            );
+        let _ = h.p.handle_produce_response(
+            probe,
+            &ProduceResponse::new(vec![PartitionResponse::ok(tp(0), 3)]),
+            h.now,
+        );
         h.outstanding.clear();
         h.pump();
     }
@@ -625,12 +631,19 @@ fn a_batch_refused_before_the_append_is_not_probed_for() {
         h.advance(100);
         while let Some(r) = h.outstanding.front().cloned() {
             let w = wire(&r);
-            let answers: Vec<_> = w.iter().map(|w| (w.partition, KafkaError::None, 10 + w.base_sequence as i64)).collect();
+            let answers: Vec<_> = w
+                .iter()
+                .map(|w| (w.partition, KafkaError::None, 10 + w.base_sequence as i64))
+                .collect();
             h.respond(r.id, &answers);
         }
     }
     assert_one_outcome_each(&h, &[r1, r2]);
-    assert!(h.delivered(r1).is_some() && h.delivered(r2).is_some(), "{:?}", h.events);
+    assert!(
+        h.delivered(r1).is_some() && h.delivered(r2).is_some(),
+        "{:?}",
+        h.events
+    );
 }
 
 /// A later batch was already acknowledged (by the same leader, under the same identity)
@@ -694,7 +707,11 @@ fn a_transactional_producer_never_probes() {
     let warm = h.send(0, "warm");
     while let Some(r) = h.txn_requests.pop_front() {
         if let Request::AddPartitionsToTxn(r) = r {
-            let answers: Vec<_> = r.partitions.iter().map(|tp| (tp.clone(), KafkaError::None)).collect();
+            let answers: Vec<_> = r
+                .partitions
+                .iter()
+                .map(|tp| (tp.clone(), KafkaError::None))
+                .collect();
             h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
             h.pump();
         }
@@ -716,4 +733,170 @@ fn a_transactional_producer_never_probes() {
     assert_eq!(h.p.stats().probes, 0);
     assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
     assert_eq!(h.delivered(r2), None);
+}
+
+/// Which of the named values a batch carries (records are not compressed by default,
+/// so a value's bytes appear as they are).
+fn values_in(data: &[u8], names: &[&str]) -> Vec<usize> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| data.windows(n.len()).any(|w| w == n.as_bytes()))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A small model of one leader under Kafka's rules for one producer id: per epoch the
+/// last sequence and the sequences it still deduplicates (after a snapshot reload, only
+/// the newest batch), and the log's values.
+struct Leader {
+    epoch: i16,
+    last_seq: i32,
+    cached: Vec<(i32, i64)>,
+    log: Vec<usize>,
+}
+
+impl Leader {
+    /// Applies one batch; returns the answer (error, offset).
+    fn produce(&mut self, w: &Wire, values: &[usize]) -> (KafkaError, i64) {
+        if w.epoch < self.epoch {
+            return (KafkaError::InvalidProducerEpoch, -1);
+        }
+        if w.epoch == self.epoch {
+            if let Some(&(_, off)) = self.cached.iter().find(|(s, _)| *s == w.base_sequence) {
+                return (KafkaError::None, off);
+            }
+            if w.base_sequence != self.last_seq + 1 {
+                return (KafkaError::OutOfOrderSequenceNumber, -1);
+            }
+        } else if w.base_sequence != 0 {
+            return (KafkaError::OutOfOrderSequenceNumber, -1);
+        } else {
+            self.epoch = w.epoch;
+            self.cached.clear();
+        }
+        let off = self.log.len() as i64;
+        self.log.extend_from_slice(values);
+        self.last_seq = w.base_sequence + w.count - 1;
+        self.cached.push((w.base_sequence, off));
+        if self.cached.len() > 5 {
+            self.cached.remove(0);
+        }
+        (KafkaError::None, off)
+    }
+}
+
+/// Every answer to the probe's target that Kafka may give, each with the log appended
+/// or not where the code allows both, then a broker that follows Kafka's rules: each
+/// record gets exactly one outcome, an acknowledged record is in the log, no value is
+/// in the log twice, and a record in the log is never reported not written.
+#[test]
+fn every_answer_to_the_probe_target_against_a_rule_following_leader() {
+    let errors = [
+        KafkaError::None,
+        KafkaError::NotLeaderOrFollower,
+        KafkaError::RequestTimedOut,
+        KafkaError::NotEnoughReplicas,
+        KafkaError::NotEnoughReplicasAfterAppend,
+        KafkaError::UnknownProducerId,
+        KafkaError::CorruptMessage,
+        KafkaError::MessageTooLarge,
+        KafkaError::InvalidRecord,
+        KafkaError::KafkaStorageError,
+        KafkaError::UnknownServerError,
+        KafkaError::OutOfOrderSequenceNumber,
+        KafkaError::DuplicateSequenceNumber,
+        KafkaError::InvalidProducerEpoch,
+    ];
+    let names = ["VAL-warm", "VAL-r0", "VAL-r1", "VAL-r2"];
+    for depth in [2, 3] {
+        for error in errors {
+            for appended in [false, true] {
+                if appended && depth == 3 {
+                    continue;
+                }
+                if appended && (error.rejected_before_append() || error == KafkaError::None) {
+                    continue;
+                }
+                // A duplicate's answer says the batch is in the log.
+                if !appended && error == KafkaError::DuplicateSequenceNumber {
+                    continue;
+                }
+                let ctx = format!("depth={depth} {error:?} appended={appended}");
+                let mut h = Harness::new(config().build().unwrap());
+                h.send(0, names[0]);
+                let r = h.outstanding.back().unwrap().id;
+                h.respond(r, &[(0, KafkaError::None, 0)]);
+                h.events.clear();
+                let records: Vec<RecordId> = names[1..].iter().map(|n| h.send(0, n)).collect();
+                let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+                assert_eq!(sent.len(), 3);
+                for r in &sent {
+                    h.fail(r.id, RequestFailure::Disconnected);
+                }
+                // r0 and r1 (depth 2) or all three (depth 3) were appended; the leader
+                // reloaded and keeps only the newest.
+                let mut leader = Leader {
+                    epoch: 0,
+                    last_seq: depth,
+                    cached: vec![(depth, i64::from(depth))],
+                    log: (0..=depth as usize).collect(),
+                };
+                let mut first_probe = true;
+                for _ in 0..300 {
+                    h.advance(100);
+                    while let Some(r) = h.outstanding.front().cloned() {
+                        let ws = wire(&r);
+                        let w = &ws[0];
+                        let vals = values_in(&r.batches[0].data, &names);
+                        let is_probe =
+                            h.p.stats().probes == 1 && w.epoch == 0 && w.base_sequence == 3;
+                        let (e, off) = if is_probe && first_probe {
+                            first_probe = false;
+                            if appended {
+                                leader.produce(w, &vals);
+                            }
+                            if error == KafkaError::None {
+                                leader.produce(w, &vals)
+                            } else {
+                                (error, -1)
+                            }
+                        } else {
+                            leader.produce(w, &vals)
+                        };
+                        h.respond(r.id, &[(0, e, off)]);
+                    }
+                }
+                assert!(!first_probe, "{ctx}: the probe never went");
+                for (i, &r) in records.iter().enumerate() {
+                    assert_eq!(h.outcomes(r), 1, "{ctx}: {} {:?}", names[i + 1], h.events);
+                    let in_log = leader.log.contains(&(i + 1));
+                    if h.delivered(r).is_some() {
+                        assert!(
+                            in_log,
+                            "{ctx}: {} acknowledged, not in the log",
+                            names[i + 1]
+                        );
+                    }
+                    if in_log {
+                        assert_ne!(
+                            possibly_written(&h, r),
+                            Some(false),
+                            "{ctx}: {} in the log, reported not written",
+                            names[i + 1]
+                        );
+                    }
+                }
+                for v in 0..names.len() {
+                    let n = leader.log.iter().filter(|&&x| x == v).count();
+                    assert!(
+                        n <= 1,
+                        "{ctx}: {} written {n} times: {:?}",
+                        names[v],
+                        leader.log
+                    );
+                }
+            }
+        }
+    }
 }
