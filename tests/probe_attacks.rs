@@ -900,3 +900,99 @@ fn every_answer_to_the_probe_target_against_a_rule_following_leader() {
         }
     }
 }
+
+/// A seeded search: n one-record batches (2..=5) with every answer lost, of which the
+/// first `depth` (2..=n) were appended before the leader reloaded its snapshot (only
+/// the newest kept); then a rule-following leader whose answers are lost at random
+/// (appended or not), and random MESSAGE_TOO_LARGE-free errors that may follow an
+/// append, and clean restarts that leave only the newest batch deduplicated. Same
+/// checks as above; max.in.flight from n to 5.
+#[test]
+fn seeded_probe_search_against_a_rule_following_leader() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rand = move |m: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % m
+    };
+    let names = ["VAL-warm", "VAL-r0", "VAL-r1", "VAL-r2", "VAL-r3", "VAL-r4"];
+    let mut probes = 0;
+    for case in 0..3000 {
+        let n = 2 + rand(4) as usize;
+        let depth = 2 + rand((n - 1) as u64) as i32;
+        let ctx = format!("case {case}: n={n} depth={depth}");
+        let _ = &ctx;
+        let max_in_flight = (n as u32).max(2 + rand(4) as u32).min(5);
+        let mut b = config();
+        b.max_in_flight_requests_per_connection(max_in_flight);
+        let mut h = Harness::new(b.build().unwrap());
+        h.send(0, names[0]);
+        let r = h.outstanding.back().unwrap().id;
+        h.respond(r, &[(0, KafkaError::None, 0)]);
+        h.events.clear();
+        let records: Vec<RecordId> = names[1..=n].iter().map(|v| h.send(0, v)).collect();
+        let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
+        assert_eq!(sent.len(), n, "{ctx}");
+        for r in &sent {
+            h.fail(r.id, RequestFailure::Disconnected);
+        }
+        let mut leader = Leader {
+            epoch: 0,
+            last_seq: depth,
+            cached: vec![(depth, i64::from(depth))],
+            log: (0..=depth as usize).collect(),
+        };
+        let mut log_trace = Vec::new();
+        for _ in 0..300 {
+            h.advance(100);
+            while let Some(r) = h.outstanding.front().cloned() {
+                if rand(15) == 0 {
+                    // The leader restarts cleanly: only the newest batch is remembered.
+                    let keep = leader.cached.len().saturating_sub(1);
+                    leader.cached.drain(..keep);
+                }
+                let ws = wire(&r);
+                let w = &ws[0];
+                let vals = values_in(&r.batches[0].data, &names);
+                let (e, off) = leader.produce(w, &vals);
+                log_trace.push((w.epoch, w.base_sequence, e));
+                match rand(10) {
+                    0 | 1 => {
+                        h.fail(r.id, RequestFailure::Disconnected);
+                    }
+                    2 if e == KafkaError::None => {
+                        h.respond(r.id, &[(0, KafkaError::RequestTimedOut, -1)]);
+                    }
+                    3 if e == KafkaError::None => {
+                        h.respond(r.id, &[(0, KafkaError::NotLeaderOrFollower, -1)]);
+                    }
+                    _ => {
+                        h.respond(r.id, &[(0, e, off)]);
+                    }
+                }
+            }
+        }
+        probes += h.p.stats().probes;
+        for (i, &r) in records.iter().enumerate() {
+            let name = names[i + 1];
+            assert_eq!(h.outcomes(r), 1, "{ctx}: {name} {:?} {log_trace:?}", h.events);
+            let in_log = leader.log.contains(&(i + 1));
+            if h.delivered(r).is_some() {
+                assert!(in_log, "{ctx}: {name} acknowledged, not in the log {log_trace:?}");
+            }
+            if in_log {
+                assert_ne!(
+                    possibly_written(&h, r),
+                    Some(false),
+                    "{ctx}: {name} in the log, reported not written"
+                );
+            }
+        }
+        for v in 0..=n {
+            let c = leader.log.iter().filter(|&&x| x == v).count();
+            assert!(c <= 1, "{ctx}: {} written {c} times: {:?} {log_trace:?}", names[v], leader.log);
+        }
+    }
+    assert!(probes > 100, "the search must exercise the probe: {probes}");
+}
