@@ -976,10 +976,18 @@ fn seeded_probe_search_against_a_rule_following_leader() {
         probes += h.p.stats().probes;
         for (i, &r) in records.iter().enumerate() {
             let name = names[i + 1];
-            assert_eq!(h.outcomes(r), 1, "{ctx}: {name} {:?} {log_trace:?}", h.events);
+            assert_eq!(
+                h.outcomes(r),
+                1,
+                "{ctx}: {name} {:?} {log_trace:?}",
+                h.events
+            );
             let in_log = leader.log.contains(&(i + 1));
             if h.delivered(r).is_some() {
-                assert!(in_log, "{ctx}: {name} acknowledged, not in the log {log_trace:?}");
+                assert!(
+                    in_log,
+                    "{ctx}: {name} acknowledged, not in the log {log_trace:?}"
+                );
             }
             if in_log {
                 assert_ne!(
@@ -991,8 +999,104 @@ fn seeded_probe_search_against_a_rule_following_leader() {
         }
         for v in 0..=n {
             let c = leader.log.iter().filter(|&&x| x == v).count();
-            assert!(c <= 1, "{ctx}: {} written {c} times: {:?} {log_trace:?}", names[v], leader.log);
+            assert!(
+                c <= 1,
+                "{ctx}: {} written {c} times: {:?} {log_trace:?}",
+                names[v],
+                leader.log
+            );
         }
     }
     assert!(probes > 100, "the search must exercise the probe: {probes}");
+}
+
+/// The seeded search with two-record batches that the leader refuses as too large
+/// (checked before the sequence), answers in request order, one at a time: does the
+/// split of a probe target happen with Kafka's ordering?
+#[test]
+fn seeded_search_with_batches_too_large_in_request_order() {
+    let mut seed: u64 = 0x5151_aaaa_0101_7777;
+    let mut rand = move |m: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % m
+    };
+    let names: Vec<String> = (0..12).map(|i| format!("VAL-x{i:02}")).collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut splits = 0;
+    let mut probes = 0;
+    for case in 0..3000 {
+        let mut h = Harness::new(config().build().unwrap());
+        h.send(0, "VAL-warm");
+        let r = h.outstanding.back().unwrap().id;
+        h.respond(r, &[(0, KafkaError::None, 0)]);
+        h.events.clear();
+        let mut leader = Leader {
+            epoch: 0,
+            last_seq: 0,
+            cached: vec![(0, 0)],
+            log: vec![],
+        };
+        let mut records = Vec::new();
+        let mut next_name = 0;
+        for _ in 0..300 {
+            // The application sends now and then, sometimes two records at once.
+            if next_name + 2 <= names.len() && rand(4) == 0 {
+                let k = if rand(3) == 0 { 2 } else { 1 };
+                for _ in 0..k {
+                    records.push((
+                        next_name,
+                        h.p.send(&tp(0), &record(&names[next_name]), h.now).unwrap(),
+                    ));
+                    next_name += 1;
+                }
+                h.pump();
+            }
+            h.advance(100);
+            while let Some(r) = h.outstanding.front().cloned() {
+                if rand(15) == 0 {
+                    let keep = leader.cached.len().saturating_sub(1);
+                    leader.cached.drain(..keep);
+                }
+                let ws = wire(&r);
+                let w = &ws[0];
+                let vals = values_in(&r.batches[0].data, &name_refs);
+                let (e, off) = if w.count >= 2 && rand(2) == 0 {
+                    (KafkaError::MessageTooLarge, -1)
+                } else {
+                    leader.produce(w, &vals)
+                };
+                match rand(10) {
+                    0 | 1 => {
+                        h.fail(r.id, RequestFailure::Disconnected);
+                    }
+                    2 if e == KafkaError::None => {
+                        h.respond(r.id, &[(0, KafkaError::RequestTimedOut, -1)]);
+                    }
+                    _ => {
+                        h.respond(r.id, &[(0, e, off)]);
+                    }
+                }
+            }
+        }
+        splits += h.p.stats().splits;
+        probes += h.p.stats().probes;
+        for &(v, r) in &records {
+            assert_eq!(h.outcomes(r), 1, "case {case}: {} {:?}", names[v], h.events);
+            if h.delivered(r).is_some() {
+                assert!(
+                    leader.log.contains(&v),
+                    "case {case}: {} acked, not logged",
+                    names[v]
+                );
+            }
+        }
+        for v in 0..names.len() {
+            let c = leader.log.iter().filter(|&&x| x == v).count();
+            assert!(c <= 1, "case {case}: {} written {c} times", names[v]);
+        }
+    }
+    eprintln!("splits {splits}, probes {probes}");
+    assert!(splits > 0 && probes > 0, "splits {splits}, probes {probes}");
 }
