@@ -211,6 +211,14 @@ impl Producer {
                     b.fate = StampFate::Unknown;
                 }
                 let p = b.partition;
+                if r.error == KafkaError::OutOfOrderSequenceNumber && self.written_before_an_ack(id)
+                {
+                    // A later batch of its identity was acknowledged: it is in the log
+                    // (`crate::probe`), where this leader no longer recognises it.
+                    self.record_ack(id, -1);
+                    self.report(id, Ok(None));
+                    return;
+                }
                 let mut next = NextAttempt::AfterBackoff;
                 if class == ErrorClass::Leadership {
                     match r.current_leader {

@@ -29,6 +29,7 @@
 use crate::batch::StampFate;
 use crate::error::KafkaError;
 use crate::producer::Producer;
+use crate::sequence_entry::seq_newer;
 use crate::types::BatchId;
 
 impl Producer {
@@ -105,6 +106,29 @@ impl Producer {
             self.record_ack(first, -1);
             self.report(first, Ok(None));
         }
+    }
+
+    /// Whether batch `id` is proven in the log by an acknowledgement that already came:
+    /// the partition's last acknowledged sequence, under the batch's own identity, is at
+    /// or past the batch's last one. That later batch was stamped while `id` was on the
+    /// wire, so while the leader surely held the producer's state (the drain sends a new
+    /// batch behind one on the wire only then), and such a leader appended it only as
+    /// the next sequence. Idempotent producers only, as the probe.
+    pub(crate) fn written_before_an_ack(&self, id: BatchId) -> bool {
+        if self.txn.is_some() || !self.is_idempotent() {
+            return false;
+        }
+        let Some(b) = self.batches.get(id) else {
+            return false;
+        };
+        let (Some(stamp), Some(last)) = (b.stamp, b.last_sequence()) else {
+            return false;
+        };
+        let seq = &self.acc[b.partition].seq;
+        stamp.id == seq.producer_id()
+            && seq
+                .last_acked_sequence()
+                .is_some_and(|acked| acked == last || seq_newer(acked, last))
     }
 
     /// The highest batch in flight on partition `p` after its first and below `below`
