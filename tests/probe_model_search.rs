@@ -172,14 +172,9 @@ fn every_answer_to_the_probe_target_against_a_rule_following_leader() {
                         );
                     }
                 }
-                for v in 0..names.len() {
+                for (v, name) in names.iter().enumerate() {
                     let n = leader.log.iter().filter(|&&x| x == v).count();
-                    assert!(
-                        n <= 1,
-                        "{ctx}: {} written {n} times: {:?}",
-                        names[v],
-                        leader.log
-                    );
+                    assert!(n <= 1, "{ctx}: {name} written {n} times: {:?}", leader.log);
                 }
             }
         }
@@ -282,12 +277,11 @@ fn seeded_probe_search_against_a_rule_following_leader() {
                 );
             }
         }
-        for v in 0..=n {
+        for (v, name) in names.iter().enumerate().take(n + 1) {
             let c = leader.log.iter().filter(|&&x| x == v).count();
             assert!(
                 c <= 1,
-                "{ctx}: {} written {c} times: {:?} {log_trace:?}",
-                names[v],
+                "{ctx}: {name} written {c} times: {:?} {log_trace:?}",
                 leader.log
             );
         }
@@ -377,9 +371,9 @@ fn seeded_search_with_batches_too_large_in_request_order() {
                 );
             }
         }
-        for v in 0..names.len() {
+        for (v, name) in names.iter().enumerate() {
             let c = leader.log.iter().filter(|&&x| x == v).count();
-            assert!(c <= 1, "case {case}: {} written {c} times", names[v]);
+            assert!(c <= 1, "case {case}: {name} written {c} times");
         }
     }
     eprintln!("splits {splits}, probes {probes}");
