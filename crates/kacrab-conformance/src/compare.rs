@@ -471,10 +471,13 @@ fn classify_partition(
 /// possibly written rather than write it twice under a new stamp. With a record the
 /// core failed possibly written that Java acknowledged, every later difference follows
 /// from that choice (the requests, and so the scripted answers, differ from there on).
+/// With `renumbered`, Java's next send on that partition after the answer is under a
+/// newer identity (it bumped and renumbered the batch).
 fn out_of_order_for_possibly_written(
     parts: &BTreeMap<i32, Vec<PartitionEvent>>,
     at: &BTreeMap<i32, Vec<usize>>,
     first_line: usize,
+    renumbered: bool,
 ) -> bool {
     parts.iter().any(|(q, evs)| {
         let shared = at
@@ -483,9 +486,18 @@ fn out_of_order_for_possibly_written(
             .min(evs.len());
         let prefix = &evs[..shared];
         prefix.iter().enumerate().any(|(i, e)| {
-            matches!(e, PartitionEvent::Answered { stamp, error }
-                if error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
-                    && timing::unsettled(&prefix[..i]).contains(stamp))
+            let PartitionEvent::Answered { stamp, error } = e else {
+                return false;
+            };
+            let next_newer = evs[i + 1..].iter().find_map(|e| match e {
+                PartitionEvent::Sent { stamp: s, .. } => {
+                    Some(s.pid != stamp.pid || s.epoch > stamp.epoch)
+                }
+                _ => None,
+            });
+            error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+                && timing::unsettled(&prefix[..i]).contains(stamp)
+                && (!renumbered || next_newer == Some(true))
         })
     })
 }
@@ -553,6 +565,18 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             *java_expired.entry(p).or_default() += 1;
         }
     }
+    // Error answers and expiries Java saw: a bound on how often it bumped.
+    let java_asks = i64::try_from(
+        jp.values()
+            .flatten()
+            .filter(|e| {
+                matches!(e, PartitionEvent::Answered { error, .. }
+                    if error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
+            })
+            .count(),
+    )
+    .unwrap_or(i64::MAX)
+        + java_expired.values().sum::<i64>();
     let empty = Vec::new();
     for p in jp
         .keys()
@@ -605,6 +629,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                     je,
                     &java_identities,
                     java_expired.get(&p).copied().unwrap_or(0),
+                    java_asks,
                 ),
                 &cp,
                 &cat,
@@ -700,7 +725,21 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                     .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
                     == Some(true)
         });
-        if renumbered_by_java && out_of_order_for_possibly_written(&jp, &jat, first_line) {
+        // Or the core failed a record possibly written with OUT_OF_ORDER (the probe found
+        // nothing higher in the log) that Java did not fail so: Java renumbered it, and
+        // the answer its new stamp got is scripted on other requests than the core's.
+        let failed_where_java_retried = co.iter().any(|(rec, c)| {
+            c == "err:45"
+                && jo.get(rec).is_some_and(|j| j != "err:45")
+                && usize::try_from(*rec)
+                    .ok()
+                    .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
+                    == Some(true)
+        });
+        if (renumbered_by_java && out_of_order_for_possibly_written(&jp, &jat, first_line, false))
+            || (failed_where_java_retried
+                && out_of_order_for_possibly_written(&jp, &jat, first_line, true))
+        {
             verdict = Verdict::NoRenumberOfPossiblyWritten;
         }
     }

@@ -398,9 +398,14 @@ fn java_bumps_at_an_expiry_on_the_wire_and_holds_the_partition_behind_its_stale_
         Verdict::Unexplained
     );
     // Java bumping twice (partition 0's own batch expires on the wire too): its next new
-    // batch is epoch 2, sequence 0.
+    // batch is epoch 2, sequence 0. The core bumps once, for partition 1 after its expired
+    // attempt's connection closed: the bump waited while the core stamped partition 0's
+    // new batch under epoch 0, which is departure 2's wait (its detector runs first).
     let (trace, java) = recorded("expiry_java_bumps_twice");
-    assert_eq!(verdict(&trace, &java), Verdict::UnresolvedSequenceHandling);
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
     // Not sequence 0 of the new identity: not a bump.
     assert_eq!(
         verdict(&trace, &replaced(&java, "0:1000:2:0:1", "0:1000:2:1:1")),
@@ -455,4 +460,50 @@ fn the_probe_resending_the_highest_possibly_written_batch_is_departure_2() {
         .cloned()
         .collect();
     assert_eq!(verdict(&trace, &unbroken), Verdict::Unexplained);
+}
+
+#[test]
+fn a_possibly_written_batch_java_renumbers_after_out_of_order_fails_in_the_core() {
+    // Partition 3's sequence 0 was on a connection closed for a timeout; its retry is
+    // answered OUT_OF_ORDER, with nothing later for the probe. The core fails it as
+    // possibly written (departure 2); Java bumps and sends it again as epoch 1, sequence
+    // 0, which makes node 0 ready and takes partition 0's lingering batch along: the
+    // core sends that batch later, after a leader move, and the scripted answers land on
+    // other requests (Java's renumbered copy is refused INVALID_RECORD, not acknowledged).
+    let (trace, java) = recorded("out_of_order_possibly_written_java_renumbers");
+    let (core, _) = core_side::run(&trace);
+    assert!(core.contains(&r#"{"ev":"outcome","rec":0,"result":"err:45"}"#.to_string()));
+    assert_eq!(verdict(&trace, &java), Verdict::NoRenumberOfPossiblyWritten);
+    // Had Java failed the record with OUT_OF_ORDER too, the differences would need
+    // another explanation.
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""rec":0,"result":"err:87""#,
+                r#""rec":0,"result":"err:45""#
+            )
+        ),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn the_bump_waits_and_java_bumps_once_per_request_the_core_once_for_both() {
+    // Partition 0's retry is answered UNKNOWN_PRODUCER_ID and partition 2's batch
+    // OUT_OF_ORDER while partition 1's sequence 1 is on the wire. Java bumps after each
+    // answer (epochs 1 and 2) and sends partition 1's new batch as epoch 2, sequence 0;
+    // the core stamps it as epoch 0, sequence 2 while its bump waits, and its one bump,
+    // when it applies, answers both requests (epoch 1).
+    let (trace, java) = recorded("bump_waits_core_bumps_once_java_twice");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // More bumps than Java saw error answers and expiries: not Java's.
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "1:1000:2:0:1", "1:1000:7:0:1")),
+        Verdict::Unexplained
+    );
 }

@@ -256,13 +256,19 @@ pub(super) fn unsettled(events: &[PartitionEvent]) -> Vec<Stamp> {
 /// identity it used last, continuing that identity's numbering, while its bump waits
 /// for batches that may be in the log (see [`Verdict::BumpWaitsForPossiblyWrittenBatches`]).
 /// `java_identities` are the identities Java stamped any batch with,
-/// `java_expired_unsent` how many of `p`'s records Java failed by delivery timeout; `core` is the
+/// `java_expired_unsent` how many of `p`'s records Java failed by delivery timeout,
+/// `java_asks` how many error answers and expiries Java saw in all; `core` is the
 /// core's whole projection and `core_at` its output lines; `led_by(node)` tells whether
 /// the trace ever moves `p`'s leadership to `node`.
 pub(super) fn bump_waits_for_possibly_written(
     p: i32,
     k: usize,
-    (je, java_identities, java_expired_unsent): (&[PartitionEvent], &[(i64, i32)], i64),
+    (je, java_identities, java_expired_unsent, java_asks): (
+        &[PartitionEvent],
+        &[(i64, i32)],
+        i64,
+        i64,
+    ),
     core: &BTreeMap<i32, Vec<PartitionEvent>>,
     core_at: &BTreeMap<i32, Vec<usize>>,
     led_by: &dyn Fn(i32) -> bool,
@@ -377,9 +383,16 @@ pub(super) fn bump_waits_for_possibly_written(
         Some(id) == java_new || later_than_java(id) || (id == c.identity() && waits_at(at))
     });
     // Once the core's bump shows, Java's new identity for this partition is among the
-    // core's (when Java sent the batch at all).
+    // core's (when Java sent the batch at all), or Java bumped more often: the core's
+    // one bump, when it applies, answers every request for one made while it waited,
+    // where Java bumps once per `runOnce` that saw such a request. Java cannot have
+    // bumped more often than it saw error answers and expiries (`java_asks`).
     let bumped = later_new.iter().any(|&(id, _)| id != c.identity());
-    let same_new = !bumped || java_new.is_none_or(|j| later_new.iter().any(|&(id, _)| id == j));
+    let same_new = !bumped
+        || java_new.is_none_or(|j| {
+            later_new.iter().any(|&(id, _)| id == j)
+                || (j.0 == c.pid && i64::from(j.1) - i64::from(c.epoch) <= java_asks)
+        });
     asked && waits_at(line) && later_fit && same_new
 }
 
