@@ -507,3 +507,22 @@ fn the_bump_waits_and_java_bumps_once_per_request_the_core_once_for_both() {
         Verdict::Unexplained
     );
 }
+
+#[test]
+fn the_bump_waits_and_java_bumps_twice_before_it_stamps_anything() {
+    // Partition 0's sequence 1 is answered OUT_OF_ORDER and sequence 2, on the wire,
+    // RECORD_LIST_TOO_LARGE: Java bumps after each answer and stamps nothing under epoch
+    // 1, so its next batches are epoch 2. The core stamps partition 1's new batch as
+    // epoch 0, sequence 2 while its bump waits for sequence 2, then bumps once, to
+    // epoch 1: an epoch Java passed through.
+    let (trace, java) = recorded("bump_waits_java_skips_an_epoch");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // More bumps than Java saw error answers and expiries: epoch 1 is the core's own.
+    assert_eq!(
+        verdict(&trace, &replaced(&java, ":1000:2:", ":1000:7:")),
+        Verdict::Unexplained
+    );
+}

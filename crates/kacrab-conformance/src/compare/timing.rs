@@ -360,9 +360,24 @@ pub(super) fn bump_waits_for_possibly_written(
     // Java may bump again before the core's first bump shows (its renumbered batch
     // answered OUT_OF_ORDER in turn, as the core's old-identity batch was), and this
     // partition may skip an identity other partitions used: a later identity is one
-    // Java stamped too, on any partition, never one of the core's own.
-    let later_than_java =
-        |id: (i64, i32)| (id.0 != c.pid || id.1 > c.epoch) && java_identities.contains(&id);
+    // Java had too (stamped on any partition, or passed through between two bumps),
+    // never one of the core's own.
+    // Java bumps its epoch one at a time, and may bump twice before it stamps anything:
+    // every epoch of the producer id between the old one and the highest Java stamped
+    // was Java's too (Java bumped no more often than it saw error answers and expiries).
+    let java_top = java_identities
+        .iter()
+        .filter(|(pid, _)| *pid == c.pid)
+        .map(|(_, e)| *e)
+        .max()
+        .filter(|top| i64::from(*top) - i64::from(c.epoch) <= java_asks);
+    let later_than_java = |id: (i64, i32)| {
+        if id.0 == c.pid {
+            id.1 > c.epoch && java_top.is_some_and(|top| id.1 <= top)
+        } else {
+            java_identities.contains(&id)
+        }
+    };
     let later_new: Vec<((i64, i32), usize)> = core
         .iter()
         .flat_map(|(q, evs)| {
