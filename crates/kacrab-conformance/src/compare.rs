@@ -15,8 +15,8 @@ mod timing;
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
 use timing::{
-    bump_waits_for_possibly_written, java_drain_stopped, java_sent_on_timed_out_connection,
-    split_drain_stops,
+    bump_waits_for_possibly_written, java_connection_full, java_drain_stopped,
+    java_sent_on_timed_out_connection, split_drain_stops,
 };
 
 /// What a difference between Java and the core is.
@@ -32,12 +32,14 @@ pub enum Verdict {
     /// the core waits.
     InFlightWindow,
     /// Departure 2: Java renumbers (new epoch or new sequence) a batch that may already be
-    /// in the log; the core first resends it unchanged, and fails it as possibly written
-    /// where OUT_OF_ORDER_SEQUENCE_NUMBER leaves no retry under its stamp.
+    /// in the log; the core first resends it unchanged, and where
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER leaves no retry under its stamp it resends the highest
+    /// later batch that may be in the log, alone and unchanged (`src/probe.rs`; its ack
+    /// acknowledges the earlier ones, offsets unknown), or fails it as possibly written.
     NoRenumberOfPossiblyWritten,
-    /// Departures 1, 5, 8, 11: after a batch whose fate is unknown (or was definitively
-    /// rejected), Java and the core choose differently between keeping the numbering and
-    /// bumping the epoch.
+    /// Departures 1, 5, 8, 9, 11: after a batch whose fate is unknown (or was definitively
+    /// rejected), or that expired on the wire, Java and the core choose differently
+    /// between keeping the numbering and bumping the epoch.
     UnresolvedSequenceHandling,
     /// Departure 9 and 11: the wire histories agree but a failed record's outcome
     /// differs in a way the core's proof-of-absence rules explain.
@@ -61,7 +63,11 @@ pub enum Verdict {
     /// same step, and Java's first difference is either that close, with every batch of
     /// the partition it broke sent in that step, or a send in that step on that
     /// connection, followed at once by the close, where the core's first difference is
-    /// its own close.
+    /// its own close; or that close, where the core's first difference is the resend of
+    /// the partition's batch on that connection to another broker in that step (Java's
+    /// drain still found it in flight) and Java resends the same stamp in a later step,
+    /// that broker's connection holding `max.in.flight` unanswered requests in Java at
+    /// the end of the step.
     JavaSendsOnTimedOutConnection,
     /// Departure 2: the core applies an epoch bump only once no batch of a partition to
     /// rewrite is on the wire or may be in the log unsettled, and meanwhile stamps other
@@ -69,10 +75,13 @@ pub enum Verdict {
     /// bumps at once. Exact: the core's first difference is a new batch stamped with the
     /// identity it used last and that identity's next sequence on the partition; Java's
     /// next batch there goes to the same broker with at least as many records as
-    /// sequence 0 of a newer identity, which the core stamps later too; and when the core
-    /// sent it, another partition had an error answer under the old identity and some
-    /// partition (this one included) a batch of it on the wire or answered with a code
-    /// after which it may be in the log, not acknowledged since.
+    /// sequence 0 of a newer identity, which the core stamps later too (or Java never
+    /// sends it: at least as many of the partition's records expire in Java); when the
+    /// core sent it, another partition had an error answer under the old identity and
+    /// some partition (this one included) a batch of it on the wire or answered with a
+    /// code after which it may be in the log, not acknowledged since; and every new
+    /// batch the core stamps later is under an identity Java stamped too, or under the
+    /// old one while the bump still waits.
     BumpWaitsForPossiblyWrittenBatches,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
@@ -271,6 +280,15 @@ fn next_seq(events: &[PartitionEvent], identity: (i64, i32)) -> i64 {
         .unwrap_or(0)
 }
 
+/// Whether `events` sent `stamp`'s batch already (the same identity and base sequence:
+/// a retry keeps its stamp).
+fn sent_before(events: &[PartitionEvent], stamp: &Stamp) -> bool {
+    events.iter().any(|e| {
+        matches!(e, PartitionEvent::Sent { stamp: s, .. }
+            if s.identity() == stamp.identity() && s.seq == stamp.seq)
+    })
+}
+
 /// What the shared prefix of a partition's history shows.
 struct Prefix {
     /// The identity of the last batch sent.
@@ -354,11 +372,12 @@ fn prefix(events: &[PartitionEvent]) -> Prefix {
 
 fn classify_partition(
     trace: &Trace,
-    some_record_failed: bool,
+    (some_record_failed, expired_on_the_wire): (bool, bool),
     shared: &[PartitionEvent],
-    java: Option<&PartitionEvent>,
+    java_rest: &[PartitionEvent],
     core: Option<&PartitionEvent>,
 ) -> Verdict {
+    let java = java_rest.first();
     let pre = prefix(shared);
     let max_in_flight = trace.config.max_in_flight as usize;
     let sent = |e: Option<&PartitionEvent>| match e {
@@ -394,6 +413,42 @@ fn classify_partition(
     if some_record_failed && java_bumps_alone && !pre.any_error {
         return Verdict::UnresolvedSequenceHandling;
     }
+    // The same, where Java holds the partition's new batch first: after its bump the
+    // partition's older batch in flight is stale (`shouldStopDrainBatchesForPartition`:
+    // in-flight batches of a stale epoch), so Java's first difference is that batch's
+    // answer or its connection's close, and its next new batch comes later, as sequence
+    // 0 of the new identity (of a later one if Java bumped again meanwhile), with at
+    // least the records the core stamped (its batch kept filling). The core's is a new
+    // batch continuing the old identity's numbering. A record of the trace expired
+    // while its attempt was on the wire (departure 9: failed possibly written on the
+    // core's side, by the delivery timeout on both).
+    if let (Some(c), true, false) = (&c, expired_on_the_wire, pre.any_error) {
+        let java_next_new = java_rest.iter().enumerate().find_map(|(i, e)| match e {
+            PartitionEvent::Sent { node, stamp }
+                if !sent_before(shared, stamp) && !sent_before(&java_rest[..i], stamp) =>
+            {
+                Some((*node, stamp))
+            }
+            _ => None,
+        });
+        let core_node = match core {
+            Some(PartitionEvent::Sent { node, .. }) => *node,
+            _ => -1,
+        };
+        if let Some((jn, j)) = java_next_new {
+            let newer = j.pid != c.pid || j.epoch > c.epoch;
+            if j.seq == 0
+                && newer
+                && jn == core_node
+                && j.count >= c.count
+                && Some(c.identity()) == pre.identity
+                && c.seq == next_seq(shared, c.identity())
+                && !matches!(java, Some(PartitionEvent::Sent { .. }))
+            {
+                return Verdict::UnresolvedSequenceHandling;
+            }
+        }
+    }
     if pre.any_error || (some_record_failed && epoch_vs_continue) {
         match (&j, &c) {
             // Java renumbers under a new identity while the core resends the old stamp.
@@ -416,10 +471,13 @@ fn classify_partition(
 /// possibly written rather than write it twice under a new stamp. With a record the
 /// core failed possibly written that Java acknowledged, every later difference follows
 /// from that choice (the requests, and so the scripted answers, differ from there on).
+/// With `renumbered`, Java's next send on that partition after the answer is under a
+/// newer identity (it bumped and renumbered the batch).
 fn out_of_order_for_possibly_written(
     parts: &BTreeMap<i32, Vec<PartitionEvent>>,
     at: &BTreeMap<i32, Vec<usize>>,
     first_line: usize,
+    renumbered: bool,
 ) -> bool {
     parts.iter().any(|(q, evs)| {
         let shared = at
@@ -428,9 +486,18 @@ fn out_of_order_for_possibly_written(
             .min(evs.len());
         let prefix = &evs[..shared];
         prefix.iter().enumerate().any(|(i, e)| {
-            matches!(e, PartitionEvent::Answered { stamp, error }
-                if error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
-                    && timing::unsettled(&prefix[..i]).contains(stamp))
+            let PartitionEvent::Answered { stamp, error } = e else {
+                return false;
+            };
+            let next_newer = evs[i + 1..].iter().find_map(|e| match e {
+                PartitionEvent::Sent { stamp: s, .. } => {
+                    Some(s.pid != stamp.pid || s.epoch > stamp.epoch)
+                }
+                _ => None,
+            });
+            error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+                && timing::unsettled(&prefix[..i]).contains(stamp)
+                && (!renumbered || next_newer == Some(true))
         })
     })
 }
@@ -466,6 +533,50 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             ))
         })
         .collect();
+    // A record failed by its delivery timeout on both sides while its attempt was on
+    // the wire (the core reports it possibly written: departure 9).
+    let expired_on_the_wire = jo.iter().any(|(rec, j)| {
+        j == "err:7"
+            && co.get(rec).is_some_and(|c| c == "err:7")
+            && usize::try_from(*rec)
+                .ok()
+                .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
+                == Some(true)
+    });
+    // Every identity Java stamped a batch with.
+    let java_identities: Vec<(i64, i32)> = jp
+        .values()
+        .flatten()
+        .filter_map(|e| match e {
+            PartitionEvent::Sent { stamp, .. } => Some(stamp.identity()),
+            _ => None,
+        })
+        .collect();
+    // Per partition, how many of its records Java failed by delivery timeout (record i
+    // is the trace's i-th send).
+    let mut java_expired: BTreeMap<i32, i64> = BTreeMap::new();
+    let sends = trace.ops.iter().filter_map(|op| match op {
+        Op::Send { p, .. } => Some(*p),
+        _ => None,
+    });
+    for (rec, p) in sends.enumerate() {
+        let rec = i64::try_from(rec).unwrap_or(i64::MAX);
+        if jo.get(&rec).is_some_and(|r| r == "err:7") {
+            *java_expired.entry(p).or_default() += 1;
+        }
+    }
+    // Error answers and expiries Java saw: a bound on how often it bumped.
+    let java_asks = i64::try_from(
+        jp.values()
+            .flatten()
+            .filter(|e| {
+                matches!(e, PartitionEvent::Answered { error, .. }
+                    if error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
+            })
+            .count(),
+    )
+    .unwrap_or(i64::MAX)
+        + java_expired.values().sum::<i64>();
     let empty = Vec::new();
     for p in jp
         .keys()
@@ -503,18 +614,41 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops);
             let (v, k) = if let Some(i) = drain_stop {
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
-            } else if java_sent_on_timed_out_connection(k, (je, jt_p), (ce, ct_p), &core_closes) {
+            } else if java_sent_on_timed_out_connection(
+                k,
+                (je, jt_p),
+                (ce, ct_p),
+                &core_closes,
+                &|node, step| java_connection_full(java, node, step, trace.config.max_in_flight),
+            ) {
                 (Verdict::JavaSendsOnTimedOutConnection, k)
-            } else if bump_waits_for_possibly_written(p, k, je, &cp, &cat, &|node| {
-                trace
-                    .ops
-                    .iter()
-                    .any(|op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node))
-            }) {
+            } else if bump_waits_for_possibly_written(
+                p,
+                k,
+                (
+                    je,
+                    &java_identities,
+                    java_expired.get(&p).copied().unwrap_or(0),
+                    java_asks,
+                ),
+                &cp,
+                &cat,
+                &|node| {
+                    trace.ops.iter().any(
+                        |op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node),
+                    )
+                },
+            ) {
                 (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
             } else {
                 (
-                    classify_partition(trace, failed, &je[..k], je.get(k), ce.get(k)),
+                    classify_partition(
+                        trace,
+                        (failed, expired_on_the_wire),
+                        &je[..k],
+                        je.get(k..).unwrap_or_default(),
+                        ce.get(k),
+                    ),
                     k,
                 )
             };
@@ -591,7 +725,21 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                     .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
                     == Some(true)
         });
-        if renumbered_by_java && out_of_order_for_possibly_written(&jp, &jat, first_line) {
+        // Or the core failed a record possibly written with OUT_OF_ORDER (the probe found
+        // nothing higher in the log) that Java did not fail so: Java renumbered it, and
+        // the answer its new stamp got is scripted on other requests than the core's.
+        let failed_where_java_retried = co.iter().any(|(rec, c)| {
+            c == "err:45"
+                && jo.get(rec).is_some_and(|j| j != "err:45")
+                && usize::try_from(*rec)
+                    .ok()
+                    .and_then(|i| extra.failed_possibly_written.get(i).copied().flatten())
+                    == Some(true)
+        });
+        if (renumbered_by_java && out_of_order_for_possibly_written(&jp, &jat, first_line, false))
+            || (failed_where_java_retried
+                && out_of_order_for_possibly_written(&jp, &jat, first_line, true))
+        {
             verdict = Verdict::NoRenumberOfPossiblyWritten;
         }
     }

@@ -317,3 +317,212 @@ fn java_sends_the_batch_its_drain_left_to_the_partitions_new_leader() {
         without_drain_stops,
     );
 }
+
+#[test]
+fn java_retries_a_batch_of_the_timed_out_connection_a_step_after_the_core() {
+    // Partition 1's batch is on node 1's connection when leadership moves it to node 0;
+    // the request times out at step 26. The core closes node 1 first and resends the
+    // batch to node 0 in that step (a new leader: no backoff); Java's drain of step 26
+    // still finds it in flight, `poll` closes the connection after, and the retry goes
+    // out at step 27.
+    let (trace, java) = recorded("java_sends_retry_after_timed_out_connection");
+    assert!(java.contains(
+        &r#"{"ev":"produce","node":0,"batches":"1:1000:0:0:1","t":1050,"s":27}"#.to_string()
+    ));
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaSendsOnTimedOutConnection
+    );
+    // Closed a step earlier than the core closed it, it would be another story.
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""node":1,"why":"timeout","s":26"#,
+                r#""node":1,"why":"timeout","s":25"#
+            )
+        ),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn the_bump_waits_while_java_bumps_twice() {
+    // Partition 1's sequence 1 is answered OUT_OF_ORDER while sequence 2 is on the wire.
+    // Java bumps at once and stamps partition 0's new batch as epoch 1; the core's bump
+    // waits for sequence 2 and stamps it as epoch 0. Both are answered OUT_OF_ORDER in
+    // turn, so Java bumps again: its next batches are epoch 2 (partition 0) and epoch 1
+    // (partition 1's retry), and so are the core's once its bumps apply.
+    let (trace, java) = recorded("bump_waits_java_bumps_twice");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // A later identity Java never stamps is the core's own: not that departure.
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "0:1000:2:0:1", "0:1000:7:0:1")),
+        Verdict::Unexplained
+    );
+    // The same with the partitions' roles swapped.
+    let (trace, java) = recorded("bump_waits_java_bumps_twice_other_partition");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "1:1000:2:0:1", "1:1000:7:0:1")),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn java_bumps_at_an_expiry_on_the_wire_and_holds_the_partition_behind_its_stale_batch() {
+    // Partition 1's retry expires (delivery timeout) while on the wire. Java drops it from
+    // its in-flight batches, finds the sequence unresolved and bumps to epoch 1; partition
+    // 0's sequence 1 (epoch 0) in flight is then stale, so Java holds partition 0's new
+    // batch until it is answered and sends it as epoch 1, sequence 0. The core waits for
+    // the expired attempt's answer (NONE: no bump needed) and sends it as sequence 2.
+    let (trace, java) = recorded("expiry_java_bumps_core_continues");
+    assert_eq!(verdict(&trace, &java), Verdict::UnresolvedSequenceHandling);
+    // Without the expiry nothing explains Java's bump.
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""rec":1,"result":"err:7""#,
+                r#""rec":1,"result":"ok:1""#
+            )
+        ),
+        Verdict::Unexplained
+    );
+    // Java bumping twice (partition 0's own batch expires on the wire too): its next new
+    // batch is epoch 2, sequence 0. The core bumps once, for partition 1 after its expired
+    // attempt's connection closed: the bump waited while the core stamped partition 0's
+    // new batch under epoch 0, which is departure 2's wait (its detector runs first).
+    let (trace, java) = recorded("expiry_java_bumps_twice");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // Not sequence 0 of the new identity: not a bump.
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "0:1000:2:0:1", "0:1000:2:1:1")),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn the_bump_waits_and_java_never_sends_the_batch_the_core_stamped() {
+    // Partition 2's sequence 1 is answered OUT_OF_ORDER while sequence 2 is on the wire
+    // with partition 0's sequence 1. Java bumps at once, so partition 0's new batch is
+    // held behind its stale sequence 1 in flight, which times out and is retried until
+    // the delivery timeout: the held record expires in Java's accumulator, never sent.
+    // The core's bump waits for sequence 2, and it stamps that record as epoch 0,
+    // sequence 2 meanwhile.
+    let (trace, java) = recorded("bump_waits_java_never_sends_the_batch");
+    assert!(java.contains(&r#"{"ev":"outcome","rec":5,"result":"err:7"}"#.to_string()));
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // Had Java failed no record of the partition by delivery timeout, the batch the core
+    // stamped would be unaccounted for.
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(&java, r#""result":"err:7""#, r#""result":"err:1""#)
+        ),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn the_probe_resending_the_highest_possibly_written_batch_is_departure_2() {
+    // Sequences 1 and 2 were on a connection that broke, so both may be in the log; the
+    // retry of 1 is answered OUT_OF_ORDER (a leader that forgot older batches). The
+    // core resends 2 alone, unchanged (`src/probe.rs`); its ack proves 1 in the log too,
+    // acknowledged with its offset unknown. Java bumps and writes both again as epoch 1,
+    // sequences 0 and 1: second copies if the first attempts landed.
+    let (trace, java) = recorded("probe_resends_highest_possibly_written");
+    let (core, _) = core_side::run(&trace);
+    assert!(core.contains(
+        &r#"{"ev":"produce","node":0,"batches":"0:1000:0:2:1","t":100,"s":8}"#.to_string()
+    ));
+    assert!(core.contains(&r#"{"ev":"outcome","rec":1,"result":"ok:-1"}"#.to_string()));
+    assert_eq!(verdict(&trace, &java), Verdict::NoRenumberOfPossiblyWritten);
+    // Without the broken connection nothing may be in the log, and Java's renumbering
+    // is no departure.
+    let unbroken: Vec<String> = java
+        .iter()
+        .filter(|l| !l.contains(r#""ev":"disconnected""#))
+        .cloned()
+        .collect();
+    assert_eq!(verdict(&trace, &unbroken), Verdict::Unexplained);
+}
+
+#[test]
+fn a_possibly_written_batch_java_renumbers_after_out_of_order_fails_in_the_core() {
+    // Partition 3's sequence 0 was on a connection closed for a timeout; its retry is
+    // answered OUT_OF_ORDER, with nothing later for the probe. The core fails it as
+    // possibly written (departure 2); Java bumps and sends it again as epoch 1, sequence
+    // 0, which makes node 0 ready and takes partition 0's lingering batch along: the
+    // core sends that batch later, after a leader move, and the scripted answers land on
+    // other requests (Java's renumbered copy is refused INVALID_RECORD, not acknowledged).
+    let (trace, java) = recorded("out_of_order_possibly_written_java_renumbers");
+    let (core, _) = core_side::run(&trace);
+    assert!(core.contains(&r#"{"ev":"outcome","rec":0,"result":"err:45"}"#.to_string()));
+    assert_eq!(verdict(&trace, &java), Verdict::NoRenumberOfPossiblyWritten);
+    // Had Java failed the record with OUT_OF_ORDER too, the differences would need
+    // another explanation.
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""rec":0,"result":"err:87""#,
+                r#""rec":0,"result":"err:45""#
+            )
+        ),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn the_bump_waits_and_java_bumps_once_per_request_the_core_once_for_both() {
+    // Partition 0's retry is answered UNKNOWN_PRODUCER_ID and partition 2's batch
+    // OUT_OF_ORDER while partition 1's sequence 1 is on the wire. Java bumps after each
+    // answer (epochs 1 and 2) and sends partition 1's new batch as epoch 2, sequence 0;
+    // the core stamps it as epoch 0, sequence 2 while its bump waits, and its one bump,
+    // when it applies, answers both requests (epoch 1).
+    let (trace, java) = recorded("bump_waits_core_bumps_once_java_twice");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // More bumps than Java saw error answers and expiries: not Java's.
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "1:1000:2:0:1", "1:1000:7:0:1")),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn the_bump_waits_and_java_bumps_twice_before_it_stamps_anything() {
+    // Partition 0's sequence 1 is answered OUT_OF_ORDER and sequence 2, on the wire,
+    // RECORD_LIST_TOO_LARGE: Java bumps after each answer and stamps nothing under epoch
+    // 1, so its next batches are epoch 2. The core stamps partition 1's new batch as
+    // epoch 0, sequence 2 while its bump waits for sequence 2, then bumps once, to
+    // epoch 1: an epoch Java passed through.
+    let (trace, java) = recorded("bump_waits_java_skips_an_epoch");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // More bumps than Java saw error answers and expiries: epoch 1 is the core's own.
+    assert_eq!(
+        verdict(&trace, &replaced(&java, ":1000:2:", ":1000:7:")),
+        Verdict::Unexplained
+    );
+}

@@ -120,6 +120,7 @@ pub(super) fn java_sent_on_timed_out_connection(
     (je, jt): (&[PartitionEvent], &[i64]),
     (ce, ct): (&[PartitionEvent], &[i64]),
     core_closes: &[(i32, i64)],
+    java_full: &dyn Fn(i32, i64) -> bool,
 ) -> bool {
     // Java's send in the step of the close, on the connection about to close (while the
     // core's first difference is that close itself, before it sent anything there).
@@ -146,6 +147,30 @@ pub(super) fn java_sent_on_timed_out_connection(
     if matches!(ce.get(k), Some(PartitionEvent::Disconnected { .. })) {
         return false;
     }
+    // The partition's batch on the connection that timed out: the core closes it first
+    // and resends the batch in that step (to another leader, so no backoff), and writes
+    // the send before the close (a step's lines are ordered by node); Java's drain in that
+    // step still found the batch in flight, and by the time its `poll` gave it back the
+    // new leader's connection was full (`max.in.flight` requests unanswered at the end of
+    // the step), so its retry goes out in a later step.
+    if let (
+        Some(PartitionEvent::Sent {
+            stamp: c,
+            node: target,
+        }),
+        Some(PartitionEvent::Disconnected { node: core_closed }),
+        Some(PartitionEvent::Sent { stamp: j, .. }),
+    ) = (ce.get(k), ce.get(k + 1), je.get(k + 1))
+    {
+        return core_closed == node
+            && ct.get(k) == Some(&step)
+            && ct.get(k + 1) == Some(&step)
+            && jt.get(k + 1).is_some_and(|t| *t > step)
+            && j == c
+            && in_flight(&je[..k]).iter().any(|(n, s)| n == node && s == c)
+            && core_closes.contains(&(*node, step))
+            && java_full(*target, step);
+    }
     // The batches of the partition on that connection, and when each was sent.
     let mut on_connection: Vec<(&Stamp, i64)> = Vec::new();
     for (i, e) in je[..k].iter().enumerate() {
@@ -165,6 +190,36 @@ pub(super) fn java_sent_on_timed_out_connection(
     !on_connection.is_empty()
         && on_connection.iter().all(|(_, sent)| *sent == step)
         && core_closes.contains(&(*node, step))
+}
+
+/// Whether Java's connection to `node` held `max_in_flight` unanswered Produce requests
+/// at the end of step `step` (`InFlightRequests.canSendMore` refuses another). Closes
+/// for a timeout happen in clock steps, which carry no answers, so the step ends at its
+/// last line that names a step.
+pub(super) fn java_connection_full(
+    java: &[String],
+    node: i32,
+    step: i64,
+    max_in_flight: u32,
+) -> bool {
+    let step_of = |l: &String| field(l, "s").and_then(|s| s.parse::<i64>().ok());
+    let Some(end) = java
+        .iter()
+        .rposition(|l| step_of(l).is_some_and(|s| s <= step))
+    else {
+        return false;
+    };
+    let mut unanswered = 0usize;
+    for line in &java[..=end] {
+        let on_node = field(line, "node").and_then(|n| n.parse::<i32>().ok()) == Some(node);
+        match field(line, "ev") {
+            Some("produce") if on_node => unanswered += 1,
+            Some("answered") if on_node => unanswered = unanswered.saturating_sub(1),
+            Some("disconnected") if on_node => unanswered = 0,
+            _ => {}
+        }
+    }
+    unanswered >= max_in_flight as usize
 }
 
 /// The stamps in `events` whose attempt may be in the log without an acknowledgement
@@ -200,12 +255,20 @@ pub(super) fn unsettled(events: &[PartitionEvent]) -> Vec<Stamp> {
 /// Whether `p`'s first difference, at `k`, is the core stamping a new batch with the
 /// identity it used last, continuing that identity's numbering, while its bump waits
 /// for batches that may be in the log (see [`Verdict::BumpWaitsForPossiblyWrittenBatches`]).
-/// `core` is the core's whole projection and `core_at` its output lines; `led_by(node)`
-/// tells whether the trace ever moves `p`'s leadership to `node`.
+/// `java_identities` are the identities Java stamped any batch with,
+/// `java_expired_unsent` how many of `p`'s records Java failed by delivery timeout,
+/// `java_asks` how many error answers and expiries Java saw in all; `core` is the
+/// core's whole projection and `core_at` its output lines; `led_by(node)` tells whether
+/// the trace ever moves `p`'s leadership to `node`.
 pub(super) fn bump_waits_for_possibly_written(
     p: i32,
     k: usize,
-    je: &[PartitionEvent],
+    (je, java_identities, java_expired_unsent, java_asks): (
+        &[PartitionEvent],
+        &[(i64, i32)],
+        i64,
+        i64,
+    ),
     core: &BTreeMap<i32, Vec<PartitionEvent>>,
     core_at: &BTreeMap<i32, Vec<usize>>,
     led_by: &dyn Fn(i32) -> bool,
@@ -219,16 +282,26 @@ pub(super) fn bump_waits_for_possibly_written(
     // their old stamps, come first): the same node (or the one leadership moved to
     // meanwhile), at least the same records, sequence 0 of a newer identity (every
     // partition restarts at 0 after a bump).
-    let Some((jn, j)) = je.iter().enumerate().skip(k).find_map(|(i, e)| match e {
+    // Java may never send it: held behind the partition's stale batch in flight, its
+    // records then expire in the accumulator (at least as many records of the partition
+    // fail by delivery timeout in Java as the core stamped), and Java's next new batch,
+    // if any, carries later records.
+    let java_new = je.iter().enumerate().skip(k).find_map(|(i, e)| match e {
         PartitionEvent::Sent { node, stamp } if !resent(&je[..i], stamp) => Some((node, stamp)),
         _ => None,
-    }) else {
-        return false;
+    });
+    let java_new = match java_new {
+        Some((jn, j)) => {
+            let newer = j.pid != c.pid || j.epoch > c.epoch;
+            let records = j.count >= c.count || java_expired_unsent >= c.count;
+            if (jn != cn && !led_by(*jn)) || j.seq != 0 || !records || !newer {
+                return false;
+            }
+            Some(j.identity())
+        }
+        None if java_expired_unsent >= c.count => None,
+        None => return false,
     };
-    let newer = j.pid != c.pid || j.epoch > c.epoch;
-    if (jn != cn && !led_by(*jn)) || j.seq != 0 || j.count < c.count || !newer {
-        return false;
-    }
     // The core's stamp continues its identity's numbering on this partition.
     if c.seq != next_sequence(&je[..k], c) {
         return false;
@@ -284,6 +357,27 @@ pub(super) fn bump_waits_for_possibly_written(
     // The core's new batches after `c`: each under Java's identity (the bump applied),
     // or under the old one while the bump still waits. The trace may end before the bump
     // shows, but the core never goes on with the old identity once nothing holds it.
+    // Java may bump again before the core's first bump shows (its renumbered batch
+    // answered OUT_OF_ORDER in turn, as the core's old-identity batch was), and this
+    // partition may skip an identity other partitions used: a later identity is one
+    // Java had too (stamped on any partition, or passed through between two bumps),
+    // never one of the core's own.
+    // Java bumps its epoch one at a time, and may bump twice before it stamps anything:
+    // every epoch of the producer id between the old one and the highest Java stamped
+    // was Java's too (Java bumped no more often than it saw error answers and expiries).
+    let java_top = java_identities
+        .iter()
+        .filter(|(pid, _)| *pid == c.pid)
+        .map(|(_, e)| *e)
+        .max()
+        .filter(|top| i64::from(*top) - i64::from(c.epoch) <= java_asks);
+    let later_than_java = |id: (i64, i32)| {
+        if id.0 == c.pid {
+            id.1 > c.epoch && java_top.is_some_and(|top| id.1 <= top)
+        } else {
+            java_identities.contains(&id)
+        }
+    };
     let later_new: Vec<((i64, i32), usize)> = core
         .iter()
         .flat_map(|(q, evs)| {
@@ -300,10 +394,21 @@ pub(super) fn bump_waits_for_possibly_written(
             })
         })
         .collect();
-    let later_fit = later_new
-        .iter()
-        .all(|&(id, at)| id == j.identity() || (id == c.identity() && waits_at(at)));
-    asked && waits_at(line) && later_fit
+    let later_fit = later_new.iter().all(|&(id, at)| {
+        Some(id) == java_new || later_than_java(id) || (id == c.identity() && waits_at(at))
+    });
+    // Once the core's bump shows, Java's new identity for this partition is among the
+    // core's (when Java sent the batch at all), or Java bumped more often: the core's
+    // one bump, when it applies, answers every request for one made while it waited,
+    // where Java bumps once per `runOnce` that saw such a request. Java cannot have
+    // bumped more often than it saw error answers and expiries (`java_asks`).
+    let bumped = later_new.iter().any(|&(id, _)| id != c.identity());
+    let same_new = !bumped
+        || java_new.is_none_or(|j| {
+            later_new.iter().any(|&(id, _)| id == j)
+                || (j.0 == c.pid && i64::from(j.1) - i64::from(c.epoch) <= java_asks)
+        });
+    asked && waits_at(line) && later_fit && same_new
 }
 
 /// Whether `events` already sent `stamp`'s batch: the same identity and base sequence (a
