@@ -18,18 +18,6 @@ use std::time::Duration;
 use kacrab_idempotence::*;
 use support::*;
 
-/// The `possibly_written` flag of the failure that carries `id`.
-fn possibly_written(h: &Harness, id: RecordId) -> Option<bool> {
-    h.events.iter().find_map(|e| match e {
-        Event::Failed {
-            records,
-            possibly_written,
-            ..
-        } if records.contains(&id) => Some(*possibly_written),
-        _ => None,
-    })
-}
-
 // ------------------------------------------------------------------ hole 1
 
 /// `abort()` while a batch is on the wire: the broker may still append it, so its
@@ -44,8 +32,8 @@ fn abort_reports_a_batch_on_the_wire_possibly_written() {
     assert_eq!(h.outstanding.len(), 1);
     h.p.abort();
     h.pump();
-    assert_eq!(possibly_written(&h, on_wire), Some(true), "{:?}", h.events);
-    assert_eq!(possibly_written(&h, queued), Some(false), "{:?}", h.events);
+    assert_eq!(h.possibly_written(on_wire), Some(true), "{:?}", h.events);
+    assert_eq!(h.possibly_written(queued), Some(false), "{:?}", h.events);
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     assert_eq!(
@@ -80,11 +68,11 @@ fn fatal_error_reports_another_brokers_batch_on_the_wire_possibly_written() {
         Some(KafkaError::ClusterAuthorizationFailed)
     );
     assert_eq!(
-        possibly_written(&h, a),
+        h.possibly_written(a),
         Some(false),
         "refused before the append"
     );
-    assert_eq!(possibly_written(&h, b), Some(true), "{:?}", h.events);
+    assert_eq!(h.possibly_written(b), Some(true), "{:?}", h.events);
     h.respond(rb, &[(1, KafkaError::None, 0)]);
     assert_eq!(h.outcomes(b), 1, "a late answer must not report again");
 }
@@ -146,7 +134,7 @@ fn not_leader_or_follower_then_rejections_is_reported_possibly_written() {
             h.respond(r.id, &[(0, KafkaError::NotEnoughReplicas, -1)]);
         }
     }
-    assert_eq!(possibly_written(&h, a), Some(true), "{:?}", h.events);
+    assert_eq!(h.possibly_written(a), Some(true), "{:?}", h.events);
     h.advance(60);
     h.send(0, "x");
     let x = wire(h.outstanding.back().expect("x is sent"))[0].clone();

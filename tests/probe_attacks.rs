@@ -36,17 +36,6 @@ fn probing(h: &mut Harness, n: usize) -> Vec<RecordId> {
     records
 }
 
-fn possibly_written(h: &Harness, id: RecordId) -> Option<bool> {
-    h.events.iter().find_map(|e| match e {
-        Event::Failed {
-            records,
-            possibly_written,
-            ..
-        } if records.contains(&id) => Some(*possibly_written),
-        _ => None,
-    })
-}
-
 fn assert_one_outcome_each(h: &Harness, records: &[RecordId]) {
     for &r in records {
         assert_eq!(h.outcomes(r), 1, "record {r:?}: {:?}", h.events);
@@ -115,103 +104,6 @@ fn a_probe_target_split_on_message_too_large_keeps_the_invariants() {
     }
 }
 
-/// Drains the core like `Harness::pump`, without `assert_invariants`: what a release
-/// build (whose drivers never call it) does.
-fn pump_unchecked(h: &mut Harness) {
-    loop {
-        let mut progressed = false;
-        while let Some(r) = h.p.poll_request(h.now) {
-            progressed = true;
-            match r {
-                Request::InitProducerId(r) => {
-                    let pid = h.next_pid;
-                    h.p.handle_producer_id(r.id, Ok(pid), h.now).unwrap();
-                }
-                Request::Metadata(r) => {
-                    let mut md = Metadata::default();
-                    for partition in 0..8 {
-                        md.partitions.push(PartitionMetadata::new(
-                            tp(partition),
-                            Some(NodeId(1)),
-                            0,
-                        ));
-                    }
-                    h.p.handle_metadata(Some(r.id), &md, h.now).unwrap();
-                }
-                Request::Produce(r) => h.outstanding.push_back(r),
-                _ => {}
-            }
-        }
-        while let Some(e) = h.p.poll_event() {
-            progressed = true;
-            h.events.push(e);
-        }
-        if !progressed {
-            return;
-        }
-    }
-}
-
-fn respond_unchecked(h: &mut Harness, id: RequestId, error: KafkaError, offset: i64) {
-    let pos = h.outstanding.iter().position(|r| r.id == id).unwrap();
-    h.outstanding.remove(pos);
-    let pr = if error == KafkaError::None {
-        PartitionResponse::ok(tp(0), offset)
-    } else {
-        PartitionResponse::error(tp(0), error)
-    };
-    let response = ProduceResponse::new(vec![pr]);
-    h.p.handle_produce_response(id, &response, h.now).unwrap();
-    pump_unchecked(h);
-}
-
-fn advance_unchecked(h: &mut Harness, ms: u64) {
-    h.now = h.now + std::time::Duration::from_millis(ms);
-    h.p.handle_timeout(h.now);
-    pump_unchecked(h);
-}
-
-/// The same input as above without the invariant checks: the probe points at the split
-/// parent, which is no longer queued, so `next_queued` yields nothing until the
-/// delivery timeout fails the first batch (whose bump ends the probe). Not wedged
-/// forever: a new record is sent afterwards.
-#[test]
-fn a_probe_target_split_on_message_too_large_does_not_wedge_the_partition_forever() {
-    let mut h = Harness::new(config().build().unwrap());
-    h.warm(0);
-    let _r0 = h.send(0, "r0");
-    h.p.send(&tp(0), &record("r1a"), h.now).unwrap();
-    h.p.send(&tp(0), &record("r1b"), h.now).unwrap();
-    h.pump();
-    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
-    h.fail(sent[0].id, RequestFailure::Disconnected);
-    h.advance(100);
-    let retry = h
-        .outstanding
-        .iter()
-        .find(|r| r.id != sent[1].id)
-        .expect("first resent")
-        .clone();
-    h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
-    respond_unchecked(&mut h, sent[1].id, KafkaError::MessageTooLarge, -1);
-    // Let everything in flight expire (delivery.timeout.ms is 15 s).
-    for _ in 0..200 {
-        advance_unchecked(&mut h, 100);
-        while let Some(r) = h.outstanding.front().cloned() {
-            respond_unchecked(&mut h, r.id, KafkaError::OutOfOrderSequenceNumber, -1);
-        }
-    }
-    // A new record must still be sent.
-    h.p.send(&tp(0), &record("later"), h.now).unwrap();
-    pump_unchecked(&mut h);
-    advance_unchecked(&mut h, 100);
-    assert!(
-        !h.outstanding.is_empty(),
-        "partition 0 never sends again: {:?}",
-        h.p.sequence_state(&tp(0))
-    );
-}
-
 /// The probe target is answered DUPLICATE_SEQUENCE_NUMBER (an older broker's way to
 /// say "already written"): everything up to it is acknowledged, once.
 #[test]
@@ -250,7 +142,7 @@ fn the_delivery_timeout_during_a_probe_gives_each_record_one_outcome() {
     assert_one_outcome_each(&h, &records);
     for &r in &records {
         assert_eq!(h.delivered(r), None, "acknowledged without proof");
-        assert_eq!(possibly_written(&h, r), Some(true));
+        assert_eq!(h.possibly_written(r), Some(true));
     }
     let later = h.send(0, "later");
     h.advance(100);
@@ -311,7 +203,7 @@ fn with_one_in_flight_no_probe_starts() {
     assert_eq!(stamp, (0, 1, 1));
     h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.stats().probes, 0);
-    assert_eq!(possibly_written(&h, r1), Some(true));
+    assert_eq!(h.possibly_written(r1), Some(true));
 }
 
 /// The probe target is answered UNKNOWN_PRODUCER_ID with a log start offset (the leader
@@ -339,41 +231,6 @@ fn unknown_producer_id_to_the_probe_ends_it_without_acknowledging() {
     for &r in &records {
         assert!(h.outcomes(r) <= 1, "{:?}", h.events);
     }
-}
-
-/// Same input, release build (found against 9007af7, passes since b84bd1e): after the
-/// split nothing of partition 0 was sent until delivery.timeout.ms (15 s) failed every batch, though the broker refused the split
-/// parent before any append (so it proves nothing and no other candidate exists: the
-/// first batch should fail at once as possibly written and the pieces go under a bump).
-#[test]
-fn a_probe_target_split_on_message_too_large_stalls_the_partition_until_the_delivery_timeout() {
-    // The input of `a_probe_target_split_on_message_too_large_keeps_the_invariants`.
-    let mut h = Harness::new(config().build().unwrap());
-    h.warm(0);
-    let r0 = h.send(0, "r0");
-    let r1 = h.p.send(&tp(0), &record("r1a"), h.now).unwrap();
-    h.p.send(&tp(0), &record("r1b"), h.now).unwrap();
-    h.pump();
-    let sent: Vec<ProduceRequest> = h.outstanding.iter().cloned().collect();
-    h.fail(sent[0].id, RequestFailure::Disconnected);
-    h.advance(100);
-    let retry = h
-        .outstanding
-        .iter()
-        .find(|r| r.id != sent[1].id)
-        .expect("first resent")
-        .clone();
-    h.respond(retry.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
-    respond_unchecked(&mut h, sent[1].id, KafkaError::MessageTooLarge, -1);
-    for _ in 0..10 {
-        advance_unchecked(&mut h, 100);
-    }
-    assert!(
-        !h.outstanding.is_empty() || h.outcomes(r0) == 1,
-        "1 s after the split: nothing sent, nothing reported: {:?}",
-        h.p.sequence_state(&tp(0))
-    );
-    assert_eq!(h.outcomes(r1), 0);
 }
 
 /// The first batch expires while the probe target is on the wire; the target is then
@@ -405,7 +262,7 @@ fn the_first_batch_expiring_during_the_probe_keeps_one_outcome_each() {
         h.advance(100);
     }
     assert_eq!(h.outcomes(r1), 1, "{:?}", h.events);
-    assert_eq!(possibly_written(&h, r1), Some(true));
+    assert_eq!(h.possibly_written(r1), Some(true));
     assert_eq!(h.outcomes(r2), 0);
     h.respond(probe, &[(0, KafkaError::None, 3)]);
     h.advance(100);
@@ -434,7 +291,7 @@ fn abort_during_the_probe_reports_each_record_once() {
     assert_one_outcome_each(&h, &records);
     for &r in &records {
         // Every one of them may be in the log: none may be said not written.
-        assert_eq!(possibly_written(&h, r), Some(true), "{:?}", h.events);
+        assert_eq!(h.possibly_written(r), Some(true), "{:?}", h.events);
     }
 }
 
@@ -546,7 +403,7 @@ fn no_probe_while_the_leader_may_have_expired_the_producer() {
     let (retry, _) = only_outstanding(&h);
     h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.stats().probes, 0);
-    assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
+    assert_eq!(h.possibly_written(r1), Some(true), "{:?}", h.events);
 }
 
 /// Same, with a later batch pipelined before the state went stale: its ack would be
@@ -571,7 +428,7 @@ fn no_probe_once_the_state_is_no_longer_surely_held_even_with_later_batches() {
     assert_eq!(stamp, (0, 1, 1));
     h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.stats().probes, 0);
-    assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
+    assert_eq!(h.possibly_written(r1), Some(true), "{:?}", h.events);
 }
 
 /// max.in.flight 2: the window is two batches; the probe targets the second.
@@ -725,6 +582,6 @@ fn a_transactional_producer_never_probes() {
     assert_eq!(stamp.1, 1);
     h.respond(retry, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert_eq!(h.p.stats().probes, 0);
-    assert_eq!(possibly_written(&h, r1), Some(true), "{:?}", h.events);
+    assert_eq!(h.possibly_written(r1), Some(true), "{:?}", h.events);
     assert_eq!(h.delivered(r2), None);
 }

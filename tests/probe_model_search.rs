@@ -9,17 +9,6 @@ mod support;
 use kacrab_idempotence::*;
 use support::*;
 
-fn possibly_written(h: &Harness, id: RecordId) -> Option<bool> {
-    h.events.iter().find_map(|e| match e {
-        Event::Failed {
-            records,
-            possibly_written,
-            ..
-        } if records.contains(&id) => Some(*possibly_written),
-        _ => None,
-    })
-}
-
 /// Which of the named values a batch carries (records are not compressed by default,
 /// so a value's bytes appear as they are).
 fn values_in(data: &[u8], names: &[&str]) -> Vec<usize> {
@@ -165,7 +154,7 @@ fn every_answer_to_the_probe_target_against_a_rule_following_leader() {
                     }
                     if in_log {
                         assert_ne!(
-                            possibly_written(&h, r),
+                            h.possibly_written(r),
                             Some(false),
                             "{ctx}: {} in the log, reported not written",
                             names[i + 1]
@@ -271,7 +260,7 @@ fn seeded_probe_search_against_a_rule_following_leader() {
             }
             if in_log {
                 assert_ne!(
-                    possibly_written(&h, r),
+                    h.possibly_written(r),
                     Some(false),
                     "{ctx}: {name} in the log, reported not written"
                 );

@@ -53,17 +53,6 @@ fn add_all(h: &mut Harness) {
     h.pump();
 }
 
-fn possibly_written(h: &Harness, id: RecordId) -> Option<bool> {
-    h.events.iter().find_map(|e| match e {
-        Event::Failed {
-            records,
-            possibly_written,
-            ..
-        } if records.contains(&id) => Some(*possibly_written),
-        _ => None,
-    })
-}
-
 /// After `abort()` (the forced close) a record never sent is reported failed, not
 /// possibly written; `commit_transaction()` used to be accepted and send
 /// EndTxn(COMMIT). Every transactional operation is now refused, and nothing
@@ -77,7 +66,7 @@ fn commit_after_forced_close_is_refused_and_nothing_is_sent() {
     h.p.abort();
     h.pump();
     assert_eq!(h.failed(unsent), Some(DeliveryError::Aborted));
-    assert_eq!(possibly_written(&h, unsent), Some(false));
+    assert_eq!(h.possibly_written(unsent), Some(false));
     assert_eq!(h.p.commit_transaction(), Err(TxnError::Closed));
     assert_eq!(h.p.abort_transaction(), Err(TxnError::Closed));
     assert_eq!(h.p.begin_transaction(), Err(TxnError::Closed));
@@ -193,7 +182,7 @@ fn add_partitions_answer_omitting_a_partition_does_not_add_it() {
         h.p.transaction_state(),
         Some(TransactionState::AbortableError)
     );
-    assert_eq!(possibly_written(&h, b), Some(false));
+    assert_eq!(h.possibly_written(b), Some(false));
     assert!(matches!(
         h.p.commit_transaction(),
         Err(TxnError::Abortable(_))

@@ -305,6 +305,18 @@ impl Harness {
         })
     }
 
+    /// The `possibly_written` flag of the failure that carries `id`.
+    pub fn possibly_written(&self, id: RecordId) -> Option<bool> {
+        self.events.iter().find_map(|e| match e {
+            Event::Failed {
+                records,
+                possibly_written,
+                ..
+            } if records.contains(&id) => Some(*possibly_written),
+            _ => None,
+        })
+    }
+
     pub fn outcomes(&self, id: RecordId) -> usize {
         self.events
             .iter()
