@@ -23,7 +23,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
 
-use bytes::Bytes;
+use kacrab_driver::Frame;
 use kacrab_driver::{ConnId, ConnectOptions};
 
 use crate::io::Msg;
@@ -44,7 +44,7 @@ pub(crate) enum NetEvent {
 /// An open connection as the I/O thread holds it.
 pub(crate) struct OpenConn {
     /// Its writer thread's queue, in the session's order.
-    frames: Sender<Bytes>,
+    frames: Sender<Frame>,
     /// To shut it (which also ends its reader's `read` and its writer's `write`).
     socket: TcpStream,
 }
@@ -142,7 +142,7 @@ impl Net {
     }
 
     /// Queues `frame` on `conn`'s writer (after every earlier frame); never blocks.
-    pub(crate) fn write(&mut self, conn: ConnId, frame: Bytes) -> Result<(), WriteFailed> {
+    pub(crate) fn write(&mut self, conn: ConnId, frame: Frame) -> Result<(), WriteFailed> {
         match self.conns.get(&conn) {
             Some(Conn::Open { open, .. }) => open.frames.send(frame).map_err(|_| WriteFailed(conn)),
             Some(Conn::Connecting { .. }) => {
@@ -255,9 +255,9 @@ fn read_loop(conn: ConnId, mut stream: TcpStream, abandoned: &AtomicBool, tx: &S
 }
 
 /// Writes a connection's frames in order, every frame queued so far in one vectored
-/// write (no copies), until the I/O thread drops the queue or a write fails. A failed
+/// write of their parts (no copies: a Produce frame's batches are parts of their own), until the I/O thread drops the queue or a write fails. A failed
 /// write shuts the socket: its reader then reports the connection lost, once.
-fn write_loop(mut stream: TcpStream, queue: &Receiver<Bytes>) {
+fn write_loop(mut stream: TcpStream, queue: &Receiver<Frame>) {
     let mut frames = Vec::with_capacity(FRAMES_PER_WRITE);
     while let Ok(first) = queue.recv() {
         frames.push(first);
@@ -270,8 +270,13 @@ fn write_loop(mut stream: TcpStream, queue: &Receiver<Bytes>) {
     }
 }
 
-fn write_all(stream: &mut TcpStream, frames: &[Bytes]) -> std::io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = frames.iter().map(|f| IoSlice::new(f)).collect();
+fn write_all(stream: &mut TcpStream, frames: &[Frame]) -> std::io::Result<()> {
+    // More slices than the system's IOV_MAX are fine: std writes the first IOV_MAX.
+    let mut slices: Vec<IoSlice<'_>> = frames
+        .iter()
+        .flat_map(Frame::parts)
+        .map(|p| IoSlice::new(p))
+        .collect();
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
         match stream.write_vectored(rest) {

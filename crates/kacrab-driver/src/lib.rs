@@ -17,7 +17,8 @@
 //!         match out {
 //!             Output::Connect { conn, addr } => start opening a socket to addr; later
 //!                 session.handle_connected(conn, now) or handle_disconnected(conn, now),
-//!             Output::Transmit { conn, frame, ticket } => write frame to conn's socket, in
+//!             Output::Transmit { conn, frame, ticket } => write frame (its parts, one
+//!                 vectored write) to conn's socket, in
 //!                 order (a driver writing from several tasks orders Produce frames across
 //!                 connections by their ticket, see kacrab_idempotence::ticket),
 //!             Output::Release { ticket } => that Produce will never be written: a
@@ -83,6 +84,7 @@ pub use config::{
     SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
 };
 pub use kacrab_idempotence::compression::{Codec, Compression};
+pub use kacrab_wire::Frame;
 pub use metrics::MetricsSnapshot;
 pub use output::{CloseReason, ConnId, ConnectOptions, Output};
 pub use partitioner::{

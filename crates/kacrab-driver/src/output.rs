@@ -1,8 +1,8 @@
 //! What the session asks of the driver on the network.
 
-use bytes::Bytes;
 use kacrab_idempotence::ticket::Ticket;
 use kacrab_idempotence::InputError;
+use kacrab_wire::Frame;
 
 /// Names one connection for the life of a session. Never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -77,8 +77,12 @@ pub enum Output {
     Transmit {
         /// The connection.
         conn: ConnId,
-        /// A whole size-prefixed Kafka frame.
-        frame: Bytes,
+        /// A whole size-prefixed Kafka frame (sealed into TLS records on a TLS
+        /// connection), in parts: a Produce request's record batches are their own parts,
+        /// never copied. Write it with one vectored write (`writev`) of its
+        /// [`chunks_vectored`](kacrab_wire::bytes::Buf::chunks_vectored), advancing by
+        /// what was written (Tokio's `write_all_buf` does both).
+        frame: Frame,
         /// For a Produce request, the core's enqueue ticket
         /// ([`ProduceRequest::ticket`](kacrab_idempotence::ProduceRequest::ticket)); `None`
         /// for every other request. A driver writing from one loop ignores it, and so

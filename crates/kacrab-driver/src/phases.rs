@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kacrab_idempotence::Timestamp;
+use kacrab_wire::Frame;
 use rustls::ClientConfig;
 
 use crate::config::security::SecurityConfig;
@@ -65,11 +66,12 @@ pub(crate) enum Transport {
 }
 
 impl Transport {
-    /// The bytes to write for `frame`.
-    pub(crate) fn seal(&mut self, frame: Bytes) -> Result<Bytes, TlsFailure> {
+    /// The bytes to write for `frame`: the frame itself on plain TCP, its TLS records
+    /// (one buffer) on TLS.
+    pub(crate) fn seal(&mut self, frame: Frame) -> Result<Frame, TlsFailure> {
         match self {
             Self::Plain => Ok(frame),
-            Self::Tls(tls) => tls.seal(&frame),
+            Self::Tls(tls) => tls.seal(frame).map(Frame::new),
         }
     }
 

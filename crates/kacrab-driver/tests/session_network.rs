@@ -251,6 +251,33 @@ fn records_written_before_a_reset_are_retried_and_delivered_once() {
     );
 }
 
+/// Issue 16 item 3: the record batches reach the driver as the core's own `Bytes`, parts
+/// of the frame, never copied into it. A Produce request for three partitions comes in
+/// seven parts (the bytes around the batches, and the three batches); every other
+/// request in one. Were the session (or its plain transport) to join a frame, it would
+/// come in one part.
+#[test]
+fn produce_frames_carry_the_batches_as_parts_of_their_own() {
+    let mut p = Pair::new(Cluster::new(1).with_topic("t", 3), &[("linger.ms", "50")]);
+    let ids: Vec<_> = (0..3).map(|i| p.send("t", i, &format!("r{i}"))).collect();
+    p.settle(10 * SECOND);
+    for id in &ids {
+        assert_eq!(p.acked(*id).offset, Some(0));
+    }
+    assert_eq!(
+        p.cluster.count(ApiKey::Produce),
+        1,
+        "one request for the three"
+    );
+    let mut parts: Vec<usize> = p.frame_parts.iter().map(|(_, n)| *n).collect();
+    parts.sort_unstable();
+    assert_eq!(parts.last(), Some(&7), "{:?}", p.frame_parts);
+    assert!(
+        parts[..parts.len() - 1].iter().all(|n| *n == 1),
+        "{parts:?}"
+    );
+}
+
 /// Garbage in place of an answer closes the connection as malformed; what was
 /// acknowledged before stays acknowledged once, and the record the garbage answered is
 /// failed with the connection and retried at once (not after `request.timeout.ms`),

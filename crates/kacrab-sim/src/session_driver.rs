@@ -423,7 +423,9 @@ impl SessionDriver {
             progress = true;
             match output {
                 Output::Connect { conn, addr } => self.connect(world, obs, conn, &addr),
-                Output::Transmit { conn, frame, .. } => self.transmit(world, obs, conn, &frame),
+                Output::Transmit { conn, frame, .. } => {
+                    self.transmit(world, obs, conn, &frame.to_bytes());
+                }
                 // One loop writes every frame in order: nothing to sequence.
                 Output::Release { .. } => {}
                 Output::Close { conn, .. } => self.close_conn(world, obs, conn),

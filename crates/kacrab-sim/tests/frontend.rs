@@ -178,7 +178,10 @@ impl World {
                         let fe = self.frontends.get_mut(&conn).expect("open connection");
                         let node = fe.node();
                         let mut replies = Vec::new();
-                        for req in fe.handle_bytes(&frame).expect("a valid request frame") {
+                        for req in fe
+                            .handle_bytes(&frame.to_bytes())
+                            .expect("a valid request frame")
+                        {
                             match req {
                                 FrontendRequest::ApiVersions { id, .. } => {
                                     self.negotiated += 1;
@@ -385,7 +388,7 @@ impl Pair {
     /// The client writes `request` at `v`; the front end reads it.
     fn send(&mut self, request: impl Into<kacrab_wire::Request>, v: i16) -> FrontendRequest {
         let sent = self.client.encode(request, v, 0).unwrap();
-        let mut got = self.fe.handle_bytes(&sent.frame).unwrap();
+        let mut got = self.fe.handle_bytes(&sent.frame.to_bytes()).unwrap();
         assert_eq!(got.len(), 1);
         got.remove(0)
     }
@@ -695,7 +698,7 @@ fn frames_split_anywhere_are_read_whole_and_garbage_is_a_typed_error() {
         .encode(wire::InitProducerIdRequest::default(), 4, 0)
         .unwrap()
         .frame;
-    let stream: Vec<u8> = [&a[..], &b[..]].concat();
+    let stream: Vec<u8> = [&a.to_bytes()[..], &b.to_bytes()[..]].concat();
     for cut in 0..stream.len() {
         let mut fe = Frontend::new(NodeId(1), RequestId(0));
         let mut got = fe.handle_bytes(&stream[..cut]).unwrap();

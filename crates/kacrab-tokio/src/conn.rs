@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use kacrab_driver::Frame;
 use kacrab_driver::{ConnId, ConnectOptions};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -63,7 +64,7 @@ pub(crate) struct ConnHandle {
     /// The connection's write queue, fed in the session's order. Handing a frame to it
     /// is the enqueue point (Java's `Selector` send): the task writes at the socket's
     /// pace, so a peer that stops reading holds back only its own queue.
-    pub(crate) frames: mpsc::UnboundedSender<Bytes>,
+    pub(crate) frames: mpsc::UnboundedSender<Frame>,
     /// Dropped or fired: close the socket now, even mid-write, and drop the frames not
     /// yet written.
     stop: oneshot::Sender<()>,
@@ -131,7 +132,7 @@ impl ConnTask {
 
     async fn run(
         self,
-        mut frames: mpsc::UnboundedReceiver<Bytes>,
+        mut frames: mpsc::UnboundedReceiver<Frame>,
         mut close: oneshot::Receiver<()>,
     ) {
         let connect = async {
@@ -178,7 +179,7 @@ impl ConnTask {
         &self,
         mut r: R,
         mut w: W,
-        frames: &mut mpsc::UnboundedReceiver<Bytes>,
+        frames: &mut mpsc::UnboundedReceiver<Frame>,
         close: &mut oneshot::Receiver<()>,
     ) -> bool
     where
@@ -209,8 +210,9 @@ impl ConnTask {
         // A write blocked on a peer that stopped reading waits here, in this task only;
         // the session's request timeout closes the connection.
         let write = async {
-            while let Some(frame) = frames.recv().await {
-                if w.write_all(&frame).await.is_err() {
+            // One vectored write per frame: its header and its batches' own bytes.
+            while let Some(mut frame) = frames.recv().await {
+                if w.write_all_buf(&mut frame).await.is_err() {
                     return false;
                 }
             }
@@ -301,9 +303,15 @@ mod tests {
         let mut sb = servers.remove("broker-1:9092").unwrap();
         // More than the pipe holds: the write blocks until broker 0 reads.
         let big = Bytes::from(vec![7u8; 4 * PIPE]);
-        stalled.frames.send(big.clone()).unwrap();
-        stalled.frames.send(Bytes::from_static(b"next")).unwrap();
-        healthy.frames.send(Bytes::from_static(b"late")).unwrap();
+        stalled.frames.send(big.clone().into()).unwrap();
+        stalled
+            .frames
+            .send(Bytes::from_static(b"next").into())
+            .unwrap();
+        healthy
+            .frames
+            .send(Bytes::from_static(b"late").into())
+            .unwrap();
         assert_eq!(read(&mut sb, 4).await, b"late");
         assert_eq!(read(&mut sa, big.len()).await, big);
         assert_eq!(read(&mut sa, 4).await, b"next");
@@ -326,6 +334,6 @@ mod tests {
             .expect("the stream never ended")
             .expect("the pipe failed");
         assert!(rest.is_empty());
-        assert!(frames.send(Bytes::from_static(b"gone")).is_err());
+        assert!(frames.send(Bytes::from_static(b"gone").into()).is_err());
     }
 }

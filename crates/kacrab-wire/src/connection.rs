@@ -8,6 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::api::ApiKey;
 use crate::error::WireError;
 use crate::messages::{Request, Response};
+use crate::outgoing::Frame;
 use crate::reader::Reader;
 
 /// A request waiting for its response.
@@ -26,8 +27,9 @@ pub struct InFlight {
 /// An encoded request, ready to write to the socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EncodedRequest {
-    /// The whole frame: length prefix, request header, body.
-    pub frame: Bytes,
+    /// The whole frame: length prefix, request header, body; a Produce request's record
+    /// batches are parts of their own, not copied.
+    pub frame: Frame,
     /// The correlation id allocated to it.
     pub correlation_id: i32,
     /// `false` for Produce with `acks = 0`: the broker will not answer, and nothing was

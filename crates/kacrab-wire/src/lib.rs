@@ -18,7 +18,7 @@
 //!   or oversized lengths without ever reserving what a prefix claims.
 //! * [`Connection`] is the state of one broker socket: it allocates correlation ids,
 //!   remembers each request in flight (API, version, a caller's `u64` tag), encodes
-//!   requests into single [`bytes::Bytes`] frames and matches response frames back to
+//!   requests into [`Frame`]s and matches response frames back to
 //!   their requests. Produce with `acks = 0` is never answered and is not remembered.
 //! * [`Versions`] turns a broker's ApiVersions answer into the version to use per API
 //!   and exposes its finalized features (`transaction.version`).
@@ -31,8 +31,9 @@
 //! Error codes inside responses stay raw `i16`s: mapping them is the core's job. A
 //! [`WireError`] from decoding means the connection can no longer be trusted.
 //!
-//! Requests are encoded with kafka-protocol (its types never appear in this API); a
-//! Produce request's record batches are copied once, into the frame. Responses are decoded
+//! Requests are encoded with kafka-protocol (its types never appear in this API), except
+//! Produce: its encoder writes only the bytes around the record batches, and the
+//! [`Frame`] holds each batch's own `Bytes` as a part, for one vectored write. Responses are decoded
 //! by this crate: kafka-protocol's decoders trust array lengths from the wire and can be
 //! made to request hundreds of gigabytes with five bytes, which aborts the process. The
 //! decoders here allocate only in proportion to bytes that arrived, and are checked
@@ -61,7 +62,7 @@
 //!
 //! // ApiVersions v3 first; the tag (here 7) comes back with the response.
 //! let sent = conn.encode(hello.clone(), ApiVersionsRequest::FIRST_VERSION, 7)?;
-//! // socket.write_all(&sent.frame)
+//! // socket.write_all_buf(&mut sent.frame), or a vectored write of its parts
 //! # assert!(sent.expects_response);
 //!
 //! // The broker answers UNSUPPORTED_VERSION (35) in v0 format: it supports ApiVersions v0..=v2.
@@ -100,6 +101,7 @@ mod encode;
 mod error;
 mod frame;
 pub mod messages;
+mod outgoing;
 mod reader;
 #[cfg(feature = "server")]
 pub mod server;
@@ -113,6 +115,7 @@ pub use connection::{Connection, DecodedResponse, EncodedRequest, InFlight};
 pub use error::{DecodeError, WireError};
 pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 pub use messages::{Request, Response, SaslRequest, SaslResponse};
+pub use outgoing::Frame;
 pub use versions::{Versions, TRANSACTION_VERSION_FEATURE};
 
 // The README is the crate's page on the registry: its examples compile as doctests.

@@ -36,7 +36,7 @@ fn encode_and_open(
         .encode(request, version, 1)
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(sent.correlation_id, 1);
-    let mut frame = sent.frame.clone();
+    let mut frame = sent.frame.to_bytes();
     let len = frame.get_i32();
     prop_assert_eq!(len as usize, frame.len());
     prop_assert_eq!(api.request_header_version(version), header_version);
@@ -267,7 +267,7 @@ fn produce_acks_zero_expects_no_response_and_is_not_tracked() {
 }
 
 #[test]
-fn record_batches_are_copied_once_into_a_frame_sized_up_front() {
+fn record_batches_are_parts_of_the_frame_never_copied() {
     let records = Bytes::from(vec![7u8; 10_000]);
     let req = kacrab_wire::message!(ProduceRequest {
         acks: -1,
@@ -282,11 +282,19 @@ fn record_batches_are_copied_once_into_a_frame_sized_up_front() {
         ..Default::default()
     });
     let sent = Connection::new(None).encode(req, 11, 0).unwrap();
-    // The frame holds the batch verbatim, at its end (last field of the only partition,
-    // followed by the partition, topic and request tagged-field counts in v9+).
-    let tail = &sent.frame[sent.frame.len() - 3 - records.len()..sent.frame.len() - 3];
-    assert_eq!(tail, &records[..]);
-    assert_eq!(&sent.frame[sent.frame.len() - 3..], &[0, 0, 0]);
+    // Three parts: the bytes before the batch, the batch itself (the same memory), and the
+    // partition, topic and request tagged-field counts (v9+).
+    let parts: Vec<&Bytes> = sent.frame.parts().collect();
+    assert_eq!(parts.len(), 3);
+    assert_eq!(parts[1].as_ptr(), records.as_ptr(), "the batch was copied");
+    assert_eq!(parts[1].len(), records.len());
+    assert_eq!(&parts[2][..], &[0, 0, 0]);
+    let whole = sent.frame.to_bytes();
+    assert_eq!(whole.len(), sent.frame.len());
+    assert_eq!(
+        i32::from_be_bytes(whole[..4].try_into().unwrap()) as usize,
+        whole.len() - 4
+    );
 }
 
 #[test]

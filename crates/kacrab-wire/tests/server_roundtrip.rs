@@ -275,7 +275,7 @@ proptest! {
             conn.encode(MetadataRequest::all_topics(), 1, 0).unwrap();
         }
         let encoded = conn.encode(sent, v, 7).unwrap();
-        let frame = payload(&encoded.frame);
+        let frame = payload(&encoded.frame.to_bytes());
         let got = decode_request(frame.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(got.header.api, api);
         prop_assert_eq!(got.header.version, v);
@@ -292,7 +292,7 @@ proptest! {
     #[test]
     fn a_truncated_request_is_a_typed_error((_, v, sent, _) in api_request(), cut in any::<prop::sample::Index>()) {
         let mut conn = Connection::new(Some("c".into()));
-        let frame = payload(&conn.encode(sent, v, 0).unwrap().frame);
+        let frame = payload(&conn.encode(sent, v, 0).unwrap().frame.to_bytes());
         let cut = cut.index(frame.len());
         match decode_request(frame.slice(..cut)) {
             Err(WireError::Truncated { .. } | WireError::RequestHeader { source: None }) => {}
@@ -642,8 +642,8 @@ fn any_request_of(api: ApiKey) -> Request {
 fn exchange(request: Request, v: i16, response: &Response) -> Result<Response, TestCaseError> {
     let mut conn = Connection::new(Some("client".into()));
     let sent = conn.encode(request, v, 42).unwrap();
-    let read: ServerRequest =
-        decode_request(payload(&sent.frame)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let read: ServerRequest = decode_request(payload(&sent.frame.to_bytes()))
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let frame = encode_response(
         read.header.correlation_id,
         read.header.api,
@@ -705,7 +705,7 @@ fn an_old_broker_s_unsupported_answer_makes_the_client_retry_lower() {
     // The client sends v3 to a broker that only reads v0..=2.
     let mut conn = Connection::new(None);
     let sent = conn.encode(ApiVersionsRequest::default(), 3, 1).unwrap();
-    let read = decode_request(payload(&sent.frame)).unwrap();
+    let read = decode_request(payload(&sent.frame.to_bytes())).unwrap();
     let answer = unsupported_api_versions(VersionRange::new(0, 2));
     let frame = encode_response(
         read.header.correlation_id,
@@ -793,7 +793,7 @@ fn a_hostile_array_length_fails_without_allocating() {
 fn trailing_bytes_after_a_request_are_refused() {
     let mut conn = Connection::new(None);
     let sent = conn.encode(EndTxnRequest::default(), 2, 0).unwrap();
-    let mut frame = BytesMut::from(&payload(&sent.frame)[..]);
+    let mut frame = BytesMut::from(&payload(&sent.frame.to_bytes())[..]);
     frame.put_u8(0);
     assert!(matches!(
         decode_request(frame.freeze()),

@@ -13,9 +13,9 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
+use bytes::Buf;
 use kacrab_driver::{
-    Completion, ConnId, ConnectOptions, MetricsSnapshot, OpId, Output, SendId, Session,
+    Completion, ConnId, ConnectOptions, Frame, MetricsSnapshot, OpId, Output, SendId, Session,
     SessionConfig, Timestamp,
 };
 use mio::net::TcpStream;
@@ -124,7 +124,7 @@ impl Drop for MioProducer {
 struct Conn {
     stream: TcpStream,
     connected: bool,
-    out: VecDeque<Bytes>,
+    out: VecDeque<Frame>,
 }
 
 /// The loop: commands in, outputs to sockets, completions out, then wait for a socket, a
@@ -309,13 +309,16 @@ fn pump(c: &mut Conn, conn: ConnId, session: &mut Session, now: Timestamp) -> io
     write_queued(c)
 }
 
-/// Writes queued frames until the socket would block (mio then reports it writable).
+/// Writes queued frames until the socket would block (mio then reports it writable):
+/// each frame's parts in one vectored write.
 fn write_queued(c: &mut Conn) -> io::Result<()> {
     while let Some(front) = c.out.front_mut() {
-        match c.stream.write(front) {
+        let mut slices = [io::IoSlice::new(&[]); 64];
+        let n = front.chunks_vectored(&mut slices);
+        match c.stream.write_vectored(&slices[..n]) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
             Ok(n) if n == front.len() => drop(c.out.pop_front()),
-            Ok(n) => *front = front.slice(n..),
+            Ok(n) => front.advance(n),
             Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e),

@@ -3,9 +3,9 @@
 //! connection's [`Transport`], and the failure that ends the session (see
 //! [`crate::phases`]).
 
-use bytes::Bytes;
 use kacrab_idempotence::ticket::Ticket;
 use kacrab_idempotence::{Producer, Timestamp};
+use kacrab_wire::Frame;
 
 use super::{ConnState, Network};
 use crate::output::{CloseReason, ConnId, Output};
@@ -75,7 +75,7 @@ impl Network {
                 let hello = c.transport.take_outgoing();
                 self.out.push_back(Output::Transmit {
                     conn,
-                    frame: hello,
+                    frame: Frame::new(hello),
                     ticket: None,
                 });
             }
@@ -105,7 +105,7 @@ impl Network {
         if !opened.reply.is_empty() {
             self.out.push_back(Output::Transmit {
                 conn,
-                frame: std::mem::take(&mut opened.reply),
+                frame: Frame::new(std::mem::take(&mut opened.reply)),
                 ticket: None,
             });
         }
@@ -134,7 +134,7 @@ impl Network {
         &mut self,
         core: &mut Producer,
         conn: ConnId,
-        frame: Bytes,
+        frame: Frame,
         ticket: Option<Ticket>,
         now: Timestamp,
     ) {

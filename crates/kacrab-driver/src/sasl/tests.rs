@@ -46,7 +46,7 @@ fn over_the_wire(
     };
     let mut conn = Connection::new(Some("sasl-test".into()));
     let sent = conn.encode(request, version, 1).unwrap();
-    let read = decode_request(sent.frame.slice(4..)).unwrap();
+    let read = decode_request(sent.frame.to_bytes().slice(4..)).unwrap();
     let RequestBody::Request(Request::Sasl(request)) = read.body else {
         panic!("not a SASL request: {:?}", read.body)
     };
@@ -680,7 +680,7 @@ fn authenticate_against(addr: &str, config: &SaslConfig) -> Result<Option<Durati
     let mut frames = FrameDecoder::new();
     let mut roundtrip = |conn: &mut Connection, request: Request, version: i16| -> Response {
         let sent = conn.encode(request, version, 0).unwrap();
-        socket.write_all(&sent.frame).unwrap();
+        socket.write_all(&sent.frame.to_bytes()).unwrap();
         loop {
             if let Some(frame) = frames.decode().unwrap() {
                 return conn.decode(frame).unwrap().response;

@@ -8,11 +8,12 @@
 
 mod verify;
 
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
+use kacrab_wire::Frame;
 use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::{ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, ClientConnection, RootCertStore};
@@ -229,16 +230,20 @@ impl TlsStream {
     ///
     /// rustls buffers at most 64 KiB of plaintext by default (`set_buffer_limit`), and a
     /// Produce frame of several full batches is larger; so the frame goes in as pieces,
-    /// each sealed into TLS records before the next, and no frame is ever too large.
-    pub(crate) fn seal(&mut self, plaintext: &[u8]) -> Result<Bytes, TlsFailure> {
+    /// each sealed into TLS records before the next, and no frame is ever too large. The
+    /// frame's parts go in together (a vectored write), so a small part between two
+    /// batches shares their records instead of making one of its own.
+    pub(crate) fn seal(&mut self, mut plaintext: Frame) -> Result<Bytes, TlsFailure> {
         // A TLS record carries at most 16 KiB and adds at most a few dozen bytes.
-        let mut out = Vec::with_capacity(plaintext.len() + plaintext.len() / 256 + 64);
-        let mut rest = plaintext;
-        while !rest.is_empty() {
+        let len = plaintext.len();
+        let mut out = Vec::with_capacity(len + len / 256 + 64);
+        while plaintext.has_remaining() {
+            let mut slices = [IoSlice::new(&[]); 64];
+            let n = plaintext.chunks_vectored(&mut slices);
             let taken = self
                 .conn
                 .writer()
-                .write(rest)
+                .write_vectored(&slices[..n])
                 .map_err(|e| TlsFailure::Other(e.to_string()))?;
             let drained = self.write_outgoing(&mut out);
             if taken == 0 && drained == 0 {
@@ -246,7 +251,7 @@ impl TlsStream {
                     "rustls took none of a frame and had nothing to send".to_owned(),
                 ));
             }
-            rest = &rest[taken..];
+            plaintext.advance(taken);
         }
         self.write_outgoing(&mut out);
         Ok(Bytes::from(out))

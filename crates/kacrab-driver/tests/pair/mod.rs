@@ -167,6 +167,9 @@ pub struct Pair {
     pub resets: Vec<(Timestamp, ConnId)>,
     /// Frames that reached a broker but did not decode (the test fails on any).
     pub undecodable: Vec<String>,
+    /// Per frame transmitted, in order: its connection and how many parts it came in
+    /// (a Produce frame on plain TCP carries each batch as a part of its own).
+    pub frame_parts: Vec<(ConnId, usize)>,
     /// The generator for jitter and chunking.
     pub rng: Rng,
     hooks: Vec<Hook>,
@@ -219,6 +222,7 @@ impl Pair {
             closes: Vec::new(),
             resets: Vec::new(),
             undecodable: Vec::new(),
+            frame_parts: Vec::new(),
             rng: Rng::new(1),
             hooks: Vec::new(),
             links: BTreeMap::new(),
@@ -507,6 +511,8 @@ impl Pair {
                 frame,
                 ticket,
             } => {
+                self.frame_parts.push((conn, frame.parts().len()));
+                let frame = frame.to_bytes();
                 if let Some(t) = ticket {
                     assert!(self.tickets.insert(t), "ticket {t:?} ended twice");
                     if self.ticket_order {

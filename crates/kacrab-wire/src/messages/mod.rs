@@ -48,6 +48,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::api::ApiKey;
 use crate::encode::frame;
 use crate::error::WireError;
+use crate::outgoing::Frame;
 use crate::reader::{Reader, R};
 
 /// Any request this crate encodes.
@@ -182,16 +183,16 @@ impl Request {
         version: i16,
         correlation_id: i32,
         client_id: Option<&StrBytes>,
-    ) -> Result<Bytes, WireError> {
+    ) -> Result<Frame, WireError> {
         let api = self.api_key();
         check_version(api, version)?;
-        match self {
+        let whole = match self {
             Request::ApiVersions(r) => frame(api, version, correlation_id, client_id, &r.into_kp()),
             Request::Metadata(r) => frame(api, version, correlation_id, client_id, &r.into_kp()),
             Request::InitProducerId(r) => {
                 frame(api, version, correlation_id, client_id, &r.into_kp())
             }
-            Request::Produce(r) => frame(api, version, correlation_id, client_id, &r.into_kp()),
+            Request::Produce(r) => return r.encode_frame(version, correlation_id, client_id),
             Request::FindCoordinator(r) => {
                 frame(api, version, correlation_id, client_id, &r.into_kp(version))
             }
@@ -211,7 +212,8 @@ impl Request {
             Request::Sasl(SaslRequest::Authenticate(r)) => {
                 frame(api, version, correlation_id, client_id, &r.into_kp())
             }
-        }
+        };
+        whole.map(Frame::new)
     }
 }
 
