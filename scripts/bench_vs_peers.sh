@@ -224,7 +224,7 @@ if [ "$warmup" -gt 0 ]; then
   [ "$keep" = 1 ] || kafka delete-topic "$bs" "bvp-$run_id-warmup" >/dev/null 2>&1 || true
 fi
 run_pass 1 ""
-rdkafka_version=$(grep -h -m1 '^librdkafka ' "$out"/bvp-*-rdkafka.err 2>/dev/null | head -1 | cut -d' ' -f2)
+rdkafka_version=$(grep -h -m1 '^librdkafka ' "$out"/bvp-*-rdkafka.err 2>/dev/null | head -1 | cut -d' ' -f2 || true)
 if [ "$rate_pass" = 1 ]; then
   if [ -z "$rate" ]; then
     slowest=$(for c in "${client_list[@]}"; do med 1 "$c" 6; done | sort -g | head -1)
