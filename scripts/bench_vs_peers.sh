@@ -6,7 +6,7 @@
 #
 #   scripts/bench_vs_peers.sh [--records N] [--size B] [--partitions P] [--rounds K]
 #       [--rate R] [--no-rate-pass] [--equal-batching] [--clients "tokio blocking ..."]
-#       [--port PORT] [--no-build] [--keep-topics] [--timeout S] [--warmup N]
+#       [--port PORT] [--no-build] [--keep-topics] [--timeout S] [--warmup N] [--warmup-runs K]
 #
 # Defaults: 1,000,000 records of 100 B, 6 partitions, 3 rounds, every client at its own
 # defaults except acks=all and idempotence on (librdkafka's default is off: its peer turns
@@ -24,7 +24,11 @@
 # Java's default partitioner and measures the same way (send call to callback).
 #
 # First an untimed warm-up of the broker (its JIT): kacrab-tokio sends --warmup records
-# (default 200,000; 0: none) to a topic of its own. Pass 1, maximum throughput: every
+# (default 1,000,000; 0: none) to a topic of its own, with the run's batch settings, at
+# least three times and then until two runs in a row agree on records/s within 10% (at
+# most --warmup-runs, default 8). A broker warmed by 200,000 records once still ran at half
+# speed for the first two clients of round 1 (BENCHMARKS.md, "Why kacrab-tokio was
+# bimodal"). Pass 1, maximum throughput: every
 # round runs every client once on a fresh topic, the order rotated by one client per
 # round; then every topic's end offsets (GetOffsetShell) must add up to the records sent. Pass 2, latency at a fixed offered rate: the same with
 # every client at --throughput R, R = --rate or half of the slowest client's pass-1
@@ -47,7 +51,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 records=1000000 size=100 partitions=6 rounds=3 rate="" rate_pass=1 equal=0 build=1
-keep=0 port="" timeout_s=1800 warmup=200000
+keep=0 port="" timeout_s=1800 warmup=1000000 warmup_runs=8
 clients="tokio tokio-noidem blocking franz-go rdkafka java"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -64,7 +68,8 @@ while [ $# -gt 0 ]; do
     --keep-topics) keep=1; shift ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --warmup-runs) warmup_runs=$2; shift 2 ;;
+    -h|--help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_vs_peers: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -92,7 +97,12 @@ if [ "$build" = 1 ]; then
   cp target/release/examples/blocking_produce "$bin/blocking_produce"
   cp benches/peers/rdkafka/target/release/rdkafka-peer "$bin/rdkafka-peer"
 fi
-for b in tokio_produce blocking_produce franzgo-peer rdkafka-peer; do
+# The binaries of the clients that run (and tokio_produce, which warms the broker up).
+for c in tokio "${client_list[@]}"; do
+  case "$c" in
+    tokio | tokio-noidem) b=tokio_produce ;; blocking) b=blocking_produce ;;
+    franz-go) b=franzgo-peer ;; rdkafka) b=rdkafka-peer ;; *) continue ;;
+  esac
   [ -x "$bin/$b" ] || { echo "bench_vs_peers: $bin/$b missing (run without --no-build)" >&2; exit 1; }
 done
 kafka fetch >/dev/null
@@ -193,15 +203,28 @@ rdkafka_version=""
 
 say "run $run_id: logs in $out"
 if [ "$warmup" -gt 0 ]; then
-  say "warming the broker up: $warmup records (not measured)"
   kafka create-topic "$bs" "bvp-$run_id-warmup" "$partitions" 1 >/dev/null 2>&1
-  "$bin/tokio_produce" --bootstrap "$bs" --topic "bvp-$run_id-warmup" --partitions "$partitions" \
-    --records "$warmup" --record-size "$size" >"$out/warmup.out" 2>"$out/warmup.err" \
-    || say "warm-up failed (see $out/warmup.err); going on"
+  # At least three runs, then until two in a row agree within 10%: the broker's JIT is
+  # warm once its speed stops changing, which takes longer on a loaded machine than any
+  # fixed count.
+  last=0
+  for ((w = 1; w <= warmup_runs; w++)); do
+    "$bin/tokio_produce" --bootstrap "$bs" --topic "bvp-$run_id-warmup" --partitions "$partitions" \
+      --records "$warmup" --record-size "$size" ${equal_props[@]+"${equal_props[@]}"} \
+      >"$out/warmup.out" 2>"$out/warmup.err" \
+      || { say "warm-up failed (see $out/warmup.err); going on"; break; }
+    rps=$(tr ' ' '\n' <"$out/warmup.out" | sed -n 's/^records_per_s=//p' | tail -1)
+    say "warm-up $w/$warmup_runs: $warmup records at ${rps:-?} records/s (not measured)"
+    if awk -v a="${rps:-0}" -v b="$last" 'BEGIN {exit !(b > 0 && a > 0 && a <= 1.1 * b && b <= 1.1 * a)}' \
+      && [ "$w" -ge 3 ]; then
+      break
+    fi
+    last=${rps:-0}
+  done
   [ "$keep" = 1 ] || kafka delete-topic "$bs" "bvp-$run_id-warmup" >/dev/null 2>&1 || true
 fi
 run_pass 1 ""
-rdkafka_version=$(grep -h -m1 '^librdkafka ' "$out"/bvp-*-rdkafka.err 2>/dev/null | head -1 | cut -d' ' -f2)
+rdkafka_version=$(grep -h -m1 '^librdkafka ' "$out"/bvp-*-rdkafka.err 2>/dev/null | head -1 | cut -d' ' -f2 || true)
 if [ "$rate_pass" = 1 ]; then
   if [ -z "$rate" ]; then
     slowest=$(for c in "${client_list[@]}"; do med 1 "$c" 6; done | sort -g | head -1)

@@ -41,6 +41,7 @@
 
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::time::Duration;
 
 /// The usage line.
@@ -213,7 +214,12 @@ impl Args {
         if self.payload == Payload::Json {
             return json_log_line(i, self.record_size);
         }
-        let mut v = i.to_string().into_bytes();
+        // One allocation of the final size: growing `i.to_string()` to `record_size` was
+        // a `realloc` per record, which cost the most of all the example's own work once
+        // hundreds of thousands of records were in flight (a fragmented heap, BENCHMARKS.md
+        // "Why kacrab-tokio was bimodal").
+        let mut v = Vec::with_capacity(self.record_size.max(20));
+        let _ = write!(v, "{i}");
         if v.len() < self.record_size {
             v.resize(self.record_size, b'.');
         }
