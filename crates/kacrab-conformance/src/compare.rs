@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 mod timing;
+mod txn;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
@@ -748,6 +749,14 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         .chain(core)
         .any(|l| l.contains("java_exception") || l.contains("input_error") || l.contains("+twice"));
     if exotic {
+        verdict = Verdict::Unexplained;
+    }
+    // A transactional trace: the coordinator's conversation must be the same. A
+    // difference after an explained produce divergence follows from it (the epoch or the
+    // records' fates differ from there on); with identical produce histories it is
+    // unexplained unless a transactional detector names it.
+    let (jt_hist, ct_hist) = (txn::history(java), txn::history(core));
+    if verdict == Verdict::Same && txn::first_difference(&jt_hist, &ct_hist).is_some() {
         verdict = Verdict::Unexplained;
     }
     if verdict == Verdict::Same && jo != co {

@@ -1,7 +1,7 @@
 //! `kacrab-conformance`: generate traces, run them through Java and the core, compare.
 //!
 //! ```text
-//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean|--mixed] [--shrink] [--save FILE] [--strict] [--find CLASS]
+//! kacrab-conformance check [--seed S] [--traces N] [--batch B] [--clean|--mixed] [--txn] [--shrink] [--save FILE] [--strict] [--find CLASS]
 //! kacrab-conformance replay FILE      # a trace file through both sides, outputs side by side
 //! kacrab-conformance core FILE        # a trace file through the core only
 //! kacrab-conformance shrink FILE [--find CLASS]  # each trace shrunk, keeping its verdict
@@ -144,6 +144,10 @@ fn check(args: &[String]) -> Result<bool, String> {
             Answers::Faulty
         }
     };
+    // `--txn`: only transactional traces; `--mixed`: every fourth trace (i % 4 == 1)
+    // transactional too.
+    let only_txn = args.iter().any(|a| a == "--txn");
+    let txn_of = |i: u64| only_txn || (mixed && i % 4 == 1);
     let want_shrink = args.iter().any(|a| a == "--shrink");
     // `--find CLASS`: collect and shrink traces of that verdict instead (minimal traces
     // for the documentation).
@@ -167,13 +171,21 @@ fn check(args: &[String]) -> Result<bool, String> {
         let n = batch.min(count - done);
         let traces: Vec<Trace> = (done..done + n)
             .map(|i| {
-                generate::idempotent(seed.wrapping_mul(1_000_003).wrapping_add(i), answers_of(i))
+                let trace_seed = seed.wrapping_mul(1_000_003).wrapping_add(i);
+                if txn_of(i) {
+                    generate::transactional(trace_seed, answers_of(i))
+                } else {
+                    generate::idempotent(trace_seed, answers_of(i))
+                }
             })
             .collect();
         let java_out = java::run(&cp, &traces)?;
         for (t, j) in traces.iter().zip(&java_out) {
             let (c, extra) = core_side::run(t);
-            requests += j.iter().filter(|l| l.contains(r#""ev":"produce""#)).count() as u64;
+            requests += j
+                .iter()
+                .filter(|l| l.contains(r#""ev":"produce""#) || l.contains(r#""ev":"txn""#))
+                .count() as u64;
             let cmp = compare(t, j, &c, &extra);
             *by_verdict.entry(cmp.verdict).or_default() += 1;
             // With `--save`, every trace of the wanted class is kept (a long run's
