@@ -84,6 +84,17 @@ pub enum Verdict {
     /// batch the core stamps later is under an identity Java stamped too, or under the
     /// old one while the bump still waits.
     BumpWaitsForPossiblyWrittenBatches,
+    /// Transactional traces: a retried AddPartitionsToTxn. Java retries the request it
+    /// built (`AddPartitionsToTxnHandler` keeps its builder) and asks for partitions
+    /// added meanwhile in the next one; the core's retry asks for the unanswered and the
+    /// new partitions together. Exact: see `txn::retried_add_partitions_takes_new`.
+    RetriedAddPartitionsTakesNewPartitions,
+    /// Transactional traces: an abort after `initTransactions` failed. Java's abort
+    /// completes at once (nothing was added, so no EndTxn: KAFKA-18401) and leaves the
+    /// producer with no producer id, so every later send is refused; the core first
+    /// gets a producer id (FindCoordinator, InitProducerId). Exact: see
+    /// `txn::abort_after_failed_init`.
+    AbortAfterFailedInit,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -751,13 +762,22 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     if exotic {
         verdict = Verdict::Unexplained;
     }
-    // A transactional trace: the coordinator's conversation must be the same. A
-    // difference after an explained produce divergence follows from it (the epoch or the
-    // records' fates differ from there on); with identical produce histories it is
-    // unexplained unless a transactional detector names it.
-    let (jt_hist, ct_hist) = (txn::history(java), txn::history(core));
-    if verdict == Verdict::Same && txn::first_difference(&jt_hist, &ct_hist).is_some() {
-        verdict = Verdict::Unexplained;
+    // A transactional trace: the coordinator's conversation must be the same too. A
+    // transaction couples its partitions (AddPartitionsToTxn gates every partition's
+    // drain, EndTxn waits for every batch, one abortable error fails them all), so the
+    // earliest difference, on a partition or in the conversation, classifies the
+    // trace, and every later one is its consequence.
+    if trace.config.transactional && !exotic {
+        let (jh, ch) = (txn::history(java), txn::history(core));
+        let earliest = partitions.first().map(|&(_, v, _, when)| (v, when));
+        verdict = match (txn::first_difference(&jh, &ch), earliest) {
+            (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => {
+                txn::classify(&jh, &ch, i)
+            }
+            (_, Some((v, _))) if v != Verdict::Unexplained => v,
+            (_, Some(_)) => verdict,
+            (_, None) => Verdict::Same,
+        };
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

@@ -1,25 +1,145 @@
 //! The transactional half of a comparison: the coordinator's conversation (every
 //! transactional request with its producer id, epoch, partitions and commit flag, and
 //! every answer), the application's calls and their completions, and refused sends, in
-//! order, must be identical on both sides.
+//! order, must be identical on both sides, except where a detector below names the
+//! difference (docs/design.md, "Transactional traces").
 
-use super::field;
+use super::{field, Verdict};
 
 /// The output events of one side that make up its transactional history.
 const EVENTS: &[&str] = &["txn", "coord_answered", "txn_call", "txn_done", "send_refused"];
 
-/// One side's transactional history: its lines, in output order.
-pub(super) fn history(lines: &[String]) -> Vec<&str> {
+/// One side's transactional history: each line with its index in the side's output.
+pub(super) fn history(lines: &[String]) -> Vec<(usize, &str)> {
     lines
         .iter()
-        .filter(|l| field(l, "ev").is_some_and(|ev| EVENTS.contains(&ev)))
-        .map(String::as_str)
+        .enumerate()
+        .filter(|(_, l)| field(l, "ev").is_some_and(|ev| EVENTS.contains(&ev)))
+        .map(|(i, l)| (i, l.as_str()))
         .collect()
 }
 
-/// Where the two sides' transactional histories first differ (index into each), if they
-/// do.
-pub(super) fn first_difference(java: &[&str], core: &[&str]) -> Option<usize> {
+/// Whether two history lines say the same. A failed operation's code is compared only
+/// where Java names one: Java completes most failed operations with a `KafkaException`
+/// wrapping the cause (`TransactionManager.TxnRequestHandler.fatalError`,
+/// `abortableError`), which `Errors.forException` reads as UNKNOWN_SERVER_ERROR (-1).
+fn same(java: &str, core: &str) -> bool {
+    if java == core {
+        return true;
+    }
+    field(java, "ev") == Some("txn_done")
+        && field(core, "ev") == Some("txn_done")
+        && field(java, "call") == field(core, "call")
+        && field(java, "result") == Some("err:-1")
+        && field(core, "result").is_some_and(|r| r.starts_with("err:"))
+}
+
+/// Where the two sides' transactional histories first differ: the index into each
+/// history, and the earlier of the two output lines.
+pub(super) fn first_difference(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+) -> Option<(usize, usize)> {
     let n = java.len().max(core.len());
-    (0..n).find(|&i| java.get(i) != core.get(i))
+    let i = (0..n).find(|&i| match (java.get(i), core.get(i)) {
+        (Some((_, j)), Some((_, c))) => !same(j, c),
+        _ => true,
+    })?;
+    let line = |h: &[(usize, &str)]| h.get(i).map_or(usize::MAX, |(l, _)| *l);
+    Some((i, line(java).min(line(core))))
+}
+
+fn parts(line: &str) -> Vec<i32> {
+    field(line, "parts")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn is_add_partitions(line: &str) -> bool {
+    field(line, "ev") == Some("txn") && field(line, "api") == Some("add_partitions")
+}
+
+/// [`Verdict::RetriedAddPartitionsTakesNewPartitions`]: at the first difference both
+/// sides send AddPartitionsToTxn under the same producer id and epoch; Java's is a retry
+/// (it sent the same partitions before) and asks for a strict subset of the core's; and
+/// Java asks for every partition the core added there in a later AddPartitionsToTxn.
+pub(super) fn retried_add_partitions_takes_new(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some((_, j)), Some((_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) || !is_add_partitions(c) {
+        return false;
+    }
+    if field(j, "pid") != field(c, "pid") || field(j, "epoch") != field(c, "epoch") {
+        return false;
+    }
+    let (jp, cp) = (parts(j), parts(c));
+    let subset = jp.iter().all(|p| cp.contains(p)) && jp.len() < cp.len();
+    let retry = java[..i].iter().any(|(_, l)| *l == *j);
+    let missing: Vec<i32> = cp.iter().copied().filter(|p| !jp.contains(p)).collect();
+    let asked_later = missing.iter().all(|m| {
+        java[i + 1..]
+            .iter()
+            .any(|(_, l)| is_add_partitions(l) && parts(l).contains(m))
+    });
+    subset && retry && asked_later
+}
+
+/// [`Verdict::AbortAfterFailedInit`]: the init failed (its completion was an error, and
+/// no later init succeeded); at the first difference Java's abort is accepted and
+/// completes at once with no request, where the core first looks up the coordinator
+/// and asks for a producer id (InitProducerId with none) before its abort is accepted.
+pub(super) fn abort_after_failed_init(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let done = |l: &str, result: &str| {
+        field(l, "ev") == Some("txn_done")
+            && field(l, "call") == Some("init")
+            && field(l, "result").is_some_and(|r| r.starts_with(result))
+    };
+    let Some(failed) = java[..i].iter().rposition(|(_, l)| done(l, "err")) else {
+        return false;
+    };
+    if java[failed..i].iter().any(|(_, l)| done(l, "ok")) {
+        return false;
+    }
+    let java_aborts_at_once = matches!(
+        (java.get(i), java.get(i + 1)),
+        (Some((_, a)), Some((_, b)))
+            if *a == r#"{"ev":"txn_call","call":"abort","result":"ok"}"#
+                && *b == r#"{"ev":"txn_done","call":"abort","result":"ok"}"#
+    );
+    let Some(call) = core[i..]
+        .iter()
+        .position(|(_, l)| *l == r#"{"ev":"txn_call","call":"abort","result":"ok"}"#)
+    else {
+        return false;
+    };
+    let before = &core[i..i + call];
+    let core_inits_first = before.iter().any(|(_, l)| {
+        field(l, "ev") == Some("txn") && field(l, "api") == Some("init") && field(l, "pid") == Some("-1")
+    }) && before.iter().all(|(_, l)| {
+        matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+            && matches!(field(l, "api"), Some("find_coordinator" | "init"))
+    });
+    java_aborts_at_once && core_inits_first
+}
+
+/// The class of the first transactional difference at `i`.
+pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> Verdict {
+    if retried_add_partitions_takes_new(java, core, i) {
+        Verdict::RetriedAddPartitionsTakesNewPartitions
+    } else if abort_after_failed_init(java, core, i) {
+        Verdict::AbortAfterFailedInit
+    } else {
+        Verdict::Unexplained
+    }
 }
