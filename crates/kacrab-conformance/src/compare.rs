@@ -95,6 +95,14 @@ pub enum Verdict {
     /// gets a producer id (FindCoordinator, InitProducerId). Exact: see
     /// `txn::abort_after_failed_init`.
     AbortAfterFailedInit,
+    /// Transactional traces: under TV1 the core ends every aborted transaction that had
+    /// an abortable error with a KIP-360 epoch bump (InitProducerId with its current id
+    /// and epoch), so that no failed batch's attempt still in the network can join the
+    /// next transaction; Java bumps only after the errors it names
+    /// (docs/design.md, "Transactions": "a failed batch in a transaction makes it
+    /// abortable and never renumbers sequences", and "Late transactional requests under
+    /// TV1"). Exact: see `txn::abort_ends_with_epoch_bump`.
+    AbortEndsWithEpochBump,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }

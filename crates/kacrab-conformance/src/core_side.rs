@@ -221,7 +221,7 @@ impl Harness {
     }
 
     /// The coordinator answers the outstanding transactional request.
-    fn coord(&mut self, error: &str, special: Option<(i32, &str)>) {
+    fn coord(&mut self, error: &str, special: Option<(i32, &str)>, queued: bool) {
         let Some(o) = self.txn_out.take() else {
             self.coord_queue.push_back((
                 error.to_string(),
@@ -281,9 +281,13 @@ impl Harness {
                 ("end_txn", error.to_string(), r)
             }
         };
-        self.out.push(format!(
-            r#"{{"ev":"coord_answered","api":"{api}","error":"{said}"}}"#
-        ));
+        let line = format!(r#"{{"ev":"coord_answered","api":"{api}","error":"{said}"}}"#);
+        // An answer that waited for its request is written after the request, in its step.
+        if queued {
+            self.txn_line(line);
+        } else {
+            self.out.push(line);
+        }
         if result.is_err() {
             self.input_error();
         }
@@ -345,7 +349,7 @@ impl Harness {
         if transactional && self.txn_out.is_some() {
             if let Some((error, special)) = self.coord_queue.pop_front() {
                 let special = special.as_ref().map(|(p, e)| (*p, e.as_str()));
-                self.coord(&error, special);
+                self.coord(&error, special, true);
             }
         }
     }
@@ -665,7 +669,7 @@ impl Harness {
             Op::Txn { call } => self.txn_call(call),
             Op::Coord { error, p } => {
                 let special = p.as_ref().map(|(p, e)| (*p, e.as_str()));
-                self.coord(error, special);
+                self.coord(error, special, false);
             }
             Op::Disconnect { node } => {
                 self.out
@@ -725,7 +729,7 @@ impl Harness {
                 if self.txn_out.is_none() {
                     break;
                 }
-                self.coord("NONE", None);
+                self.coord("NONE", None, false);
                 self.pump();
                 self.flush_step();
             }

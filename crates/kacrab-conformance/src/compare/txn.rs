@@ -139,7 +139,44 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         Verdict::RetriedAddPartitionsTakesNewPartitions
     } else if abort_after_failed_init(java, core, i) {
         Verdict::AbortAfterFailedInit
+    } else if abort_ends_with_epoch_bump(java, core, i) {
+        Verdict::AbortEndsWithEpochBump
     } else {
         Verdict::Unexplained
     }
+}
+
+/// [`Verdict::AbortEndsWithEpochBump`]: at the first difference Java completes the
+/// abort, where the core first bumps the epoch: its next transactional request after
+/// lookups of the coordinator is an InitProducerId naming the producer id and epoch of
+/// the EndTxn(ABORT) it sent last (KIP-360 under TV1), and that EndTxn is the last
+/// request both sides sent before.
+pub(super) fn abort_ends_with_epoch_bump(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let request = |l: &str| field(l, "ev") == Some("txn");
+    let api = |l: &str| field(l, "api").unwrap_or_default().to_string();
+    let java_completes = java.get(i).is_some_and(|(_, l)| {
+        field(l, "ev") == Some("txn_done") && field(l, "call") == Some("abort")
+    });
+    let Some((_, end)) = core[..i].iter().rev().find(|(_, l)| request(l)) else {
+        return false;
+    };
+    let aborted = api(end) == "end_txn" && field(end, "commit") == Some("0");
+    let Some((_, next)) = core[i..]
+        .iter()
+        .find(|(_, l)| request(l) && api(l) != "find_coordinator")
+    else {
+        return false;
+    };
+    let only_lookups = core[i..]
+        .iter()
+        .take_while(|(_, l)| *l != *next)
+        .all(|(_, l)| api(l) == "find_coordinator");
+    let bump = api(next) == "init"
+        && field(next, "pid") == field(end, "pid")
+        && field(next, "epoch") == field(end, "epoch");
+    java_completes && aborted && only_lookups && bump
 }

@@ -425,7 +425,7 @@ public final class ConformanceHarness {
     void onTheWire(ClientRequest r) {
         stepLines.add(describeTxn(r));
         String[] queued = coordQueue.poll();
-        if (queued != null) coord(queued[0], Integer.parseInt(queued[1]), queued[2]);
+        if (queued != null) coord(queued[0], Integer.parseInt(queued[1]), queued[2], true);
     }
 
     /** Releases the held transactional requests whose backoff has passed. */
@@ -528,7 +528,7 @@ public final class ConformanceHarness {
      * The coordinator answers the outstanding transactional request with `error`; an
      * AddPartitionsToTxn answer gives partition `p` the error `perr` instead.
      */
-    void coord(String error, int p, String perr) {
+    void coord(String error, int p, String perr, boolean queued) {
         ClientRequest r = outstandingTxn();
         if (r == null) {
             coordQueue.add(new String[] {error, String.valueOf(p), perr});
@@ -583,7 +583,10 @@ public final class ConformanceHarness {
             default:
                 return;
         }
-        out.println("{\"ev\":\"coord_answered\",\"api\":\"" + api + "\",\"error\":\"" + said + "\"}");
+        String line = "{\"ev\":\"coord_answered\",\"api\":\"" + api + "\",\"error\":\"" + said + "\"}";
+        // An answer that waited for its request is written after the request, in its step.
+        if (queued) stepLines.add(line);
+        else out.println(line);
         client.respondToRequest(r, resp);
         deliver();
     }
@@ -748,7 +751,7 @@ public final class ConformanceHarness {
                     num(m, "log_start", 0));
                 break;
             case "coord":
-                coord(m.getOrDefault("error", "NONE"), num(m, "p", -1), m.get("perr"));
+                coord(m.getOrDefault("error", "NONE"), num(m, "p", -1), m.get("perr"), false);
                 break;
             case "txn":
                 txnCall(m.get("call"));
@@ -783,7 +786,7 @@ public final class ConformanceHarness {
                 }
             }
             for (int k = 0; k < 20 && outstandingTxn() != null; k++) {
-                coord("NONE", -1, null);
+                coord("NONE", -1, null, false);
                 pump();
                 flushStep();
             }
