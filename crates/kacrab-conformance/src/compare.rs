@@ -103,6 +103,16 @@ pub enum Verdict {
     /// abortable and never renumbers sequences", and "Late transactional requests under
     /// TV1"). Exact: see `txn::abort_ends_with_epoch_bump`.
     AbortEndsWithEpochBump,
+    /// Transactional traces: Java's AddPartitionsToTxn asks again for partitions whose
+    /// earlier request is still unanswered (`pendingPartitionsInTransaction`); the
+    /// core asks only for partitions not yet asked for. Harmless (the coordinator adds a
+    /// partition once). Exact: see `txn::java_reasks_pending_partitions`.
+    JavaReasksPendingPartitions,
+    /// Transactional traces: the core fails a commit as soon as the transaction becomes
+    /// abortable; Java holds the failing EndTxn until every batch completed. Liveness
+    /// only (the error is the same). Exact: see
+    /// `txn::commit_fails_before_batches_settle`.
+    CommitFailsBeforeBatchesSettle,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }

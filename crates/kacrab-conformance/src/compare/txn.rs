@@ -141,6 +141,10 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         Verdict::AbortAfterFailedInit
     } else if abort_ends_with_epoch_bump(java, core, i) {
         Verdict::AbortEndsWithEpochBump
+    } else if java_reasks_pending_partitions(java, core, i) {
+        Verdict::JavaReasksPendingPartitions
+    } else if commit_fails_before_batches_settle(java, core, i) {
+        Verdict::CommitFailsBeforeBatchesSettle
     } else {
         Verdict::Unexplained
     }
@@ -179,4 +183,63 @@ pub(super) fn abort_ends_with_epoch_bump(
         && field(next, "pid") == field(end, "pid")
         && field(next, "epoch") == field(end, "epoch");
     java_completes && aborted && only_lookups && bump
+}
+
+/// [`Verdict::JavaReasksPendingPartitions`]: at the first difference both sides send
+/// AddPartitionsToTxn under the same producer id and epoch; Java's asks for a strict
+/// superset of the core's, and every partition only Java asks for was asked for in an
+/// earlier AddPartitionsToTxn of both sides (Java's `addPartitionsToTransactionHandler`
+/// asks again for `pendingPartitionsInTransaction`, whose request is still unanswered).
+pub(super) fn java_reasks_pending_partitions(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some((_, j)), Some((_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) || !is_add_partitions(c) {
+        return false;
+    }
+    if field(j, "pid") != field(c, "pid") || field(j, "epoch") != field(c, "epoch") {
+        return false;
+    }
+    let (jp, cp) = (parts(j), parts(c));
+    let superset = cp.iter().all(|p| jp.contains(p)) && cp.len() < jp.len();
+    let asked_before = |h: &[(usize, &str)], p: i32| {
+        h[..i]
+            .iter()
+            .any(|(_, l)| is_add_partitions(l) && parts(l).contains(&p))
+    };
+    superset
+        && jp
+            .iter()
+            .filter(|p| !cp.contains(p))
+            .all(|&p| asked_before(java, p) && asked_before(core, p))
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`]: at the first difference the core
+/// completes the commit with an error, and Java completes it with the same error (or a
+/// wrapped one) later, with the same history in between: Java fails the EndTxn only
+/// once no batch is incomplete (`nextRequest` holds it while `hasIncompleteBatches`,
+/// then `maybeTerminateRequestWithError`); the core fails the commit as soon as the
+/// transaction becomes abortable.
+pub(super) fn commit_fails_before_batches_settle(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some((_, c)) = core.get(i) else {
+        return false;
+    };
+    let failed_commit = field(c, "ev") == Some("txn_done")
+        && field(c, "call") == Some("commit")
+        && field(c, "result").is_some_and(|r| r.starts_with("err:"));
+    if !failed_commit {
+        return false;
+    }
+    let Some(j) = (i..java.len()).find(|&j| same(java[j].1, c)) else {
+        return false;
+    };
+    (i..j).all(|k| core.get(k + 1).is_some_and(|(_, l)| same(java[k].1, l)))
 }
