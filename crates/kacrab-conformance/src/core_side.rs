@@ -156,7 +156,8 @@ fn config(c: &TraceConfig) -> ProducerConfig {
     }
     if c.transactional {
         b.set("transactional.id", "txn").expect("a valid key");
-        b.set("transaction.timeout.ms", "60000").expect("a valid key");
+        b.set("transaction.timeout.ms", "60000")
+            .expect("a valid key");
     }
     b.build()
         .expect("the generator writes a valid configuration")
@@ -223,10 +224,8 @@ impl Harness {
     /// The coordinator answers the outstanding transactional request.
     fn coord(&mut self, error: &str, special: Option<(i32, &str)>, queued: bool) {
         let Some(o) = self.txn_out.take() else {
-            self.coord_queue.push_back((
-                error.to_string(),
-                special.map(|(p, e)| (p, e.to_string())),
-            ));
+            self.coord_queue
+                .push_back((error.to_string(), special.map(|(p, e)| (p, e.to_string()))));
             return;
         };
         let e = error_by_name(error);
@@ -276,7 +275,11 @@ impl Harness {
                 ("add_partitions", said.join(","), r)
             }
             TxnKind::EndTxn => {
-                let answer = if e == KafkaError::None { Ok(None) } else { Err(e) };
+                let answer = if e == KafkaError::None {
+                    Ok(None)
+                } else {
+                    Err(e)
+                };
                 let r = self.producer.handle_end_txn(o.id, answer, now);
                 ("end_txn", error.to_string(), r)
             }

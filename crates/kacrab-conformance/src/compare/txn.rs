@@ -7,7 +7,13 @@
 use super::{field, Verdict};
 
 /// The output events of one side that make up its transactional history.
-const EVENTS: &[&str] = &["txn", "coord_answered", "txn_call", "txn_done", "send_refused"];
+const EVENTS: &[&str] = &[
+    "txn",
+    "coord_answered",
+    "txn_call",
+    "txn_done",
+    "send_refused",
+];
 
 /// One side's transactional history: each line with its index in the side's output.
 pub(super) fn history(lines: &[String]) -> Vec<(usize, &str)> {
@@ -92,45 +98,43 @@ pub(super) fn retried_add_partitions_takes_new(
 }
 
 /// [`Verdict::AbortAfterFailedInit`]: the init failed (its completion was an error, and
-/// no later init succeeded); at the first difference Java's abort is accepted and
-/// completes at once with no request, where the core first looks up the coordinator
-/// and asks for a producer id (InitProducerId with none) before its abort is accepted.
+/// no later init succeeded); the abort was accepted on both sides just before the first
+/// difference, where Java completes it at once with no request and the core first looks
+/// up the coordinator and asks for a producer id (InitProducerId with none) before it
+/// completes.
 pub(super) fn abort_after_failed_init(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let done = |l: &str, result: &str| {
+    const CALL: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    const DONE: &str = r#"{"ev":"txn_done","call":"abort","result":"ok"}"#;
+    let init_done = |l: &str, result: &str| {
         field(l, "ev") == Some("txn_done")
             && field(l, "call") == Some("init")
             && field(l, "result").is_some_and(|r| r.starts_with(result))
     };
-    let Some(failed) = java[..i].iter().rposition(|(_, l)| done(l, "err")) else {
+    let Some(failed) = java[..i].iter().rposition(|(_, l)| init_done(l, "err")) else {
         return false;
     };
-    if java[failed..i].iter().any(|(_, l)| done(l, "ok")) {
+    if java[failed..i].iter().any(|(_, l)| init_done(l, "ok")) {
         return false;
     }
-    let java_aborts_at_once = matches!(
-        (java.get(i), java.get(i + 1)),
-        (Some((_, a)), Some((_, b)))
-            if *a == r#"{"ev":"txn_call","call":"abort","result":"ok"}"#
-                && *b == r#"{"ev":"txn_done","call":"abort","result":"ok"}"#
-    );
-    let Some(call) = core[i..]
-        .iter()
-        .position(|(_, l)| *l == r#"{"ev":"txn_call","call":"abort","result":"ok"}"#)
-    else {
+    let called = i > 0 && java[i - 1].1 == CALL && core[i - 1].1 == CALL;
+    let java_at_once = java.get(i).is_some_and(|(_, l)| *l == DONE);
+    let Some(done) = core[i..].iter().position(|(_, l)| *l == DONE) else {
         return false;
     };
-    let before = &core[i..i + call];
+    let before = &core[i..i + done];
     let core_inits_first = before.iter().any(|(_, l)| {
-        field(l, "ev") == Some("txn") && field(l, "api") == Some("init") && field(l, "pid") == Some("-1")
+        field(l, "ev") == Some("txn")
+            && field(l, "api") == Some("init")
+            && field(l, "pid") == Some("-1")
     }) && before.iter().all(|(_, l)| {
         matches!(field(l, "ev"), Some("txn" | "coord_answered"))
             && matches!(field(l, "api"), Some("find_coordinator" | "init"))
     });
-    java_aborts_at_once && core_inits_first
+    called && java_at_once && core_inits_first
 }
 
 /// The class of the first transactional difference at `i`.
