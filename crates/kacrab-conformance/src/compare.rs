@@ -780,22 +780,9 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     if exotic {
         verdict = Verdict::Unexplained;
     }
-    // A transactional trace: the coordinator's conversation must be the same too. A
-    // transaction couples its partitions (AddPartitionsToTxn gates every partition's
-    // drain, EndTxn waits for every batch, one abortable error fails them all), so the
-    // earliest difference, on a partition or in the conversation, classifies the
-    // trace, and every later one is its consequence.
     if trace.config.transactional && !exotic {
-        let (jh, ch) = (txn::history(java), txn::history(core));
         let earliest = partitions.first().map(|&(_, v, _, when)| (v, when));
-        verdict = match (txn::first_difference(&jh, &ch), earliest) {
-            (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => {
-                txn::classify(&jh, &ch, i)
-            }
-            (_, Some((v, _))) if v != Verdict::Unexplained => v,
-            (_, Some(_)) => verdict,
-            (_, None) => Verdict::Same,
-        };
+        verdict = txn::verdict(java, core, earliest, verdict);
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

@@ -718,7 +718,10 @@ impl Harness {
 
     fn drain(&mut self) {
         for _ in 0..400 {
-            if self.outcomes.iter().all(Option::is_some) && self.pending_ops.is_empty() {
+            if self.outcomes.iter().all(Option::is_some)
+                && self.pending_ops.is_empty()
+                && self.txn_out.is_none()
+            {
                 break;
             }
             for node in 0..self.nodes {

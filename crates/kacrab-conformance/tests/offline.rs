@@ -619,3 +619,21 @@ fn an_abort_after_a_failed_init_gets_a_producer_id_first() {
         },
     );
 }
+
+#[test]
+fn java_retrying_partitions_both_sides_already_asked_for_is_that_quirk() {
+    // Near miss: Java's retry asks for a partition nobody asked for before.
+    recorded_as(
+        "txn_java_retries_partitions_already_asked",
+        Verdict::JavaReasksPendingPartitions,
+        |java| {
+            let mut java = java.to_vec();
+            let last = java
+                .iter()
+                .rposition(|l| l.contains(r#""parts":"1"}"#))
+                .unwrap();
+            java[last] = java[last].replace(r#""parts":"1"}"#, r#""parts":"2"}"#);
+            java
+        },
+    );
+}

@@ -145,7 +145,9 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         Verdict::AbortAfterFailedInit
     } else if abort_ends_with_epoch_bump(java, core, i) {
         Verdict::AbortEndsWithEpochBump
-    } else if java_reasks_pending_partitions(java, core, i) {
+    } else if java_reasks_pending_partitions(java, core, i)
+        || java_retries_partitions_already_asked(java, core, i)
+    {
         Verdict::JavaReasksPendingPartitions
     } else if commit_fails_before_batches_settle(java, core, i) {
         Verdict::CommitFailsBeforeBatchesSettle
@@ -210,16 +212,64 @@ pub(super) fn java_reasks_pending_partitions(
     }
     let (jp, cp) = (parts(j), parts(c));
     let superset = cp.iter().all(|p| jp.contains(p)) && cp.len() < jp.len();
-    let asked_before = |h: &[(usize, &str)], p: i32| {
-        h[..i]
-            .iter()
-            .any(|(_, l)| is_add_partitions(l) && parts(l).contains(&p))
-    };
     superset
         && jp
             .iter()
             .filter(|p| !cp.contains(p))
-            .all(|&p| asked_before(java, p) && asked_before(core, p))
+            .all(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p))
+}
+
+/// A request's producer id and epoch, as written.
+fn identity_of(line: &str) -> (String, String) {
+    (
+        field(line, "pid").unwrap_or_default().to_string(),
+        field(line, "epoch").unwrap_or_default().to_string(),
+    )
+}
+
+/// Whether `h` asked for partition `p` in an AddPartitionsToTxn before index `i`, since
+/// the transaction began.
+fn asked_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
+    const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+    let since = h[..i].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
+    h[since..i]
+        .iter()
+        .any(|(_, l)| is_add_partitions(l) && parts(l).contains(&p))
+}
+
+/// [`Verdict::JavaReasksPendingPartitions`], the other form: at the first difference
+/// Java sends an AddPartitionsToTxn (the retry of a request that failed, after a newer
+/// one took its partitions with the new ones) for partitions both sides already asked
+/// for in this transaction, under the identity of the last such request, where the
+/// core asks for nothing new.
+pub(super) fn java_retries_partitions_already_asked(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some((_, j)) = java.get(i) else {
+        return false;
+    };
+    if !is_add_partitions(j) {
+        return false;
+    }
+    let last = |h: &[(usize, &str)]| -> Option<(String, String)> {
+        h[..i]
+            .iter()
+            .rev()
+            .find(|(_, l)| is_add_partitions(l))
+            .map(|(_, l)| identity_of(l))
+    };
+    let identity = Some(identity_of(j));
+    let core_asks_new = core.get(i).is_some_and(|(_, c)| {
+        is_add_partitions(c) && parts(c).iter().any(|&p| !asked_in_transaction(core, i, p))
+    });
+    last(java) == identity
+        && last(core) == identity
+        && parts(j)
+            .iter()
+            .all(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p))
+        && !core_asks_new
 }
 
 /// [`Verdict::CommitFailsBeforeBatchesSettle`]: at the first difference the core
@@ -246,4 +296,25 @@ pub(super) fn commit_fails_before_batches_settle(
         return false;
     };
     (i..j).all(|k| core.get(k + 1).is_some_and(|(_, l)| same(java[k].1, l)))
+}
+
+/// A transactional trace's verdict. A transaction couples its partitions
+/// (AddPartitionsToTxn gates every partition's drain, EndTxn waits for every batch, one
+/// abortable error fails them all), so the earliest difference, on a partition
+/// (`earliest`: its class and output line) or in the conversation, classifies the
+/// trace, and every later one is its consequence. `produce` is the verdict the
+/// partitions alone gave.
+pub(super) fn verdict(
+    java: &[String],
+    core: &[String],
+    earliest: Option<(Verdict, usize)>,
+    produce: Verdict,
+) -> Verdict {
+    let (jh, ch) = (history(java), history(core));
+    match (first_difference(&jh, &ch), earliest) {
+        (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => classify(&jh, &ch, i),
+        (_, Some((v, _))) if v != Verdict::Unexplained => v,
+        (_, Some(_)) => produce,
+        (_, None) => Verdict::Same,
+    }
 }

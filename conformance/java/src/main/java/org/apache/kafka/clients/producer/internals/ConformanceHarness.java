@@ -777,7 +777,8 @@ public final class ConformanceHarness {
 
     /** After the script: the broker answers everything with NONE until every record has an outcome. */
     void drain() {
-        for (int round = 0; round < 400 && (outcomes.size() < records || !pendingOrder.isEmpty()); round++) {
+        for (int round = 0; round < 400
+            && (outcomes.size() < records || !pendingOrder.isEmpty() || outstandingTxn() != null); round++) {
             for (int n = 0; n < nodes; n++) {
                 while (oldestProduce(n) != null) {
                     answer(n, "NONE", -1, null, 0);
