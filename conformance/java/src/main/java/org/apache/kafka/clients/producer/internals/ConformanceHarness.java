@@ -360,7 +360,16 @@ public final class ConformanceHarness {
             }
         };
         client.updateMetadata(metadataResponse());
-        if (transactional) client.coordinator = new Node(coordinatorId, "localhost", 9092 + coordinatorId);
+        if (transactional) {
+            client.coordinator = new Node(coordinatorId, "localhost", 9092 + coordinatorId);
+            // Every broker advertises every API at its newest version (a current Kafka):
+            // InitProducerId v3+ lets the coordinator bump epochs (KIP-360), which
+            // TransactionManager reads from ApiVersions (coordinatorSupportsBumpingEpoch;
+            // without it UNKNOWN_PRODUCER_ID is fatal). No finalized features: TV1.
+            for (int n = 0; n <= coordinatorId; n++) {
+                apiVersions.update(String.valueOf(n), org.apache.kafka.clients.NodeApiVersions.create());
+            }
+        }
         BufferPool pool = new BufferPool(32L * 1024 * 1024, batchSize, metrics, time, "producer-metrics");
         accumulator = new DrainWatch(log, batchSize, linger, backoff, deliveryTimeout, metrics, time, txn, pool,
             stepLines, () -> step);
