@@ -637,3 +637,19 @@ fn java_retrying_partitions_both_sides_already_asked_for_is_that_quirk() {
         },
     );
 }
+
+#[test]
+fn the_tv1_abort_with_nothing_added_still_bumps_after_an_abortable_error() {
+    // Near miss: the abort was not the call just before (Java had called begin again).
+    recorded_as(
+        "txn_abort_bump_nothing_added",
+        Verdict::AbortEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+                r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
+            )
+        },
+    );
+}

@@ -174,7 +174,15 @@ pub(super) fn abort_ends_with_epoch_bump(
     let Some((_, end)) = core[..i].iter().rev().find(|(_, l)| request(l)) else {
         return false;
     };
-    let aborted = api(end) == "end_txn" && field(end, "commit") == Some("0");
+    // The abort ended with EndTxn(ABORT), or with nothing to end (no partition was
+    // added: KAFKA-18401), right after the call, under the last AddPartitionsToTxn's
+    // identity.
+    const CALL: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    let aborted = (api(end) == "end_txn" && field(end, "commit") == Some("0"))
+        || (api(end) == "add_partitions"
+            && i > 0
+            && java[i - 1].1 == CALL
+            && core[i - 1].1 == CALL);
     let Some((_, next)) = core[i..]
         .iter()
         .find(|(_, l)| request(l) && api(l) != "find_coordinator")
