@@ -199,7 +199,7 @@ fn check(args: &[String]) -> Result<bool, String> {
         done += n;
     }
     println!(
-        "conformance: {count} traces (seed {seed}), {requests} Java produce requests compared, {:.1}s",
+        "conformance: {count} traces (seed {seed}), {requests} Java requests compared (Produce and transactional), {:.1}s",
         started.elapsed().as_secs_f64()
     );
     for (v, n) in &by_verdict {
