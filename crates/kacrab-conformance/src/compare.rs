@@ -103,6 +103,12 @@ pub enum Verdict {
     /// abortable and never renumbers sequences", and "Late transactional requests under
     /// TV1"). Exact: see `txn::abort_ends_with_epoch_bump`.
     AbortEndsWithEpochBump,
+    /// Transactional traces: under TV1 the core ends a transaction whose EndTxn was
+    /// lost on the wire (resent) with a KIP-360 bump, so that a late EndTxn cannot end
+    /// the next transaction at the same epoch; Java completes at once (docs/design.md,
+    /// "Late transactional requests under TV1"). Exact: see
+    /// `txn::lost_end_txn_ends_with_epoch_bump`.
+    LostEndTxnEndsWithEpochBump,
     /// Transactional traces: Java's AddPartitionsToTxn asks again for partitions whose
     /// earlier request is still unanswered (`pendingPartitionsInTransaction`); the
     /// core asks only for partitions not yet asked for. Harmless (the coordinator adds a

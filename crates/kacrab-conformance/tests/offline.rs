@@ -653,3 +653,19 @@ fn the_tv1_abort_with_nothing_added_still_bumps_after_an_abortable_error() {
         },
     );
 }
+
+#[test]
+fn the_tv1_commit_whose_end_txn_timed_out_ends_with_a_bump() {
+    // Near miss: what Java completes is not the operation that EndTxn ended.
+    recorded_as(
+        "txn_LostEndTxnEndsWithEpochBump",
+        Verdict::LostEndTxnEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+                r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+            )
+        },
+    );
+}

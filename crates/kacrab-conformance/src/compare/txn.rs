@@ -145,6 +145,8 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         Verdict::AbortAfterFailedInit
     } else if abort_ends_with_epoch_bump(java, core, i) {
         Verdict::AbortEndsWithEpochBump
+    } else if lost_end_txn_ends_with_epoch_bump(java, core, i) {
+        Verdict::LostEndTxnEndsWithEpochBump
     } else if java_reasks_pending_partitions(java, core, i)
         || java_retries_partitions_already_asked(java, core, i)
     {
@@ -325,4 +327,43 @@ pub(super) fn verdict(
         (_, Some(_)) => produce,
         (_, None) => Verdict::Same,
     }
+}
+
+/// [`Verdict::LostEndTxnEndsWithEpochBump`]: at the first difference Java completes the
+/// commit or abort, where the core first bumps the epoch: the last request both sides
+/// sent is an EndTxn that they had sent before too (a retry: the first was lost or
+/// refused), and the core's next request after lookups of the coordinator is an
+/// InitProducerId naming that EndTxn's producer id and epoch.
+pub(super) fn lost_end_txn_ends_with_epoch_bump(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let request = |l: &str| field(l, "ev") == Some("txn");
+    let api = |l: &str| field(l, "api").unwrap_or_default().to_string();
+    let Some((_, end)) = core[..i].iter().rev().find(|(_, l)| request(l)) else {
+        return false;
+    };
+    let java_end = java[..i].iter().rev().find(|(_, l)| request(l));
+    let retried = api(end) == "end_txn"
+        && java_end.is_some_and(|(_, l)| l == end)
+        && core[..i].iter().filter(|(_, l)| l == end).count() >= 2;
+    let call = if field(end, "commit") == Some("1") {
+        "commit"
+    } else {
+        "abort"
+    };
+    let java_completes = java
+        .get(i)
+        .is_some_and(|(_, l)| field(l, "ev") == Some("txn_done") && field(l, "call") == Some(call));
+    let Some((_, next)) = core[i..]
+        .iter()
+        .find(|(_, l)| request(l) && api(l) != "find_coordinator")
+    else {
+        return false;
+    };
+    let bump = api(next) == "init"
+        && field(next, "pid") == field(end, "pid")
+        && field(next, "epoch") == field(end, "epoch");
+    retried && java_completes && bump
 }
