@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 mod timing;
+mod txn;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
@@ -83,6 +84,41 @@ pub enum Verdict {
     /// batch the core stamps later is under an identity Java stamped too, or under the
     /// old one while the bump still waits.
     BumpWaitsForPossiblyWrittenBatches,
+    /// Transactional traces: a retried AddPartitionsToTxn. Java retries the request it
+    /// built (`AddPartitionsToTxnHandler` keeps its builder) and asks for partitions
+    /// added meanwhile in the next one; the core's retry asks for the unanswered and the
+    /// new partitions together. Exact: see `txn::retried_add_partitions_takes_new`.
+    RetriedAddPartitionsTakesNewPartitions,
+    /// Transactional traces: an abort after `initTransactions` failed. Java's abort
+    /// completes at once (nothing was added, so no EndTxn: KAFKA-18401) and leaves the
+    /// producer with no producer id, so every later send is refused; the core first
+    /// gets a producer id (FindCoordinator, InitProducerId). Exact: see
+    /// `txn::abort_after_failed_init`.
+    AbortAfterFailedInit,
+    /// Transactional traces: under TV1 the core ends every aborted transaction that had
+    /// an abortable error with a KIP-360 epoch bump (InitProducerId with its current id
+    /// and epoch), so that no failed batch's attempt still in the network can join the
+    /// next transaction; Java bumps only after the errors it names
+    /// (docs/design.md, "Transactions": "a failed batch in a transaction makes it
+    /// abortable and never renumbers sequences", and "Late transactional requests under
+    /// TV1"). Exact: see `txn::abort_ends_with_epoch_bump`.
+    AbortEndsWithEpochBump,
+    /// Transactional traces: under TV1 the core ends a transaction whose EndTxn was
+    /// lost on the wire (resent) with a KIP-360 bump, so that a late EndTxn cannot end
+    /// the next transaction at the same epoch; Java completes at once (docs/design.md,
+    /// "Late transactional requests under TV1"). Exact: see
+    /// `txn::lost_end_txn_ends_with_epoch_bump`.
+    LostEndTxnEndsWithEpochBump,
+    /// Transactional traces: Java's AddPartitionsToTxn asks again for partitions whose
+    /// earlier request is still unanswered (`pendingPartitionsInTransaction`); the
+    /// core asks only for partitions not yet asked for. Harmless (the coordinator adds a
+    /// partition once). Exact: see `txn::java_reasks_pending_partitions`.
+    JavaReasksPendingPartitions,
+    /// Transactional traces: the core fails a commit as soon as the transaction becomes
+    /// abortable; Java holds the failing EndTxn until every batch completed. Liveness
+    /// only (the error is the same). Exact: see
+    /// `txn::commit_fails_before_batches_settle`.
+    CommitFailsBeforeBatchesSettle,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -749,6 +785,10 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         .any(|l| l.contains("java_exception") || l.contains("input_error") || l.contains("+twice"));
     if exotic {
         verdict = Verdict::Unexplained;
+    }
+    if trace.config.transactional && !exotic {
+        let earliest = partitions.first().map(|&(_, v, _, when)| (v, when));
+        verdict = txn::verdict(java, core, earliest, verdict);
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

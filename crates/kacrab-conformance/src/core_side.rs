@@ -10,13 +10,22 @@ use bytes::Bytes;
 use kacrab_idempotence::{
     record, DeliveryError, Event, KafkaError, Metadata, NodeId, PartitionMetadata,
     PartitionResponse, ProduceResponse, Producer, ProducerConfig, ProducerIdAndEpoch, Record,
-    RecordId, Request, RequestFailure, RequestId, Timestamp, TopicPartition,
+    RecordId, Request, RequestFailure, RequestId, Timestamp, TopicPartition, TxnError, TxnOp,
 };
 
 use crate::trace::{Op, Trace, TraceConfig, STEP_MS};
 
 /// The topic every trace writes to.
 pub const TOPIC: &str = "t";
+
+/// Kafka's name for an error (`NONE` for none).
+fn kafka_name(e: KafkaError) -> &'static str {
+    if e == KafkaError::None {
+        "NONE"
+    } else {
+        e.name()
+    }
+}
 
 /// Kafka's error code for a name, e.g. `NOT_LEADER_OR_FOLLOWER`.
 #[must_use]
@@ -52,6 +61,40 @@ struct Outstanding {
     batches: Vec<(i32, i32, String)>,
 }
 
+/// The transactional request the scripted coordinator has not answered.
+struct TxnOutstanding {
+    id: RequestId,
+    kind: TxnKind,
+}
+
+/// The kinds of transactional request a trace answers, with what each answer needs.
+enum TxnKind {
+    FindCoordinator,
+    InitProducerId(ProducerIdAndEpoch),
+    AddPartitions(Vec<TopicPartition>),
+    EndTxn,
+}
+
+/// The name a `txn_done` line gives an operation (Java's call).
+fn op_name(op: TxnOp) -> &'static str {
+    match op {
+        TxnOp::InitTransactions => "init",
+        TxnOp::Commit => "commit",
+        TxnOp::Abort => "abort",
+        _ => "other",
+    }
+}
+
+/// The error code a `txn_done` line names for a failed operation (Java's
+/// `Errors.forException` on the result's error: a wrapped cause is UNKNOWN_SERVER_ERROR).
+fn txn_error_code(error: &TxnError) -> i16 {
+    match error {
+        TxnError::Abortable(e) | TxnError::Fatal(e) | TxnError::Unauthorized(e) => e.code(),
+        TxnError::ProducerFenced => KafkaError::ProducerFenced.code(),
+        _ => KafkaError::UnknownServerError.code(),
+    }
+}
+
 /// What the Rust side learned beyond the shared output: whether each failed record was
 /// reported possibly written (Java has no such flag).
 #[derive(Clone, Debug, Default)]
@@ -79,6 +122,17 @@ struct Harness {
     /// the two sides' events within one millisecond can be ordered.
     step: u64,
     out: Vec<String>,
+    /// The transaction coordinator's broker (one past the partition leaders), for a
+    /// transactional trace.
+    coordinator: Option<i32>,
+    /// The transactional request on the wire, if any (one at a time).
+    txn_out: Option<TxnOutstanding>,
+    /// Coordinator answers scripted while no transactional request was outstanding: each
+    /// answers the next transactional request as it is sent, oldest first (as the Java
+    /// side: when a side sends a request does not decide which answer it gets).
+    coord_queue: VecDeque<(String, Option<(i32, String)>)>,
+    /// Operations called and not completed yet.
+    pending_ops: Vec<TxnOp>,
 }
 
 fn config(c: &TraceConfig) -> ProducerConfig {
@@ -99,6 +153,11 @@ fn config(c: &TraceConfig) -> ProducerConfig {
     ];
     for (k, v) in pairs {
         b.set(k, &v).expect("the generator writes valid keys");
+    }
+    if c.transactional {
+        b.set("transactional.id", "txn").expect("a valid key");
+        b.set("transaction.timeout.ms", "60000")
+            .expect("a valid key");
     }
     b.build()
         .expect("the generator writes a valid configuration")
@@ -127,6 +186,113 @@ impl Harness {
             step_lines: Vec::new(),
             step: 0,
             out: Vec::new(),
+            coordinator: c.transactional.then_some(c.nodes),
+            txn_out: None,
+            coord_queue: VecDeque::new(),
+            pending_ops: Vec::new(),
+        }
+    }
+
+    fn txn_line(&mut self, line: String) {
+        self.step_lines.push((-1, line));
+    }
+
+    fn input_error(&mut self) {
+        self.step_lines
+            .push((-1, r#"{"ev":"input_error"}"#.to_string()));
+    }
+
+    /// The application's transactional call, written as Java's harness writes it.
+    fn txn_call(&mut self, call: &str) {
+        let (op, result) = match call {
+            "begin" => (None, self.producer.begin_transaction()),
+            "commit" => (Some(TxnOp::Commit), self.producer.commit_transaction()),
+            "abort" => (Some(TxnOp::Abort), self.producer.abort_transaction()),
+            _ => (None, Err(TxnError::NotTransactional)),
+        };
+        let said = if result.is_ok() { "ok" } else { "refused" };
+        self.txn_line(format!(
+            r#"{{"ev":"txn_call","call":"{call}","result":"{said}"}}"#
+        ));
+        if let (Some(op), Ok(())) = (op, result) {
+            if !self.pending_ops.contains(&op) {
+                self.pending_ops.push(op);
+            }
+        }
+    }
+
+    /// The coordinator answers the outstanding transactional request.
+    fn coord(&mut self, error: &str, special: Option<(i32, &str)>, queued: bool) {
+        let Some(o) = self.txn_out.take() else {
+            self.coord_queue
+                .push_back((error.to_string(), special.map(|(p, e)| (p, e.to_string()))));
+            return;
+        };
+        let e = error_by_name(error);
+        let now = self.now;
+        let (api, said, result) = match o.kind {
+            TxnKind::FindCoordinator => {
+                let answer = if e == KafkaError::None {
+                    Ok(NodeId(self.coordinator.unwrap_or(0)))
+                } else {
+                    Err(e)
+                };
+                let r = self.producer.handle_find_coordinator(o.id, answer, now);
+                ("find_coordinator", error.to_string(), r)
+            }
+            TxnKind::InitProducerId(cur) => {
+                let answer = if e == KafkaError::None {
+                    let assigned = if cur.is_valid() {
+                        ProducerIdAndEpoch::new(cur.id.0, cur.epoch.0.saturating_add(1))
+                    } else {
+                        ProducerIdAndEpoch::new(1000 + self.init_count, 0)
+                    };
+                    self.init_count += 1;
+                    Ok(assigned)
+                } else {
+                    Err(e)
+                };
+                let r = self.producer.handle_producer_id(o.id, answer, now);
+                ("init", error.to_string(), r)
+            }
+            TxnKind::AddPartitions(tps) => {
+                let mut results: Vec<(TopicPartition, KafkaError)> = tps
+                    .into_iter()
+                    .map(|tp| {
+                        let name = match special {
+                            Some((sp, perr)) if sp == tp.partition => perr,
+                            _ => error,
+                        };
+                        (tp, error_by_name(name))
+                    })
+                    .collect();
+                results.sort_by_key(|(tp, _)| tp.partition);
+                let said: Vec<String> = results
+                    .iter()
+                    .map(|(tp, e)| format!("{}={}", tp.partition, kafka_name(*e)))
+                    .collect();
+                let r = self.producer.handle_add_partitions(o.id, &results, now);
+                ("add_partitions", said.join(","), r)
+            }
+            TxnKind::EndTxn => {
+                let answer = if e == KafkaError::None {
+                    Ok(None)
+                } else {
+                    Err(e)
+                };
+                let r = self.producer.handle_end_txn(o.id, answer, now);
+                ("end_txn", error.to_string(), r)
+            }
+        };
+        let line = format!(r#"{{"ev":"coord_answered","api":"{api}","error":"{said}"}}"#);
+        // An answer that waited for its request is written after the request, in its step.
+        if queued {
+            self.txn_line(line);
+        } else {
+            self.out.push(line);
+        }
+        if result.is_err() {
+            self.input_error();
         }
     }
 
@@ -178,6 +344,20 @@ impl Harness {
     }
 
     fn request(&mut self, request: Request) {
+        let transactional = matches!(
+            &request,
+            Request::FindCoordinator(_) | Request::AddPartitionsToTxn(_) | Request::EndTxn(_)
+        ) || matches!(&request, Request::InitProducerId(r) if r.transactional_id.is_some());
+        self.request_inner(request);
+        if transactional && self.txn_out.is_some() {
+            if let Some((error, special)) = self.coord_queue.pop_front() {
+                let special = special.as_ref().map(|(p, e)| (*p, e.as_str()));
+                self.coord(&error, special, true);
+            }
+        }
+    }
+
+    fn request_inner(&mut self, request: Request) {
         match request {
             Request::Produce(r) => {
                 let mut parts = BTreeMap::new();
@@ -218,6 +398,52 @@ impl Harness {
                     .or_default()
                     .push_back(Outstanding { id: r.id, batches });
             }
+            Request::InitProducerId(r) if r.transactional_id.is_some() => {
+                let cur = r.current;
+                self.txn_line(format!(
+                    r#"{{"ev":"txn","api":"init","pid":{},"epoch":{}}}"#,
+                    cur.id.0, cur.epoch.0
+                ));
+                self.txn_out = Some(TxnOutstanding {
+                    id: r.id,
+                    kind: TxnKind::InitProducerId(cur),
+                });
+            }
+            Request::FindCoordinator(r) => {
+                self.txn_line(r#"{"ev":"txn","api":"find_coordinator"}"#.to_string());
+                self.txn_out = Some(TxnOutstanding {
+                    id: r.id,
+                    kind: TxnKind::FindCoordinator,
+                });
+            }
+            Request::AddPartitionsToTxn(r) => {
+                let mut ps: Vec<i32> = r.partitions.iter().map(|tp| tp.partition).collect();
+                ps.sort_unstable();
+                ps.dedup();
+                let ps: Vec<String> = ps.iter().map(ToString::to_string).collect();
+                self.txn_line(format!(
+                    r#"{{"ev":"txn","api":"add_partitions","pid":{},"epoch":{},"parts":"{}"}}"#,
+                    r.producer.id.0,
+                    r.producer.epoch.0,
+                    ps.join(",")
+                ));
+                self.txn_out = Some(TxnOutstanding {
+                    id: r.id,
+                    kind: TxnKind::AddPartitions(r.partitions),
+                });
+            }
+            Request::EndTxn(r) => {
+                self.txn_line(format!(
+                    r#"{{"ev":"txn","api":"end_txn","pid":{},"epoch":{},"commit":{}}}"#,
+                    r.producer.id.0,
+                    r.producer.epoch.0,
+                    u8::from(r.commit)
+                ));
+                self.txn_out = Some(TxnOutstanding {
+                    id: r.id,
+                    kind: TxnKind::EndTxn,
+                });
+            }
             Request::InitProducerId(r) => {
                 let cur = r.current;
                 self.step_lines.push((
@@ -253,6 +479,18 @@ impl Harness {
                         .push((-1, r#"{"ev":"input_error"}"#.to_string()));
                 }
             }
+            Request::CloseConnection { node } if Some(node.0) == self.coordinator => {
+                // A transactional request timed out: the core already failed it.
+                if self.txn_out.take().is_some() {
+                    self.step_lines.push((
+                        node.0,
+                        format!(
+                            r#"{{"ev":"disconnected","node":{},"why":"timeout","s":{}}}"#,
+                            node.0, self.step
+                        ),
+                    ));
+                }
+            }
             Request::CloseConnection { node } => {
                 // The core already failed every request on the connection (a request
                 // timed out): written like Java's close in `NetworkClient.
@@ -275,11 +513,9 @@ impl Harness {
                 format!(
                     r#"{{"ev":"unexpected","api":"{}"}}"#,
                     match other {
-                        Request::FindCoordinator(_) => "FIND_COORDINATOR",
-                        Request::AddPartitionsToTxn(_) => "ADD_PARTITIONS_TO_TXN",
                         Request::AddOffsetsToTxn(_) => "ADD_OFFSETS_TO_TXN",
                         Request::TxnOffsetCommit(_) => "TXN_OFFSET_COMMIT",
-                        _ => "END_TXN",
+                        _ => "OTHER",
                     }
                 ),
             )),
@@ -312,7 +548,18 @@ impl Harness {
                     self.outcome(id, format!("err:{code}"));
                 }
             }
-            Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
+            Event::TransactionCompleted { op, result } => {
+                self.pending_ops.retain(|o| *o != op);
+                let how = match &result {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => format!("err:{}", txn_error_code(e)),
+                };
+                self.txn_line(format!(
+                    r#"{{"ev":"txn_done","call":"{}","result":"{how}"}}"#,
+                    op_name(op)
+                ));
+            }
+            Event::ProducerIdChanged { .. } => {}
             Event::Fatal { error } => self
                 .step_lines
                 .push((-1, format!(r#"{{"ev":"fatal","error":{}}}"#, error.code()))),
@@ -395,8 +642,15 @@ impl Harness {
                     }
                     Err(_) => {
                         // Refused before queueing; Java would throw from send().
-                        self.step_lines
-                            .push((-1, r#"{"ev":"send_refused"}"#.to_string()));
+                        self.step_lines.push((
+                            -1,
+                            format!(r#"{{"ev":"send_refused","rec":{}}}"#, self.outcomes.len()),
+                        ));
+                        self.outcomes.push(Some("refused".to_string()));
+                        self.extra.failed_possibly_written.push(None);
+                        self.pump();
+                        self.flush_step();
+                        return;
                     }
                 }
                 self.outcomes.push(None);
@@ -415,9 +669,25 @@ impl Harness {
                 let special = p.as_ref().map(|(p, e)| (*p, e.as_str()));
                 self.answer(*node, error, special, *log_start);
             }
+            Op::Txn { call } => self.txn_call(call),
+            Op::Coord { error, p } => {
+                let special = p.as_ref().map(|(p, e)| (*p, e.as_str()));
+                self.coord(error, special, false);
+            }
             Op::Disconnect { node } => {
                 self.out
                     .push(format!(r#"{{"ev":"disconnected","node":{node}}}"#));
+                if Some(*node) == self.coordinator {
+                    if let Some(o) = self.txn_out.take() {
+                        if self
+                            .producer
+                            .handle_request_failed(o.id, RequestFailure::Disconnected, self.now)
+                            .is_err()
+                        {
+                            self.input_error();
+                        }
+                    }
+                }
                 if let Some(q) = self.outstanding.remove(node) {
                     for o in q {
                         if self
@@ -448,7 +718,10 @@ impl Harness {
 
     fn drain(&mut self) {
         for _ in 0..400 {
-            if self.outcomes.iter().all(Option::is_some) {
+            if self.outcomes.iter().all(Option::is_some)
+                && self.pending_ops.is_empty()
+                && self.txn_out.is_none()
+            {
                 break;
             }
             for node in 0..self.nodes {
@@ -457,6 +730,14 @@ impl Harness {
                     self.pump();
                     self.flush_step();
                 }
+            }
+            for _ in 0..20 {
+                if self.txn_out.is_none() {
+                    break;
+                }
+                self.coord("NONE", None, false);
+                self.pump();
+                self.flush_step();
             }
             self.tick(100);
         }
@@ -474,6 +755,13 @@ impl Harness {
 #[must_use]
 pub fn run(trace: &Trace) -> (Vec<String>, CoreExtra) {
     let mut h = Harness::new(&trace.config);
+    if trace.config.transactional {
+        if h.producer.init_transactions().is_ok() {
+            h.pending_ops.push(TxnOp::InitTransactions);
+        } else {
+            h.input_error();
+        }
+    }
     h.pump();
     h.flush_step();
     for op in &trace.ops {

@@ -98,6 +98,7 @@ pub fn idempotent(seed: u64, answers: Answers) -> Trace {
         request_timeout_ms,
         delivery_timeout_ms: request_timeout_ms + *rng.pick(&[2_000u32, 10_000, 120_000]),
         retry_backoff_ms: *rng.pick(&[50u32, 100]),
+        transactional: false,
     };
     let mut ops = Vec::new();
     let steps = 5 + rng.below(40);
@@ -149,6 +150,154 @@ pub fn idempotent(seed: u64, answers: Answers) -> Trace {
             // Long enough for a request timeout.
             Op::Tick {
                 ms: request_timeout_ms + 100,
+            }
+        };
+        ops.push(op);
+    }
+    Trace { config, ops }
+}
+
+/// The coordinator's answers a transactional trace draws from, with their weights: the
+/// codes Java's `TransactionManager` handlers treat as retriable, coordinator-moved,
+/// abortable or fatal (an AddPartitionsToTxn answer's partition also draws from these).
+pub const COORDINATOR_ERRORS: &[(&str, u64)] = &[
+    ("NONE", 60),
+    ("COORDINATOR_NOT_AVAILABLE", 5),
+    ("NOT_COORDINATOR", 5),
+    ("COORDINATOR_LOAD_IN_PROGRESS", 4),
+    ("CONCURRENT_TRANSACTIONS", 5),
+    ("REQUEST_TIMED_OUT", 1),
+    ("UNKNOWN_TOPIC_OR_PARTITION", 2),
+    ("INVALID_PRODUCER_EPOCH", 1),
+    ("PRODUCER_FENCED", 1),
+    ("UNKNOWN_PRODUCER_ID", 1),
+    ("TRANSACTION_ABORTABLE", 1),
+    ("TOPIC_AUTHORIZATION_FAILED", 1),
+    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
+    ("INVALID_TXN_STATE", 1),
+];
+
+/// A random valid transactional trace for `seed` (transaction version 1): the
+/// coordinator answers the init, then transactions open, send, and commit or abort,
+/// among the produce answers, clock steps and faults of [`idempotent`]. Sends happen
+/// only while the application believes its transaction open; calls the producer's state
+/// refuses (after an error) are part of the trace.
+#[must_use]
+pub fn transactional(seed: u64, answers: Answers) -> Trace {
+    let mut rng = Rng::new(seed ^ 0x7458_6e54_7261_6365);
+    let base = idempotent(rng.next_u64(), answers);
+    let mut config = base.config;
+    config.transactional = true;
+    // No retry backoff: Java's Sender sleeps the backoff before a transactional retry
+    // (and before any request re-enqueued to wait for a coordinator), blocking produce,
+    // where the core waits on a timer and sends the FindCoordinator after it; with the
+    // scripted clock those differ in when, not in what. Transactional traces compare
+    // what; idempotent traces cover backoffs.
+    config.retry_backoff_ms = 0;
+    let partitions = config.partitions;
+    let nodes = config.nodes;
+    let coord_error = |rng: &mut Rng| {
+        if answers == Answers::Clean {
+            "NONE".to_string()
+        } else {
+            weighted(rng, COORDINATOR_ERRORS).to_string()
+        }
+    };
+    // The init's FindCoordinator and InitProducerId.
+    let mut ops = vec![
+        Op::Coord {
+            error: coord_error(&mut rng),
+            p: None,
+        },
+        Op::Tick {
+            ms: config.retry_backoff_ms + 50,
+        },
+        Op::Coord {
+            error: "NONE".into(),
+            p: None,
+        },
+        Op::Coord {
+            error: "NONE".into(),
+            p: None,
+        },
+    ];
+    let mut open = false;
+    let steps = 10 + rng.below(50);
+    for _ in 0..steps {
+        let roll = rng.below(100);
+        let op = if !open && roll < 25 {
+            open = true;
+            Op::Txn {
+                call: "begin".into(),
+            }
+        } else if open && roll < 35 {
+            Op::Send {
+                p: rng.below(partitions as u64) as i32,
+                size: *rng.pick(&[1u32, 10, 50, 100, 300]),
+            }
+        } else if open && roll < 41 {
+            open = false;
+            Op::Txn {
+                call: if rng.chance(70) { "commit" } else { "abort" }.into(),
+            }
+        } else if roll < 62 {
+            let error = coord_error(&mut rng);
+            let p = (answers == Answers::Faulty && rng.chance(20)).then(|| {
+                (
+                    rng.below(partitions as u64) as i32,
+                    weighted(&mut rng, COORDINATOR_ERRORS).to_string(),
+                )
+            });
+            if error != "NONE" || p.is_some() {
+                // An error is retried after retry.backoff.ms: let time pass.
+                ops.push(Op::Coord { error, p });
+                Op::Tick {
+                    ms: config.retry_backoff_ms + 50,
+                }
+            } else {
+                Op::Coord { error, p }
+            }
+        } else if roll < 82 || answers == Answers::Clean && roll < 90 {
+            let node = rng.below(nodes as u64) as i32;
+            if answers == Answers::Clean {
+                Op::Answer {
+                    node,
+                    error: "NONE".into(),
+                    p: None,
+                    log_start: 0,
+                }
+            } else {
+                let error = weighted(&mut rng, PRODUCE_ERRORS).to_string();
+                let p = rng.chance(30).then(|| {
+                    (
+                        rng.below(partitions as u64) as i32,
+                        weighted(&mut rng, PRODUCE_ERRORS).to_string(),
+                    )
+                });
+                Op::Answer {
+                    node,
+                    error,
+                    p,
+                    log_start: 0,
+                }
+            }
+        } else if roll < 92 || answers == Answers::Clean {
+            Op::Tick {
+                ms: *rng.pick(&[10u32, 50, 100, 500]),
+            }
+        } else if roll < 96 {
+            // Any broker, the coordinator's (`nodes`) included.
+            Op::Disconnect {
+                node: rng.below(nodes as u64 + 1) as i32,
+            }
+        } else if roll < 98 {
+            Op::Leader {
+                p: rng.below(partitions as u64) as i32,
+                node: rng.below(nodes as u64) as i32,
+            }
+        } else {
+            Op::Tick {
+                ms: config.request_timeout_ms + 100,
             }
         };
         ops.push(op);

@@ -25,6 +25,10 @@ pub struct TraceConfig {
     pub delivery_timeout_ms: u32,
     /// `retry.backoff.ms`, also `retry.backoff.max.ms` (no jitter on either side).
     pub retry_backoff_ms: u32,
+    /// A transactional producer (`transactional.id` set, transaction version 1): its
+    /// `initTransactions` runs at the start, and the coordinator is broker `nodes`, which
+    /// leads no partition.
+    pub transactional: bool,
 }
 
 impl Default for TraceConfig {
@@ -38,6 +42,7 @@ impl Default for TraceConfig {
             request_timeout_ms: 30_000,
             delivery_timeout_ms: 120_000,
             retry_backoff_ms: 100,
+            transactional: false,
         }
     }
 }
@@ -81,6 +86,22 @@ pub enum Op {
         /// The new leader.
         node: i32,
     },
+    /// The application calls `call` (`begin`, `commit` or `abort`) on a transactional
+    /// producer.
+    Txn {
+        /// The call.
+        call: String,
+    },
+    /// The transaction coordinator answers the outstanding transactional request
+    /// (FindCoordinator, InitProducerId, AddPartitionsToTxn or EndTxn) with `error`; an
+    /// AddPartitionsToTxn answer gives partition `p` its own error. Nothing if none is
+    /// outstanding.
+    Coord {
+        /// Kafka's error name.
+        error: String,
+        /// The partition with its own error, if any.
+        p: Option<(i32, String)>,
+    },
 }
 
 /// Time advances in steps of at most this many milliseconds on both sides.
@@ -101,9 +122,9 @@ impl Trace {
     pub fn to_jsonl(&self) -> String {
         let c = &self.config;
         let mut s = String::new();
-        let _ = writeln!(
+        let _ = write!(
             s,
-            r#"{{"op":"config","partitions":{},"nodes":{},"batch_size":{},"linger_ms":{},"max_in_flight":{},"request_timeout_ms":{},"delivery_timeout_ms":{},"retry_backoff_ms":{}}}"#,
+            r#"{{"op":"config","partitions":{},"nodes":{},"batch_size":{},"linger_ms":{},"max_in_flight":{},"request_timeout_ms":{},"delivery_timeout_ms":{},"retry_backoff_ms":{}"#,
             c.partitions,
             c.nodes,
             c.batch_size,
@@ -113,6 +134,10 @@ impl Trace {
             c.delivery_timeout_ms,
             c.retry_backoff_ms
         );
+        if c.transactional {
+            s.push_str(r#","transactional":1"#);
+        }
+        s.push_str("}\n");
         for op in &self.ops {
             let _ = match op {
                 Op::Send { p, size } => writeln!(s, r#"{{"op":"send","p":{p},"size":{size}}}"#),
@@ -136,6 +161,14 @@ impl Trace {
                 Op::Leader { p, node } => {
                     writeln!(s, r#"{{"op":"leader","p":{p},"node":{node}}}"#)
                 }
+                Op::Txn { call } => writeln!(s, r#"{{"op":"txn","call":"{call}"}}"#),
+                Op::Coord { error, p } => match p {
+                    Some((p, perr)) => writeln!(
+                        s,
+                        r#"{{"op":"coord","error":"{error}","p":{p},"perr":"{perr}"}}"#
+                    ),
+                    None => writeln!(s, r#"{{"op":"coord","error":"{error}"}}"#),
+                },
             };
         }
         s.push_str("{\"op\":\"end\"}\n");
@@ -175,6 +208,7 @@ impl Trace {
                             d.delivery_timeout_ms.into(),
                         ),
                         retry_backoff_ms: unum("retry_backoff_ms", d.retry_backoff_ms.into()),
+                        transactional: int("transactional", 0) == 1,
                     },
                     ops: Vec::new(),
                 });
@@ -205,6 +239,13 @@ impl Trace {
                 "leader" => Op::Leader {
                     p: num("p", 0),
                     node: num("node", 0),
+                },
+                "txn" => Op::Txn {
+                    call: string("call").unwrap_or_default(),
+                },
+                "coord" => Op::Coord {
+                    error: string("error").unwrap_or_else(|| "NONE".into()),
+                    p: string("perr").map(|e| (num("p", -1), e)),
                 },
                 other => return Err(format!("line {}: unknown op {other:?}", n + 1)),
             };

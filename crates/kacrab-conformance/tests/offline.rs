@@ -526,3 +526,146 @@ fn the_bump_waits_and_java_bumps_twice_before_it_stamps_anything() {
         Verdict::Unexplained
     );
 }
+
+// Transactional traces (transaction version 1). Each detector's recorded trace is its
+// class, and a near miss of Java's output stays unexplained.
+
+#[test]
+fn generated_transactional_traces_round_trip_through_json_lines() {
+    for seed in 0..200 {
+        let t = generate::transactional(seed, Answers::Faulty);
+        assert!(t.config.transactional);
+        let back = Trace::parse_many(&t.to_jsonl()).unwrap();
+        assert_eq!(back, vec![t], "seed {seed}");
+    }
+}
+
+#[test]
+fn the_core_writes_what_java_wrote_for_one_committed_transaction() {
+    let (trace, java) = recorded("txn_commit_same");
+    let (core, extra) = core_side::run(&trace);
+    assert_eq!(core, java);
+    assert_eq!(compare(&trace, &java, &core, &extra).verdict, Verdict::Same);
+    // The same output with another epoch on the EndTxn is a difference nobody explains.
+    let other = replaced(&java, r#""epoch":0,"commit":1"#, r#""epoch":1,"commit":1"#);
+    assert_ne!(other, java);
+    assert_eq!(verdict(&trace, &other), Verdict::Unexplained);
+}
+
+#[test]
+fn a_retried_add_partitions_taking_new_partitions_is_that_departure() {
+    // Near miss: Java never asks for the partition the core's retry added.
+    recorded_as(
+        "txn_RetriedAddPartitionsTakesNewPartitions",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"1""#),
+    );
+}
+
+#[test]
+fn java_asking_again_for_pending_partitions_is_that_quirk() {
+    // Near miss: the partition only Java asks for was never asked for before.
+    recorded_as(
+        "txn_JavaReasksPendingPartitions",
+        Verdict::JavaReasksPendingPartitions,
+        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"1,2""#),
+    );
+}
+
+#[test]
+fn the_tv1_abort_after_an_abortable_error_bumps_the_epoch() {
+    // Near miss: Java's next step is a bump of another identity, not the abort's end.
+    recorded_as(
+        "txn_AbortEndsWithEpochBump",
+        Verdict::AbortEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+                r#"{"ev":"txn","api":"init","pid":1000,"epoch":1}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn the_core_failing_a_commit_before_its_batches_settle_is_that_departure() {
+    // Near miss: Java's commit succeeds.
+    recorded_as(
+        "txn_CommitFailsBeforeBatchesSettle",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:18"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn an_abort_after_a_failed_init_gets_a_producer_id_first() {
+    // Near miss: Java's init had succeeded.
+    recorded_as(
+        "txn_AbortAfterFailedInit",
+        Verdict::AbortAfterFailedInit,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"init","result":"err:120"}"#,
+                r#"{"ev":"txn_done","call":"init","result":"ok"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn java_retrying_partitions_both_sides_already_asked_for_is_that_quirk() {
+    // Near miss: Java's retry asks for a partition nobody asked for before.
+    recorded_as(
+        "txn_java_retries_partitions_already_asked",
+        Verdict::JavaReasksPendingPartitions,
+        |java| {
+            let mut java = java.to_vec();
+            let last = java
+                .iter()
+                .rposition(|l| l.contains(r#""parts":"1"}"#))
+                .unwrap();
+            java[last] = java[last].replace(r#""parts":"1"}"#, r#""parts":"2"}"#);
+            java
+        },
+    );
+}
+
+#[test]
+fn the_tv1_abort_with_nothing_added_still_bumps_after_an_abortable_error() {
+    // Near miss: the abort was not the call just before (Java had called begin again).
+    recorded_as(
+        "txn_abort_bump_nothing_added",
+        Verdict::AbortEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+                r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn the_tv1_commit_whose_end_txn_timed_out_ends_with_a_bump() {
+    // Near miss: what Java completes is not the operation that EndTxn ended.
+    recorded_as(
+        "txn_LostEndTxnEndsWithEpochBump",
+        Verdict::LostEndTxnEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+                r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+            )
+        },
+    );
+}

@@ -21,6 +21,8 @@ import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.internals.ClusterResourceListeners;
+import org.apache.kafka.common.message.AddPartitionsToTxnResponseData;
+import org.apache.kafka.common.message.EndTxnResponseData;
 import org.apache.kafka.common.message.InitProducerIdResponseData;
 import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.ProduceResponseData;
@@ -30,6 +32,11 @@ import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.Record;
 import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.common.requests.AddPartitionsToTxnRequest;
+import org.apache.kafka.common.requests.AddPartitionsToTxnResponse;
+import org.apache.kafka.common.requests.EndTxnRequest;
+import org.apache.kafka.common.requests.EndTxnResponse;
+import org.apache.kafka.common.requests.FindCoordinatorResponse;
 import org.apache.kafka.common.requests.InitProducerIdRequest;
 import org.apache.kafka.common.requests.InitProducerIdResponse;
 import org.apache.kafka.common.requests.MetadataResponse;
@@ -64,6 +71,31 @@ public final class ConformanceHarness {
     static final long STEP_MS = 50;
     /** MockTime's start (ms); times written are relative to it, as the core's start at 0. */
     static final long T0 = 1_000_000;
+    /** The transactional id of a transactional trace. */
+    static final String TXN_ID = "txn";
+
+    /**
+     * The mock clock. Only the script moves it. Sender sleeps the handler's backoff
+     * before sending a transactional retry (maybeSendAndPollTransactionalRequest),
+     * blocking its thread: here the sleep is owed instead, and the harness holds the
+     * request it then sends (off the wire, unanswerable) until the script's clock has
+     * passed the backoff, as the core's timer does. The Sender, seeing it in flight,
+     * sends no produce data meanwhile, as a sleeping sender thread would not.
+     */
+    static final class ScriptClock extends MockTime {
+        boolean scripted = false;
+        long owed = 0;
+
+        ScriptClock() {
+            super(0, T0, 0);
+        }
+
+        @Override
+        public void sleep(long ms) {
+            if (scripted) super.sleep(ms);
+            else owed += ms;
+        }
+    }
 
     /**
      * MockClient does not enforce max.in.flight.requests.per.connection (NetworkClient's
@@ -76,9 +108,24 @@ public final class ConformanceHarness {
         /** Told every request sent, as it is sent (before a close in the same poll drops it). */
         Consumer<ClientRequest> onSend = r -> { };
 
+        /** The transaction coordinator of a transactional trace (a broker leading no partition), or null. */
+        Node coordinator;
+
         LimitedClient(MockTime time, ProducerMetadata metadata, int maxInFlight) {
             super(time, metadata);
             this.maxInFlight = maxInFlight;
+        }
+
+        /**
+         * FindCoordinator goes to the least loaded node; in a transactional trace that is
+         * the coordinator's broker, which carries only transactional requests (one at a
+         * time), so Sender's awaitReady never waits on a full connection (with a mock
+         * clock it would spin).
+         */
+        @Override
+        public org.apache.kafka.clients.LeastLoadedNode leastLoadedNode(long now) {
+            if (coordinator != null) return new org.apache.kafka.clients.LeastLoadedNode(coordinator, true);
+            return super.leastLoadedNode(now);
         }
 
         @Override
@@ -230,7 +277,7 @@ public final class ConformanceHarness {
     }
 
     final PrintStream out;
-    final MockTime time = new MockTime(0, T0, 0);
+    final ScriptClock time = new ScriptClock();
     final int partitions, nodes, maxInFlight;
     final int[] leader, leaderEpoch;
     final long[] logEnd;
@@ -252,6 +299,23 @@ public final class ConformanceHarness {
     /** Whether a Produce request was sent in the current pump round. */
     boolean sentProduce = false;
     int initCount = 0;
+    /** Whether the trace's producer is transactional (transactional.id set). */
+    final boolean transactional;
+    /** The coordinator's broker id (one past the partition leaders). */
+    final int coordinatorId;
+    /** Pending transactional operations: the result Java completes, and the call's name. */
+    final IdentityHashMap<TransactionalRequestResult, String> pendingTxn = new IdentityHashMap<>();
+    final List<TransactionalRequestResult> pendingOrder = new ArrayList<>();
+    /**
+     * Coordinator answers scripted while no transactional request was outstanding: each
+     * answers the next transactional request as it is sent, oldest first (so when each
+     * side sends a request, and a retry's backoff, does not decide which answer it gets).
+     */
+    final Deque<String[]> coordQueue = new java.util.ArrayDeque<>();
+    /** Transactional retries held until their backoff passed (the time each goes on the wire). */
+    final IdentityHashMap<ClientRequest, Long> held = new IdentityHashMap<>();
+    /** Records refused by send (their outcome is "refused"). */
+    final java.util.Set<Integer> refused = new java.util.HashSet<>();
 
     ConformanceHarness(Map<String, String> cfg, PrintStream out) {
         this.out = out;
@@ -272,7 +336,11 @@ public final class ConformanceHarness {
         LogContext log = new LogContext("conformance ");
         Metrics metrics = new Metrics(time);
         ApiVersions apiVersions = new ApiVersions();
-        txn = new TransactionManager(log, null, 0, backoff, apiVersions, false);
+        transactional = num(cfg, "transactional", 0) == 1;
+        coordinatorId = nodes;
+        // No finalized transaction.version in ApiVersions: Java speaks transaction version 1.
+        txn = new TransactionManager(log, transactional ? TXN_ID : null, transactional ? 60_000 : 0, backoff,
+            apiVersions, false);
         metadata = new ProducerMetadata(backoff, backoff, 300_000, 300_000, log,
             new ClusterResourceListeners(), time);
         metadata.add(TOPIC, time.milliseconds());
@@ -292,6 +360,16 @@ public final class ConformanceHarness {
             }
         };
         client.updateMetadata(metadataResponse());
+        if (transactional) {
+            client.coordinator = new Node(coordinatorId, "localhost", 9092 + coordinatorId);
+            // Every broker advertises every API at its newest version (a current Kafka):
+            // InitProducerId v3+ lets the coordinator bump epochs (KIP-360), which
+            // TransactionManager reads from ApiVersions (coordinatorSupportsBumpingEpoch;
+            // without it UNKNOWN_PRODUCER_ID is fatal). No finalized features: TV1.
+            for (int n = 0; n <= coordinatorId; n++) {
+                apiVersions.update(String.valueOf(n), org.apache.kafka.clients.NodeApiVersions.create());
+            }
+        }
         BufferPool pool = new BufferPool(32L * 1024 * 1024, batchSize, metrics, time, "producer-metrics");
         accumulator = new DrainWatch(log, batchSize, linger, backoff, deliveryTimeout, metrics, time, txn, pool,
             stepLines, () -> step);
@@ -316,6 +394,20 @@ public final class ConformanceHarness {
 
     void send(int p, int size) throws InterruptedException {
         final int rec = records++;
+        if (transactional) {
+            // KafkaProducer.doSend appends, then calls maybeAddPartition, which throws
+            // outside an open transaction (or in an error state) and leaves the record in
+            // the accumulator; the harness asks first and refuses the record, as the core
+            // does (no batch ever carries a refused record).
+            try {
+                txn.maybeAddPartition(new TopicPartition(TOPIC, p));
+            } catch (RuntimeException e) {
+                refused.add(rec);
+                outcomes.put(rec, "refused");
+                stepLines.add("{\"ev\":\"send_refused\",\"rec\":" + rec + "}");
+                return;
+            }
+        }
         byte[] value = new byte[size];
         RecordAccumulator.AppendCallbacks cb = new RecordAccumulator.AppendCallbacks() {
             @Override
@@ -323,7 +415,9 @@ public final class ConformanceHarness {
 
             @Override
             public void onCompletion(RecordMetadata md, Exception e) {
-                if (outcomes.containsKey(rec)) {
+                if (refused.contains(rec)) {
+                    return;
+                } else if (outcomes.containsKey(rec)) {
                     outcomes.put(rec, outcomes.get(rec) + "+twice");
                 } else if (e == null) {
                     outcomes.put(rec, "ok:" + md.offset());
@@ -336,9 +430,31 @@ public final class ConformanceHarness {
             metadata.fetch());
     }
 
+    /** A transactional request goes on the wire: written, and answered if an answer waits. */
+    void onTheWire(ClientRequest r) {
+        stepLines.add(describeTxn(r));
+        String[] queued = coordQueue.poll();
+        if (queued != null) coord(queued[0], Integer.parseInt(queued[1]), queued[2], true);
+    }
+
+    /** Releases the held transactional requests whose backoff has passed. */
+    boolean release() {
+        boolean any = false;
+        for (ClientRequest r : new ArrayList<>(held.keySet())) {
+            if (held.get(r) <= time.milliseconds()) {
+                held.remove(r);
+                any = true;
+                if (client.requests().contains(r)) onTheWire(r);
+            }
+        }
+        return any;
+    }
+
     /** Runs the Sender until it sends nothing new; answers InitProducerId at once. */
     void pump() {
+        time.owed = 0;
         for (int round = 0; round < 10; round++) {
+            release();
             sentProduce = false;
             sender.runOnce();
             boolean fresh = sentProduce;
@@ -346,7 +462,14 @@ public final class ConformanceHarness {
                 if (seen.containsKey(r)) continue;
                 seen.put(r, Boolean.TRUE);
                 fresh = true;
-                if (r.apiKey() == ApiKeys.INIT_PRODUCER_ID) {
+                if (transactional && r.apiKey() != ApiKeys.PRODUCE) {
+                    if (time.owed > 0) {
+                        held.put(r, time.milliseconds() + time.owed);
+                        time.owed = 0;
+                    } else {
+                        onTheWire(r);
+                    }
+                } else if (r.apiKey() == ApiKeys.INIT_PRODUCER_ID) {
                     InitProducerIdRequest ir = (InitProducerIdRequest) r.requestBuilder().build();
                     long cur = ir.data().producerId();
                     short curEpoch = ir.data().producerEpoch();
@@ -364,6 +487,170 @@ public final class ConformanceHarness {
                 }
             }
             if (!fresh && client.responses().isEmpty() && round > 1) break;
+        }
+    }
+
+    /** A transactional request as written: kind, producer id and epoch, partitions, commit. */
+    static String describeTxn(ClientRequest r) {
+        switch (r.apiKey()) {
+            case FIND_COORDINATOR:
+                return "{\"ev\":\"txn\",\"api\":\"find_coordinator\"}";
+            case INIT_PRODUCER_ID: {
+                org.apache.kafka.common.message.InitProducerIdRequestData d =
+                    ((InitProducerIdRequest.Builder) r.requestBuilder()).data;
+                return "{\"ev\":\"txn\",\"api\":\"init\",\"pid\":" + d.producerId() + ",\"epoch\":"
+                    + d.producerEpoch() + "}";
+            }
+            case ADD_PARTITIONS_TO_TXN: {
+                org.apache.kafka.common.message.AddPartitionsToTxnRequestData d =
+                    ((AddPartitionsToTxnRequest.Builder) r.requestBuilder()).data;
+                return "{\"ev\":\"txn\",\"api\":\"add_partitions\",\"pid\":" + d.v3AndBelowProducerId()
+                    + ",\"epoch\":" + d.v3AndBelowProducerEpoch() + ",\"parts\":\""
+                    + partitionList(AddPartitionsToTxnRequest.getPartitions(d.v3AndBelowTopics())) + "\"}";
+            }
+            case END_TXN: {
+                org.apache.kafka.common.message.EndTxnRequestData d = ((EndTxnRequest.Builder) r.requestBuilder()).data;
+                return "{\"ev\":\"txn\",\"api\":\"end_txn\",\"pid\":" + d.producerId() + ",\"epoch\":"
+                    + d.producerEpoch() + ",\"commit\":" + (d.committed() ? 1 : 0) + "}";
+            }
+            default:
+                return "{\"ev\":\"unexpected\",\"api\":\"" + r.apiKey() + "\"}";
+        }
+    }
+
+    static String partitionList(List<TopicPartition> tps) {
+        java.util.TreeSet<Integer> ps = new java.util.TreeSet<>();
+        for (TopicPartition tp : tps) ps.add(tp.partition());
+        StringBuilder b = new StringBuilder();
+        for (int p : ps) b.append(b.length() == 0 ? "" : ",").append(p);
+        return b.toString();
+    }
+
+    ClientRequest outstandingTxn() {
+        for (ClientRequest r : client.requests()) {
+            if (r.apiKey() != ApiKeys.PRODUCE && !held.containsKey(r)) return r;
+        }
+        return null;
+    }
+
+    /**
+     * The coordinator answers the outstanding transactional request with `error`; an
+     * AddPartitionsToTxn answer gives partition `p` the error `perr` instead.
+     */
+    void coord(String error, int p, String perr, boolean queued) {
+        ClientRequest r = outstandingTxn();
+        if (r == null) {
+            coordQueue.add(new String[] {error, String.valueOf(p), perr});
+            return;
+        }
+        Errors e = Errors.valueOf(error);
+        org.apache.kafka.common.requests.AbstractResponse resp;
+        String api;
+        String said = error;
+        switch (r.apiKey()) {
+            case FIND_COORDINATOR:
+                api = "find_coordinator";
+                resp = FindCoordinatorResponse.prepareResponse(e, TXN_ID, client.coordinator);
+                break;
+            case INIT_PRODUCER_ID: {
+                api = "init";
+                org.apache.kafka.common.message.InitProducerIdRequestData d =
+                    ((InitProducerIdRequest.Builder) r.requestBuilder()).data;
+                long pid = -1;
+                short epoch = -1;
+                if (e == Errors.NONE) {
+                    pid = d.producerId() >= 0 ? d.producerId() : 1000 + initCount;
+                    epoch = d.producerId() >= 0 ? (short) (d.producerEpoch() + 1) : 0;
+                    initCount++;
+                }
+                resp = new InitProducerIdResponse(new InitProducerIdResponseData()
+                    .setProducerId(pid).setProducerEpoch(epoch).setErrorCode(e.code()));
+                break;
+            }
+            case ADD_PARTITIONS_TO_TXN: {
+                api = "add_partitions";
+                org.apache.kafka.common.message.AddPartitionsToTxnRequestData d =
+                    ((AddPartitionsToTxnRequest.Builder) r.requestBuilder()).data;
+                Map<TopicPartition, Errors> errors = new TreeMap<>((a, b) -> Integer.compare(a.partition(), b.partition()));
+                StringBuilder b = new StringBuilder();
+                for (TopicPartition tp : AddPartitionsToTxnRequest.getPartitions(d.v3AndBelowTopics())) {
+                    errors.put(tp, tp.partition() == p && perr != null ? Errors.valueOf(perr) : e);
+                }
+                for (Map.Entry<TopicPartition, Errors> x : errors.entrySet()) {
+                    b.append(b.length() == 0 ? "" : ",").append(x.getKey().partition()).append("=").append(x.getValue().name());
+                }
+                said = b.toString();
+                resp = new AddPartitionsToTxnResponse(new AddPartitionsToTxnResponseData()
+                    .setResultsByTopicV3AndBelow(AddPartitionsToTxnResponse.resultForTransaction(
+                        AddPartitionsToTxnResponse.V3_AND_BELOW_TXN_ID, errors).topicResults()));
+                break;
+            }
+            case END_TXN:
+                api = "end_txn";
+                resp = new EndTxnResponse(new EndTxnResponseData().setErrorCode(e.code()));
+                break;
+            default:
+                return;
+        }
+        String line = "{\"ev\":\"coord_answered\",\"api\":\"" + api + "\",\"error\":\"" + said + "\"}";
+        // An answer that waited for its request is written after the request, in its step.
+        if (queued) stepLines.add(line);
+        else out.println(line);
+        client.respondToRequest(r, resp);
+        deliver();
+    }
+
+    /** An application's transactional call: begin, commit or abort. */
+    void txnCall(String call) {
+        try {
+            TransactionalRequestResult result = null;
+            switch (call) {
+                case "begin":
+                    txn.beginTransaction();
+                    break;
+                case "commit":
+                    result = txn.beginCommit();
+                    break;
+                case "abort":
+                    result = txn.beginAbort();
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown call " + call);
+            }
+            stepLines.add("{\"ev\":\"txn_call\",\"call\":\"" + call + "\",\"result\":\"ok\"}");
+            if (result != null) track(result, call);
+        } catch (RuntimeException e) {
+            stepLines.add("{\"ev\":\"txn_call\",\"call\":\"" + call + "\",\"result\":\"refused\"}");
+        }
+    }
+
+    void track(TransactionalRequestResult result, String call) {
+        if (!pendingTxn.containsKey(result) && !result.isCompleted()) {
+            pendingTxn.put(result, call);
+            pendingOrder.add(result);
+        } else if (result.isCompleted() && !pendingTxn.containsKey(result)) {
+            // Completed at once (an empty transaction's commit): written like any completion.
+            pendingTxn.put(result, call);
+            pendingOrder.add(result);
+        }
+    }
+
+    /** Writes the completion of every pending operation that completed. */
+    void completions() {
+        for (TransactionalRequestResult r : new ArrayList<>(pendingOrder)) {
+            if (!r.isCompleted()) continue;
+            String call = pendingTxn.remove(r);
+            pendingOrder.remove(r);
+            String how = r.isSuccessful() ? "ok" : "err:" + Errors.forException(r.error()).code();
+            // The application's blocking call (KafkaProducer.initTransactions, commit,
+            // abort) returns through await, which acknowledges the result: the next
+            // call is no longer refused as a retry of a timed-out one.
+            try {
+                r.await(0, java.util.concurrent.TimeUnit.MILLISECONDS, "completed");
+            } catch (RuntimeException ignored) {
+                // The error is the one written.
+            }
+            stepLines.add("{\"ev\":\"txn_done\",\"call\":\"" + call + "\",\"result\":\"" + how + "\"}");
         }
     }
 
@@ -433,6 +720,7 @@ public final class ConformanceHarness {
     }
 
     void flushStep() {
+        completions();
         // Requests of one step to different nodes go out in an order neither side promises:
         // order them by node (stable, so each node's own order is kept).
         List<String> lines = new ArrayList<>(stepLines);
@@ -450,7 +738,9 @@ public final class ConformanceHarness {
     void tick(long ms) {
         while (ms > 0) {
             long d = Math.min(ms, STEP_MS);
+            time.scripted = true;
             time.sleep(d);
+            time.scripted = false;
             ms -= d;
             pump();
             flushStep();
@@ -468,6 +758,12 @@ public final class ConformanceHarness {
             case "answer":
                 answer(num(m, "node", 0), m.getOrDefault("error", "NONE"), num(m, "p", -1), m.get("perr"),
                     num(m, "log_start", 0));
+                break;
+            case "coord":
+                coord(m.getOrDefault("error", "NONE"), num(m, "p", -1), m.get("perr"), false);
+                break;
+            case "txn":
+                txnCall(m.get("call"));
                 break;
             case "disconnect":
                 out.println("{\"ev\":\"disconnected\",\"node\":" + num(m, "node", 0) + "}");
@@ -490,13 +786,19 @@ public final class ConformanceHarness {
 
     /** After the script: the broker answers everything with NONE until every record has an outcome. */
     void drain() {
-        for (int round = 0; round < 400 && outcomes.size() < records; round++) {
+        for (int round = 0; round < 400
+            && (outcomes.size() < records || !pendingOrder.isEmpty() || outstandingTxn() != null); round++) {
             for (int n = 0; n < nodes; n++) {
                 while (oldestProduce(n) != null) {
                     answer(n, "NONE", -1, null, 0);
                     pump();
                     flushStep();
                 }
+            }
+            for (int k = 0; k < 20 && outstandingTxn() != null; k++) {
+                coord("NONE", -1, null, false);
+                pump();
+                flushStep();
             }
             tick(100);
         }
@@ -516,6 +818,7 @@ public final class ConformanceHarness {
             String op = m.get("op");
             if ("config".equals(op)) {
                 h = new ConformanceHarness(m, out);
+                if (h.transactional) h.track(h.txn.initializeTransactions(false), "init");
                 h.pump();
                 h.flushStep();
             } else if ("end".equals(op)) {

@@ -1,0 +1,369 @@
+//! The transactional half of a comparison: the coordinator's conversation (every
+//! transactional request with its producer id, epoch, partitions and commit flag, and
+//! every answer), the application's calls and their completions, and refused sends, in
+//! order, must be identical on both sides, except where a detector below names the
+//! difference (docs/design.md, "Transactional traces").
+
+use super::{field, Verdict};
+
+/// The output events of one side that make up its transactional history.
+const EVENTS: &[&str] = &[
+    "txn",
+    "coord_answered",
+    "txn_call",
+    "txn_done",
+    "send_refused",
+];
+
+/// One side's transactional history: each line with its index in the side's output.
+pub(super) fn history(lines: &[String]) -> Vec<(usize, &str)> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| field(l, "ev").is_some_and(|ev| EVENTS.contains(&ev)))
+        .map(|(i, l)| (i, l.as_str()))
+        .collect()
+}
+
+/// Whether two history lines say the same. A failed operation's code is compared only
+/// where Java names one: Java completes most failed operations with a `KafkaException`
+/// wrapping the cause (`TransactionManager.TxnRequestHandler.fatalError`,
+/// `abortableError`), which `Errors.forException` reads as UNKNOWN_SERVER_ERROR (-1).
+fn same(java: &str, core: &str) -> bool {
+    if java == core {
+        return true;
+    }
+    field(java, "ev") == Some("txn_done")
+        && field(core, "ev") == Some("txn_done")
+        && field(java, "call") == field(core, "call")
+        && field(java, "result") == Some("err:-1")
+        && field(core, "result").is_some_and(|r| r.starts_with("err:"))
+}
+
+/// Where the two sides' transactional histories first differ: the index into each
+/// history, and the earlier of the two output lines.
+pub(super) fn first_difference(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+) -> Option<(usize, usize)> {
+    let n = java.len().max(core.len());
+    let i = (0..n).find(|&i| match (java.get(i), core.get(i)) {
+        (Some((_, j)), Some((_, c))) => !same(j, c),
+        _ => true,
+    })?;
+    let line = |h: &[(usize, &str)]| h.get(i).map_or(usize::MAX, |(l, _)| *l);
+    Some((i, line(java).min(line(core))))
+}
+
+fn parts(line: &str) -> Vec<i32> {
+    field(line, "parts")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn is_add_partitions(line: &str) -> bool {
+    field(line, "ev") == Some("txn") && field(line, "api") == Some("add_partitions")
+}
+
+/// [`Verdict::RetriedAddPartitionsTakesNewPartitions`]: at the first difference both
+/// sides send AddPartitionsToTxn under the same producer id and epoch; Java's is a retry
+/// (it sent the same partitions before) and asks for a strict subset of the core's; and
+/// Java asks for every partition the core added there in a later AddPartitionsToTxn.
+pub(super) fn retried_add_partitions_takes_new(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some((_, j)), Some((_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) || !is_add_partitions(c) {
+        return false;
+    }
+    if field(j, "pid") != field(c, "pid") || field(j, "epoch") != field(c, "epoch") {
+        return false;
+    }
+    let (jp, cp) = (parts(j), parts(c));
+    let subset = jp.iter().all(|p| cp.contains(p)) && jp.len() < cp.len();
+    let retry = java[..i].iter().any(|(_, l)| *l == *j);
+    let missing: Vec<i32> = cp.iter().copied().filter(|p| !jp.contains(p)).collect();
+    let asked_later = missing.iter().all(|m| {
+        java[i + 1..]
+            .iter()
+            .any(|(_, l)| is_add_partitions(l) && parts(l).contains(m))
+    });
+    subset && retry && asked_later
+}
+
+/// [`Verdict::AbortAfterFailedInit`]: the init failed (its completion was an error, and
+/// no later init succeeded); the abort was accepted on both sides just before the first
+/// difference, where Java completes it at once with no request and the core first looks
+/// up the coordinator and asks for a producer id (InitProducerId with none) before it
+/// completes.
+pub(super) fn abort_after_failed_init(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const CALL: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    const DONE: &str = r#"{"ev":"txn_done","call":"abort","result":"ok"}"#;
+    let init_done = |l: &str, result: &str| {
+        field(l, "ev") == Some("txn_done")
+            && field(l, "call") == Some("init")
+            && field(l, "result").is_some_and(|r| r.starts_with(result))
+    };
+    let Some(failed) = java[..i].iter().rposition(|(_, l)| init_done(l, "err")) else {
+        return false;
+    };
+    if java[failed..i].iter().any(|(_, l)| init_done(l, "ok")) {
+        return false;
+    }
+    let called = i > 0 && java[i - 1].1 == CALL && core[i - 1].1 == CALL;
+    let java_at_once = java.get(i).is_some_and(|(_, l)| *l == DONE);
+    let Some(done) = core[i..].iter().position(|(_, l)| *l == DONE) else {
+        return false;
+    };
+    let before = &core[i..i + done];
+    let core_inits_first = before.iter().any(|(_, l)| {
+        field(l, "ev") == Some("txn")
+            && field(l, "api") == Some("init")
+            && field(l, "pid") == Some("-1")
+    }) && before.iter().all(|(_, l)| {
+        matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+            && matches!(field(l, "api"), Some("find_coordinator" | "init"))
+    });
+    called && java_at_once && core_inits_first
+}
+
+/// The class of the first transactional difference at `i`.
+pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> Verdict {
+    if retried_add_partitions_takes_new(java, core, i) {
+        Verdict::RetriedAddPartitionsTakesNewPartitions
+    } else if abort_after_failed_init(java, core, i) {
+        Verdict::AbortAfterFailedInit
+    } else if abort_ends_with_epoch_bump(java, core, i) {
+        Verdict::AbortEndsWithEpochBump
+    } else if lost_end_txn_ends_with_epoch_bump(java, core, i) {
+        Verdict::LostEndTxnEndsWithEpochBump
+    } else if java_reasks_pending_partitions(java, core, i)
+        || java_retries_partitions_already_asked(java, core, i)
+    {
+        Verdict::JavaReasksPendingPartitions
+    } else if commit_fails_before_batches_settle(java, core, i) {
+        Verdict::CommitFailsBeforeBatchesSettle
+    } else {
+        Verdict::Unexplained
+    }
+}
+
+/// [`Verdict::AbortEndsWithEpochBump`]: at the first difference Java completes the
+/// abort, where the core first bumps the epoch: its next transactional request after
+/// lookups of the coordinator is an InitProducerId naming the producer id and epoch of
+/// the EndTxn(ABORT) it sent last (KIP-360 under TV1), and that EndTxn is the last
+/// request both sides sent before.
+pub(super) fn abort_ends_with_epoch_bump(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let request = |l: &str| field(l, "ev") == Some("txn");
+    let api = |l: &str| field(l, "api").unwrap_or_default().to_string();
+    let java_completes = java.get(i).is_some_and(|(_, l)| {
+        field(l, "ev") == Some("txn_done") && field(l, "call") == Some("abort")
+    });
+    let Some((_, end)) = core[..i].iter().rev().find(|(_, l)| request(l)) else {
+        return false;
+    };
+    // The abort ended with EndTxn(ABORT), or with nothing to end (no partition was
+    // added: KAFKA-18401), right after the call, under the last AddPartitionsToTxn's
+    // identity.
+    const CALL: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    let aborted = (api(end) == "end_txn" && field(end, "commit") == Some("0"))
+        || (api(end) == "add_partitions"
+            && i > 0
+            && java[i - 1].1 == CALL
+            && core[i - 1].1 == CALL);
+    let Some((_, next)) = core[i..]
+        .iter()
+        .find(|(_, l)| request(l) && api(l) != "find_coordinator")
+    else {
+        return false;
+    };
+    let only_lookups = core[i..]
+        .iter()
+        .take_while(|(_, l)| *l != *next)
+        .all(|(_, l)| api(l) == "find_coordinator");
+    let bump = api(next) == "init"
+        && field(next, "pid") == field(end, "pid")
+        && field(next, "epoch") == field(end, "epoch");
+    java_completes && aborted && only_lookups && bump
+}
+
+/// [`Verdict::JavaReasksPendingPartitions`]: at the first difference both sides send
+/// AddPartitionsToTxn under the same producer id and epoch; Java's asks for a strict
+/// superset of the core's, and every partition only Java asks for was asked for in an
+/// earlier AddPartitionsToTxn of both sides (Java's `addPartitionsToTransactionHandler`
+/// asks again for `pendingPartitionsInTransaction`, whose request is still unanswered).
+pub(super) fn java_reasks_pending_partitions(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some((_, j)), Some((_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) || !is_add_partitions(c) {
+        return false;
+    }
+    if field(j, "pid") != field(c, "pid") || field(j, "epoch") != field(c, "epoch") {
+        return false;
+    }
+    let (jp, cp) = (parts(j), parts(c));
+    let superset = cp.iter().all(|p| jp.contains(p)) && cp.len() < jp.len();
+    superset
+        && jp
+            .iter()
+            .filter(|p| !cp.contains(p))
+            .all(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p))
+}
+
+/// A request's producer id and epoch, as written.
+fn identity_of(line: &str) -> (String, String) {
+    (
+        field(line, "pid").unwrap_or_default().to_string(),
+        field(line, "epoch").unwrap_or_default().to_string(),
+    )
+}
+
+/// Whether `h` asked for partition `p` in an AddPartitionsToTxn before index `i`, since
+/// the transaction began.
+fn asked_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
+    const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+    let since = h[..i].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
+    h[since..i]
+        .iter()
+        .any(|(_, l)| is_add_partitions(l) && parts(l).contains(&p))
+}
+
+/// [`Verdict::JavaReasksPendingPartitions`], the other form: at the first difference
+/// Java sends an AddPartitionsToTxn (the retry of a request that failed, after a newer
+/// one took its partitions with the new ones) for partitions both sides already asked
+/// for in this transaction, under the identity of the last such request, where the
+/// core asks for nothing new.
+pub(super) fn java_retries_partitions_already_asked(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some((_, j)) = java.get(i) else {
+        return false;
+    };
+    if !is_add_partitions(j) {
+        return false;
+    }
+    let last = |h: &[(usize, &str)]| -> Option<(String, String)> {
+        h[..i]
+            .iter()
+            .rev()
+            .find(|(_, l)| is_add_partitions(l))
+            .map(|(_, l)| identity_of(l))
+    };
+    let identity = Some(identity_of(j));
+    let core_asks_new = core.get(i).is_some_and(|(_, c)| {
+        is_add_partitions(c) && parts(c).iter().any(|&p| !asked_in_transaction(core, i, p))
+    });
+    last(java) == identity
+        && last(core) == identity
+        && parts(j)
+            .iter()
+            .all(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p))
+        && !core_asks_new
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`]: at the first difference the core
+/// completes the commit with an error, and Java completes it with the same error (or a
+/// wrapped one) later, with the same history in between: Java fails the EndTxn only
+/// once no batch is incomplete (`nextRequest` holds it while `hasIncompleteBatches`,
+/// then `maybeTerminateRequestWithError`); the core fails the commit as soon as the
+/// transaction becomes abortable.
+pub(super) fn commit_fails_before_batches_settle(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some((_, c)) = core.get(i) else {
+        return false;
+    };
+    let failed_commit = field(c, "ev") == Some("txn_done")
+        && field(c, "call") == Some("commit")
+        && field(c, "result").is_some_and(|r| r.starts_with("err:"));
+    if !failed_commit {
+        return false;
+    }
+    let Some(j) = (i..java.len()).find(|&j| same(java[j].1, c)) else {
+        return false;
+    };
+    (i..j).all(|k| core.get(k + 1).is_some_and(|(_, l)| same(java[k].1, l)))
+}
+
+/// A transactional trace's verdict. A transaction couples its partitions
+/// (AddPartitionsToTxn gates every partition's drain, EndTxn waits for every batch, one
+/// abortable error fails them all), so the earliest difference, on a partition
+/// (`earliest`: its class and output line) or in the conversation, classifies the
+/// trace, and every later one is its consequence. `produce` is the verdict the
+/// partitions alone gave.
+pub(super) fn verdict(
+    java: &[String],
+    core: &[String],
+    earliest: Option<(Verdict, usize)>,
+    produce: Verdict,
+) -> Verdict {
+    let (jh, ch) = (history(java), history(core));
+    match (first_difference(&jh, &ch), earliest) {
+        (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => classify(&jh, &ch, i),
+        (_, Some((v, _))) if v != Verdict::Unexplained => v,
+        (_, Some(_)) => produce,
+        (_, None) => Verdict::Same,
+    }
+}
+
+/// [`Verdict::LostEndTxnEndsWithEpochBump`]: at the first difference Java completes the
+/// commit or abort, where the core first bumps the epoch: the last request both sides
+/// sent is an EndTxn that they had sent before too (a retry: the first was lost or
+/// refused), and the core's next request after lookups of the coordinator is an
+/// InitProducerId naming that EndTxn's producer id and epoch.
+pub(super) fn lost_end_txn_ends_with_epoch_bump(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let request = |l: &str| field(l, "ev") == Some("txn");
+    let api = |l: &str| field(l, "api").unwrap_or_default().to_string();
+    let Some((_, end)) = core[..i].iter().rev().find(|(_, l)| request(l)) else {
+        return false;
+    };
+    let java_end = java[..i].iter().rev().find(|(_, l)| request(l));
+    let retried = api(end) == "end_txn"
+        && java_end.is_some_and(|(_, l)| l == end)
+        && core[..i].iter().filter(|(_, l)| l == end).count() >= 2;
+    let call = if field(end, "commit") == Some("1") {
+        "commit"
+    } else {
+        "abort"
+    };
+    let java_completes = java
+        .get(i)
+        .is_some_and(|(_, l)| field(l, "ev") == Some("txn_done") && field(l, "call") == Some(call));
+    let Some((_, next)) = core[i..]
+        .iter()
+        .find(|(_, l)| request(l) && api(l) != "find_coordinator")
+    else {
+        return false;
+    };
+    let bump = api(next) == "init"
+        && field(next, "pid") == field(end, "pid")
+        && field(next, "epoch") == field(end, "epoch");
+    retried && java_completes && bump
+}
