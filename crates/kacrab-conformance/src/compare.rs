@@ -87,10 +87,11 @@ pub enum Verdict {
     /// batch the core stamps later is under an identity Java stamped too, or under the
     /// old one while the bump still waits.
     BumpWaitsForPossiblyWrittenBatches,
-    /// Transactional traces: a retried AddPartitionsToTxn. Java retries the request it
-    /// built (`AddPartitionsToTxnHandler` keeps its builder) and asks for partitions
-    /// added meanwhile in the next one; the core's retry asks for the unanswered and the
-    /// new partitions together. Exact: see `txn::retried_add_partitions_takes_new`.
+    /// Transactional traces: a retried AddPartitionsToTxn, or one held behind a
+    /// coordinator lookup. Java sends the request it built (`AddPartitionsToTxnHandler`
+    /// keeps its builder) and asks for partitions added meanwhile in the next one; the
+    /// core's request, built when sent, asks for the unanswered and the new partitions
+    /// together. Exact: see `txn::retried_add_partitions_takes_new`.
     RetriedAddPartitionsTakesNewPartitions,
     /// Transactional traces: an abort after `initTransactions` failed. Java's abort
     /// completes at once (nothing was added, so no EndTxn: KAFKA-18401) and leaves the

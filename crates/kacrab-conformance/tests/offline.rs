@@ -669,3 +669,26 @@ fn the_tv1_commit_whose_end_txn_timed_out_ends_with_a_bump() {
         },
     );
 }
+
+#[test]
+fn java_holding_add_partitions_built_before_a_coordinator_lookup_is_that_departure() {
+    // Java built AddPartitionsToTxn(0,2) before the lookup (2 pending, 0 new) and sends
+    // it after; the core's, built when sent, also takes partition 1, which Java asks for
+    // next. Near miss: Java's request asks again for nothing asked before.
+    recorded_as(
+        "txn_add_partitions_held_behind_lookup",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| replaced(java, r#""parts":"0,2""#, r#""parts":"0""#),
+    );
+}
+
+#[test]
+fn java_retrying_an_answered_partition_before_the_new_one_is_that_quirk() {
+    // Java's stale retry of partition 2 goes before partition 1's request, which the
+    // core sends at once. Near miss: Java's next new request is for another partition.
+    recorded_as(
+        "txn_java_stale_retry_before_new_partitions",
+        Verdict::JavaReasksPendingPartitions,
+        |java| replaced(java, r#""parts":"1"}"#, r#""parts":"3"}"#),
+    );
+}

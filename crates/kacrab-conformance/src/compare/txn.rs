@@ -68,8 +68,11 @@ fn is_add_partitions(line: &str) -> bool {
 }
 
 /// [`Verdict::RetriedAddPartitionsTakesNewPartitions`]: at the first difference both
-/// sides send AddPartitionsToTxn under the same producer id and epoch; Java's is a retry
-/// (it sent the same partitions before) and asks for a strict subset of the core's; and
+/// sides send AddPartitionsToTxn under the same producer id and epoch; Java's asks for
+/// a strict subset of the core's and was built earlier: it is a retry (it sent the same
+/// partitions before), or it follows a successful coordinator lookup on both sides and
+/// asks again for a partition both sides asked for before in this transaction (Java
+/// built it, with the partitions pending then, before `lookupCoordinator` held it); and
 /// Java asks for every partition the core added there in a later AddPartitionsToTxn.
 pub(super) fn retried_add_partitions_takes_new(
     java: &[(usize, &str)],
@@ -87,7 +90,12 @@ pub(super) fn retried_add_partitions_takes_new(
     }
     let (jp, cp) = (parts(j), parts(c));
     let subset = jp.iter().all(|p| cp.contains(p)) && jp.len() < cp.len();
-    let retry = java[..i].iter().any(|(_, l)| *l == *j);
+    const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
+    let after_lookup = i > 0 && java[i - 1].1 == FOUND && core[i - 1].1 == FOUND;
+    let asks_again = jp
+        .iter()
+        .any(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p));
+    let retry = java[..i].iter().any(|(_, l)| *l == *j) || (after_lookup && asks_again);
     let missing: Vec<i32> = cp.iter().copied().filter(|p| !jp.contains(p)).collect();
     let asked_later = missing.iter().all(|m| {
         java[i + 1..]
@@ -251,7 +259,9 @@ fn asked_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
 /// Java sends an AddPartitionsToTxn (the retry of a request that failed, after a newer
 /// one took its partitions with the new ones) for partitions both sides already asked
 /// for in this transaction, under the identity of the last such request, where the
-/// core asks for nothing new.
+/// core asks for nothing new, or asks for new partitions with a request that Java
+/// sends, identical, as its next AddPartitionsToTxn asking for anything not already
+/// asked (the stale retry went first in Java's queue).
 pub(super) fn java_retries_partitions_already_asked(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -274,12 +284,21 @@ pub(super) fn java_retries_partitions_already_asked(
     let core_asks_new = core.get(i).is_some_and(|(_, c)| {
         is_add_partitions(c) && parts(c).iter().any(|&p| !asked_in_transaction(core, i, p))
     });
+    // Java's next AddPartitionsToTxn after its stale retries, if it is the core's.
+    let java_asks_core_next = core.get(i).is_some_and(|(_, c)| {
+        java[i + 1..]
+            .iter()
+            .find(|(_, l)| {
+                is_add_partitions(l) && parts(l).iter().any(|&p| !asked_in_transaction(java, i, p))
+            })
+            .is_some_and(|(_, l)| l == c)
+    });
     last(java) == identity
         && last(core) == identity
         && parts(j)
             .iter()
             .all(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p))
-        && !core_asks_new
+        && (!core_asks_new || java_asks_core_next)
 }
 
 /// [`Verdict::CommitFailsBeforeBatchesSettle`]: at the first difference the core
@@ -312,8 +331,9 @@ pub(super) fn commit_fails_before_batches_settle(
 /// (AddPartitionsToTxn gates every partition's drain, EndTxn waits for every batch, one
 /// abortable error fails them all), so the earliest difference, on a partition
 /// (`earliest`: its class and output line) or in the conversation, classifies the
-/// trace, and every later one is its consequence. `produce` is the verdict the
-/// partitions alone gave.
+/// trace, and every later one is its consequence; at a tie a partition detector's
+/// verdict stands, else the conversation's. `produce` is the verdict the partitions
+/// alone gave.
 pub(super) fn verdict(
     java: &[String],
     core: &[String],
@@ -324,6 +344,10 @@ pub(super) fn verdict(
     match (first_difference(&jh, &ch), earliest) {
         (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => classify(&jh, &ch, i),
         (_, Some((v, _))) if v != Verdict::Unexplained => v,
+        // Both first differ at the same output line (one side's transactional request
+        // where the other produces) and no partition detector names it: the
+        // conversation's difference, which gates the partitions, classifies it.
+        (Some((i, line)), Some((_, when))) if line == when => classify(&jh, &ch, i),
         (_, Some(_)) => produce,
         (_, None) => Verdict::Same,
     }
