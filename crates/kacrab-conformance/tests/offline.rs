@@ -692,3 +692,21 @@ fn java_retrying_an_answered_partition_before_the_new_one_is_that_quirk() {
         |java| replaced(java, r#""parts":"1"}"#, r#""parts":"3"}"#),
     );
 }
+
+#[test]
+fn a_commit_call_java_accepts_as_a_retry_while_the_core_failed_it_is_that_departure() {
+    // The application commits again while Java still holds the failing EndTxn (Java
+    // hands back the pending result, the core refuses: its commit failed already).
+    // Near miss: what Java accepts there is an abort, which no departure explains.
+    recorded_as(
+        "txn_commit_fails_early_commit_retried",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        |java| {
+            const RETRY: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+            let mut java = java.to_vec();
+            let last = java.iter().rposition(|l| l == RETRY).unwrap();
+            java[last] = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#.to_string();
+            java
+        },
+    );
+}

@@ -306,7 +306,10 @@ pub(super) fn java_retries_partitions_already_asked(
 /// wrapped one) later, with the same history in between: Java fails the EndTxn only
 /// once no batch is incomplete (`nextRequest` holds it while `hasIncompleteBatches`,
 /// then `maybeTerminateRequestWithError`); the core fails the commit as soon as the
-/// transaction becomes abortable.
+/// transaction becomes abortable. In between, a commit call that Java accepts (the
+/// retry of the commit in progress: `TransactionManager.beginCommit` hands back the
+/// pending result) is one the core refuses (its commit has failed), and nothing else
+/// differs.
 pub(super) fn commit_fails_before_batches_settle(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -324,7 +327,12 @@ pub(super) fn commit_fails_before_batches_settle(
     let Some(j) = (i..java.len()).find(|&j| same(java[j].1, c)) else {
         return false;
     };
-    (i..j).all(|k| core.get(k + 1).is_some_and(|(_, l)| same(java[k].1, l)))
+    const RETRIED: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+    const REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
+    (i..j).all(|k| {
+        core.get(k + 1)
+            .is_some_and(|(_, l)| same(java[k].1, l) || (java[k].1 == RETRIED && *l == REFUSED))
+    })
 }
 
 /// A transactional trace's verdict. A transaction couples its partitions
