@@ -123,6 +123,12 @@ pub enum Verdict {
     /// only (the error is the same). Exact: see
     /// `txn::commit_fails_before_batches_settle`.
     CommitFailsBeforeBatchesSettle,
+    /// Transactional traces: a batch answered UNKNOWN_PRODUCER_ID on a partition with
+    /// no acknowledged offset at or above the log start. Java restarts the partition's
+    /// sequences and retries it (`TransactionManager.canRetry`); the core makes the
+    /// transaction abortable and fails the pending commit (a documented
+    /// simplification). Exact: see `txn::unknown_producer_id_fails_commit`.
+    UnknownProducerIdAbortsTransaction,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }

@@ -710,3 +710,23 @@ fn a_commit_call_java_accepts_as_a_retry_while_the_core_failed_it_is_that_depart
         },
     );
 }
+
+#[test]
+fn unknown_producer_id_on_a_partition_without_acks_aborts_in_the_core() {
+    // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID (log start 0): Java
+    // restarts its sequences and resends it, and commits; the core fails the commit.
+    // Near miss: Java never sends that batch again (nor gets its answer).
+    recorded_as(
+        "txn_UnknownProducerIdAbortsTransaction",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        |java| {
+            let failed = java
+                .iter()
+                .position(|l| l.contains("=UNKNOWN_PRODUCER_ID"))
+                .unwrap();
+            let (before, after) = java.split_at(failed + 1);
+            let after = after.iter().filter(|l| !l.contains("1:1000:0:0:1"));
+            before.iter().chain(after).cloned().collect()
+        },
+    );
+}

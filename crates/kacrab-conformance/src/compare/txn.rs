@@ -349,6 +349,13 @@ pub(super) fn verdict(
     produce: Verdict,
 ) -> Verdict {
     let (jh, ch) = (history(java), history(core));
+    let classify = |jh: &[(usize, &str)], ch: &[(usize, &str)], i: usize| match classify(jh, ch, i)
+    {
+        Verdict::Unexplained if unknown_producer_id_fails_commit(java, core, ch, i) => {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        v => v,
+    };
     match (first_difference(&jh, &ch), earliest) {
         (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => classify(&jh, &ch, i),
         (_, Some((v, _))) if v != Verdict::Unexplained => v,
@@ -398,4 +405,51 @@ pub(super) fn lost_end_txn_ends_with_epoch_bump(
         && field(next, "pid") == field(end, "pid")
         && field(next, "epoch") == field(end, "epoch");
     retried && java_completes && bump
+}
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`]: at the first difference the core
+/// fails the commit with UNKNOWN_PRODUCER_ID (59); the last Produce answer the core got
+/// before failed batches with UNKNOWN_PRODUCER_ID, Java got the same answer, and Java
+/// sends every one of those batches again, with the same stamp, after it
+/// (`TransactionManager.canRetry`: no acknowledged offset at or above the log start,
+/// so it restarts the partition's sequences and retries), where the core makes the
+/// transaction abortable (docs/design.md, "Simplification, as built").
+pub(super) fn unknown_producer_id_fails_commit(
+    java: &[String],
+    core: &[String],
+    ch: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#;
+    let Some(&(at, c)) = ch.get(i) else {
+        return false;
+    };
+    if c != FAILED {
+        return false;
+    }
+    let Some(answer) = core[..at]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect();
+    let Some(answered) = java.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let resent = |stamp: &&str| {
+        java[answered + 1..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| b == *stamp)
+        })
+    };
+    !failed.is_empty() && failed.iter().all(resent)
 }
