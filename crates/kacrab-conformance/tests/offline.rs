@@ -730,3 +730,25 @@ fn unknown_producer_id_on_a_partition_without_acks_aborts_in_the_core() {
         },
     );
 }
+
+#[test]
+fn a_tie_between_a_partition_and_the_conversation_goes_to_the_conversation() {
+    // On one output line Java sends its stale AddPartitionsToTxn retry where the core
+    // produces: both differences start there, no partition detector names it, and the
+    // conversation's does. Near miss: that retry asks for a partition nobody asked for.
+    recorded_as(
+        "txn_tie_goes_to_conversation",
+        Verdict::JavaReasksPendingPartitions,
+        |java| {
+            let mut java = java.to_vec();
+            let answered = java
+                .iter()
+                .position(|l| l.contains(r#""error":"0=NONE,1=NONE""#))
+                .unwrap();
+            let retry = &mut java[answered + 1];
+            assert!(retry.contains(r#""parts":"1"}"#));
+            *retry = retry.replace(r#""parts":"1"}"#, r#""parts":"2"}"#);
+            java
+        },
+    );
+}
