@@ -72,7 +72,7 @@ impl Producer {
         // Where the previous batch's answer was: the next batch's answer is most likely
         // right after it.
         let mut previous: Option<usize> = None;
-        for (i, id) in batches.into_iter().enumerate() {
+        for (i, &id) in batches.iter().enumerate() {
             let Some(b) = self.batches.get(id) else {
                 continue;
             };
@@ -87,6 +87,7 @@ impl Producer {
                 None => self.lost_in_transit(id, RequestFailure::Disconnected),
             }
         }
+        self.recycled.give_batch_list(batches);
         Ok(())
     }
 
@@ -139,7 +140,7 @@ impl Producer {
         let (p, done) = (b.partition, b.done);
         self.acc[p].remove_on_wire(id);
         if done {
-            self.batches.remove(id);
+            self.free_batch(id);
             return false;
         }
         true

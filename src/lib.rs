@@ -144,6 +144,7 @@ mod outcome;
 mod partition;
 mod probe;
 mod producer;
+mod recycle;
 pub mod record;
 mod requests;
 mod retry;

@@ -217,6 +217,22 @@ impl BatchBuilder {
         }
     }
 
+    /// An empty builder without a codec that writes into `buf` (emptied first): a freed
+    /// batch's buffer, reused. `buf` should be reference-counted already (one of
+    /// [`BatchBuilder`]'s own), or sharing the batch later allocates.
+    pub(crate) fn in_buffer(mut buf: BytesMut) -> Self {
+        buf.clear();
+        buf.put_bytes(0, RECORD_BATCH_OVERHEAD);
+        Self {
+            buf,
+            compression: Compression::None,
+            ratio: CompressionRatio::ONE,
+            record_count: 0,
+            base_timestamp: NO_TIMESTAMP,
+            max_timestamp: NO_TIMESTAMP,
+        }
+    }
+
     /// An upper bound of `record`'s encoded size, length prefix included, whatever batch it
     /// lands in: the timestamp and offset deltas are assumed to take their longest encodings.
     /// Fit for sizing buffers before a batch exists (Kafka's `estimateSizeInBytesUpperBound`).
