@@ -108,15 +108,17 @@ fn ok_all(tps: &[TopicPartition]) -> ProduceResponse {
 fn drain_and_ack(p: &mut Producer, response: &ProduceResponse, now: Timestamp) -> usize {
     let mut delivered = 0;
     while let Some(request) = p.poll_request(now) {
-        let Request::Produce(r) = request else {
+        let Request::Produce(r) = &request else {
             panic!("unexpected {request:?}")
         };
-        p.handle_produce_response(r.id, response, now)
+        let id = r.id;
+        // As a driver does: the request is written and handed back before its answer.
+        p.recycle(request);
+        p.handle_produce_response(id, response, now)
             .expect("known request");
-        drop(r);
         while let Some(e) = p.poll_event() {
             delivered += usize::from(matches!(e, kacrab_idempotence::Event::Delivered { .. }));
-            let _ = black_box(e);
+            p.recycle_event(e);
         }
     }
     delivered
@@ -155,14 +157,19 @@ mod stamp_ack {
             let k = i % n;
             i += 1;
             p.send(&tps[k], &record, now).expect("queued");
-            let Some(Request::Produce(r)) = p.poll_request(now) else {
+            let Some(request) = p.poll_request(now) else {
                 unreachable!()
             };
-            p.handle_produce_response(r.id, &responses[k], now)
+            let Request::Produce(r) = &request else {
+                unreachable!()
+            };
+            let id = r.id;
+            // As a driver does: written and handed back before the answer comes.
+            p.recycle(request);
+            p.handle_produce_response(id, &responses[k], now)
                 .expect("known request");
-            drop(r);
             while let Some(e) = p.poll_event() {
-                let _ = black_box(e);
+                p.recycle_event(black_box(e));
             }
         });
         assert!(p.is_idle());

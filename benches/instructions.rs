@@ -65,14 +65,17 @@ fn small_record() -> Record {
 fn drain_and_ack(p: &mut Producer, response: &ProduceResponse, now: Timestamp) -> usize {
     let mut delivered = 0;
     while let Some(request) = p.poll_request(now) {
-        let Request::Produce(r) = request else {
+        let Request::Produce(r) = &request else {
             panic!("unexpected {request:?}")
         };
-        p.handle_produce_response(r.id, response, now)
+        let id = r.id;
+        // As a driver does: the request is written and handed back before its answer.
+        p.recycle(request);
+        p.handle_produce_response(id, response, now)
             .expect("known request");
-        drop(r);
         while let Some(e) = p.poll_event() {
             delivered += usize::from(matches!(e, Event::Delivered { .. }));
+            p.recycle_event(e);
         }
     }
     delivered
@@ -161,14 +164,19 @@ fn send_stamp_ack_x100(mut f: Fixture) -> Fixture {
     for i in 0..CYCLES {
         let k = i % f.tps.len();
         f.p.send(&f.tps[k], &record, NOW).expect("queued");
-        let Some(Request::Produce(r)) = f.p.poll_request(NOW) else {
+        let Some(request) = f.p.poll_request(NOW) else {
             unreachable!()
         };
-        f.p.handle_produce_response(r.id, &f.responses[k], NOW)
+        let Request::Produce(r) = &request else {
+            unreachable!()
+        };
+        let id = r.id;
+        f.p.recycle(request);
+        f.p.handle_produce_response(id, &f.responses[k], NOW)
             .expect("known request");
-        drop(r);
         while let Some(e) = f.p.poll_event() {
             black_box(&e);
+            f.p.recycle_event(e);
         }
     }
     f
@@ -184,10 +192,15 @@ fn phase_poll_request(mut f: Fixture) -> (Fixture, Option<Request>) {
 
 fn answered_pending(n: usize) -> (Fixture, RequestId) {
     let mut f = prequeued(n);
-    let Some(Request::Produce(r)) = f.p.poll_request(NOW) else {
+    let Some(request) = f.p.poll_request(NOW) else {
         panic!("no request")
     };
-    (f, r.id)
+    let Request::Produce(r) = &request else {
+        panic!("no produce request")
+    };
+    let id = r.id;
+    f.p.recycle(request);
+    (f, id)
 }
 
 #[library_benchmark]

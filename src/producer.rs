@@ -456,11 +456,21 @@ impl Producer {
         let mut touched = core::mem::take(&mut self.retimed);
         self.acc.take_touched(&mut touched);
         self.batches.take_touched(&mut touched);
+        // Past a few dozen partitions changed, and a sizeable share of the table, one
+        // sort beats moving a sorted index's tail once per partition.
+        let bulk = touched.len() > 32 && touched.len() * 8 > self.timers.len();
         for &p in &touched {
             if p < self.acc.ids().end {
                 let timers = self.partition_timers(p);
-                self.timers.set(p, timers);
+                if bulk {
+                    self.timers.stage(p, timers);
+                } else {
+                    self.timers.set(p, timers);
+                }
             }
+        }
+        if bulk {
+            self.timers.rebuild();
         }
         touched.clear();
         self.retimed = touched;

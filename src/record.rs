@@ -45,7 +45,8 @@ pub(crate) use check::{check_handed, largest_record};
 pub use split::{decode_records, decode_records_with, split, split_with};
 pub(crate) use split::{split_pieces, SplitPiece};
 use varint::{
-    len_prefix_len, put_varint, varint_len, varlong_len, Fields, MAX_VARINT_LEN, MAX_VARLONG_LEN,
+    len_prefix_len, put_varint, varint_len, varlong_len, RecordHead, SmallVarint, MAX_VARINT_LEN,
+    MAX_VARLONG_LEN,
 };
 #[cfg(test)]
 use varint::put_varlong;
@@ -309,28 +310,35 @@ impl BatchBuilder {
         // Kafka computes the delta in wrapping 64-bit arithmetic; the reader adds it back the
         // same way, so every pair of timestamps round trips.
         let timestamp_delta = record.timestamp.wrapping_sub(self.base_timestamp);
-        let offset_delta = self.record_count;
         let key = record.key.as_deref();
         let value = record.value.as_deref();
-        let body = self.body_len(record);
-        let body_i32 = to_i32(body);
+        // The record's size comes from the encoded fields' own lengths: nothing is
+        // encoded or walked twice.
+        let mut head = RecordHead::new(
+            timestamp_delta,
+            self.record_count,
+            key.map_or(-1, |k| to_i32(k.len())),
+        );
+        let value_len = SmallVarint::new(value.map_or(-1, |v| to_i32(v.len())));
+        let headers_len = if record.headers.is_empty() {
+            1
+        } else {
+            headers_len(&record.headers)
+        };
+        let body = head.fields_len()
+            + key.map_or(0, <[u8]>::len)
+            + value_len.len()
+            + value.map_or(0, <[u8]>::len)
+            + headers_len;
+        head.prefix_length(to_i32(body));
+        debug_assert_eq!(body, self.body_len(record));
 
         let buf = &mut self.buf;
-        buf.reserve(varint_len(body_i32) + body);
-        // Length, attributes, the two deltas and the key's length: at most 5 + 1 + 10 +
-        // 5 + 5 = 26 bytes, appended as one copy (see `Fields`).
-        let mut head = Fields::<32>::new();
-        head.varint(body_i32);
-        head.u8(0);
-        head.varlong(timestamp_delta);
-        head.varint(offset_delta);
-        head.varint(key.map_or(-1, |k| to_i32(k.len())));
+        buf.reserve(head.len() - head.fields_len() + body);
         head.append_to(buf);
         if let Some(k) = key {
             buf.extend_from_slice(k);
         }
-        let mut value_len = Fields::<8>::new();
-        value_len.varint(value.map_or(-1, |v| to_i32(v.len())));
         value_len.append_to(buf);
         if let Some(v) = value {
             buf.extend_from_slice(v);
@@ -652,15 +660,18 @@ fn put_at<const N: usize>(h: &mut HeaderBytes, at: usize, bytes: [u8; N]) {
 /// Encoded size of a record's key, value and headers: everything but length, attributes
 /// and the two deltas.
 fn payload_len(record: &Record) -> usize {
-    let headers: usize = record
-        .headers
+    nullable_len(record.key.as_deref())
+        + nullable_len(record.value.as_deref())
+        + headers_len(&record.headers)
+}
+
+/// Encoded size of a record's header count and headers.
+fn headers_len(headers: &[Header]) -> usize {
+    let each: usize = headers
         .iter()
         .map(|h| len_prefix_len(h.key.len()) + h.key.len() + nullable_len(h.value.as_deref()))
         .sum();
-    nullable_len(record.key.as_deref())
-        + nullable_len(record.value.as_deref())
-        + len_prefix_len(record.headers.len())
-        + headers
+    len_prefix_len(headers.len()) + each
 }
 
 fn nullable_len(bytes: Option<&[u8]>) -> usize {

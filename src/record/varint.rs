@@ -1,6 +1,6 @@
 //! Kafka's variable-length integers (protobuf's base-128 varints over zigzag-encoded
-//! values, `ByteUtils.writeVarint` / `writeVarlong`), their sizes, and [`Fields`], which
-//! encodes a run of them on the stack so a record's small fields reach the batch in one
+//! values, `ByteUtils.writeVarint` / `writeVarlong`), their sizes, and [`RecordHead`],
+//! which encodes a record's leading fields on the stack so they reach the batch in one
 //! fixed-size copy instead of one bounds-checked push per byte.
 
 use bytes::{BufMut, BytesMut};
@@ -55,65 +55,131 @@ pub(super) fn put_varlong(buf: &mut BytesMut, v: i64) {
     put_uvarint(buf, zigzag64(v));
 }
 
-/// Up to `N` bytes of consecutive small fields, encoded on the stack, then appended with
-/// [`Fields::append_to`].
+/// Writes `v` as a base-128 varint at `bytes[pos..]` and returns the position after it.
+/// A free function over a local position, so the position stays in a register.
 ///
-/// Why: a record starts with five varints and a byte before its key, and each
-/// `BytesMut::put_u8` reloads and rechecks the buffer's length and capacity through
-/// `&mut`; here the fields are written into a local array (whose length the compiler
-/// knows) and reach the buffer as one copy of `N` bytes, a few vector moves.
-pub(super) struct Fields<const N: usize> {
-    bytes: [u8; N],
-    /// Bytes written. Invariant: `len <= N` (a write past `N` panics on the index).
+/// # Panics
+///
+/// If `bytes` ends first (the callers size their arrays for the longest encodings).
+#[inline(always)]
+fn write_uvarint(bytes: &mut [u8], mut pos: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        bytes[pos] = (v as u8) | 0x80;
+        pos += 1;
+        v >>= 7;
+    }
+    bytes[pos] = v as u8;
+    pos + 1
+}
+
+/// A record's fields from its length to its key's length, encoded on the stack: the
+/// length prefix (written last, once the body's size is known, right before the other
+/// fields), attributes, timestamp delta, offset delta and key length; at most
+/// 5 + 1 + 10 + 5 + 5 = 26 bytes.
+///
+/// Why: written into a local array and appended to the batch with one copy of a
+/// constant size (a few vector moves, see [`RecordHead::append_to`]), these fields cost
+/// a fraction of one `BytesMut::put_u8` per byte, each of which reloads and rechecks the
+/// buffer's length and capacity; and their sizes come from where the writes end, so
+/// sizing the record does not encode them a second time.
+pub(super) struct RecordHead {
+    bytes: [u8; HEAD_ARRAY],
+    /// Where the length prefix starts. Invariant: `start <= MAX_VARINT_LEN <= end`.
+    start: usize,
+    /// Where the written fields end. Invariant: `end - start <= HEAD_COPY`.
+    end: usize,
+}
+
+/// Bytes copied per record head: at least the longest head (26 bytes).
+const HEAD_COPY: usize = 32;
+/// The array: room for a copy of `HEAD_COPY` bytes from any start up to `MAX_VARINT_LEN`.
+const HEAD_ARRAY: usize = MAX_VARINT_LEN + HEAD_COPY;
+
+impl RecordHead {
+    /// Attributes (0), the two deltas and the key's length (-1 for none), after room for
+    /// the length prefix.
+    #[inline]
+    pub(super) fn new(timestamp_delta: i64, offset_delta: i32, key_len: i32) -> Self {
+        let mut bytes = [0u8; HEAD_ARRAY];
+        let mut pos = MAX_VARINT_LEN + 1; // attributes: 0, already zero
+        pos = write_uvarint(&mut bytes, pos, zigzag64(timestamp_delta));
+        pos = write_uvarint(&mut bytes, pos, u64::from(zigzag32(offset_delta)));
+        pos = write_uvarint(&mut bytes, pos, u64::from(zigzag32(key_len)));
+        Self {
+            bytes,
+            start: MAX_VARINT_LEN,
+            end: pos,
+        }
+    }
+
+    /// The size of the fields after the length prefix.
+    #[inline]
+    pub(super) fn fields_len(&self) -> usize {
+        self.end - MAX_VARINT_LEN
+    }
+
+    /// Writes the length prefix right before the other fields; once.
+    #[inline]
+    pub(super) fn prefix_length(&mut self, body_len: i32) {
+        debug_assert_eq!(self.start, MAX_VARINT_LEN, "length prefixed twice");
+        let start = MAX_VARINT_LEN - varint_len(body_len);
+        write_uvarint(&mut self.bytes, start, u64::from(zigzag32(body_len)));
+        self.start = start;
+    }
+
+    /// The encoded size, the length prefix included.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Appends the head to `buf`: with `HEAD_COPY` bytes of spare capacity as a copy of
+    /// that constant size cut back to the head's length (the bytes past it lie in spare
+    /// capacity, which the record's next bytes overwrite); otherwise (the last record of
+    /// an exactly sized buffer) as a plain copy, so the buffer never grows for padding.
+    #[inline]
+    pub(super) fn append_to(&self, buf: &mut BytesMut) {
+        debug_assert!(self.start <= MAX_VARINT_LEN && self.len() <= HEAD_COPY);
+        let at = buf.len();
+        if buf.capacity() - at >= HEAD_COPY {
+            let copy: &[u8; HEAD_COPY] = self.bytes[self.start..self.start + HEAD_COPY]
+                .try_into()
+                .expect("HEAD_ARRAY leaves room for the copy");
+            buf.extend_from_slice(copy);
+            buf.truncate(at + self.len());
+        } else {
+            buf.extend_from_slice(&self.bytes[self.start..self.end]);
+        }
+    }
+}
+
+/// A varint of at most [`MAX_VARINT_LEN`] bytes, encoded on the stack (a value's length,
+/// appended between the key and the value), appended like [`RecordHead`].
+pub(super) struct SmallVarint {
+    bytes: [u8; 8],
+    /// Invariant: `1 <= len <= MAX_VARINT_LEN`.
     len: usize,
 }
 
-impl<const N: usize> Fields<N> {
+impl SmallVarint {
     #[inline]
-    pub(super) fn new() -> Self {
-        Self {
-            bytes: [0; N],
-            len: 0,
-        }
+    pub(super) fn new(v: i32) -> Self {
+        let mut bytes = [0u8; 8];
+        let len = write_uvarint(&mut bytes, 0, u64::from(zigzag32(v)));
+        Self { bytes, len }
     }
 
     #[inline]
-    pub(super) fn u8(&mut self, b: u8) {
-        self.bytes[self.len] = b;
-        self.len += 1;
+    pub(super) fn len(&self) -> usize {
+        self.len
     }
 
-    #[inline]
-    fn uvarint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.u8((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.u8(v as u8);
-    }
-
-    #[inline]
-    pub(super) fn varint(&mut self, v: i32) {
-        self.uvarint(u64::from(zigzag32(v)));
-    }
-
-    #[inline]
-    pub(super) fn varlong(&mut self, v: i64) {
-        self.uvarint(zigzag64(v));
-    }
-
-    /// Appends the bytes written to `buf`. With `N` bytes of spare capacity, as a copy of
-    /// all `N` (constant size, so no `memcpy` call) cut back to the written length: the
-    /// bytes past it lie in spare capacity, which the next write overwrites. Otherwise
-    /// (the last record of an exactly sized buffer) as a plain copy, so the buffer never
-    /// grows for the padding.
     #[inline]
     pub(super) fn append_to(&self, buf: &mut BytesMut) {
-        debug_assert!(self.len <= N);
-        let start = buf.len();
-        if buf.capacity() - start >= N {
+        let at = buf.len();
+        if buf.capacity() - at >= self.bytes.len() {
             buf.extend_from_slice(&self.bytes);
-            buf.truncate(start + self.len);
+            buf.truncate(at + self.len);
         } else {
             buf.extend_from_slice(&self.bytes[..self.len]);
         }
