@@ -582,7 +582,10 @@ fn sanity_checks() {
         // The drain's round robin starts where the warm-up left it, so the request lists
         // the partitions rotated; the answer (in partition order) then matches after one
         // scan (`handle_produce_response` follows the previous answer's position).
-        let first = tps.iter().position(|tp| tp == &r.batches[0].partition).unwrap();
+        let first = tps
+            .iter()
+            .position(|tp| tp == &r.batches[0].partition)
+            .unwrap();
         assert!(
             r.batches
                 .iter()

@@ -44,12 +44,12 @@ mod varint;
 pub(crate) use check::{check_handed, largest_record};
 pub use split::{decode_records, decode_records_with, split, split_with};
 pub(crate) use split::{split_pieces, SplitPiece};
+#[cfg(test)]
+use varint::put_varlong;
 use varint::{
     len_prefix_len, put_varint, varint_len, varlong_len, RecordHead, SmallVarint, MAX_VARINT_LEN,
     MAX_VARLONG_LEN,
 };
-#[cfg(test)]
-use varint::put_varlong;
 
 const BASE_OFFSET: usize = 0;
 const BATCH_LENGTH: usize = 8;
