@@ -318,9 +318,13 @@ impl Producer {
             let compression = self.config.compression().clone();
             // A freed `batch.size` buffer if one is spare (without a codec: a compressed
             // batch's buffers have other sizes).
-            let builder = match self.recycled.buffer(capacity) {
-                Some(buf) if compression == Compression::None => BatchBuilder::in_buffer(buf),
-                _ => BatchBuilder::with_ratio(compression, ratio, capacity),
+            let spare = match compression {
+                Compression::None => self.recycled.buffer(capacity),
+                Compression::Codec(_) => None,
+            };
+            let builder = match spare {
+                Some(buf) => BatchBuilder::in_buffer(buf),
+                None => BatchBuilder::with_ratio(compression, ratio, capacity),
             };
             self.acc[p].open = Some(OpenBatch {
                 builder,
