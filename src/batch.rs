@@ -93,6 +93,14 @@ impl BatchData {
         }
     }
 
+    /// The buffer, if nobody else holds it (a driver may still hold a request's copy).
+    pub(crate) fn into_unique(self) -> Option<BytesMut> {
+        match self {
+            Self::Owned(b) => Some(b),
+            Self::Shared(b) => b.try_into_mut().ok(),
+        }
+    }
+
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Self::Owned(b) => b,

@@ -12,7 +12,7 @@ use crate::outcome::{Failure, Outcome};
 use crate::producer::{IdState, Producer};
 use crate::record;
 use crate::requests::OutstandingKind;
-use crate::types::{BatchId, RequestId, Timestamp};
+use crate::types::{BatchId, RequestId, Timestamp, TopicPartition};
 
 /// Whether a failed batch's sequences may be adjusted (Java's `handleFailedBatch`
 /// argument `adjustSequenceNumbers`): only when the failure came from an answer and
@@ -69,17 +69,17 @@ impl Producer {
         if !response.throttle.is_zero() {
             self.requests.throttle(node, now + response.throttle);
         }
-        for (i, id) in batches.into_iter().enumerate() {
+        // Where the previous batch's answer was: the next batch's answer is most likely
+        // right after it.
+        let mut previous: Option<usize> = None;
+        for (i, &id) in batches.iter().enumerate() {
             let Some(b) = self.batches.get(id) else {
                 continue;
             };
             let tp = &self.acc[b.partition].tp;
-            // Brokers answer partitions in request order: try the batch's own position
-            // first, so a request of n partitions is matched in O(n), not O(n^2).
-            let answer = match response.partitions.get(i) {
-                Some(r) if &r.partition == tp => Some(r),
-                _ => response.partitions.iter().find(|r| &r.partition == tp),
-            };
+            let found = answer_position(&response.partitions, tp, i, previous);
+            previous = found.or(previous);
+            let answer = found.map(|at| &response.partitions[at]);
             match answer {
                 Some(r) => self.complete_batch(id, r),
                 // An answer that leaves a partition out says nothing about it: treat it
@@ -87,6 +87,7 @@ impl Producer {
                 None => self.lost_in_transit(id, RequestFailure::Disconnected),
             }
         }
+        self.recycled.give_batch_list(batches);
         Ok(())
     }
 
@@ -139,7 +140,7 @@ impl Producer {
         let (p, done) = (b.partition, b.done);
         self.acc[p].remove_on_wire(id);
         if done {
-            self.batches.remove(id);
+            self.free_batch(id);
             return false;
         }
         true
@@ -617,4 +618,29 @@ impl Producer {
         }
         self.list(p);
     }
+}
+
+/// Where `tp`'s answer is in `answers`, for the batch at position `i` of its request whose
+/// previous batch was answered at `previous`.
+///
+/// Brokers answer partitions in request order, so the batch's own position is tried
+/// first; then the position after the previous answer, which also finds a response that
+/// lists the same partitions rotated or grouped otherwise (a driver grouping a request's
+/// partitions by topic) without a scan; then a scan from there, wrapping around. A request
+/// of n partitions answered in order, or in a rotated order, is matched in O(n), not
+/// O(n^2).
+fn answer_position(
+    answers: &[PartitionResponse],
+    tp: &TopicPartition,
+    i: usize,
+    previous: Option<usize>,
+) -> Option<usize> {
+    if answers.get(i).is_some_and(|r| &r.partition == tp) {
+        return Some(i);
+    }
+    let start = previous.map_or(0, |p| p + 1);
+    let n = answers.len();
+    (0..n)
+        .map(|k| (start + k) % n)
+        .find(|&at| &answers[at].partition == tp)
 }

@@ -272,7 +272,7 @@ impl Producer {
         let max_size = self.config.max_request_size();
         let target = self.drain_target()?;
         let mut node: Option<NodeId> = None;
-        let mut taken: Vec<BatchId> = Vec::new();
+        let mut taken: Vec<BatchId> = self.recycled.batch_list();
         let mut size = 0usize;
         let mut first_pos: Option<usize> = None;
         let mut i = 0;
@@ -387,7 +387,8 @@ impl Producer {
     fn send_batches(&mut self, node: NodeId, taken: Vec<BatchId>) -> Request {
         let id = self.next_request_id();
         let acks = self.config.acks();
-        let mut batches = Vec::with_capacity(taken.len());
+        let mut batches = self.recycled.request_list();
+        batches.reserve_exact(taken.len());
         for &b in &taken {
             let batch = self.batches.get_mut(b).expect("taken batch is live");
             let data = batch.data.share();

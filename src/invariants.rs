@@ -19,6 +19,7 @@ impl Producer {
         self.assert_timer_invariants();
         self.bump.assert_invariants();
         self.identity.assert_invariants();
+        self.recycled.assert_invariants();
         if let IdState::Requested(id) = self.identity.state() {
             assert!(
                 self.requests.contains(id),

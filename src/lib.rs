@@ -145,6 +145,7 @@ mod partition;
 mod probe;
 mod producer;
 pub mod record;
+mod recycle;
 mod requests;
 mod retry;
 mod sequence_entry;

@@ -15,11 +15,12 @@ use crate::config::ProducerConfig;
 use crate::error::{DeliveryError, InputError, KafkaError, SendError};
 pub(crate) use crate::identity::IdState;
 use crate::identity::Identity;
-use crate::io::{Event, Metadata};
+use crate::io::{Event, Metadata, Request};
 use crate::metrics::{Samples, Stats};
 use crate::outcome::Outcome;
 use crate::partition::OpenBatch;
-use crate::record::{BatchBuilder, Crc, Record, RECORD_BATCH_OVERHEAD};
+use crate::record::{BatchBuilder, Compression, Crc, Record, RECORD_BATCH_OVERHEAD};
+use crate::recycle::Recycled;
 use crate::requests::{Outstanding, Requests};
 use crate::sequencing::BumpState;
 use crate::timers::{PartitionTimers, TimerTable};
@@ -101,6 +102,8 @@ pub struct Producer {
     pub(crate) txn: Option<Txn>,
     /// Per-topic compression ratio estimates that size compressed batches.
     pub(crate) ratios: RatioEstimates,
+    /// Request lists and batch buffers kept for reuse (bounded, see `recycle.rs`).
+    pub(crate) recycled: Recycled,
 }
 
 impl Producer {
@@ -122,6 +125,7 @@ impl Producer {
         } else {
             IdState::Disabled
         };
+        let recycled = Recycled::new(config.batch_size(), config.buffer_memory());
         Self {
             config,
             backoff,
@@ -142,6 +146,7 @@ impl Producer {
             samples: Samples::default(),
             txn,
             ratios: RatioEstimates::default(),
+            recycled,
         }
     }
 
@@ -311,10 +316,20 @@ impl Producer {
             let capacity = batch_size.max(BatchBuilder::batch_size_upper_bound(record));
             let ratio = self.ratios.get(&partition.topic);
             let compression = self.config.compression().clone();
+            // A freed `batch.size` buffer if one is spare (without a codec: a compressed
+            // batch's buffers have other sizes).
+            let spare = match compression {
+                Compression::None => self.recycled.buffer(capacity),
+                Compression::Codec(_) => None,
+            };
+            let builder = match spare {
+                Some(buf) => BatchBuilder::in_buffer(buf),
+                None => BatchBuilder::with_ratio(compression, ratio, capacity),
+            };
             self.acc[p].open = Some(OpenBatch {
-                builder: BatchBuilder::with_ratio(compression, ratio, capacity),
+                builder,
                 write_limit: capacity,
-                records: Vec::new(),
+                records: self.recycled.record_list(),
                 created: self.now,
                 charged: 0,
                 max_record_size: 0,
@@ -445,11 +460,21 @@ impl Producer {
         let mut touched = core::mem::take(&mut self.retimed);
         self.acc.take_touched(&mut touched);
         self.batches.take_touched(&mut touched);
+        // Past a few dozen partitions changed, and a sizeable share of the table, one
+        // sort beats moving a sorted index's tail once per partition.
+        let bulk = touched.len() > 32 && touched.len() * 8 > self.timers.len();
         for &p in &touched {
             if p < self.acc.ids().end {
                 let timers = self.partition_timers(p);
-                self.timers.set(p, timers);
+                if bulk {
+                    self.timers.stage(p, timers);
+                } else {
+                    self.timers.set(p, timers);
+                }
             }
+        }
+        if bulk {
+            self.timers.rebuild();
         }
         touched.clear();
         self.retimed = touched;
@@ -709,7 +734,36 @@ impl Producer {
             possibly_written,
         );
         if !on_wire {
-            self.batches.remove(id);
+            self.free_batch(id);
+        }
+    }
+
+    /// Removes a reported batch that no request carries any more, keeping its buffer for
+    /// the next batch if nobody else holds it.
+    pub(crate) fn free_batch(&mut self, id: BatchId) {
+        if let Some(b) = self.batches.remove(id) {
+            self.recycled.give_buffer(b.data);
+        }
+    }
+
+    /// Hands a request back once the driver no longer needs it (its bytes are written
+    /// or copied out), so its containers serve the next request and the batches' buffers
+    /// can be reused when they are acknowledged. Optional: a request simply dropped is
+    /// freed as usual. Only Produce requests carry anything worth keeping.
+    pub fn recycle(&mut self, request: Request) {
+        if let Request::Produce(r) = request {
+            self.recycled.give_request_list(r.batches);
+        }
+    }
+
+    /// Hands an event back once the application has read it, so its record list serves
+    /// a later batch. Optional, like [`Producer::recycle`].
+    pub fn recycle_event(&mut self, event: Event) {
+        match event {
+            Event::Delivered { records, .. } | Event::Failed { records, .. } => {
+                self.recycled.give_record_list(records);
+            }
+            _ => {}
         }
     }
 

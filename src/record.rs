@@ -40,9 +40,16 @@ use crate::types::{ProducerEpoch, ProducerId, ProducerIdAndEpoch, Sequence};
 
 mod check;
 mod split;
+mod varint;
 pub(crate) use check::{check_handed, largest_record};
 pub use split::{decode_records, decode_records_with, split, split_with};
 pub(crate) use split::{split_pieces, SplitPiece};
+#[cfg(test)]
+use varint::put_varlong;
+use varint::{
+    len_prefix_len, put_varint, varint_len, varlong_len, RecordHead, SmallVarint, MAX_VARINT_LEN,
+    MAX_VARLONG_LEN,
+};
 
 const BASE_OFFSET: usize = 0;
 const BATCH_LENGTH: usize = 8;
@@ -70,8 +77,6 @@ const CONTROL_BIT: i16 = 1 << 5;
 const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 const NO_SEQUENCE: i32 = -1;
 const NO_TIMESTAMP: i64 = -1;
-const MAX_VARINT_LEN: usize = 5;
-const MAX_VARLONG_LEN: usize = 10;
 /// Smallest possible record: seven one-byte fields. Bounds pre-allocation from a count read
 /// off untrusted bytes, so a forged count cannot make the decoder reserve gigabytes.
 const MIN_RECORD_LEN: usize = 7;
@@ -213,6 +218,22 @@ impl BatchBuilder {
         }
     }
 
+    /// An empty builder without a codec that writes into `buf` (emptied first): a freed
+    /// batch's buffer, reused. `buf` should be reference-counted already (one of
+    /// [`BatchBuilder`]'s own), or sharing the batch later allocates.
+    pub(crate) fn in_buffer(mut buf: BytesMut) -> Self {
+        buf.clear();
+        buf.put_bytes(0, RECORD_BATCH_OVERHEAD);
+        Self {
+            buf,
+            compression: Compression::None,
+            ratio: CompressionRatio::ONE,
+            record_count: 0,
+            base_timestamp: NO_TIMESTAMP,
+            max_timestamp: NO_TIMESTAMP,
+        }
+    }
+
     /// An upper bound of `record`'s encoded size, length prefix included, whatever batch it
     /// lands in: the timestamp and offset deltas are assumed to take their longest encodings.
     /// Fit for sizing buffers before a batch exists (Kafka's `estimateSizeInBytesUpperBound`).
@@ -289,23 +310,48 @@ impl BatchBuilder {
         // Kafka computes the delta in wrapping 64-bit arithmetic; the reader adds it back the
         // same way, so every pair of timestamps round trips.
         let timestamp_delta = record.timestamp.wrapping_sub(self.base_timestamp);
-        let offset_delta = self.record_count;
-        let body = self.body_len(record);
-        let body_i32 = to_i32(body);
+        let key = record.key.as_deref();
+        let value = record.value.as_deref();
+        // The record's size comes from the encoded fields' own lengths: nothing is
+        // encoded or walked twice.
+        let mut head = RecordHead::new(
+            timestamp_delta,
+            self.record_count,
+            key.map_or(-1, |k| to_i32(k.len())),
+        );
+        let value_len = SmallVarint::new(value.map_or(-1, |v| to_i32(v.len())));
+        let headers_len = if record.headers.is_empty() {
+            1
+        } else {
+            headers_len(&record.headers)
+        };
+        let body = head.fields_len()
+            + key.map_or(0, <[u8]>::len)
+            + value_len.len()
+            + value.map_or(0, <[u8]>::len)
+            + headers_len;
+        head.prefix_length(to_i32(body));
+        debug_assert_eq!(body, self.body_len(record));
 
         let buf = &mut self.buf;
-        buf.reserve(varint_len(body_i32) + body);
-        put_varint(buf, body_i32);
-        buf.put_i8(0);
-        put_varlong(buf, timestamp_delta);
-        put_varint(buf, offset_delta);
-        put_nullable(buf, record.key.as_deref());
-        put_nullable(buf, record.value.as_deref());
-        put_varint(buf, to_i32(record.headers.len()));
-        for header in &record.headers {
-            put_varint(buf, to_i32(header.key.len()));
-            buf.put_slice(&header.key);
-            put_nullable(buf, header.value.as_deref());
+        buf.reserve(head.len() - head.fields_len() + body);
+        head.append_to(buf);
+        if let Some(k) = key {
+            buf.extend_from_slice(k);
+        }
+        value_len.append_to(buf);
+        if let Some(v) = value {
+            buf.extend_from_slice(v);
+        }
+        if record.headers.is_empty() {
+            buf.put_u8(0);
+        } else {
+            put_varint(buf, to_i32(record.headers.len()));
+            for header in &record.headers {
+                put_varint(buf, to_i32(header.key.len()));
+                buf.put_slice(&header.key);
+                put_nullable(buf, header.value.as_deref());
+            }
         }
         self.record_count = self
             .record_count
@@ -614,76 +660,22 @@ fn put_at<const N: usize>(h: &mut HeaderBytes, at: usize, bytes: [u8; N]) {
 /// Encoded size of a record's key, value and headers: everything but length, attributes
 /// and the two deltas.
 fn payload_len(record: &Record) -> usize {
-    let headers: usize = record
-        .headers
+    nullable_len(record.key.as_deref())
+        + nullable_len(record.value.as_deref())
+        + headers_len(&record.headers)
+}
+
+/// Encoded size of a record's header count and headers.
+fn headers_len(headers: &[Header]) -> usize {
+    let each: usize = headers
         .iter()
         .map(|h| len_prefix_len(h.key.len()) + h.key.len() + nullable_len(h.value.as_deref()))
         .sum();
-    nullable_len(record.key.as_deref())
-        + nullable_len(record.value.as_deref())
-        + len_prefix_len(record.headers.len())
-        + headers
+    len_prefix_len(headers.len()) + each
 }
 
 fn nullable_len(bytes: Option<&[u8]>) -> usize {
     bytes.map_or(1, |b| len_prefix_len(b.len()) + b.len())
-}
-
-/// Size of a non-negative length as a zigzag varint. Takes `usize` so estimates never need
-/// a fallible conversion; beyond `i32::MAX` it keeps growing, which is still an upper bound.
-fn len_prefix_len(len: usize) -> usize {
-    uvarint_len((len as u64).saturating_mul(2))
-}
-
-const fn uvarint_len(v: u64) -> usize {
-    // 7 payload bits per byte; `| 1` makes 0 take one byte.
-    ((70 - (v | 1).leading_zeros()) / 7) as usize
-}
-
-fn varint_len(v: i32) -> usize {
-    uvarint_len(u64::from(zigzag32(v)))
-}
-
-fn varlong_len(v: i64) -> usize {
-    uvarint_len(zigzag64(v))
-}
-
-const fn zigzag32(v: i32) -> u32 {
-    ((v << 1) ^ (v >> 31)) as u32
-}
-
-const fn zigzag64(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn put_uvarint(buf: &mut BytesMut, mut v: u64) {
-    if v < 0x80 {
-        buf.put_u8(v as u8);
-        return;
-    }
-    if v < 0x4000 {
-        // Lengths of 128 B to 16 KiB, the common multi-byte case: no temporary copy.
-        buf.put_u8((v as u8) | 0x80);
-        buf.put_u8((v >> 7) as u8);
-        return;
-    }
-    let mut tmp = [0u8; MAX_VARLONG_LEN];
-    let mut n = 0;
-    while v >= 0x80 && n < MAX_VARLONG_LEN - 1 {
-        tmp[n] = (v as u8) | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    tmp[n] = v as u8;
-    buf.put_slice(&tmp[..=n]);
-}
-
-fn put_varint(buf: &mut BytesMut, v: i32) {
-    put_uvarint(buf, u64::from(zigzag32(v)));
-}
-
-fn put_varlong(buf: &mut BytesMut, v: i64) {
-    put_uvarint(buf, zigzag64(v));
 }
 
 fn put_nullable(buf: &mut BytesMut, bytes: Option<&[u8]>) {

@@ -104,6 +104,22 @@ impl Index {
         }
     }
 
+    /// Adds `(t, p)` unsorted, for [`Index::rebuild`]; `p`'s old entry stays until then.
+    fn stage(&mut self, p: u32, old: Option<Timestamp>, new: Option<Timestamp>) {
+        if old != new {
+            if let Some(t) = new {
+                self.entries.push((t, p));
+            }
+        }
+    }
+
+    /// Drops the entries `current` no longer holds (the old ones of staged partitions)
+    /// and sorts the rest: O(n log n) for any number of staged partitions.
+    fn rebuild(&mut self, current: impl Fn(u32) -> Option<Timestamp>) {
+        self.entries.retain(|&(t, p)| current(p) == Some(t));
+        self.entries.sort_unstable();
+    }
+
     /// The earliest deadline after `after` (all of them with `None`) of a partition
     /// `skip` does not exclude.
     fn first(&self, after: Option<Timestamp>, skip: impl Fn(u32) -> bool) -> Option<Timestamp> {
@@ -137,6 +153,43 @@ impl TimerTable {
         self.delivery.replace(p, old.delivery, timers.delivery);
         self.linger.replace(p, old.linger, timers.linger);
         self.backoff.replace(p, old.backoff, timers.backoff);
+    }
+
+    /// Sets the deadlines of many partitions at once: staged with [`TimerTable::stage`],
+    /// then [`TimerTable::rebuild`] sorts each index once. Per partition, [`TimerTable::set`]
+    /// moves the tail of a sorted `Vec` (O(n)); when most partitions change (an answer to
+    /// a request carrying thousands of partitions), that is O(n^2), and one rebuild
+    /// O(n log n).
+    ///
+    /// Between the first `stage` and `rebuild` the indices are unsorted: nothing else
+    /// may read or write the table in between.
+    pub(crate) fn stage(&mut self, p: u32, timers: PartitionTimers) {
+        let i = p as usize;
+        if i >= self.partitions.len() {
+            self.partitions.resize(i + 1, PartitionTimers::default());
+        }
+        let old = core::mem::replace(&mut self.partitions[i], timers);
+        self.delivery.stage(p, old.delivery, timers.delivery);
+        self.linger.stage(p, old.linger, timers.linger);
+        self.backoff.stage(p, old.backoff, timers.backoff);
+    }
+
+    /// Ends a run of [`TimerTable::stage`] calls.
+    pub(crate) fn rebuild(&mut self) {
+        let partitions = &self.partitions;
+        let at = |p: u32| partitions.get(p as usize).copied().unwrap_or_default();
+        self.delivery.rebuild(|p| at(p).delivery);
+        self.linger.rebuild(|p| at(p).linger);
+        self.backoff.rebuild(|p| at(p).backoff);
+    }
+
+    /// Entries in the largest index: what one [`TimerTable::set`] may have to move.
+    pub(crate) fn len(&self) -> usize {
+        self.delivery
+            .entries
+            .len()
+            .max(self.linger.entries.len())
+            .max(self.backoff.entries.len())
     }
 
     /// What the table holds for partition `p`.
@@ -241,6 +294,46 @@ mod tests {
         table.set(0, PartitionTimers::default());
         assert_eq!(table.next(ms(0), false, none), None);
         table.assert_invariants();
+    }
+
+    /// Staging many partitions and rebuilding once leaves the table exactly as setting
+    /// them one by one does.
+    #[test]
+    fn staged_updates_match_one_by_one_updates() {
+        let mut one_by_one = TimerTable::default();
+        let mut staged = TimerTable::default();
+        for p in 0..50u32 {
+            let t = timers(1_000 + u64::from(p % 7), Some(u64::from(p)), None);
+            one_by_one.set(p, t);
+            staged.set(p, t);
+        }
+        for p in (0..50u32).filter(|p| p % 3 != 0) {
+            let t = if p % 2 == 0 {
+                PartitionTimers::default()
+            } else if p % 5 == 0 {
+                one_by_one.get(p) // unchanged
+            } else {
+                timers(2_000 - u64::from(p), None, Some(u64::from(p) + 7))
+            };
+            one_by_one.set(p, t);
+            staged.stage(p, t);
+        }
+        staged.rebuild();
+        staged.assert_invariants();
+        one_by_one.assert_invariants();
+        for (a, b) in [
+            (&one_by_one.delivery, &staged.delivery),
+            (&one_by_one.linger, &staged.linger),
+            (&one_by_one.backoff, &staged.backoff),
+        ] {
+            assert_eq!(a.entries, b.entries);
+        }
+        for now in [0, 10, 30, 1_003, 1_990] {
+            assert_eq!(
+                one_by_one.next(ms(now), false, |_| false),
+                staged.next(ms(now), false, |_| false)
+            );
+        }
     }
 
     #[test]

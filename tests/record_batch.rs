@@ -144,6 +144,35 @@ proptest! {
         prop_assert_eq!(decode_records(&batch).unwrap(), records);
     }
 
+    /// A record's leading fields are appended by one fixed-size copy when the buffer has
+    /// room past them and byte for byte otherwise (the last records of an exactly sized
+    /// buffer): both give the same bytes, which decode to the records (with a value long
+    /// enough for a three-byte length now and then), and an exactly sized buffer never
+    /// grows.
+    #[test]
+    fn exact_and_roomy_buffers_give_the_same_bytes(
+        records in records(),
+        big in proptest::option::of(0usize..40_000),
+    ) {
+        let mut records = records;
+        if let Some(n) = big {
+            records.insert(0, Record::from_value(Bytes::from(vec![7u8; n]), 1_700_000_000_000));
+        }
+        let mut roomy = BatchBuilder::new(Compression::None, 1 << 20);
+        for r in &records {
+            roomy.append(r);
+        }
+        let roomy = roomy.finish();
+        let mut exact = BatchBuilder::new(Compression::None, roomy.len());
+        for r in &records {
+            exact.append(r);
+        }
+        let exact = exact.finish();
+        prop_assert_eq!(&exact[..], &roomy[..]);
+        prop_assert_eq!(exact.capacity(), roomy.len(), "the exact buffer grew");
+        prop_assert_eq!(decode_records(&exact).unwrap(), records);
+    }
+
     /// `size_in_bytes` is the finished length, bounded by the per-record estimates, and a
     /// builder filled through `has_room_for` never outgrows `batch_size` past its first record.
     #[test]

@@ -651,6 +651,8 @@ impl Network {
             Ok(e) => {
                 self.tally.written(ticket.map(|_| id.0), now);
                 self.transmit(core, conn, e.frame, ticket, now);
+                // Encoded: the core's request lists serve the next request.
+                core.recycle(request);
             }
             Err(_) => {
                 if let Some(ticket) = ticket {
