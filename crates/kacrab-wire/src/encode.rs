@@ -16,13 +16,35 @@ pub(crate) fn frame<B: Encodable>(
     client_id: Option<&StrBytes>,
     body: &B,
 ) -> Result<Bytes, WireError> {
-    let header = RequestHeader::default()
+    let header = request_header(api, version, correlation_id, client_id);
+    let header_version = api.request_header_version(version);
+    framed(api, version, &header, header_version, body)
+}
+
+/// The request header every request carries.
+pub(crate) fn request_header(
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&StrBytes>,
+) -> RequestHeader {
+    RequestHeader::default()
         .with_request_api_key(api.id())
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
-        .with_client_id(client_id.cloned());
-    let header_version = api.request_header_version(version);
-    framed(api, version, &header, header_version, body)
+        .with_client_id(client_id.cloned())
+}
+
+/// An encoder's complaint about a message of `api` at `version`, as a [`WireError`].
+pub(crate) fn encode_error(
+    api: ApiKey,
+    version: i16,
+) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> WireError {
+    move |source| WireError::Encode {
+        api,
+        version,
+        source,
+    }
 }
 
 /// `length prefix + header + body` in one buffer sized up front: the framing requests
@@ -34,11 +56,7 @@ pub(crate) fn framed<H: Encodable, B: Encodable>(
     header_version: i16,
     body: &B,
 ) -> Result<Bytes, WireError> {
-    let err = |e: Box<dyn std::error::Error + Send + Sync>| WireError::Encode {
-        api,
-        version,
-        source: e,
-    };
+    let err = encode_error(api, version);
     let size = header
         .compute_size(header_version)
         .map_err(|e| err(e.into()))?

@@ -67,6 +67,19 @@ fn is_add_partitions(line: &str) -> bool {
     field(line, "ev") == Some("txn") && field(line, "api") == Some("add_partitions")
 }
 
+/// Line `i` of both sides, when both are AddPartitionsToTxn under the same producer id
+/// and epoch.
+fn add_partitions_pair<'a>(
+    java: &[(usize, &'a str)],
+    core: &[(usize, &'a str)],
+    i: usize,
+) -> Option<(&'a str, &'a str)> {
+    let (&(_, j), &(_, c)) = (java.get(i)?, core.get(i)?);
+    let same_identity =
+        field(j, "pid") == field(c, "pid") && field(j, "epoch") == field(c, "epoch");
+    (is_add_partitions(j) && is_add_partitions(c) && same_identity).then_some((j, c))
+}
+
 /// [`Verdict::RetriedAddPartitionsTakesNewPartitions`]: at the first difference both
 /// sides send AddPartitionsToTxn under the same producer id and epoch; Java's asks for
 /// a strict subset of the core's and was built earlier: it is a retry (it sent the same
@@ -79,15 +92,9 @@ pub(super) fn retried_add_partitions_takes_new(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let (Some((_, j)), Some((_, c))) = (java.get(i), core.get(i)) else {
+    let Some((j, c)) = add_partitions_pair(java, core, i) else {
         return false;
     };
-    if !is_add_partitions(j) || !is_add_partitions(c) {
-        return false;
-    }
-    if field(j, "pid") != field(c, "pid") || field(j, "epoch") != field(c, "epoch") {
-        return false;
-    }
     let (jp, cp) = (parts(j), parts(c));
     let subset = jp.iter().all(|p| cp.contains(p)) && jp.len() < cp.len();
     const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
@@ -95,7 +102,7 @@ pub(super) fn retried_add_partitions_takes_new(
     let asks_again = jp
         .iter()
         .any(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p));
-    let retry = java[..i].iter().any(|(_, l)| *l == *j) || (after_lookup && asks_again);
+    let retry = java[..i].iter().any(|(_, l)| *l == j) || (after_lookup && asks_again);
     let missing: Vec<i32> = cp.iter().copied().filter(|p| !jp.contains(p)).collect();
     let asked_later = missing.iter().all(|m| {
         java[i + 1..]
@@ -219,15 +226,9 @@ pub(super) fn java_reasks_pending_partitions(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let (Some((_, j)), Some((_, c))) = (java.get(i), core.get(i)) else {
+    let Some((j, c)) = add_partitions_pair(java, core, i) else {
         return false;
     };
-    if !is_add_partitions(j) || !is_add_partitions(c) {
-        return false;
-    }
-    if field(j, "pid") != field(c, "pid") || field(j, "epoch") != field(c, "epoch") {
-        return false;
-    }
     let (jp, cp) = (parts(j), parts(c));
     let superset = cp.iter().all(|p| jp.contains(p)) && cp.len() < jp.len();
     superset

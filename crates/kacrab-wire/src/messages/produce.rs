@@ -3,12 +3,12 @@
 use bytes::{BufMut, Bytes, BytesMut};
 #[cfg(test)]
 use kafka_protocol::messages as kp;
-use kafka_protocol::messages::RequestHeader;
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
 use crate::api::ApiKey;
 #[cfg(test)]
 use crate::encode::sb;
+use crate::encode::{encode_error, request_header};
 use crate::error::WireError;
 use crate::outgoing::Frame;
 use crate::reader::{Reader, R};
@@ -63,17 +63,9 @@ impl ProduceRequest {
         client_id: Option<&StrBytes>,
     ) -> Result<Frame, WireError> {
         let api = ApiKey::Produce;
-        let err = |e: Box<dyn std::error::Error + Send + Sync>| WireError::Encode {
-            api,
-            version,
-            source: e,
-        };
+        let err = encode_error(api, version);
         let flexible = version >= 9;
-        let header = RequestHeader::default()
-            .with_request_api_key(api.id())
-            .with_request_api_version(version)
-            .with_correlation_id(correlation_id)
-            .with_client_id(client_id.cloned());
+        let header = request_header(api, version, correlation_id, client_id);
         let header_version = api.request_header_version(version);
         // Everything but the batches: header, fields and length prefixes.
         let fixed = 4 + header
@@ -91,16 +83,16 @@ impl ProduceRequest {
             flexible,
         };
         w.nullable_string(self.transactional_id.as_deref())
-            .map_err(err)?;
+            .map_err(&err)?;
         w.buf.put_i16(self.acks);
         w.buf.put_i32(self.timeout_ms);
-        w.array_len(self.topics.len()).map_err(err)?;
+        w.array_len(self.topics.len()).map_err(&err)?;
         for topic in self.topics {
-            w.string(&topic.name).map_err(err)?;
-            w.array_len(topic.partitions.len()).map_err(err)?;
+            w.string(&topic.name).map_err(&err)?;
+            w.array_len(topic.partitions.len()).map_err(&err)?;
             for partition in topic.partitions {
                 w.buf.put_i32(partition.index);
-                w.bytes_len(partition.records.len()).map_err(err)?;
+                w.bytes_len(partition.records.len()).map_err(&err)?;
                 batch_bytes += partition.records.len();
                 cuts.push((w.buf.len(), partition.records));
                 w.no_tagged_fields();
