@@ -81,6 +81,33 @@ fn weighted<'a>(rng: &mut Rng, table: &'a [(&'a str, u64)]) -> &'a str {
     table[0].0
 }
 
+/// A broker's answer to a Produce request: `NONE` in a clean trace; otherwise
+/// a drawn code, and now and then another code for one partition.
+fn produce_answer(rng: &mut Rng, nodes: i32, partitions: i32, answers: Answers) -> Op {
+    let node = rng.below(nodes as u64) as i32;
+    if answers == Answers::Clean {
+        return Op::Answer {
+            node,
+            error: "NONE".into(),
+            p: None,
+            log_start: 0,
+        };
+    }
+    let error = weighted(rng, PRODUCE_ERRORS).to_string();
+    let p = rng.chance(30).then(|| {
+        (
+            rng.below(partitions as u64) as i32,
+            weighted(rng, PRODUCE_ERRORS).to_string(),
+        )
+    });
+    Op::Answer {
+        node,
+        error,
+        p,
+        log_start: 0,
+    }
+}
+
 /// A random valid idempotent trace for `seed`.
 #[must_use]
 pub fn idempotent(seed: u64, answers: Answers) -> Trace {
@@ -114,29 +141,7 @@ pub fn idempotent(seed: u64, answers: Answers) -> Trace {
                 ms: *rng.pick(&[10u32, 50, 100, 500, 2_000]),
             }
         } else if roll < 88 || answers == Answers::Clean {
-            let node = rng.below(nodes as u64) as i32;
-            if answers == Answers::Clean {
-                Op::Answer {
-                    node,
-                    error: "NONE".into(),
-                    p: None,
-                    log_start: 0,
-                }
-            } else {
-                let error = weighted(&mut rng, PRODUCE_ERRORS).to_string();
-                let p = rng.chance(30).then(|| {
-                    (
-                        rng.below(partitions as u64) as i32,
-                        weighted(&mut rng, PRODUCE_ERRORS).to_string(),
-                    )
-                });
-                Op::Answer {
-                    node,
-                    error,
-                    p,
-                    log_start: 0,
-                }
-            }
+            produce_answer(&mut rng, nodes, partitions, answers)
         } else if roll < 94 {
             Op::Disconnect {
                 node: rng.below(nodes as u64) as i32,
@@ -258,29 +263,7 @@ pub fn transactional(seed: u64, answers: Answers) -> Trace {
                 Op::Coord { error, p }
             }
         } else if roll < 82 || answers == Answers::Clean && roll < 90 {
-            let node = rng.below(nodes as u64) as i32;
-            if answers == Answers::Clean {
-                Op::Answer {
-                    node,
-                    error: "NONE".into(),
-                    p: None,
-                    log_start: 0,
-                }
-            } else {
-                let error = weighted(&mut rng, PRODUCE_ERRORS).to_string();
-                let p = rng.chance(30).then(|| {
-                    (
-                        rng.below(partitions as u64) as i32,
-                        weighted(&mut rng, PRODUCE_ERRORS).to_string(),
-                    )
-                });
-                Op::Answer {
-                    node,
-                    error,
-                    p,
-                    log_start: 0,
-                }
-            }
+            produce_answer(&mut rng, nodes, partitions, answers)
         } else if roll < 92 || answers == Answers::Clean {
             Op::Tick {
                 ms: *rng.pick(&[10u32, 50, 100, 500]),
