@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 mod projection;
 mod timing;
 mod txn;
+mod txn_add_partitions;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
@@ -93,6 +94,12 @@ pub enum Verdict {
     /// core's request, built when sent, asks for the unanswered and the new partitions
     /// together. Exact: see `txn::retried_add_partitions_takes_new`.
     RetriedAddPartitionsTakesNewPartitions,
+    /// Transactional traces: an AddPartitionsToTxn Java built before the application's
+    /// abort, held behind a coordinator lookup, asks for partitions new at the abort;
+    /// the core drops them at the abort (`beginAbort` clears only the new partitions,
+    /// not a request already built). Exact: see
+    /// `txn_add_partitions::java_asks_new_partitions_while_aborting`.
+    JavaAsksNewPartitionsWhileAborting,
     /// Transactional traces: an abort after `initTransactions` failed. Java's abort
     /// completes at once (nothing was added, so no EndTxn: KAFKA-18401) and leaves the
     /// producer with no producer id, so every later send is refused; the core first

@@ -4,7 +4,7 @@
 //! order, must be identical on both sides, except where a detector below names the
 //! difference (docs/design.md, "Transactional traces").
 
-use super::{field, Verdict};
+use super::{field, txn_add_partitions, Verdict};
 
 /// The output events of one side that make up its transactional history.
 const EVENTS: &[&str] = &[
@@ -29,7 +29,7 @@ pub(super) fn history(lines: &[String]) -> Vec<(usize, &str)> {
 /// where Java names one: Java completes most failed operations with a `KafkaException`
 /// wrapping the cause (`TransactionManager.TxnRequestHandler.fatalError`,
 /// `abortableError`), which `Errors.forException` reads as UNKNOWN_SERVER_ERROR (-1).
-fn same(java: &str, core: &str) -> bool {
+pub(super) fn same(java: &str, core: &str) -> bool {
     if java == core {
         return true;
     }
@@ -55,7 +55,7 @@ pub(super) fn first_difference(
     Some((i, line(java).min(line(core))))
 }
 
-fn parts(line: &str) -> Vec<i32> {
+pub(super) fn parts(line: &str) -> Vec<i32> {
     field(line, "parts")
         .unwrap_or_default()
         .split(',')
@@ -63,13 +63,13 @@ fn parts(line: &str) -> Vec<i32> {
         .collect()
 }
 
-fn is_add_partitions(line: &str) -> bool {
+pub(super) fn is_add_partitions(line: &str) -> bool {
     field(line, "ev") == Some("txn") && field(line, "api") == Some("add_partitions")
 }
 
 /// Line `i` of both sides, when both are AddPartitionsToTxn under the same producer id
 /// and epoch.
-fn add_partitions_pair<'a>(
+pub(super) fn add_partitions_pair<'a>(
     java: &[(usize, &'a str)],
     core: &[(usize, &'a str)],
     i: usize,
@@ -92,24 +92,39 @@ pub(super) fn retried_add_partitions_takes_new(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let Some((j, c)) = add_partitions_pair(java, core, i) else {
+    let Some(missing) = retried_subset(java, core, i) else {
         return false;
     };
+    missing.iter().all(|m| {
+        java[i + 1..]
+            .iter()
+            .any(|(_, l)| is_add_partitions(l) && parts(l).contains(m))
+    })
+}
+
+/// At `i` both sides send AddPartitionsToTxn under the same producer id and epoch, and
+/// Java's asks for a strict subset of the core's and was built earlier (see
+/// [`retried_add_partitions_takes_new`]): the partitions only the core asks for.
+pub(super) fn retried_subset(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> Option<Vec<i32>> {
+    let (j, c) = add_partitions_pair(java, core, i)?;
     let (jp, cp) = (parts(j), parts(c));
     let subset = jp.iter().all(|p| cp.contains(p)) && jp.len() < cp.len();
-    const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
-    let after_lookup = i > 0 && java[i - 1].1 == FOUND && core[i - 1].1 == FOUND;
+    let after_lookup = after_lookup(java, core, i);
     let asks_again = jp
         .iter()
         .any(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p));
     let retry = java[..i].iter().any(|(_, l)| *l == j) || (after_lookup && asks_again);
-    let missing: Vec<i32> = cp.iter().copied().filter(|p| !jp.contains(p)).collect();
-    let asked_later = missing.iter().all(|m| {
-        java[i + 1..]
-            .iter()
-            .any(|(_, l)| is_add_partitions(l) && parts(l).contains(m))
-    });
-    subset && retry && asked_later
+    (subset && retry).then(|| cp.iter().copied().filter(|p| !jp.contains(p)).collect())
+}
+
+/// Whether the line before `i` is, on both sides, a successful coordinator lookup.
+pub(super) fn after_lookup(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
+    const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
+    i > 0 && java[i - 1].1 == FOUND && core[i - 1].1 == FOUND
 }
 
 /// [`Verdict::AbortAfterFailedInit`]: the init failed (its completion was an error, and
@@ -154,8 +169,12 @@ pub(super) fn abort_after_failed_init(
 
 /// The class of the first transactional difference at `i`.
 pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> Verdict {
-    if retried_add_partitions_takes_new(java, core, i) {
+    if retried_add_partitions_takes_new(java, core, i)
+        || txn_add_partitions::retried_add_partitions_never_asked(java, core, i)
+    {
         Verdict::RetriedAddPartitionsTakesNewPartitions
+    } else if txn_add_partitions::java_asks_new_partitions_while_aborting(java, core, i) {
+        Verdict::JavaAsksNewPartitionsWhileAborting
     } else if abort_after_failed_init(java, core, i) {
         Verdict::AbortAfterFailedInit
     } else if abort_ends_with_epoch_bump(java, core, i) {
@@ -248,7 +267,7 @@ fn identity_of(line: &str) -> (String, String) {
 
 /// Whether `h` asked for partition `p` in an AddPartitionsToTxn before index `i`, since
 /// the transaction began.
-fn asked_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
+pub(super) fn asked_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
     const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
     let since = h[..i].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
     h[since..i]
