@@ -752,3 +752,34 @@ fn a_tie_between_a_partition_and_the_conversation_goes_to_the_conversation() {
         },
     );
 }
+
+#[test]
+fn a_retried_add_partitions_taking_a_partition_java_never_asks_for_is_that_departure() {
+    // Java retries AddPartitionsToTxn(2) after the lookup; the core's retry also takes
+    // partition 0, sent to meanwhile. The answer (UNKNOWN_PRODUCER_ID) makes the
+    // transaction abortable, so Java never asks for 0, and nothing else differs. Near
+    // miss: Java's answer names another code than the core's for partition 2.
+    recorded_as(
+        "txn_retried_add_partitions_never_asked",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| {
+            replaced(
+                java,
+                r#""error":"2=UNKNOWN_PRODUCER_ID""#,
+                r#""error":"2=TRANSACTION_ABORTABLE""#,
+            )
+        },
+    );
+}
+
+#[test]
+fn java_asking_for_partitions_new_at_an_abort_is_that_departure() {
+    // Java built AddPartitionsToTxn(0,1) (1 pending, 0 new) before the lookup and the
+    // abort, and sends it after; the core dropped partition 0 at the abort and asks
+    // again for 1 only. Near miss: Java's request leaves out the pending partition.
+    recorded_as(
+        "txn_JavaAsksNewPartitionsWhileAborting",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"0""#),
+    );
+}

@@ -14,11 +14,12 @@ use super::{field, Verdict};
 /// meanwhile, `missing`; and from there on every line of the two histories is the same,
 /// or is that difference again (the same request, the core's also asking for some of
 /// `missing`) or its answer (the core's lists Java's partitions with Java's codes, and
-/// some of `missing`), up to the end of both histories or to a later difference another
-/// detector names. Java never asks for `missing` because the answer it got to the
-/// request it retried ended the transaction's adding (an abortable or fatal error fails
-/// the request `nextRequest` builds for them, `maybeTerminateRequestWithError`), or the
-/// trace ended first; the core had asked for them already.
+/// some of `missing`; Java's is not a success, after which Java would ask for `missing`
+/// next, unless the transaction had failed before it: see [`failed`]), up to the end of both histories or to a later difference another detector
+/// names. Java never asks for `missing` because the answer it got to the request it
+/// retried ended the transaction's adding (an abortable or fatal error fails the request
+/// `nextRequest` builds for them, `maybeTerminateRequestWithError`), or the trace ended
+/// first; the core had asked for them already.
 pub(super) fn retried_add_partitions_never_asked(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -30,7 +31,8 @@ pub(super) fn retried_add_partitions_never_asked(
     let n = java.len().max(core.len());
     for k in i..n {
         match (java.get(k), core.get(k)) {
-            (Some((_, j)), Some((_, c))) if k == i || same(j, c) || again(j, c, &missing) => {}
+            (Some((_, j)), Some((_, c)))
+                if k == i || same(j, c) || again(j, c, &missing, failed(java, k)) => {}
             _ => return classify(java, core, k) != Verdict::Unexplained,
         }
     }
@@ -38,9 +40,10 @@ pub(super) fn retried_add_partitions_never_asked(
 }
 
 /// Whether Java's `j` and the core's `c` are an AddPartitionsToTxn under one identity,
-/// or an answer to one, where the core's also names some of `missing` and is otherwise
-/// Java's.
-fn again(j: &str, c: &str, missing: &[i32]) -> bool {
+/// or an answer to one that failed it (or came after the transaction failed:
+/// `failed_before`), where the core's also names some of `missing` and is
+/// otherwise Java's.
+fn again(j: &str, c: &str, missing: &[i32], failed_before: bool) -> bool {
     let extra_only = |jp: &[i32], cp: &[i32]| {
         jp.iter().all(|p| cp.contains(p))
             && jp.len() < cp.len()
@@ -68,9 +71,26 @@ fn again(j: &str, c: &str, missing: &[i32]) -> bool {
         let (je, ce) = (entries(j), entries(c));
         let jp: Vec<i32> = je.iter().map(|(p, _)| *p).collect();
         let cp: Vec<i32> = ce.iter().map(|(p, _)| *p).collect();
-        extra_only(&jp, &cp) && je.iter().all(|e| ce.contains(e))
+        let failed = failed_before || je.iter().any(|(_, code)| code != "NONE");
+        failed && extra_only(&jp, &cp) && je.iter().all(|e| ce.contains(e))
     };
     request || answer
+}
+
+/// Whether the transaction had failed (abortable or fatal) before index `k` of `h`: a
+/// send was refused since the transaction began, with no commit or abort called since
+/// (`maybeAddPartition` refuses sends in an open transaction only in an error state).
+fn failed(h: &[(usize, &str)], k: usize) -> bool {
+    const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+    let since = h[..k].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
+    let ending = |l: &str| {
+        field(l, "ev") == Some("txn_call")
+            && matches!(field(l, "call"), Some("commit" | "abort"))
+            && field(l, "result") == Some("ok")
+    };
+    let window = &h[since..k];
+    window.iter().any(|(_, l)| field(l, "ev") == Some("send_refused"))
+        && !window.iter().any(|(_, l)| ending(l))
 }
 
 /// [`Verdict::JavaAsksNewPartitionsWhileAborting`]: at the first difference both sides
