@@ -89,7 +89,9 @@ fn failed(h: &[(usize, &str)], k: usize) -> bool {
             && field(l, "result") == Some("ok")
     };
     let window = &h[since..k];
-    window.iter().any(|(_, l)| field(l, "ev") == Some("send_refused"))
+    window
+        .iter()
+        .any(|(_, l)| field(l, "ev") == Some("send_refused"))
         && !window.iter().any(|(_, l)| ending(l))
 }
 
@@ -116,7 +118,10 @@ pub(super) fn java_asks_new_partitions_while_aborting(
     };
     let (jp, cp) = (parts(j), parts(c));
     let superset = cp.iter().all(|p| jp.contains(p)) && cp.len() < jp.len();
-    let since = java[..i].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
+    let since = java[..i]
+        .iter()
+        .rposition(|(_, l)| *l == BEGIN)
+        .unwrap_or(0);
     let Some(abort) = java[since..i].iter().rposition(|(_, l)| *l == ABORT) else {
         return false;
     };
