@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+mod java_tracking;
 mod projection;
 mod timing;
 mod txn;
@@ -136,6 +137,12 @@ pub enum Verdict {
     /// transaction abortable and fails the pending commit (a documented
     /// simplification). Exact: see `txn::unknown_producer_id_fails_commit`.
     UnknownProducerIdAbortsTransaction,
+    /// Transactional traces: Java's Sender throws in its own bookkeeping after its
+    /// `TransactionManager` dropped a partition's entry with batches of it on the wire
+    /// (UNKNOWN_PRODUCER_ID, or an epoch bump), and the batch is lost to Java; the two
+    /// outputs are identical up to that exception. A Java defect. Exact: see
+    /// `java_tracking::java_loses_track_of_batches`.
+    JavaLosesTrackOfBatches,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }
@@ -637,16 +644,34 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             verdict = Verdict::NoRenumberOfPossiblyWritten;
         }
     }
-    let exotic = java
+    let exotic = core
         .iter()
-        .chain(core)
-        .any(|l| l.contains("java_exception") || l.contains("input_error") || l.contains("+twice"));
+        .any(|l| l.contains("input_error") || l.contains("+twice"));
     if exotic {
         verdict = Verdict::Unexplained;
     }
     if trace.config.transactional && !exotic {
         let earliest = partitions.first().map(|&(_, v, _, when)| (v, when));
         verdict = txn::verdict(java, core, earliest, verdict);
+    }
+    // Java's own Sender giving up on its bookkeeping (`compare/java_tracking.rs`): a
+    // transactional trace keeps the verdict of a difference before it, or is that
+    // defect where nothing differed before it; anything else is unexplained.
+    if java
+        .iter()
+        .any(|l| field(l, "ev") == Some("java_exception"))
+    {
+        let first = java_tracking::java_line_of_first_difference(java, core, &partitions, &jat);
+        if !java_tracking::after_named_difference(java, trace.config.transactional, verdict, first)
+        {
+            verdict = if trace.config.transactional
+                && java_tracking::java_loses_track_of_batches(java, core)
+            {
+                Verdict::JavaLosesTrackOfBatches
+            } else {
+                Verdict::Unexplained
+            };
+        }
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

@@ -754,6 +754,78 @@ fn a_tie_between_a_partition_and_the_conversation_goes_to_the_conversation() {
 }
 
 #[test]
+fn a_java_tracking_failure_after_a_named_first_difference_keeps_its_verdict() {
+    // Java pipelines sequences 1 and 2 of partition 0 before the first ack (the core
+    // waits: FirstBatchGate, the first difference). Sequence 1 is answered
+    // UNKNOWN_PRODUCER_ID, so Java's TransactionManager drops the partition's entry;
+    // sequence 2 is answered REQUEST_TIMED_OUT, and its re-enqueue throws (the batch is
+    // left neither queued nor completed: its record never gets an outcome). The trace
+    // keeps the first difference's class.
+    let name = "txn_java_tracking_failure_after_first_difference";
+    let (trace, java) = recorded(name);
+    let exception = java
+        .iter()
+        .position(|l| l.contains(r#""ev":"java_exception""#))
+        .unwrap();
+    assert!(java[exception].contains("We are re-enqueueing a batch which is not tracked"));
+    assert!(java
+        .iter()
+        .any(|l| l == r#"{"ev":"outcome","rec":2,"result":"none"}"#));
+    assert_eq!(verdict(&trace, &java), Verdict::FirstBatchGate, "{name}");
+    // Near misses: the same exception written before the first difference (Java's
+    // second batch), and another exception where it was.
+    let mut early = java.clone();
+    let line = early.remove(exception);
+    let second_batch = early
+        .iter()
+        .position(|l| l.contains(r#""batches":"0:1000:0:1:1","t""#))
+        .unwrap();
+    early.insert(second_batch, line);
+    assert_eq!(
+        verdict(&trace, &early),
+        Verdict::Unexplained,
+        "{name}: early"
+    );
+    let other = replaced(&java, "We are re-enqueueing", "Something else went wrong");
+    assert_eq!(
+        verdict(&trace, &other),
+        Verdict::Unexplained,
+        "{name}: other"
+    );
+}
+
+#[test]
+fn java_losing_track_of_a_batch_with_nothing_different_before_is_that_defect() {
+    // Both sides send sequences 1, 2 and 3 of partition 0 alike; sequence 2 is answered
+    // UNKNOWN_PRODUCER_ID while 1 and 3 are unsettled, so Java's TransactionManager drops
+    // the partition's entry, and the acknowledgement of sequence 1 then throws in Java's
+    // bookkeeping. Near misses stay unexplained: the exception naming a partition whose
+    // entry Java did not drop, and another exception there.
+    recorded_as(
+        "txn_JavaLosesTrackOfBatches",
+        Verdict::JavaLosesTrackOfBatches,
+        |java| {
+            replaced(
+                java,
+                "txnPartitionEntry for t-0",
+                "txnPartitionEntry for t-1",
+            )
+        },
+    );
+    recorded_as(
+        "txn_JavaLosesTrackOfBatches",
+        Verdict::JavaLosesTrackOfBatches,
+        |java| {
+            replaced(
+                java,
+                "IllegalStateException: Trying",
+                "NullPointerException: Trying",
+            )
+        },
+    );
+}
+
+#[test]
 fn a_retried_add_partitions_taking_a_partition_java_never_asks_for_is_that_departure() {
     // Java retries AddPartitionsToTxn(2) after the lookup; the core's retry also takes
     // partition 0, sent to meanwhile. The answer (UNKNOWN_PRODUCER_ID) makes the

@@ -825,7 +825,8 @@ public final class ConformanceHarness {
                 try {
                     h.drain();
                 } catch (RuntimeException e) {
-                    out.println("{\"ev\":\"java_exception\",\"what\":\"" + e.getClass().getSimpleName() + "\"}");
+                    out.println("{\"ev\":\"java_exception\",\"what\":\"" + e.getClass().getSimpleName() + ": "
+                        + String.valueOf(e.getMessage()).replace('"', '\'') + "\"}");
                 }
                 out.println("{\"ev\":\"end\"}");
                 out.flush();

@@ -1,0 +1,169 @@
+//! Java's Sender failing its own bookkeeping in transactional traces.
+//!
+//! Java's `TransactionManager` keeps, per partition, the batches on the wire and the next
+//! sequence (`TxnPartitionMap`), and drops a partition's entry while batches of it are
+//! still on the wire in two places: `handleFailedBatch` on UNKNOWN_PRODUCER_ID
+//! (`resetSequenceForPartition`), and the InitProducerId answer that bumps the epoch
+//! (`resetSequenceNumbers`, every entry). When another batch of that partition is then
+//! answered, Java's Sender throws: re-enqueueing a retriable one fails its check
+//! (`RecordAccumulator.insertInSequenceOrder`: "We are re-enqueueing a batch which is not
+//! tracked"), and completing or failing one looks the entry up (`TxnPartitionMap.get`:
+//! "Trying to get txnPartitionEntry ... never set"). Kafka's `Sender.run` logs such an
+//! exception and goes on, with the batch neither queued nor completed: its records never
+//! get an outcome, and a commit waits for them until the transaction times out. A Java
+//! defect, not a rule the core departs from.
+
+use std::collections::BTreeMap;
+
+use super::{field, txn, Verdict};
+
+/// The two exceptions of Java's bookkeeping (see the module's comment).
+pub(super) fn is_tracking_failure(line: &str) -> bool {
+    field(line, "ev") == Some("java_exception")
+        && field(line, "what").is_some_and(|what| {
+            what.starts_with(
+                "IllegalStateException: We are re-enqueueing a batch which is not tracked",
+            ) || what.starts_with("IllegalStateException: Trying to get txnPartitionEntry for")
+        })
+}
+
+/// The partition a tracking failure names (`t-N` in the message).
+fn named_partition(line: &str) -> Option<i32> {
+    let what = field(line, "what")?;
+    let at = what.find("t-")? + 2;
+    let digits: String = what[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The index in Java's output of the trace's first difference (the earliest of the
+/// first partition difference and the conversation's, by output line), or `None` where
+/// Java's side of it is missing (the core wrote a line Java never wrote).
+pub(super) fn java_line_of_first_difference(
+    java: &[String],
+    core: &[String],
+    partitions: &[(i32, Verdict, usize, usize)],
+    java_at: &BTreeMap<i32, Vec<usize>>,
+) -> Option<usize> {
+    let on_partition = partitions
+        .first()
+        .map(|&(p, _, k, when)| (when, java_at.get(&p).and_then(|a| a.get(k)).copied()));
+    let (jh, ch) = (txn::history(java), txn::history(core));
+    let in_conversation =
+        txn::first_difference(&jh, &ch).map(|(i, when)| (when, jh.get(i).map(|&(line, _)| line)));
+    match (on_partition, in_conversation) {
+        (Some((a, ja)), Some((b, jb))) if a == b => ja.zip(jb).map(|(x, y)| x.min(y)),
+        (Some((a, ja)), Some((b, _))) if a < b => ja,
+        (_, Some((_, jb))) => jb,
+        (Some((_, ja)), None) => ja,
+        (None, None) => None,
+    }
+}
+
+/// Whether a trace with a Java exception keeps `verdict`: it is transactional (its
+/// earliest difference classifies it, every later one is a consequence), the verdict
+/// names a departure, and every exception is a tracking failure written after the first
+/// difference (so it happened after it: lines of a step may be written after an
+/// exception thrown in that step, never before). `first` is
+/// [`java_line_of_first_difference`].
+pub(super) fn after_named_difference(
+    java: &[String],
+    transactional: bool,
+    verdict: Verdict,
+    first: Option<usize>,
+) -> bool {
+    transactional
+        && !matches!(verdict, Verdict::Same | Verdict::Unexplained)
+        && java.iter().enumerate().all(|(i, l)| {
+            field(l, "ev") != Some("java_exception")
+                || (is_tracking_failure(l) && first.is_some_and(|f| i > f))
+        })
+}
+
+/// [`Verdict::JavaLosesTrackOfBatches`]: a transactional trace whose two outputs are
+/// identical, line for line, up to Java's first exception; that exception is a tracking
+/// failure naming a partition whose entry Java dropped, in the lines before it, while
+/// another batch of the partition was unsettled (sent, and neither acknowledged nor
+/// answered with an error Kafka does not retry): an UNKNOWN_PRODUCER_ID answer to one of
+/// its batches, or an InitProducerId that bumped the epoch (it named a producer id)
+/// answered NONE.
+pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> bool {
+    let Some(e) = java
+        .iter()
+        .position(|l| field(l, "ev") == Some("java_exception"))
+    else {
+        return false;
+    };
+    let (Some(p), true) = (named_partition(&java[e]), is_tracking_failure(&java[e])) else {
+        return false;
+    };
+    if core.get(..e) != Some(&java[..e]) {
+        return false;
+    }
+    dropped_while_unsettled(&java[..e]).contains(&p)
+}
+
+/// The partitions whose entry Java dropped while another batch of theirs was unsettled,
+/// in `lines` (see [`java_loses_track_of_batches`]).
+fn dropped_while_unsettled(lines: &[String]) -> Vec<i32> {
+    // Per partition, the stamps ("pid:epoch:seq:count") sent and not settled.
+    let mut unsettled: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    let mut dropped = Vec::new();
+    let mut bump_asked = false;
+    for line in lines {
+        match field(line, "ev") {
+            Some("produce") => {
+                for (p, stamp) in batches(line) {
+                    let sent = unsettled.entry(p).or_default();
+                    if !sent.contains(&stamp) {
+                        sent.push(stamp);
+                    }
+                }
+            }
+            Some("answered") => {
+                for (p, answered) in batches(line) {
+                    let (stamp, error) = answered.split_once('=').unwrap_or((&answered, ""));
+                    let sent = unsettled.entry(p).or_default();
+                    let settles = error == "UNKNOWN_PRODUCER_ID"
+                        || !crate::core_side::error_by_name(error).is_retriable();
+                    if settles {
+                        sent.retain(|s| s != stamp);
+                    }
+                    if error == "UNKNOWN_PRODUCER_ID" && !sent.is_empty() {
+                        dropped.push(p);
+                    }
+                }
+            }
+            Some("txn") if field(line, "api") == Some("init") => {
+                bump_asked = field(line, "pid").is_some_and(|pid| pid != "-1");
+            }
+            Some("coord_answered") if field(line, "api") == Some("init") => {
+                if bump_asked && field(line, "error") == Some("NONE") {
+                    dropped.extend(
+                        unsettled
+                            .iter()
+                            .filter(|(_, sent)| !sent.is_empty())
+                            .map(|(&p, _)| p),
+                    );
+                }
+                bump_asked = false;
+            }
+            _ => {}
+        }
+    }
+    dropped
+}
+
+/// The batches of a `produce` or `answered` line: (partition, the rest of its entry).
+fn batches(line: &str) -> Vec<(i32, String)> {
+    field(line, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| {
+            let (p, rest) = b.split_once(':')?;
+            Some((p.parse().ok()?, rest.to_string()))
+        })
+        .collect()
+}
