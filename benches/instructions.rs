@@ -397,6 +397,28 @@ fn append_one_record((mut b, rec): (BatchBuilder, Record)) -> (BatchBuilder, Rec
     (b, rec)
 }
 
+/// A producer with one partition whose open batch (`batch.size` 1 MiB, so 100 records
+/// fit) already holds a record.
+fn open_batch(_: usize) -> Fixture {
+    let mut f = steady_with(1, 1 << 20);
+    f.p.send(&f.tps[0], &small_record(), NOW).expect("queued");
+    let _ = f.p.poll_timeout();
+    f
+}
+
+// 100 × (`send` of a small record into the partition's open batch → `poll_timeout`), as
+// a driver's loop does per send. Divide by 100.
+#[library_benchmark]
+#[benches::records(args = [100], setup = open_batch)]
+fn send_into_open_batch_x100(mut f: Fixture) -> Fixture {
+    let record = small_record();
+    for _ in 0..CYCLES {
+        f.p.send(&f.tps[0], &record, NOW).expect("queued");
+        black_box(f.p.poll_timeout());
+    }
+    f
+}
+
 // kafka-protocol 0.18's `RecordBatchEncoder` on the same records (stamped in them).
 #[library_benchmark]
 #[benches::value_size(args = [100, 1024], setup = records)]
@@ -431,6 +453,7 @@ library_benchmark_group!(
         encode_kacrab_finish,
         encode_floor_copy_and_crc,
         append_one_record,
+        send_into_open_batch_x100,
         encode_kafka_protocol
     ]
 );

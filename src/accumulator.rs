@@ -181,6 +181,17 @@ impl Index<u32> for Accumulator {
     }
 }
 
+impl Accumulator {
+    /// Hands out partition `p` mutably without marking it touched, for a change that
+    /// leaves its deadlines as they were: a record appended to the open batch (which
+    /// keeps its creation time) with the queue and the batches on the wire untouched.
+    /// `Producer::assert_timer_invariants` checks every untouched partition's deadlines
+    /// against its state, so a change that moved one fails there.
+    pub(crate) fn untimed_mut(&mut self, p: u32) -> &mut PartitionState {
+        &mut self.partitions[p as usize]
+    }
+}
+
 impl IndexMut<u32> for Accumulator {
     /// Hands out partition `p` mutably, and marks it touched for the timer table.
     fn index_mut(&mut self, p: u32) -> &mut PartitionState {

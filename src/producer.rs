@@ -336,7 +336,9 @@ impl Producer {
             });
         }
         let id = RecordId(self.acc.accept(1, size).start);
-        let open = self.acc[p].open.as_mut().expect("opened above");
+        // Appending moves no deadline (the open batch keeps its creation time); a new
+        // batch was marked when it opened, and a full one is when it closes below.
+        let open = self.acc.untimed_mut(p).open.as_mut().expect("opened above");
         open.builder.append(record);
         open.records.push(id);
         open.charged += size;
