@@ -130,6 +130,12 @@ fn blackholes_hold_frames_on_open_connections_until_healed() {
             ),
             "{direction:?}: {err}"
         );
+        // The client gave up waiting; the held frame may still be on its way to the
+        // proxy (the broker's answer, for `ToClient`) on a loaded machine.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while proxy.stats().held < held_before + 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(proxy.stats().held, held_before + 1, "{direction:?}");
         // The connection is still open: healing releases the held frame on it.
         proxy.set_link(Target::Node(node), Link::healthy()).unwrap();
