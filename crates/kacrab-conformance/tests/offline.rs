@@ -752,3 +752,63 @@ fn a_tie_between_a_partition_and_the_conversation_goes_to_the_conversation() {
         },
     );
 }
+
+#[test]
+fn an_abort_java_refuses_while_its_failing_commit_is_held_is_that_departure() {
+    // The core fails the commit at the OUT_OF_ORDER_SEQUENCE_NUMBER answer and accepts
+    // the application's abort; Java, still holding the EndTxn for partition 1's batch,
+    // refuses it (its commit is pending) and fails the commit with the same error once
+    // that batch is answered. Near miss: Java sends an EndTxn(ABORT) before its commit
+    // fails, which its pending commit forbids.
+    recorded_as(
+        "txn_commit_fails_early_then_abort",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        |java| {
+            const REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().position(|l| l == REFUSED).unwrap();
+            java.insert(
+                at + 1,
+                r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#.to_string(),
+            );
+            java
+        },
+    );
+}
+
+#[test]
+fn java_naming_an_expired_batch_transaction_abortable_is_that_departure() {
+    // Partition 1's batch expires on the wire; both fail the commit at once, the core
+    // with the batch's REQUEST_TIMED_OUT, Java with TRANSACTION_ABORTABLE wrapping it.
+    // Near miss: Java names an error nothing in the trace explains.
+    recorded_as(
+        "txn_CommitFailsWithJavasLastError",
+        Verdict::CommitFailsWithJavasLastError,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn java_failing_a_held_commit_with_its_last_abortable_error_is_that_departure() {
+    // Partition 0's batch fails (TOPIC_AUTHORIZATION_FAILED) and the core fails the
+    // commit with it; Java holds the EndTxn until partition 1's batch fails
+    // (OUT_OF_ORDER_SEQUENCE_NUMBER) and names that last error. Near miss: Java names
+    // an error no batch failed with.
+    recorded_as(
+        "txn_commit_error_javas_last",
+        Verdict::CommitFailsWithJavasLastError,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"err:10"}"#,
+            )
+        },
+    );
+}

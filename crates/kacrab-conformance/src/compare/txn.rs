@@ -29,7 +29,7 @@ pub(super) fn history(lines: &[String]) -> Vec<(usize, &str)> {
 /// where Java names one: Java completes most failed operations with a `KafkaException`
 /// wrapping the cause (`TransactionManager.TxnRequestHandler.fatalError`,
 /// `abortableError`), which `Errors.forException` reads as UNKNOWN_SERVER_ERROR (-1).
-fn same(java: &str, core: &str) -> bool {
+pub(super) fn same(java: &str, core: &str) -> bool {
     if java == core {
         return true;
     }
@@ -166,7 +166,9 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         || java_retries_partitions_already_asked(java, core, i)
     {
         Verdict::JavaReasksPendingPartitions
-    } else if commit_fails_before_batches_settle(java, core, i) {
+    } else if commit_fails_before_batches_settle(java, core, i)
+        || super::txn_commit::commit_fails_early_then_abort(java, core, i)
+    {
         Verdict::CommitFailsBeforeBatchesSettle
     } else {
         Verdict::Unexplained
@@ -354,6 +356,11 @@ pub(super) fn verdict(
     {
         Verdict::Unexplained if unknown_producer_id_fails_commit(java, core, ch, i) => {
             Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_commit::commit_fails_with_javas_last_error(java, jh, ch, i) =>
+        {
+            Verdict::CommitFailsWithJavasLastError
         }
         v => v,
     };
