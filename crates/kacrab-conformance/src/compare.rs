@@ -131,6 +131,13 @@ pub enum Verdict {
     /// TRANSACTION_ABORTABLE (kafka-clients 4.3.1's `maybeTransitionToErrorState`).
     /// Exact: see `txn_commit::commit_fails_with_javas_last_error`.
     CommitFailsWithJavasLastError,
+    /// Transactional traces: the core expires a batch by `delivery.timeout.ms` while a
+    /// transactional request is in flight, and fails the commit; Java checks expiry only
+    /// in `Sender.sendProducerData`, which it skips while a transactional request is in
+    /// flight, so it goes on with its conversation and fails the commit later. Timing
+    /// only (the core keeps the bound the configuration sets). Exact: see
+    /// `txn_commit::core_expires_while_coordinator_request_out`.
+    CoreExpiresWhileCoordinatorRequestOut,
     /// Transactional traces: a batch answered UNKNOWN_PRODUCER_ID on a partition with
     /// no acknowledged offset at or above the log start. Java restarts the partition's
     /// sequences and retries it (`TransactionManager.canRetry`); the core makes the

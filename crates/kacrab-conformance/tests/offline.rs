@@ -812,3 +812,26 @@ fn java_failing_a_held_commit_with_its_last_abortable_error_is_that_departure() 
         },
     );
 }
+
+#[test]
+fn the_core_expiring_a_batch_while_java_waits_on_the_coordinator_is_that_departure() {
+    // AddPartitionsToTxn times out and the lookup after it is unanswered when the batch
+    // reaches delivery.timeout.ms: the core expires it and fails the commit; Java, with
+    // a transactional request out, skips sendProducerData (no expiry), adds the
+    // partition, then expires the batch and fails the commit. Near miss: Java sends its
+    // EndTxn before the commit fails (its commit was not held).
+    recorded_as(
+        "txn_CoreExpiresWhileCoordinatorRequestOut",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().position(|l| l == FAILED).unwrap();
+            java.insert(
+                at,
+                r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#.to_string(),
+            );
+            java
+        },
+    );
+}

@@ -362,6 +362,11 @@ pub(super) fn verdict(
         {
             Verdict::CommitFailsWithJavasLastError
         }
+        Verdict::Unexplained
+            if super::txn_commit::core_expires_while_coordinator_request_out(core, jh, ch, i) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
         v => v,
     };
     match (first_difference(&jh, &ch), earliest) {

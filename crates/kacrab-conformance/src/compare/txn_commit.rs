@@ -180,3 +180,60 @@ pub(super) fn commit_fails_with_javas_last_error(
         && (in_step_or_refused(java, core, i, j, false)
             || in_step_or_refused(java, core, i, j, true))
 }
+
+/// Whether Java wrote `line` in the AddPartitionsToTxn conversation (a request or its
+/// answer), which goes on while Java's transaction is not abortable yet.
+fn java_add_partitions(line: &str) -> bool {
+    matches!(field(line, "ev"), Some("txn" | "coord_answered"))
+        && field(line, "api") == Some("add_partitions")
+}
+
+/// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`](super::Verdict): at the first
+/// difference `i` the core fails the commit with REQUEST_TIMED_OUT: a batch of the
+/// transaction expired by `delivery.timeout.ms` (a record of the core failed so) while
+/// the last transactional request both sides sent before is unanswered. Java checks
+/// expiry only in `Sender.sendProducerData`, which `runOnce` skips while a
+/// transactional request is in flight (`maybeSendAndPollTransactionalRequest` returns
+/// first), so it expires nothing then and goes on with its conversation: its next
+/// completion is the commit's, failed. In between, both write the same (the core one
+/// line ahead) up to the first line they differ on, and from there Java writes only
+/// what its pending commit dictates for each application call, coordinator lookups and
+/// its AddPartitionsToTxn conversation: no EndTxn, no InitProducerId. What the core
+/// does after its failure (only lookups, as its transaction is abortable) is its
+/// consequence.
+pub(super) fn core_expires_while_coordinator_request_out(
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const EXPIRED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:7"}"#;
+    if core.get(i).is_none_or(|&(_, c)| c != EXPIRED) {
+        return false;
+    }
+    let Some(r) = core[..i]
+        .iter()
+        .rposition(|&(_, l)| field(l, "ev") == Some("txn"))
+    else {
+        return false;
+    };
+    let unanswered = !core[r + 1..i]
+        .iter()
+        .any(|&(_, l)| field(l, "ev") == Some("coord_answered"));
+    let record_expired = core_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && l.ends_with(r#""result":"err:7"}"#));
+    let Some(j) = java_commit_failure(java, i) else {
+        return false;
+    };
+    let in_step = |k: usize| {
+        core.get(k + 1).is_some_and(|&(_, l)| {
+            same(java[k].1, l) || (java[k].1 == COMMIT_OK && l == COMMIT_REFUSED)
+        })
+    };
+    let d = (i..j).find(|&k| !in_step(k)).unwrap_or(j);
+    let java_waits = java[d..j].iter().all(|&(_, l)| {
+        java_refusal_while_committing(l) || java_lookup(l) || java_add_partitions(l)
+    });
+    unanswered && record_expired && java_waits
+}
