@@ -358,14 +358,14 @@ pub(super) fn verdict(
             Verdict::UnknownProducerIdAbortsTransaction
         }
         Verdict::Unexplained
-            if super::txn_commit::commit_fails_with_javas_last_error(java, jh, ch, i) =>
-        {
-            Verdict::CommitFailsWithJavasLastError
-        }
-        Verdict::Unexplained
             if super::txn_commit::core_expires_while_coordinator_request_out(core, jh, ch, i) =>
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_commit::commit_fails_with_javas_last_error(java, jh, ch, i) =>
+        {
+            Verdict::CommitFailsWithJavasLastError
         }
         v => v,
     };

@@ -121,6 +121,30 @@ fn java_names(error: KafkaError) -> i16 {
     }
 }
 
+/// The errors a Produce answer line failed batches with.
+fn batch_errors(line: &str) -> impl Iterator<Item = KafkaError> + '_ {
+    let answered = field(line, "ev") == Some("answered");
+    field(line, "batches")
+        .filter(|_| answered)
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.split_once('=').map(|(_, e)| error_by_name(e)))
+        .filter(|e| !matches!(e, KafkaError::None | KafkaError::DuplicateSequenceNumber))
+}
+
+/// The error of an AddPartitionsToTxn answer line whose partitions all failed with one
+/// error (Java's handler then takes that error, whatever order it reads them in).
+fn single_add_partitions_error(line: &str) -> Option<KafkaError> {
+    if field(line, "ev") != Some("coord_answered") || field(line, "api") != Some("add_partitions") {
+        return None;
+    }
+    let mut errors = field(line, "error")?
+        .split(',')
+        .filter_map(|p| p.split_once('=').map(|(_, e)| e));
+    let first = errors.next()?;
+    (first != "NONE" && errors.all(|e| e == first)).then(|| error_by_name(first))
+}
+
 fn code_of(line: &str) -> Option<i16> {
     field(line, "result")?.strip_prefix("err:")?.parse().ok()
 }
@@ -158,17 +182,20 @@ pub(super) fn commit_fails_with_javas_last_error(
         return false;
     }
     let first = java.get(i).map_or(at, |&(l, _)| l.min(at));
-    let held = &java_out[first.min(java[j].0)..java[j].0];
+    // The window opens at the Produce answer that failed a batch with the core's error
+    // (the answer that made the core's transaction abortable), when the shared lines
+    // end with it; else at the first difference.
+    let cause = java_out[..first.min(java_out.len())]
+        .iter()
+        .rposition(|l| field(l, "ev") != Some("answered"))
+        .map_or(0, |k| k + 1);
+    let start = (cause..first)
+        .find(|&k| batch_errors(&java_out[k]).any(|e| e.code() == cc))
+        .unwrap_or(first);
+    let held = &java_out[start.min(java[j].0)..java[j].0];
     let batch_failed = held.iter().any(|l| {
-        field(l, "ev") == Some("answered")
-            && field(l, "batches").unwrap_or_default().split(',').any(|b| {
-                b.split_once('=').is_some_and(|(_, e)| {
-                    let e = error_by_name(e);
-                    !matches!(e, KafkaError::None | KafkaError::DuplicateSequenceNumber)
-                        && !e.is_retriable()
-                        && java_names(e) == jc
-                })
-            })
+        batch_errors(l).any(|e| !e.is_retriable() && java_names(e) == jc)
+            || single_add_partitions_error(l).is_some_and(|e| java_names(e) == jc)
     });
     const EXPIRED: &str = r#""result":"err:7"}"#;
     let expired = jc == KafkaError::TransactionAbortable.code()
