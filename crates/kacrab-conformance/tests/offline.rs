@@ -835,3 +835,22 @@ fn the_core_expiring_a_batch_while_java_waits_on_the_coordinator_is_that_departu
         },
     );
 }
+
+#[test]
+fn one_produce_answer_failing_two_batches_names_the_first_error_in_the_core() {
+    // One Produce answer fails partition 0's batch (TOPIC_AUTHORIZATION_FAILED) and
+    // partition 1's (INVALID_PRODUCER_EPOCH): the core fails the commit with the first,
+    // Java with the last it handled. Near miss: Java names an error that answer did not
+    // carry.
+    recorded_as(
+        "txn_commit_error_javas_last_of_one_answer",
+        Verdict::CommitFailsWithJavasLastError,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:47"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
+            )
+        },
+    );
+}
