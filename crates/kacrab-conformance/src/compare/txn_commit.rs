@@ -32,7 +32,8 @@ fn failed_commit(line: &str) -> bool {
 /// as the answer its rules dictate to an application call: a commit is the retry of the
 /// pending one (`beginCommit` hands back the pending result), an abort or a begin is
 /// refused (another operation while one is pending), and so is a send
-/// (`maybeAddPartition`: the abortable error, `maybeFailWithError`).
+/// (`maybeAddPartition`: the abortable error, `maybeFailWithError`, or before it the
+/// pending commit, `throwIfPendingState`).
 fn java_refusal_while_committing(line: &str) -> bool {
     line == COMMIT_OK
         || line == ABORT_REFUSED
@@ -54,6 +55,15 @@ fn java_commit_failure(java: &[(usize, &str)], i: usize) -> Option<usize> {
     failed_commit(java[j].1).then_some(j)
 }
 
+/// Whether Java's line `k` is the core's line `k + 1` (the core, having failed its
+/// commit one line earlier, is one line ahead), or a commit Java hands back the pending
+/// result for and the core refuses.
+fn in_step(java: &[(usize, &str)], core: &[(usize, &str)], k: usize) -> bool {
+    core.get(k + 1).is_some_and(|&(_, l)| {
+        same(java[k].1, l) || (java[k].1 == COMMIT_OK && l == COMMIT_REFUSED)
+    })
+}
+
 /// The lines between the core's early commit failure at `i` and Java's at `j`. Both
 /// sides write the same (the core one line ahead; a commit retried in Java and refused
 /// by the core aside, as in `txn::commit_fails_before_batches_settle`) up to `d`, where
@@ -70,11 +80,7 @@ fn in_step_or_refused(
     j: usize,
     with_abort: bool,
 ) -> bool {
-    let in_step = |k: usize| {
-        core.get(k + 1).is_some_and(|&(_, l)| {
-            same(java[k].1, l) || (java[k].1 == COMMIT_OK && l == COMMIT_REFUSED)
-        })
-    };
+    let in_step = |k: usize| in_step(java, core, k);
     let d = (i..j).find(|&k| !in_step(k)).unwrap_or(j);
     if d == j {
         return !with_abort;
@@ -253,11 +259,7 @@ pub(super) fn core_expires_while_coordinator_request_out(
     let Some(j) = java_commit_failure(java, i) else {
         return false;
     };
-    let in_step = |k: usize| {
-        core.get(k + 1).is_some_and(|&(_, l)| {
-            same(java[k].1, l) || (java[k].1 == COMMIT_OK && l == COMMIT_REFUSED)
-        })
-    };
+    let in_step = |k: usize| in_step(java, core, k);
     let d = (i..j).find(|&k| !in_step(k)).unwrap_or(j);
     let java_waits = java[d..j].iter().all(|&(_, l)| {
         java_refusal_while_committing(l) || java_lookup(l) || java_add_partitions(l)
