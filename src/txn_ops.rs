@@ -328,6 +328,25 @@ impl Producer {
         let Some(next) = t.queue.next() else {
             return TxnStep::Nothing;
         };
+        if t.state == S::AbortableError && !matches!(next, Queued::FindCoordinator(_)) {
+            // Java's `maybeTerminateRequestWithError`: in an error state only lookups go
+            // out. The transition dropped what was queued (`keep_lookups_only`); this
+            // drops a request queued again since, e.g. one that was on the wire then
+            // and came back NOT_COORDINATOR or with its connection lost. Java looked the
+            // coordinator up when it queued that request again (`lookupCoordinator`), and
+            // the lookup still goes out: the core asks for it here, as it would have
+            // before sending the request.
+            let q = t.queue.take_next().expect("checked");
+            if let Some(kind) = q.coordinator() {
+                let asked = t
+                    .queue
+                    .any_waiting_or_sent(|w| matches!(w, Queued::FindCoordinator(k) if *k == kind));
+                if t.coordinators.get(kind).is_none() && !asked {
+                    t.queue.push_back(Queued::FindCoordinator(kind));
+                }
+            }
+            return self.poll_transactional(now);
+        }
         if matches!(next, Queued::EndTxn(_)) && self.acc.unreported_records() > 0 {
             return TxnStep::Nothing; // EndTxn waits for every batch's outcome
         }

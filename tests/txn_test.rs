@@ -733,3 +733,39 @@ fn foreground_invalid_state_transition_is_recoverable() {
     );
     init(&mut h, 0);
 }
+
+/// Java's `nextRequest` fails every queued request but FindCoordinator while the
+/// transaction is in an error state (`maybeTerminateRequestWithError`): an
+/// AddPartitionsToTxn that was on the wire when a batch made the transaction abortable,
+/// and comes back NOT_COORDINATOR, is looked up again but never resent (found by the
+/// differential conformance run, seed 29).
+#[test]
+fn add_partitions_requeued_after_an_abortable_error_is_not_resent() {
+    let mut h = in_txn_with_partition(false);
+    h.send(0, "a");
+    ok_partitions(&mut h);
+    let produce = h.outstanding.front().expect("partition 0's batch").id;
+    h.send(1, "b");
+    let Request::AddPartitionsToTxn(add) = next_txn(&mut h) else {
+        panic!("AddPartitionsToTxn for partition 1")
+    };
+    h.respond(produce, &[(0, KafkaError::TopicAuthorizationFailed, -1)]);
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
+    h.p.handle_add_partitions(add.id, &[(tp(1), KafkaError::NotCoordinator)], h.now)
+        .unwrap();
+    h.advance(1000);
+    h.pump();
+    assert!(
+        h.txn_requests.is_empty(),
+        "nothing but a lookup goes out: {:?}",
+        h.txn_requests
+    );
+    h.p.abort_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("the abort's EndTxn")
+    };
+    assert!(!e.commit);
+}

@@ -15,6 +15,7 @@ mod projection;
 mod timing;
 mod txn;
 mod txn_add_partitions;
+mod txn_commit;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
@@ -131,6 +132,20 @@ pub enum Verdict {
     /// only (the error is the same). Exact: see
     /// `txn::commit_fails_before_batches_settle`.
     CommitFailsBeforeBatchesSettle,
+    /// Transactional traces: both fail the commit, with different codes. The core
+    /// fails it with the transaction's first abortable error, as the error names
+    /// itself; Java fails the EndTxn it held with its last one (every abortable error
+    /// overwrites `lastError`), and names a retriable cause or INVALID_TXN_STATE
+    /// TRANSACTION_ABORTABLE (kafka-clients 4.3.1's `maybeTransitionToErrorState`).
+    /// Exact: see `txn_commit::commit_fails_with_javas_last_error`.
+    CommitFailsWithJavasLastError,
+    /// Transactional traces: the core expires a batch by `delivery.timeout.ms` while a
+    /// transactional request is in flight, and fails the commit; Java checks expiry only
+    /// in `Sender.sendProducerData`, which it skips while a transactional request is in
+    /// flight, so it goes on with its conversation and fails the commit later. Timing
+    /// only (the core keeps the bound the configuration sets). Exact: see
+    /// `txn_commit::core_expires_while_coordinator_request_out`.
+    CoreExpiresWhileCoordinatorRequestOut,
     /// Transactional traces: a batch answered UNKNOWN_PRODUCER_ID on a partition with
     /// no acknowledged offset at or above the log start. Java restarts the partition's
     /// sequences and retries it (`TransactionManager.canRetry`); the core makes the

@@ -185,7 +185,9 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         || java_retries_partitions_already_asked(java, core, i)
     {
         Verdict::JavaReasksPendingPartitions
-    } else if commit_fails_before_batches_settle(java, core, i) {
+    } else if commit_fails_before_batches_settle(java, core, i)
+        || super::txn_commit::commit_fails_early_then_abort(java, core, i)
+    {
         Verdict::CommitFailsBeforeBatchesSettle
     } else {
         Verdict::Unexplained
@@ -373,6 +375,16 @@ pub(super) fn verdict(
     {
         Verdict::Unexplained if unknown_producer_id_fails_commit(java, core, ch, i) => {
             Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_commit::core_expires_while_coordinator_request_out(core, jh, ch, i) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_commit::commit_fails_with_javas_last_error(java, jh, ch, i) =>
+        {
+            Verdict::CommitFailsWithJavasLastError
         }
         v => v,
     };

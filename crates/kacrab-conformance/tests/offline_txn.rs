@@ -1,0 +1,458 @@
+//! The transactional half of the offline conformance tests: the Rust side and the
+//! comparison against Java output recorded from `conformance/java` (Kafka 4.3.1).
+
+mod common;
+
+use kacrab_conformance::compare::{compare, Verdict};
+use kacrab_conformance::core_side;
+use kacrab_conformance::generate::{self, Answers};
+use kacrab_conformance::trace::Trace;
+
+use common::{recorded, recorded_as, replaced, verdict};
+
+#[test]
+fn generated_transactional_traces_round_trip_through_json_lines() {
+    for seed in 0..200 {
+        let t = generate::transactional(seed, Answers::Faulty);
+        assert!(t.config.transactional);
+        let back = Trace::parse_many(&t.to_jsonl()).unwrap();
+        assert_eq!(back, vec![t], "seed {seed}");
+    }
+}
+
+#[test]
+fn the_core_writes_what_java_wrote_for_one_committed_transaction() {
+    let (trace, java) = recorded("txn_commit_same");
+    let (core, extra) = core_side::run(&trace);
+    assert_eq!(core, java);
+    assert_eq!(compare(&trace, &java, &core, &extra).verdict, Verdict::Same);
+    // The same output with another epoch on the EndTxn is a difference nobody explains.
+    let other = replaced(&java, r#""epoch":0,"commit":1"#, r#""epoch":1,"commit":1"#);
+    assert_ne!(other, java);
+    assert_eq!(verdict(&trace, &other), Verdict::Unexplained);
+}
+
+#[test]
+fn a_retried_add_partitions_taking_new_partitions_is_that_departure() {
+    // Near miss: Java never asks for the partition the core's retry added.
+    recorded_as(
+        "txn_RetriedAddPartitionsTakesNewPartitions",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"1""#),
+    );
+}
+
+#[test]
+fn java_asking_again_for_pending_partitions_is_that_quirk() {
+    // Near miss: the partition only Java asks for was never asked for before.
+    recorded_as(
+        "txn_JavaReasksPendingPartitions",
+        Verdict::JavaReasksPendingPartitions,
+        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"1,2""#),
+    );
+}
+
+#[test]
+fn the_tv1_abort_after_an_abortable_error_bumps_the_epoch() {
+    // Near miss: Java's next step is a bump of another identity, not the abort's end.
+    recorded_as(
+        "txn_AbortEndsWithEpochBump",
+        Verdict::AbortEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+                r#"{"ev":"txn","api":"init","pid":1000,"epoch":1}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn the_core_failing_a_commit_before_its_batches_settle_is_that_departure() {
+    // Near miss: Java's commit succeeds.
+    recorded_as(
+        "txn_CommitFailsBeforeBatchesSettle",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:18"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn an_abort_after_a_failed_init_gets_a_producer_id_first() {
+    // Near miss: Java's init had succeeded.
+    recorded_as(
+        "txn_AbortAfterFailedInit",
+        Verdict::AbortAfterFailedInit,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"init","result":"err:120"}"#,
+                r#"{"ev":"txn_done","call":"init","result":"ok"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn java_retrying_partitions_both_sides_already_asked_for_is_that_quirk() {
+    // Near miss: Java's retry asks for a partition nobody asked for before.
+    recorded_as(
+        "txn_java_retries_partitions_already_asked",
+        Verdict::JavaReasksPendingPartitions,
+        |java| {
+            let mut java = java.to_vec();
+            let last = java
+                .iter()
+                .rposition(|l| l.contains(r#""parts":"1"}"#))
+                .unwrap();
+            java[last] = java[last].replace(r#""parts":"1"}"#, r#""parts":"2"}"#);
+            java
+        },
+    );
+}
+
+#[test]
+fn the_tv1_abort_with_nothing_added_still_bumps_after_an_abortable_error() {
+    // Near miss: the abort was not the call just before (Java had called begin again).
+    recorded_as(
+        "txn_abort_bump_nothing_added",
+        Verdict::AbortEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+                r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn the_tv1_commit_whose_end_txn_timed_out_ends_with_a_bump() {
+    // Near miss: what Java completes is not the operation that EndTxn ended.
+    recorded_as(
+        "txn_LostEndTxnEndsWithEpochBump",
+        Verdict::LostEndTxnEndsWithEpochBump,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+                r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn java_holding_add_partitions_built_before_a_coordinator_lookup_is_that_departure() {
+    // Java built AddPartitionsToTxn(0,2) before the lookup (2 pending, 0 new) and sends
+    // it after; the core's, built when sent, also takes partition 1, which Java asks for
+    // next. Near miss: Java's request asks again for nothing asked before.
+    recorded_as(
+        "txn_add_partitions_held_behind_lookup",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| replaced(java, r#""parts":"0,2""#, r#""parts":"0""#),
+    );
+}
+
+#[test]
+fn java_retrying_an_answered_partition_before_the_new_one_is_that_quirk() {
+    // Java's stale retry of partition 2 goes before partition 1's request, which the
+    // core sends at once. Near miss: Java's next new request is for another partition.
+    recorded_as(
+        "txn_java_stale_retry_before_new_partitions",
+        Verdict::JavaReasksPendingPartitions,
+        |java| replaced(java, r#""parts":"1"}"#, r#""parts":"3"}"#),
+    );
+}
+
+#[test]
+fn a_commit_call_java_accepts_as_a_retry_while_the_core_failed_it_is_that_departure() {
+    // The application commits again while Java still holds the failing EndTxn (Java
+    // hands back the pending result, the core refuses: its commit failed already).
+    // Near miss: what Java accepts there is an abort, which no departure explains.
+    recorded_as(
+        "txn_commit_fails_early_commit_retried",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        |java| {
+            const RETRY: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+            let mut java = java.to_vec();
+            let last = java.iter().rposition(|l| l == RETRY).unwrap();
+            java[last] = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#.to_string();
+            java
+        },
+    );
+}
+
+#[test]
+fn unknown_producer_id_on_a_partition_without_acks_aborts_in_the_core() {
+    // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID (log start 0): Java
+    // restarts its sequences and resends it, and commits; the core fails the commit.
+    // Near miss: Java never sends that batch again (nor gets its answer).
+    recorded_as(
+        "txn_UnknownProducerIdAbortsTransaction",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        |java| {
+            let failed = java
+                .iter()
+                .position(|l| l.contains("=UNKNOWN_PRODUCER_ID"))
+                .unwrap();
+            let (before, after) = java.split_at(failed + 1);
+            let after = after.iter().filter(|l| !l.contains("1:1000:0:0:1"));
+            before.iter().chain(after).cloned().collect()
+        },
+    );
+}
+
+#[test]
+fn a_tie_between_a_partition_and_the_conversation_goes_to_the_conversation() {
+    // On one output line Java sends its stale AddPartitionsToTxn retry where the core
+    // produces: both differences start there, no partition detector names it, and the
+    // conversation's does. Near miss: that retry asks for a partition nobody asked for.
+    recorded_as(
+        "txn_tie_goes_to_conversation",
+        Verdict::JavaReasksPendingPartitions,
+        |java| {
+            let mut java = java.to_vec();
+            let answered = java
+                .iter()
+                .position(|l| l.contains(r#""error":"0=NONE,1=NONE""#))
+                .unwrap();
+            let retry = &mut java[answered + 1];
+            assert!(retry.contains(r#""parts":"1"}"#));
+            *retry = retry.replace(r#""parts":"1"}"#, r#""parts":"2"}"#);
+            java
+        },
+    );
+}
+
+#[test]
+fn a_java_tracking_failure_after_a_named_first_difference_keeps_its_verdict() {
+    // Java pipelines sequences 1 and 2 of partition 0 before the first ack (the core
+    // waits: FirstBatchGate, the first difference). Sequence 1 is answered
+    // UNKNOWN_PRODUCER_ID, so Java's TransactionManager drops the partition's entry;
+    // sequence 2 is answered REQUEST_TIMED_OUT, and its re-enqueue throws (the batch is
+    // left neither queued nor completed: its record never gets an outcome). The trace
+    // keeps the first difference's class.
+    let name = "txn_java_tracking_failure_after_first_difference";
+    let (trace, java) = recorded(name);
+    let exception = java
+        .iter()
+        .position(|l| l.contains(r#""ev":"java_exception""#))
+        .unwrap();
+    assert!(java[exception].contains("We are re-enqueueing a batch which is not tracked"));
+    assert!(java
+        .iter()
+        .any(|l| l == r#"{"ev":"outcome","rec":2,"result":"none"}"#));
+    assert_eq!(verdict(&trace, &java), Verdict::FirstBatchGate, "{name}");
+    // Near misses: the same exception written before the first difference (Java's
+    // second batch), and another exception where it was.
+    let mut early = java.clone();
+    let line = early.remove(exception);
+    let second_batch = early
+        .iter()
+        .position(|l| l.contains(r#""batches":"0:1000:0:1:1","t""#))
+        .unwrap();
+    early.insert(second_batch, line);
+    assert_eq!(
+        verdict(&trace, &early),
+        Verdict::Unexplained,
+        "{name}: early"
+    );
+    let other = replaced(&java, "We are re-enqueueing", "Something else went wrong");
+    assert_eq!(
+        verdict(&trace, &other),
+        Verdict::Unexplained,
+        "{name}: other"
+    );
+}
+
+#[test]
+fn java_losing_track_of_a_batch_with_nothing_different_before_is_that_defect() {
+    // Both sides send sequences 1, 2 and 3 of partition 0 alike; sequence 2 is answered
+    // UNKNOWN_PRODUCER_ID while 1 and 3 are unsettled, so Java's TransactionManager drops
+    // the partition's entry, and the acknowledgement of sequence 1 then throws in Java's
+    // bookkeeping. Near misses stay unexplained: the exception naming a partition whose
+    // entry Java did not drop, and another exception there.
+    recorded_as(
+        "txn_JavaLosesTrackOfBatches",
+        Verdict::JavaLosesTrackOfBatches,
+        |java| {
+            replaced(
+                java,
+                "txnPartitionEntry for t-0",
+                "txnPartitionEntry for t-1",
+            )
+        },
+    );
+    recorded_as(
+        "txn_JavaLosesTrackOfBatches",
+        Verdict::JavaLosesTrackOfBatches,
+        |java| {
+            replaced(
+                java,
+                "IllegalStateException: Trying",
+                "NullPointerException: Trying",
+            )
+        },
+    );
+}
+
+#[test]
+fn a_retried_add_partitions_taking_a_partition_java_never_asks_for_is_that_departure() {
+    // Java retries AddPartitionsToTxn(2) after the lookup; the core's retry also takes
+    // partition 0, sent to meanwhile. The answer (UNKNOWN_PRODUCER_ID) makes the
+    // transaction abortable, so Java never asks for 0, and nothing else differs. Near
+    // miss: Java's answer names another code than the core's for partition 2.
+    recorded_as(
+        "txn_retried_add_partitions_never_asked",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| {
+            replaced(
+                java,
+                r#""error":"2=UNKNOWN_PRODUCER_ID""#,
+                r#""error":"2=TRANSACTION_ABORTABLE""#,
+            )
+        },
+    );
+}
+
+#[test]
+fn java_asking_for_partitions_new_at_an_abort_is_that_departure() {
+    // Java built AddPartitionsToTxn(0,1) (1 pending, 0 new) before the lookup and the
+    // abort, and sends it after; the core dropped partition 0 at the abort and asks
+    // again for 1 only. Near miss: Java's request leaves out the pending partition.
+    recorded_as(
+        "txn_JavaAsksNewPartitionsWhileAborting",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"0""#),
+    );
+}
+
+#[test]
+fn an_abort_java_refuses_while_its_failing_commit_is_held_is_that_departure() {
+    // The core fails the commit at the OUT_OF_ORDER_SEQUENCE_NUMBER answer and accepts
+    // the application's abort; Java, still holding the EndTxn for partition 1's batch,
+    // refuses it (its commit is pending) and fails the commit with the same error once
+    // that batch is answered. Near miss: Java sends an EndTxn(ABORT) before its commit
+    // fails, which its pending commit forbids.
+    recorded_as(
+        "txn_commit_fails_early_then_abort",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        |java| {
+            const REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().position(|l| l == REFUSED).unwrap();
+            java.insert(
+                at + 1,
+                r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#.to_string(),
+            );
+            java
+        },
+    );
+}
+
+#[test]
+fn java_naming_an_expired_batch_transaction_abortable_is_that_departure() {
+    // Partition 1's batch expires on the wire; both fail the commit at once, the core
+    // with the batch's REQUEST_TIMED_OUT, Java with TRANSACTION_ABORTABLE wrapping it.
+    // Near miss: Java names an error nothing in the trace explains.
+    recorded_as(
+        "txn_CommitFailsWithJavasLastError",
+        Verdict::CommitFailsWithJavasLastError,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn java_failing_a_held_commit_with_its_last_abortable_error_is_that_departure() {
+    // Partition 0's batch fails (TOPIC_AUTHORIZATION_FAILED) and the core fails the
+    // commit with it; Java holds the EndTxn until partition 1's batch fails
+    // (OUT_OF_ORDER_SEQUENCE_NUMBER) and names that last error. Near miss: Java names
+    // an error no batch failed with.
+    recorded_as(
+        "txn_commit_error_javas_last",
+        Verdict::CommitFailsWithJavasLastError,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"err:10"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn the_core_expiring_a_batch_while_java_waits_on_the_coordinator_is_that_departure() {
+    // AddPartitionsToTxn times out and the lookup after it is unanswered when the batch
+    // reaches delivery.timeout.ms: the core expires it and fails the commit; Java, with
+    // a transactional request out, skips sendProducerData (no expiry), adds the
+    // partition, then expires the batch and fails the commit. Near miss: Java sends its
+    // EndTxn before the commit fails (its commit was not held).
+    recorded_as(
+        "txn_CoreExpiresWhileCoordinatorRequestOut",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().position(|l| l == FAILED).unwrap();
+            java.insert(
+                at,
+                r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#.to_string(),
+            );
+            java
+        },
+    );
+}
+
+#[test]
+fn one_produce_answer_failing_two_batches_names_the_first_error_in_the_core() {
+    // One Produce answer fails partition 0's batch (TOPIC_AUTHORIZATION_FAILED) and
+    // partition 1's (INVALID_PRODUCER_EPOCH): the core fails the commit with the first,
+    // Java with the last it handled. Near miss: Java names an error that answer did not
+    // carry.
+    recorded_as(
+        "txn_commit_error_javas_last_of_one_answer",
+        Verdict::CommitFailsWithJavasLastError,
+        |java| {
+            replaced(
+                java,
+                r#"{"ev":"txn_done","call":"commit","result":"err:47"}"#,
+                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
+            )
+        },
+    );
+}
+
+#[test]
+fn an_abortable_transaction_resends_nothing_but_the_lookup() {
+    // Regression (a core bug, fixed): AddPartitionsToTxn(2) is on the wire when
+    // partition 0's batch fails (INVALID_RECORD) and the transaction becomes abortable;
+    // the request times out and both look the coordinator up again. Java then fails the
+    // queued AddPartitionsToTxn without sending it (`maybeTerminateRequestWithError`);
+    // the core used to resend it. Now the two outputs are the same (but for the line
+    // Java writes for the timed-out connection, which the comparison skips).
+    let (trace, java) = recorded("txn_abortable_sends_only_lookups");
+    let (core, extra) = core_side::run(&trace);
+    let java_lines: Vec<String> = java
+        .iter()
+        .filter(|l| !l.contains(r#""ev":"disconnected""#))
+        .cloned()
+        .collect();
+    assert_eq!(core, java_lines);
+    assert_eq!(compare(&trace, &java, &core, &extra).verdict, Verdict::Same);
+}
