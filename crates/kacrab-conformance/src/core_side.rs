@@ -5,6 +5,7 @@
 //! clock steps, the same output lines.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::Duration;
 
 use bytes::Bytes;
 use kacrab_idempotence::{
@@ -65,6 +66,8 @@ struct Outstanding {
 struct TxnOutstanding {
     id: RequestId,
     kind: TxnKind,
+    /// When it went out: the core times it out `request.timeout.ms` later.
+    sent: Timestamp,
 }
 
 /// The kinds of transactional request a trace answers, with what each answer needs.
@@ -127,6 +130,8 @@ struct Harness {
     coordinator: Option<i32>,
     /// The transactional request on the wire, if any (one at a time).
     txn_out: Option<TxnOutstanding>,
+    /// `request.timeout.ms`, for transactional requests the core times out itself.
+    request_timeout: Duration,
     /// Coordinator answers scripted while no transactional request was outstanding: each
     /// answers the next transactional request as it is sent, oldest first (as the Java
     /// side: when a side sends a request does not decide which answer it gets).
@@ -188,6 +193,7 @@ impl Harness {
             out: Vec::new(),
             coordinator: c.transactional.then_some(c.nodes),
             txn_out: None,
+            request_timeout: Duration::from_millis(u64::from(c.request_timeout_ms)),
             coord_queue: VecDeque::new(),
             pending_ops: Vec::new(),
         }
@@ -195,6 +201,27 @@ impl Harness {
 
     fn txn_line(&mut self, line: String) {
         self.step_lines.push((-1, line));
+    }
+
+    /// The core timed out requests: if the transactional request on the wire was one
+    /// (past `request.timeout.ms`), it has failed it, and Java's `NetworkClient`
+    /// closes that request's connection (`handleTimedOutRequests`). Written as Java
+    /// writes it, and no scripted answer goes to that request any more.
+    fn txn_request_timed_out(&mut self) {
+        let (Some(node), Some(o)) = (self.coordinator, self.txn_out.as_ref()) else {
+            return;
+        };
+        if o.sent + self.request_timeout > self.now {
+            return;
+        }
+        self.txn_out = None;
+        self.step_lines.push((
+            node,
+            format!(
+                r#"{{"ev":"disconnected","node":{node},"why":"timeout","s":{}}}"#,
+                self.step
+            ),
+        ));
     }
 
     fn input_error(&mut self) {
@@ -327,7 +354,11 @@ impl Harness {
     fn pump(&mut self) {
         for _ in 0..50 {
             if self.producer.poll_timeout().is_some_and(|t| t <= self.now) {
+                let timeouts = self.producer.stats().request_timeouts;
                 self.producer.handle_timeout(self.now);
+                if self.producer.stats().request_timeouts > timeouts {
+                    self.txn_request_timed_out();
+                }
             }
             let mut any = false;
             while let Some(request) = self.producer.poll_request(self.now) {
@@ -405,6 +436,7 @@ impl Harness {
                     cur.id.0, cur.epoch.0
                 ));
                 self.txn_out = Some(TxnOutstanding {
+                    sent: self.now,
                     id: r.id,
                     kind: TxnKind::InitProducerId(cur),
                 });
@@ -412,6 +444,7 @@ impl Harness {
             Request::FindCoordinator(r) => {
                 self.txn_line(r#"{"ev":"txn","api":"find_coordinator"}"#.to_string());
                 self.txn_out = Some(TxnOutstanding {
+                    sent: self.now,
                     id: r.id,
                     kind: TxnKind::FindCoordinator,
                 });
@@ -428,6 +461,7 @@ impl Harness {
                     ps.join(",")
                 ));
                 self.txn_out = Some(TxnOutstanding {
+                    sent: self.now,
                     id: r.id,
                     kind: TxnKind::AddPartitions(r.partitions),
                 });
@@ -440,6 +474,7 @@ impl Harness {
                     u8::from(r.commit)
                 ));
                 self.txn_out = Some(TxnOutstanding {
+                    sent: self.now,
                     id: r.id,
                     kind: TxnKind::EndTxn,
                 });
