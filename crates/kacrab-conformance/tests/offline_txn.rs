@@ -8,7 +8,7 @@ use kacrab_conformance::core_side;
 use kacrab_conformance::generate::{self, Answers};
 use kacrab_conformance::trace::Trace;
 
-use common::{recorded, recorded_as, replaced, verdict};
+use common::{recorded, recorded_as, recorded_as_replaced, replaced, verdict};
 
 #[test]
 fn generated_transactional_traces_round_trip_through_json_lines() {
@@ -35,68 +35,55 @@ fn the_core_writes_what_java_wrote_for_one_committed_transaction() {
 #[test]
 fn a_retried_add_partitions_taking_new_partitions_is_that_departure() {
     // Near miss: Java never asks for the partition the core's retry added.
-    recorded_as(
+    recorded_as_replaced(
         "txn_RetriedAddPartitionsTakesNewPartitions",
         Verdict::RetriedAddPartitionsTakesNewPartitions,
-        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"1""#),
+        r#""parts":"0,1""#,
+        r#""parts":"1""#,
     );
 }
 
 #[test]
 fn java_asking_again_for_pending_partitions_is_that_quirk() {
     // Near miss: the partition only Java asks for was never asked for before.
-    recorded_as(
+    recorded_as_replaced(
         "txn_JavaReasksPendingPartitions",
         Verdict::JavaReasksPendingPartitions,
-        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"1,2""#),
+        r#""parts":"0,1""#,
+        r#""parts":"1,2""#,
     );
 }
 
 #[test]
 fn the_tv1_abort_after_an_abortable_error_bumps_the_epoch() {
     // Near miss: Java's next step is a bump of another identity, not the abort's end.
-    recorded_as(
+    recorded_as_replaced(
         "txn_AbortEndsWithEpochBump",
         Verdict::AbortEndsWithEpochBump,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
-                r#"{"ev":"txn","api":"init","pid":1000,"epoch":1}"#,
-            )
-        },
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn","api":"init","pid":1000,"epoch":1}"#,
     );
 }
 
 #[test]
 fn the_core_failing_a_commit_before_its_batches_settle_is_that_departure() {
     // Near miss: Java's commit succeeds.
-    recorded_as(
+    recorded_as_replaced(
         "txn_CommitFailsBeforeBatchesSettle",
         Verdict::CommitFailsBeforeBatchesSettle,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_done","call":"commit","result":"err:18"}"#,
-                r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
-            )
-        },
+        r#"{"ev":"txn_done","call":"commit","result":"err:18"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
     );
 }
 
 #[test]
 fn an_abort_after_a_failed_init_gets_a_producer_id_first() {
     // Near miss: Java's init had succeeded.
-    recorded_as(
+    recorded_as_replaced(
         "txn_AbortAfterFailedInit",
         Verdict::AbortAfterFailedInit,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_done","call":"init","result":"err:120"}"#,
-                r#"{"ev":"txn_done","call":"init","result":"ok"}"#,
-            )
-        },
+        r#"{"ev":"txn_done","call":"init","result":"err:120"}"#,
+        r#"{"ev":"txn_done","call":"init","result":"ok"}"#,
     );
 }
 
@@ -121,32 +108,22 @@ fn java_retrying_partitions_both_sides_already_asked_for_is_that_quirk() {
 #[test]
 fn the_tv1_abort_with_nothing_added_still_bumps_after_an_abortable_error() {
     // Near miss: the abort was not the call just before (Java had called begin again).
-    recorded_as(
+    recorded_as_replaced(
         "txn_abort_bump_nothing_added",
         Verdict::AbortEndsWithEpochBump,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
-                r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
-            )
-        },
+        r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
     );
 }
 
 #[test]
 fn the_tv1_commit_whose_end_txn_timed_out_ends_with_a_bump() {
     // Near miss: what Java completes is not the operation that EndTxn ended.
-    recorded_as(
+    recorded_as_replaced(
         "txn_LostEndTxnEndsWithEpochBump",
         Verdict::LostEndTxnEndsWithEpochBump,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
-                r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
-            )
-        },
+        r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
     );
 }
 
@@ -155,10 +132,11 @@ fn java_holding_add_partitions_built_before_a_coordinator_lookup_is_that_departu
     // Java built AddPartitionsToTxn(0,2) before the lookup (2 pending, 0 new) and sends
     // it after; the core's, built when sent, also takes partition 1, which Java asks for
     // next. Near miss: Java's request asks again for nothing asked before.
-    recorded_as(
+    recorded_as_replaced(
         "txn_add_partitions_held_behind_lookup",
         Verdict::RetriedAddPartitionsTakesNewPartitions,
-        |java| replaced(java, r#""parts":"0,2""#, r#""parts":"0""#),
+        r#""parts":"0,2""#,
+        r#""parts":"0""#,
     );
 }
 
@@ -166,10 +144,11 @@ fn java_holding_add_partitions_built_before_a_coordinator_lookup_is_that_departu
 fn java_retrying_an_answered_partition_before_the_new_one_is_that_quirk() {
     // Java's stale retry of partition 2 goes before partition 1's request, which the
     // core sends at once. Near miss: Java's next new request is for another partition.
-    recorded_as(
+    recorded_as_replaced(
         "txn_java_stale_retry_before_new_partitions",
         Verdict::JavaReasksPendingPartitions,
-        |java| replaced(java, r#""parts":"1"}"#, r#""parts":"3"}"#),
+        r#""parts":"1"}"#,
+        r#""parts":"3"}"#,
     );
 }
 
@@ -281,27 +260,17 @@ fn java_losing_track_of_a_batch_with_nothing_different_before_is_that_defect() {
     // the partition's entry, and the acknowledgement of sequence 1 then throws in Java's
     // bookkeeping. Near misses stay unexplained: the exception naming a partition whose
     // entry Java did not drop, and another exception there.
-    recorded_as(
+    recorded_as_replaced(
         "txn_JavaLosesTrackOfBatches",
         Verdict::JavaLosesTrackOfBatches,
-        |java| {
-            replaced(
-                java,
-                "txnPartitionEntry for t-0",
-                "txnPartitionEntry for t-1",
-            )
-        },
+        "txnPartitionEntry for t-0",
+        "txnPartitionEntry for t-1",
     );
-    recorded_as(
+    recorded_as_replaced(
         "txn_JavaLosesTrackOfBatches",
         Verdict::JavaLosesTrackOfBatches,
-        |java| {
-            replaced(
-                java,
-                "IllegalStateException: Trying",
-                "NullPointerException: Trying",
-            )
-        },
+        "IllegalStateException: Trying",
+        "NullPointerException: Trying",
     );
 }
 
@@ -311,16 +280,11 @@ fn a_retried_add_partitions_taking_a_partition_java_never_asks_for_is_that_depar
     // partition 0, sent to meanwhile. The answer (UNKNOWN_PRODUCER_ID) makes the
     // transaction abortable, so Java never asks for 0, and nothing else differs. Near
     // miss: Java's answer names another code than the core's for partition 2.
-    recorded_as(
+    recorded_as_replaced(
         "txn_retried_add_partitions_never_asked",
         Verdict::RetriedAddPartitionsTakesNewPartitions,
-        |java| {
-            replaced(
-                java,
-                r#""error":"2=UNKNOWN_PRODUCER_ID""#,
-                r#""error":"2=TRANSACTION_ABORTABLE""#,
-            )
-        },
+        r#""error":"2=UNKNOWN_PRODUCER_ID""#,
+        r#""error":"2=TRANSACTION_ABORTABLE""#,
     );
 }
 
@@ -329,10 +293,11 @@ fn java_asking_for_partitions_new_at_an_abort_is_that_departure() {
     // Java built AddPartitionsToTxn(0,1) (1 pending, 0 new) before the lookup and the
     // abort, and sends it after; the core dropped partition 0 at the abort and asks
     // again for 1 only. Near miss: Java's request leaves out the pending partition.
-    recorded_as(
+    recorded_as_replaced(
         "txn_JavaAsksNewPartitionsWhileAborting",
         Verdict::JavaAsksNewPartitionsWhileAborting,
-        |java| replaced(java, r#""parts":"0,1""#, r#""parts":"0""#),
+        r#""parts":"0,1""#,
+        r#""parts":"0""#,
     );
 }
 
@@ -364,16 +329,11 @@ fn java_naming_an_expired_batch_transaction_abortable_is_that_departure() {
     // Partition 1's batch expires on the wire; both fail the commit at once, the core
     // with the batch's REQUEST_TIMED_OUT, Java with TRANSACTION_ABORTABLE wrapping it.
     // Near miss: Java names an error nothing in the trace explains.
-    recorded_as(
+    recorded_as_replaced(
         "txn_CommitFailsWithJavasLastError",
         Verdict::CommitFailsWithJavasLastError,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#,
-                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
-            )
-        },
+        r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
     );
 }
 
@@ -383,16 +343,11 @@ fn java_failing_a_held_commit_with_its_last_abortable_error_is_that_departure() 
     // commit with it; Java holds the EndTxn until partition 1's batch fails
     // (OUT_OF_ORDER_SEQUENCE_NUMBER) and names that last error. Near miss: Java names
     // an error no batch failed with.
-    recorded_as(
+    recorded_as_replaced(
         "txn_commit_error_javas_last",
         Verdict::CommitFailsWithJavasLastError,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
-                r#"{"ev":"txn_done","call":"commit","result":"err:10"}"#,
-            )
-        },
+        r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:10"}"#,
     );
 }
 
@@ -425,16 +380,11 @@ fn one_produce_answer_failing_two_batches_names_the_first_error_in_the_core() {
     // partition 1's (INVALID_PRODUCER_EPOCH): the core fails the commit with the first,
     // Java with the last it handled. Near miss: Java names an error that answer did not
     // carry.
-    recorded_as(
+    recorded_as_replaced(
         "txn_commit_error_javas_last_of_one_answer",
         Verdict::CommitFailsWithJavasLastError,
-        |java| {
-            replaced(
-                java,
-                r#"{"ev":"txn_done","call":"commit","result":"err:47"}"#,
-                r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
-            )
-        },
+        r#"{"ev":"txn_done","call":"commit","result":"err:47"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:45"}"#,
     );
 }
 

@@ -50,3 +50,18 @@ pub fn recorded_as(name: &str, class: Verdict, variant: fn(&[String]) -> Vec<Str
         "{name}: variant"
     );
 }
+
+/// [`recorded_as`] whose near miss is Java's output with `from` replaced by `to`.
+pub fn recorded_as_replaced(name: &str, class: Verdict, from: &str, to: &str) {
+    let (trace, java) = recorded(name);
+    assert!(
+        java.iter().any(|l| l.contains(from)),
+        "{name}: the near miss changes nothing"
+    );
+    assert_eq!(verdict(&trace, &java), class, "{name}");
+    assert_eq!(
+        verdict(&trace, &replaced(&java, from, to)),
+        Verdict::Unexplained,
+        "{name}: variant"
+    );
+}
