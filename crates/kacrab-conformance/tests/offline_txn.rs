@@ -401,3 +401,17 @@ fn an_abortable_transaction_resends_nothing_but_the_lookup() {
     assert_eq!(core, java);
     assert_eq!(compare(&trace, &java, &core, &extra).verdict, Verdict::Same);
 }
+
+#[test]
+fn unknown_producer_id_with_no_commit_pending_refuses_sends_in_the_core() {
+    // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID with no commit pending:
+    // the core's transaction becomes abortable and it refuses the next send, where Java
+    // restarts the partition's sequences and sends the batch again with the same stamp.
+    // Near miss: Java's resend carries another stamp.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refuses_sends",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1","t":0,"s":10"#,
+        r#""batches":"1:1000:0:1:1","t":0,"s":10"#,
+    );
+}

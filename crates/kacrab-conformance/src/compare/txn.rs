@@ -440,7 +440,9 @@ pub(super) fn lost_end_txn_ends_with_epoch_bump(
 }
 
 /// [`Verdict::UnknownProducerIdAbortsTransaction`]: at the first difference the core
-/// fails the commit with UNKNOWN_PRODUCER_ID (59); the last Produce answer the core got
+/// fails the commit with UNKNOWN_PRODUCER_ID (59), or, with no commit pending, refuses
+/// a send that Java accepts (never writes it refused: the core's transaction is
+/// abortable, Java's is not); the last Produce answer the core got
 /// before failed batches with UNKNOWN_PRODUCER_ID, Java got the same answer, and Java
 /// sends every one of those batches again, with the same stamp, after it
 /// (`TransactionManager.canRetry`: no acknowledged offset at or above the log start,
@@ -456,7 +458,8 @@ pub(super) fn unknown_producer_id_fails_commit(
     let Some(&(at, c)) = ch.get(i) else {
         return false;
     };
-    if c != FAILED {
+    let refused_send = field(c, "ev") == Some("send_refused") && !java.iter().any(|l| l == c);
+    if c != FAILED && !refused_send {
         return false;
     }
     let Some(answer) = core[..at]
