@@ -415,3 +415,18 @@ fn unknown_producer_id_with_no_commit_pending_refuses_sends_in_the_core() {
         r#""batches":"1:1000:0:1:1","t":0,"s":10"#,
     );
 }
+
+#[test]
+fn the_tv1_abort_whose_only_add_partitions_is_refused_while_aborting_bumps_the_epoch() {
+    // The application aborts while the transaction's first AddPartitionsToTxn is on the
+    // wire; its answer refuses the partition (TOPIC_AUTHORIZATION_FAILED): nothing was
+    // added, so Java's abort completes at once, and the core bumps the epoch first (every
+    // TV1 abort after an abortable error). Near miss: Java sends an EndTxn instead (it had
+    // something to end).
+    recorded_as_replaced(
+        "txn_abort_bump_answer_while_aborting",
+        Verdict::AbortEndsWithEpochBump,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+    );
+}

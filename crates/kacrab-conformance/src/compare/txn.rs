@@ -209,18 +209,28 @@ pub(super) fn abort_ends_with_epoch_bump(
     let java_completes = java.get(i).is_some_and(|(_, l)| {
         field(l, "ev") == Some("txn_done") && field(l, "call") == Some("abort")
     });
-    let Some((_, end)) = core[..i].iter().rev().find(|(_, l)| request(l)) else {
+    let Some(e) = core[..i].iter().rposition(|(_, l)| request(l)) else {
         return false;
     };
+    let end = core[e].1;
     // The abort ended with EndTxn(ABORT), or with nothing to end (no partition was
-    // added: KAFKA-18401), right after the call, under the last AddPartitionsToTxn's
-    // identity.
+    // added: KAFKA-18401) under the last AddPartitionsToTxn's identity: right after the
+    // call, or after the call and then that request's answer refusing every partition
+    // (an abortable error while the abort waited for it). The lines before `i` are the
+    // same on both sides.
     const CALL: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
-    let aborted = (api(end) == "end_txn" && field(end, "commit") == Some("0"))
-        || (api(end) == "add_partitions"
-            && i > 0
-            && java[i - 1].1 == CALL
-            && core[i - 1].1 == CALL);
+    let since_end = &core[e + 1..i];
+    let refused_all = |l: &str| {
+        field(l, "ev") == Some("coord_answered")
+            && field(l, "api") == Some("add_partitions")
+            && field(l, "error")
+                .is_some_and(|codes| codes.split(',').all(|c| !c.ends_with("=NONE")))
+    };
+    let nothing_to_end = api(end) == "add_partitions"
+        && since_end.iter().any(|(_, l)| *l == CALL)
+        && (since_end.last().is_some_and(|(_, l)| *l == CALL)
+            || since_end.iter().any(|(_, l)| refused_all(l)));
+    let aborted = (api(end) == "end_txn" && field(end, "commit") == Some("0")) || nothing_to_end;
     let Some((_, next)) = core[i..]
         .iter()
         .find(|(_, l)| request(l) && api(l) != "find_coordinator")
