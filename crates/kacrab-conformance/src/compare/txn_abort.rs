@@ -10,6 +10,12 @@
 //! no EndTxn (`nextRequest` completes it when `transactionStarted` is false). The core
 //! bumps after every abortable error under TV1, and keeps a bump that was refused
 //! required until one succeeds.
+//!
+//! Also Java's defect after an abort that ends through its bump once EndTxn(ABORT) was
+//! answered UNKNOWN_PRODUCER_ID: neither `completeTransaction` nor
+//! `resetTransactionState` runs on that path, so Java's next transaction inherits the
+//! aborted one's partitions, `transactionStarted` and bump request
+//! ([`java_keeps_transaction_after_bumped_abort`]).
 
 use super::{field, Verdict};
 
@@ -243,7 +249,7 @@ fn bumped_abort(h: &[(usize, &str)], i: usize) -> Option<(usize, Vec<i32>, Vec<i
 /// [`Verdict::JavaKeepsTransactionAfterBumpedAbort`]: an abort ended through its
 /// epoch bump after EndTxn(ABORT) was answered UNKNOWN_PRODUCER_ID ([`bumped_abort`]),
 /// and no EndTxn was answered NONE since (Java's reset never ran). The first difference
-/// `i` is one of the three things Java's kept state makes it do:
+/// `i` is one of the four things Java's kept state makes it do:
 /// * the core asks to add a partition that the aborted transaction had added, where
 ///   Java does not (it still counts the partition as in the transaction) and Java asks
 ///   for none of those partitions later in its transaction (before its next EndTxn);
