@@ -414,6 +414,30 @@ impl Producer {
                     self.complete_op(Ok(()));
                 }
             }
+            Err(KafkaError::UnknownProducerId)
+                if aborting
+                    && self
+                        .txn
+                        .as_ref()
+                        .is_some_and(|t| t.bump_required && !t.version.is_v2()) =>
+            {
+                // TV1, the abort owes an epoch bump: Java's `EndTxnHandler` takes
+                // UNKNOWN_PRODUCER_ID as abortable when the coordinator can bump epochs
+                // (`abortableErrorIfPossible`), which changes nothing while aborting
+                // (`transitionToAbortableError` skips it), and the abort's result is the
+                // bump's (`beginCompletingTransaction` returns `initializeTransactions`
+                // when a bump is required). So the abort ends with the bump: the
+                // InitProducerId with the current id and epoch (KIP-360) makes the
+                // coordinator end whatever transaction it still holds for the id, and
+                // the new epoch fences every attempt of this one.
+                if !self.transition_allowed(S::Initializing) {
+                    return Ok(());
+                }
+                let t = self.txn.as_mut().expect("transactional");
+                t.reset_transaction();
+                t.queue.succeeded();
+                self.flushing = false;
+            }
             Err(e) => {
                 let next = match common(e, CoordinatorType::Transaction) {
                     // The abort itself failed: nothing is left to abort with, so the

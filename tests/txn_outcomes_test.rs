@@ -410,6 +410,25 @@ fn refused_bump_after_tv1_abort_completes_the_abort_and_the_next_abort_bumps() {
     assert_eq!(a.p.producer_id().epoch.0, epoch.0 + 1, "the bump happened");
 }
 
+/// TV1: EndTxn(ABORT) answered UNKNOWN_PRODUCER_ID while the abort owes an epoch bump
+/// (after an abortable produce error). Java's `EndTxnHandler` takes that code as abortable
+/// when the coordinator can bump epochs (`abortableErrorIfPossible`), which changes
+/// nothing while aborting (`transitionToAbortableError` skips it), and the abort's result
+/// is the bump's (`beginCompletingTransaction` returns `initializeTransactions` when a
+/// bump is required): the abort ends with the bump (InitProducerId with the current id
+/// and epoch, KIP-360; the coordinator aborts whatever transaction it still holds for
+/// the id). The core used to fail the abort and the producer with UNKNOWN_PRODUCER_ID
+/// (conformance trace `txn_abort_end_txn_unknown_producer_id_bumps`).
+#[test]
+fn tv1_abort_answered_unknown_producer_id_ends_with_the_bump() {
+    let (mut a, op) =
+        Scenario::AbortTv1.start(Rpc::EndTxn, Answer::Error(KafkaError::UnknownProducerId));
+    let epoch = a.p.producer_id().epoch;
+    assert_eq!(a.drive_until_completed(op, "abort"), Ok(()));
+    assert_eq!(a.p.transaction_state(), Some(TransactionState::Ready));
+    assert_eq!(a.p.producer_id().epoch.0, epoch.0 + 1, "the bump happened");
+}
+
 /// TV2: EndTxn(ABORT) answered UNKNOWN_PRODUCER_ID used to leave the state Aborting with
 /// no timer and no event. Nothing is left to abort with: the producer is fatal, and the
 /// abort completes saying so.

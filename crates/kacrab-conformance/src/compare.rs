@@ -14,6 +14,7 @@ mod java_tracking;
 mod projection;
 mod timing;
 mod txn;
+mod txn_abort;
 mod txn_add_partitions;
 mod txn_commit;
 
@@ -158,6 +159,21 @@ pub enum Verdict {
     /// outputs are identical up to that exception. A Java defect. Exact: see
     /// `java_tracking::java_loses_track_of_batches`.
     JavaLosesTrackOfBatches,
+    /// Transactional traces: under TV1 the core keeps an epoch bump that the coordinator
+    /// refused (TRANSACTION_ABORTABLE, failing the abort) required, and the next abort
+    /// sends it again; Java's transaction had ended with its EndTxn, which dropped the
+    /// bump (`completeTransaction`), so Java's next abort completes at once and the next
+    /// transaction runs under the unbumped epoch. Exact: see
+    /// `txn_abort::abort_retries_refused_bump`.
+    AbortRetriesRefusedBump,
+    /// Transactional traces: an abort that ends through its epoch bump after its
+    /// EndTxn(ABORT) was answered UNKNOWN_PRODUCER_ID: Java completes it without
+    /// resetting the transaction (`completeTransaction` never runs), so it keeps the
+    /// aborted transaction's partitions, `transactionStarted` and its client-side bump
+    /// request; the core starts the next transaction afresh. A Java defect (Java then
+    /// produces to partitions it never added under the new epoch). Exact: see
+    /// `txn_abort::java_keeps_transaction_after_bumped_abort`.
+    JavaKeepsTransactionAfterBumpedAbort,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }

@@ -430,3 +430,113 @@ fn the_tv1_abort_whose_only_add_partitions_is_refused_while_aborting_bumps_the_e
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
     );
 }
+
+#[test]
+fn a_tv1_abort_whose_end_txn_is_answered_unknown_producer_id_ends_with_the_bump() {
+    // Regression (a core bug, fixed): a batch fails (INVALID_RECORD), the abort's
+    // EndTxn(ABORT) is answered UNKNOWN_PRODUCER_ID, and Java's abort goes on with the
+    // epoch bump it had queued and completes (`EndTxnHandler.abortableErrorIfPossible`
+    // changes nothing while aborting). The core used to fail the abort and the producer
+    // (fatal 59). Now the two outputs are the same, line for line.
+    let (trace, java) = recorded("txn_abort_end_txn_unknown_producer_id_bumps");
+    let (core, extra) = core_side::run(&trace);
+    assert_eq!(core, java);
+    assert_eq!(compare(&trace, &java, &core, &extra).verdict, Verdict::Same);
+}
+
+#[test]
+fn the_tv1_abort_after_an_abortable_lookup_with_nothing_added_bumps_the_epoch() {
+    // The AddPartitionsToTxn is answered NOT_COORDINATOR and the lookup
+    // TRANSACTION_ABORTABLE; nothing was added, so Java's abort completes at once, where
+    // the core looks the coordinator up again and bumps. Near miss: Java's abort fails.
+    recorded_as_replaced(
+        "txn_abort_bump_after_abortable_lookup",
+        Verdict::AbortEndsWithEpochBump,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn_done","call":"abort","result":"err:-1"}"#,
+    );
+    // The core's lookup for that bump answered with a fatal error: its abort fails
+    // before any InitProducerId. Near miss: Java sends an EndTxn instead.
+    recorded_as_replaced(
+        "txn_abort_bump_lookup_fails",
+        Verdict::AbortEndsWithEpochBump,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+    );
+}
+
+#[test]
+fn the_tv1_abort_called_before_the_retried_add_partitions_is_refused_bumps_the_epoch() {
+    // The abort is called while the AddPartitionsToTxn waits for a lookup; its retry is
+    // refused (TOPIC_AUTHORIZATION_FAILED): nothing was added, Java completes the abort,
+    // the core bumps. Near miss: Java sends an EndTxn (it had something to end).
+    recorded_as_replaced(
+        "txn_abort_bump_retried_add_refused",
+        Verdict::AbortEndsWithEpochBump,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+    );
+}
+
+#[test]
+fn the_next_abort_after_a_refused_bump_sends_the_bump_again_in_the_core() {
+    // The abort's bump (after RECORD_LIST_TOO_LARGE) is refused TRANSACTION_ABORTABLE,
+    // the abort fails on both sides, and the application aborts again: Java completes at
+    // once (its EndTxn had ended the transaction and dropped the bump), the core sends
+    // the bump again. Near miss: Java bumps another identity.
+    recorded_as_replaced(
+        "txn_AbortRetriesRefusedBump",
+        Verdict::AbortRetriesRefusedBump,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn","api":"init","pid":1000,"epoch":1}"#,
+    );
+}
+
+#[test]
+fn java_keeps_the_aborted_transaction_after_an_abort_ended_through_its_bump() {
+    // EndTxn(ABORT) answered UNKNOWN_PRODUCER_ID, the abort ends with the bump on both
+    // sides; Java never resets the transaction. Its next transaction sends to partition
+    // 0 without asking to add it (still in `partitionsInTransaction`), where the core
+    // asks. Near miss: Java asks for partition 0 later (after the commit call).
+    recorded_as(
+        "txn_JavaKeepsTransactionAfterBumpedAbort",
+        Verdict::JavaKeepsTransactionAfterBumpedAbort,
+        |java| {
+            const COMMIT: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().position(|l| l == COMMIT).unwrap();
+            java.insert(
+                at + 1,
+                r#"{"ev":"txn","api":"add_partitions","pid":1000,"epoch":1,"parts":"0"}"#
+                    .to_string(),
+            );
+            java
+        },
+    );
+    // An empty next transaction: Java's commit sends an EndTxn (`transactionStarted`
+    // kept), the core completes at once. Near miss: Java's EndTxn aborts.
+    recorded_as_replaced(
+        "txn_java_keeps_started",
+        Verdict::JavaKeepsTransactionAfterBumpedAbort,
+        r#""epoch":1,"commit":1"#,
+        r#""epoch":1,"commit":0"#,
+    );
+    // A next transaction on another partition: after its EndTxn Java bumps again (the
+    // bump request kept), the core completes. Near miss: Java's bump names the old epoch.
+    recorded_as_replaced(
+        "txn_java_keeps_bump",
+        Verdict::JavaKeepsTransactionAfterBumpedAbort,
+        r#"{"ev":"txn","api":"init","pid":1000,"epoch":1}"#,
+        r#"{"ev":"txn","api":"init","pid":1000,"epoch":0}"#,
+    );
+    // Partition 1's AddPartitionsToTxn was answered UNKNOWN_PRODUCER_ID in the aborted
+    // transaction: Java asks for it again with the next transaction's partition 2
+    // (`pendingPartitionsInTransaction` kept). Near miss: Java's extra partition is one
+    // the aborted transaction had added.
+    recorded_as_replaced(
+        "txn_java_keeps_pending",
+        Verdict::JavaKeepsTransactionAfterBumpedAbort,
+        r#""epoch":1,"parts":"1,2""#,
+        r#""epoch":1,"parts":"0,2""#,
+    );
+}

@@ -396,6 +396,7 @@ pub(super) fn verdict(
         {
             Verdict::CommitFailsWithJavasLastError
         }
+        Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };
     match (first_difference(&jh, &ch), earliest) {
