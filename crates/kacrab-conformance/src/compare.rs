@@ -16,6 +16,7 @@ mod timing;
 mod txn;
 mod txn_add_partitions;
 mod txn_commit;
+mod txn_refusals;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
@@ -144,7 +145,9 @@ pub enum Verdict {
     /// in `Sender.sendProducerData`, which it skips while a transactional request is in
     /// flight, so it goes on with its conversation and fails the commit later. Timing
     /// only (the core keeps the bound the configuration sets). Exact: see
-    /// `txn_commit::core_expires_while_coordinator_request_out`.
+    /// `txn_commit::core_expires_while_coordinator_request_out`; with no commit pending,
+    /// the send the core then refuses and Java accepts:
+    /// `txn_refusals::core_expires_while_coordinator_request_out_refusing`.
     CoreExpiresWhileCoordinatorRequestOut,
     /// Transactional traces: a batch answered UNKNOWN_PRODUCER_ID on a partition with
     /// no acknowledged offset at or above the log start. Java restarts the partition's

@@ -430,3 +430,58 @@ fn the_tv1_abort_whose_only_add_partitions_is_refused_while_aborting_bumps_the_e
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
     );
 }
+
+#[test]
+fn the_core_expiring_a_batch_while_java_waits_on_the_coordinator_refuses_the_next_send() {
+    // No commit pending. Partition 0's AddPartitionsToTxn times out, and the lookup after
+    // it is unanswered when the batch reaches delivery.timeout.ms: the core expires it,
+    // its transaction becomes abortable and it refuses the next send. Java, whose Sender
+    // skips sendProducerData (and with it expiry) while a transactional request is out,
+    // accepts the send, gets the lookup answered, sends the held AddPartitionsToTxn, and
+    // only then expires both records. Near miss: Java sends an EndTxn where it sent the
+    // held AddPartitionsToTxn.
+    recorded_as(
+        "txn_expiry_refuses_sends",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            let mut java = java.to_vec();
+            let at = java
+                .iter()
+                .rposition(|l| l.contains(r#""api":"add_partitions","pid""#))
+                .unwrap();
+            java[at] = r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#.into();
+            java
+        },
+    );
+}
+
+#[test]
+fn the_core_expiring_a_batch_during_a_lookup_refuses_the_send_java_makes_after_it() {
+    // As above, but the lookup is answered before the send: Java sends the held
+    // AddPartitionsToTxn (partitions 0 and 1) at once, before its Sender runs
+    // sendProducerData again; the core, abortable since its batch expired during the
+    // lookup, sends nothing but refuses the send. Near miss: Java sends an EndTxn
+    // instead of the held AddPartitionsToTxn.
+    recorded_as_replaced(
+        "txn_expiry_refuses_sends_after_lookup",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn","api":"add_partitions","pid":1000,"epoch":0,"parts":"0,1"}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_refusing_sends_while_java_never_resends_is_that_simplification() {
+    // Partition 3's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(0) is
+    // out: the core's transaction becomes abortable and it refuses the next send; Java
+    // keeps the batch to retry it, but its Sender is held by the transactional request,
+    // whose answer (INVALID_PRODUCER_EPOCH) fails the transaction before the retry goes
+    // out, so Java never sends the batch again and fails its records with that error.
+    // Near miss: Java fails a record with UNKNOWN_PRODUCER_ID (it did not keep it).
+    recorded_as_replaced(
+        "txn_unknown_producer_id_java_never_resends",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#"{"ev":"outcome","rec":0,"result":"err:90"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"err:59"}"#,
+    );
+}

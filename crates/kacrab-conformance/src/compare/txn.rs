@@ -387,7 +387,21 @@ pub(super) fn verdict(
             Verdict::UnknownProducerIdAbortsTransaction
         }
         Verdict::Unexplained
+            if super::txn_refusals::unknown_producer_id_refused_while_java_holds(
+                java, core, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
             if super::txn_commit::core_expires_while_coordinator_request_out(core, jh, ch, i) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_refusals::core_expires_while_coordinator_request_out_refusing(
+                java, core, jh, ch, i,
+            ) =>
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
