@@ -71,7 +71,10 @@ fn produce_retriable(line: &str) -> bool {
 ///   or to the end of both histories.
 ///
 /// Nothing after that line is compared: it is the consequence (Java expires the batches
-/// later, once its conversation lets `sendProducerData` run).
+/// later, once its conversation lets `sendProducerData` run). An expiry writes no line,
+/// so its moment is not checked against the request's; as in
+/// `txn_commit::core_expires_while_coordinator_request_out`, the request being out at
+/// the refusal, with Java not abortable there, stands for it.
 pub(super) fn core_expires_while_coordinator_request_out_refusing(
     java_out: &[String],
     core_out: &[String],
