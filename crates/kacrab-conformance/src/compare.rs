@@ -131,7 +131,9 @@ pub enum Verdict {
     /// Transactional traces: the core fails a commit as soon as the transaction becomes
     /// abortable; Java holds the failing EndTxn until every batch completed. Liveness
     /// only (the error is the same). Exact: see
-    /// `txn::commit_fails_before_batches_settle`.
+    /// `txn::commit_fails_before_batches_settle`; where Java's Sender then loses a batch
+    /// in its own bookkeeping and its commit never completes:
+    /// `txn_refusals::commit_fails_early_java_never_completes`.
     CommitFailsBeforeBatchesSettle,
     /// Transactional traces: both fail the commit, with different codes. The core
     /// fails it with the transaction's first abortable error, as the error names

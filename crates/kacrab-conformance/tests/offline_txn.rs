@@ -485,3 +485,31 @@ fn unknown_producer_id_refusing_sends_while_java_never_resends_is_that_simplific
         r#"{"ev":"outcome","rec":0,"result":"err:59"}"#,
     );
 }
+
+#[test]
+fn the_core_failing_the_commit_early_while_javas_sender_loses_the_batch_it_waits_for() {
+    // The commit is pending with two batches of partition 0 on the wire; the first is
+    // answered UNKNOWN_PRODUCER_ID after an acknowledged offset (Java does not retry it
+    // either): the core fails the commit at once, Java holds the EndTxn and drops the
+    // partition's entry (`handleFailedBatch`), so the second batch's answer makes its
+    // Sender throw and that batch never completes: Java's commit never completes (record
+    // 2 has no outcome). Near misses: the exception names another partition; Java sends
+    // an EndTxn after the refused send (its commit was not held).
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_never_completes",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "txnPartitionEntry for t-0,",
+        "txnPartitionEntry for t-1,",
+    );
+    let (trace, java) = recorded("txn_commit_fails_early_java_never_completes");
+    let mut sent = java.clone();
+    let at = sent
+        .iter()
+        .position(|l| l.contains(r#""ev":"send_refused""#))
+        .unwrap();
+    sent.insert(
+        at + 1,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#.to_string(),
+    );
+    assert_eq!(verdict(&trace, &sent), Verdict::Unexplained);
+}

@@ -410,6 +410,13 @@ pub(super) fn verdict(
         {
             Verdict::CommitFailsWithJavasLastError
         }
+        Verdict::Unexplained
+            if super::txn_refusals::commit_fails_early_java_never_completes(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::CommitFailsBeforeBatchesSettle
+        }
         v => v,
     };
     match (first_difference(&jh, &ch), earliest) {

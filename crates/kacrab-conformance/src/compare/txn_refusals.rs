@@ -1,9 +1,11 @@
 //! Detectors for a send the core refuses where Java accepts it: the core's transaction
-//! has become abortable (or failed) and Java's has not yet (docs/design.md,
-//! "Transactional traces").
+//! has become abortable (or failed) and Java's has not yet; and for a commit the core
+//! fails early where Java's never completes (docs/design.md, "Transactional traces").
 
 use super::field;
+use super::java_tracking::{is_tracking_failure, named_partition};
 use super::txn::same;
+use super::txn_commit::{in_step, java_lookup, java_refusal_while_committing};
 use crate::core_side::error_by_name;
 
 const BEGIN_OK: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
@@ -202,4 +204,103 @@ pub(super) fn unknown_producer_id_refused_while_java_holds(
         .iter()
         .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
     !failed.is_empty() && failed.iter().all(never_sent_again) && java_failed_none
+}
+
+/// The stamps ("partition:pid:epoch:seq:count") a Produce answer line failed with
+/// UNKNOWN_PRODUCER_ID.
+fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
+    field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect()
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), the form where Java's
+/// commit never completes because Java's Sender throws in its own bookkeeping while it
+/// holds the EndTxn (`compare/java_tracking.rs`). At the first difference `i` the core
+/// fails the commit with UNKNOWN_PRODUCER_ID (59), and the last Produce answer the core
+/// got before failed batches with it. Both sides make the transaction abortable there:
+/// Java got the same answer and failed those batches rather than retrying them
+/// (`TransactionManager.canRetry` said no: an offset at or above the log start was
+/// acknowledged on the partition), as it sends none of their stamps again. Java's
+/// `handleFailedBatch` then drops the partition's entry (`resetSequenceForPartition`)
+/// with another batch of it on the wire, so when that batch is answered the Sender
+/// throws, and the batch is neither completed nor queued again: the EndTxn Java holds
+/// while batches are incomplete (`TransactionManager.nextRequest`) never goes out and
+/// Java's commit never completes. Accepted only when all of these hold:
+/// * Java's first exception is one of its two bookkeeping failures, naming the
+///   partition of one of those batches, written after Java's line at `i`;
+/// * Java's history from `i` on holds only what its pending commit dictates for each
+///   application call (a commit handed back the pending result, an abort or a begin
+///   refused, a send refused) and coordinator lookups: no completion, no EndTxn, no
+///   InitProducerId, no AddPartitionsToTxn;
+/// * until that exception, Java writes the core's lines (the core one line ahead), a
+///   commit Java hands back the pending result for and the core refuses aside, as in
+///   `txn::commit_fails_before_batches_settle`.
+///
+/// `txn::commit_fails_before_batches_settle` accepts the form where Java's commit
+/// completes, with the core's error, once its batches settle; where the lost batch later
+/// expires, Java's commit fails with TRANSACTION_ABORTABLE
+/// (`txn_commit::commit_fails_with_javas_last_error`). What either side does after the
+/// exception is its consequence: Java's lines are checked only for being those of a
+/// commit that is still pending.
+pub(super) fn commit_fails_early_java_never_completes(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#;
+    let (Some(&(at, c)), Some(&(java_at, _))) = (core.get(i), java.get(i)) else {
+        return false;
+    };
+    if c != FAILED {
+        return false;
+    }
+    let Some(answer) = core_out[..at]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed = unknown_producer_id_stamps(answer);
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let resent = |stamp: &&str| {
+        java_out[answered + 1..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| b == *stamp)
+        })
+    };
+    if failed.is_empty() || failed.iter().any(resent) {
+        return false;
+    }
+    // Java's Sender throws on that partition's next answer, after the first difference.
+    let Some(e) = java_out
+        .iter()
+        .position(|l| field(l, "ev") == Some("java_exception"))
+    else {
+        return false;
+    };
+    let partition_of = |stamp: &str| stamp.split(':').next().and_then(|p| p.parse::<i32>().ok());
+    let on_failed_partition = named_partition(&java_out[e])
+        .is_some_and(|p| failed.iter().any(|s| partition_of(s) == Some(p)));
+    if !(is_tracking_failure(&java_out[e]) && on_failed_partition && java_at < e) {
+        return false;
+    }
+    // Java's commit stays pending, and until the exception nothing else differs.
+    let pending = java[i..]
+        .iter()
+        .all(|&(_, l)| java_refusal_while_committing(l) || java_lookup(l));
+    let in_step_before = (i..java.len())
+        .take_while(|&k| java[k].0 < e)
+        .all(|k| in_step(java, core, k));
+    pending && in_step_before
 }
