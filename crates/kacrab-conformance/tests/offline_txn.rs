@@ -513,3 +513,26 @@ fn the_core_failing_the_commit_early_while_javas_sender_loses_the_batch_it_waits
     );
     assert_eq!(verdict(&trace, &sent), Verdict::Unexplained);
 }
+
+#[test]
+fn a_held_add_partitions_retry_the_core_never_answered_is_not_a_stale_retry() {
+    // One partition: its AddPartitionsToTxn times out, and the batch expires in the core
+    // while the lookup after it is out; the lookup is answered and the core, abortable,
+    // refuses the next send, where Java sends the held AddPartitionsToTxn(0) again. The
+    // partition was never added, so this is not `JavaReasksPendingPartitions` (a stale
+    // retry of partitions already added) but the expiry departure. Near miss: Java sends
+    // an EndTxn instead of the held AddPartitionsToTxn.
+    recorded_as(
+        "txn_expiry_refuses_sends_after_lookup_one_partition",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            let mut java = java.to_vec();
+            let at = java
+                .iter()
+                .rposition(|l| l.contains(r#""api":"add_partitions","pid""#))
+                .unwrap();
+            java[at] = r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#.into();
+            java
+        },
+    );
+}
