@@ -17,6 +17,7 @@ mod txn;
 mod txn_abort;
 mod txn_add_partitions;
 mod txn_commit;
+mod txn_refusals;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
@@ -131,7 +132,9 @@ pub enum Verdict {
     /// Transactional traces: the core fails a commit as soon as the transaction becomes
     /// abortable; Java holds the failing EndTxn until every batch completed. Liveness
     /// only (the error is the same). Exact: see
-    /// `txn::commit_fails_before_batches_settle`.
+    /// `txn::commit_fails_before_batches_settle`; where Java's Sender then loses a batch
+    /// in its own bookkeeping and its commit never completes:
+    /// `txn_refusals::commit_fails_early_java_never_completes`.
     CommitFailsBeforeBatchesSettle,
     /// Transactional traces: both fail the commit, with different codes. The core
     /// fails it with the transaction's first abortable error, as the error names
@@ -145,7 +148,9 @@ pub enum Verdict {
     /// in `Sender.sendProducerData`, which it skips while a transactional request is in
     /// flight, so it goes on with its conversation and fails the commit later. Timing
     /// only (the core keeps the bound the configuration sets). Exact: see
-    /// `txn_commit::core_expires_while_coordinator_request_out`.
+    /// `txn_commit::core_expires_while_coordinator_request_out`; with no commit pending,
+    /// the send the core then refuses and Java accepts:
+    /// `txn_refusals::core_expires_while_coordinator_request_out_refusing`.
     CoreExpiresWhileCoordinatorRequestOut,
     /// Transactional traces: a batch answered UNKNOWN_PRODUCER_ID on a partition with
     /// no acknowledged offset at or above the log start. Java restarts the partition's

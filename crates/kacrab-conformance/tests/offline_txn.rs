@@ -540,3 +540,109 @@ fn java_keeps_the_aborted_transaction_after_an_abort_ended_through_its_bump() {
         r#""epoch":1,"parts":"0,2""#,
     );
 }
+
+#[test]
+fn the_core_expiring_a_batch_while_java_waits_on_the_coordinator_refuses_the_next_send() {
+    // No commit pending. Partition 0's AddPartitionsToTxn times out, and the lookup after
+    // it is unanswered when the batch reaches delivery.timeout.ms: the core expires it,
+    // its transaction becomes abortable and it refuses the next send. Java, whose Sender
+    // skips sendProducerData (and with it expiry) while a transactional request is out,
+    // accepts the send, gets the lookup answered, sends the held AddPartitionsToTxn, and
+    // only then expires both records. Near miss: Java sends an EndTxn where it sent the
+    // held AddPartitionsToTxn.
+    recorded_as(
+        "txn_expiry_refuses_sends",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            let mut java = java.to_vec();
+            let at = java
+                .iter()
+                .rposition(|l| l.contains(r#""api":"add_partitions","pid""#))
+                .unwrap();
+            java[at] = r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#.into();
+            java
+        },
+    );
+}
+
+#[test]
+fn the_core_expiring_a_batch_during_a_lookup_refuses_the_send_java_makes_after_it() {
+    // As above, but the lookup is answered before the send: Java sends the held
+    // AddPartitionsToTxn (partitions 0 and 1) at once, before its Sender runs
+    // sendProducerData again; the core, abortable since its batch expired during the
+    // lookup, sends nothing but refuses the send. Near miss: Java sends an EndTxn
+    // instead of the held AddPartitionsToTxn.
+    recorded_as_replaced(
+        "txn_expiry_refuses_sends_after_lookup",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn","api":"add_partitions","pid":1000,"epoch":0,"parts":"0,1"}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_refusing_sends_while_java_never_resends_is_that_simplification() {
+    // Partition 3's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(0) is
+    // out: the core's transaction becomes abortable and it refuses the next send; Java
+    // keeps the batch to retry it, but its Sender is held by the transactional request,
+    // whose answer (INVALID_PRODUCER_EPOCH) fails the transaction before the retry goes
+    // out, so Java never sends the batch again and fails its records with that error.
+    // Near miss: Java fails a record with UNKNOWN_PRODUCER_ID (it did not keep it).
+    recorded_as_replaced(
+        "txn_unknown_producer_id_java_never_resends",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#"{"ev":"outcome","rec":0,"result":"err:90"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"err:59"}"#,
+    );
+}
+
+#[test]
+fn the_core_failing_the_commit_early_while_javas_sender_loses_the_batch_it_waits_for() {
+    // The commit is pending with two batches of partition 0 on the wire; the first is
+    // answered UNKNOWN_PRODUCER_ID after an acknowledged offset (Java does not retry it
+    // either): the core fails the commit at once, Java holds the EndTxn and drops the
+    // partition's entry (`handleFailedBatch`), so the second batch's answer makes its
+    // Sender throw and that batch never completes: Java's commit never completes (record
+    // 2 has no outcome). Near misses: the exception names another partition; Java sends
+    // an EndTxn after the refused send (its commit was not held).
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_never_completes",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "txnPartitionEntry for t-0,",
+        "txnPartitionEntry for t-1,",
+    );
+    let (trace, java) = recorded("txn_commit_fails_early_java_never_completes");
+    let mut sent = java.clone();
+    let at = sent
+        .iter()
+        .position(|l| l.contains(r#""ev":"send_refused""#))
+        .unwrap();
+    sent.insert(
+        at + 1,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#.to_string(),
+    );
+    assert_eq!(verdict(&trace, &sent), Verdict::Unexplained);
+}
+
+#[test]
+fn a_held_add_partitions_retry_the_core_never_answered_is_not_a_stale_retry() {
+    // One partition: its AddPartitionsToTxn times out, and the batch expires in the core
+    // while the lookup after it is out; the lookup is answered and the core, abortable,
+    // refuses the next send, where Java sends the held AddPartitionsToTxn(0) again. The
+    // partition was never added, so this is not `JavaReasksPendingPartitions` (a stale
+    // retry of partitions already added) but the expiry departure. Near miss: Java sends
+    // an EndTxn instead of the held AddPartitionsToTxn.
+    recorded_as(
+        "txn_expiry_refuses_sends_after_lookup_one_partition",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            let mut java = java.to_vec();
+            let at = java
+                .iter()
+                .rposition(|l| l.contains(r#""api":"add_partitions","pid""#))
+                .unwrap();
+            java[at] = r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#.into();
+            java
+        },
+    );
+}

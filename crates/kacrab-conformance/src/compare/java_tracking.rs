@@ -28,7 +28,7 @@ pub(super) fn is_tracking_failure(line: &str) -> bool {
 }
 
 /// The partition a tracking failure names (`t-N` in the message).
-fn named_partition(line: &str) -> Option<i32> {
+pub(super) fn named_partition(line: &str) -> Option<i32> {
     let what = field(line, "what")?;
     let at = what.find("t-")? + 2;
     let digits: String = what[at..]

@@ -289,11 +289,16 @@ pub(super) fn asked_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> boo
 
 /// [`Verdict::JavaReasksPendingPartitions`], the other form: at the first difference
 /// Java sends an AddPartitionsToTxn (the retry of a request that failed, after a newer
-/// one took its partitions with the new ones) for partitions both sides already asked
-/// for in this transaction, under the identity of the last such request, where the
+/// one took its partitions with the new ones) for partitions both sides already added
+/// in this transaction (an AddPartitionsToTxn answer named each with NONE: the newer
+/// request was answered), under the identity of the last such request, where the
 /// core asks for nothing new, or asks for new partitions with a request that Java
 /// sends, identical, as its next AddPartitionsToTxn asking for anything not already
-/// asked (the stale retry went first in Java's queue).
+/// asked (the stale retry went first in Java's queue). A partition whose requests were
+/// never answered NONE is not one the core asks for once where Java asks twice: the
+/// core has not added it, so Java's retry is not stale (e.g. the core's transaction
+/// became abortable and it dropped the request, as in the no-commit form of
+/// `CoreExpiresWhileCoordinatorRequestOut`).
 pub(super) fn java_retries_partitions_already_asked(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -329,8 +334,21 @@ pub(super) fn java_retries_partitions_already_asked(
         && last(core) == identity
         && parts(j)
             .iter()
-            .all(|&p| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p))
+            .all(|&p| added_in_transaction(java, i, p) && added_in_transaction(core, i, p))
         && (!core_asks_new || java_asks_core_next)
+}
+
+/// Whether an AddPartitionsToTxn answer in `h` before index `i`, since the transaction
+/// began, named partition `p` with NONE (the coordinator added it).
+fn added_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
+    const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+    let since = h[..i].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
+    let added = format!("{p}=NONE");
+    h[since..i].iter().any(|(_, l)| {
+        field(l, "ev") == Some("coord_answered")
+            && field(l, "api") == Some("add_partitions")
+            && field(l, "error").is_some_and(|e| e.split(',').any(|x| x == added))
+    })
 }
 
 /// [`Verdict::CommitFailsBeforeBatchesSettle`]: at the first difference the core
@@ -387,7 +405,21 @@ pub(super) fn verdict(
             Verdict::UnknownProducerIdAbortsTransaction
         }
         Verdict::Unexplained
+            if super::txn_refusals::unknown_producer_id_refused_while_java_holds(
+                java, core, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
             if super::txn_commit::core_expires_while_coordinator_request_out(core, jh, ch, i) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_refusals::core_expires_while_coordinator_request_out_refusing(
+                java, core, jh, ch, i,
+            ) =>
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
@@ -395,6 +427,13 @@ pub(super) fn verdict(
             if super::txn_commit::commit_fails_with_javas_last_error(java, jh, ch, i) =>
         {
             Verdict::CommitFailsWithJavasLastError
+        }
+        Verdict::Unexplained
+            if super::txn_refusals::commit_fails_early_java_never_completes(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::CommitFailsBeforeBatchesSettle
         }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,

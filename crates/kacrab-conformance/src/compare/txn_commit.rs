@@ -34,7 +34,7 @@ fn failed_commit(line: &str) -> bool {
 /// refused (another operation while one is pending), and so is a send
 /// (`maybeAddPartition`: the abortable error, `maybeFailWithError`, or before it the
 /// pending commit, `throwIfPendingState`).
-fn java_refusal_while_committing(line: &str) -> bool {
+pub(super) fn java_refusal_while_committing(line: &str) -> bool {
     line == COMMIT_OK
         || line == ABORT_REFUSED
         || line == BEGIN_REFUSED
@@ -43,7 +43,7 @@ fn java_refusal_while_committing(line: &str) -> bool {
 
 /// Whether Java wrote `line` in a coordinator lookup, which Java lets through while its
 /// transaction is abortable (`maybeTerminateRequestWithError` spares FindCoordinator).
-fn java_lookup(line: &str) -> bool {
+pub(super) fn java_lookup(line: &str) -> bool {
     matches!(field(line, "ev"), Some("txn" | "coord_answered"))
         && field(line, "api") == Some("find_coordinator")
 }
@@ -58,7 +58,7 @@ fn java_commit_failure(java: &[(usize, &str)], i: usize) -> Option<usize> {
 /// Whether Java's line `k` is the core's line `k + 1` (the core, having failed its
 /// commit one line earlier, is one line ahead), or a commit Java hands back the pending
 /// result for and the core refuses.
-fn in_step(java: &[(usize, &str)], core: &[(usize, &str)], k: usize) -> bool {
+pub(super) fn in_step(java: &[(usize, &str)], core: &[(usize, &str)], k: usize) -> bool {
     core.get(k + 1).is_some_and(|&(_, l)| {
         same(java[k].1, l) || (java[k].1 == COMMIT_OK && l == COMMIT_REFUSED)
     })

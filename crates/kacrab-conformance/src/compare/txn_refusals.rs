@@ -1,0 +1,306 @@
+//! Detectors for a send the core refuses where Java accepts it: the core's transaction
+//! has become abortable (or failed) and Java's has not yet; and for a commit the core
+//! fails early where Java's never completes (docs/design.md, "Transactional traces").
+
+use super::field;
+use super::java_tracking::{is_tracking_failure, named_partition};
+use super::txn::same;
+use super::txn_commit::{in_step, java_lookup, java_refusal_while_committing};
+use crate::core_side::error_by_name;
+
+const BEGIN_OK: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
+const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
+
+fn refused_send(line: &str) -> bool {
+    field(line, "ev") == Some("send_refused")
+}
+
+fn request(line: &str) -> bool {
+    field(line, "ev") == Some("txn")
+}
+
+fn add_partitions(line: &str) -> bool {
+    request(line) && field(line, "api") == Some("add_partitions")
+}
+
+/// Whether every error the coordinator's answer line names is one Java and the core
+/// both retry (an answer with no error names NONE).
+fn coordinator_retriable(line: &str) -> bool {
+    field(line, "error")
+        .unwrap_or_default()
+        .split(',')
+        .all(|p| {
+            let e = p.rsplit('=').next().unwrap_or_default();
+            e == "NONE" || error_by_name(e).is_retriable()
+        })
+}
+
+/// Whether every batch error a Produce answer line names is one the core retries (NONE
+/// and DUPLICATE_SEQUENCE_NUMBER, an acknowledgement, included).
+fn produce_retriable(line: &str) -> bool {
+    field(line, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.split_once('=').map(|(_, e)| e))
+        .all(|e| {
+            matches!(e, "NONE" | "DUPLICATE_SEQUENCE_NUMBER") || error_by_name(e).is_retriable()
+        })
+}
+
+/// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`](super::Verdict), the form with no
+/// commit pending: at the first difference `i` the core refuses a send (record `r`), its
+/// transaction abortable because a batch expired by `delivery.timeout.ms` while a
+/// transactional request was out; Java, which checks expiry only in
+/// `Sender.sendProducerData` and skips it while a transactional request is in flight or
+/// about to be sent (`Sender.runOnce` returns after `maybeSendAndPollTransactionalRequest`;
+/// the same in the 4.3.1 jar), has expired nothing and accepts the send. Accepted only
+/// when all of these hold:
+/// * the only cause the core's outputs show for its transaction to be abortable is an
+///   expiry: a record accepted before `r` failed with REQUEST_TIMED_OUT (the core's
+///   `DeliveryError::Timeout`), and since the transaction began (the last `begin`
+///   accepted before `i`) every Produce answer before the refusal and every coordinator
+///   answer before `i` carried only errors both sides retry;
+/// * Java's Sender had a transactional request out then: the last transactional request
+///   both sides sent before `i` is unanswered, or it is a coordinator lookup answered
+///   NONE on the line just before `i` and Java's line at `i` is the AddPartitionsToTxn
+///   that waited for it (sent before `sendProducerData` could run);
+/// * from `i` on, Java writes the core's lines once the core's refusals of sends Java
+///   never refuses are set aside, up to a line where Java shows that its transaction is
+///   not abortable where the core's is: Java sends an AddPartitionsToTxn (the core, in
+///   an abortable transaction, sends only lookups) or accepts a commit the core refuses;
+///   or to the end of both histories.
+///
+/// Nothing after that line is compared: it is the consequence (Java expires the batches
+/// later, once its conversation lets `sendProducerData` run). An expiry writes no line,
+/// so its moment is not checked against the request's; as in
+/// `txn_commit::core_expires_while_coordinator_request_out`, the request being out at
+/// the refusal, with Java not abortable there, stands for it.
+pub(super) fn core_expires_while_coordinator_request_out_refusing(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if !refused_send(c) {
+        return false;
+    }
+    let Some(r) = field(c, "rec").and_then(|r| r.parse::<usize>().ok()) else {
+        return false;
+    };
+    // The only cause: an expiry.
+    let expired_before = core_out.iter().any(|l| {
+        field(l, "ev") == Some("outcome")
+            && field(l, "result") == Some("err:7")
+            && field(l, "rec")
+                .and_then(|k| k.parse::<usize>().ok())
+                .is_some_and(|k| k < r)
+    });
+    let began = core[..i].iter().rposition(|&(_, l)| l == BEGIN_OK);
+    let Some(began) = began else {
+        return false;
+    };
+    let since = core[began].0;
+    let produce_retried = core_out[since..at]
+        .iter()
+        .filter(|l| field(l, "ev") == Some("answered"))
+        .all(|l| produce_retriable(l));
+    let coordinator_retried = core[began..i]
+        .iter()
+        .filter(|&&(_, l)| field(l, "ev") == Some("coord_answered"))
+        .all(|&(_, l)| coordinator_retriable(l));
+    if !(expired_before && produce_retried && coordinator_retried) {
+        return false;
+    }
+    // Java's Sender had a transactional request out.
+    let Some(last) = core[..i].iter().rposition(|&(_, l)| request(l)) else {
+        return false;
+    };
+    let unanswered = !core[last + 1..i]
+        .iter()
+        .any(|&(_, l)| field(l, "ev") == Some("coord_answered"));
+    let found_then_held = last + 2 == i
+        && field(core[last].1, "api") == Some("find_coordinator")
+        && core[last + 1].1 == FOUND
+        && java.get(i).is_some_and(|&(_, l)| add_partitions(l));
+    if !(unanswered || found_then_held) {
+        return false;
+    }
+    // Java goes on as a transaction that is not abortable.
+    let java_refuses = |l: &str| java_out.iter().any(|j| j == l);
+    let core_rest: Vec<&str> = core[i..]
+        .iter()
+        .map(|&(_, l)| l)
+        .filter(|l| !refused_send(l) || java_refuses(l))
+        .collect();
+    let java_rest: Vec<&str> = java[i..].iter().map(|&(_, l)| l).collect();
+    let d = (0..java_rest.len().min(core_rest.len()))
+        .find(|&k| !same(java_rest[k], core_rest[k]))
+        .unwrap_or(java_rest.len().min(core_rest.len()));
+    match (java_rest.get(d), core_rest.get(d)) {
+        (Some(j), _) if add_partitions(j) => true,
+        (Some(&j), Some(&c)) => j == COMMIT_OK && c == COMMIT_REFUSED,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), the no-commit form
+/// where Java never gets to resend: at the first difference `i` the core refuses a send
+/// that Java never refuses, and the last Produce answer the core got before failed
+/// batches with UNKNOWN_PRODUCER_ID (the core makes the transaction abortable: the
+/// simplification "UNKNOWN_PRODUCER_ID with a truncated log also aborts"). Java got the
+/// same answer and kept each of those batches to retry (`TransactionManager.canRetry`
+/// restarts the partition's sequences), but sent nothing of their partitions again
+/// (its Sender was held by the transactional conversation, and the transaction ended
+/// before the retry went out), and Java failed no record with UNKNOWN_PRODUCER_ID (a
+/// batch it had not kept would have failed so). `txn::unknown_producer_id_fails_commit`
+/// accepts the form where Java sends each batch again with the same stamp; this one
+/// accepts only the form where it sends none of their partitions again.
+pub(super) fn unknown_producer_id_refused_while_java_holds(
+    java_out: &[String],
+    core_out: &[String],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if !refused_send(c) || java_out.iter().any(|l| l == c) {
+        return false;
+    }
+    let Some(answer) = core_out[..at]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect();
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let partition = |stamp: &str| stamp.split(':').next().unwrap_or_default().to_string();
+    let never_sent_again = |stamp: &&str| {
+        let p = partition(stamp);
+        !java_out[answered + 1..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| partition(b) == p)
+        })
+    };
+    let java_failed_none = !java_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
+    !failed.is_empty() && failed.iter().all(never_sent_again) && java_failed_none
+}
+
+/// The stamps ("partition:pid:epoch:seq:count") a Produce answer line failed with
+/// UNKNOWN_PRODUCER_ID.
+fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
+    field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect()
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), the form where Java's
+/// commit never completes because Java's Sender throws in its own bookkeeping while it
+/// holds the EndTxn (`compare/java_tracking.rs`). At the first difference `i` the core
+/// fails the commit with UNKNOWN_PRODUCER_ID (59), and the last Produce answer the core
+/// got before failed batches with it. Both sides make the transaction abortable there:
+/// Java got the same answer and failed those batches rather than retrying them
+/// (`TransactionManager.canRetry` said no: an offset at or above the log start was
+/// acknowledged on the partition), as it sends none of their stamps again. Java's
+/// `handleFailedBatch` then drops the partition's entry (`resetSequenceForPartition`)
+/// with another batch of it on the wire, so when that batch is answered the Sender
+/// throws, and the batch is neither completed nor queued again: the EndTxn Java holds
+/// while batches are incomplete (`TransactionManager.nextRequest`) never goes out and
+/// Java's commit never completes. Accepted only when all of these hold:
+/// * Java's first exception is one of its two bookkeeping failures, naming the
+///   partition of one of those batches, written after Java's line at `i`;
+/// * Java's history from `i` on holds only what its pending commit dictates for each
+///   application call (a commit handed back the pending result, an abort or a begin
+///   refused, a send refused) and coordinator lookups: no completion, no EndTxn, no
+///   InitProducerId, no AddPartitionsToTxn;
+/// * until that exception, Java writes the core's lines (the core one line ahead), a
+///   commit Java hands back the pending result for and the core refuses aside, as in
+///   `txn::commit_fails_before_batches_settle`.
+///
+/// `txn::commit_fails_before_batches_settle` accepts the form where Java's commit
+/// completes, with the core's error, once its batches settle; where the lost batch later
+/// expires, Java's commit fails with TRANSACTION_ABORTABLE
+/// (`txn_commit::commit_fails_with_javas_last_error`). What either side does after the
+/// exception is its consequence: Java's lines are checked only for being those of a
+/// commit that is still pending.
+pub(super) fn commit_fails_early_java_never_completes(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#;
+    let (Some(&(at, c)), Some(&(java_at, _))) = (core.get(i), java.get(i)) else {
+        return false;
+    };
+    if c != FAILED {
+        return false;
+    }
+    let Some(answer) = core_out[..at]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed = unknown_producer_id_stamps(answer);
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let resent = |stamp: &&str| {
+        java_out[answered + 1..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| b == *stamp)
+        })
+    };
+    if failed.is_empty() || failed.iter().any(resent) {
+        return false;
+    }
+    // Java's Sender throws on that partition's next answer, after the first difference.
+    let Some(e) = java_out
+        .iter()
+        .position(|l| field(l, "ev") == Some("java_exception"))
+    else {
+        return false;
+    };
+    let partition_of = |stamp: &str| stamp.split(':').next().and_then(|p| p.parse::<i32>().ok());
+    let on_failed_partition = named_partition(&java_out[e])
+        .is_some_and(|p| failed.iter().any(|s| partition_of(s) == Some(p)));
+    if !(is_tracking_failure(&java_out[e]) && on_failed_partition && java_at < e) {
+        return false;
+    }
+    // Java's commit stays pending, and until the exception nothing else differs.
+    let pending = java[i..]
+        .iter()
+        .all(|&(_, l)| java_refusal_while_committing(l) || java_lookup(l));
+    let in_step_before = (i..java.len())
+        .take_while(|&k| java[k].0 < e)
+        .all(|k| in_step(java, core, k));
+    pending && in_step_before
+}
