@@ -536,3 +536,29 @@ fn a_held_add_partitions_retry_the_core_never_answered_is_not_a_stale_retry() {
         },
     );
 }
+
+#[test]
+fn a_lookup_queued_in_a_sender_loop_that_sends_nothing_goes_out_in_the_same_step() {
+    // While aborting, the EndTxn is answered COORDINATOR_NOT_AVAILABLE and the lookup
+    // after it TRANSACTION_ABORTABLE (both scripted before the abort, so one step
+    // answers them). Java's Sender spends one loop queueing the next lookup for the
+    // EndTxn (`maybeFindCoordinatorAndRetry`, nothing sent) and sends it in the next;
+    // the harness pumps until two idle loops in a row, so the lookup goes out in that
+    // step, before the next send is refused, as the core does. The abort then ends with
+    // the core's bump. Near miss: Java's output as the old pump (stopping at the first
+    // idle loop) wrote it, the send refused before the lookup.
+    recorded_as(
+        "txn_lookup_after_abortable_lookup_same_step",
+        Verdict::AbortEndsWithEpochBump,
+        |java| {
+            let mut java = java.to_vec();
+            let refused = java
+                .iter()
+                .position(|l| l.contains(r#""ev":"send_refused""#))
+                .unwrap();
+            assert!(java[refused - 1].contains(r#""api":"find_coordinator"}"#));
+            java.swap(refused - 1, refused);
+            java
+        },
+    );
+}
