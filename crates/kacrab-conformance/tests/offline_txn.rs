@@ -562,3 +562,25 @@ fn a_lookup_queued_in_a_sender_loop_that_sends_nothing_goes_out_in_the_same_step
         },
     );
 }
+
+#[test]
+fn the_core_expiring_a_batch_during_a_lookup_refuses_the_commit_java_accepts() {
+    // As the one-partition form above, but the application commits where it sent: the
+    // core, abortable since its batch expired during the lookup, refuses the commit;
+    // Java sends the held AddPartitionsToTxn(0), accepts the commit and fails it only
+    // after the batch expires. Near miss: Java sends an EndTxn instead of the held
+    // AddPartitionsToTxn.
+    recorded_as(
+        "txn_expiry_refuses_commit_after_lookup",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            let mut java = java.to_vec();
+            let at = java
+                .iter()
+                .rposition(|l| l.contains(r#""api":"add_partitions","pid""#))
+                .unwrap();
+            java[at] = r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#.into();
+            java
+        },
+    );
+}

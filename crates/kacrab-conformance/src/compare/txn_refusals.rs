@@ -50,7 +50,9 @@ fn produce_retriable(line: &str) -> bool {
 }
 
 /// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`](super::Verdict), the form with no
-/// commit pending: at the first difference `i` the core refuses a send (record `r`), its
+/// commit pending: at the first difference `i` the core refuses a send (record `r`), or
+/// the application's commit (which Java accepts later; `r` is then the first send the
+/// core refuses after it, or none), its
 /// transaction abortable because a batch expired by `delivery.timeout.ms` while a
 /// transactional request was out; Java, which checks expiry only in
 /// `Sender.sendProducerData` and skips it while a transactional request is in flight or
@@ -87,11 +89,30 @@ pub(super) fn core_expires_while_coordinator_request_out_refusing(
     let Some(&(at, c)) = core.get(i) else {
         return false;
     };
-    if !refused_send(c) {
+    // The refused call: a send (record `r`), or a commit Java accepts later, where the
+    // expired record is one accepted before the first send the core refuses after it.
+    let refused_commit = c == COMMIT_REFUSED && java[i..].iter().any(|&(_, l)| l == COMMIT_OK);
+    if !refused_send(c) && !refused_commit {
         return false;
     }
-    let Some(r) = field(c, "rec").and_then(|r| r.parse::<usize>().ok()) else {
-        return false;
+    let first_refused_after = || {
+        core[i..]
+            .iter()
+            .find(|&&(_, l)| refused_send(l))
+            .and_then(|&(_, l)| field(l, "rec"))
+    };
+    let rec = if refused_commit {
+        first_refused_after()
+    } else {
+        field(c, "rec")
+    };
+    let r = match rec {
+        Some(r) => match r.parse::<usize>() {
+            Ok(r) => r,
+            Err(_) => return false,
+        },
+        None if refused_commit => usize::MAX,
+        None => return false,
     };
     // The only cause: an expiry.
     let expired_before = core_out.iter().any(|l| {
