@@ -584,3 +584,18 @@ fn the_core_expiring_a_batch_during_a_lookup_refuses_the_commit_java_accepts() {
         },
     );
 }
+
+#[test]
+fn java_asking_for_pending_partitions_while_aborting_an_abortable_transaction_is_that_quirk() {
+    // Partition 1's batch fails (INVALID_RECORD) while AddPartitionsToTxn(0) is out; its
+    // answer (COORDINATOR_NOT_AVAILABLE) sends both to a lookup, and the application
+    // aborts. The core, abortable, dropped the request and sends EndTxn(ABORT) after the
+    // lookup; Java's request, queued behind the lookup, survives the abort: it asks for
+    // partition 0, then sends the same EndTxn. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_pending_partitions_while_aborting",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""commit":0}"#,
+        r#""commit":1}"#,
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::field;
 use super::java_tracking::{is_tracking_failure, named_partition};
-use super::txn::same;
+use super::txn::{added_in_transaction, after_lookup, asked_in_transaction, parts, same};
 use super::txn_commit::{in_step, java_lookup, java_refusal_while_committing};
 use crate::core_side::error_by_name;
 
@@ -324,4 +324,88 @@ pub(super) fn commit_fails_early_java_never_completes(
         .take_while(|&k| java[k].0 < e)
         .all(|k| in_step(java, core, k));
     pending && in_step_before
+}
+
+/// [`Verdict::JavaAsksNewPartitionsWhileAborting`](super::Verdict), the form with
+/// partitions that were pending when the transaction became abortable: an
+/// AddPartitionsToTxn failed with a retriable error (or timed out) after the
+/// transaction became abortable, and both sides looked the coordinator up. Java
+/// re-enqueued the request behind the lookup (`lookupCoordinator`), and the
+/// application's abort does not drop it (`beginAbort` clears only the new partitions;
+/// `maybeTerminateRequestWithError` fails requests only while the transaction is in
+/// error, and an abort in progress is not), so after the lookup Java asks to add those
+/// partitions to the transaction it is aborting, then ends it. The core, in an abortable
+/// transaction, sends only lookups (the fix recorded as
+/// `txn_abortable_sends_only_lookups`), so it dropped the request and ends the
+/// transaction with EndTxn(ABORT) at once. Harmless: partitions added only to be
+/// aborted. Accepted only when all of these hold:
+/// * the core's transaction was abortable before the abort: since the transaction began
+///   and before the abort, a send was refused, or a Produce answer failed a batch with
+///   an error the core does not retry, or a record of the core failed with
+///   REQUEST_TIMED_OUT (an expiry writes no line);
+/// * both sides accepted the abort after that, and neither sent an AddPartitionsToTxn or
+///   an EndTxn between the abort and `i`; the line before `i` is a successful lookup on
+///   both sides;
+/// * at `i` Java sends an AddPartitionsToTxn, under the identity of the last one both
+///   sent, for partitions both asked for before in the transaction and neither had added
+///   (no answer named them NONE), and the core sends EndTxn(ABORT) under that identity;
+/// * Java's next request after `i` that is neither an AddPartitionsToTxn nor a lookup is
+///   that same EndTxn.
+pub(super) fn java_asks_pending_partitions_while_aborting(
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    let end_txn_abort = |l: &str| {
+        request(l) && field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0")
+    };
+    if !add_partitions(j) || !end_txn_abort(c) || !after_lookup(java, core, i) {
+        return false;
+    }
+    fn identity(l: &str) -> (Option<&str>, Option<&str>) {
+        (field(l, "pid"), field(l, "epoch"))
+    }
+    let Some(last) = core[..i].iter().rposition(|&(_, l)| add_partitions(l)) else {
+        return false;
+    };
+    if identity(core[last].1) != identity(j) || identity(c) != identity(j) {
+        return false;
+    }
+    let Some(began) = core[..i].iter().rposition(|&(_, l)| l == BEGIN_OK) else {
+        return false;
+    };
+    let Some(aborted) = core[began..i].iter().position(|&(_, l)| l == ABORT_OK) else {
+        return false;
+    };
+    let aborted = began + aborted;
+    let quiet = core[aborted..i]
+        .iter()
+        .all(|&(_, l)| !add_partitions(l) && !end_txn_abort(l));
+    // Abortable before the abort.
+    let (from, to) = (core[began].0, core[aborted].0);
+    let refused = core[began..aborted].iter().any(|&(_, l)| refused_send(l));
+    let batch_failed = core_out[from..to]
+        .iter()
+        .any(|l| field(l, "ev") == Some("answered") && !produce_retriable(l));
+    let expired = core_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:7"));
+    let pending_only = parts(j).iter().all(|&p| {
+        asked_in_transaction(java, i, p)
+            && asked_in_transaction(core, i, p)
+            && !added_in_transaction(java, i, p)
+            && !added_in_transaction(core, i, p)
+    });
+    let ends_as_core = java[i + 1..]
+        .iter()
+        .find(|&&(_, l)| {
+            request(l) && !add_partitions(l) && field(l, "api") != Some("find_coordinator")
+        })
+        .is_some_and(|&(_, l)| l == c);
+    quiet && (refused || batch_failed || expired) && pending_only && ends_as_core
 }
