@@ -102,7 +102,9 @@ pub enum Verdict {
     /// abort, held behind a coordinator lookup, asks for partitions new at the abort;
     /// the core drops them at the abort (`beginAbort` clears only the new partitions,
     /// not a request already built). Exact: see
-    /// `txn_add_partitions::java_asks_new_partitions_while_aborting`.
+    /// `txn_add_partitions::java_asks_new_partitions_while_aborting`; with partitions
+    /// whose request failed after the transaction became abortable (the core dropped
+    /// it): `txn_refusals::java_asks_pending_partitions_while_aborting`.
     JavaAsksNewPartitionsWhileAborting,
     /// Transactional traces: an abort after `initTransactions` failed. Java's abort
     /// completes at once (nothing was added, so no EndTxn: KAFKA-18401) and leaves the

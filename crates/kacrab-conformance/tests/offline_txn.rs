@@ -646,3 +646,66 @@ fn a_held_add_partitions_retry_the_core_never_answered_is_not_a_stale_retry() {
         },
     );
 }
+
+#[test]
+fn a_lookup_queued_in_a_sender_loop_that_sends_nothing_goes_out_in_the_same_step() {
+    // While aborting, the EndTxn is answered COORDINATOR_NOT_AVAILABLE and the lookup
+    // after it TRANSACTION_ABORTABLE (both scripted before the abort, so one step
+    // answers them). Java's Sender spends one loop queueing the next lookup for the
+    // EndTxn (`maybeFindCoordinatorAndRetry`, nothing sent) and sends it in the next;
+    // the harness pumps until two idle loops in a row, so the lookup goes out in that
+    // step, before the next send is refused, as the core does. The abort then ends with
+    // the core's bump. Near miss: Java's output as the old pump (stopping at the first
+    // idle loop) wrote it, the send refused before the lookup.
+    recorded_as(
+        "txn_lookup_after_abortable_lookup_same_step",
+        Verdict::AbortEndsWithEpochBump,
+        |java| {
+            let mut java = java.to_vec();
+            let refused = java
+                .iter()
+                .position(|l| l.contains(r#""ev":"send_refused""#))
+                .unwrap();
+            assert!(java[refused - 1].contains(r#""api":"find_coordinator"}"#));
+            java.swap(refused - 1, refused);
+            java
+        },
+    );
+}
+
+#[test]
+fn the_core_expiring_a_batch_during_a_lookup_refuses_the_commit_java_accepts() {
+    // As the one-partition form above, but the application commits where it sent: the
+    // core, abortable since its batch expired during the lookup, refuses the commit;
+    // Java sends the held AddPartitionsToTxn(0), accepts the commit and fails it only
+    // after the batch expires. Near miss: Java sends an EndTxn instead of the held
+    // AddPartitionsToTxn.
+    recorded_as(
+        "txn_expiry_refuses_commit_after_lookup",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        |java| {
+            let mut java = java.to_vec();
+            let at = java
+                .iter()
+                .rposition(|l| l.contains(r#""api":"add_partitions","pid""#))
+                .unwrap();
+            java[at] = r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#.into();
+            java
+        },
+    );
+}
+
+#[test]
+fn java_asking_for_pending_partitions_while_aborting_an_abortable_transaction_is_that_quirk() {
+    // Partition 1's batch fails (INVALID_RECORD) while AddPartitionsToTxn(0) is out; its
+    // answer (COORDINATOR_NOT_AVAILABLE) sends both to a lookup, and the application
+    // aborts. The core, abortable, dropped the request and sends EndTxn(ABORT) after the
+    // lookup; Java's request, queued behind the lookup, survives the abort: it asks for
+    // partition 0, then sends the same EndTxn. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_pending_partitions_while_aborting",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""commit":0}"#,
+        r#""commit":1}"#,
+    );
+}

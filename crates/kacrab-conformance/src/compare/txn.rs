@@ -340,7 +340,7 @@ pub(super) fn java_retries_partitions_already_asked(
 
 /// Whether an AddPartitionsToTxn answer in `h` before index `i`, since the transaction
 /// began, named partition `p` with NONE (the coordinator added it).
-fn added_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
+pub(super) fn added_in_transaction(h: &[(usize, &str)], i: usize, p: i32) -> bool {
     const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
     let since = h[..i].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
     let added = format!("{p}=NONE");
@@ -434,6 +434,13 @@ pub(super) fn verdict(
             ) =>
         {
             Verdict::CommitFailsBeforeBatchesSettle
+        }
+        Verdict::Unexplained
+            if super::txn_refusals::java_asks_pending_partitions_while_aborting(
+                core, jh, ch, i,
+            ) =>
+        {
+            Verdict::JavaAsksNewPartitionsWhileAborting
         }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,

@@ -4,7 +4,7 @@
 
 use super::field;
 use super::java_tracking::{is_tracking_failure, named_partition};
-use super::txn::same;
+use super::txn::{added_in_transaction, after_lookup, asked_in_transaction, parts, same};
 use super::txn_commit::{in_step, java_lookup, java_refusal_while_committing};
 use crate::core_side::error_by_name;
 
@@ -50,7 +50,9 @@ fn produce_retriable(line: &str) -> bool {
 }
 
 /// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`](super::Verdict), the form with no
-/// commit pending: at the first difference `i` the core refuses a send (record `r`), its
+/// commit pending: at the first difference `i` the core refuses a send (record `r`), or
+/// the application's commit (which Java accepts later; `r` is then the first send the
+/// core refuses after it, or none), its
 /// transaction abortable because a batch expired by `delivery.timeout.ms` while a
 /// transactional request was out; Java, which checks expiry only in
 /// `Sender.sendProducerData` and skips it while a transactional request is in flight or
@@ -87,11 +89,30 @@ pub(super) fn core_expires_while_coordinator_request_out_refusing(
     let Some(&(at, c)) = core.get(i) else {
         return false;
     };
-    if !refused_send(c) {
+    // The refused call: a send (record `r`), or a commit Java accepts later, where the
+    // expired record is one accepted before the first send the core refuses after it.
+    let refused_commit = c == COMMIT_REFUSED && java[i..].iter().any(|&(_, l)| l == COMMIT_OK);
+    if !refused_send(c) && !refused_commit {
         return false;
     }
-    let Some(r) = field(c, "rec").and_then(|r| r.parse::<usize>().ok()) else {
-        return false;
+    let first_refused_after = || {
+        core[i..]
+            .iter()
+            .find(|&&(_, l)| refused_send(l))
+            .and_then(|&(_, l)| field(l, "rec"))
+    };
+    let rec = if refused_commit {
+        first_refused_after()
+    } else {
+        field(c, "rec")
+    };
+    let r = match rec {
+        Some(r) => match r.parse::<usize>() {
+            Ok(r) => r,
+            Err(_) => return false,
+        },
+        None if refused_commit => usize::MAX,
+        None => return false,
     };
     // The only cause: an expiry.
     let expired_before = core_out.iter().any(|l| {
@@ -303,4 +324,88 @@ pub(super) fn commit_fails_early_java_never_completes(
         .take_while(|&k| java[k].0 < e)
         .all(|k| in_step(java, core, k));
     pending && in_step_before
+}
+
+/// [`Verdict::JavaAsksNewPartitionsWhileAborting`](super::Verdict), the form with
+/// partitions that were pending when the transaction became abortable: an
+/// AddPartitionsToTxn failed with a retriable error (or timed out) after the
+/// transaction became abortable, and both sides looked the coordinator up. Java
+/// re-enqueued the request behind the lookup (`lookupCoordinator`), and the
+/// application's abort does not drop it (`beginAbort` clears only the new partitions;
+/// `maybeTerminateRequestWithError` fails requests only while the transaction is in
+/// error, and an abort in progress is not), so after the lookup Java asks to add those
+/// partitions to the transaction it is aborting, then ends it. The core, in an abortable
+/// transaction, sends only lookups (the fix recorded as
+/// `txn_abortable_sends_only_lookups`), so it dropped the request and ends the
+/// transaction with EndTxn(ABORT) at once. Harmless: partitions added only to be
+/// aborted. Accepted only when all of these hold:
+/// * the core's transaction was abortable before the abort: since the transaction began
+///   and before the abort, a send was refused, or a Produce answer failed a batch with
+///   an error the core does not retry, or a record of the core failed with
+///   REQUEST_TIMED_OUT (an expiry writes no line);
+/// * both sides accepted the abort after that, and neither sent an AddPartitionsToTxn or
+///   an EndTxn between the abort and `i`; the line before `i` is a successful lookup on
+///   both sides;
+/// * at `i` Java sends an AddPartitionsToTxn, under the identity of the last one both
+///   sent, for partitions both asked for before in the transaction and neither had added
+///   (no answer named them NONE), and the core sends EndTxn(ABORT) under that identity;
+/// * Java's next request after `i` that is neither an AddPartitionsToTxn nor a lookup is
+///   that same EndTxn.
+pub(super) fn java_asks_pending_partitions_while_aborting(
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    let end_txn_abort = |l: &str| {
+        request(l) && field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0")
+    };
+    if !add_partitions(j) || !end_txn_abort(c) || !after_lookup(java, core, i) {
+        return false;
+    }
+    fn identity(l: &str) -> (Option<&str>, Option<&str>) {
+        (field(l, "pid"), field(l, "epoch"))
+    }
+    let Some(last) = core[..i].iter().rposition(|&(_, l)| add_partitions(l)) else {
+        return false;
+    };
+    if identity(core[last].1) != identity(j) || identity(c) != identity(j) {
+        return false;
+    }
+    let Some(began) = core[..i].iter().rposition(|&(_, l)| l == BEGIN_OK) else {
+        return false;
+    };
+    let Some(aborted) = core[began..i].iter().position(|&(_, l)| l == ABORT_OK) else {
+        return false;
+    };
+    let aborted = began + aborted;
+    let quiet = core[aborted..i]
+        .iter()
+        .all(|&(_, l)| !add_partitions(l) && !end_txn_abort(l));
+    // Abortable before the abort.
+    let (from, to) = (core[began].0, core[aborted].0);
+    let refused = core[began..aborted].iter().any(|&(_, l)| refused_send(l));
+    let batch_failed = core_out[from..to]
+        .iter()
+        .any(|l| field(l, "ev") == Some("answered") && !produce_retriable(l));
+    let expired = core_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:7"));
+    let pending_only = parts(j).iter().all(|&p| {
+        asked_in_transaction(java, i, p)
+            && asked_in_transaction(core, i, p)
+            && !added_in_transaction(java, i, p)
+            && !added_in_transaction(core, i, p)
+    });
+    let ends_as_core = java[i + 1..]
+        .iter()
+        .find(|&&(_, l)| {
+            request(l) && !add_partitions(l) && field(l, "api") != Some("find_coordinator")
+        })
+        .is_some_and(|&(_, l)| l == c);
+    quiet && (refused || batch_failed || expired) && pending_only && ends_as_core
 }

@@ -450,10 +450,18 @@ public final class ConformanceHarness {
         return any;
     }
 
-    /** Runs the Sender until it sends nothing new; answers InitProducerId at once. */
+    /**
+     * Runs the Sender until it sends nothing new; answers InitProducerId at once. A round
+     * that sends nothing may still have moved the Sender on (queued a coordinator lookup
+     * for the request it meant to send: `maybeFindCoordinatorAndRetry`), which the real
+     * Sender thread sends in its very next loop, so the pump stops only after two idle
+     * rounds in a row. The cap (50 rounds) is the core side's, so a backlog of scripted
+     * coordinator answers is consumed within one step on both sides.
+     */
     void pump() {
         time.owed = 0;
-        for (int round = 0; round < 10; round++) {
+        boolean idleBefore = false;
+        for (int round = 0; round < 50; round++) {
             release();
             sentProduce = false;
             sender.runOnce();
@@ -486,7 +494,9 @@ public final class ConformanceHarness {
                     stepLines.add("{\"ev\":\"unexpected\",\"api\":\"" + r.apiKey() + "\"}");
                 }
             }
-            if (!fresh && client.responses().isEmpty() && round > 1) break;
+            boolean idle = !fresh && client.responses().isEmpty();
+            if (idle && idleBefore && round > 1) break;
+            idleBefore = idle;
         }
     }
 
