@@ -16,6 +16,7 @@ mod timing;
 mod txn;
 mod txn_add_partitions;
 mod txn_commit;
+mod txn_commit2;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};

@@ -430,3 +430,49 @@ fn the_tv1_abort_whose_only_add_partitions_is_refused_while_aborting_bumps_the_e
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
     );
 }
+
+#[test]
+fn the_core_fails_the_commit_early_and_java_loses_track_of_the_batch_it_waits_for() {
+    // Partition 0's sequences 1 and 2 are on the wire when the commit is called; 1 is
+    // answered UNKNOWN_PRODUCER_ID (an acknowledged offset at the log start: not
+    // retried). The core fails the commit at once (CommitFailsBeforeBatchesSettle);
+    // Java holds its EndTxn, drops the partition's entry, and throws when 2 is
+    // answered, so that batch and Java's commit never complete. Near miss: the
+    // exception names a partition the answer did not touch.
+    recorded_as_replaced(
+        "txn_commit_fails_java_loses_track",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "txnPartitionEntry for t-0,",
+        "txnPartitionEntry for t-2,",
+    );
+}
+
+#[test]
+fn unknown_producer_id_before_the_commit_call_refuses_it_in_the_core() {
+    // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID just before the
+    // application commits: the core's transaction is abortable, so it refuses the
+    // commit; Java restarts the partition's sequences, accepts the commit, resends the
+    // batch with the same stamp and commits. Near miss: Java's resend carries another
+    // stamp.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refuses_commit",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1,3:1000:0:0:1""#,
+        r#""batches":"1:1000:0:1:1,3:1000:0:0:1""#,
+    );
+}
+
+#[test]
+fn a_batch_the_core_expires_while_a_lookup_is_out_makes_it_refuse_the_commit() {
+    // Partition 1's batch waits behind an AddPartitionsToTxn that times out, then a
+    // lookup that is out when its delivery timeout passes: the core expires it, so its
+    // transaction is abortable and it refuses the commit; Java, expiring nothing while a
+    // transactional request is in flight, accepts it and fails it only after its
+    // AddPartitionsToTxn is answered. Near miss: Java's commit succeeds.
+    recorded_as_replaced(
+        "txn_core_expired_refuses_commit",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+    );
+}

@@ -396,6 +396,21 @@ pub(super) fn verdict(
         {
             Verdict::CommitFailsWithJavasLastError
         }
+        Verdict::Unexplained
+            if super::txn_commit2::commit_fails_then_java_loses_track(java, core, jh, ch, i) =>
+        {
+            Verdict::CommitFailsBeforeBatchesSettle
+        }
+        Verdict::Unexplained
+            if super::txn_commit2::unknown_producer_id_refuses_commit(java, core, jh, ch, i) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_commit2::core_expired_refuses_commit(core, jh, ch, i) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
         v => v,
     };
     match (first_difference(&jh, &ch), earliest) {

@@ -1,0 +1,211 @@
+//! More forms of the commit the core fails early
+//! ([`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), `compare/txn_commit.rs`):
+//! where Java's own held commit never completes, because Java's Sender lost track of a
+//! batch of the transaction (`compare/java_tracking.rs`) before it would have failed it.
+
+use super::txn::same;
+use super::{field, java_tracking};
+
+const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
+const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
+const BEGIN_REFUSED: &str = r#"{"ev":"txn_call","call":"begin","result":"refused"}"#;
+
+/// Whether `line` completes a commit with an error.
+fn failed_commit(line: &str) -> bool {
+    field(line, "ev") == Some("txn_done")
+        && field(line, "call") == Some("commit")
+        && field(line, "result").is_some_and(|r| r.starts_with("err:"))
+}
+
+/// The partitions a Produce answer line failed with UNKNOWN_PRODUCER_ID.
+fn unknown_producer_id_partitions(line: &str) -> Vec<i32> {
+    if field(line, "ev") != Some("answered") {
+        return Vec::new();
+    }
+    field(line, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|b| b.ends_with("=UNKNOWN_PRODUCER_ID"))
+        .filter_map(|b| b.split_once(':')?.0.parse().ok())
+        .collect()
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), where Java's held commit
+/// never completes. The core's line `at` (its history's `i`, the trace's first
+/// difference) fails the commit with UNKNOWN_PRODUCER_ID (59), right after a Produce
+/// answer that failed a batch of partition `p` with it; up to that answer both outputs
+/// are the same. Java handles the same answer by failing that batch (its transaction
+/// becomes abortable and it holds the EndTxn while batches are incomplete, the departure
+/// `CommitFailsBeforeBatchesSettle` names) and dropping `p`'s entry
+/// (`TransactionManager.handleFailedBatch`, `resetSequenceForPartition`) while another
+/// batch of `p` is on the wire. Java then writes the core's lines, one behind (a commit
+/// Java hands back the pending result for and the core refuses aside), up to a tracking
+/// failure naming `p` (`java_tracking`): the next answer to `p` throws in Java's Sender,
+/// so that batch never completes, and neither does Java's commit, which waits for it.
+/// From the exception on Java writes, in the conversation, only what its pending commit
+/// dictates for each application call (a commit handed back the pending result; an
+/// abort, a begin or a send refused) and coordinator lookups, and never completes the
+/// commit. The core's lines after the exception are the consequence of the lost batch
+/// and are not compared.
+pub(super) fn commit_fails_then_java_loses_track(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#;
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if c != FAILED || at == 0 || java_out.get(..at) != core_out.get(..at) {
+        return false;
+    }
+    let cause = unknown_producer_id_partitions(&core_out[at - 1]);
+    let Some(e) = java_out
+        .iter()
+        .position(|l| field(l, "ev") == Some("java_exception"))
+    else {
+        return false;
+    };
+    let exception = &java_out[e];
+    let named = java_tracking::named_partition(exception);
+    let dropped = java_tracking::dropped_while_unsettled(&java_out[..at]);
+    if e < at
+        || !java_tracking::is_tracking_failure(exception)
+        || !named.is_some_and(|p| cause.contains(&p) && dropped.contains(&p))
+    {
+        return false;
+    }
+    // Up to the exception, Java writes the core's lines one behind.
+    let in_step = (at..e).all(|k| {
+        core_out.get(k + 1).is_some_and(|l| {
+            same(&java_out[k], l) || (java_out[k] == COMMIT_OK && l == COMMIT_REFUSED)
+        })
+    });
+    // From it on, only what Java's pending commit dictates, and no completion.
+    let waits = java.iter().filter(|&&(l, _)| l > e).all(|&(_, l)| {
+        l == COMMIT_OK
+            || l == ABORT_REFUSED
+            || l == BEGIN_REFUSED
+            || field(l, "ev") == Some("send_refused")
+            || (matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+                && field(l, "api") == Some("find_coordinator"))
+    });
+    let never_completes = java[i..]
+        .iter()
+        .all(|&(_, l)| field(l, "ev") != Some("txn_done"));
+    in_step && waits && never_completes
+}
+
+/// Whether the first difference `i` is a commit call Java accepts and the core refuses
+/// (its transaction is abortable, Java's not yet: `TransactionManager.beginCommit`
+/// refuses a commit in ABORTABLE_ERROR through `maybeFailWithError`, on both sides).
+fn core_refuses_commit(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
+    java.get(i).is_some_and(|&(_, l)| l == COMMIT_OK)
+        && core.get(i).is_some_and(|&(_, l)| l == COMMIT_REFUSED)
+}
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), where the core's
+/// first difference is the commit call it refuses and Java accepts: the cause is the
+/// one `txn::unknown_producer_id_fails_commit` checks. The last Produce answer the core
+/// got before the call failed batches with UNKNOWN_PRODUCER_ID, Java got the same
+/// answer, and Java sends every one of those batches again after it, with the same
+/// stamp (`TransactionManager.canRetry`: no acknowledged offset at or above the log
+/// start, so Java restarts the partition's sequences and retries, and its transaction
+/// stays committable), where the core made its transaction abortable, and so refuses
+/// the commit.
+pub(super) fn unknown_producer_id_refuses_commit(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if !core_refuses_commit(java, core, i) {
+        return false;
+    }
+    let at = core[i].0;
+    let Some(answer) = core_out[..at]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect();
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let resent = |stamp: &&str| {
+        java_out[answered + 1..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| b == *stamp)
+        })
+    };
+    !failed.is_empty() && failed.iter().all(resent)
+}
+
+/// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`](super::Verdict), where the core's
+/// first difference is the commit call it refuses and Java accepts: the core expired a
+/// batch by `delivery.timeout.ms` (a record of the core failed with REQUEST_TIMED_OUT)
+/// while the last transactional request both sides sent before the call is unanswered,
+/// so its transaction is abortable before the application commits; Java, which checks
+/// expiry only in `Sender.sendProducerData` (skipped while a transactional request is
+/// in flight), accepts the commit. Java's next completion is that commit, failed; until
+/// then both write the same (a commit Java hands back the pending result for and the
+/// core refuses aside) up to the first line they differ on, and from there Java writes
+/// only what its pending commit dictates for each application call, coordinator lookups
+/// and its AddPartitionsToTxn conversation (no EndTxn, no InitProducerId), as for
+/// `txn_commit::core_expires_while_coordinator_request_out`.
+pub(super) fn core_expired_refuses_commit(
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if !core_refuses_commit(java, core, i) {
+        return false;
+    }
+    let Some(r) = core[..i]
+        .iter()
+        .rposition(|&(_, l)| field(l, "ev") == Some("txn"))
+    else {
+        return false;
+    };
+    let unanswered = !core[r + 1..i]
+        .iter()
+        .any(|&(_, l)| field(l, "ev") == Some("coord_answered"));
+    let record_expired = core_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && l.ends_with(r#""result":"err:7"}"#));
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    if !failed_commit(java[j].1) {
+        return false;
+    }
+    let in_step = |k: usize| {
+        core.get(k).is_some_and(|&(_, l)| {
+            same(java[k].1, l) || (java[k].1 == COMMIT_OK && l == COMMIT_REFUSED)
+        })
+    };
+    let d = (i..j).find(|&k| !in_step(k)).unwrap_or(j);
+    let java_waits = java[d..j].iter().all(|&(_, l)| {
+        l == COMMIT_OK
+            || l == ABORT_REFUSED
+            || l == BEGIN_REFUSED
+            || field(l, "ev") == Some("send_refused")
+            || (matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+                && matches!(field(l, "api"), Some("find_coordinator" | "add_partitions")))
+    });
+    unanswered && record_expired && java_waits
+}
