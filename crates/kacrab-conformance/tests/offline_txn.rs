@@ -476,3 +476,27 @@ fn a_batch_the_core_expires_while_a_lookup_is_out_makes_it_refuse_the_commit() {
         r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
     );
 }
+
+#[test]
+fn the_java_harness_runs_the_sender_until_it_has_nothing_left_to_do() {
+    // Harness fix: while the application aborts, the EndTxn is answered
+    // COORDINATOR_NOT_AVAILABLE and the lookup that follows TRANSACTION_ABORTABLE, both
+    // answers scripted earlier and handed to the requests as they are sent, in one pump.
+    // Java's Sender needs one `runOnce` to queue the next lookup (the EndTxn finds no
+    // coordinator: `maybeFindCoordinatorAndRetry`) and another to send it; the pump
+    // used to stop after the first round that sent nothing, so Java's lookup came only
+    // after the next application call (the begin it refuses), the core's before. Now
+    // both send the lookup first, and the trace's only difference is the TV1 abort's
+    // bump.
+    let (trace, java) = recorded("txn_lookup_again_in_the_same_pump");
+    let lookup = java
+        .iter()
+        .rposition(|l| l == r#"{"ev":"txn","api":"find_coordinator"}"#)
+        .unwrap();
+    let begin = java
+        .iter()
+        .rposition(|l| l == r#"{"ev":"txn_call","call":"begin","result":"refused"}"#)
+        .unwrap();
+    assert!(lookup < begin);
+    assert_eq!(verdict(&trace, &java), Verdict::AbortEndsWithEpochBump);
+}

@@ -450,10 +450,15 @@ public final class ConformanceHarness {
         return any;
     }
 
-    /** Runs the Sender until it sends nothing new; answers InitProducerId at once. */
+    /**
+     * Runs the Sender until two rounds in a row send nothing new (a round may only queue
+     * work for the next: a request finding no coordinator queues the lookup, sent by the
+     * next runOnce, as Sender's own loop would at once); answers InitProducerId at once.
+     */
     void pump() {
         time.owed = 0;
-        for (int round = 0; round < 10; round++) {
+        int idle = 0;
+        for (int round = 0; round < 30; round++) {
             release();
             sentProduce = false;
             sender.runOnce();
@@ -486,7 +491,8 @@ public final class ConformanceHarness {
                     stepLines.add("{\"ev\":\"unexpected\",\"api\":\"" + r.apiKey() + "\"}");
                 }
             }
-            if (!fresh && client.responses().isEmpty() && round > 1) break;
+            idle = fresh || !client.responses().isEmpty() ? 0 : idle + 1;
+            if (idle >= 2 && round > 1) break;
         }
     }
 
