@@ -528,7 +528,28 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         };
         {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
-            let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops);
+            // Java's lines after both the partition's shared history and the lines the
+            // two outputs share.
+            let shared = java.iter().zip(core).take_while(|(j, c)| j == c).count();
+            let java_from = k
+                .checked_sub(1)
+                .and_then(|i| jat.get(&p)?.get(i))
+                .map_or(0, |i| i + 1)
+                .max(shared);
+            let drain_stop =
+                java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops).or_else(|| {
+                    (trace.config.transactional
+                        && txn_commit2::java_drain_stop_then_abortable(
+                            p,
+                            k,
+                            je,
+                            (ce, ct_p),
+                            &stops,
+                            java,
+                            java_from,
+                        ))
+                    .then_some(k)
+                });
             let (v, k) = if let Some(i) = drain_stop {
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
             } else if java_sent_on_timed_out_connection(

@@ -500,3 +500,18 @@ fn the_java_harness_runs_the_sender_until_it_has_nothing_left_to_do() {
     assert!(lookup < begin);
     assert_eq!(verdict(&trace, &java), Verdict::AbortEndsWithEpochBump);
 }
+
+#[test]
+fn a_batch_java_leaves_behind_at_a_drain_stop_and_then_aborts_is_that_quirk() {
+    // Java's drain of node 1 stops at partition 1's retry and leaves partition 0's new
+    // batch behind, which the core sends in that step; partition 1's batch is then
+    // answered MESSAGE_TOO_LARGE (one record: not split), Java's transaction turns
+    // abortable and fails partition 0's undrained batch, so Java never sends it (its
+    // record fails with MESSAGE_TOO_LARGE; the core's is acknowledged). Near miss:
+    // without Java's drain-stop report.
+    recorded_as(
+        "txn_drain_stop_then_abortable",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        common::without_drain_stops,
+    );
+}

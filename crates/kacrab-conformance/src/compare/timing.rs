@@ -21,6 +21,14 @@ pub(super) struct DrainStop {
     left: Vec<i32>,
 }
 
+/// Whether Java reported, in step `t`, that its drain of `node` stopped and left `p`'s
+/// head batch behind.
+pub(super) fn stopped_at(stops: &[DrainStop], node: i32, t: i64, p: i32) -> bool {
+    stops
+        .iter()
+        .any(|s| s.node == node && s.t == t && s.left.contains(&p))
+}
+
 /// Splits Java's `drain_stop` annotations off its output (the core writes none), so both
 /// sides' line indices stay comparable.
 pub(super) fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
@@ -413,7 +421,7 @@ pub(super) fn bump_waits_for_possibly_written(
 
 /// Whether `events` already sent `stamp`'s batch: the same identity and base sequence (a
 /// retry keeps its stamp).
-fn resent(events: &[PartitionEvent], stamp: &Stamp) -> bool {
+pub(super) fn resent(events: &[PartitionEvent], stamp: &Stamp) -> bool {
     events.iter().any(|e| {
         matches!(e, PartitionEvent::Sent { stamp: s, .. }
             if s.identity() == stamp.identity() && s.seq == stamp.seq)
@@ -421,7 +429,7 @@ fn resent(events: &[PartitionEvent], stamp: &Stamp) -> bool {
 }
 
 /// The sequence after the last batch `events` sent under `stamp`'s identity (0 if none).
-fn next_sequence(events: &[PartitionEvent], stamp: &Stamp) -> i64 {
+pub(super) fn next_sequence(events: &[PartitionEvent], stamp: &Stamp) -> i64 {
     events
         .iter()
         .filter_map(|e| match e {

@@ -3,8 +3,9 @@
 //! where Java's own held commit never completes, because Java's Sender lost track of a
 //! batch of the transaction (`compare/java_tracking.rs`) before it would have failed it.
 
+use super::timing::{self, DrainStop};
 use super::txn::same;
-use super::{field, java_tracking};
+use super::{field, java_tracking, PartitionEvent};
 
 const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
 const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
@@ -208,4 +209,49 @@ pub(super) fn core_expired_refuses_commit(
                 && matches!(field(l, "api"), Some("find_coordinator" | "add_partitions")))
     });
     unanswered && record_expired && java_waits
+}
+
+/// [`Verdict::JavaDrainStopsAtWaitingPartition`](super::Verdict) in a transactional trace
+/// where Java never sends the batch the core sent: partition `p`'s first difference, at
+/// `k`, is the core sending a new batch (its identity's next sequence, not a retry) to
+/// `node` in a step where Java reported that its drain of `node` stopped before `p`
+/// (`RecordAccumulator.drainBatchesForOneNode`, the quirk that detector names); Java
+/// sends no batch of `p` from there on, and after the lines both outputs share
+/// (`java_from`) Java's output shows its transaction failed: a send or a commit refused,
+/// or an operation completed with an error. Java's records of `p` were accepted as the
+/// core's were (the outputs are the same up to the core's send), so a commit could not
+/// complete without that batch: it was failed undrained (an abortable or failed
+/// transaction's batches are aborted, never sent:
+/// `Sender.maybeSendAndPollTransactionalRequest`, `RecordAccumulator.abortUndrainedBatches`),
+/// where the core, not stopped, had sent it first.
+pub(super) fn java_drain_stop_then_abortable(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    (ce, ct): (&[PartitionEvent], &[i64]),
+    stops: &[DrainStop],
+    java_out: &[String],
+    java_from: usize,
+) -> bool {
+    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    let Some(&tc) = ct.get(k) else {
+        return false;
+    };
+    let new_batch = !timing::resent(&je[..k], c) && c.seq == timing::next_sequence(&je[..k], c);
+    let java_sends = je[k..]
+        .iter()
+        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+    let failed = java_out
+        .get(java_from..)
+        .unwrap_or_default()
+        .iter()
+        .any(|l| {
+            field(l, "ev") == Some("send_refused")
+                || l == COMMIT_REFUSED
+                || (field(l, "ev") == Some("txn_done")
+                    && field(l, "result").is_some_and(|r| r.starts_with("err:")))
+        });
+    new_batch && !java_sends && failed && timing::stopped_at(stops, *node, tc, p)
 }
