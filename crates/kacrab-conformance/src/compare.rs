@@ -690,6 +690,10 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     if trace.config.transactional && !exotic {
         let earliest = partitions.first().map(|&(_, v, _, when)| (v, when));
         verdict = txn::verdict(java, core, earliest, verdict);
+        if verdict == Verdict::Unexplained && partitions.is_empty() {
+            verdict = txn_commit2::timing_before_conversation(java, core, &timing_only)
+                .unwrap_or(verdict);
+        }
     }
     // Java's own Sender giving up on its bookkeeping (`compare/java_tracking.rs`): a
     // transactional trace keeps the verdict of a difference before it, or is that

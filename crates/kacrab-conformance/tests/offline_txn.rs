@@ -515,3 +515,20 @@ fn a_batch_java_leaves_behind_at_a_drain_stop_and_then_aborts_is_that_quirk() {
         common::without_drain_stops,
     );
 }
+
+#[test]
+fn a_drain_stop_that_moves_the_answers_classifies_the_conversation_it_shifts() {
+    // Java's drain of node 0 stops at partition 0's retry and leaves behind partition 1's
+    // batch, to be retried on node 0 (its new leader) after NOT_ENOUGH_REPLICAS; the core
+    // resends it at once, Java a step later with partition 0's next batch. Every
+    // partition's history is the same, but the scripted answers reach other requests, so
+    // Java's batches are all answered when the application aborts again and its EndTxn
+    // goes out in that step, the core's only after its last answer. The earlier
+    // difference, the drain stop, classifies the trace. Near miss: without Java's
+    // drain-stop report.
+    recorded_as(
+        "txn_drain_stop_moves_conversation",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        common::without_drain_stops,
+    );
+}

@@ -5,7 +5,7 @@
 
 use super::timing::{self, DrainStop};
 use super::txn::same;
-use super::{field, java_tracking, PartitionEvent};
+use super::{field, java_tracking, txn, PartitionEvent, Verdict};
 
 const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
 const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
@@ -254,4 +254,26 @@ pub(super) fn java_drain_stop_then_abortable(
                     && field(l, "result").is_some_and(|r| r.starts_with("err:")))
         });
     new_batch && !java_sends && failed && timing::stopped_at(stops, *node, tc, p)
+}
+
+/// A transactional trace whose partitions have the same histories on both sides, but
+/// where the core sent a batch earlier than Java because Java's drain stopped before its
+/// partition (`timing`: [`Verdict::JavaDrainStopsAtWaitingPartition`] entries, each with
+/// its output line), and whose conversation, left unexplained by its own detectors,
+/// first differs after that send: answers are scripted per broker, so the earlier send
+/// moved which request each later answer reached, and the conversation's difference
+/// (an operation completing earlier on one side, say) is its consequence. The earliest
+/// difference classifies the trace: the drain stop's verdict.
+pub(super) fn timing_before_conversation(
+    java: &[String],
+    core: &[String],
+    timing: &[(i32, Verdict, usize, usize)],
+) -> Option<Verdict> {
+    let (jh, ch) = (txn::history(java), txn::history(core));
+    let (_, line) = txn::first_difference(&jh, &ch)?;
+    timing
+        .iter()
+        .filter(|&&(_, v, _, when)| v == Verdict::JavaDrainStopsAtWaitingPartition && when < line)
+        .min_by_key(|&&(_, _, _, when)| when)
+        .map(|&(_, v, _, _)| v)
 }
