@@ -532,3 +532,18 @@ fn a_drain_stop_that_moves_the_answers_classifies_the_conversation_it_shifts() {
         common::without_drain_stops,
     );
 }
+
+#[test]
+fn a_possibly_written_batch_answered_message_too_large_fails_the_core_commit() {
+    // Partition 1's two-record batch is answered NOT_LEADER_OR_FOLLOWER (it may be in
+    // the log) and, resent, MESSAGE_TOO_LARGE while the commit waits: the core never
+    // splits a batch that may be in the log (departure 2), so it fails it and the
+    // commit; Java splits it, sends the piece (the same two records, same stamp) again
+    // and commits. Near miss: Java's piece starts at another sequence.
+    recorded_as_replaced(
+        "txn_never_split_possibly_written",
+        Verdict::NoRenumberOfPossiblyWritten,
+        r#""batches":"1:1000:0:1:2","t":0,"s":15"#,
+        r#""batches":"1:1000:0:2:2","t":0,"s":15"#,
+    );
+}

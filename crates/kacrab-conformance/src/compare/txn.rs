@@ -411,6 +411,11 @@ pub(super) fn verdict(
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
+        Verdict::Unexplained
+            if super::txn_commit2::core_never_splits_possibly_written(java, core, ch, i) =>
+        {
+            Verdict::NoRenumberOfPossiblyWritten
+        }
         v => v,
     };
     match (first_difference(&jh, &ch), earliest) {

@@ -277,3 +277,68 @@ pub(super) fn timing_before_conversation(
         .min_by_key(|&&(_, _, _, when)| when)
         .map(|&(_, v, _, _)| v)
 }
+
+/// [`Verdict::NoRenumberOfPossiblyWritten`](super::Verdict) (departure 2: a batch that
+/// may be in the log is never renumbered or split), where it ends a transaction: the
+/// core's first difference (its history's `i`, output line `at`) fails the commit with
+/// MESSAGE_TOO_LARGE right after the Produce answer that failed a batch of more than
+/// one record with it, the outputs being the same up to that answer; that batch's stamp
+/// was answered before with a code after which it may be in the log, so the core fails
+/// it rather than split it (and its transaction turns abortable), where Java splits it
+/// (`Sender.completeBatch`, `RecordAccumulator.splitAndReenqueue`) and sends its first
+/// piece again, under the same identity and base sequence with at most its records.
+pub(super) fn core_never_splits_possibly_written(
+    java_out: &[String],
+    core_out: &[String],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:10"}"#;
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if c != FAILED || at == 0 || java_out.get(..at) != core_out.get(..at) {
+        return false;
+    }
+    let answer = &core_out[at - 1];
+    if field(answer, "ev") != Some("answered") {
+        return false;
+    }
+    let too_large: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=MESSAGE_TOO_LARGE"))
+        .collect();
+    // "p:pid:epoch:seq:count": the stamp's identity and base sequence, and its records.
+    let possibly_written_before = |stamp: &str| {
+        core_out[..at - 1].iter().any(|l| {
+            field(l, "ev") == Some("answered")
+                && field(l, "batches").unwrap_or_default().split(',').any(|b| {
+                    b.split_once('=')
+                        .is_some_and(|(s, e)| s == stamp && super::possibly_written(e))
+                })
+        })
+    };
+    let java_resends_piece = |head: &str, count: i64| {
+        java_out[at..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| stamp_parts(b).is_some_and(|(h, n)| h == head && n <= count))
+        })
+    };
+    !too_large.is_empty()
+        && too_large.iter().all(|stamp| {
+            stamp_parts(stamp).is_some_and(|(head, count)| {
+                count > 1 && possibly_written_before(stamp) && java_resends_piece(head, count)
+            })
+        })
+}
+
+/// A stamp "p:pid:epoch:seq:count" split into its head (partition, identity, base
+/// sequence) and its record count.
+fn stamp_parts(stamp: &str) -> Option<(&str, i64)> {
+    let (head, n) = stamp.rsplit_once(':')?;
+    Some((head, n.parse().ok()?))
+}
