@@ -17,6 +17,7 @@ mod txn;
 mod txn_abort;
 mod txn_add_partitions;
 mod txn_commit;
+mod txn_commit2;
 mod txn_refusals;
 
 use crate::core_side::CoreExtra;
@@ -550,7 +551,28 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         };
         {
             let failed = jo.values().chain(co.values()).any(|r| r.starts_with("err"));
-            let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops);
+            // Java's lines after both the partition's shared history and the lines the
+            // two outputs share.
+            let shared = java.iter().zip(core).take_while(|(j, c)| j == c).count();
+            let java_from = k
+                .checked_sub(1)
+                .and_then(|i| jat.get(&p)?.get(i))
+                .map_or(0, |i| i + 1)
+                .max(shared);
+            let drain_stop =
+                java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops).or_else(|| {
+                    (trace.config.transactional
+                        && txn_commit2::java_drain_stop_then_abortable(
+                            p,
+                            k,
+                            je,
+                            (ce, ct_p),
+                            &stops,
+                            java,
+                            java_from,
+                        ))
+                    .then_some(k)
+                });
             let (v, k) = if let Some(i) = drain_stop {
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)
             } else if java_sent_on_timed_out_connection(
@@ -691,6 +713,10 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
     if trace.config.transactional && !exotic {
         let earliest = partitions.first().map(|&(_, v, _, when)| (v, when));
         verdict = txn::verdict(java, core, earliest, verdict);
+        if verdict == Verdict::Unexplained && partitions.is_empty() {
+            verdict = txn_commit2::timing_before_conversation(java, core, &timing_only)
+                .unwrap_or(verdict);
+        }
     }
     // Java's own Sender giving up on its bookkeeping (`compare/java_tracking.rs`): a
     // transactional trace keeps the verdict of a difference before it, or is that

@@ -491,3 +491,23 @@ fn the_bump_waits_and_java_bumps_twice_before_it_stamps_anything() {
 
 // Transactional traces (transaction version 1). Each detector's recorded trace is its
 // class, and a near miss of Java's output stays unexplained.
+
+#[test]
+fn the_bump_waits_and_java_renumbers_a_batch_still_in_flight_first() {
+    // Seed 37's long-run trace, shrunk. Partition 0's sequence 1 is answered
+    // UNKNOWN_PRODUCER_ID: the core stamps partition 1's next batch as epoch 0, sequence
+    // 3 while its bump waits; Java holds it. Partition 1's sequence 1 then fails
+    // (INVALID_PRODUCER_EPOCH) while sequence 2 is still on the wire, so Java's bump,
+    // asked for by partition 1, renumbers sequence 2 first
+    // (`startSequencesAtBeginning`: epoch 2, sequence 0 in its books, its old stamp on
+    // the wire) and stamps the held batch epoch 2, sequence 1. Near miss: sequence 2.
+    let (trace, java) = recorded("bump_waits_java_renumbers_in_flight");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "1:1000:2:1:1", "1:1000:2:2:1")),
+        Verdict::Unexplained
+    );
+}

@@ -648,6 +648,22 @@ fn a_held_add_partitions_retry_the_core_never_answered_is_not_a_stale_retry() {
 }
 
 #[test]
+fn the_core_fails_the_commit_early_and_java_loses_track_of_the_batch_it_waits_for() {
+    // Partition 0's sequences 1 and 2 are on the wire when the commit is called; 1 is
+    // answered UNKNOWN_PRODUCER_ID (an acknowledged offset at the log start: not
+    // retried). The core fails the commit at once (CommitFailsBeforeBatchesSettle);
+    // Java holds its EndTxn, drops the partition's entry, and throws when 2 is
+    // answered, so that batch and Java's commit never complete. Near miss: the
+    // exception names a partition the answer did not touch.
+    recorded_as_replaced(
+        "txn_commit_fails_java_loses_track",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "txnPartitionEntry for t-0,",
+        "txnPartitionEntry for t-2,",
+    );
+}
+
+#[test]
 fn a_lookup_queued_in_a_sender_loop_that_sends_nothing_goes_out_in_the_same_step() {
     // While aborting, the EndTxn is answered COORDINATOR_NOT_AVAILABLE and the lookup
     // after it TRANSACTION_ABORTABLE (both scripted before the abort, so one step
@@ -707,5 +723,106 @@ fn java_asking_for_pending_partitions_while_aborting_an_abortable_transaction_is
         Verdict::JavaAsksNewPartitionsWhileAborting,
         r#""commit":0}"#,
         r#""commit":1}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_before_the_commit_call_refuses_it_in_the_core() {
+    // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID just before the
+    // application commits: the core's transaction is abortable, so it refuses the
+    // commit; Java restarts the partition's sequences, accepts the commit, resends the
+    // batch with the same stamp and commits. Near miss: Java's resend carries another
+    // stamp.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refuses_commit",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1,3:1000:0:0:1""#,
+        r#""batches":"1:1000:0:1:1,3:1000:0:0:1""#,
+    );
+}
+
+#[test]
+fn a_batch_the_core_expires_while_a_lookup_is_out_makes_it_refuse_the_commit() {
+    // Partition 1's batch waits behind an AddPartitionsToTxn that times out, then a
+    // lookup that is out when its delivery timeout passes: the core expires it, so its
+    // transaction is abortable and it refuses the commit; Java, expiring nothing while a
+    // transactional request is in flight, accepts it and fails it only after its
+    // AddPartitionsToTxn is answered. Near miss: Java's commit succeeds.
+    recorded_as_replaced(
+        "txn_core_expired_refuses_commit",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+    );
+}
+
+#[test]
+fn the_java_harness_runs_the_sender_until_it_has_nothing_left_to_do() {
+    // Harness fix: while the application aborts, the EndTxn is answered
+    // COORDINATOR_NOT_AVAILABLE and the lookup that follows TRANSACTION_ABORTABLE, both
+    // answers scripted earlier and handed to the requests as they are sent, in one pump.
+    // Java's Sender needs one `runOnce` to queue the next lookup (the EndTxn finds no
+    // coordinator: `maybeFindCoordinatorAndRetry`) and another to send it; the pump
+    // used to stop after the first round that sent nothing, so Java's lookup came only
+    // after the next application call (the begin it refuses), the core's before. Now
+    // both send the lookup first, and the trace's only difference is the TV1 abort's
+    // bump.
+    let (trace, java) = recorded("txn_lookup_again_in_the_same_pump");
+    let lookup = java
+        .iter()
+        .rposition(|l| l == r#"{"ev":"txn","api":"find_coordinator"}"#)
+        .unwrap();
+    let begin = java
+        .iter()
+        .rposition(|l| l == r#"{"ev":"txn_call","call":"begin","result":"refused"}"#)
+        .unwrap();
+    assert!(lookup < begin);
+    assert_eq!(verdict(&trace, &java), Verdict::AbortEndsWithEpochBump);
+}
+
+#[test]
+fn a_batch_java_leaves_behind_at_a_drain_stop_and_then_aborts_is_that_quirk() {
+    // Java's drain of node 1 stops at partition 1's retry and leaves partition 0's new
+    // batch behind, which the core sends in that step; partition 1's batch is then
+    // answered MESSAGE_TOO_LARGE (one record: not split), Java's transaction turns
+    // abortable and fails partition 0's undrained batch, so Java never sends it (its
+    // record fails with MESSAGE_TOO_LARGE; the core's is acknowledged). Near miss:
+    // without Java's drain-stop report.
+    recorded_as(
+        "txn_drain_stop_then_abortable",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        common::without_drain_stops,
+    );
+}
+
+#[test]
+fn a_drain_stop_that_moves_the_answers_classifies_the_conversation_it_shifts() {
+    // Java's drain of node 0 stops at partition 0's retry and leaves behind partition 1's
+    // batch, to be retried on node 0 (its new leader) after NOT_ENOUGH_REPLICAS; the core
+    // resends it at once, Java a step later with partition 0's next batch. Every
+    // partition's history is the same, but the scripted answers reach other requests, so
+    // Java's batches are all answered when the application aborts again and its EndTxn
+    // goes out in that step, the core's only after its last answer. The earlier
+    // difference, the drain stop, classifies the trace. Near miss: without Java's
+    // drain-stop report.
+    recorded_as(
+        "txn_drain_stop_moves_conversation",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        common::without_drain_stops,
+    );
+}
+
+#[test]
+fn a_possibly_written_batch_answered_message_too_large_fails_the_core_commit() {
+    // Partition 1's two-record batch is answered NOT_LEADER_OR_FOLLOWER (it may be in
+    // the log) and, resent, MESSAGE_TOO_LARGE while the commit waits: the core never
+    // splits a batch that may be in the log (departure 2), so it fails it and the
+    // commit; Java splits it, sends the piece (the same two records, same stamp) again
+    // and commits. Near miss: Java's piece starts at another sequence.
+    recorded_as_replaced(
+        "txn_never_split_possibly_written",
+        Verdict::NoRenumberOfPossiblyWritten,
+        r#""batches":"1:1000:0:1:2","t":0,"s":15"#,
+        r#""batches":"1:1000:0:2:2","t":0,"s":15"#,
     );
 }

@@ -40,7 +40,7 @@ pub(super) fn named_partition(line: &str) -> Option<i32> {
 
 /// The index in Java's output of the trace's first difference (the earliest of the
 /// first partition difference and the conversation's, by output line), or `None` where
-/// Java's side of it is missing (the core wrote a line Java never wrote).
+/// Java's side of it is missing (the core wrote a line Java never wrote, after lines that differ).
 pub(super) fn java_line_of_first_difference(
     java: &[String],
     core: &[String],
@@ -51,8 +51,15 @@ pub(super) fn java_line_of_first_difference(
         .first()
         .map(|&(p, _, k, when)| (when, java_at.get(&p).and_then(|a| a.get(k)).copied()));
     let (jh, ch) = (txn::history(java), txn::history(core));
-    let in_conversation =
-        txn::first_difference(&jh, &ch).map(|(i, when)| (when, jh.get(i).map(|&(line, _)| line)));
+    // Where the two outputs are the same up to the conversation's difference (its
+    // earlier line, `when`), Java's output first differs at `when` itself, even where
+    // Java's own history line there comes later or never (the core wrote a line Java
+    // did not, and Java went on).
+    let in_conversation = txn::first_difference(&jh, &ch).map(|(i, when)| {
+        let shared = java.get(..when).is_some() && java.get(..when) == core.get(..when);
+        let line = jh.get(i).map(|&(line, _)| line);
+        (when, if shared { Some(when) } else { line })
+    });
     match (on_partition, in_conversation) {
         (Some((a, ja)), Some((b, jb))) if a == b => ja.zip(jb).map(|(x, y)| x.min(y)),
         (Some((a, ja)), Some((b, _))) if a < b => ja,
@@ -107,7 +114,7 @@ pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> b
 
 /// The partitions whose entry Java dropped while another batch of theirs was unsettled,
 /// in `lines` (see [`java_loses_track_of_batches`]).
-fn dropped_while_unsettled(lines: &[String]) -> Vec<i32> {
+pub(super) fn dropped_while_unsettled(lines: &[String]) -> Vec<i32> {
     // Per partition, the stamps ("pid:epoch:seq:count") sent and not settled.
     let mut unsettled: BTreeMap<i32, Vec<String>> = BTreeMap::new();
     let mut dropped = Vec::new();

@@ -21,6 +21,14 @@ pub(super) struct DrainStop {
     left: Vec<i32>,
 }
 
+/// Whether Java reported, in step `t`, that its drain of `node` stopped and left `p`'s
+/// head batch behind.
+pub(super) fn stopped_at(stops: &[DrainStop], node: i32, t: i64, p: i32) -> bool {
+    stops
+        .iter()
+        .any(|s| s.node == node && s.t == t && s.left.contains(&p))
+}
+
 /// Splits Java's `drain_stop` annotations off its output (the core writes none), so both
 /// sides' line indices stay comparable.
 pub(super) fn split_drain_stops(java: &[String]) -> (Vec<String>, Vec<DrainStop>) {
@@ -286,15 +294,20 @@ pub(super) fn bump_waits_for_possibly_written(
     // records then expire in the accumulator (at least as many records of the partition
     // fail by delivery timeout in Java as the core stamped), and Java's next new batch,
     // if any, carries later records.
+    // Sequence 0, or after the records of the partition's older batches Java still
+    // tracked (sent, not settled): an idempotent bump asked for by this partition
+    // renumbers those first (`TransactionManager.bumpIdempotentProducerEpoch`,
+    // `startSequencesAtBeginning`), though on the wire they keep their old stamps.
     let java_new = je.iter().enumerate().skip(k).find_map(|(i, e)| match e {
-        PartitionEvent::Sent { node, stamp } if !resent(&je[..i], stamp) => Some((node, stamp)),
+        PartitionEvent::Sent { node, stamp } if !resent(&je[..i], stamp) => Some((i, node, stamp)),
         _ => None,
     });
     let java_new = match java_new {
-        Some((jn, j)) => {
+        Some((i, jn, j)) => {
             let newer = j.pid != c.pid || j.epoch > c.epoch;
             let records = j.count >= c.count || java_expired_unsent >= c.count;
-            if (jn != cn && !led_by(*jn)) || j.seq != 0 || !records || !newer {
+            let first = j.seq == 0 || j.seq == renumbered_first(je, i, j);
+            if (jn != cn && !led_by(*jn)) || !first || !records || !newer {
                 return false;
             }
             Some(j.identity())
@@ -413,7 +426,7 @@ pub(super) fn bump_waits_for_possibly_written(
 
 /// Whether `events` already sent `stamp`'s batch: the same identity and base sequence (a
 /// retry keeps its stamp).
-fn resent(events: &[PartitionEvent], stamp: &Stamp) -> bool {
+pub(super) fn resent(events: &[PartitionEvent], stamp: &Stamp) -> bool {
     events.iter().any(|e| {
         matches!(e, PartitionEvent::Sent { stamp: s, .. }
             if s.identity() == stamp.identity() && s.seq == stamp.seq)
@@ -421,7 +434,7 @@ fn resent(events: &[PartitionEvent], stamp: &Stamp) -> bool {
 }
 
 /// The sequence after the last batch `events` sent under `stamp`'s identity (0 if none).
-fn next_sequence(events: &[PartitionEvent], stamp: &Stamp) -> i64 {
+pub(super) fn next_sequence(events: &[PartitionEvent], stamp: &Stamp) -> i64 {
     events
         .iter()
         .filter_map(|e| match e {
@@ -432,4 +445,41 @@ fn next_sequence(events: &[PartitionEvent], stamp: &Stamp) -> i64 {
         })
         .max()
         .unwrap_or(0)
+}
+
+/// Where this partition asked for Java's bump (one of its batches was answered with an
+/// error before Java's new batch at `i`), how many records of its batches under other
+/// identities Java still tracked then: sent before `i`, not settled before it (neither
+/// acknowledged nor failed by an answer Kafka does not retry), and answered after it
+/// under their old stamps (so still in Java's books, not expired). Java's bump renumbers
+/// those first (`startSequencesAtBeginning`), so its new batch's sequence follows them.
+fn renumbered_first(je: &[PartitionEvent], i: usize, stamp: &Stamp) -> i64 {
+    let mut unsettled: Vec<&Stamp> = Vec::new();
+    let mut asked = false;
+    for e in &je[..i] {
+        match e {
+            PartitionEvent::Sent { stamp: s, .. } if !unsettled.contains(&s) => unsettled.push(s),
+            PartitionEvent::Answered { stamp: s, error } => {
+                let acked = error == "NONE" || error == "DUPLICATE_SEQUENCE_NUMBER";
+                asked |= !acked;
+                if acked || !crate::core_side::error_by_name(error).is_retriable() {
+                    unsettled.retain(|u| *u != s);
+                }
+            }
+            _ => {}
+        }
+    }
+    let answered_later = |s: &Stamp| {
+        je[i..]
+            .iter()
+            .any(|e| matches!(e, PartitionEvent::Answered { stamp: a, .. } if a == s))
+    };
+    if !asked {
+        return 0;
+    }
+    unsettled
+        .iter()
+        .filter(|s| s.identity() != stamp.identity() && answered_later(s))
+        .map(|s| s.count)
+        .sum()
 }

@@ -436,11 +436,31 @@ pub(super) fn verdict(
             Verdict::CommitFailsBeforeBatchesSettle
         }
         Verdict::Unexplained
+            if super::txn_commit2::commit_fails_then_java_loses_track(java, core, jh, ch, i) =>
+        {
+            Verdict::CommitFailsBeforeBatchesSettle
+        }
+        Verdict::Unexplained
             if super::txn_refusals::java_asks_pending_partitions_while_aborting(
                 core, jh, ch, i,
             ) =>
         {
             Verdict::JavaAsksNewPartitionsWhileAborting
+        }
+        Verdict::Unexplained
+            if super::txn_commit2::unknown_producer_id_refuses_commit(java, core, jh, ch, i) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_commit2::core_expired_refuses_commit(core, jh, ch, i) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_commit2::core_never_splits_possibly_written(java, core, ch, i) =>
+        {
+            Verdict::NoRenumberOfPossiblyWritten
         }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,

@@ -9,6 +9,7 @@ use super::txn_commit::{in_step, java_lookup, java_refusal_while_committing};
 use crate::core_side::error_by_name;
 
 const BEGIN_OK: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+const COMMIT_DONE_OK: &str = r#"{"ev":"txn_done","call":"commit","result":"ok"}"#;
 const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
 const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
 const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
@@ -72,7 +73,10 @@ fn produce_retriable(line: &str) -> bool {
 ///   never refuses are set aside, up to a line where Java shows that its transaction is
 ///   not abortable where the core's is: Java sends an AddPartitionsToTxn (the core, in
 ///   an abortable transaction, sends only lookups) or accepts a commit the core refuses;
-///   or to the end of both histories.
+///   or to the end of both histories;
+/// * the next operation Java completes from `i` on is not a successful commit (Java
+///   fails the expired batch once `sendProducerData` runs again, so its transaction
+///   turns abortable too).
 ///
 /// Nothing after that line is compared: it is the consequence (Java expires the batches
 /// later, once its conversation lets `sendProducerData` run). An expiry writes no line,
@@ -163,12 +167,23 @@ pub(super) fn core_expires_while_coordinator_request_out_refusing(
     let d = (0..java_rest.len().min(core_rest.len()))
         .find(|&k| !same(java_rest[k], core_rest[k]))
         .unwrap_or(java_rest.len().min(core_rest.len()));
-    match (java_rest.get(d), core_rest.get(d)) {
+    let java_goes_on = match (java_rest.get(d), core_rest.get(d)) {
         (Some(j), _) if add_partitions(j) => true,
         (Some(&j), Some(&c)) => j == COMMIT_OK && c == COMMIT_REFUSED,
         (None, None) => true,
         _ => false,
-    }
+    };
+    // The consequence is timing only: Java's `sendProducerData`, once it runs again,
+    // drains the expired batch and fails it in flight in the same call
+    // (`getExpiredInflightBatches`), so Java's transaction turns abortable too and the
+    // next operation it completes is not a successful commit. (Which of the core's
+    // failed records expired cannot be read from its output: an abortable transaction
+    // fails its other unsent batches with the same error.)
+    let java_commits = java[i..]
+        .iter()
+        .find(|&&(_, l)| field(l, "ev") == Some("txn_done"))
+        .is_some_and(|&(_, l)| l == COMMIT_DONE_OK);
+    java_goes_on && !java_commits
 }
 
 /// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), the no-commit form

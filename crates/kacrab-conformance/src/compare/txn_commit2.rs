@@ -1,0 +1,344 @@
+//! More forms of the commit the core fails early
+//! ([`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), `compare/txn_commit.rs`):
+//! where Java's own held commit never completes, because Java's Sender lost track of a
+//! batch of the transaction (`compare/java_tracking.rs`) before it would have failed it.
+
+use super::timing::{self, DrainStop};
+use super::txn::same;
+use super::{field, java_tracking, txn, PartitionEvent, Verdict};
+
+const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
+const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
+const BEGIN_REFUSED: &str = r#"{"ev":"txn_call","call":"begin","result":"refused"}"#;
+
+/// Whether `line` completes a commit with an error.
+fn failed_commit(line: &str) -> bool {
+    field(line, "ev") == Some("txn_done")
+        && field(line, "call") == Some("commit")
+        && field(line, "result").is_some_and(|r| r.starts_with("err:"))
+}
+
+/// The partitions a Produce answer line failed with UNKNOWN_PRODUCER_ID.
+fn unknown_producer_id_partitions(line: &str) -> Vec<i32> {
+    if field(line, "ev") != Some("answered") {
+        return Vec::new();
+    }
+    field(line, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|b| b.ends_with("=UNKNOWN_PRODUCER_ID"))
+        .filter_map(|b| b.split_once(':')?.0.parse().ok())
+        .collect()
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), where Java's held commit
+/// never completes. The core's line `at` (its history's `i`, the trace's first
+/// difference) fails the commit with UNKNOWN_PRODUCER_ID (59), right after a Produce
+/// answer that failed a batch of partition `p` with it; up to that answer both outputs
+/// are the same. Java handles the same answer by failing that batch (its transaction
+/// becomes abortable and it holds the EndTxn while batches are incomplete, the departure
+/// `CommitFailsBeforeBatchesSettle` names) and dropping `p`'s entry
+/// (`TransactionManager.handleFailedBatch`, `resetSequenceForPartition`) while another
+/// batch of `p` is on the wire. Java then writes the core's lines, one behind (a commit
+/// Java hands back the pending result for and the core refuses aside), up to a tracking
+/// failure naming `p` (`java_tracking`): the next answer to `p` throws in Java's Sender,
+/// so that batch never completes, and neither does Java's commit, which waits for it.
+/// From the exception on Java writes, in the conversation, only what its pending commit
+/// dictates for each application call (a commit handed back the pending result; an
+/// abort, a begin or a send refused) and coordinator lookups, and never completes the
+/// commit. The core's lines after the exception are the consequence of the lost batch
+/// and are not compared.
+pub(super) fn commit_fails_then_java_loses_track(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#;
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if c != FAILED || at == 0 || java_out.get(..at) != core_out.get(..at) {
+        return false;
+    }
+    let cause = unknown_producer_id_partitions(&core_out[at - 1]);
+    let Some(e) = java_out
+        .iter()
+        .position(|l| field(l, "ev") == Some("java_exception"))
+    else {
+        return false;
+    };
+    let exception = &java_out[e];
+    let named = java_tracking::named_partition(exception);
+    let dropped = java_tracking::dropped_while_unsettled(&java_out[..at]);
+    if e < at
+        || !java_tracking::is_tracking_failure(exception)
+        || !named.is_some_and(|p| cause.contains(&p) && dropped.contains(&p))
+    {
+        return false;
+    }
+    // Up to the exception, Java writes the core's lines one behind.
+    let in_step = (at..e).all(|k| {
+        core_out.get(k + 1).is_some_and(|l| {
+            same(&java_out[k], l) || (java_out[k] == COMMIT_OK && l == COMMIT_REFUSED)
+        })
+    });
+    // From it on, only what Java's pending commit dictates, and no completion.
+    let waits = java.iter().filter(|&&(l, _)| l > e).all(|&(_, l)| {
+        l == COMMIT_OK
+            || l == ABORT_REFUSED
+            || l == BEGIN_REFUSED
+            || field(l, "ev") == Some("send_refused")
+            || (matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+                && field(l, "api") == Some("find_coordinator"))
+    });
+    let never_completes = java[i..]
+        .iter()
+        .all(|&(_, l)| field(l, "ev") != Some("txn_done"));
+    in_step && waits && never_completes
+}
+
+/// Whether the first difference `i` is a commit call Java accepts and the core refuses
+/// (its transaction is abortable, Java's not yet: `TransactionManager.beginCommit`
+/// refuses a commit in ABORTABLE_ERROR through `maybeFailWithError`, on both sides).
+fn core_refuses_commit(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
+    java.get(i).is_some_and(|&(_, l)| l == COMMIT_OK)
+        && core.get(i).is_some_and(|&(_, l)| l == COMMIT_REFUSED)
+}
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), where the core's
+/// first difference is the commit call it refuses and Java accepts: the cause is the
+/// one `txn::unknown_producer_id_fails_commit` checks. The last Produce answer the core
+/// got before the call failed batches with UNKNOWN_PRODUCER_ID, Java got the same
+/// answer, and Java sends every one of those batches again after it, with the same
+/// stamp (`TransactionManager.canRetry`: no acknowledged offset at or above the log
+/// start, so Java restarts the partition's sequences and retries, and its transaction
+/// stays committable), where the core made its transaction abortable, and so refuses
+/// the commit.
+pub(super) fn unknown_producer_id_refuses_commit(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if !core_refuses_commit(java, core, i) {
+        return false;
+    }
+    let at = core[i].0;
+    let Some(answer) = core_out[..at]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect();
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let resent = |stamp: &&str| {
+        java_out[answered + 1..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| b == *stamp)
+        })
+    };
+    !failed.is_empty() && failed.iter().all(resent)
+}
+
+/// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`](super::Verdict), where the core's
+/// first difference is the commit call it refuses and Java accepts: the core expired a
+/// batch by `delivery.timeout.ms` (a record of the core failed with REQUEST_TIMED_OUT)
+/// while the last transactional request both sides sent before the call is unanswered,
+/// so its transaction is abortable before the application commits; Java, which checks
+/// expiry only in `Sender.sendProducerData` (skipped while a transactional request is
+/// in flight), accepts the commit. Java's next completion is that commit, failed; until
+/// then both write the same (a commit Java hands back the pending result for and the
+/// core refuses aside) up to the first line they differ on, and from there Java writes
+/// only what its pending commit dictates for each application call, coordinator lookups
+/// and its AddPartitionsToTxn conversation (no EndTxn, no InitProducerId), as for
+/// `txn_commit::core_expires_while_coordinator_request_out`.
+pub(super) fn core_expired_refuses_commit(
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if !core_refuses_commit(java, core, i) {
+        return false;
+    }
+    let Some(r) = core[..i]
+        .iter()
+        .rposition(|&(_, l)| field(l, "ev") == Some("txn"))
+    else {
+        return false;
+    };
+    let unanswered = !core[r + 1..i]
+        .iter()
+        .any(|&(_, l)| field(l, "ev") == Some("coord_answered"));
+    let record_expired = core_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && l.ends_with(r#""result":"err:7"}"#));
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    if !failed_commit(java[j].1) {
+        return false;
+    }
+    let in_step = |k: usize| {
+        core.get(k).is_some_and(|&(_, l)| {
+            same(java[k].1, l) || (java[k].1 == COMMIT_OK && l == COMMIT_REFUSED)
+        })
+    };
+    let d = (i..j).find(|&k| !in_step(k)).unwrap_or(j);
+    let java_waits = java[d..j].iter().all(|&(_, l)| {
+        l == COMMIT_OK
+            || l == ABORT_REFUSED
+            || l == BEGIN_REFUSED
+            || field(l, "ev") == Some("send_refused")
+            || (matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+                && matches!(field(l, "api"), Some("find_coordinator" | "add_partitions")))
+    });
+    unanswered && record_expired && java_waits
+}
+
+/// [`Verdict::JavaDrainStopsAtWaitingPartition`](super::Verdict) in a transactional trace
+/// where Java never sends the batch the core sent: partition `p`'s first difference, at
+/// `k`, is the core sending a new batch (its identity's next sequence, not a retry) to
+/// `node` in a step where Java reported that its drain of `node` stopped before `p`
+/// (`RecordAccumulator.drainBatchesForOneNode`, the quirk that detector names); Java
+/// sends no batch of `p` from there on, and after the lines both outputs share
+/// (`java_from`) Java's output shows its transaction failed: a send or a commit refused,
+/// or an operation completed with an error. Java's records of `p` were accepted as the
+/// core's were (the outputs are the same up to the core's send), so a commit could not
+/// complete without that batch: it was failed undrained (an abortable or failed
+/// transaction's batches are aborted, never sent:
+/// `Sender.maybeSendAndPollTransactionalRequest`, `RecordAccumulator.abortUndrainedBatches`),
+/// where the core, not stopped, had sent it first.
+pub(super) fn java_drain_stop_then_abortable(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    (ce, ct): (&[PartitionEvent], &[i64]),
+    stops: &[DrainStop],
+    java_out: &[String],
+    java_from: usize,
+) -> bool {
+    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    let Some(&tc) = ct.get(k) else {
+        return false;
+    };
+    let new_batch = !timing::resent(&je[..k], c) && c.seq == timing::next_sequence(&je[..k], c);
+    let java_sends = je[k..]
+        .iter()
+        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+    let failed = java_out
+        .get(java_from..)
+        .unwrap_or_default()
+        .iter()
+        .any(|l| {
+            field(l, "ev") == Some("send_refused")
+                || l == COMMIT_REFUSED
+                || (field(l, "ev") == Some("txn_done")
+                    && field(l, "result").is_some_and(|r| r.starts_with("err:")))
+        });
+    new_batch && !java_sends && failed && timing::stopped_at(stops, *node, tc, p)
+}
+
+/// A transactional trace whose partitions have the same histories on both sides, but
+/// where the core sent a batch earlier than Java because Java's drain stopped before its
+/// partition (`timing`: [`Verdict::JavaDrainStopsAtWaitingPartition`] entries, each with
+/// its output line), and whose conversation, left unexplained by its own detectors,
+/// first differs after that send: answers are scripted per broker, so the earlier send
+/// moved which request each later answer reached, and the conversation's difference
+/// (an operation completing earlier on one side, say) is its consequence. The earliest
+/// difference classifies the trace: the drain stop's verdict.
+pub(super) fn timing_before_conversation(
+    java: &[String],
+    core: &[String],
+    timing: &[(i32, Verdict, usize, usize)],
+) -> Option<Verdict> {
+    let (jh, ch) = (txn::history(java), txn::history(core));
+    let (_, line) = txn::first_difference(&jh, &ch)?;
+    timing
+        .iter()
+        .filter(|&&(_, v, _, when)| v == Verdict::JavaDrainStopsAtWaitingPartition && when < line)
+        .min_by_key(|&&(_, _, _, when)| when)
+        .map(|&(_, v, _, _)| v)
+}
+
+/// [`Verdict::NoRenumberOfPossiblyWritten`](super::Verdict) (departure 2: a batch that
+/// may be in the log is never renumbered or split), where it ends a transaction: the
+/// core's first difference (its history's `i`, output line `at`) fails the commit with
+/// MESSAGE_TOO_LARGE right after the Produce answer that failed a batch of more than
+/// one record with it, the outputs being the same up to that answer; that batch's stamp
+/// was answered before with a code after which it may be in the log, so the core fails
+/// it rather than split it (and its transaction turns abortable), where Java splits it
+/// (`Sender.completeBatch`, `RecordAccumulator.splitAndReenqueue`) and sends its first
+/// piece again, under the same identity and base sequence with at most its records.
+pub(super) fn core_never_splits_possibly_written(
+    java_out: &[String],
+    core_out: &[String],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:10"}"#;
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if c != FAILED || at == 0 || java_out.get(..at) != core_out.get(..at) {
+        return false;
+    }
+    let answer = &core_out[at - 1];
+    if field(answer, "ev") != Some("answered") {
+        return false;
+    }
+    let too_large: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=MESSAGE_TOO_LARGE"))
+        .collect();
+    // "p:pid:epoch:seq:count": the stamp's identity and base sequence, and its records.
+    let possibly_written_before = |stamp: &str| {
+        core_out[..at - 1].iter().any(|l| {
+            field(l, "ev") == Some("answered")
+                && field(l, "batches").unwrap_or_default().split(',').any(|b| {
+                    b.split_once('=')
+                        .is_some_and(|(s, e)| s == stamp && super::possibly_written(e))
+                })
+        })
+    };
+    let java_resends_piece = |head: &str, count: i64| {
+        java_out[at..].iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| stamp_parts(b).is_some_and(|(h, n)| h == head && n <= count))
+        })
+    };
+    !too_large.is_empty()
+        && too_large.iter().all(|stamp| {
+            stamp_parts(stamp).is_some_and(|(head, count)| {
+                count > 1 && possibly_written_before(stamp) && java_resends_piece(head, count)
+            })
+        })
+}
+
+/// A stamp "p:pid:epoch:seq:count" split into its head (partition, identity, base
+/// sequence) and its record count.
+fn stamp_parts(stamp: &str) -> Option<(&str, i64)> {
+    let (head, n) = stamp.rsplit_once(':')?;
+    Some((head, n.parse().ok()?))
+}
