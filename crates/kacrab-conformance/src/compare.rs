@@ -15,6 +15,7 @@ mod projection;
 mod timing;
 mod txn;
 mod txn_add_partitions;
+mod txn_add_partitions2;
 mod txn_commit;
 
 use crate::core_side::CoreExtra;
@@ -158,6 +159,14 @@ pub enum Verdict {
     /// outputs are identical up to that exception. A Java defect. Exact: see
     /// `java_tracking::java_loses_track_of_batches`.
     JavaLosesTrackOfBatches,
+    /// Transactional traces: one AddPartitionsToTxn answer gives its partitions
+    /// different errors, and the two sides act on different ones. Java's
+    /// `AddPartitionsToTxnHandler` acts on the first error (that asks for a lookup, a
+    /// retry, or ends the transaction) its `HashMap` of the answer yields, an order of
+    /// hash buckets; the core on the first the answer lists. Which wins is arbitrary in
+    /// Java, not a Kafka rule. Exact: see
+    /// `txn_add_partitions2::add_partitions_errors_taken_in_another_order`.
+    AddPartitionsErrorsTakenInAnotherOrder,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }

@@ -430,3 +430,92 @@ fn the_tv1_abort_whose_only_add_partitions_is_refused_while_aborting_bumps_the_e
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
     );
 }
+
+#[test]
+fn a_topic_authorization_failure_yields_to_an_error_java_acts_on_at_once() {
+    // Regression (a core bug, fixed): one AddPartitionsToTxn answer refuses partition 2
+    // TOPIC_AUTHORIZATION_FAILED and partition 3 NOT_COORDINATOR. Java's
+    // `AddPartitionsToTxnHandler` only notes the unauthorized topic and acts on the
+    // other error, in whatever order its map yields them: a lookup, and the request
+    // again. The core used to act on the first error listed and made the transaction
+    // abortable. Now the outputs are the same.
+    let (trace, java) = recorded("txn_add_partitions_coordinator_error_wins");
+    let (core, extra) = core_side::run(&trace);
+    assert_eq!(core, java);
+    assert_eq!(compare(&trace, &java, &core, &extra).verdict, Verdict::Same);
+    // The same bug under a retry that took a new partition: the core's answer refuses
+    // partition 0 TOPIC_AUTHORIZATION_FAILED and partition 1 UNKNOWN_PRODUCER_ID, Java's
+    // (to its retry of partition 1 alone) UNKNOWN_PRODUCER_ID. The core used to fail the
+    // commit with TOPIC_AUTHORIZATION_FAILED; now with UNKNOWN_PRODUCER_ID as Java, and
+    // the only difference is the retry's partitions.
+    let (trace, java) = recorded("txn_add_partitions_unknown_producer_id_wins");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::RetriedAddPartitionsTakesNewPartitions
+    );
+    let (core, _) = core_side::run(&trace);
+    assert!(core.contains(&r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#.to_string()));
+}
+
+#[test]
+fn java_asking_for_partitions_new_at_an_abort_where_the_core_ends_it_is_that_departure() {
+    // AddPartitionsToTxn(3) is lost with its connection; partition 2 is sent to while
+    // Java looks the coordinator up, so Java builds AddPartitionsToTxn(2,3) (3 pending,
+    // 2 new) beside its retry of (3); then the application aborts. Java sends both
+    // requests, then its EndTxn(ABORT); the core dropped partition 2 at the abort, asks
+    // again for 3 and ends the transaction at once. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_new_partitions_core_ends_abort",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
+
+#[test]
+fn a_stale_retry_where_the_core_asks_for_new_partitions_is_javas_reasking() {
+    // AddPartitionsToTxn(0) is lost with its connection; after the lookup Java sends
+    // (0,2), built meanwhile, and then its stale retry of (0); the core asks for the new
+    // partition 3 there, then for 1, which Java asks for together, (1,3). Near miss:
+    // Java never asks for partition 3, with nothing that ended its adding.
+    recorded_as_replaced(
+        "txn_java_stale_retry_core_asks_new",
+        Verdict::JavaReasksPendingPartitions,
+        r#""parts":"1,3""#,
+        r#""parts":"1""#,
+    );
+}
+
+#[test]
+fn a_retry_taking_new_partitions_java_never_asks_for_after_its_adding_ended() {
+    // After a lookup Java sends its retry of AddPartitionsToTxn(2), the core (0,2). Java's
+    // answer, UNKNOWN_PRODUCER_ID, makes its transaction abortable (the commit is
+    // refused), so it never asks for 0; the core's answer gives partition 0
+    // UNKNOWN_TOPIC_OR_PARTITION, which it acts on first (a retry), and the histories
+    // part. Near miss: Java's commit is accepted, so nothing ended its adding.
+    recorded_as_replaced(
+        "txn_retried_add_partitions_adding_ended",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        r#"{"ev":"txn_call","call":"commit","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"commit","result":"ok"}"#,
+    );
+}
+
+#[test]
+fn one_add_partitions_answer_with_two_errors_is_acted_on_in_another_order() {
+    // AddPartitionsToTxn(1,2) is answered 1=REQUEST_TIMED_OUT, 2=COORDINATOR_NOT_AVAILABLE:
+    // Java's map yields partition 2 first (a lookup), the core acts on the first listed
+    // (a retry). Near miss: Java's line after the answer is not the lookup its order
+    // gives.
+    recorded_as(
+        "txn_add_partitions_errors_other_order",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        |java| {
+            const ANSWER: &str = r#"{"ev":"coord_answered","api":"add_partitions","error":"1=REQUEST_TIMED_OUT,2=COORDINATOR_NOT_AVAILABLE"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().position(|l| l == ANSWER).unwrap();
+            java[at + 1] = r#"{"ev":"send_refused","rec":0}"#.to_string();
+            java
+        },
+    );
+}
