@@ -519,3 +519,18 @@ fn one_add_partitions_answer_with_two_errors_is_acted_on_in_another_order() {
         },
     );
 }
+
+#[test]
+fn java_asking_for_partitions_new_at_an_abort_where_the_core_bumps_is_that_departure() {
+    // AddPartitionsToTxn(0) is lost with its connection; Java builds (0,2) while it
+    // looks the coordinator up, and the application aborts. The retry of (0) is answered
+    // TRANSACTION_ABORTABLE: nothing was added, so the core ends the abort with its
+    // KIP-360 bump; Java sends its pre-built (0,2), which adds both, and ends them with
+    // EndTxn(ABORT). Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_new_partitions_core_bumps",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}

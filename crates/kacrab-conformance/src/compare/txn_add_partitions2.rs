@@ -25,7 +25,12 @@ fn identity(line: &str) -> (Option<&str>, Option<&str>) {
 /// AddPartitionsToTxn and lookups only, that EndTxn. From the difference on Java sends
 /// only AddPartitionsToTxn under that identity naming partitions of its first one or
 /// partitions both asked for before (requests it built before the abort) and lookups,
-/// until its next other request, the core's EndTxn line for line.
+/// until its next other request, the core's EndTxn line for line. Where no answer in
+/// this transaction added a partition on the core's side, the core's request in place
+/// of that EndTxn may be its KIP-360 bump under that identity (InitProducerId: the TV1
+/// abort after an abortable error with nothing to end, `AbortEndsWithEpochBump`), and
+/// Java's next other request is then its EndTxn(ABORT) under that identity (its
+/// pre-built request added partitions).
 ///
 /// Java built those requests before the abort: `TransactionManager.nextRequest` builds
 /// one whenever partitions are new, also while another (a retry, re-enqueued, or one
@@ -90,7 +95,17 @@ pub(super) fn java_asks_new_partitions_ending_abort(
             field(l, "ev") == Some("send_refused")
                 || (field(l, "ev") == Some("txn_call") && field(l, "result") == Some("refused"))
         });
-    if !ends_abort(end) || !(asks_pending || only_refusals) {
+    // Or, with nothing added in this transaction (no answer added a partition), the
+    // core's abort ends with a KIP-360 bump under that identity
+    // (`AbortEndsWithEpochBump`), where Java's pre-built request adds partitions and
+    // Java ends them with its EndTxn(ABORT).
+    let added = core[since..i].iter().any(|(_, l)| {
+        field(l, "ev") == Some("coord_answered")
+            && field(l, "api") == Some("add_partitions")
+            && field(l, "error").is_some_and(|e| e.split(',').any(|c| c.ends_with("=NONE")))
+    });
+    let bumps = field(end, "api") == Some("init") && identity(end) == identity(j) && !added;
+    if !(ends_abort(end) || bumps) || !(asks_pending || only_refusals) {
         return false;
     }
     for &(_, l) in &java[i + 1..] {
@@ -98,7 +113,7 @@ pub(super) fn java_asks_new_partitions_ending_abort(
             continue;
         }
         if !is_add_partitions(l) {
-            return l == end;
+            return l == end || (bumps && ends_abort(l));
         }
         let built_before =
             identity(l) == identity(j) && parts(l).iter().all(|p| jp.contains(p) || both(*p));
