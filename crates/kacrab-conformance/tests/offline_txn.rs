@@ -534,3 +534,25 @@ fn java_asking_for_partitions_new_at_an_abort_where_the_core_bumps_is_that_depar
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
     );
 }
+
+#[test]
+fn a_retry_taking_new_partitions_java_asks_for_in_part_before_its_adding_ended() {
+    // After the lookup Java sends its held AddPartitionsToTxn(1), the core (0,1,3); Java
+    // then asks for (0,1), built before partition 3 was new to it, whose answer,
+    // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, is fatal: Java never asks for 3. Near miss:
+    // that answer adds both and no send is refused, so nothing ended Java's adding.
+    recorded_as(
+        "txn_retried_add_partitions_some_asked_adding_ended",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| {
+            replaced(
+                java,
+                "0=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,1=TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "0=NONE,1=NONE",
+            )
+            .into_iter()
+            .filter(|l| !l.contains(r#""ev":"send_refused""#))
+            .collect()
+        },
+    );
+}

@@ -225,8 +225,10 @@ pub(super) fn java_stale_retry_while_core_asks_new(
 /// where the two histories part after the difference: at the first difference the
 /// core's AddPartitionsToTxn asks for the partitions of Java's (a retry, or a request
 /// Java built before a coordinator lookup: `txn::retried_subset`) and for partitions
-/// added meanwhile; Java never asks for those in the rest of the transaction, and its
-/// adding ended there (see [`adding_ended`]). The core's request, with more partitions,
+/// added meanwhile; Java's adding ended (see [`adding_ended`]) after the difference, or
+/// after its last AddPartitionsToTxn of the transaction naming any of those (built
+/// before the rest were new to it), so it never asks for the rest. The core's request,
+/// with more partitions,
 /// takes another answer than Java's (an answer lists every partition asked for, and may
 /// give one of them another code), and its Produce requests for the partitions only it
 /// added take answers scripted for others, so the lines after the difference may part
@@ -242,10 +244,13 @@ pub(super) fn retried_add_partitions_never_asked_adding_ended(
         return false;
     };
     let end = next_begin(java, i + 1);
-    let asks_missing = java[i + 1..end]
+    // After Java's last AddPartitionsToTxn naming some of them (if any), its adding
+    // ended before it asked for the rest.
+    let last_asking = java[i + 1..end]
         .iter()
-        .any(|(_, l)| is_add_partitions(l) && parts(l).iter().any(|p| missing.contains(p)));
-    !asks_missing && adding_ended(java, i + 1, end)
+        .rposition(|(_, l)| is_add_partitions(l) && parts(l).iter().any(|p| missing.contains(p)))
+        .map_or(i + 1, |k| i + 1 + k + 1);
+    adding_ended(java, last_asking, end)
 }
 
 /// What `AddPartitionsToTxnHandler.handleResponse` does with one answer.
