@@ -217,10 +217,31 @@ impl Producer {
             .is_some_and(|t| t.partitions.pending_outside(&answered));
         // Every listed partition added, some omitted.
         let only_omission = omitted && results.iter().all(|(_, e)| *e == KafkaError::None);
-        let worst = results
-            .iter()
-            .map(|(_, e)| *e)
-            .find(|e| *e != KafkaError::None && *e != KafkaError::OperationNotAttempted)
+        // Java's `AddPartitionsToTxnHandler.handleResponse` acts at once on the first
+        // partition error that asks for a retry or a lookup or ends the transaction;
+        // TOPIC_AUTHORIZATION_FAILED, OPERATION_NOT_ATTEMPTED and errors it does not
+        // expect only mark the answer failed and let it look further. So one of the
+        // former wins over the latter wherever the answer lists it.
+        let acted_at_once = |e: KafkaError| {
+            e.is_retriable()
+                || matches!(
+                    e,
+                    KafkaError::InvalidProducerEpoch
+                        | KafkaError::ProducerFenced
+                        | KafkaError::TransactionalIdAuthorizationFailed
+                        | KafkaError::InvalidTxnState
+                        | KafkaError::UnknownProducerId
+                        | KafkaError::InvalidProducerIdMapping
+                        | KafkaError::TransactionAbortable
+                )
+        };
+        let errors = || results.iter().map(|(_, e)| *e);
+        let worst = errors()
+            .find(|e| acted_at_once(*e))
+            .or_else(|| errors().find(|e| *e == KafkaError::TopicAuthorizationFailed))
+            .or_else(|| {
+                errors().find(|e| *e != KafkaError::None && *e != KafkaError::OperationNotAttempted)
+            })
             .unwrap_or(if omitted {
                 KafkaError::UnknownServerError
             } else if results

@@ -769,3 +769,56 @@ fn add_partitions_requeued_after_an_abortable_error_is_not_resent() {
     };
     assert!(!e.commit);
 }
+
+/// One AddPartitionsToTxn answer refusing one partition TOPIC_AUTHORIZATION_FAILED and
+/// another NOT_COORDINATOR: Java's `AddPartitionsToTxnHandler.handleResponse` only notes
+/// the unauthorized topic and looks further, so the NOT_COORDINATOR wins (lookup, the
+/// request again), whichever order its map yields them in; the transaction is not
+/// abortable. The core used to act on the first error listed and made it abortable
+/// (found by the differential conformance run, seed 29).
+#[test]
+fn a_topic_authorization_failure_yields_to_a_coordinator_error_in_one_answer() {
+    let mut h = in_txn_with_partition(false);
+    h.send(0, "a");
+    let Request::AddPartitionsToTxn(first) = next_txn(&mut h) else {
+        panic!("AddPartitionsToTxn for partition 0")
+    };
+    // Retried after a backoff, with partition 1 sent to meanwhile: one request for both.
+    h.p.handle_add_partitions(
+        first.id,
+        &[(tp(0), KafkaError::ConcurrentTransactions)],
+        h.now,
+    )
+    .unwrap();
+    h.send(1, "b");
+    h.advance(1000);
+    let Request::AddPartitionsToTxn(add) = next_txn(&mut h) else {
+        panic!("AddPartitionsToTxn for partitions 0 and 1")
+    };
+    assert_eq!(add.partitions.len(), 2, "{:?}", add.partitions);
+    h.p.handle_add_partitions(
+        add.id,
+        &[
+            (tp(0), KafkaError::TopicAuthorizationFailed),
+            (tp(1), KafkaError::NotCoordinator),
+        ],
+        h.now,
+    )
+    .unwrap();
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::InTransaction)
+    );
+    h.advance(1000);
+    // The harness answers the lookup itself; the request goes out again.
+    let Request::AddPartitionsToTxn(again) = next_txn(&mut h) else {
+        panic!("AddPartitionsToTxn again, after the lookup")
+    };
+    assert_eq!(again.partitions, add.partitions);
+    assert!(
+        h.events
+            .iter()
+            .all(|e| !matches!(e, Event::TransactionCompleted { result: Err(_), .. })),
+        "nothing failed"
+    );
+}

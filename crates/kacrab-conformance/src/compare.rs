@@ -16,6 +16,7 @@ mod timing;
 mod txn;
 mod txn_abort;
 mod txn_add_partitions;
+mod txn_add_partitions2;
 mod txn_commit;
 mod txn_commit2;
 mod txn_refusals;
@@ -182,6 +183,14 @@ pub enum Verdict {
     /// produces to partitions it never added under the new epoch). Exact: see
     /// `txn_abort::java_keeps_transaction_after_bumped_abort`.
     JavaKeepsTransactionAfterBumpedAbort,
+    /// Transactional traces: one AddPartitionsToTxn answer gives its partitions
+    /// different errors, and the two sides act on different ones. Java's
+    /// `AddPartitionsToTxnHandler` acts on the first error (that asks for a lookup, a
+    /// retry, or ends the transaction) its `HashMap` of the answer yields, an order of
+    /// hash buckets; the core on the first the answer lists. Which wins is arbitrary in
+    /// Java, not a Kafka rule. Exact: see
+    /// `txn_add_partitions2::add_partitions_errors_taken_in_another_order`.
+    AddPartitionsErrorsTakenInAnotherOrder,
     /// A difference no detector explains: a core bug or a missing detector.
     Unexplained,
 }

@@ -727,6 +727,47 @@ fn java_asking_for_pending_partitions_while_aborting_an_abortable_transaction_is
 }
 
 #[test]
+fn a_topic_authorization_failure_yields_to_an_error_java_acts_on_at_once() {
+    // Regression (a core bug, fixed): one AddPartitionsToTxn answer refuses partition 2
+    // TOPIC_AUTHORIZATION_FAILED and partition 3 NOT_COORDINATOR. Java's
+    // `AddPartitionsToTxnHandler` only notes the unauthorized topic and acts on the
+    // other error, in whatever order its map yields them: a lookup, and the request
+    // again. The core used to act on the first error listed and made the transaction
+    // abortable. Now the outputs are the same.
+    let (trace, java) = recorded("txn_add_partitions_coordinator_error_wins");
+    let (core, extra) = core_side::run(&trace);
+    assert_eq!(core, java);
+    assert_eq!(compare(&trace, &java, &core, &extra).verdict, Verdict::Same);
+    // The same bug under a retry that took a new partition: the core's answer refuses
+    // partition 0 TOPIC_AUTHORIZATION_FAILED and partition 1 UNKNOWN_PRODUCER_ID, Java's
+    // (to its retry of partition 1 alone) UNKNOWN_PRODUCER_ID. The core used to fail the
+    // commit with TOPIC_AUTHORIZATION_FAILED; now with UNKNOWN_PRODUCER_ID as Java, and
+    // the only difference is the retry's partitions.
+    let (trace, java) = recorded("txn_add_partitions_unknown_producer_id_wins");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::RetriedAddPartitionsTakesNewPartitions
+    );
+    let (core, _) = core_side::run(&trace);
+    assert!(core.contains(&r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#.to_string()));
+}
+
+#[test]
+fn java_asking_for_partitions_new_at_an_abort_where_the_core_ends_it_is_that_departure() {
+    // AddPartitionsToTxn(3) is lost with its connection; partition 2 is sent to while
+    // Java looks the coordinator up, so Java builds AddPartitionsToTxn(2,3) (3 pending,
+    // 2 new) beside its retry of (3); then the application aborts. Java sends both
+    // requests, then its EndTxn(ABORT); the core dropped partition 2 at the abort, asks
+    // again for 3 and ends the transaction at once. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_new_partitions_core_ends_abort",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
+
+#[test]
 fn unknown_producer_id_before_the_commit_call_refuses_it_in_the_core() {
     // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID just before the
     // application commits: the core's transaction is abortable, so it refuses the
@@ -742,6 +783,20 @@ fn unknown_producer_id_before_the_commit_call_refuses_it_in_the_core() {
 }
 
 #[test]
+fn a_stale_retry_where_the_core_asks_for_new_partitions_is_javas_reasking() {
+    // AddPartitionsToTxn(0) is lost with its connection; after the lookup Java sends
+    // (0,2), built meanwhile, and then its stale retry of (0); the core asks for the new
+    // partition 3 there, then for 1, which Java asks for together, (1,3). Near miss:
+    // Java never asks for partition 3, with nothing that ended its adding.
+    recorded_as_replaced(
+        "txn_java_stale_retry_core_asks_new",
+        Verdict::JavaReasksPendingPartitions,
+        r#""parts":"1,3""#,
+        r#""parts":"1""#,
+    );
+}
+
+#[test]
 fn a_batch_the_core_expires_while_a_lookup_is_out_makes_it_refuse_the_commit() {
     // Partition 1's batch waits behind an AddPartitionsToTxn that times out, then a
     // lookup that is out when its delivery timeout passes: the core expires it, so its
@@ -753,6 +808,21 @@ fn a_batch_the_core_expires_while_a_lookup_is_out_makes_it_refuse_the_commit() {
         Verdict::CoreExpiresWhileCoordinatorRequestOut,
         r#"{"ev":"txn_done","call":"commit","result":"err:120"}"#,
         r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+    );
+}
+
+#[test]
+fn a_retry_taking_new_partitions_java_never_asks_for_after_its_adding_ended() {
+    // After a lookup Java sends its retry of AddPartitionsToTxn(2), the core (0,2). Java's
+    // answer, UNKNOWN_PRODUCER_ID, makes its transaction abortable (the commit is
+    // refused), so it never asks for 0; the core's answer gives partition 0
+    // UNKNOWN_TOPIC_OR_PARTITION, which it acts on first (a retry), and the histories
+    // part. Near miss: Java's commit is accepted, so nothing ended its adding.
+    recorded_as_replaced(
+        "txn_retried_add_partitions_adding_ended",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        r#"{"ev":"txn_call","call":"commit","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"commit","result":"ok"}"#,
     );
 }
 
@@ -796,6 +866,25 @@ fn a_batch_java_leaves_behind_at_a_drain_stop_and_then_aborts_is_that_quirk() {
 }
 
 #[test]
+fn one_add_partitions_answer_with_two_errors_is_acted_on_in_another_order() {
+    // AddPartitionsToTxn(1,2) is answered 1=REQUEST_TIMED_OUT, 2=COORDINATOR_NOT_AVAILABLE:
+    // Java's map yields partition 2 first (a lookup), the core acts on the first listed
+    // (a retry). Near miss: Java's line after the answer is not the lookup its order
+    // gives.
+    recorded_as(
+        "txn_add_partitions_errors_other_order",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        |java| {
+            const ANSWER: &str = r#"{"ev":"coord_answered","api":"add_partitions","error":"1=REQUEST_TIMED_OUT,2=COORDINATOR_NOT_AVAILABLE"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().position(|l| l == ANSWER).unwrap();
+            java[at + 1] = r#"{"ev":"send_refused","rec":0}"#.to_string();
+            java
+        },
+    );
+}
+
+#[test]
 fn a_drain_stop_that_moves_the_answers_classifies_the_conversation_it_shifts() {
     // Java's drain of node 0 stops at partition 0's retry and leaves behind partition 1's
     // batch, to be retried on node 0 (its new leader) after NOT_ENOUGH_REPLICAS; the core
@@ -824,5 +913,42 @@ fn a_possibly_written_batch_answered_message_too_large_fails_the_core_commit() {
         Verdict::NoRenumberOfPossiblyWritten,
         r#""batches":"1:1000:0:1:2","t":0,"s":15"#,
         r#""batches":"1:1000:0:2:2","t":0,"s":15"#,
+    );
+}
+
+#[test]
+fn java_asking_for_partitions_new_at_an_abort_where_the_core_bumps_is_that_departure() {
+    // AddPartitionsToTxn(0) is lost with its connection; Java builds (0,2) while it
+    // looks the coordinator up, and the application aborts. The retry of (0) is answered
+    // TRANSACTION_ABORTABLE: nothing was added, so the core ends the abort with its
+    // KIP-360 bump; Java sends its pre-built (0,2), which adds both, and ends them with
+    // EndTxn(ABORT). Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_new_partitions_core_bumps",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
+
+#[test]
+fn a_retry_taking_new_partitions_java_asks_for_in_part_before_its_adding_ended() {
+    // After the lookup Java sends its held AddPartitionsToTxn(1), the core (0,1,3); Java
+    // then asks for (0,1), built before partition 3 was new to it, whose answer,
+    // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, is fatal: Java never asks for 3. Near miss:
+    // that answer adds both and no send is refused, so nothing ended Java's adding.
+    recorded_as(
+        "txn_retried_add_partitions_some_asked_adding_ended",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| {
+            replaced(
+                java,
+                "0=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,1=TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "0=NONE,1=NONE",
+            )
+            .into_iter()
+            .filter(|l| !l.contains(r#""ev":"send_refused""#))
+            .collect()
+        },
     );
 }

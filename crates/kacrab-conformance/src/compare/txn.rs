@@ -171,9 +171,14 @@ pub(super) fn abort_after_failed_init(
 pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> Verdict {
     if retried_add_partitions_takes_new(java, core, i)
         || txn_add_partitions::retried_add_partitions_never_asked(java, core, i)
+        || super::txn_add_partitions2::retried_add_partitions_never_asked_adding_ended(
+            java, core, i,
+        )
     {
         Verdict::RetriedAddPartitionsTakesNewPartitions
-    } else if txn_add_partitions::java_asks_new_partitions_while_aborting(java, core, i) {
+    } else if txn_add_partitions::java_asks_new_partitions_while_aborting(java, core, i)
+        || super::txn_add_partitions2::java_asks_new_partitions_ending_abort(java, core, i)
+    {
         Verdict::JavaAsksNewPartitionsWhileAborting
     } else if abort_after_failed_init(java, core, i) {
         Verdict::AbortAfterFailedInit
@@ -183,6 +188,7 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         Verdict::LostEndTxnEndsWithEpochBump
     } else if java_reasks_pending_partitions(java, core, i)
         || java_retries_partitions_already_asked(java, core, i)
+        || super::txn_add_partitions2::java_stale_retry_while_core_asks_new(java, core, i)
     {
         Verdict::JavaReasksPendingPartitions
     } else if commit_fails_before_batches_settle(java, core, i)
@@ -461,6 +467,13 @@ pub(super) fn verdict(
             if super::txn_commit2::core_never_splits_possibly_written(java, core, ch, i) =>
         {
             Verdict::NoRenumberOfPossiblyWritten
+        }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::add_partitions_errors_taken_in_another_order(
+                jh, ch, i,
+            ) =>
+        {
+            Verdict::AddPartitionsErrorsTakenInAnotherOrder
         }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,

@@ -80,7 +80,7 @@ fn again(j: &str, c: &str, missing: &[i32], failed_before: bool) -> bool {
 /// Whether the transaction had failed (abortable or fatal) before index `k` of `h`: a
 /// send was refused since the transaction began, with no commit or abort called since
 /// (`maybeAddPartition` refuses sends in an open transaction only in an error state).
-fn failed(h: &[(usize, &str)], k: usize) -> bool {
+pub(super) fn failed(h: &[(usize, &str)], k: usize) -> bool {
     const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
     let since = h[..k].iter().rposition(|(_, l)| *l == BEGIN).unwrap_or(0);
     let ending = |l: &str| {

@@ -1,0 +1,404 @@
+//! More detectors for AddPartitionsToTxn requests that differ between the two sides
+//! (docs/design.md, "Transactional traces"), beside `txn_add_partitions.rs`.
+
+use super::field;
+use super::txn::{asked_in_transaction, is_add_partitions, parts};
+
+const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+const ABORT: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+
+/// A request's producer id and epoch, as written.
+fn identity(line: &str) -> (Option<&str>, Option<&str>) {
+    (field(line, "pid"), field(line, "epoch"))
+}
+
+/// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
+/// request is not right after a lookup or the core ends the transaction: at the first
+/// difference Java sends an AddPartitionsToTxn, after the application's abort was
+/// accepted in this transaction; every partition of Java's request was asked for before
+/// in this transaction by both sides (Java's `pendingPartitionsInTransaction` joins
+/// every request it builds) or by neither, and at least one by neither (new at the
+/// abort). The core there sends its EndTxn(ABORT) under the same producer id and
+/// epoch, or first writes only refused calls and sends and then that EndTxn (it has
+/// nothing left to ask for), or an AddPartitionsToTxn under that identity for some of
+/// Java's partitions asked for by both (pending ones, asked again) and then, after
+/// AddPartitionsToTxn and lookups only, that EndTxn. From the difference on Java sends
+/// only AddPartitionsToTxn under that identity naming partitions of its first one or
+/// partitions both asked for before (requests it built before the abort) and lookups,
+/// until its next other request, the core's EndTxn line for line. Where no answer in
+/// this transaction added a partition on the core's side, the core's request in place
+/// of that EndTxn may be its KIP-360 bump under that identity (InitProducerId: the TV1
+/// abort after an abortable error with nothing to end, `AbortEndsWithEpochBump`), and
+/// Java's next other request is then its EndTxn(ABORT) under that identity (its
+/// pre-built request added partitions).
+///
+/// Java built those requests before the abort: `TransactionManager.nextRequest` builds
+/// one whenever partitions are new, also while another (a retry, re-enqueued, or one
+/// waiting behind a FindCoordinator) is queued, and `beginAbort` clears
+/// `newPartitionsInTransaction` but not the queue, so Java still asks to add partitions
+/// to the transaction it aborts. The core drops new partitions at the abort, asks again
+/// only for pending ones, and then ends the transaction.
+pub(super) fn java_asks_new_partitions_ending_abort(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) {
+        return false;
+    }
+    let request = |l: &str| field(l, "ev") == Some("txn");
+    let ends_abort = |l: &str| {
+        request(l)
+            && field(l, "api") == Some("end_txn")
+            && field(l, "commit") == Some("0")
+            && identity(l) == identity(j)
+    };
+    let since = java[..i]
+        .iter()
+        .rposition(|(_, l)| *l == BEGIN)
+        .unwrap_or(0);
+    let aborted = java[since..i].iter().any(|(_, l)| *l == ABORT)
+        && core[since..i].iter().any(|(_, l)| *l == ABORT);
+    let both = |p: i32| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p);
+    let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
+    let jp = parts(j);
+    let shape = jp.iter().all(|&p| both(p) || neither(p)) && jp.iter().any(|&p| neither(p));
+    if !aborted || !shape {
+        return false;
+    }
+    // The core's EndTxn: at `i`, after only refused calls and sends, or after asking
+    // again for pending partitions of Java's request (and lookups).
+    let other = |l: &str| {
+        request(l) && !is_add_partitions(l) && field(l, "api") != Some("find_coordinator")
+    };
+    let Some(&(_, end)) = core[i..].iter().find(|(_, l)| other(l)) else {
+        return false;
+    };
+    let asks_pending = is_add_partitions(c)
+        && identity(c) == identity(j)
+        && parts(c).iter().all(|p| jp.contains(p) && both(*p))
+        && core[i..]
+            .iter()
+            .take_while(|(_, l)| !other(l))
+            .all(|(_, l)| {
+                !request(l)
+                    || field(l, "api") == Some("find_coordinator")
+                    || (identity(l) == identity(j) && parts(l).iter().all(|p| both(*p)))
+            });
+    let only_refusals = core[i..]
+        .iter()
+        .take_while(|(_, l)| !other(l))
+        .all(|(_, l)| {
+            field(l, "ev") == Some("send_refused")
+                || (field(l, "ev") == Some("txn_call") && field(l, "result") == Some("refused"))
+        });
+    // Or, with nothing added in this transaction (no answer added a partition), the
+    // core's abort ends with a KIP-360 bump under that identity
+    // (`AbortEndsWithEpochBump`), where Java's pre-built request adds partitions and
+    // Java ends them with its EndTxn(ABORT).
+    let added = core[since..i].iter().any(|(_, l)| {
+        field(l, "ev") == Some("coord_answered")
+            && field(l, "api") == Some("add_partitions")
+            && field(l, "error").is_some_and(|e| e.split(',').any(|c| c.ends_with("=NONE")))
+    });
+    let bumps = field(end, "api") == Some("init") && identity(end) == identity(j) && !added;
+    if !(ends_abort(end) || bumps) || !(asks_pending || only_refusals) {
+        return false;
+    }
+    for &(_, l) in &java[i + 1..] {
+        if !request(l) || field(l, "api") == Some("find_coordinator") {
+            continue;
+        }
+        if !is_add_partitions(l) {
+            return l == end || (bumps && ends_abort(l));
+        }
+        let built_before =
+            identity(l) == identity(j) && parts(l).iter().all(|p| jp.contains(p) || both(*p));
+        if !built_before {
+            return false;
+        }
+    }
+    false
+}
+
+/// The last AddPartitionsToTxn of `h` before index `i`.
+fn last_add_partitions<'a>(h: &[(usize, &'a str)], i: usize) -> Option<&'a str> {
+    h[..i]
+        .iter()
+        .rev()
+        .find(|(_, l)| is_add_partitions(l))
+        .map(|(_, l)| *l)
+}
+
+/// Index of the first `begin` accepted at or after `from` in `h`, or its length.
+fn next_begin(h: &[(usize, &str)], from: usize) -> usize {
+    h.iter()
+        .skip(from)
+        .position(|(_, l)| *l == BEGIN)
+        .map_or(h.len(), |k| from + k)
+}
+
+/// Whether Java's adding of partitions ended in `java[from..to]`: the application's
+/// abort was accepted (`beginAbort` clears the new partitions), an operation failed,
+/// or the transaction had failed (a refused commit, which only an error state refuses
+/// in an open transaction, or a refused send: see `txn_add_partitions::failed`).
+/// In each case no AddPartitionsToTxn for new partitions follows in the transaction
+/// (`nextRequest` fails any it builds in an error state:
+/// `maybeTerminateRequestWithError`).
+fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
+    const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
+    java[from..to].iter().any(|(_, l)| {
+        *l == ABORT
+            || *l == COMMIT_REFUSED
+            || (field(l, "ev") == Some("txn_done")
+                && field(l, "result").is_some_and(|r| r.starts_with("err:")))
+    }) || (from + 1..=to).any(|k| super::txn_add_partitions::failed(java, k))
+}
+
+/// [`super::Verdict::JavaReasksPendingPartitions`], the stale retry where the core asks
+/// for new partitions: at the first difference Java sends again an AddPartitionsToTxn
+/// it sent before in this transaction (the same line), under the identity of the last
+/// such request of both sides, for partitions both sides asked for before (a newer
+/// request of Java's took them while this one waited: `nextRequest` builds one with
+/// the pending and the new partitions while the retry is queued); the core sends its
+/// next AddPartitionsToTxn, under that identity, for partitions neither side asked for
+/// before. Java asks for them later, in its next AddPartitionsToTxn that asks for any
+/// partition new to it, which names every partition of the core's request and
+/// otherwise only partitions both asked for before or the core asked for after it (it
+/// joins them: the core asked for them one request at a time); or Java never asks for
+/// anything new again in the transaction, because its adding ended first (the answer
+/// its stale retry took, or a later one, failed the transaction, or the application
+/// aborted: see [`adding_ended`]).
+pub(super) fn java_stale_retry_while_core_asks_new(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) || !is_add_partitions(c) || identity(j) != identity(c) {
+        return false;
+    }
+    let since = java[..i]
+        .iter()
+        .rposition(|(_, l)| *l == BEGIN)
+        .unwrap_or(0);
+    let both = |p: i32| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p);
+    let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
+    let (jp, cp) = (parts(j), parts(c));
+    let stale = java[since..i].iter().any(|(_, l)| *l == j)
+        && last_add_partitions(java, i).map(identity) == Some(identity(j))
+        && last_add_partitions(core, i).map(identity) == Some(identity(j))
+        && jp.iter().all(|&p| both(p));
+    if !stale || cp.is_empty() || !cp.iter().all(|&p| neither(p)) {
+        return false;
+    }
+    let end = next_begin(java, i + 1);
+    let asks_new = |k: usize| {
+        is_add_partitions(java[k].1)
+            && parts(java[k].1)
+                .iter()
+                .any(|&p| !asked_in_transaction(java, k, p))
+    };
+    let Some(k) = (i + 1..end).find(|&k| asks_new(k)) else {
+        return adding_ended(java, i + 1, end);
+    };
+    let core_end = next_begin(core, i + 1);
+    let core_later = |p: i32| {
+        core[i + 1..core_end]
+            .iter()
+            .any(|(_, l)| is_add_partitions(l) && parts(l).contains(&p))
+    };
+    let kp = parts(java[k].1);
+    identity(java[k].1) == identity(c)
+        && cp.iter().all(|p| kp.contains(p))
+        && kp
+            .iter()
+            .all(|&p| cp.contains(&p) || both(p) || core_later(p))
+}
+
+/// [`super::Verdict::RetriedAddPartitionsTakesNewPartitions`], the never-asked form
+/// where the two histories part after the difference: at the first difference the
+/// core's AddPartitionsToTxn asks for the partitions of Java's (a retry, or a request
+/// Java built before a coordinator lookup: `txn::retried_subset`) and for partitions
+/// added meanwhile; Java's adding ended (see [`adding_ended`]) after the difference, or
+/// after its last AddPartitionsToTxn of the transaction naming any of those (built
+/// before the rest were new to it), so it never asks for the rest. The core's request,
+/// with more partitions,
+/// takes another answer than Java's (an answer lists every partition asked for, and may
+/// give one of them another code), and its Produce requests for the partitions only it
+/// added take answers scripted for others, so the lines after the difference may part
+/// in any way: by the comparison rule they are its consequences. What the detector
+/// establishes is the difference itself, and that Java's not asking is the end of its
+/// adding, not a request the core would lack.
+pub(super) fn retried_add_partitions_never_asked_adding_ended(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(missing) = super::txn::retried_subset(java, core, i) else {
+        return false;
+    };
+    let end = next_begin(java, i + 1);
+    // After Java's last AddPartitionsToTxn naming some of them (if any), its adding
+    // ended before it asked for the rest.
+    let last_asking = java[i + 1..end]
+        .iter()
+        .rposition(|(_, l)| is_add_partitions(l) && parts(l).iter().any(|p| missing.contains(p)))
+        .map_or(i + 1, |k| i + 1 + k + 1);
+    adding_ended(java, last_asking, end)
+}
+
+/// What `AddPartitionsToTxnHandler.handleResponse` does with one answer.
+#[derive(Debug, PartialEq, Eq)]
+enum Action {
+    /// COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: look the coordinator up, ask again.
+    Lookup,
+    /// A retriable error (CONCURRENT_TRANSACTIONS among them): ask again.
+    Retry,
+    /// The transaction fails (fatal or abortable) with this error.
+    Fails(&'static str),
+    /// Every partition added.
+    Done,
+}
+
+/// The action Java's handler takes at once for one partition's error, by name; `None`
+/// where it only notes the error and looks further (NONE, TOPIC_AUTHORIZATION_FAILED,
+/// OPERATION_NOT_ATTEMPTED, an error it does not expect).
+fn acted_at_once(code: &str) -> Option<Action> {
+    Some(match code {
+        "COORDINATOR_NOT_AVAILABLE" | "NOT_COORDINATOR" => Action::Lookup,
+        "CONCURRENT_TRANSACTIONS"
+        | "COORDINATOR_LOAD_IN_PROGRESS"
+        | "REQUEST_TIMED_OUT"
+        | "UNKNOWN_TOPIC_OR_PARTITION" => Action::Retry,
+        "INVALID_PRODUCER_EPOCH" | "PRODUCER_FENCED" => Action::Fails("PRODUCER_FENCED"),
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" => {
+            Action::Fails("TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+        }
+        "INVALID_TXN_STATE" => Action::Fails("INVALID_TXN_STATE"),
+        "UNKNOWN_PRODUCER_ID" => Action::Fails("UNKNOWN_PRODUCER_ID"),
+        "TRANSACTION_ABORTABLE" => Action::Fails("TRANSACTION_ABORTABLE"),
+        _ => return None,
+    })
+}
+
+/// The error codes, by the names the harness writes, of the errors [`Action::Fails`]
+/// names.
+fn code_of(name: &str) -> Option<i32> {
+    Some(match name {
+        "TOPIC_AUTHORIZATION_FAILED" => 29,
+        "INVALID_TXN_STATE" => 48,
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" => 53,
+        "UNKNOWN_PRODUCER_ID" => 59,
+        "PRODUCER_FENCED" => 90,
+        "TRANSACTION_ABORTABLE" => 120,
+        _ => return None,
+    })
+}
+
+/// The action on an answer's entries taken in this order: the first error acted on at
+/// once, else TOPIC_AUTHORIZATION_FAILED (abortable), else Done when every partition
+/// was added. `None` for anything else (not a case the detector takes).
+fn decide(entries: &[(i32, &str)]) -> Option<Action> {
+    if let Some(a) = entries.iter().find_map(|(_, c)| acted_at_once(c)) {
+        return Some(a);
+    }
+    if entries
+        .iter()
+        .any(|(_, c)| *c == "TOPIC_AUTHORIZATION_FAILED")
+    {
+        return Some(Action::Fails("TOPIC_AUTHORIZATION_FAILED"));
+    }
+    entries
+        .iter()
+        .all(|(_, c)| *c == "NONE")
+        .then_some(Action::Done)
+}
+
+/// The order in which Java's `HashMap<TopicPartition, Errors>` (built by
+/// `AddPartitionsToTxnResponse.errorsForTransaction`) yields the partitions of the
+/// harness's topic `t`: by bucket of a 16-slot table (fewer than 13 entries), the
+/// spread `TopicPartition.hashCode`, `31 * (31 + partition) + "t".hashCode()`; equal
+/// buckets keep the answer's order. For partitions 0 to 3 that is 3, 2, 1, 0.
+fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> {
+    let bucket = |p: i32| {
+        let topic_hash = i32::from(b't');
+        let h = 31i32
+            .wrapping_mul(31i32.wrapping_add(p))
+            .wrapping_add(topic_hash);
+        let h = h as u32;
+        (h ^ (h >> 16)) & 15
+    };
+    let mut ordered = entries.to_vec();
+    ordered.sort_by_key(|(p, _)| bucket(*p));
+    ordered
+}
+
+/// [`super::Verdict::AddPartitionsErrorsTakenInAnotherOrder`]: one AddPartitionsToTxn
+/// answer gives its partitions different errors, and Java acts on another of them than
+/// the core. Java's `AddPartitionsToTxnHandler.handleResponse` walks the answer's
+/// `HashMap` and acts on the first error that asks for a lookup, a retry or ends the
+/// transaction ([`java_order`]: highest partition first for the harness's topic); the
+/// core on the first the answer lists (lowest partition first). Which error of one
+/// answer wins is the map's hash order in Java, not a Kafka rule. Exact: at the first
+/// difference the line before is the same AddPartitionsToTxn answer on both sides, the
+/// action [`decide`] gives for Java's order differs from the one for the answer's
+/// order, and each side's line there is its action's first line: a coordinator lookup
+/// (lookup); an AddPartitionsToTxn under the answered request's identity naming its
+/// partitions (retry); a failed completion with the error's code (or Java's -1), a
+/// refused send or a refused call (the transaction failed).
+pub(super) fn add_partitions_errors_taken_in_another_order(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if i == 0 || java.len() <= i || core.len() <= i || java[i - 1].1 != core[i - 1].1 {
+        return false;
+    }
+    let answer = java[i - 1].1;
+    if field(answer, "ev") != Some("coord_answered")
+        || field(answer, "api") != Some("add_partitions")
+    {
+        return false;
+    }
+    let entries: Vec<(i32, &str)> = field(answer, "error")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|e| {
+            let (p, code) = e.split_once('=')?;
+            Some((p.parse().ok()?, code))
+        })
+        .collect();
+    let (Some(ja), Some(ca)) = (decide(&java_order(&entries)), decide(&entries)) else {
+        return false;
+    };
+    let first_line = |h: &[(usize, &str)], action: &Action, java_side: bool| {
+        let line = h[i].1;
+        match action {
+            Action::Lookup => line == r#"{"ev":"txn","api":"find_coordinator"}"#,
+            Action::Retry => last_add_partitions(h, i - 1).is_some_and(|a| {
+                is_add_partitions(line)
+                    && identity(line) == identity(a)
+                    && parts(a).iter().all(|p| parts(line).contains(p))
+            }),
+            Action::Fails(name) => {
+                let code = code_of(name).map(|c| format!("err:{c}"));
+                let done = field(line, "ev") == Some("txn_done")
+                    && field(line, "result").is_some_and(|r| {
+                        Some(r) == code.as_deref() || (java_side && r == "err:-1")
+                    });
+                let refused = field(line, "ev") == Some("send_refused")
+                    || (field(line, "ev") == Some("txn_call")
+                        && field(line, "result") == Some("refused"));
+                done || refused
+            }
+            Action::Done => false,
+        }
+    };
+    ja != ca && first_line(java, &ja, true) && first_line(core, &ca, false)
+}
