@@ -952,3 +952,19 @@ fn a_retry_taking_new_partitions_java_asks_for_in_part_before_its_adding_ended()
         },
     );
 }
+
+#[test]
+fn an_expiry_during_a_lookup_where_the_core_writes_nothing_more_is_that_departure() {
+    // AddPartitionsToTxn(0) waits behind a lookup that times out; the lookup's retry is
+    // answered NONE after the batch's delivery timeout: the core expires it there and,
+    // its transaction abortable and nothing more called, writes no transactional line
+    // again; Java sends the AddPartitionsToTxn that waited for the lookup (no expiry
+    // check while a transactional request goes out) and expires the record later. Near
+    // miss: Java delivers the record, so it expires nothing.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_history_ends",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"outcome","rec":0,"result":"err:7"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"ok:0"}"#,
+    );
+}

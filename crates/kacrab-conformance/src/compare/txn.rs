@@ -475,6 +475,13 @@ pub(super) fn verdict(
         {
             Verdict::AddPartitionsErrorsTakenInAnotherOrder
         }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::core_expires_during_lookup_history_ends(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };

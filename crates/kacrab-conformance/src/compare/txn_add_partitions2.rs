@@ -402,3 +402,58 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
     };
     ja != ca && first_line(java, &ja, true) && first_line(core, &ca, false)
 }
+
+/// The failed records (`rec` numbers) with REQUEST_TIMED_OUT (an expiry by
+/// `delivery.timeout.ms`) among `out`.
+fn expired_records(out: &[String]) -> Vec<&str> {
+    out.iter()
+        .filter(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:7"))
+        .filter_map(|l| field(l, "rec"))
+        .collect()
+}
+
+/// [`super::Verdict::CoreExpiresWhileCoordinatorRequestOut`], the form where the core's
+/// transactional history ends at the first difference `i`: the line before `i` is, on
+/// both sides, a coordinator lookup answered NONE (a lookup is a transactional request,
+/// out until then); right after that answer the core fails records with
+/// REQUEST_TIMED_OUT (batches expired by `delivery.timeout.ms` while the lookup was out)
+/// and fails no record otherwise from there, and writes no transactional line again
+/// (its transaction is abortable and the script calls nothing more); Java, which checks
+/// expiry only in `Sender.sendProducerData` and skips it while a transactional request
+/// is in flight or about to be sent (`Sender.runOnce` returns after
+/// `maybeSendAndPollTransactionalRequest`; the same in the 4.3.1 jar), sends at `i` the
+/// AddPartitionsToTxn that waited for the lookup, and from there writes only its
+/// AddPartitionsToTxn conversation and lookups (no application call or its completion,
+/// no refused send, no EndTxn, no InitProducerId); and Java too fails with
+/// REQUEST_TIMED_OUT at least one of the records the core expired there (it expires
+/// them once its conversation lets `sendProducerData` run). Timing only, as the other
+/// forms: the core keeps the bound `delivery.timeout.ms` sets.
+pub(super) fn core_expires_during_lookup_history_ends(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
+    if i == 0 || core.len() != i || java.len() <= i {
+        return false;
+    }
+    if java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(java[i].1) {
+        return false;
+    }
+    let conversation = java[i..].iter().all(|&(_, l)| {
+        matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+            && matches!(field(l, "api"), Some("add_partitions" | "find_coordinator"))
+    });
+    let after = &core_out[core[i - 1].0 + 1..];
+    let only_expired = after
+        .iter()
+        .filter(|l| field(l, "ev") == Some("outcome"))
+        .filter_map(|l| field(l, "result"))
+        .all(|r| r == "err:7" || r.starts_with("ok:"));
+    let expired = expired_records(after);
+    let java_expired = expired_records(java_out);
+    let java_expires_too = expired.iter().any(|r| java_expired.contains(r));
+    conversation && only_expired && java_expires_too
+}
