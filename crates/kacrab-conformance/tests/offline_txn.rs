@@ -968,3 +968,18 @@ fn an_expiry_during_a_lookup_where_the_core_writes_nothing_more_is_that_departur
         r#"{"ev":"outcome","rec":0,"result":"ok:0"}"#,
     );
 }
+
+#[test]
+fn an_expiry_during_a_lookup_before_an_abort_is_that_departure() {
+    // As `txn_expiry_during_lookup_history_ends`, with the application's abort accepted
+    // while the lookup is out: at the lookup's answer the core, its transaction
+    // abortable by the expiry, ends the abort with its KIP-360 bump; Java sends the
+    // AddPartitionsToTxn that waited for the lookup, then ends that partition with
+    // EndTxn(ABORT) and fails the record unsent. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_java_aborts",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}

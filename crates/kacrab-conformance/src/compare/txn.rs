@@ -482,6 +482,13 @@ pub(super) fn verdict(
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::core_expires_during_lookup_java_aborts(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };

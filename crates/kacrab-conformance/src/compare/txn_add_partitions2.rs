@@ -3,6 +3,7 @@
 
 use super::field;
 use super::txn::{asked_in_transaction, is_add_partitions, parts};
+use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
 const ABORT: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
@@ -412,22 +413,67 @@ fn expired_records(out: &[String]) -> Vec<&str> {
         .collect()
 }
 
+/// Whether the only cause the core's output shows before its line `at` (history index
+/// `i`) for its transaction to be abortable is an expiry: it failed a record with
+/// REQUEST_TIMED_OUT (its outcome lines come at the end of its output, so their moment
+/// is not known), and since the transaction began (the last `begin` accepted before
+/// `i`) every Produce answer before `at` and every coordinator answer before `i`
+/// carried only errors both sides retry. Also the records the core failed so.
+fn only_expiry<'a>(
+    core_out: &'a [String],
+    core: &[(usize, &str)],
+    i: usize,
+    at: usize,
+) -> Option<Vec<&'a str>> {
+    let began = core[..i].iter().rposition(|&(_, l)| l == BEGIN)?;
+    let produce = core_out[core[began].0..at]
+        .iter()
+        .filter(|l| field(l, "ev") == Some("answered"))
+        .all(|l| produce_retriable(l));
+    let coordinator = core[began..i]
+        .iter()
+        .filter(|&&(_, l)| field(l, "ev") == Some("coord_answered"))
+        .all(|&(_, l)| coordinator_retriable(l));
+    let expired = expired_records(core_out);
+    (produce && coordinator && !expired.is_empty()).then_some(expired)
+}
+
+/// Whether `line` belongs to Java's AddPartitionsToTxn conversation or is a lookup.
+fn adding_or_lookup(line: &str) -> bool {
+    matches!(field(line, "ev"), Some("txn" | "coord_answered"))
+        && matches!(
+            field(line, "api"),
+            Some("add_partitions" | "find_coordinator")
+        )
+}
+
+/// Whether `java_out` fails record `rec` with `codes`.
+fn java_fails(java_out: &[String], rec: &str, codes: &[&str]) -> bool {
+    java_out.iter().any(|l| {
+        field(l, "ev") == Some("outcome")
+            && field(l, "rec") == Some(rec)
+            && field(l, "result").is_some_and(|r| codes.contains(&r))
+    })
+}
+
+const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
+
 /// [`super::Verdict::CoreExpiresWhileCoordinatorRequestOut`], the form where the core's
 /// transactional history ends at the first difference `i`: the line before `i` is, on
 /// both sides, a coordinator lookup answered NONE (a lookup is a transactional request,
-/// out until then); right after that answer the core fails records with
-/// REQUEST_TIMED_OUT (batches expired by `delivery.timeout.ms` while the lookup was out)
-/// and fails no record otherwise from there, and writes no transactional line again
-/// (its transaction is abortable and the script calls nothing more); Java, which checks
-/// expiry only in `Sender.sendProducerData` and skips it while a transactional request
-/// is in flight or about to be sent (`Sender.runOnce` returns after
+/// out until then); the only cause the core's output shows for its transaction to be
+/// abortable is an expiry (a record failed with REQUEST_TIMED_OUT, every Produce and
+/// coordinator answer since `begin` retriable), and it fails no record otherwise; it
+/// writes no transactional line from `i` on (abortable, it does not ask for the
+/// partitions, and the script calls nothing more). Java, which checks expiry only in
+/// `Sender.sendProducerData` and skips it while a transactional request is in flight or
+/// about to be sent (`Sender.runOnce` returns after
 /// `maybeSendAndPollTransactionalRequest`; the same in the 4.3.1 jar), sends at `i` the
 /// AddPartitionsToTxn that waited for the lookup, and from there writes only its
 /// AddPartitionsToTxn conversation and lookups (no application call or its completion,
 /// no refused send, no EndTxn, no InitProducerId); and Java too fails with
-/// REQUEST_TIMED_OUT at least one of the records the core expired there (it expires
-/// them once its conversation lets `sendProducerData` run). Timing only, as the other
-/// forms: the core keeps the bound `delivery.timeout.ms` sets.
+/// REQUEST_TIMED_OUT at least one of the records the core expired (it expires them once
+/// its conversation lets `sendProducerData` run). Timing only, as the other forms.
 pub(super) fn core_expires_during_lookup_history_ends(
     java_out: &[String],
     core_out: &[String],
@@ -435,25 +481,87 @@ pub(super) fn core_expires_during_lookup_history_ends(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
     if i == 0 || core.len() != i || java.len() <= i {
         return false;
     }
     if java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(java[i].1) {
         return false;
     }
-    let conversation = java[i..].iter().all(|&(_, l)| {
-        matches!(field(l, "ev"), Some("txn" | "coord_answered"))
-            && matches!(field(l, "api"), Some("add_partitions" | "find_coordinator"))
-    });
-    let after = &core_out[core[i - 1].0 + 1..];
-    let only_expired = after
+    let Some(expired) = only_expiry(core_out, core, i, core_out.len()) else {
+        return false;
+    };
+    let conversation = java[i..].iter().all(|&(_, l)| adding_or_lookup(l));
+    let only_expired = core_out
         .iter()
         .filter(|l| field(l, "ev") == Some("outcome"))
         .filter_map(|l| field(l, "result"))
-        .all(|r| r == "err:7" || r.starts_with("ok:"));
-    let expired = expired_records(after);
-    let java_expired = expired_records(java_out);
-    let java_expires_too = expired.iter().any(|r| java_expired.contains(r));
+        .all(|r| r == "err:7" || r.starts_with("ok:") || r == "refused");
+    let java_expires_too = expired.iter().any(|r| java_fails(java_out, r, &["err:7"]));
     conversation && only_expired && java_expires_too
+}
+
+/// [`super::Verdict::CoreExpiresWhileCoordinatorRequestOut`], the form where the
+/// transaction then ends in an abort on both sides: the line before the first
+/// difference `i` is, on both sides, a coordinator lookup answered NONE; the only cause
+/// the core's output shows for its transaction to be abortable is an expiry (as in
+/// [`core_expires_during_lookup_history_ends`]), so it does not ask for the partitions
+/// again: its line at `i` is the application's abort accepted, or (the abort accepted
+/// before in this transaction) its EndTxn(ABORT) or its KIP-360 bump (InitProducerId)
+/// under the identity of Java's request. Java, which skips its expiry check while a
+/// transactional request is out or about to be sent, sends at `i` the
+/// AddPartitionsToTxn that waited for the lookup, and from there writes only its
+/// AddPartitionsToTxn conversation and lookups (and, the abort accepted before, refused
+/// sends) up to its next other line, which is the application's abort accepted, or its
+/// EndTxn(ABORT) when the abort was accepted before in this transaction: Java's transaction ends aborted too, and every record
+/// the core expired Java fails too (expired later, REQUEST_TIMED_OUT, or aborted
+/// unsent, -1), delivering none. What follows (Java ending the partitions its request
+/// added; the core bumping its epoch after the expiry where Java, which aborted the
+/// batches unsent, does not) is the consequence.
+pub(super) fn core_expires_during_lookup_java_aborts(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, j)), Some(&(at, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if i == 0 || java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(j) {
+        return false;
+    }
+    let Some(expired) = only_expiry(core_out, core, i, at) else {
+        return false;
+    };
+    let Some(began) = core[..i].iter().rposition(|&(_, l)| l == BEGIN) else {
+        return false;
+    };
+    let aborted_before = |h: &[(usize, &str)]| h[began..i].iter().any(|&(_, l)| l == ABORT);
+    let same_identity = identity(c) == identity(j);
+    let core_line = match (field(c, "ev"), field(c, "api")) {
+        (Some("txn_call"), _) => c == ABORT,
+        (Some("txn"), Some("init")) => same_identity && aborted_before(core),
+        (Some("txn"), Some("end_txn")) => {
+            same_identity && field(c, "commit") == Some("0") && aborted_before(core)
+        }
+        _ => false,
+    };
+    // While aborting, Java refuses every send (`TransactionManager.maybeFailWithError`
+    // in ABORTING_TRANSACTION), as the core does.
+    let refused_aborting = |l: &str| field(l, "ev") == Some("send_refused") && aborted_before(java);
+    let Some(k) = java[i..]
+        .iter()
+        .position(|&(_, l)| !adding_or_lookup(l) && !refused_aborting(l))
+    else {
+        return false;
+    };
+    let next = java[i + k].1;
+    let java_aborts = next == ABORT
+        || (field(next, "api") == Some("end_txn")
+            && field(next, "commit") == Some("0")
+            && aborted_before(java));
+    let java_failed_them = expired
+        .iter()
+        .all(|r| java_fails(java_out, r, &["err:7", "err:-1"]));
+    core_line && java_aborts && java_failed_them
 }

@@ -28,7 +28,7 @@ fn add_partitions(line: &str) -> bool {
 
 /// Whether every error the coordinator's answer line names is one Java and the core
 /// both retry (an answer with no error names NONE).
-fn coordinator_retriable(line: &str) -> bool {
+pub(super) fn coordinator_retriable(line: &str) -> bool {
     field(line, "error")
         .unwrap_or_default()
         .split(',')
@@ -40,7 +40,7 @@ fn coordinator_retriable(line: &str) -> bool {
 
 /// Whether every batch error a Produce answer line names is one the core retries (NONE
 /// and DUPLICATE_SEQUENCE_NUMBER, an acknowledgement, included).
-fn produce_retriable(line: &str) -> bool {
+pub(super) fn produce_retriable(line: &str) -> bool {
     field(line, "batches")
         .unwrap_or_default()
         .split(',')
