@@ -983,3 +983,27 @@ fn an_expiry_during_a_lookup_before_an_abort_is_that_departure() {
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
     );
 }
+
+#[test]
+fn an_older_queued_request_going_before_the_retry_of_a_mixed_answer_is_that_departure() {
+    // (0) is answered COORDINATOR_NOT_AVAILABLE and waits behind the lookup; Java also
+    // builds (0,1) when 1 is new. (0,1) goes first and is answered 0=PRODUCER_FENCED,
+    // 1=CONCURRENT_TRANSACTIONS: Java's map yields 1 first and retries, the core takes 0
+    // and is fenced. Java's first line is its older (0), then the retry of (0,1). Near
+    // miss: Java never sends that retry.
+    recorded_as(
+        "txn_add_partitions_older_request_first",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        |java| {
+            let at = java
+                .iter()
+                .position(|l| l.contains(r#""error":"0=NONE"}"#))
+                .unwrap();
+            java.iter()
+                .enumerate()
+                .filter(|&(k, l)| !(k > at && l.contains(r#""parts":"0,1""#)))
+                .map(|(_, l)| l.clone())
+                .collect()
+        },
+    );
+}

@@ -340,6 +340,52 @@ fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> {
     ordered
 }
 
+/// Java's line `i` is an older AddPartitionsToTxn that waited in its queue beside the
+/// answered request `a` (Java builds one each time partitions are new while another
+/// waits, naming all pending partitions then; equal-priority requests leave
+/// `TransactionManager.pendingRequests`, a priority queue, in heap order): it names, under
+/// `a`'s identity, a strict subset of `a`'s partitions; from there Java writes only
+/// that request's answer (which must add its partitions, or lose its connection) and
+/// lookups, up to its next AddPartitionsToTxn, which is `retry`: the retry of `a`.
+fn older_request_first(
+    h: &[(usize, &str)],
+    i: usize,
+    a: &str,
+    retry: impl Fn(&str) -> bool,
+) -> bool {
+    let line = h[i].1;
+    let (lp, ap) = (parts(line), parts(a));
+    if !is_add_partitions(line)
+        || identity(line) != identity(a)
+        || lp.len() >= ap.len()
+        || !lp.iter().all(|p| ap.contains(p))
+    {
+        return false;
+    }
+    let Some(k) = h[i + 1..]
+        .iter()
+        .position(|&(_, l)| field(l, "api") != Some("find_coordinator"))
+    else {
+        return false;
+    };
+    let mut rest = h[i + 1 + k..].iter().map(|&(_, l)| l);
+    let first = rest.next();
+    let added = first.is_some_and(|l| {
+        field(l, "ev") == Some("coord_answered")
+            && field(l, "api") == Some("add_partitions")
+            && field(l, "error")
+                .unwrap_or_default()
+                .split(',')
+                .all(|e| e.ends_with("=NONE"))
+    });
+    let next = if added {
+        rest.find(|l| field(l, "api") != Some("find_coordinator"))
+    } else {
+        first
+    };
+    next.is_some_and(retry)
+}
+
 /// [`super::Verdict::AddPartitionsErrorsTakenInAnotherOrder`]: one AddPartitionsToTxn
 /// answer gives its partitions different errors, and Java acts on another of them than
 /// the core. Java's `AddPartitionsToTxnHandler.handleResponse` walks the answer's
@@ -383,9 +429,12 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
         match action {
             Action::Lookup => line == r#"{"ev":"txn","api":"find_coordinator"}"#,
             Action::Retry => last_add_partitions(h, i - 1).is_some_and(|a| {
-                is_add_partitions(line)
-                    && identity(line) == identity(a)
-                    && parts(a).iter().all(|p| parts(line).contains(p))
+                let retry = |l: &str| {
+                    is_add_partitions(l)
+                        && identity(l) == identity(a)
+                        && parts(a).iter().all(|p| parts(l).contains(p))
+                };
+                retry(line) || (java_side && older_request_first(h, i, a, retry))
             }),
             Action::Fails(name) => {
                 let code = code_of(name).map(|c| format!("err:{c}"));
