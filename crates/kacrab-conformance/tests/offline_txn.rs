@@ -1007,3 +1007,31 @@ fn an_older_queued_request_going_before_the_retry_of_a_mixed_answer_is_that_depa
         },
     );
 }
+
+#[test]
+fn an_older_request_for_pending_partitions_never_sent_before_is_that_departure() {
+    // (3) waits behind a lookup while 0, 1 and 2 become new: Java builds (0,2,3) and
+    // (0,1,2,3); (0,1,2,3) goes first and is answered CONCURRENT_TRANSACTIONS. Java
+    // then sends its older (0,2,3), never sent before, where the core retries
+    // (0,1,2,3); Java asks for 1 again later. Near miss: Java never asks for 1 again.
+    recorded_as(
+        "txn_java_sends_older_pending_request",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| {
+            let at = java
+                .iter()
+                .position(|l| l.contains(r#""parts":"0,2,3""#))
+                .unwrap();
+            java.iter()
+                .enumerate()
+                .map(|(k, l)| {
+                    if k > at {
+                        l.replace(r#""parts":"0,1,2,3""#, r#""parts":"0,2,3""#)
+                    } else {
+                        l.clone()
+                    }
+                })
+                .collect()
+        },
+    );
+}

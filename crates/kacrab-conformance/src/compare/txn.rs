@@ -489,6 +489,11 @@ pub(super) fn verdict(
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::java_sends_older_pending_request(jh, ch, i) =>
+        {
+            Verdict::RetriedAddPartitionsTakesNewPartitions
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };

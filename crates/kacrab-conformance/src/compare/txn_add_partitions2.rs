@@ -2,7 +2,7 @@
 //! (docs/design.md, "Transactional traces"), beside `txn_add_partitions.rs`.
 
 use super::field;
-use super::txn::{asked_in_transaction, is_add_partitions, parts};
+use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
@@ -613,4 +613,48 @@ pub(super) fn core_expires_during_lookup_java_aborts(
         .iter()
         .all(|r| java_fails(java_out, r, &["err:7", "err:-1"]));
     core_line && java_aborts && java_failed_them
+}
+
+/// [`super::Verdict::RetriedAddPartitionsTakesNewPartitions`], the form where Java's
+/// request was built earlier but never sent (`txn::retried_subset` takes one Java sent
+/// before, or sends right after a lookup): at the first difference `i` both sides send
+/// AddPartitionsToTxn under the same identity; the core's is the last AddPartitionsToTxn
+/// both sides sent before (its retry, after an answer that added nothing), and Java's
+/// names a strict subset of its partitions. Every partition of the core's request was
+/// asked for by both sides since `begin` and added by neither (all pending). Java built
+/// its request earlier, naming the partitions pending then, and it waited in its queue
+/// beside the newer one (Java builds one request each time partitions are new while
+/// another waits; equal-priority requests leave `TransactionManager.pendingRequests`, a
+/// priority queue, in heap order); the core keeps one request naming all pending
+/// partitions. Accepted when Java asks for every partition only the core asked for
+/// there in a later AddPartitionsToTxn of the same transaction (before its next `begin`).
+pub(super) fn java_sends_older_pending_request(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) || !is_add_partitions(c) || identity(j) != identity(c) {
+        return false;
+    }
+    let (jp, cp) = (parts(j), parts(c));
+    if jp.len() >= cp.len() || !jp.iter().all(|p| cp.contains(p)) {
+        return false;
+    }
+    let retry = last_add_partitions(core, i) == Some(c) && last_add_partitions(java, i) == Some(c);
+    let pending = cp.iter().all(|&p| {
+        asked_in_transaction(java, i, p)
+            && asked_in_transaction(core, i, p)
+            && !added_in_transaction(java, i, p)
+            && !added_in_transaction(core, i, p)
+    });
+    let end = next_begin(java, i + 1);
+    let asked_later = cp.iter().filter(|p| !jp.contains(p)).all(|p| {
+        java[i + 1..end]
+            .iter()
+            .any(|&(_, l)| is_add_partitions(l) && parts(l).contains(p))
+    });
+    retry && pending && asked_later
 }
