@@ -1035,3 +1035,33 @@ fn an_older_request_for_pending_partitions_never_sent_before_is_that_departure()
         },
     );
 }
+
+#[test]
+fn an_older_request_after_the_answer_that_failed_the_adding_while_aborting_is_that_departure() {
+    // (0,1) is answered TRANSACTION_ABORTABLE for both partitions after the application's
+    // abort: the core, nothing added, ends the abort with its KIP-360 bump; Java sends
+    // its older (1), built when only 1 was pending, which adds it, and ends it with
+    // EndTxn(ABORT). Near miss: Java's request names both partitions (the answered
+    // request again, not an older one).
+    recorded_as(
+        "txn_java_older_request_after_failed_adding",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        |java| {
+            // Only Java's request after the failing answer (its first (1) is shared).
+            let at = java
+                .iter()
+                .position(|l| l.contains("0=TRANSACTION_ABORTABLE,1=TRANSACTION_ABORTABLE"))
+                .unwrap();
+            java.iter()
+                .enumerate()
+                .map(|(k, l)| {
+                    if k > at {
+                        l.replace(r#""parts":"1"}"#, r#""parts":"0,1"}"#)
+                    } else {
+                        l.clone()
+                    }
+                })
+                .collect()
+        },
+    );
+}

@@ -19,7 +19,9 @@ fn identity(line: &str) -> (Option<&str>, Option<&str>) {
 /// accepted in this transaction; every partition of Java's request was asked for before
 /// in this transaction by both sides (Java's `pendingPartitionsInTransaction` joins
 /// every request it builds) or by neither, and at least one by neither (new at the
-/// abort). The core there sends its EndTxn(ABORT) under the same producer id and
+/// abort), or else Java's request is an older one for pending partitions, going out
+/// right after the answer that failed the adding ([`older_after_failure`]). The core
+/// there sends its EndTxn(ABORT) under the same producer id and
 /// epoch, or first writes only refused calls and sends and then that EndTxn (it has
 /// nothing left to ask for), or an AddPartitionsToTxn under that identity for some of
 /// Java's partitions asked for by both (pending ones, asked again) and then, after
@@ -67,7 +69,7 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
     let jp = parts(j);
     let shape = jp.iter().all(|&p| both(p) || neither(p)) && jp.iter().any(|&p| neither(p));
-    if !aborted || !shape {
+    if !aborted || !(shape || older_after_failure(java, core, i)) {
         return false;
     }
     // The core's EndTxn: at `i`, after only refused calls and sends, or after asking
@@ -123,6 +125,45 @@ pub(super) fn java_asks_new_partitions_ending_abort(
         }
     }
     false
+}
+
+/// The other shape [`java_asks_new_partitions_ending_abort`] accepts for Java's request
+/// at `i`: an older one, for pending partitions, going out after the answer that ended
+/// the adding. The line before `i` is, on both sides, the answer to the same last
+/// AddPartitionsToTxn, failing every partition with an error that makes the
+/// transaction abortable (TOPIC_AUTHORIZATION_FAILED, TRANSACTION_ABORTABLE,
+/// UNKNOWN_PRODUCER_ID); Java's request names, under its identity, a strict subset of
+/// its partitions: a request Java built earlier, when fewer partitions were pending,
+/// which waited in its queue (the error does not empty it).
+fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
+    if i == 0 || java[i - 1].1 != core[i - 1].1 {
+        return false;
+    }
+    let answer = java[i - 1].1;
+    let failed = field(answer, "ev") == Some("coord_answered")
+        && field(answer, "api") == Some("add_partitions")
+        && field(answer, "error").is_some_and(|e| {
+            e.split(',').all(|x| {
+                x.split_once('=').is_some_and(|(_, c)| {
+                    matches!(
+                        c,
+                        "TOPIC_AUTHORIZATION_FAILED"
+                            | "TRANSACTION_ABORTABLE"
+                            | "UNKNOWN_PRODUCER_ID"
+                    )
+                })
+            })
+        });
+    let (Some(a), Some(ca)) = (last_add_partitions(java, i), last_add_partitions(core, i)) else {
+        return false;
+    };
+    let j = java[i].1;
+    let (jp, ap) = (parts(j), parts(a));
+    failed
+        && a == ca
+        && identity(j) == identity(a)
+        && jp.len() < ap.len()
+        && jp.iter().all(|p| ap.contains(p))
 }
 
 /// The last AddPartitionsToTxn of `h` before index `i`.
