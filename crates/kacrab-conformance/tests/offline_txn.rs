@@ -1065,3 +1065,19 @@ fn an_older_request_after_the_answer_that_failed_the_adding_while_aborting_is_th
         },
     );
 }
+
+#[test]
+fn unknown_producer_id_during_a_lookup_where_the_core_writes_nothing_more_is_that_departure() {
+    // Partition 1's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(0)
+    // waits behind a lookup: the core makes its transaction abortable (the documented
+    // simplification) and writes no transactional line again; Java keeps the batch,
+    // sends the AddPartitionsToTxn that waited for the lookup and the batch again with
+    // the same stamp, and delivers it. Near miss: Java fails the record with
+    // UNKNOWN_PRODUCER_ID.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_history_ends",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#"{"ev":"outcome","rec":1,"result":"ok:0"}"#,
+        r#"{"ev":"outcome","rec":1,"result":"err:59"}"#,
+    );
+}

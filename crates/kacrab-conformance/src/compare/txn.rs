@@ -494,6 +494,13 @@ pub(super) fn verdict(
         {
             Verdict::RetriedAddPartitionsTakesNewPartitions
         }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::unknown_producer_id_history_ends(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };

@@ -699,3 +699,65 @@ pub(super) fn java_sends_older_pending_request(
     });
     retry && pending && asked_later
 }
+
+/// [`super::Verdict::UnknownProducerIdAbortsTransaction`], the form where the core's
+/// transactional history ends at the first difference `i`: the core's last Produce
+/// answer before the lookup's answer on the line before `i` failed batches with
+/// UNKNOWN_PRODUCER_ID and the core made its transaction
+/// abortable (the simplification "UNKNOWN_PRODUCER_ID with a truncated log also
+/// aborts"): it fails records with that error (59) and writes no transactional line
+/// from `i` on (it does not ask for the partitions; the script calls nothing more).
+/// Java got the same answer and kept those batches to retry
+/// (`TransactionManager.canRetry`): it fails no record with 59, and sends each of them
+/// again with the same stamp, or nothing of its partition again. The line before `i` is,
+/// on both sides, a coordinator lookup answered NONE, and Java sends at `i` the
+/// AddPartitionsToTxn that waited for it and from there writes only its
+/// AddPartitionsToTxn conversation and lookups.
+pub(super) fn unknown_producer_id_history_ends(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if i == 0 || core.len() != i || java.len() <= i {
+        return false;
+    }
+    if java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(java[i].1) {
+        return false;
+    }
+    if !java[i..].iter().all(|&(_, l)| adding_or_lookup(l)) {
+        return false;
+    }
+    let Some(answer) = core_out[..core[i - 1].0]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect();
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let partition = |stamp: &str| stamp.split(':').next().unwrap_or_default().to_string();
+    let resent_or_never = |stamp: &&str| {
+        let p = partition(stamp);
+        let mut sent = java_out[answered + 1..]
+            .iter()
+            .filter(|l| field(l, "ev") == Some("produce"))
+            .flat_map(|l| field(l, "batches").unwrap_or_default().split(','))
+            .filter(|b| partition(b) == p)
+            .peekable();
+        sent.peek().is_none() || sent.any(|b| b == *stamp)
+    };
+    let fails = |out: &[String]| {
+        out.iter()
+            .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"))
+    };
+    !failed.is_empty() && failed.iter().all(resent_or_never) && fails(core_out) && !fails(java_out)
+}
