@@ -1081,3 +1081,17 @@ fn unknown_producer_id_during_a_lookup_where_the_core_writes_nothing_more_is_tha
         r#"{"ev":"outcome","rec":1,"result":"err:59"}"#,
     );
 }
+
+#[test]
+fn a_held_request_for_pending_partitions_while_the_core_refuses_sends_first_is_that_departure() {
+    // Abortable before the abort, both look the coordinator up; after it Java sends
+    // its held AddPartitionsToTxn(3) and refuses the sends one line later, where the
+    // core refuses them at once and then ends the abort with the EndTxn(ABORT) Java
+    // sends next. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_after_refusals",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
