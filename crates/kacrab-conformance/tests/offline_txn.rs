@@ -952,3 +952,146 @@ fn a_retry_taking_new_partitions_java_asks_for_in_part_before_its_adding_ended()
         },
     );
 }
+
+#[test]
+fn an_expiry_during_a_lookup_where_the_core_writes_nothing_more_is_that_departure() {
+    // AddPartitionsToTxn(0) waits behind a lookup that times out; the lookup's retry is
+    // answered NONE after the batch's delivery timeout: the core expires it there and,
+    // its transaction abortable and nothing more called, writes no transactional line
+    // again; Java sends the AddPartitionsToTxn that waited for the lookup (no expiry
+    // check while a transactional request goes out) and expires the record later. Near
+    // miss: Java delivers the record, so it expires nothing.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_history_ends",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"outcome","rec":0,"result":"err:7"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"ok:0"}"#,
+    );
+}
+
+#[test]
+fn an_expiry_during_a_lookup_before_an_abort_is_that_departure() {
+    // As `txn_expiry_during_lookup_history_ends`, with the application's abort accepted
+    // while the lookup is out: at the lookup's answer the core, its transaction
+    // abortable by the expiry, ends the abort with its KIP-360 bump; Java sends the
+    // AddPartitionsToTxn that waited for the lookup, then ends that partition with
+    // EndTxn(ABORT) and fails the record unsent. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_java_aborts",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
+
+#[test]
+fn an_older_queued_request_going_before_the_retry_of_a_mixed_answer_is_that_departure() {
+    // (0) is answered COORDINATOR_NOT_AVAILABLE and waits behind the lookup; Java also
+    // builds (0,1) when 1 is new. (0,1) goes first and is answered 0=PRODUCER_FENCED,
+    // 1=CONCURRENT_TRANSACTIONS: Java's map yields 1 first and retries, the core takes 0
+    // and is fenced. Java's first line is its older (0), then the retry of (0,1). Near
+    // miss: Java never sends that retry.
+    recorded_as(
+        "txn_add_partitions_older_request_first",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        |java| {
+            let at = java
+                .iter()
+                .position(|l| l.contains(r#""error":"0=NONE"}"#))
+                .unwrap();
+            java.iter()
+                .enumerate()
+                .filter(|&(k, l)| !(k > at && l.contains(r#""parts":"0,1""#)))
+                .map(|(_, l)| l.clone())
+                .collect()
+        },
+    );
+}
+
+#[test]
+fn an_older_request_for_pending_partitions_never_sent_before_is_that_departure() {
+    // (3) waits behind a lookup while 0, 1 and 2 become new: Java builds (0,2,3) and
+    // (0,1,2,3); (0,1,2,3) goes first and is answered CONCURRENT_TRANSACTIONS. Java
+    // then sends its older (0,2,3), never sent before, where the core retries
+    // (0,1,2,3); Java asks for 1 again later. Near miss: Java never asks for 1 again.
+    recorded_as(
+        "txn_java_sends_older_pending_request",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| {
+            let at = java
+                .iter()
+                .position(|l| l.contains(r#""parts":"0,2,3""#))
+                .unwrap();
+            java.iter()
+                .enumerate()
+                .map(|(k, l)| {
+                    if k > at {
+                        l.replace(r#""parts":"0,1,2,3""#, r#""parts":"0,2,3""#)
+                    } else {
+                        l.clone()
+                    }
+                })
+                .collect()
+        },
+    );
+}
+
+#[test]
+fn an_older_request_after_the_answer_that_failed_the_adding_while_aborting_is_that_departure() {
+    // (0,1) is answered TRANSACTION_ABORTABLE for both partitions after the application's
+    // abort: the core, nothing added, ends the abort with its KIP-360 bump; Java sends
+    // its older (1), built when only 1 was pending, which adds it, and ends it with
+    // EndTxn(ABORT). Near miss: Java's request names both partitions (the answered
+    // request again, not an older one).
+    recorded_as(
+        "txn_java_older_request_after_failed_adding",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        |java| {
+            // Only Java's request after the failing answer (its first (1) is shared).
+            let at = java
+                .iter()
+                .position(|l| l.contains("0=TRANSACTION_ABORTABLE,1=TRANSACTION_ABORTABLE"))
+                .unwrap();
+            java.iter()
+                .enumerate()
+                .map(|(k, l)| {
+                    if k > at {
+                        l.replace(r#""parts":"1"}"#, r#""parts":"0,1"}"#)
+                    } else {
+                        l.clone()
+                    }
+                })
+                .collect()
+        },
+    );
+}
+
+#[test]
+fn unknown_producer_id_during_a_lookup_where_the_core_writes_nothing_more_is_that_departure() {
+    // Partition 1's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(0)
+    // waits behind a lookup: the core makes its transaction abortable (the documented
+    // simplification) and writes no transactional line again; Java keeps the batch,
+    // sends the AddPartitionsToTxn that waited for the lookup and the batch again with
+    // the same stamp, and delivers it. Near miss: Java fails the record with
+    // UNKNOWN_PRODUCER_ID.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_history_ends",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#"{"ev":"outcome","rec":1,"result":"ok:0"}"#,
+        r#"{"ev":"outcome","rec":1,"result":"err:59"}"#,
+    );
+}
+
+#[test]
+fn a_held_request_for_pending_partitions_while_the_core_refuses_sends_first_is_that_departure() {
+    // Abortable before the abort, both look the coordinator up; after it Java sends
+    // its held AddPartitionsToTxn(3) and refuses the sends one line later, where the
+    // core refuses them at once and then ends the abort with the EndTxn(ABORT) Java
+    // sends next. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_after_refusals",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}

@@ -475,6 +475,32 @@ pub(super) fn verdict(
         {
             Verdict::AddPartitionsErrorsTakenInAnotherOrder
         }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::core_expires_during_lookup_history_ends(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::core_expires_during_lookup_java_aborts(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::java_sends_older_pending_request(jh, ch, i) =>
+        {
+            Verdict::RetriedAddPartitionsTakesNewPartitions
+        }
+        Verdict::Unexplained
+            if super::txn_add_partitions2::unknown_producer_id_history_ends(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };

@@ -2,7 +2,8 @@
 //! (docs/design.md, "Transactional traces"), beside `txn_add_partitions.rs`.
 
 use super::field;
-use super::txn::{asked_in_transaction, is_add_partitions, parts};
+use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
+use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
 const ABORT: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
@@ -18,7 +19,9 @@ fn identity(line: &str) -> (Option<&str>, Option<&str>) {
 /// accepted in this transaction; every partition of Java's request was asked for before
 /// in this transaction by both sides (Java's `pendingPartitionsInTransaction` joins
 /// every request it builds) or by neither, and at least one by neither (new at the
-/// abort). The core there sends its EndTxn(ABORT) under the same producer id and
+/// abort), or else Java's request is an older one for pending partitions, going out
+/// right after the answer that failed the adding ([`older_after_failure`]). The core
+/// there sends its EndTxn(ABORT) under the same producer id and
 /// epoch, or first writes only refused calls and sends and then that EndTxn (it has
 /// nothing left to ask for), or an AddPartitionsToTxn under that identity for some of
 /// Java's partitions asked for by both (pending ones, asked again) and then, after
@@ -66,7 +69,7 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
     let jp = parts(j);
     let shape = jp.iter().all(|&p| both(p) || neither(p)) && jp.iter().any(|&p| neither(p));
-    if !aborted || !shape {
+    if !aborted || !(shape || older_after_failure(java, core, i)) {
         return false;
     }
     // The core's EndTxn: at `i`, after only refused calls and sends, or after asking
@@ -122,6 +125,45 @@ pub(super) fn java_asks_new_partitions_ending_abort(
         }
     }
     false
+}
+
+/// The other shape [`java_asks_new_partitions_ending_abort`] accepts for Java's request
+/// at `i`: an older one, for pending partitions, going out after the answer that ended
+/// the adding. The line before `i` is, on both sides, the answer to the same last
+/// AddPartitionsToTxn, failing every partition with an error that makes the
+/// transaction abortable (TOPIC_AUTHORIZATION_FAILED, TRANSACTION_ABORTABLE,
+/// UNKNOWN_PRODUCER_ID); Java's request names, under its identity, a strict subset of
+/// its partitions: a request Java built earlier, when fewer partitions were pending,
+/// which waited in its queue (the error does not empty it).
+fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
+    if i == 0 || java[i - 1].1 != core[i - 1].1 {
+        return false;
+    }
+    let answer = java[i - 1].1;
+    let failed = field(answer, "ev") == Some("coord_answered")
+        && field(answer, "api") == Some("add_partitions")
+        && field(answer, "error").is_some_and(|e| {
+            e.split(',').all(|x| {
+                x.split_once('=').is_some_and(|(_, c)| {
+                    matches!(
+                        c,
+                        "TOPIC_AUTHORIZATION_FAILED"
+                            | "TRANSACTION_ABORTABLE"
+                            | "UNKNOWN_PRODUCER_ID"
+                    )
+                })
+            })
+        });
+    let (Some(a), Some(ca)) = (last_add_partitions(java, i), last_add_partitions(core, i)) else {
+        return false;
+    };
+    let j = java[i].1;
+    let (jp, ap) = (parts(j), parts(a));
+    failed
+        && a == ca
+        && identity(j) == identity(a)
+        && jp.len() < ap.len()
+        && jp.iter().all(|p| ap.contains(p))
 }
 
 /// The last AddPartitionsToTxn of `h` before index `i`.
@@ -339,6 +381,52 @@ fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> {
     ordered
 }
 
+/// Java's line `i` is an older AddPartitionsToTxn that waited in its queue beside the
+/// answered request `a` (Java builds one each time partitions are new while another
+/// waits, naming all pending partitions then; equal-priority requests leave
+/// `TransactionManager.pendingRequests`, a priority queue, in heap order): it names, under
+/// `a`'s identity, a strict subset of `a`'s partitions; from there Java writes only
+/// that request's answer (which must add its partitions, or lose its connection) and
+/// lookups, up to its next AddPartitionsToTxn, which is `retry`: the retry of `a`.
+fn older_request_first(
+    h: &[(usize, &str)],
+    i: usize,
+    a: &str,
+    retry: impl Fn(&str) -> bool,
+) -> bool {
+    let line = h[i].1;
+    let (lp, ap) = (parts(line), parts(a));
+    if !is_add_partitions(line)
+        || identity(line) != identity(a)
+        || lp.len() >= ap.len()
+        || !lp.iter().all(|p| ap.contains(p))
+    {
+        return false;
+    }
+    let Some(k) = h[i + 1..]
+        .iter()
+        .position(|&(_, l)| field(l, "api") != Some("find_coordinator"))
+    else {
+        return false;
+    };
+    let mut rest = h[i + 1 + k..].iter().map(|&(_, l)| l);
+    let first = rest.next();
+    let added = first.is_some_and(|l| {
+        field(l, "ev") == Some("coord_answered")
+            && field(l, "api") == Some("add_partitions")
+            && field(l, "error")
+                .unwrap_or_default()
+                .split(',')
+                .all(|e| e.ends_with("=NONE"))
+    });
+    let next = if added {
+        rest.find(|l| field(l, "api") != Some("find_coordinator"))
+    } else {
+        first
+    };
+    next.is_some_and(retry)
+}
+
 /// [`super::Verdict::AddPartitionsErrorsTakenInAnotherOrder`]: one AddPartitionsToTxn
 /// answer gives its partitions different errors, and Java acts on another of them than
 /// the core. Java's `AddPartitionsToTxnHandler.handleResponse` walks the answer's
@@ -382,9 +470,12 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
         match action {
             Action::Lookup => line == r#"{"ev":"txn","api":"find_coordinator"}"#,
             Action::Retry => last_add_partitions(h, i - 1).is_some_and(|a| {
-                is_add_partitions(line)
-                    && identity(line) == identity(a)
-                    && parts(a).iter().all(|p| parts(line).contains(p))
+                let retry = |l: &str| {
+                    is_add_partitions(l)
+                        && identity(l) == identity(a)
+                        && parts(a).iter().all(|p| parts(l).contains(p))
+                };
+                retry(line) || (java_side && older_request_first(h, i, a, retry))
             }),
             Action::Fails(name) => {
                 let code = code_of(name).map(|c| format!("err:{c}"));
@@ -401,4 +492,272 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
         }
     };
     ja != ca && first_line(java, &ja, true) && first_line(core, &ca, false)
+}
+
+/// The failed records (`rec` numbers) with REQUEST_TIMED_OUT (an expiry by
+/// `delivery.timeout.ms`) among `out`.
+fn expired_records(out: &[String]) -> Vec<&str> {
+    out.iter()
+        .filter(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:7"))
+        .filter_map(|l| field(l, "rec"))
+        .collect()
+}
+
+/// Whether the only cause the core's output shows before its line `at` (history index
+/// `i`) for its transaction to be abortable is an expiry: it failed a record with
+/// REQUEST_TIMED_OUT (its outcome lines come at the end of its output, so their moment
+/// is not known), and since the transaction began (the last `begin` accepted before
+/// `i`) every Produce answer before `at` and every coordinator answer before `i`
+/// carried only errors both sides retry. Also the records the core failed so.
+fn only_expiry<'a>(
+    core_out: &'a [String],
+    core: &[(usize, &str)],
+    i: usize,
+    at: usize,
+) -> Option<Vec<&'a str>> {
+    let began = core[..i].iter().rposition(|&(_, l)| l == BEGIN)?;
+    let produce = core_out[core[began].0..at]
+        .iter()
+        .filter(|l| field(l, "ev") == Some("answered"))
+        .all(|l| produce_retriable(l));
+    let coordinator = core[began..i]
+        .iter()
+        .filter(|&&(_, l)| field(l, "ev") == Some("coord_answered"))
+        .all(|&(_, l)| coordinator_retriable(l));
+    let expired = expired_records(core_out);
+    (produce && coordinator && !expired.is_empty()).then_some(expired)
+}
+
+/// Whether `line` belongs to Java's AddPartitionsToTxn conversation or is a lookup.
+fn adding_or_lookup(line: &str) -> bool {
+    matches!(field(line, "ev"), Some("txn" | "coord_answered"))
+        && matches!(
+            field(line, "api"),
+            Some("add_partitions" | "find_coordinator")
+        )
+}
+
+/// Whether `java_out` fails record `rec` with `codes`.
+fn java_fails(java_out: &[String], rec: &str, codes: &[&str]) -> bool {
+    java_out.iter().any(|l| {
+        field(l, "ev") == Some("outcome")
+            && field(l, "rec") == Some(rec)
+            && field(l, "result").is_some_and(|r| codes.contains(&r))
+    })
+}
+
+const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
+
+/// [`super::Verdict::CoreExpiresWhileCoordinatorRequestOut`], the form where the core's
+/// transactional history ends at the first difference `i`: the line before `i` is, on
+/// both sides, a coordinator lookup answered NONE (a lookup is a transactional request,
+/// out until then); the only cause the core's output shows for its transaction to be
+/// abortable is an expiry (a record failed with REQUEST_TIMED_OUT, every Produce and
+/// coordinator answer since `begin` retriable), and it fails no record otherwise; it
+/// writes no transactional line from `i` on (abortable, it does not ask for the
+/// partitions, and the script calls nothing more). Java, which checks expiry only in
+/// `Sender.sendProducerData` and skips it while a transactional request is in flight or
+/// about to be sent (`Sender.runOnce` returns after
+/// `maybeSendAndPollTransactionalRequest`; the same in the 4.3.1 jar), sends at `i` the
+/// AddPartitionsToTxn that waited for the lookup, and from there writes only its
+/// AddPartitionsToTxn conversation and lookups (no application call or its completion,
+/// no refused send, no EndTxn, no InitProducerId); and Java too fails with
+/// REQUEST_TIMED_OUT at least one of the records the core expired (it expires them once
+/// its conversation lets `sendProducerData` run). Timing only, as the other forms.
+pub(super) fn core_expires_during_lookup_history_ends(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if i == 0 || core.len() != i || java.len() <= i {
+        return false;
+    }
+    if java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(java[i].1) {
+        return false;
+    }
+    let Some(expired) = only_expiry(core_out, core, i, core_out.len()) else {
+        return false;
+    };
+    let conversation = java[i..].iter().all(|&(_, l)| adding_or_lookup(l));
+    let only_expired = core_out
+        .iter()
+        .filter(|l| field(l, "ev") == Some("outcome"))
+        .filter_map(|l| field(l, "result"))
+        .all(|r| r == "err:7" || r.starts_with("ok:") || r == "refused");
+    let java_expires_too = expired.iter().any(|r| java_fails(java_out, r, &["err:7"]));
+    conversation && only_expired && java_expires_too
+}
+
+/// [`super::Verdict::CoreExpiresWhileCoordinatorRequestOut`], the form where the
+/// transaction then ends in an abort on both sides: the line before the first
+/// difference `i` is, on both sides, a coordinator lookup answered NONE; the only cause
+/// the core's output shows for its transaction to be abortable is an expiry (as in
+/// [`core_expires_during_lookup_history_ends`]), so it does not ask for the partitions
+/// again: its line at `i` is the application's abort accepted, or (the abort accepted
+/// before in this transaction) its EndTxn(ABORT) or its KIP-360 bump (InitProducerId)
+/// under the identity of Java's request. Java, which skips its expiry check while a
+/// transactional request is out or about to be sent, sends at `i` the
+/// AddPartitionsToTxn that waited for the lookup, and from there writes only its
+/// AddPartitionsToTxn conversation and lookups (and, the abort accepted before, refused
+/// sends) up to its next other line, which is the application's abort accepted, or its
+/// EndTxn(ABORT) when the abort was accepted before in this transaction: Java's transaction ends aborted too, and every record
+/// the core expired Java fails too (expired later, REQUEST_TIMED_OUT, or aborted
+/// unsent, -1), delivering none. What follows (Java ending the partitions its request
+/// added; the core bumping its epoch after the expiry where Java, which aborted the
+/// batches unsent, does not) is the consequence.
+pub(super) fn core_expires_during_lookup_java_aborts(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, j)), Some(&(at, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if i == 0 || java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(j) {
+        return false;
+    }
+    let Some(expired) = only_expiry(core_out, core, i, at) else {
+        return false;
+    };
+    let Some(began) = core[..i].iter().rposition(|&(_, l)| l == BEGIN) else {
+        return false;
+    };
+    let aborted_before = |h: &[(usize, &str)]| h[began..i].iter().any(|&(_, l)| l == ABORT);
+    let same_identity = identity(c) == identity(j);
+    let core_line = match (field(c, "ev"), field(c, "api")) {
+        (Some("txn_call"), _) => c == ABORT,
+        (Some("txn"), Some("init")) => same_identity && aborted_before(core),
+        (Some("txn"), Some("end_txn")) => {
+            same_identity && field(c, "commit") == Some("0") && aborted_before(core)
+        }
+        _ => false,
+    };
+    // While aborting, Java refuses every send (`TransactionManager.maybeFailWithError`
+    // in ABORTING_TRANSACTION), as the core does.
+    let refused_aborting = |l: &str| field(l, "ev") == Some("send_refused") && aborted_before(java);
+    let Some(k) = java[i..]
+        .iter()
+        .position(|&(_, l)| !adding_or_lookup(l) && !refused_aborting(l))
+    else {
+        return false;
+    };
+    let next = java[i + k].1;
+    let java_aborts = next == ABORT
+        || (field(next, "api") == Some("end_txn")
+            && field(next, "commit") == Some("0")
+            && aborted_before(java));
+    let java_failed_them = expired
+        .iter()
+        .all(|r| java_fails(java_out, r, &["err:7", "err:-1"]));
+    core_line && java_aborts && java_failed_them
+}
+
+/// [`super::Verdict::RetriedAddPartitionsTakesNewPartitions`], the form where Java's
+/// request was built earlier but never sent (`txn::retried_subset` takes one Java sent
+/// before, or sends right after a lookup): at the first difference `i` both sides send
+/// AddPartitionsToTxn under the same identity; the core's is the last AddPartitionsToTxn
+/// both sides sent before (its retry, after an answer that added nothing), and Java's
+/// names a strict subset of its partitions. Every partition of the core's request was
+/// asked for by both sides since `begin` and added by neither (all pending). Java built
+/// its request earlier, naming the partitions pending then, and it waited in its queue
+/// beside the newer one (Java builds one request each time partitions are new while
+/// another waits; equal-priority requests leave `TransactionManager.pendingRequests`, a
+/// priority queue, in heap order); the core keeps one request naming all pending
+/// partitions. Accepted when Java asks for every partition only the core asked for
+/// there in a later AddPartitionsToTxn of the same transaction (before its next `begin`).
+pub(super) fn java_sends_older_pending_request(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(j) || !is_add_partitions(c) || identity(j) != identity(c) {
+        return false;
+    }
+    let (jp, cp) = (parts(j), parts(c));
+    if jp.len() >= cp.len() || !jp.iter().all(|p| cp.contains(p)) {
+        return false;
+    }
+    let retry = last_add_partitions(core, i) == Some(c) && last_add_partitions(java, i) == Some(c);
+    let pending = cp.iter().all(|&p| {
+        asked_in_transaction(java, i, p)
+            && asked_in_transaction(core, i, p)
+            && !added_in_transaction(java, i, p)
+            && !added_in_transaction(core, i, p)
+    });
+    let end = next_begin(java, i + 1);
+    let asked_later = cp.iter().filter(|p| !jp.contains(p)).all(|p| {
+        java[i + 1..end]
+            .iter()
+            .any(|&(_, l)| is_add_partitions(l) && parts(l).contains(p))
+    });
+    retry && pending && asked_later
+}
+
+/// [`super::Verdict::UnknownProducerIdAbortsTransaction`], the form where the core's
+/// transactional history ends at the first difference `i`: the core's last Produce
+/// answer before the lookup's answer on the line before `i` failed batches with
+/// UNKNOWN_PRODUCER_ID and the core made its transaction
+/// abortable (the simplification "UNKNOWN_PRODUCER_ID with a truncated log also
+/// aborts"): it fails records with that error (59) and writes no transactional line
+/// from `i` on (it does not ask for the partitions; the script calls nothing more).
+/// Java got the same answer and kept those batches to retry
+/// (`TransactionManager.canRetry`): it fails no record with 59, and sends each of them
+/// again with the same stamp, or nothing of its partition again. The line before `i` is,
+/// on both sides, a coordinator lookup answered NONE, and Java sends at `i` the
+/// AddPartitionsToTxn that waited for it and from there writes only its
+/// AddPartitionsToTxn conversation and lookups.
+pub(super) fn unknown_producer_id_history_ends(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    if i == 0 || core.len() != i || java.len() <= i {
+        return false;
+    }
+    if java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(java[i].1) {
+        return false;
+    }
+    if !java[i..].iter().all(|&(_, l)| adding_or_lookup(l)) {
+        return false;
+    }
+    let Some(answer) = core_out[..core[i - 1].0]
+        .iter()
+        .rev()
+        .find(|l| field(l, "ev") == Some("answered"))
+    else {
+        return false;
+    };
+    let failed: Vec<&str> = field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect();
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let partition = |stamp: &str| stamp.split(':').next().unwrap_or_default().to_string();
+    let resent_or_never = |stamp: &&str| {
+        let p = partition(stamp);
+        let mut sent = java_out[answered + 1..]
+            .iter()
+            .filter(|l| field(l, "ev") == Some("produce"))
+            .flat_map(|l| field(l, "batches").unwrap_or_default().split(','))
+            .filter(|b| partition(b) == p)
+            .peekable();
+        sent.peek().is_none() || sent.any(|b| b == *stamp)
+    };
+    let fails = |out: &[String]| {
+        out.iter()
+            .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"))
+    };
+    !failed.is_empty() && failed.iter().all(resent_or_never) && fails(core_out) && !fails(java_out)
 }

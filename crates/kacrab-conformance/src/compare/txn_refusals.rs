@@ -28,7 +28,7 @@ fn add_partitions(line: &str) -> bool {
 
 /// Whether every error the coordinator's answer line names is one Java and the core
 /// both retry (an answer with no error names NONE).
-fn coordinator_retriable(line: &str) -> bool {
+pub(super) fn coordinator_retriable(line: &str) -> bool {
     field(line, "error")
         .unwrap_or_default()
         .split(',')
@@ -40,7 +40,7 @@ fn coordinator_retriable(line: &str) -> bool {
 
 /// Whether every batch error a Produce answer line names is one the core retries (NONE
 /// and DUPLICATE_SEQUENCE_NUMBER, an acknowledgement, included).
-fn produce_retriable(line: &str) -> bool {
+pub(super) fn produce_retriable(line: &str) -> bool {
     field(line, "batches")
         .unwrap_or_default()
         .split(',')
@@ -363,7 +363,8 @@ pub(super) fn commit_fails_early_java_never_completes(
 ///   both sides;
 /// * at `i` Java sends an AddPartitionsToTxn, under the identity of the last one both
 ///   sent, for partitions both asked for before in the transaction and neither had added
-///   (no answer named them NONE), and the core sends EndTxn(ABORT) under that identity;
+///   (no answer named them NONE), and the core sends EndTxn(ABORT) under that identity
+///   (there, or after refusing sends that Java refuses too, after its request);
 /// * Java's next request after `i` that is neither an AddPartitionsToTxn nor a lookup is
 ///   that same EndTxn.
 pub(super) fn java_asks_pending_partitions_while_aborting(
@@ -373,7 +374,15 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
     i: usize,
 ) -> bool {
     const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
-    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+    let Some(&(_, j)) = java.get(i) else {
+        return false;
+    };
+    // The core's EndTxn at `i`, or after sends it refuses that Java refuses too (the
+    // abort refuses every send on both sides; Java writes them after its request).
+    let Some(&(_, c)) = core[i..]
+        .iter()
+        .find(|&&(_, l)| !(refused_send(l) && java[i..].iter().any(|&(_, x)| x == l)))
+    else {
         return false;
     };
     let end_txn_abort = |l: &str| {
