@@ -469,6 +469,11 @@ pub(super) fn verdict(
             Verdict::NoRenumberOfPossiblyWritten
         }
         Verdict::Unexplained
+            if super::txn_commit2::commit_fails_then_fatal_coordinator_error(core, jh, ch, i) =>
+        {
+            Verdict::CommitFailsWithJavasLastError
+        }
+        Verdict::Unexplained
             if super::txn_add_partitions2::add_partitions_errors_taken_in_another_order(
                 jh, ch, i,
             ) =>

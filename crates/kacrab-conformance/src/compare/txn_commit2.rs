@@ -342,3 +342,72 @@ fn stamp_parts(stamp: &str) -> Option<(&str, i64)> {
     let (head, n) = stamp.rsplit_once(':')?;
     Some((head, n.parse().ok()?))
 }
+
+/// The error a coordinator answer line carries that Java's handler of that request takes
+/// as fatal (`TransactionManager.fatalError`): TRANSACTIONAL_ID_AUTHORIZATION_FAILED on a
+/// FindCoordinator (`FindCoordinatorHandler`); TRANSACTIONAL_ID_AUTHORIZATION_FAILED or
+/// INVALID_TXN_STATE on an AddPartitionsToTxn whose partitions all failed with it
+/// (`AddPartitionsToTxnHandler`).
+fn fatal_coordinator_error(line: &str) -> Option<&str> {
+    if field(line, "ev") != Some("coord_answered") {
+        return None;
+    }
+    const AUTH: &str = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+    let error = field(line, "error")?;
+    match field(line, "api")? {
+        "find_coordinator" => (error == AUTH).then_some(AUTH),
+        "add_partitions" => {
+            let mut errors = error.split(',').map(|p| p.split_once('=').map(|(_, e)| e));
+            let first = errors.next()??;
+            (matches!(first, AUTH | "INVALID_TXN_STATE") && errors.all(|e| e == Some(first)))
+                .then_some(first)
+        }
+        _ => None,
+    }
+}
+
+/// [`Verdict::CommitFailsWithJavasLastError`](super::Verdict), where the error Java's
+/// commit fails with is a fatal one a coordinator answer brought while Java held its
+/// EndTxn. At the first difference `i` the core fails the commit with its abortable
+/// error (the departure `CommitFailsBeforeBatchesSettle`); Java, holding the EndTxn
+/// while batches are incomplete, next gets a coordinator answer its handler takes as
+/// fatal (`fatal_coordinator_error`): `fatalError` makes that error Java's `lastError`,
+/// and the held EndTxn then fails with it (`maybeTerminateRequestWithError`). Accepted
+/// only when all of these hold:
+/// * Java's next completion (`j`) after `i` fails the commit with a code other than the
+///   core's;
+/// * every Java line from `i` to `j` is the core's next line (the core one line ahead,
+///   `txn_commit::in_step`), and one of them is such a fatal answer with Java's code;
+/// * the core, right after its copy of that answer, goes fatal with the same code (its
+///   commit had already failed, so only its state records the error).
+pub(super) fn commit_fails_then_fatal_coordinator_error(
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let code = |l: &str| -> Option<i16> { field(l, "result")?.strip_prefix("err:")?.parse().ok() };
+    let Some(&(_, c)) = core.get(i) else {
+        return false;
+    };
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    let (Some(cc), Some(jc)) = (code(c), code(java[j].1)) else {
+        return false;
+    };
+    if !failed_commit(c) || !failed_commit(java[j].1) || cc == jc {
+        return false;
+    }
+    if !(i..j).all(|k| super::txn_commit::in_step(java, core, k)) {
+        return false;
+    }
+    let fatal = format!(r#"{{"ev":"fatal","error":{jc}}}"#);
+    (i..j).any(|k| {
+        fatal_coordinator_error(java[k].1)
+            .is_some_and(|e| crate::core_side::error_by_name(e).code() == jc)
+            && core
+                .get(k + 1)
+                .is_some_and(|&(at, _)| core_out.get(at + 1) == Some(&fatal))
+    })
+}
