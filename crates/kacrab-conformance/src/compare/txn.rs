@@ -193,6 +193,7 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         Verdict::JavaReasksPendingPartitions
     } else if commit_fails_before_batches_settle(java, core, i)
         || super::txn_commit::commit_fails_early_then_abort(java, core, i)
+        || super::txn_commit2::commit_fails_early_then_abort_add_partitions_out(java, core, i)
     {
         Verdict::CommitFailsBeforeBatchesSettle
     } else {

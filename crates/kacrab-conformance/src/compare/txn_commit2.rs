@@ -343,27 +343,35 @@ fn stamp_parts(stamp: &str) -> Option<(&str, i64)> {
     Some((head, n.parse().ok()?))
 }
 
-/// The error a coordinator answer line carries that Java's handler of that request takes
-/// as fatal (`TransactionManager.fatalError`): TRANSACTIONAL_ID_AUTHORIZATION_FAILED on a
-/// FindCoordinator (`FindCoordinatorHandler`); TRANSACTIONAL_ID_AUTHORIZATION_FAILED or
-/// INVALID_TXN_STATE on an AddPartitionsToTxn whose partitions all failed with it
-/// (`AddPartitionsToTxnHandler`).
-fn fatal_coordinator_error(line: &str) -> Option<&str> {
+/// The code of the fatal error Java's handler of a coordinator answer line takes
+/// (`TransactionManager.fatalError`): TRANSACTIONAL_ID_AUTHORIZATION_FAILED on a
+/// FindCoordinator (`FindCoordinatorHandler`); on an AddPartitionsToTxn whose partitions
+/// all failed with one error (`AddPartitionsToTxnHandler`),
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED or INVALID_TXN_STATE as itself, and
+/// INVALID_PRODUCER_EPOCH or PRODUCER_FENCED as PRODUCER_FENCED.
+fn fatal_coordinator_error(line: &str) -> Option<i16> {
     if field(line, "ev") != Some("coord_answered") {
         return None;
     }
     const AUTH: &str = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
     let error = field(line, "error")?;
-    match field(line, "api")? {
-        "find_coordinator" => (error == AUTH).then_some(AUTH),
+    let name = match field(line, "api")? {
+        "find_coordinator" => (error == AUTH).then_some(AUTH)?,
         "add_partitions" => {
             let mut errors = error.split(',').map(|p| p.split_once('=').map(|(_, e)| e));
             let first = errors.next()??;
-            (matches!(first, AUTH | "INVALID_TXN_STATE") && errors.all(|e| e == Some(first)))
-                .then_some(first)
+            if !errors.all(|e| e == Some(first)) {
+                return None;
+            }
+            match first {
+                AUTH | "INVALID_TXN_STATE" => first,
+                "INVALID_PRODUCER_EPOCH" | "PRODUCER_FENCED" => "PRODUCER_FENCED",
+                _ => return None,
+            }
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some(crate::core_side::error_by_name(name).code())
 }
 
 /// [`Verdict::CommitFailsWithJavasLastError`](super::Verdict), where the error Java's
@@ -404,10 +412,66 @@ pub(super) fn commit_fails_then_fatal_coordinator_error(
     }
     let fatal = format!(r#"{{"ev":"fatal","error":{jc}}}"#);
     (i..j).any(|k| {
-        fatal_coordinator_error(java[k].1)
-            .is_some_and(|e| crate::core_side::error_by_name(e).code() == jc)
+        fatal_coordinator_error(java[k].1) == Some(jc)
             && core
                 .get(k + 1)
                 .is_some_and(|&(at, _)| core_out.get(at + 1) == Some(&fatal))
     })
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), the abort form
+/// (`txn_commit::commit_fails_early_then_abort`) where an AddPartitionsToTxn was out
+/// when the core failed the commit. At the first difference `i` the core fails the
+/// commit; Java's next completion (`j`) fails it with the same error (`txn::same`).
+/// The lines are in step (`txn_commit::in_step`) up to `d`, where the application
+/// aborts: Java refuses (its commit is pending), the core accepts. From `d` to `j` Java
+/// writes only what its pending commit dictates for each application call, coordinator
+/// lookups, and exactly one more line: the answer to the AddPartitionsToTxn that was the
+/// last transactional request both sides sent before `i`, unanswered there, which the
+/// core writes too after `d` (an abortable transaction does not drop a request already
+/// out: Java's `AddPartitionsToTxnHandler` handles its answer, and Java's held EndTxn
+/// fails only at its next `nextRequest`).
+pub(super) fn commit_fails_early_then_abort_add_partitions_out(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    let Some(&(_, c)) = core.get(i) else {
+        return false;
+    };
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    if !failed_commit(c) || !same(java[j].1, c) {
+        return false;
+    }
+    let add_partitions = |l: &str| field(l, "api") == Some("add_partitions");
+    let Some(r) = core[..i]
+        .iter()
+        .rposition(|&(_, l)| field(l, "ev") == Some("txn"))
+    else {
+        return false;
+    };
+    let out = add_partitions(core[r].1)
+        && !core[r + 1..i]
+            .iter()
+            .any(|&(_, l)| field(l, "ev") == Some("coord_answered"));
+    let Some(d) = (i..j).find(|&k| !super::txn_commit::in_step(java, core, k)) else {
+        return false;
+    };
+    if !out || java[d].1 != ABORT_REFUSED || core.get(d + 1).is_none_or(|&(_, l)| l != ABORT_OK) {
+        return false;
+    }
+    let answers: Vec<&str> = java[d..j]
+        .iter()
+        .map(|&(_, l)| l)
+        .filter(|&l| {
+            !(super::txn_commit::java_refusal_while_committing(l)
+                || super::txn_commit::java_lookup(l))
+        })
+        .collect();
+    matches!(answers[..], [a] if field(a, "ev") == Some("coord_answered")
+        && add_partitions(a)
+        && core[d + 1..].iter().any(|&(_, l)| l == a))
 }
