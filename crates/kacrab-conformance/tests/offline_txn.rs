@@ -952,3 +952,50 @@ fn a_retry_taking_new_partitions_java_asks_for_in_part_before_its_adding_ended()
         },
     );
 }
+
+#[test]
+fn the_core_failing_the_commit_early_then_aborting_while_javas_sender_loses_its_batch() {
+    // Partition 0's batch 1 is answered UNKNOWN_PRODUCER_ID while batch 2 is out and the
+    // commit waits: the core fails the commit at once; Java fails the batch, drops the
+    // partition's entry and holds the EndTxn. The application aborts: Java refuses (its
+    // commit is pending), the core accepts. Batch 2's answer then makes Java's Sender
+    // throw, and Java's commit never completes. Near miss: Java's exception names
+    // another partition.
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_never_completes_after_abort",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "txnPartitionEntry for t-0,",
+        "txnPartitionEntry for t-1,",
+    );
+}
+
+#[test]
+fn a_fatal_coordinator_answer_while_java_holds_the_commit_is_javas_last_error() {
+    // Partition 1's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(0) is
+    // out and the commit waits: the core fails the commit with 59; Java holds the EndTxn,
+    // then the AddPartitionsToTxn answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal
+    // in Java's handler and its held commit fails with it (53); the core goes fatal with
+    // 53. Near miss: Java's commit fails with another code.
+    recorded_as_replaced(
+        "txn_commit_fails_then_fatal_coordinator_answer",
+        Verdict::CommitFailsWithJavasLastError,
+        r#"{"ev":"txn_done","call":"commit","result":"err:53"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:90"}"#,
+    );
+}
+
+#[test]
+fn the_core_failing_the_commit_early_then_aborting_with_add_partitions_out() {
+    // Partition 1's batch is answered OUT_OF_ORDER_SEQUENCE_NUMBER while
+    // AddPartitionsToTxn(0) is out and the commit waits: the core fails the commit; the
+    // application aborts, which Java refuses (its commit is pending) and the core
+    // accepts; the AddPartitionsToTxn answer comes on both sides, and Java's held commit
+    // then fails with the same error. Near miss: Java's AddPartitionsToTxn answer is one
+    // the core never got.
+    recorded_as_replaced(
+        "txn_commit_fails_early_abort_add_partitions_out",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#""api":"add_partitions","error":"0=NONE""#,
+        r#""api":"add_partitions","error":"0=COORDINATOR_NOT_AVAILABLE""#,
+    );
+}
