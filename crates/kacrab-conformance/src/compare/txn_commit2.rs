@@ -10,6 +10,7 @@ use super::{field, java_tracking, txn, PartitionEvent, Verdict};
 const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
 const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
 const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
+const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
 const BEGIN_REFUSED: &str = r#"{"ev":"txn_call","call":"begin","result":"refused"}"#;
 
 /// Whether `line` completes a commit with an error.
@@ -217,8 +218,10 @@ pub(super) fn core_expired_refuses_commit(
 /// `node` in a step where Java reported that its drain of `node` stopped before `p`
 /// (`RecordAccumulator.drainBatchesForOneNode`, the quirk that detector names); Java
 /// sends no batch of `p` from there on, and after the lines both outputs share
-/// (`java_from`) Java's output shows its transaction failed: a send or a commit refused,
-/// or an operation completed with an error. Java's records of `p` were accepted as the
+/// (`java_from`) Java's output shows its transaction failed (a send or a commit refused,
+/// or an operation completed with an error) or the application's abort accepted (an
+/// aborting transaction's undrained batches are aborted too, in the same
+/// `Sender.maybeSendAndPollTransactionalRequest` step). Java's records of `p` were accepted as the
 /// core's were (the outputs are the same up to the core's send), so a commit could not
 /// complete without that batch: it was failed undrained (an abortable or failed
 /// transaction's batches are aborted, never sent:
@@ -250,6 +253,7 @@ pub(super) fn java_drain_stop_then_abortable(
         .any(|l| {
             field(l, "ev") == Some("send_refused")
                 || l == COMMIT_REFUSED
+                || l == ABORT_OK
                 || (field(l, "ev") == Some("txn_done")
                     && field(l, "result").is_some_and(|r| r.starts_with("err:")))
         });
@@ -436,7 +440,6 @@ pub(super) fn commit_fails_early_then_abort_add_partitions_out(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
     let Some(&(_, c)) = core.get(i) else {
         return false;
     };
