@@ -112,7 +112,9 @@ fn core_refuses_commit(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
 /// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), where the core's
 /// first difference is the commit call it refuses and Java accepts: the cause is the
 /// one `txn::unknown_producer_id_fails_commit` checks. The last Produce answer the core
-/// got before the call failed batches with UNKNOWN_PRODUCER_ID, Java got the same
+/// got before the call that failed a batch (later ones, if any, failed none: they
+/// cannot have made the transaction abortable) failed batches with
+/// UNKNOWN_PRODUCER_ID, Java got the same
 /// answer, and Java sends every one of those batches again after it, with the same
 /// stamp (`TransactionManager.canRetry`: no acknowledged offset at or above the log
 /// start, so Java restarts the partition's sequences and retries, and its transaction
@@ -129,11 +131,14 @@ pub(super) fn unknown_producer_id_refuses_commit(
         return false;
     }
     let at = core[i].0;
-    let Some(answer) = core_out[..at]
-        .iter()
-        .rev()
-        .find(|l| field(l, "ev") == Some("answered"))
-    else {
+    // The last Produce answer that failed a batch: answers after it failed none.
+    let Some(answer) = core_out[..at].iter().rev().find(|l| {
+        field(l, "ev") == Some("answered")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| !b.ends_with("=NONE"))
+    }) else {
         return false;
     };
     let failed: Vec<&str> = field(answer, "batches")
