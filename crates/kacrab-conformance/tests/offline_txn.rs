@@ -999,3 +999,18 @@ fn the_core_failing_the_commit_early_then_aborting_with_add_partitions_out() {
         r#""api":"add_partitions","error":"0=COORDINATOR_NOT_AVAILABLE""#,
     );
 }
+
+#[test]
+fn a_batch_java_leaves_undrained_then_aborts_with_the_transaction_is_the_drain_stop() {
+    // Java's drain of node 0 stops before partition 1 in the step where the core sends
+    // partition 1's next batch; the application then aborts, which both accept, and Java
+    // aborts the batch it never drained (an aborting transaction's undrained batches are
+    // failed, never sent). Near miss: Java refuses the abort, so nothing in its output
+    // says why it never sends the batch.
+    recorded_as_replaced(
+        "txn_drain_stop_then_abort",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn_call","call":"abort","result":"refused"}"#,
+    );
+}
