@@ -1014,3 +1014,18 @@ fn a_batch_java_leaves_undrained_then_aborts_with_the_transaction_is_the_drain_s
         r#"{"ev":"txn_call","call":"abort","result":"refused"}"#,
     );
 }
+
+#[test]
+fn unknown_producer_id_then_a_clean_answer_refuses_the_core_commit() {
+    // Partition 2's first batch is answered UNKNOWN_PRODUCER_ID (nothing acknowledged:
+    // Java restarts its sequences and retries), then partition 3's batch is answered
+    // NONE; the application commits: the core, whose transaction turned abortable at the
+    // first answer, refuses; Java accepts and sends the batch again with the same stamp.
+    // Near miss: Java's resend has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_then_answer_refuses_commit",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"2:1000:0:0:1","t":0,"s":12"#,
+        r#""batches":"2:1000:0:1:1","t":0,"s":12"#,
+    );
+}
