@@ -475,6 +475,11 @@ pub(super) fn verdict(
             Verdict::CommitFailsWithJavasLastError
         }
         Verdict::Unexplained
+            if super::txn_commit2::unknown_producer_id_then_java_fatal(java, core, jh, ch, i) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
             if super::txn_add_partitions2::add_partitions_errors_taken_in_another_order(
                 jh, ch, i,
             ) =>

@@ -483,3 +483,77 @@ pub(super) fn commit_fails_early_then_abort_add_partitions_out(
         && add_partitions(a)
         && core[d + 1..].iter().any(|&(_, l)| l == a))
 }
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), where Java's
+/// transaction fails fatally before its retry goes out. At the first difference `i` the
+/// core fails the commit with UNKNOWN_PRODUCER_ID (59): the last Produce answer it got
+/// before that failed a batch failed batches with it (the core makes the transaction
+/// abortable, the simplification this departure names). Java got the same answer and
+/// kept those batches to retry (`TransactionManager.canRetry`; it fails no record with
+/// 59), so its transaction stays committable and its conversation goes on: from `i`
+/// to its next completion `j` Java writes only coordinator lookups, its
+/// AddPartitionsToTxn conversation and what its pending commit dictates for each
+/// application call; one of those lines is a coordinator answer Java's handler takes as
+/// fatal (`fatal_coordinator_error`), and `j` fails the commit with that error
+/// (`fatalError` makes it `lastError`; `maybeTerminateRequestWithError`), so Java never
+/// sends those batches' partitions again. The core, abortable, sends only lookups and
+/// never gets that answer.
+pub(super) fn unknown_producer_id_then_java_fatal(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#;
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if c != FAILED {
+        return false;
+    }
+    let Some(answer) = core_out[..at].iter().rev().find(|l| {
+        field(l, "ev") == Some("answered")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| !b.ends_with("=NONE"))
+    }) else {
+        return false;
+    };
+    let failed = unknown_producer_id_partitions(answer);
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let partition = |b: &str| b.split(':').next().and_then(|p| p.parse::<i32>().ok());
+    let sent_again = java_out[answered + 1..].iter().any(|l| {
+        field(l, "ev") == Some("produce")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| partition(b).is_some_and(|p| failed.contains(&p)))
+    });
+    let java_failed_59 = java_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
+    if failed.is_empty() || sent_again || java_failed_59 {
+        return false;
+    }
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    let jc: Option<i16> = field(java[j].1, "result")
+        .and_then(|r| r.strip_prefix("err:"))
+        .and_then(|r| r.parse().ok());
+    let goes_on = java[i..j].iter().all(|&(_, l)| {
+        super::txn_commit::java_refusal_while_committing(l)
+            || super::txn_commit::java_lookup(l)
+            || (matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+                && field(l, "api") == Some("add_partitions"))
+    });
+    failed_commit(java[j].1)
+        && goes_on
+        && java[i..j]
+            .iter()
+            .any(|&(_, l)| jc.is_some() && fatal_coordinator_error(l) == jc)
+}
