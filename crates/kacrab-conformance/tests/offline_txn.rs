@@ -1029,3 +1029,19 @@ fn unknown_producer_id_then_a_clean_answer_refuses_the_core_commit() {
         r#""batches":"2:1000:0:1:1","t":0,"s":12"#,
     );
 }
+
+#[test]
+fn unknown_producer_id_while_java_holds_the_commit_then_a_fatal_answer_in_java() {
+    // Partition 2's first batch is answered UNKNOWN_PRODUCER_ID while the commit waits:
+    // the core fails the commit with 59; Java keeps the batch to retry, looks the
+    // coordinator up after NOT_COORDINATOR and asks to add partition 0 again (the core,
+    // abortable, only looks up), which is answered INVALID_TXN_STATE, fatal in Java: its
+    // commit fails with 48 before the retry goes out. Near miss: Java's commit fails
+    // with a code no answer brought.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_then_java_fatal",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#"{"ev":"txn_done","call":"commit","result":"err:48"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:53"}"#,
+    );
+}
