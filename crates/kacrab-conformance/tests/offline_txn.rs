@@ -967,6 +967,13 @@ fn the_core_failing_the_commit_early_then_aborting_while_javas_sender_loses_its_
         "txnPartitionEntry for t-0,",
         "txnPartitionEntry for t-1,",
     );
+    // Nor when Java accepts the abort: a pending commit refuses it.
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_never_completes_after_abort",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#"{"ev":"txn_call","call":"abort","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+    );
 }
 
 #[test]

@@ -80,11 +80,13 @@ pub(super) fn commit_fails_then_java_loses_track(
     {
         return false;
     }
-    // Up to the exception, Java writes the core's lines one behind.
+    // Up to the exception, Java writes the core's lines one behind; it never accepts an
+    // abort while its commit is pending (`throwIfPendingState`).
     let in_step = (at..e).all(|k| {
-        core_out.get(k + 1).is_some_and(|l| {
-            same(&java_out[k], l) || (java_out[k] == COMMIT_OK && l == COMMIT_REFUSED)
-        })
+        java_out[k] != ABORT_OK
+            && core_out.get(k + 1).is_some_and(|l| {
+                same(&java_out[k], l) || (java_out[k] == COMMIT_OK && l == COMMIT_REFUSED)
+            })
     });
     // From it on, only what Java's pending commit dictates, and no completion.
     let waits = java.iter().filter(|&&(l, _)| l > e).all(|&(_, l)| {
