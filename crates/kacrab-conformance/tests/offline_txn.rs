@@ -985,6 +985,29 @@ fn an_expiry_during_a_lookup_before_an_abort_is_that_departure() {
 }
 
 #[test]
+fn the_core_failing_the_commit_early_then_aborting_while_javas_sender_loses_its_batch() {
+    // Partition 0's batch 1 is answered UNKNOWN_PRODUCER_ID while batch 2 is out and the
+    // commit waits: the core fails the commit at once; Java fails the batch, drops the
+    // partition's entry and holds the EndTxn. The application aborts: Java refuses (its
+    // commit is pending), the core accepts. Batch 2's answer then makes Java's Sender
+    // throw, and Java's commit never completes. Near miss: Java's exception names
+    // another partition.
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_never_completes_after_abort",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "txnPartitionEntry for t-0,",
+        "txnPartitionEntry for t-1,",
+    );
+    // Nor when Java accepts the abort: a pending commit refuses it.
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_never_completes_after_abort",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#"{"ev":"txn_call","call":"abort","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+    );
+}
+
+#[test]
 fn an_older_queued_request_going_before_the_retry_of_a_mixed_answer_is_that_departure() {
     // (0) is answered COORDINATOR_NOT_AVAILABLE and waits behind the lookup; Java also
     // builds (0,1) when 1 is new. (0,1) goes first and is answered 0=PRODUCER_FENCED,
@@ -1083,6 +1106,67 @@ fn unknown_producer_id_during_a_lookup_where_the_core_writes_nothing_more_is_tha
 }
 
 #[test]
+fn a_fatal_coordinator_answer_while_java_holds_the_commit_is_javas_last_error() {
+    // Partition 1's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(0) is
+    // out and the commit waits: the core fails the commit with 59; Java holds the EndTxn,
+    // then the AddPartitionsToTxn answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal
+    // in Java's handler and its held commit fails with it (53); the core goes fatal with
+    // 53. Near miss: Java's commit fails with another code.
+    recorded_as_replaced(
+        "txn_commit_fails_then_fatal_coordinator_answer",
+        Verdict::CommitFailsWithJavasLastError,
+        r#"{"ev":"txn_done","call":"commit","result":"err:53"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:90"}"#,
+    );
+}
+
+#[test]
+fn the_core_failing_the_commit_early_then_aborting_with_add_partitions_out() {
+    // Partition 1's batch is answered OUT_OF_ORDER_SEQUENCE_NUMBER while
+    // AddPartitionsToTxn(0) is out and the commit waits: the core fails the commit; the
+    // application aborts, which Java refuses (its commit is pending) and the core
+    // accepts; the AddPartitionsToTxn answer comes on both sides, and Java's held commit
+    // then fails with the same error. Near miss: Java's AddPartitionsToTxn answer is one
+    // the core never got.
+    recorded_as_replaced(
+        "txn_commit_fails_early_abort_add_partitions_out",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#""api":"add_partitions","error":"0=NONE""#,
+        r#""api":"add_partitions","error":"0=COORDINATOR_NOT_AVAILABLE""#,
+    );
+}
+
+#[test]
+fn a_batch_java_leaves_undrained_then_aborts_with_the_transaction_is_the_drain_stop() {
+    // Java's drain of node 0 stops before partition 1 in the step where the core sends
+    // partition 1's next batch; the application then aborts, which both accept, and Java
+    // aborts the batch it never drained (an aborting transaction's undrained batches are
+    // failed, never sent). Near miss: Java refuses the abort, so nothing in its output
+    // says why it never sends the batch.
+    recorded_as_replaced(
+        "txn_drain_stop_then_abort",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#"{"ev":"txn_call","call":"abort","result":"ok"}"#,
+        r#"{"ev":"txn_call","call":"abort","result":"refused"}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_then_a_clean_answer_refuses_the_core_commit() {
+    // Partition 2's first batch is answered UNKNOWN_PRODUCER_ID (nothing acknowledged:
+    // Java restarts its sequences and retries), then partition 3's batch is answered
+    // NONE; the application commits: the core, whose transaction turned abortable at the
+    // first answer, refuses; Java accepts and sends the batch again with the same stamp.
+    // Near miss: Java's resend has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_then_answer_refuses_commit",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"2:1000:0:0:1","t":0,"s":12"#,
+        r#""batches":"2:1000:0:1:1","t":0,"s":12"#,
+    );
+}
+
+#[test]
 fn a_held_request_for_pending_partitions_while_the_core_refuses_sends_first_is_that_departure() {
     // Abortable before the abort, both look the coordinator up; after it Java sends
     // its held AddPartitionsToTxn(3) and refuses the sends one line later, where the
@@ -1093,5 +1177,21 @@ fn a_held_request_for_pending_partitions_while_the_core_refuses_sends_first_is_t
         Verdict::JavaAsksNewPartitionsWhileAborting,
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_while_java_holds_the_commit_then_a_fatal_answer_in_java() {
+    // Partition 2's first batch is answered UNKNOWN_PRODUCER_ID while the commit waits:
+    // the core fails the commit with 59; Java keeps the batch to retry, looks the
+    // coordinator up after NOT_COORDINATOR and asks to add partition 0 again (the core,
+    // abortable, only looks up), which is answered INVALID_TXN_STATE, fatal in Java: its
+    // commit fails with 48 before the retry goes out. Near miss: Java's commit fails
+    // with a code no answer brought.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_then_java_fatal",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#"{"ev":"txn_done","call":"commit","result":"err:48"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:53"}"#,
     );
 }

@@ -193,6 +193,7 @@ pub(super) fn classify(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
         Verdict::JavaReasksPendingPartitions
     } else if commit_fails_before_batches_settle(java, core, i)
         || super::txn_commit::commit_fails_early_then_abort(java, core, i)
+        || super::txn_commit2::commit_fails_early_then_abort_add_partitions_out(java, core, i)
     {
         Verdict::CommitFailsBeforeBatchesSettle
     } else {
@@ -469,6 +470,16 @@ pub(super) fn verdict(
             Verdict::NoRenumberOfPossiblyWritten
         }
         Verdict::Unexplained
+            if super::txn_commit2::commit_fails_then_fatal_coordinator_error(core, jh, ch, i) =>
+        {
+            Verdict::CommitFailsWithJavasLastError
+        }
+        Verdict::Unexplained
+            if super::txn_commit2::unknown_producer_id_then_java_fatal(java, core, jh, ch, i) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
             if super::txn_add_partitions2::add_partitions_errors_taken_in_another_order(
                 jh, ch, i,
             ) =>
@@ -559,7 +570,8 @@ pub(super) fn lost_end_txn_ends_with_epoch_bump(
 /// fails the commit with UNKNOWN_PRODUCER_ID (59), or, with no commit pending, refuses
 /// a send that Java accepts (never writes it refused: the core's transaction is
 /// abortable, Java's is not); the last Produce answer the core got
-/// before failed batches with UNKNOWN_PRODUCER_ID, Java got the same answer, and Java
+/// before that failed a batch (answers after it, if any, failed none) failed batches
+/// with UNKNOWN_PRODUCER_ID, Java got the same answer, and Java
 /// sends every one of those batches again, with the same stamp, after it
 /// (`TransactionManager.canRetry`: no acknowledged offset at or above the log start,
 /// so it restarts the partition's sequences and retries), where the core makes the
@@ -578,11 +590,14 @@ pub(super) fn unknown_producer_id_fails_commit(
     if c != FAILED && !refused_send {
         return false;
     }
-    let Some(answer) = core[..at]
-        .iter()
-        .rev()
-        .find(|l| field(l, "ev") == Some("answered"))
-    else {
+    // The last Produce answer that failed a batch: answers after it failed none.
+    let Some(answer) = core[..at].iter().rev().find(|l| {
+        field(l, "ev") == Some("answered")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| !b.ends_with("=NONE"))
+    }) else {
         return false;
     };
     let failed: Vec<&str> = field(answer, "batches")

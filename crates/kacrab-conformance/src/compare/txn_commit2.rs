@@ -10,6 +10,7 @@ use super::{field, java_tracking, txn, PartitionEvent, Verdict};
 const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
 const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
 const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
+const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
 const BEGIN_REFUSED: &str = r#"{"ev":"txn_call","call":"begin","result":"refused"}"#;
 
 /// Whether `line` completes a commit with an error.
@@ -79,11 +80,13 @@ pub(super) fn commit_fails_then_java_loses_track(
     {
         return false;
     }
-    // Up to the exception, Java writes the core's lines one behind.
+    // Up to the exception, Java writes the core's lines one behind; it never accepts an
+    // abort while its commit is pending (`throwIfPendingState`).
     let in_step = (at..e).all(|k| {
-        core_out.get(k + 1).is_some_and(|l| {
-            same(&java_out[k], l) || (java_out[k] == COMMIT_OK && l == COMMIT_REFUSED)
-        })
+        java_out[k] != ABORT_OK
+            && core_out.get(k + 1).is_some_and(|l| {
+                same(&java_out[k], l) || (java_out[k] == COMMIT_OK && l == COMMIT_REFUSED)
+            })
     });
     // From it on, only what Java's pending commit dictates, and no completion.
     let waits = java.iter().filter(|&&(l, _)| l > e).all(|&(_, l)| {
@@ -111,7 +114,9 @@ fn core_refuses_commit(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
 /// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), where the core's
 /// first difference is the commit call it refuses and Java accepts: the cause is the
 /// one `txn::unknown_producer_id_fails_commit` checks. The last Produce answer the core
-/// got before the call failed batches with UNKNOWN_PRODUCER_ID, Java got the same
+/// got before the call that failed a batch (later ones, if any, failed none: they
+/// cannot have made the transaction abortable) failed batches with
+/// UNKNOWN_PRODUCER_ID, Java got the same
 /// answer, and Java sends every one of those batches again after it, with the same
 /// stamp (`TransactionManager.canRetry`: no acknowledged offset at or above the log
 /// start, so Java restarts the partition's sequences and retries, and its transaction
@@ -128,11 +133,14 @@ pub(super) fn unknown_producer_id_refuses_commit(
         return false;
     }
     let at = core[i].0;
-    let Some(answer) = core_out[..at]
-        .iter()
-        .rev()
-        .find(|l| field(l, "ev") == Some("answered"))
-    else {
+    // The last Produce answer that failed a batch: answers after it failed none.
+    let Some(answer) = core_out[..at].iter().rev().find(|l| {
+        field(l, "ev") == Some("answered")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| !b.ends_with("=NONE"))
+    }) else {
         return false;
     };
     let failed: Vec<&str> = field(answer, "batches")
@@ -217,8 +225,10 @@ pub(super) fn core_expired_refuses_commit(
 /// `node` in a step where Java reported that its drain of `node` stopped before `p`
 /// (`RecordAccumulator.drainBatchesForOneNode`, the quirk that detector names); Java
 /// sends no batch of `p` from there on, and after the lines both outputs share
-/// (`java_from`) Java's output shows its transaction failed: a send or a commit refused,
-/// or an operation completed with an error. Java's records of `p` were accepted as the
+/// (`java_from`) Java's output shows its transaction failed (a send or a commit refused,
+/// or an operation completed with an error) or the application's abort accepted (an
+/// aborting transaction's undrained batches are aborted too, in the same
+/// `Sender.maybeSendAndPollTransactionalRequest` step). Java's records of `p` were accepted as the
 /// core's were (the outputs are the same up to the core's send), so a commit could not
 /// complete without that batch: it was failed undrained (an abortable or failed
 /// transaction's batches are aborted, never sent:
@@ -250,6 +260,7 @@ pub(super) fn java_drain_stop_then_abortable(
         .any(|l| {
             field(l, "ev") == Some("send_refused")
                 || l == COMMIT_REFUSED
+                || l == ABORT_OK
                 || (field(l, "ev") == Some("txn_done")
                     && field(l, "result").is_some_and(|r| r.starts_with("err:")))
         });
@@ -341,4 +352,210 @@ pub(super) fn core_never_splits_possibly_written(
 fn stamp_parts(stamp: &str) -> Option<(&str, i64)> {
     let (head, n) = stamp.rsplit_once(':')?;
     Some((head, n.parse().ok()?))
+}
+
+/// The code of the fatal error Java's handler of a coordinator answer line takes
+/// (`TransactionManager.fatalError`): TRANSACTIONAL_ID_AUTHORIZATION_FAILED on a
+/// FindCoordinator (`FindCoordinatorHandler`); on an AddPartitionsToTxn whose partitions
+/// all failed with one error (`AddPartitionsToTxnHandler`),
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED or INVALID_TXN_STATE as itself, and
+/// INVALID_PRODUCER_EPOCH or PRODUCER_FENCED as PRODUCER_FENCED.
+fn fatal_coordinator_error(line: &str) -> Option<i16> {
+    if field(line, "ev") != Some("coord_answered") {
+        return None;
+    }
+    const AUTH: &str = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+    let error = field(line, "error")?;
+    let name = match field(line, "api")? {
+        "find_coordinator" => (error == AUTH).then_some(AUTH)?,
+        "add_partitions" => {
+            let mut errors = error.split(',').map(|p| p.split_once('=').map(|(_, e)| e));
+            let first = errors.next()??;
+            if !errors.all(|e| e == Some(first)) {
+                return None;
+            }
+            match first {
+                AUTH | "INVALID_TXN_STATE" => first,
+                "INVALID_PRODUCER_EPOCH" | "PRODUCER_FENCED" => "PRODUCER_FENCED",
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    Some(crate::core_side::error_by_name(name).code())
+}
+
+/// [`Verdict::CommitFailsWithJavasLastError`](super::Verdict), where the error Java's
+/// commit fails with is a fatal one a coordinator answer brought while Java held its
+/// EndTxn. At the first difference `i` the core fails the commit with its abortable
+/// error (the departure `CommitFailsBeforeBatchesSettle`); Java, holding the EndTxn
+/// while batches are incomplete, next gets a coordinator answer its handler takes as
+/// fatal (`fatal_coordinator_error`): `fatalError` makes that error Java's `lastError`,
+/// and the held EndTxn then fails with it (`maybeTerminateRequestWithError`). Accepted
+/// only when all of these hold:
+/// * Java's next completion (`j`) after `i` fails the commit with a code other than the
+///   core's;
+/// * every Java line from `i` to `j` is the core's next line (the core one line ahead,
+///   `txn_commit::in_step`), and one of them is such a fatal answer with Java's code;
+/// * the core, right after its copy of that answer, goes fatal with the same code (its
+///   commit had already failed, so only its state records the error).
+pub(super) fn commit_fails_then_fatal_coordinator_error(
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let code = |l: &str| -> Option<i16> { field(l, "result")?.strip_prefix("err:")?.parse().ok() };
+    let Some(&(_, c)) = core.get(i) else {
+        return false;
+    };
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    let (Some(cc), Some(jc)) = (code(c), code(java[j].1)) else {
+        return false;
+    };
+    if !failed_commit(c) || !failed_commit(java[j].1) || cc == jc {
+        return false;
+    }
+    if !(i..j).all(|k| super::txn_commit::in_step(java, core, k)) {
+        return false;
+    }
+    let fatal = format!(r#"{{"ev":"fatal","error":{jc}}}"#);
+    (i..j).any(|k| {
+        fatal_coordinator_error(java[k].1) == Some(jc)
+            && core
+                .get(k + 1)
+                .is_some_and(|&(at, _)| core_out.get(at + 1) == Some(&fatal))
+    })
+}
+
+/// [`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), the abort form
+/// (`txn_commit::commit_fails_early_then_abort`) where an AddPartitionsToTxn was out
+/// when the core failed the commit. At the first difference `i` the core fails the
+/// commit; Java's next completion (`j`) fails it with the same error (`txn::same`).
+/// The lines are in step (`txn_commit::in_step`) up to `d`, where the application
+/// aborts: Java refuses (its commit is pending), the core accepts. From `d` to `j` Java
+/// writes only what its pending commit dictates for each application call, coordinator
+/// lookups, and exactly one more line: the answer to the AddPartitionsToTxn that was the
+/// last transactional request both sides sent before `i`, unanswered there, which the
+/// core writes too after `d` (an abortable transaction does not drop a request already
+/// out: Java's `AddPartitionsToTxnHandler` handles its answer, and Java's held EndTxn
+/// fails only at its next `nextRequest`).
+pub(super) fn commit_fails_early_then_abort_add_partitions_out(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(&(_, c)) = core.get(i) else {
+        return false;
+    };
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    if !failed_commit(c) || !same(java[j].1, c) {
+        return false;
+    }
+    let add_partitions = |l: &str| field(l, "api") == Some("add_partitions");
+    let Some(r) = core[..i]
+        .iter()
+        .rposition(|&(_, l)| field(l, "ev") == Some("txn"))
+    else {
+        return false;
+    };
+    let out = add_partitions(core[r].1)
+        && !core[r + 1..i]
+            .iter()
+            .any(|&(_, l)| field(l, "ev") == Some("coord_answered"));
+    let Some(d) = (i..j).find(|&k| !super::txn_commit::in_step(java, core, k)) else {
+        return false;
+    };
+    if !out || java[d].1 != ABORT_REFUSED || core.get(d + 1).is_none_or(|&(_, l)| l != ABORT_OK) {
+        return false;
+    }
+    let answers: Vec<&str> = java[d..j]
+        .iter()
+        .map(|&(_, l)| l)
+        .filter(|&l| {
+            !(super::txn_commit::java_refusal_while_committing(l)
+                || super::txn_commit::java_lookup(l))
+        })
+        .collect();
+    matches!(answers[..], [a] if field(a, "ev") == Some("coord_answered")
+        && add_partitions(a)
+        && core[d + 1..].iter().any(|&(_, l)| l == a))
+}
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`](super::Verdict), where Java's
+/// transaction fails fatally before its retry goes out. At the first difference `i` the
+/// core fails the commit with UNKNOWN_PRODUCER_ID (59): the last Produce answer it got
+/// before that failed a batch failed batches with it (the core makes the transaction
+/// abortable, the simplification this departure names). Java got the same answer and
+/// kept those batches to retry (`TransactionManager.canRetry`; it fails no record with
+/// 59), so its transaction stays committable and its conversation goes on: from `i`
+/// to its next completion `j` Java writes only coordinator lookups, its
+/// AddPartitionsToTxn conversation and what its pending commit dictates for each
+/// application call; one of those lines is a coordinator answer Java's handler takes as
+/// fatal (`fatal_coordinator_error`), and `j` fails the commit with that error
+/// (`fatalError` makes it `lastError`; `maybeTerminateRequestWithError`), so Java never
+/// sends those batches' partitions again. The core, abortable, sends only lookups and
+/// never gets that answer.
+pub(super) fn unknown_producer_id_then_java_fatal(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:59"}"#;
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if c != FAILED {
+        return false;
+    }
+    let Some(answer) = core_out[..at].iter().rev().find(|l| {
+        field(l, "ev") == Some("answered")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| !b.ends_with("=NONE"))
+    }) else {
+        return false;
+    };
+    let failed = unknown_producer_id_partitions(answer);
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let partition = |b: &str| b.split(':').next().and_then(|p| p.parse::<i32>().ok());
+    let sent_again = java_out[answered + 1..].iter().any(|l| {
+        field(l, "ev") == Some("produce")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| partition(b).is_some_and(|p| failed.contains(&p)))
+    });
+    let java_failed_59 = java_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
+    if failed.is_empty() || sent_again || java_failed_59 {
+        return false;
+    }
+    let Some(j) = (i..java.len()).find(|&k| field(java[k].1, "ev") == Some("txn_done")) else {
+        return false;
+    };
+    let jc: Option<i16> = field(java[j].1, "result")
+        .and_then(|r| r.strip_prefix("err:"))
+        .and_then(|r| r.parse().ok());
+    let goes_on = java[i..j].iter().all(|&(_, l)| {
+        super::txn_commit::java_refusal_while_committing(l)
+            || super::txn_commit::java_lookup(l)
+            || (matches!(field(l, "ev"), Some("txn" | "coord_answered"))
+                && field(l, "api") == Some("add_partitions"))
+    });
+    failed_commit(java[j].1)
+        && goes_on
+        && java[i..j]
+            .iter()
+            .any(|&(_, l)| jc.is_some() && fatal_coordinator_error(l) == jc)
 }

@@ -273,7 +273,10 @@ fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
 ///   InitProducerId, no AddPartitionsToTxn;
 /// * until that exception, Java writes the core's lines (the core one line ahead), a
 ///   commit Java hands back the pending result for and the core refuses aside, as in
-///   `txn::commit_fails_before_batches_settle`.
+///   `txn::commit_fails_before_batches_settle`; or until the application's abort,
+///   which Java refuses (its commit is pending) and the core, whose commit has failed,
+///   accepts (the abort form of `txn_commit::in_step_or_refused`): the core's lines
+///   after it are those of an abort Java has not started, and are not compared.
 ///
 /// `txn::commit_fails_before_batches_settle` accepts the form where Java's commit
 /// completes, with the core's error, once its batches settle; where the lost batch later
@@ -335,9 +338,16 @@ pub(super) fn commit_fails_early_java_never_completes(
     let pending = java[i..]
         .iter()
         .all(|&(_, l)| java_refusal_while_committing(l) || java_lookup(l));
+    // In step until the exception, or until the application's abort, which Java
+    // refuses (its commit is pending) and the core accepts (its commit has failed).
+    const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+    const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
     let in_step_before = (i..java.len())
         .take_while(|&k| java[k].0 < e)
-        .all(|k| in_step(java, core, k));
+        .find(|&k| !in_step(java, core, k))
+        .is_none_or(|d| {
+            java[d].1 == ABORT_REFUSED && core.get(d + 1).is_some_and(|&(_, l)| l == ABORT_OK)
+        });
     pending && in_step_before
 }
 
