@@ -26,8 +26,8 @@ use crate::trace::{Op, Trace};
 use projection::{in_flight, project};
 pub use projection::{PartitionEvent, Stamp};
 use timing::{
-    bump_waits_for_possibly_written, java_connection_full, java_drain_stopped,
-    java_sent_on_timed_out_connection, split_drain_stops,
+    bump_waits_for_possibly_written, bump_waits_intermediate_identity, java_connection_full,
+    java_drain_stopped, java_sent_on_timed_out_connection, split_drain_stops,
 };
 
 /// What a difference between Java and the core is.
@@ -593,6 +593,22 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             ) {
                 (Verdict::JavaSendsOnTimedOutConnection, k)
             } else if bump_waits_for_possibly_written(
+                p,
+                k,
+                (
+                    je,
+                    &java_identities,
+                    java_expired.get(&p).copied().unwrap_or(0),
+                    java_asks,
+                ),
+                &cp,
+                &cat,
+                &|node| {
+                    trace.ops.iter().any(
+                        |op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node),
+                    )
+                },
+            ) || bump_waits_intermediate_identity(
                 p,
                 k,
                 (
