@@ -526,14 +526,25 @@ fn the_bump_waits_after_a_first_bump_and_the_core_stamps_the_intermediate_epoch(
         verdict(&trace, &java),
         Verdict::BumpWaitsForPossiblyWrittenBatches
     );
-    // Java's new batch not at sequence 0 of its new epoch.
+    // Java's new batch to the other broker, not at sequence 0 of its new epoch, or
+    // under an epoch more bumps away than Java saw error answers and expiries.
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""node":0,"batches":"2:1000:2:0:1","#,
+                r#""node":1,"batches":"2:1000:2:0:1","#
+            )
+        ),
+        Verdict::Unexplained
+    );
     assert_eq!(
         verdict(&trace, &replaced(&java, "2:1000:2:0:1", "2:1000:2:1:1")),
         Verdict::Unexplained
     );
-    // More bumps than Java saw error answers: the epochs would be the core's own.
     assert_eq!(
-        verdict(&trace, &replaced(&java, ":1000:2:", ":1000:7:")),
+        verdict(&trace, &replaced(&java, "2:1000:2:0:1", "2:1000:3:0:1")),
         Verdict::Unexplained
     );
 }
