@@ -92,7 +92,10 @@ pub enum Verdict {
     /// some partition (this one included) a batch of it on the wire or answered with a
     /// code after which it may be in the log, not acknowledged since; and every new
     /// batch the core stamps later is under an identity Java stamped too, or under the
-    /// old one while the bump still waits.
+    /// old one while the bump still waits. Also (`timing::bump_waits_intermediate_identity`)
+    /// where two error answers under the old identity ask for two bumps, the core applies
+    /// the first at once and stamps the new batch with the intermediate identity while the
+    /// second waits, and Java, having bumped for both, stamps sequence 0 of a later epoch.
     BumpWaitsForPossiblyWrittenBatches,
     /// Transactional traces: a retried AddPartitionsToTxn, or one held behind a
     /// coordinator lookup. Java sends the request it built (`AddPartitionsToTxnHandler`
