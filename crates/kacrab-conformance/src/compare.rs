@@ -611,35 +611,41 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                         |op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node),
                     )
                 },
-            ) || bump_waits_intermediate_identity(
-                p,
-                k,
-                (
-                    je,
-                    &java_identities,
-                    java_expired.get(&p).copied().unwrap_or(0),
-                    java_asks,
-                ),
-                &cp,
-                &cat,
-                &|node| {
-                    trace.ops.iter().any(
-                        |op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node),
-                    )
-                },
             ) {
                 (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
             } else {
-                (
-                    classify_partition(
-                        trace,
-                        (failed, expired_on_the_wire),
-                        &je[..k],
-                        je.get(k..).unwrap_or_default(),
-                        ce.get(k),
-                    ),
-                    k,
-                )
+                let v = classify_partition(
+                    trace,
+                    (failed, expired_on_the_wire),
+                    &je[..k],
+                    je.get(k..).unwrap_or_default(),
+                    ce.get(k),
+                );
+                // Departure 2 under an intermediate identity: only where nothing else
+                // names the partition's difference.
+                if v == Verdict::Unexplained
+                    && bump_waits_intermediate_identity(
+                        p,
+                        k,
+                        (
+                            je,
+                            &java_identities,
+                            java_expired.get(&p).copied().unwrap_or(0),
+                            java_asks,
+                        ),
+                        &cp,
+                        &cat,
+                        &|node| {
+                            trace.ops.iter().any(
+                            |op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node),
+                        )
+                        },
+                    )
+                {
+                    (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
+                } else {
+                    (v, k)
+                }
             };
             // The next batch each side sends from the first difference on: one of them
             // is that difference (the other side may send its own later).
