@@ -26,8 +26,8 @@ use crate::trace::{Op, Trace};
 use projection::{in_flight, project};
 pub use projection::{PartitionEvent, Stamp};
 use timing::{
-    bump_waits_for_possibly_written, java_connection_full, java_drain_stopped,
-    java_sent_on_timed_out_connection, split_drain_stops,
+    bump_waits_for_possibly_written, bump_waits_intermediate_identity, java_connection_full,
+    java_drain_stopped, java_sent_on_timed_out_connection, split_drain_stops,
 };
 
 /// What a difference between Java and the core is.
@@ -92,7 +92,10 @@ pub enum Verdict {
     /// some partition (this one included) a batch of it on the wire or answered with a
     /// code after which it may be in the log, not acknowledged since; and every new
     /// batch the core stamps later is under an identity Java stamped too, or under the
-    /// old one while the bump still waits.
+    /// old one while the bump still waits. Also (`timing::bump_waits_intermediate_identity`)
+    /// where two error answers under the old identity ask for two bumps, the core applies
+    /// the first at once and stamps the new batch with the intermediate identity while the
+    /// second waits, and Java, having bumped for both, stamps sequence 0 of a later epoch.
     BumpWaitsForPossiblyWrittenBatches,
     /// Transactional traces: a retried AddPartitionsToTxn, or one held behind a
     /// coordinator lookup. Java sends the request it built (`AddPartitionsToTxnHandler`
@@ -611,16 +614,38 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             ) {
                 (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
             } else {
-                (
-                    classify_partition(
-                        trace,
-                        (failed, expired_on_the_wire),
-                        &je[..k],
-                        je.get(k..).unwrap_or_default(),
-                        ce.get(k),
-                    ),
-                    k,
-                )
+                let v = classify_partition(
+                    trace,
+                    (failed, expired_on_the_wire),
+                    &je[..k],
+                    je.get(k..).unwrap_or_default(),
+                    ce.get(k),
+                );
+                // Departure 2 under an intermediate identity: only where nothing else
+                // names the partition's difference.
+                if v == Verdict::Unexplained
+                    && bump_waits_intermediate_identity(
+                        p,
+                        k,
+                        (
+                            je,
+                            &java_identities,
+                            java_expired.get(&p).copied().unwrap_or(0),
+                            java_asks,
+                        ),
+                        &cp,
+                        &cat,
+                        &|node| {
+                            trace.ops.iter().any(
+                            |op| matches!(op, Op::Leader { p: q, node: n } if *q == p && *n == node),
+                        )
+                        },
+                    )
+                {
+                    (Verdict::BumpWaitsForPossiblyWrittenBatches, k)
+                } else {
+                    (v, k)
+                }
             };
             // The next batch each side sends from the first difference on: one of them
             // is that difference (the other side may send its own later).

@@ -511,3 +511,40 @@ fn the_bump_waits_and_java_renumbers_a_batch_still_in_flight_first() {
         Verdict::Unexplained
     );
 }
+
+#[test]
+fn the_bump_waits_after_a_first_bump_and_the_core_stamps_the_intermediate_epoch() {
+    // Seed 59's idempotent long-run trace, shrunk. Partition 1's sequence 0 and partition
+    // 0's sequence 1 are answered OUT_OF_ORDER in one step, partition 0's sequence 2
+    // still on the wire. Java bumps for each (epoch 0 to 2) before it stamps anything and
+    // stamps partition 2's new batch epoch 2, sequence 0. The core applies the first bump
+    // at once (partition 1 has nothing else on the wire) and stamps partition 2 with
+    // epoch 1, while its second bump waits for sequence 2; epoch 1 is one Java passed
+    // through.
+    let (trace, java) = recorded("bump_waits_intermediate_epoch");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::BumpWaitsForPossiblyWrittenBatches
+    );
+    // Java's new batch to the other broker, not at sequence 0 of its new epoch, or
+    // under an epoch more bumps away than Java saw error answers and expiries.
+    assert_eq!(
+        verdict(
+            &trace,
+            &replaced(
+                &java,
+                r#""node":0,"batches":"2:1000:2:0:1","#,
+                r#""node":1,"batches":"2:1000:2:0:1","#
+            )
+        ),
+        Verdict::Unexplained
+    );
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "2:1000:2:0:1", "2:1000:2:1:1")),
+        Verdict::Unexplained
+    );
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "2:1000:2:0:1", "2:1000:3:0:1")),
+        Verdict::Unexplained
+    );
+}

@@ -483,3 +483,132 @@ fn renumbered_first(je: &[PartitionEvent], i: usize, stamp: &Stamp) -> i64 {
         .map(|s| s.count)
         .sum()
 }
+
+/// Departure 2's wait where the core's first difference is under an intermediate
+/// identity (see [`Verdict::BumpWaitsForPossiblyWrittenBatches`]): two error answers
+/// under the old identity ask for two bumps; the core applies the first at once (its
+/// partition had nothing else on the wire or possibly written) and stamps `p`'s new
+/// batch, at `k`, with the identity that bump gave it, while the second bump waits for
+/// a batch of the old identity still on the wire or possibly written; Java applies both
+/// at once (one per `runOnce` that saw such an answer, `epochBumpRequired`) and stamps
+/// that batch under the later identity. Exact: the core's batch continues its identity's
+/// numbering on `p` and is under the same producer id as the core's last stamp before it
+/// (the old identity) with a newer epoch; before it, more error answers under the old
+/// identity reached other partitions than the core bumped epochs, and some partition had
+/// a batch of the old identity on the wire or possibly written, unsettled (what the owed
+/// bump waits for); Java's next new batch on `p` goes to the same broker (or the one
+/// leadership moved to) with at least as many records as sequence 0 (or after the
+/// records it renumbered) of a still newer epoch of the same producer id; and every new
+/// batch the core stamps from its first difference on is under an epoch of that producer
+/// id above the old one and at most the highest Java stamped, which is no more above the
+/// old one than the error answers and expiries Java saw (`java_asks`). Arguments as for
+/// [`bump_waits_for_possibly_written`].
+pub(super) fn bump_waits_intermediate_identity(
+    p: i32,
+    k: usize,
+    (je, java_identities, java_expired_unsent, java_asks): (
+        &[PartitionEvent],
+        &[(i64, i32)],
+        i64,
+        i64,
+    ),
+    core: &BTreeMap<i32, Vec<PartitionEvent>>,
+    core_at: &BTreeMap<i32, Vec<usize>>,
+    led_by: &dyn Fn(i32) -> bool,
+) -> bool {
+    let empty = Vec::new();
+    let ce = core.get(&p).unwrap_or(&empty);
+    let Some(PartitionEvent::Sent { node: cn, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    let Some(&line) = core_at.get(&p).and_then(|a| a.get(k)) else {
+        return false;
+    };
+    if c.seq != next_sequence(&je[..k], c) {
+        return false;
+    }
+    // Every core event with its output line.
+    let events = || {
+        core.iter().flat_map(|(q, evs)| {
+            evs.iter().enumerate().map(move |(i, e)| {
+                let at = core_at.get(q).and_then(|a| a.get(i)).copied();
+                (*q, i, e, at.unwrap_or(usize::MAX))
+            })
+        })
+    };
+    // The core's last identity before `line`: the old one, under which it bumped since.
+    let Some(old) = events()
+        .filter(|(_, _, e, at)| *at < line && matches!(e, PartitionEvent::Sent { .. }))
+        .max_by_key(|(_, _, _, at)| *at)
+        .and_then(|(_, _, e, _)| match e {
+            PartitionEvent::Sent { stamp, .. } => Some(stamp.identity()),
+            _ => None,
+        })
+    else {
+        return false;
+    };
+    if old.0 != c.pid || old.1 >= c.epoch {
+        return false;
+    }
+    let is_old = |s: &Stamp| s.identity() == old;
+    let before = |q: &i32, evs: &'_ Vec<PartitionEvent>, at: usize| -> Vec<PartitionEvent> {
+        let n = core_at
+            .get(q)
+            .map_or(0, |a| a.iter().take_while(|x| **x < at).count());
+        evs[..n.min(evs.len())].to_vec()
+    };
+    // More requests for a bump (error answers under the old identity, other partitions)
+    // than epochs the core bumped: one is still owed.
+    let asks = core
+        .iter()
+        .filter(|(q, _)| **q != p)
+        .flat_map(|(q, evs)| before(q, evs, line))
+        .filter(|e| {
+            matches!(e, PartitionEvent::Answered { stamp, error }
+                if is_old(stamp) && error != "NONE" && error != "DUPLICATE_SEQUENCE_NUMBER")
+        })
+        .count();
+    if i64::try_from(asks).unwrap_or(0) <= i64::from(c.epoch) - i64::from(old.1) {
+        return false;
+    }
+    // What the owed bump waits for.
+    let waits = core.iter().any(|(q, evs)| {
+        let before = before(q, evs, line);
+        in_flight(&before).iter().any(|(_, s)| is_old(s)) || unsettled(&before).iter().any(is_old)
+    });
+    if !waits {
+        return false;
+    }
+    // Java's next new batch on `p`: sequence 0 (or after what it renumbered) of an epoch
+    // past the core's intermediate one.
+    let Some((i, jn, j)) = je.iter().enumerate().skip(k).find_map(|(i, e)| match e {
+        PartitionEvent::Sent { node, stamp } if !resent(&je[..i], stamp) => Some((i, node, stamp)),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let records = j.count >= c.count || java_expired_unsent >= c.count;
+    let first = j.seq == 0 || j.seq == renumbered_first(je, i, j);
+    if (jn != cn && !led_by(*jn)) || j.pid != c.pid || j.epoch <= c.epoch || !records || !first {
+        return false;
+    }
+    // Java's epochs: each one between the old one and the highest it stamped it passed
+    // through, bumping no more often than it saw error answers and expiries.
+    let Some(java_top) = java_identities
+        .iter()
+        .filter(|(pid, _)| *pid == c.pid)
+        .map(|(_, e)| *e)
+        .max()
+        .filter(|top| i64::from(*top) - i64::from(old.1) <= java_asks)
+    else {
+        return false;
+    };
+    events()
+        .filter(|(_, _, _, at)| *at >= line && *at != usize::MAX)
+        .all(|(q, i, e, _)| match e {
+            PartitionEvent::Sent { stamp, .. } if !resent(&core[&q][..i], stamp) => {
+                stamp.pid == c.pid && stamp.epoch > old.1 && stamp.epoch <= java_top
+            }
+            _ => true,
+        })
+}
