@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 mod java_tracking;
+mod lines;
 mod projection;
 mod timing;
 mod txn;

@@ -17,10 +17,8 @@
 //! aborted one's partitions, `transactionStarted` and bump request
 //! ([`java_keeps_transaction_after_bumped_abort`]).
 
+use super::lines::{identity, is_request, ABORT_OK, BEGIN_OK};
 use super::{field, Verdict};
-
-const ABORT_CALL: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
-const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
 
 /// Codes that make the transaction abortable when the coordinator answers a
 /// FindCoordinator or an AddPartitionsToTxn with them (never retried, never fatal).
@@ -36,15 +34,6 @@ fn ev(l: &str) -> &str {
 
 fn api(l: &str) -> &str {
     field(l, "api").unwrap_or_default()
-}
-
-fn is_request(l: &str) -> bool {
-    ev(l) == "txn"
-}
-
-/// A request's producer id and epoch.
-fn identity(l: &str) -> (Option<&str>, Option<&str>) {
-    (field(l, "pid"), field(l, "epoch"))
 }
 
 /// Java's line `i` completes the abort, successfully.
@@ -125,7 +114,7 @@ pub(super) fn abort_bumps_with_nothing_added(
     if !java_completes_abort(java, i) {
         return false;
     }
-    let Some(begin) = core[..i].iter().rposition(|(_, l)| *l == BEGIN) else {
+    let Some(begin) = core[..i].iter().rposition(|(_, l)| *l == BEGIN_OK) else {
         return false;
     };
     let since = &core[begin + 1..i];
@@ -137,7 +126,7 @@ pub(super) fn abort_bumps_with_nothing_added(
     let ended = since
         .iter()
         .any(|(_, l)| is_request(l) && matches!(api(l), "end_txn" | "init"));
-    let called = since.iter().any(|(_, l)| *l == ABORT_CALL);
+    let called = since.iter().any(|(_, l)| *l == ABORT_OK);
     let abortable = since.iter().any(|(_, l)| abortable_answer(l));
     let Some((_, add)) = since
         .iter()
@@ -187,7 +176,7 @@ pub(super) fn abort_retries_refused_bump(
             && matches!(api(l), "init" | "find_coordinator")
             && field(l, "error") == Some("TRANSACTION_ABORTABLE")
     });
-    let called_again = after[failed..].iter().any(|(_, l)| *l == ABORT_CALL);
+    let called_again = after[failed..].iter().any(|(_, l)| *l == ABORT_OK);
     refused && called_again && core_bumps(core, i, identity(bump))
 }
 
@@ -228,7 +217,7 @@ fn bumped_abort(h: &[(usize, &str)], i: usize) -> Option<(usize, Vec<i32>, Vec<i
     if !(end_abort && inits_only && unknown && bumped && bump) {
         return None;
     }
-    let begin = h[..e].iter().rposition(|(_, l)| *l == BEGIN)?;
+    let begin = h[..e].iter().rposition(|(_, l)| *l == BEGIN_OK)?;
     let added = h[begin..e]
         .iter()
         .filter(|(_, l)| ev(l) == "coord_answered" && api(l) == "add_partitions")
@@ -298,7 +287,7 @@ pub(super) fn java_keeps_transaction_after_bumped_abort(
     // Java's EndTxn for a transaction that added nothing.
     let begin = core[..i]
         .iter()
-        .rposition(|(_, l)| *l == BEGIN)
+        .rposition(|(_, l)| *l == BEGIN_OK)
         .unwrap_or(0);
     let nothing_added = !core[begin..i].iter().any(|(_, l)| {
         ev(l) == "coord_answered"

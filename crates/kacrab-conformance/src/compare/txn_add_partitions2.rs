@@ -2,16 +2,9 @@
 //! (docs/design.md, "Transactional traces"), beside `txn_add_partitions.rs`.
 
 use super::field;
+use super::lines::{identity, ABORT_OK, BEGIN_OK, FOUND};
 use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
-
-const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
-const ABORT: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
-
-/// A request's producer id and epoch, as written.
-fn identity(line: &str) -> (Option<&str>, Option<&str>) {
-    (field(line, "pid"), field(line, "epoch"))
-}
 
 /// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
 /// request is not right after a lookup or the core ends the transaction: at the first
@@ -21,7 +14,7 @@ fn identity(line: &str) -> (Option<&str>, Option<&str>) {
 /// every request it builds) or by neither, and at least one by neither (new at the
 /// abort), or else Java's request is an older one for pending partitions, going out
 /// right after the answer that failed the adding ([`older_after_failure`]). The core
-/// there sends its EndTxn(ABORT) under the same producer id and
+/// there sends its EndTxn(ABORT_OK) under the same producer id and
 /// epoch, or first writes only refused calls and sends and then that EndTxn (it has
 /// nothing left to ask for), or an AddPartitionsToTxn under that identity for some of
 /// Java's partitions asked for by both (pending ones, asked again) and then, after
@@ -32,7 +25,7 @@ fn identity(line: &str) -> (Option<&str>, Option<&str>) {
 /// this transaction added a partition on the core's side, the core's request in place
 /// of that EndTxn may be its KIP-360 bump under that identity (InitProducerId: the TV1
 /// abort after an abortable error with nothing to end, `AbortEndsWithEpochBump`), and
-/// Java's next other request is then its EndTxn(ABORT) under that identity (its
+/// Java's next other request is then its EndTxn(ABORT_OK) under that identity (its
 /// pre-built request added partitions).
 ///
 /// Java built those requests before the abort: `TransactionManager.nextRequest` builds
@@ -61,10 +54,10 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     };
     let since = java[..i]
         .iter()
-        .rposition(|(_, l)| *l == BEGIN)
+        .rposition(|(_, l)| *l == BEGIN_OK)
         .unwrap_or(0);
-    let aborted = java[since..i].iter().any(|(_, l)| *l == ABORT)
-        && core[since..i].iter().any(|(_, l)| *l == ABORT);
+    let aborted = java[since..i].iter().any(|(_, l)| *l == ABORT_OK)
+        && core[since..i].iter().any(|(_, l)| *l == ABORT_OK);
     let both = |p: i32| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p);
     let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
     let jp = parts(j);
@@ -101,7 +94,7 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     // Or, with nothing added in this transaction (no answer added a partition), the
     // core's abort ends with a KIP-360 bump under that identity
     // (`AbortEndsWithEpochBump`), where Java's pre-built request adds partitions and
-    // Java ends them with its EndTxn(ABORT).
+    // Java ends them with its EndTxn(ABORT_OK).
     let added = core[since..i].iter().any(|(_, l)| {
         field(l, "ev") == Some("coord_answered")
             && field(l, "api") == Some("add_partitions")
@@ -179,7 +172,7 @@ fn last_add_partitions<'a>(h: &[(usize, &'a str)], i: usize) -> Option<&'a str> 
 fn next_begin(h: &[(usize, &str)], from: usize) -> usize {
     h.iter()
         .skip(from)
-        .position(|(_, l)| *l == BEGIN)
+        .position(|(_, l)| *l == BEGIN_OK)
         .map_or(h.len(), |k| from + k)
 }
 
@@ -193,7 +186,7 @@ fn next_begin(h: &[(usize, &str)], from: usize) -> usize {
 fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
     const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
     java[from..to].iter().any(|(_, l)| {
-        *l == ABORT
+        *l == ABORT_OK
             || *l == COMMIT_REFUSED
             || (field(l, "ev") == Some("txn_done")
                 && field(l, "result").is_some_and(|r| r.starts_with("err:")))
@@ -227,7 +220,7 @@ pub(super) fn java_stale_retry_while_core_asks_new(
     }
     let since = java[..i]
         .iter()
-        .rposition(|(_, l)| *l == BEGIN)
+        .rposition(|(_, l)| *l == BEGIN_OK)
         .unwrap_or(0);
     let both = |p: i32| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p);
     let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
@@ -515,7 +508,7 @@ fn only_expiry<'a>(
     i: usize,
     at: usize,
 ) -> Option<Vec<&'a str>> {
-    let began = core[..i].iter().rposition(|&(_, l)| l == BEGIN)?;
+    let began = core[..i].iter().rposition(|&(_, l)| l == BEGIN_OK)?;
     let produce = core_out[core[began].0..at]
         .iter()
         .filter(|l| field(l, "ev") == Some("answered"))
@@ -545,8 +538,6 @@ fn java_fails(java_out: &[String], rec: &str, codes: &[&str]) -> bool {
             && field(l, "result").is_some_and(|r| codes.contains(&r))
     })
 }
-
-const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
 
 /// [`super::Verdict::CoreExpiresWhileCoordinatorRequestOut`], the form where the core's
 /// transactional history ends at the first difference `i`: the line before `i` is, on
@@ -596,13 +587,13 @@ pub(super) fn core_expires_during_lookup_history_ends(
 /// the core's output shows for its transaction to be abortable is an expiry (as in
 /// [`core_expires_during_lookup_history_ends`]), so it does not ask for the partitions
 /// again: its line at `i` is the application's abort accepted, or (the abort accepted
-/// before in this transaction) its EndTxn(ABORT) or its KIP-360 bump (InitProducerId)
+/// before in this transaction) its EndTxn(ABORT_OK) or its KIP-360 bump (InitProducerId)
 /// under the identity of Java's request. Java, which skips its expiry check while a
 /// transactional request is out or about to be sent, sends at `i` the
 /// AddPartitionsToTxn that waited for the lookup, and from there writes only its
 /// AddPartitionsToTxn conversation and lookups (and, the abort accepted before, refused
 /// sends) up to its next other line, which is the application's abort accepted, or its
-/// EndTxn(ABORT) when the abort was accepted before in this transaction: Java's transaction ends aborted too, and every record
+/// EndTxn(ABORT_OK) when the abort was accepted before in this transaction: Java's transaction ends aborted too, and every record
 /// the core expired Java fails too (expired later, REQUEST_TIMED_OUT, or aborted
 /// unsent, -1), delivering none. What follows (Java ending the partitions its request
 /// added; the core bumping its epoch after the expiry where Java, which aborted the
@@ -623,13 +614,13 @@ pub(super) fn core_expires_during_lookup_java_aborts(
     let Some(expired) = only_expiry(core_out, core, i, at) else {
         return false;
     };
-    let Some(began) = core[..i].iter().rposition(|&(_, l)| l == BEGIN) else {
+    let Some(began) = core[..i].iter().rposition(|&(_, l)| l == BEGIN_OK) else {
         return false;
     };
-    let aborted_before = |h: &[(usize, &str)]| h[began..i].iter().any(|&(_, l)| l == ABORT);
+    let aborted_before = |h: &[(usize, &str)]| h[began..i].iter().any(|&(_, l)| l == ABORT_OK);
     let same_identity = identity(c) == identity(j);
     let core_line = match (field(c, "ev"), field(c, "api")) {
-        (Some("txn_call"), _) => c == ABORT,
+        (Some("txn_call"), _) => c == ABORT_OK,
         (Some("txn"), Some("init")) => same_identity && aborted_before(core),
         (Some("txn"), Some("end_txn")) => {
             same_identity && field(c, "commit") == Some("0") && aborted_before(core)
@@ -646,7 +637,7 @@ pub(super) fn core_expires_during_lookup_java_aborts(
         return false;
     };
     let next = java[i + k].1;
-    let java_aborts = next == ABORT
+    let java_aborts = next == ABORT_OK
         || (field(next, "api") == Some("end_txn")
             && field(next, "commit") == Some("0")
             && aborted_before(java));

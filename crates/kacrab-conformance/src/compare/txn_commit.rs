@@ -12,21 +12,11 @@
 use kacrab_idempotence::KafkaError;
 
 use super::field;
+use super::lines::{
+    failed_commit, ABORT_OK, ABORT_REFUSED, BEGIN_REFUSED, COMMIT_OK, COMMIT_REFUSED,
+};
 use super::txn::same;
 use crate::core_side::error_by_name;
-
-const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
-const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
-const BEGIN_REFUSED: &str = r#"{"ev":"txn_call","call":"begin","result":"refused"}"#;
-const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
-const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
-
-/// Whether `line` completes a commit with an error.
-fn failed_commit(line: &str) -> bool {
-    field(line, "ev") == Some("txn_done")
-        && field(line, "call") == Some("commit")
-        && field(line, "result").is_some_and(|r| r.starts_with("err:"))
-}
 
 /// Whether Java wrote `line` while its commit was pending in an abortable transaction,
 /// as the answer its rules dictate to an application call: a commit is the retry of the

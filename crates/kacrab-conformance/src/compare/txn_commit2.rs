@@ -3,22 +3,12 @@
 //! where Java's own held commit never completes, because Java's Sender lost track of a
 //! batch of the transaction (`compare/java_tracking.rs`) before it would have failed it.
 
+use super::lines::{
+    failed_commit, ABORT_OK, ABORT_REFUSED, BEGIN_REFUSED, COMMIT_OK, COMMIT_REFUSED,
+};
 use super::timing::{self, DrainStop};
 use super::txn::same;
 use super::{field, java_tracking, txn, PartitionEvent, Verdict};
-
-const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
-const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
-const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
-const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
-const BEGIN_REFUSED: &str = r#"{"ev":"txn_call","call":"begin","result":"refused"}"#;
-
-/// Whether `line` completes a commit with an error.
-fn failed_commit(line: &str) -> bool {
-    field(line, "ev") == Some("txn_done")
-        && field(line, "call") == Some("commit")
-        && field(line, "result").is_some_and(|r| r.starts_with("err:"))
-}
 
 /// The partitions a Produce answer line failed with UNKNOWN_PRODUCER_ID.
 fn unknown_producer_id_partitions(line: &str) -> Vec<i32> {

@@ -4,26 +4,16 @@
 
 use super::field;
 use super::java_tracking::{is_tracking_failure, named_partition};
+use super::lines::{
+    is_request, refused_send, unknown_producer_id_stamps, BEGIN_OK, COMMIT_DONE_OK, COMMIT_OK,
+    COMMIT_REFUSED, FOUND,
+};
 use super::txn::{added_in_transaction, after_lookup, asked_in_transaction, parts, same};
 use super::txn_commit::{in_step, java_lookup, java_refusal_while_committing};
 use crate::core_side::error_by_name;
 
-const BEGIN_OK: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
-const COMMIT_DONE_OK: &str = r#"{"ev":"txn_done","call":"commit","result":"ok"}"#;
-const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
-const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
-const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
-
-fn refused_send(line: &str) -> bool {
-    field(line, "ev") == Some("send_refused")
-}
-
-fn request(line: &str) -> bool {
-    field(line, "ev") == Some("txn")
-}
-
 fn add_partitions(line: &str) -> bool {
-    request(line) && field(line, "api") == Some("add_partitions")
+    is_request(line) && field(line, "api") == Some("add_partitions")
 }
 
 /// Whether every error the coordinator's answer line names is one Java and the core
@@ -143,7 +133,7 @@ pub(super) fn core_expires_while_coordinator_request_out_refusing(
         return false;
     }
     // Java's Sender had a transactional request out.
-    let Some(last) = core[..i].iter().rposition(|&(_, l)| request(l)) else {
+    let Some(last) = core[..i].iter().rposition(|&(_, l)| is_request(l)) else {
         return false;
     };
     let unanswered = !core[last + 1..i]
@@ -240,16 +230,6 @@ pub(super) fn unknown_producer_id_refused_while_java_holds(
         .iter()
         .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
     !failed.is_empty() && failed.iter().all(never_sent_again) && java_failed_none
-}
-
-/// The stamps ("partition:pid:epoch:seq:count") a Produce answer line failed with
-/// UNKNOWN_PRODUCER_ID.
-fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
-    field(answer, "batches")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
-        .collect()
 }
 
 /// [`Verdict::CommitFailsBeforeBatchesSettle`](super::Verdict), the form where Java's
@@ -396,7 +376,7 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
         return false;
     };
     let end_txn_abort = |l: &str| {
-        request(l) && field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0")
+        is_request(l) && field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0")
     };
     if !add_partitions(j) || !end_txn_abort(c) || !after_lookup(java, core, i) {
         return false;
@@ -438,7 +418,7 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
     let ends_as_core = java[i + 1..]
         .iter()
         .find(|&&(_, l)| {
-            request(l) && !add_partitions(l) && field(l, "api") != Some("find_coordinator")
+            is_request(l) && !add_partitions(l) && field(l, "api") != Some("find_coordinator")
         })
         .is_some_and(|&(_, l)| l == c);
     quiet && (refused || batch_failed || expired) && pending_only && ends_as_core

@@ -1,0 +1,55 @@
+//! The output lines and line tests the transactional detectors share: an application
+//! call's answer as both harnesses write it, and the few shapes of line every detector
+//! reads (a failed commit, a refused send, a transactional request and its identity,
+//! the batches a Produce answer failed with UNKNOWN_PRODUCER_ID).
+
+use super::field;
+
+/// `beginTransaction` accepted.
+pub(super) const BEGIN_OK: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+/// `beginTransaction` refused.
+pub(super) const BEGIN_REFUSED: &str = r#"{"ev":"txn_call","call":"begin","result":"refused"}"#;
+/// `abortTransaction` accepted.
+pub(super) const ABORT_OK: &str = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+/// `abortTransaction` refused.
+pub(super) const ABORT_REFUSED: &str = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#;
+/// `commitTransaction` accepted.
+pub(super) const COMMIT_OK: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+/// `commitTransaction` refused.
+pub(super) const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
+/// A commit completed successfully.
+pub(super) const COMMIT_DONE_OK: &str = r#"{"ev":"txn_done","call":"commit","result":"ok"}"#;
+/// A FindCoordinator answered NONE.
+pub(super) const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
+
+/// Whether `line` completes a commit with an error.
+pub(super) fn failed_commit(line: &str) -> bool {
+    field(line, "ev") == Some("txn_done")
+        && field(line, "call") == Some("commit")
+        && field(line, "result").is_some_and(|r| r.starts_with("err:"))
+}
+
+/// Whether `line` is a send the harness refused.
+pub(super) fn refused_send(line: &str) -> bool {
+    field(line, "ev") == Some("send_refused")
+}
+
+/// Whether `line` is a transactional request.
+pub(super) fn is_request(line: &str) -> bool {
+    field(line, "ev") == Some("txn")
+}
+
+/// A request's producer id and epoch, as written.
+pub(super) fn identity(line: &str) -> (Option<&str>, Option<&str>) {
+    (field(line, "pid"), field(line, "epoch"))
+}
+
+/// The stamps ("partition:pid:epoch:seq:count") a Produce answer line failed with
+/// UNKNOWN_PRODUCER_ID.
+pub(super) fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
+    field(answer, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
+        .collect()
+}
