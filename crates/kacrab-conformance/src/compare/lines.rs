@@ -53,3 +53,26 @@ pub(super) fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
         .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
         .collect()
 }
+
+/// The last Produce answer in `out` that failed a batch (answers after it failed none).
+pub(super) fn last_failing_answer(out: &[String]) -> Option<&String> {
+    out.iter().rev().find(|l| {
+        field(l, "ev") == Some("answered")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| !b.ends_with("=NONE"))
+    })
+}
+
+/// Whether a Produce request in `out` sends the batch stamped `stamp`
+/// ("partition:pid:epoch:seq:count") again.
+pub(super) fn sends_stamp(out: &[String], stamp: &str) -> bool {
+    out.iter().any(|l| {
+        field(l, "ev") == Some("produce")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| b == stamp)
+    })
+}

@@ -591,31 +591,13 @@ pub(super) fn unknown_producer_id_fails_commit(
         return false;
     }
     // The last Produce answer that failed a batch: answers after it failed none.
-    let Some(answer) = core[..at].iter().rev().find(|l| {
-        field(l, "ev") == Some("answered")
-            && field(l, "batches")
-                .unwrap_or_default()
-                .split(',')
-                .any(|b| !b.ends_with("=NONE"))
-    }) else {
+    let Some(answer) = super::lines::last_failing_answer(&core[..at]) else {
         return false;
     };
-    let failed: Vec<&str> = field(answer, "batches")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
-        .collect();
+    let failed = super::lines::unknown_producer_id_stamps(answer);
     let Some(answered) = java.iter().position(|l| l == answer) else {
         return false;
     };
-    let resent = |stamp: &&str| {
-        java[answered + 1..].iter().any(|l| {
-            field(l, "ev") == Some("produce")
-                && field(l, "batches")
-                    .unwrap_or_default()
-                    .split(',')
-                    .any(|b| b == *stamp)
-        })
-    };
+    let resent = |stamp: &&str| super::lines::sends_stamp(&java[answered + 1..], stamp);
     !failed.is_empty() && failed.iter().all(resent)
 }

@@ -2,7 +2,7 @@
 //! (docs/design.md, "Transactional traces"), beside `txn_add_partitions.rs`.
 
 use super::field;
-use super::lines::{identity, ABORT_OK, BEGIN_OK, FOUND};
+use super::lines::{identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND};
 use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
@@ -727,11 +727,7 @@ pub(super) fn unknown_producer_id_history_ends(
     else {
         return false;
     };
-    let failed: Vec<&str> = field(answer, "batches")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
-        .collect();
+    let failed = unknown_producer_id_stamps(answer);
     let Some(answered) = java_out.iter().position(|l| l == answer) else {
         return false;
     };

@@ -4,7 +4,8 @@
 //! batch of the transaction (`compare/java_tracking.rs`) before it would have failed it.
 
 use super::lines::{
-    failed_commit, ABORT_OK, ABORT_REFUSED, BEGIN_REFUSED, COMMIT_OK, COMMIT_REFUSED,
+    failed_commit, last_failing_answer, sends_stamp, unknown_producer_id_stamps, ABORT_OK,
+    ABORT_REFUSED, BEGIN_REFUSED, COMMIT_OK, COMMIT_REFUSED,
 };
 use super::timing::{self, DrainStop};
 use super::txn::same;
@@ -124,32 +125,14 @@ pub(super) fn unknown_producer_id_refuses_commit(
     }
     let at = core[i].0;
     // The last Produce answer that failed a batch: answers after it failed none.
-    let Some(answer) = core_out[..at].iter().rev().find(|l| {
-        field(l, "ev") == Some("answered")
-            && field(l, "batches")
-                .unwrap_or_default()
-                .split(',')
-                .any(|b| !b.ends_with("=NONE"))
-    }) else {
+    let Some(answer) = last_failing_answer(&core_out[..at]) else {
         return false;
     };
-    let failed: Vec<&str> = field(answer, "batches")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
-        .collect();
+    let failed = unknown_producer_id_stamps(answer);
     let Some(answered) = java_out.iter().position(|l| l == answer) else {
         return false;
     };
-    let resent = |stamp: &&str| {
-        java_out[answered + 1..].iter().any(|l| {
-            field(l, "ev") == Some("produce")
-                && field(l, "batches")
-                    .unwrap_or_default()
-                    .split(',')
-                    .any(|b| b == *stamp)
-        })
-    };
+    let resent = |stamp: &&str| sends_stamp(&java_out[answered + 1..], stamp);
     !failed.is_empty() && failed.iter().all(resent)
 }
 
@@ -504,13 +487,7 @@ pub(super) fn unknown_producer_id_then_java_fatal(
     if c != FAILED {
         return false;
     }
-    let Some(answer) = core_out[..at].iter().rev().find(|l| {
-        field(l, "ev") == Some("answered")
-            && field(l, "batches")
-                .unwrap_or_default()
-                .split(',')
-                .any(|b| !b.ends_with("=NONE"))
-    }) else {
+    let Some(answer) = last_failing_answer(&core_out[..at]) else {
         return false;
     };
     let failed = unknown_producer_id_partitions(answer);

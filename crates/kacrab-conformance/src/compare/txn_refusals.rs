@@ -5,8 +5,8 @@
 use super::field;
 use super::java_tracking::{is_tracking_failure, named_partition};
 use super::lines::{
-    is_request, refused_send, unknown_producer_id_stamps, BEGIN_OK, COMMIT_DONE_OK, COMMIT_OK,
-    COMMIT_REFUSED, FOUND,
+    is_request, refused_send, sends_stamp, unknown_producer_id_stamps, BEGIN_OK, COMMIT_DONE_OK,
+    COMMIT_OK, COMMIT_REFUSED, FOUND,
 };
 use super::txn::{added_in_transaction, after_lookup, asked_in_transaction, parts, same};
 use super::txn_commit::{in_step, java_lookup, java_refusal_while_committing};
@@ -207,11 +207,7 @@ pub(super) fn unknown_producer_id_refused_while_java_holds(
     else {
         return false;
     };
-    let failed: Vec<&str> = field(answer, "batches")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|b| b.strip_suffix("=UNKNOWN_PRODUCER_ID"))
-        .collect();
+    let failed = unknown_producer_id_stamps(answer);
     let Some(answered) = java_out.iter().position(|l| l == answer) else {
         return false;
     };
@@ -289,15 +285,7 @@ pub(super) fn commit_fails_early_java_never_completes(
     let Some(answered) = java_out.iter().position(|l| l == answer) else {
         return false;
     };
-    let resent = |stamp: &&str| {
-        java_out[answered + 1..].iter().any(|l| {
-            field(l, "ev") == Some("produce")
-                && field(l, "batches")
-                    .unwrap_or_default()
-                    .split(',')
-                    .any(|b| b == *stamp)
-        })
-    };
+    let resent = |stamp: &&str| sends_stamp(&java_out[answered + 1..], stamp);
     if failed.is_empty() || failed.iter().any(resent) {
         return false;
     }
