@@ -18,6 +18,7 @@ mod txn;
 mod txn_abort;
 mod txn_add_partitions;
 mod txn_add_partitions2;
+mod txn_add_partitions3;
 mod txn_commit;
 mod txn_commit2;
 mod txn_refusals;

@@ -55,13 +55,21 @@ pub(super) fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
 }
 
 /// The last Produce answer in `out` that failed a batch (answers after it failed none).
+/// A batch answered with an error and sent again later in `out` with the same stamp was
+/// retried, not failed: an answer whose every error is such a retry failed nothing
+/// (and cannot have made the transaction abortable), so it is passed over.
 pub(super) fn last_failing_answer(out: &[String]) -> Option<&String> {
-    out.iter().rev().find(|l| {
-        field(l, "ev") == Some("answered")
+    out.iter().enumerate().rev().find_map(|(k, l)| {
+        let failed = field(l, "ev") == Some("answered")
             && field(l, "batches")
                 .unwrap_or_default()
                 .split(',')
-                .any(|b| !b.ends_with("=NONE"))
+                .filter(|b| !b.ends_with("=NONE"))
+                .any(|b| {
+                    let stamp = b.rsplit_once('=').map_or(b, |(s, _)| s);
+                    !sends_stamp(&out[k + 1..], stamp)
+                });
+        failed.then_some(l)
     })
 }
 

@@ -512,6 +512,31 @@ pub(super) fn verdict(
         {
             Verdict::UnknownProducerIdAbortsTransaction
         }
+        Verdict::Unexplained
+            if super::txn_add_partitions3::java_asks_new_partitions_abort_fails(jh, ch, i)
+                || super::txn_add_partitions3::java_asks_new_partitions_ending_abort_recalled(
+                    jh, ch, i,
+                ) =>
+        {
+            Verdict::JavaAsksNewPartitionsWhileAborting
+        }
+        Verdict::Unexplained
+            if super::txn_add_partitions3::unknown_producer_id_refuses_commit_after_new_partitions(
+                java, core, jh, ch, i,
+            )
+                || super::txn_add_partitions3::unknown_producer_id_refused_before_java_fails(
+                    java, core, jh, ch, i,
+                ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_add_partitions3::retried_never_asked_after_failure(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::RetriedAddPartitionsTakesNewPartitions
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };

@@ -43,7 +43,7 @@ pub(super) fn retried_add_partitions_never_asked(
 /// or an answer to one that failed it (or came after the transaction failed:
 /// `failed_before`), where the core's also names some of `missing` and is
 /// otherwise Java's.
-fn again(j: &str, c: &str, missing: &[i32], failed_before: bool) -> bool {
+pub(super) fn again(j: &str, c: &str, missing: &[i32], failed_before: bool) -> bool {
     let extra_only = |jp: &[i32], cp: &[i32]| {
         jp.iter().all(|p| cp.contains(p))
             && jp.len() < cp.len()

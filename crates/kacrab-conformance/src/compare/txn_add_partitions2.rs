@@ -4,6 +4,7 @@
 use super::field;
 use super::lines::{identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND};
 use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
+use super::txn_add_partitions3::older_request_first;
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 /// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
@@ -290,7 +291,7 @@ pub(super) fn retried_add_partitions_never_asked_adding_ended(
 
 /// What `AddPartitionsToTxnHandler.handleResponse` does with one answer.
 #[derive(Debug, PartialEq, Eq)]
-enum Action {
+pub(super) enum Action {
     /// COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: look the coordinator up, ask again.
     Lookup,
     /// A retriable error (CONCURRENT_TRANSACTIONS among them): ask again.
@@ -339,7 +340,7 @@ fn code_of(name: &str) -> Option<i32> {
 /// The action on an answer's entries taken in this order: the first error acted on at
 /// once, else TOPIC_AUTHORIZATION_FAILED (abortable), else Done when every partition
 /// was added. `None` for anything else (not a case the detector takes).
-fn decide(entries: &[(i32, &str)]) -> Option<Action> {
+pub(super) fn decide(entries: &[(i32, &str)]) -> Option<Action> {
     if let Some(a) = entries.iter().find_map(|(_, c)| acted_at_once(c)) {
         return Some(a);
     }
@@ -360,7 +361,7 @@ fn decide(entries: &[(i32, &str)]) -> Option<Action> {
 /// harness's topic `t`: by bucket of a 16-slot table (fewer than 13 entries), the
 /// spread `TopicPartition.hashCode`, `31 * (31 + partition) + "t".hashCode()`; equal
 /// buckets keep the answer's order. For partitions 0 to 3 that is 3, 2, 1, 0.
-fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> {
+pub(super) fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> {
     let bucket = |p: i32| {
         let topic_hash = i32::from(b't');
         let h = 31i32
@@ -372,52 +373,6 @@ fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> {
     let mut ordered = entries.to_vec();
     ordered.sort_by_key(|(p, _)| bucket(*p));
     ordered
-}
-
-/// Java's line `i` is an older AddPartitionsToTxn that waited in its queue beside the
-/// answered request `a` (Java builds one each time partitions are new while another
-/// waits, naming all pending partitions then; equal-priority requests leave
-/// `TransactionManager.pendingRequests`, a priority queue, in heap order): it names, under
-/// `a`'s identity, a strict subset of `a`'s partitions; from there Java writes only
-/// that request's answer (which must add its partitions, or lose its connection) and
-/// lookups, up to its next AddPartitionsToTxn, which is `retry`: the retry of `a`.
-fn older_request_first(
-    h: &[(usize, &str)],
-    i: usize,
-    a: &str,
-    retry: impl Fn(&str) -> bool,
-) -> bool {
-    let line = h[i].1;
-    let (lp, ap) = (parts(line), parts(a));
-    if !is_add_partitions(line)
-        || identity(line) != identity(a)
-        || lp.len() >= ap.len()
-        || !lp.iter().all(|p| ap.contains(p))
-    {
-        return false;
-    }
-    let Some(k) = h[i + 1..]
-        .iter()
-        .position(|&(_, l)| field(l, "api") != Some("find_coordinator"))
-    else {
-        return false;
-    };
-    let mut rest = h[i + 1 + k..].iter().map(|&(_, l)| l);
-    let first = rest.next();
-    let added = first.is_some_and(|l| {
-        field(l, "ev") == Some("coord_answered")
-            && field(l, "api") == Some("add_partitions")
-            && field(l, "error")
-                .unwrap_or_default()
-                .split(',')
-                .all(|e| e.ends_with("=NONE"))
-    });
-    let next = if added {
-        rest.find(|l| field(l, "api") != Some("find_coordinator"))
-    } else {
-        first
-    };
-    next.is_some_and(retry)
 }
 
 /// [`super::Verdict::AddPartitionsErrorsTakenInAnotherOrder`]: one AddPartitionsToTxn
