@@ -1195,3 +1195,63 @@ fn unknown_producer_id_while_java_holds_the_commit_then_a_fatal_answer_in_java()
         r#"{"ev":"txn_done","call":"commit","result":"err:53"}"#,
     );
 }
+
+#[test]
+fn the_abort_called_again_before_the_core_ends_it_while_java_asks_new_partitions_is_that_departure()
+{
+    // The abort is accepted while Java's AddPartitionsToTxn(1) waits behind a lookup, with
+    // a request for partitions 0 and 1 built beside it; after the lookup both add 1, then
+    // Java sends the request built before the abort, where the core refuses a send, and
+    // the application calls abort again (both accept: the same pending abort) before the
+    // core sends the EndTxn(ABORT) Java sends next. Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_abort_called_again_before_core_end_txn",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
+
+#[test]
+fn the_abort_failing_while_the_core_asks_for_pending_partitions_is_that_departure() {
+    // Aborted while AddPartitionsToTxn(2) waits behind lookups; Java then sends the request
+    // it built before the abort (1,2), the core asks again for 2 only, and the answer's
+    // PRODUCER_FENCED fails both aborts alike. Near miss: Java's abort fails with another
+    // code.
+    recorded_as_replaced(
+        "txn_abort_fails_while_core_asks_pending",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn_done","call":"abort","result":"err:90"}"#,
+        r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_then_java_asks_a_new_partition_before_the_commit_the_core_refuses() {
+    // Partition 3's first batch is answered UNKNOWN_PRODUCER_ID (nothing acknowledged:
+    // Java retries it); after the answer to AddPartitionsToTxn(1) Java asks for partition
+    // 0, new, and accepts the commit; the core, abortable, asks for nothing and refuses
+    // the commit. Java resends the batch with the same stamp. Near miss: Java's resend
+    // has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refuses_commit_after_new_partitions",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1,3:1000:0:0:1","t":0,"s":14"#,
+        r#""batches":"0:1000:0:0:1,3:1000:0:1:1","t":0,"s":14"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_refused_send_java_refuses_after_its_adding_fails() {
+    // Partition 2's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(0) is
+    // retried: the core, abortable, drops the request and refuses the next send at once;
+    // Java asks for partition 0 again, is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    // (fatal in Java) and only then refuses the same send. Near miss: Java's answer adds
+    // the partition, so nothing in Java's output fails its transaction.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refused_before_java_fails",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""error":"0=TRANSACTIONAL_ID_AUTHORIZATION_FAILED""#,
+        r#""error":"0=NONE""#,
+    );
+}
