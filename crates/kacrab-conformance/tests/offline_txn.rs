@@ -1255,3 +1255,33 @@ fn unknown_producer_id_refused_send_java_refuses_after_its_adding_fails() {
         r#""error":"0=NONE""#,
     );
 }
+
+#[test]
+fn a_retry_taking_new_partitions_never_asked_after_a_failed_batch_is_that_departure() {
+    // The core's retry of AddPartitionsToTxn(0) takes partition 2, new meanwhile; Java
+    // retries only 0. Partition 1's batch is then answered OUT_OF_ORDER_SEQUENCE_NUMBER,
+    // which fails Java's transaction before the retry's answer adds 0, so Java never asks
+    // for 2 (and the trace ends). Near miss: Java's batch is acknowledged, so nothing
+    // ended its adding.
+    recorded_as_replaced(
+        "txn_retried_add_partitions_never_asked_after_failed_batch",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        "1:1000:0:0:1=OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "1:1000:0:0:1=NONE",
+    );
+}
+
+#[test]
+fn a_retry_taking_new_partitions_then_the_core_refusing_after_unknown_producer_id() {
+    // The core's retry of AddPartitionsToTxn(2) takes partition 0; partition 1's batch is
+    // answered UNKNOWN_PRODUCER_ID, so the core, abortable, refuses the next send, which
+    // Java accepts (it keeps the batch to retry); the retry's answer, PRODUCER_FENCED,
+    // fails both before Java resends anything or asks for 0. Near miss: Java fails a
+    // record with UNKNOWN_PRODUCER_ID (it did not keep the batch).
+    recorded_as_replaced(
+        "txn_retried_add_partitions_never_asked_unknown_producer_id",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        r#"{"ev":"outcome","rec":0,"result":"err:90"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"err:59"}"#,
+    );
+}
