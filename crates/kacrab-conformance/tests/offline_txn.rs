@@ -1285,3 +1285,18 @@ fn a_retry_taking_new_partitions_then_the_core_refusing_after_unknown_producer_i
         r#"{"ev":"outcome","rec":0,"result":"err:59"}"#,
     );
 }
+
+#[test]
+fn an_older_request_sent_again_before_the_retry_of_the_answered_one_is_errors_in_another_order() {
+    // AddPartitionsToTxn(0,1) is answered 0=COORDINATOR_NOT_AVAILABLE,1=REQUEST_TIMED_OUT:
+    // the core acts on partition 0 (looks up), Java on partition 1 (retries); Java's
+    // queue also holds the older request for 0, which goes out first, is lost to a
+    // timeout, is sent again after the lookup and adds 0; then Java sends the retry.
+    // Near miss: the older request's answer fails the transaction.
+    recorded_as_replaced(
+        "txn_add_partitions_older_request_again_before_retry",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"0=NONE"}"#,
+        r#""error":"0=INVALID_TXN_STATE"}"#,
+    );
+}
