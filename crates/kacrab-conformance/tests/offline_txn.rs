@@ -1300,3 +1300,19 @@ fn an_older_request_sent_again_before_the_retry_of_the_answered_one_is_errors_in
         r#""error":"0=INVALID_TXN_STATE"}"#,
     );
 }
+
+#[test]
+fn unknown_producer_id_then_a_retried_answer_refuses_the_core_send() {
+    // Partition 1's batch is answered UNKNOWN_PRODUCER_ID; then partition 2's is answered
+    // NOT_ENOUGH_REPLICAS_AFTER_APPEND, which the core retries (it sends the batch again
+    // with the same stamp): that later answer failed nothing, so the core's refusal of the
+    // next send (Java sends its AddPartitionsToTxn instead) is read from the
+    // UNKNOWN_PRODUCER_ID answer. Java resends partition 1's batch with the same stamp.
+    // Near miss: Java's resend has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refuses_send_after_retried_answer",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1","t":0,"s":14"#,
+        r#""batches":"1:1000:0:2:1","t":0,"s":14"#,
+    );
+}
