@@ -176,8 +176,8 @@ pub(super) fn java_asks_new_partitions_abort_fails(
 /// `txn_add_partitions2::java_asks_new_partitions_ending_abort` where, before its
 /// EndTxn(ABORT), the core writes the application's abort called again besides refused
 /// calls and sends: both accept it (Java hands back the pending abort's result, the
-/// core's abort is the same one), so it is set aside, on both sides after `i`, and the
-/// rest is that detector's rule unchanged.
+/// core's abort is the same one; both write it as often), so it is set aside, on both
+/// sides after `i`, and the rest is that detector's rule unchanged.
 pub(super) fn java_asks_new_partitions_ending_abort_recalled(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -188,8 +188,8 @@ pub(super) fn java_asks_new_partitions_ending_abort_recalled(
     {
         return false;
     }
-    let recalled = |h: &[(usize, &str)]| h[i + 1..].iter().any(|&(_, l)| l == ABORT_OK);
-    if !recalled(core) {
+    let recalled = |h: &[(usize, &str)]| h[i + 1..].iter().filter(|&&(_, l)| l == ABORT_OK).count();
+    if recalled(core) == 0 || recalled(core) != recalled(java) {
         return false;
     }
     let without = |h: &[(usize, &str)]| -> Vec<(usize, String)> {
