@@ -1316,3 +1316,19 @@ fn unknown_producer_id_then_a_retried_answer_refuses_the_core_send() {
         r#""batches":"1:1000:0:2:1","t":0,"s":14"#,
     );
 }
+
+#[test]
+fn a_fatal_error_the_core_takes_first_while_java_retries_after_its_older_request() {
+    // AddPartitionsToTxn(2,3) is answered 2=INVALID_TXN_STATE,3=REQUEST_TIMED_OUT: the
+    // core acts on partition 2 and goes fatal (Java's rule too for INVALID_TXN_STATE),
+    // Java walks partition 3 first and retries; its older request for 2 goes out first,
+    // is answered COORDINATOR_NOT_AVAILABLE (lookup, re-enqueued), goes out again and adds
+    // 2, and then Java sends the retry. Near miss: the older request's second answer is
+    // INVALID_TXN_STATE.
+    recorded_as_replaced(
+        "txn_add_partitions_fatal_first_older_request_again",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"2=NONE"}"#,
+        r#""error":"2=INVALID_TXN_STATE"}"#,
+    );
+}
