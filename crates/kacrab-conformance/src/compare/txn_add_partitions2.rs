@@ -95,10 +95,13 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     // core's abort ends with a KIP-360 bump under that identity
     // (`AbortEndsWithEpochBump`), where Java's pre-built request adds partitions and
     // Java ends them with its EndTxn(ABORT_OK).
+    // The core counts a partition added only from an answer that names every partition
+    // it lists NONE (one naming an error adds none: Java's `AddPartitionsToTxnHandler`
+    // returns or fails before `partitionsInTransaction.addAll`).
     let added = core[since..i].iter().any(|(_, l)| {
         field(l, "ev") == Some("coord_answered")
             && field(l, "api") == Some("add_partitions")
-            && field(l, "error").is_some_and(|e| e.split(',').any(|c| c.ends_with("=NONE")))
+            && field(l, "error").is_some_and(|e| e.split(',').all(|c| c.ends_with("=NONE")))
     });
     let bumps = field(end, "api") == Some("init") && identity(end) == identity(j) && !added;
     if !(ends_abort(end) || bumps) || !(asks_pending || only_refusals) {
@@ -117,7 +120,9 @@ pub(super) fn java_asks_new_partitions_ending_abort(
             return false;
         }
     }
-    false
+    // Java never sends that EndTxn: the coordinator's answers to its requests, and the
+    // same answers to the core's EndTxn, fail both aborts alike.
+    ends_abort(end) && super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
 }
 
 /// The other shape [`java_asks_new_partitions_ending_abort`] accepts for Java's request
@@ -136,7 +141,7 @@ fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
     let failed = field(answer, "ev") == Some("coord_answered")
         && field(answer, "api") == Some("add_partitions")
         && field(answer, "error").is_some_and(|e| {
-            e.split(',').all(|x| {
+            let failing = |x: &str| {
                 x.split_once('=').is_some_and(|(_, c)| {
                     matches!(
                         c,
@@ -145,7 +150,9 @@ fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
                             | "UNKNOWN_PRODUCER_ID"
                     )
                 })
-            })
+            };
+            e.split(',').all(|x| failing(x) || x.ends_with("=NONE"))
+                && e.split(',').any(failing)
         });
     let (Some(a), Some(ca)) = (last_add_partitions(java, i), last_add_partitions(core, i)) else {
         return false;
@@ -628,8 +635,13 @@ pub(super) fn core_expires_during_lookup_java_aborts(
         _ => false,
     };
     // While aborting, Java refuses every send (`TransactionManager.maybeFailWithError`
-    // in ABORTING_TRANSACTION), as the core does.
-    let refused_aborting = |l: &str| field(l, "ev") == Some("send_refused") && aborted_before(java);
+    // in ABORTING_TRANSACTION), as the core does, and every begin and commit (no
+    // transition to them from ABORTING_TRANSACTION).
+    let refused = |l: &str| {
+        field(l, "ev") == Some("send_refused")
+            || (field(l, "ev") == Some("txn_call") && field(l, "result") == Some("refused"))
+    };
+    let refused_aborting = |l: &str| refused(l) && aborted_before(java);
     let Some(k) = java[i..]
         .iter()
         .position(|&(_, l)| !adding_or_lookup(l) && !refused_aborting(l))

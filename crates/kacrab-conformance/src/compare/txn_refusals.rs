@@ -409,5 +409,8 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
             is_request(l) && !add_partitions(l) && field(l, "api") != Some("find_coordinator")
         })
         .is_some_and(|&(_, l)| l == c);
-    quiet && (refused || batch_failed || expired) && pending_only && ends_as_core
+    // Or Java never sends it: the answers to its requests, and the same ones to the
+    // core's EndTxn, fail both aborts alike.
+    let fail_alike = || super::txn_stale_add_partitions::aborts_fail_alike(java, core, i);
+    quiet && (refused || batch_failed || expired) && pending_only && (ends_as_core || fail_alike())
 }
