@@ -1195,3 +1195,33 @@ fn unknown_producer_id_while_java_holds_the_commit_then_a_fatal_answer_in_java()
         r#"{"ev":"txn_done","call":"commit","result":"err:53"}"#,
     );
 }
+
+#[test]
+fn a_held_request_for_pending_partitions_whose_answer_fails_both_aborts_alike() {
+    // Abortable before the abort (a batch answered INVALID_RECORD), AddPartitionsToTxn(3)
+    // waits behind a lookup; after it Java sends that request, the core its EndTxn(ABORT);
+    // the scripted TRANSACTIONAL_ID_AUTHORIZATION_FAILED answers both, fatal to both
+    // requests, so Java never sends its EndTxn and both aborts fail with 53. Near miss:
+    // Java's request took an answer the core's EndTxn did not get.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_fails_alike",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""error":"3=TRANSACTIONAL_ID_AUTHORIZATION_FAILED""#,
+        r#""error":"3=INVALID_TXN_STATE""#,
+    );
+}
+
+#[test]
+fn a_request_built_before_the_abort_whose_answer_fails_both_aborts_alike() {
+    // Partition 1's AddPartitionsToTxn waits behind a lookup when partition 0 is new and
+    // the application aborts; after the lookup both ask again for 1 (answered NONE), then
+    // Java sends the request it built with 0 and 1, the core its EndTxn(ABORT); the
+    // scripted TRANSACTIONAL_ID_AUTHORIZATION_FAILED fails both aborts with 53. Near
+    // miss: Java's abort completes.
+    recorded_as_replaced(
+        "txn_java_asks_new_partitions_aborts_fail_alike",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+    );
+}
