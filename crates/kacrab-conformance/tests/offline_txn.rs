@@ -1225,3 +1225,18 @@ fn a_request_built_before_the_abort_whose_answer_fails_both_aborts_alike() {
         r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
     );
 }
+
+#[test]
+fn an_older_request_after_an_answer_adding_nothing_while_the_core_bumps() {
+    // AddPartitionsToTxn(1) is answered NOT_COORDINATOR; after the lookup both ask for 0
+    // and 1 (Java's retry of 1 still waits in its queue), the application aborts, and
+    // the answer gives 0 NONE and 1 TRANSACTION_ABORTABLE: neither side adds anything.
+    // The core ends the abort with its KIP-360 bump (nothing to end); Java sends its
+    // older request for 1, then EndTxn(ABORT). Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_older_request_after_partly_failed_adding",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
