@@ -151,8 +151,7 @@ fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
                     )
                 })
             };
-            e.split(',').all(|x| failing(x) || x.ends_with("=NONE"))
-                && e.split(',').any(failing)
+            e.split(',').all(|x| failing(x) || x.ends_with("=NONE")) && e.split(',').any(failing)
         });
     let (Some(a), Some(ca)) = (last_add_partitions(java, i), last_add_partitions(core, i)) else {
         return false;
