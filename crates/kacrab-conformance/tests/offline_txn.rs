@@ -1240,3 +1240,18 @@ fn an_older_request_after_an_answer_adding_nothing_while_the_core_bumps() {
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
     );
 }
+
+#[test]
+fn an_older_request_after_the_adding_failed_where_an_answer_named_a_partition_none() {
+    // An answer gives 3 NONE beside 1 NOT_COORDINATOR (nothing added on either side:
+    // Java's handler returns at the lookup before adding), the retry is answered
+    // UNKNOWN_PRODUCER_ID while aborting: the core ends the abort with its KIP-360 bump
+    // (nothing to end), Java sends its older AddPartitionsToTxn(1), then EndTxn(ABORT).
+    // Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_older_request_core_bumps_nothing_added",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
