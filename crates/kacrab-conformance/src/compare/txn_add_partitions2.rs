@@ -26,7 +26,11 @@ use super::txn_refusals::{coordinator_retriable, produce_retriable};
 /// of that EndTxn may be its KIP-360 bump under that identity (InitProducerId: the TV1
 /// abort after an abortable error with nothing to end, `AbortEndsWithEpochBump`), and
 /// Java's next other request is then its EndTxn(ABORT_OK) under that identity (its
-/// pre-built request added partitions).
+/// pre-built request added partitions). "Added" there is the core's rule (and Java's):
+/// an answer adds its partitions only when it names every one it lists NONE. Or Java
+/// never sends that EndTxn because the answers to its requests, the same the core's
+/// EndTxn got, fail both aborts alike
+/// ([`super::txn_stale_add_partitions::aborts_fail_alike`]).
 ///
 /// Java built those requests before the abort: `TransactionManager.nextRequest` builds
 /// one whenever partitions are new, also while another (a retry, re-enqueued, or one
@@ -128,9 +132,11 @@ pub(super) fn java_asks_new_partitions_ending_abort(
 /// The other shape [`java_asks_new_partitions_ending_abort`] accepts for Java's request
 /// at `i`: an older one, for pending partitions, going out after the answer that ended
 /// the adding. The line before `i` is, on both sides, the answer to the same last
-/// AddPartitionsToTxn, failing every partition with an error that makes the
+/// AddPartitionsToTxn, giving at least one partition an error that makes the
 /// transaction abortable (TOPIC_AUTHORIZATION_FAILED, TRANSACTION_ABORTABLE,
-/// UNKNOWN_PRODUCER_ID); Java's request names, under its identity, a strict subset of
+/// UNKNOWN_PRODUCER_ID) and every other one such an error or NONE (neither side adds
+/// any partition from it: `AddPartitionsToTxnHandler.handleResponse` returns or fails
+/// before `partitionsInTransaction.addAll`); Java's request names, under its identity, a strict subset of
 /// its partitions: a request Java built earlier, when fewer partitions were pending,
 /// which waited in its queue (the error does not empty it).
 fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
@@ -598,7 +604,7 @@ pub(super) fn core_expires_during_lookup_history_ends(
 /// transactional request is out or about to be sent, sends at `i` the
 /// AddPartitionsToTxn that waited for the lookup, and from there writes only its
 /// AddPartitionsToTxn conversation and lookups (and, the abort accepted before, refused
-/// sends) up to its next other line, which is the application's abort accepted, or its
+/// sends and refused calls) up to its next other line, which is the application's abort accepted, or its
 /// EndTxn(ABORT_OK) when the abort was accepted before in this transaction: Java's transaction ends aborted too, and every record
 /// the core expired Java fails too (expired later, REQUEST_TIMED_OUT, or aborted
 /// unsent, -1), delivering none. What follows (Java ending the partitions its request
