@@ -1255,3 +1255,18 @@ fn an_older_request_after_the_adding_failed_where_an_answer_named_a_partition_no
         r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
     );
 }
+
+#[test]
+fn an_expiry_during_a_lookup_where_java_refuses_a_call_before_ending_the_abort() {
+    // The record expires in the core while AddPartitionsToTxn(0) waits behind lookups
+    // that time out; the application aborts; after the lookup the core bumps (its abort
+    // after an expiry, nothing added), Java sends the waiting request, refuses the
+    // application's commit as the core does (aborting), then ends the abort with
+    // EndTxn(ABORT). Near miss: Java accepts that commit.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_java_aborts_refusing_calls",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn_call","call":"commit","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"commit","result":"ok"}"#,
+    );
+}
