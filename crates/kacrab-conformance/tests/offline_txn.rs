@@ -1213,6 +1213,51 @@ fn the_abort_called_again_before_the_core_ends_it_while_java_asks_new_partitions
 }
 
 #[test]
+fn a_held_request_for_pending_partitions_whose_answer_fails_both_aborts_alike() {
+    // Abortable before the abort (a batch answered INVALID_RECORD), AddPartitionsToTxn(3)
+    // waits behind a lookup; after it Java sends that request, the core its EndTxn(ABORT);
+    // the scripted TRANSACTIONAL_ID_AUTHORIZATION_FAILED answers both, fatal to both
+    // requests, so Java never sends its EndTxn and both aborts fail with 53. Near miss:
+    // Java's request took an answer the core's EndTxn did not get.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_fails_alike",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""error":"3=TRANSACTIONAL_ID_AUTHORIZATION_FAILED""#,
+        r#""error":"3=INVALID_TXN_STATE""#,
+    );
+}
+
+#[test]
+fn a_request_built_before_the_abort_whose_answer_fails_both_aborts_alike() {
+    // Partition 1's AddPartitionsToTxn waits behind a lookup when partition 0 is new and
+    // the application aborts; after the lookup both ask again for 1 (answered NONE), then
+    // Java sends the request it built with 0 and 1, the core its EndTxn(ABORT); the
+    // scripted TRANSACTIONAL_ID_AUTHORIZATION_FAILED fails both aborts with 53. Near
+    // miss: Java's abort completes.
+    recorded_as_replaced(
+        "txn_java_asks_new_partitions_aborts_fail_alike",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
+        r#"{"ev":"txn_done","call":"abort","result":"ok"}"#,
+    );
+}
+
+#[test]
+fn an_older_request_after_an_answer_adding_nothing_while_the_core_bumps() {
+    // AddPartitionsToTxn(1) is answered NOT_COORDINATOR; after the lookup both ask for 0
+    // and 1 (Java's retry of 1 still waits in its queue), the application aborts, and
+    // the answer gives 0 NONE and 1 TRANSACTION_ABORTABLE: neither side adds anything.
+    // The core ends the abort with its KIP-360 bump (nothing to end); Java sends its
+    // older request for 1, then EndTxn(ABORT). Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_older_request_after_partly_failed_adding",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
+    );
+}
+
+#[test]
 fn the_abort_failing_while_the_core_asks_for_pending_partitions_is_that_departure() {
     // Aborted while AddPartitionsToTxn(2) waits behind lookups; Java then sends the request
     // it built before the abort (1,2), the core asks again for 2 only, and the answer's
@@ -1223,6 +1268,21 @@ fn the_abort_failing_while_the_core_asks_for_pending_partitions_is_that_departur
         Verdict::JavaAsksNewPartitionsWhileAborting,
         r#"{"ev":"txn_done","call":"abort","result":"err:90"}"#,
         r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
+    );
+}
+
+#[test]
+fn an_older_request_after_the_adding_failed_where_an_answer_named_a_partition_none() {
+    // An answer gives 3 NONE beside 1 NOT_COORDINATOR (nothing added on either side:
+    // Java's handler returns at the lookup before adding), the retry is answered
+    // UNKNOWN_PRODUCER_ID while aborting: the core ends the abort with its KIP-360 bump
+    // (nothing to end), Java sends its older AddPartitionsToTxn(1), then EndTxn(ABORT).
+    // Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_older_request_core_bumps_nothing_added",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":0}"#,
+        r#"{"ev":"txn","api":"end_txn","pid":1000,"epoch":0,"commit":1}"#,
     );
 }
 
@@ -1330,5 +1390,20 @@ fn a_fatal_error_the_core_takes_first_while_java_retries_after_its_older_request
         Verdict::AddPartitionsErrorsTakenInAnotherOrder,
         r#""error":"2=NONE"}"#,
         r#""error":"2=INVALID_TXN_STATE"}"#,
+    );
+}
+
+#[test]
+fn an_expiry_during_a_lookup_where_java_refuses_a_call_before_ending_the_abort() {
+    // The record expires in the core while AddPartitionsToTxn(0) waits behind lookups
+    // that time out; the application aborts; after the lookup the core bumps (its abort
+    // after an expiry, nothing added), Java sends the waiting request, refuses the
+    // application's commit as the core does (aborting), then ends the abort with
+    // EndTxn(ABORT). Near miss: Java accepts that commit.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_java_aborts_refusing_calls",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"txn_call","call":"commit","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"commit","result":"ok"}"#,
     );
 }

@@ -27,7 +27,11 @@ use super::txn_refusals::{coordinator_retriable, produce_retriable};
 /// of that EndTxn may be its KIP-360 bump under that identity (InitProducerId: the TV1
 /// abort after an abortable error with nothing to end, `AbortEndsWithEpochBump`), and
 /// Java's next other request is then its EndTxn(ABORT_OK) under that identity (its
-/// pre-built request added partitions).
+/// pre-built request added partitions). "Added" there is the core's rule (and Java's):
+/// an answer adds its partitions only when it names every one it lists NONE. Or Java
+/// never sends that EndTxn because the answers to its requests, the same the core's
+/// EndTxn got, fail both aborts alike
+/// ([`super::txn_stale_add_partitions::aborts_fail_alike`]).
 ///
 /// Java built those requests before the abort: `TransactionManager.nextRequest` builds
 /// one whenever partitions are new, also while another (a retry, re-enqueued, or one
@@ -96,10 +100,13 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     // core's abort ends with a KIP-360 bump under that identity
     // (`AbortEndsWithEpochBump`), where Java's pre-built request adds partitions and
     // Java ends them with its EndTxn(ABORT_OK).
+    // The core counts a partition added only from an answer that names every partition
+    // it lists NONE (one naming an error adds none: Java's `AddPartitionsToTxnHandler`
+    // returns or fails before `partitionsInTransaction.addAll`).
     let added = core[since..i].iter().any(|(_, l)| {
         field(l, "ev") == Some("coord_answered")
             && field(l, "api") == Some("add_partitions")
-            && field(l, "error").is_some_and(|e| e.split(',').any(|c| c.ends_with("=NONE")))
+            && field(l, "error").is_some_and(|e| e.split(',').all(|c| c.ends_with("=NONE")))
     });
     let bumps = field(end, "api") == Some("init") && identity(end) == identity(j) && !added;
     if !(ends_abort(end) || bumps) || !(asks_pending || only_refusals) {
@@ -118,15 +125,19 @@ pub(super) fn java_asks_new_partitions_ending_abort(
             return false;
         }
     }
-    false
+    // Java never sends that EndTxn: the coordinator's answers to its requests, and the
+    // same answers to the core's EndTxn, fail both aborts alike.
+    ends_abort(end) && super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
 }
 
 /// The other shape [`java_asks_new_partitions_ending_abort`] accepts for Java's request
 /// at `i`: an older one, for pending partitions, going out after the answer that ended
 /// the adding. The line before `i` is, on both sides, the answer to the same last
-/// AddPartitionsToTxn, failing every partition with an error that makes the
+/// AddPartitionsToTxn, giving at least one partition an error that makes the
 /// transaction abortable (TOPIC_AUTHORIZATION_FAILED, TRANSACTION_ABORTABLE,
-/// UNKNOWN_PRODUCER_ID); Java's request names, under its identity, a strict subset of
+/// UNKNOWN_PRODUCER_ID) and every other one such an error or NONE (neither side adds
+/// any partition from it: `AddPartitionsToTxnHandler.handleResponse` returns or fails
+/// before `partitionsInTransaction.addAll`); Java's request names, under its identity, a strict subset of
 /// its partitions: a request Java built earlier, when fewer partitions were pending,
 /// which waited in its queue (the error does not empty it).
 fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
@@ -137,7 +148,7 @@ fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
     let failed = field(answer, "ev") == Some("coord_answered")
         && field(answer, "api") == Some("add_partitions")
         && field(answer, "error").is_some_and(|e| {
-            e.split(',').all(|x| {
+            let failing = |x: &str| {
                 x.split_once('=').is_some_and(|(_, c)| {
                     matches!(
                         c,
@@ -146,7 +157,8 @@ fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
                             | "UNKNOWN_PRODUCER_ID"
                     )
                 })
-            })
+            };
+            e.split(',').all(|x| failing(x) || x.ends_with("=NONE")) && e.split(',').any(failing)
         });
     let (Some(a), Some(ca)) = (last_add_partitions(java, i), last_add_partitions(core, i)) else {
         return false;
@@ -547,7 +559,7 @@ pub(super) fn core_expires_during_lookup_history_ends(
 /// transactional request is out or about to be sent, sends at `i` the
 /// AddPartitionsToTxn that waited for the lookup, and from there writes only its
 /// AddPartitionsToTxn conversation and lookups (and, the abort accepted before, refused
-/// sends) up to its next other line, which is the application's abort accepted, or its
+/// sends and refused calls) up to its next other line, which is the application's abort accepted, or its
 /// EndTxn(ABORT_OK) when the abort was accepted before in this transaction: Java's transaction ends aborted too, and every record
 /// the core expired Java fails too (expired later, REQUEST_TIMED_OUT, or aborted
 /// unsent, -1), delivering none. What follows (Java ending the partitions its request
@@ -583,8 +595,13 @@ pub(super) fn core_expires_during_lookup_java_aborts(
         _ => false,
     };
     // While aborting, Java refuses every send (`TransactionManager.maybeFailWithError`
-    // in ABORTING_TRANSACTION), as the core does.
-    let refused_aborting = |l: &str| field(l, "ev") == Some("send_refused") && aborted_before(java);
+    // in ABORTING_TRANSACTION), as the core does, and every begin and commit (no
+    // transition to them from ABORTING_TRANSACTION).
+    let refused = |l: &str| {
+        field(l, "ev") == Some("send_refused")
+            || (field(l, "ev") == Some("txn_call") && field(l, "result") == Some("refused"))
+    };
+    let refused_aborting = |l: &str| refused(l) && aborted_before(java);
     let Some(k) = java[i..]
         .iter()
         .position(|&(_, l)| !adding_or_lookup(l) && !refused_aborting(l))

@@ -344,7 +344,9 @@ pub(super) fn commit_fails_early_java_never_completes(
 ///   (no answer named them NONE), and the core sends EndTxn(ABORT) under that identity
 ///   (there, or after refusing sends that Java refuses too, after its request);
 /// * Java's next request after `i` that is neither an AddPartitionsToTxn nor a lookup is
-///   that same EndTxn.
+///   that same EndTxn; or Java sends none because the answers to its requests, the same
+///   the core's EndTxn got, fail both aborts alike
+///   ([`super::txn_stale_add_partitions::aborts_fail_alike`]).
 pub(super) fn java_asks_pending_partitions_while_aborting(
     core_out: &[String],
     java: &[(usize, &str)],
@@ -409,5 +411,8 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
             is_request(l) && !add_partitions(l) && field(l, "api") != Some("find_coordinator")
         })
         .is_some_and(|&(_, l)| l == c);
-    quiet && (refused || batch_failed || expired) && pending_only && ends_as_core
+    // Or Java never sends it: the answers to its requests, and the same ones to the
+    // core's EndTxn, fail both aborts alike.
+    let fail_alike = || super::txn_stale_add_partitions::aborts_fail_alike(java, core, i);
+    quiet && (refused || batch_failed || expired) && pending_only && (ends_as_core || fail_alike())
 }
