@@ -20,6 +20,7 @@ mod txn_add_partitions;
 mod txn_add_partitions2;
 mod txn_commit;
 mod txn_commit2;
+mod txn_core_turns_abortable;
 mod txn_refusals;
 
 use crate::core_side::CoreExtra;

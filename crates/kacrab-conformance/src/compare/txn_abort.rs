@@ -242,6 +242,7 @@ fn bumped_abort(h: &[(usize, &str)], i: usize) -> Option<(usize, Vec<i32>, Vec<i
 /// * the core asks to add a partition that the aborted transaction had added, where
 ///   Java does not (it still counts the partition as in the transaction) and Java asks
 ///   for none of those partitions later in its transaction (before its next EndTxn);
+///   or one it asked for and never added (Java still holds it pending) ([`stale_add`]);
 /// * the core completes the commit or abort just called, having added nothing since
 ///   `begin`, where Java sends an EndTxn with that call's commit flag
 ///   (`transactionStarted` kept);
@@ -367,9 +368,13 @@ fn stale_pending(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bo
 /// The first form of [`java_keeps_transaction_after_bumped_abort`]: the core's line `c`
 /// at `i` asks for a partition the bumped abort's transaction had added, Java's line
 /// there (if any) is not that request, and Java's later AddPartitionsToTxn requests
-/// before its next EndTxn name none of the stale partitions the core asks for.
+/// before its next EndTxn name none of the stale partitions the core asks for. Also a
+/// partition that transaction asked for and never added: Java keeps it in
+/// `pendingPartitionsInTransaction`, so `maybeAddPartition` skips it and Java asks for
+/// it only with a new partition ([`stale_pending`]), or never (its batches then wait,
+/// never drained, `isSendToPartitionAllowed`).
 fn stale_add(java: &[(usize, &str)], core: &[(usize, &str)], i: usize, c: &str) -> bool {
-    let Some((d, added, _)) = bumped_abort(core, i) else {
+    let Some((d, added, asked)) = bumped_abort(core, i) else {
         return false;
     };
     let ended = core[d..i].iter().any(|(_, l)| {
@@ -380,7 +385,7 @@ fn stale_add(java: &[(usize, &str)], core: &[(usize, &str)], i: usize, c: &str) 
     }
     let stale: Vec<i32> = super::txn::parts(c)
         .into_iter()
-        .filter(|p| added.contains(p))
+        .filter(|p| added.contains(p) || asked.contains(p))
         .collect();
     let java_asks_stale = java[i..]
         .iter()
