@@ -434,9 +434,10 @@ fn older_request_first(
 /// partitions (retry); a failed completion with the error's code (or Java's -1), a
 /// refused send or a refused call (the transaction failed). Java's history may also end
 /// at `i` where its action fails the transaction (the application calls nothing more),
-/// and then Java's output (`java_out`) fails a record with that error's code: an
-/// abortable or fatal error fails the undrained batches with it
-/// (`Sender.maybeAbortBatches`).
+/// and then Java's output (`java_out`) fails a record with that error's code: a fatal
+/// error fails the unsent batches with it (`Sender.runOnce`, `maybeAbortBatches`), an
+/// abortable one the undrained batches (`Sender.maybeSendAndPollTransactionalRequest`,
+/// `RecordAccumulator.abortUndrainedBatches`).
 pub(super) fn add_partitions_errors_taken_in_another_order(
     java_out: &[String],
     java: &[(usize, &str)],

@@ -33,8 +33,10 @@ fn fails_record_with(out: &[String], result: &str) -> bool {
 /// restarts the partition's sequences: Java's transaction stays committable), where the
 /// core made its transaction abortable ("Simplification, as built"): from `when` on it
 /// sends no Produce request until a new transaction begins (Java's rule too: an
-/// abortable transaction's undrained batches are failed, never sent,
-/// `Sender.maybeAbortBatches`) and fails records with UNKNOWN_PRODUCER_ID (59). The
+/// abortable transaction's undrained batches are failed, never sent:
+/// `Sender.maybeSendAndPollTransactionalRequest` calls
+/// `RecordAccumulator.abortUndrainedBatches`) and fails records with
+/// UNKNOWN_PRODUCER_ID (59). The
 /// caller also requires the conversation's own first difference, later, to be this
 /// departure (the send or the commit the core refuses).
 pub(super) fn unknown_producer_id_core_drains_nothing(
