@@ -33,7 +33,9 @@ fn unknown_producer_id_partitions(line: &str) -> Vec<i32> {
 /// `CommitFailsBeforeBatchesSettle` names) and dropping `p`'s entry
 /// (`TransactionManager.handleFailedBatch`, `resetSequenceForPartition`) while another
 /// batch of `p` is on the wire. Java then writes the core's lines, one behind (a commit
-/// Java hands back the pending result for and the core refuses aside), up to a tracking
+/// Java hands back the pending result for and the core refuses aside, and Produce
+/// requests resending only batches of `p` both sent before, which the core sends again
+/// later: Java no longer holds `p`'s retries to one at a time), up to a tracking
 /// failure naming `p` (`java_tracking`): the next answer to `p` throws in Java's Sender,
 /// so that batch never completes, and neither does Java's commit, which waits for it.
 /// From the exception on Java writes, in the conversation, only what its pending commit
