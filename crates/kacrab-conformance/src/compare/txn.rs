@@ -519,6 +519,20 @@ pub(super) fn verdict(
         {
             Verdict::NoRenumberOfPossiblyWritten
         }
+        Verdict::Unexplained
+            if super::txn_core_turns_abortable::unknown_producer_id_commit_refused_while_java_holds(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_core_turns_abortable::unknown_producer_id_core_ends_abort_at_once(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };
@@ -542,6 +556,15 @@ pub(super) fn verdict(
         // where the other produces) and no partition detector names it: the
         // conversation's difference, which gates the partitions, classifies it.
         (Some((i, line)), Some((_, when))) if line == when => classify(&jh, &ch, i),
+        // Only partitions differ: the core expired while a coordinator request was out.
+        (None, Some((_, when)))
+            if produce == Verdict::Unexplained
+                && super::txn_core_turns_abortable::core_expired_drains_nothing(
+                    java, core, when,
+                ) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
         (_, Some(_)) => produce,
         (_, None) => Verdict::Same,
     }

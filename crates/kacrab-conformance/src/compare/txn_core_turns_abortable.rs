@@ -9,10 +9,23 @@
 //! * [`core_never_splits_refusing`]: the core's rule that a batch that may be in the
 //!   log is never split (`NoRenumberOfPossiblyWritten`) makes its transaction abortable
 //!   with no commit pending, so its first difference is a send (or the commit call) it
-//!   refuses and Java accepts.
+//!   refuses and Java accepts;
+//! * [`unknown_producer_id_commit_refused_while_java_holds`]: the commit call the core
+//!   refuses after an UNKNOWN_PRODUCER_ID answer whose batches Java kept to retry and
+//!   never sent again (`UnknownProducerIdAbortsTransaction`);
+//! * [`unknown_producer_id_core_ends_abort_at_once`]: the EndTxn of an abort the core
+//!   sends at once after such an answer, where Java's waits for the batches it resends
+//!   (`UnknownProducerIdAbortsTransaction`);
+//! * [`core_expired_drains_nothing`]: the earliest difference is on a partition, with
+//!   no difference in the conversation: Java produces once its coordinator requests are
+//!   answered, where the core expired the batches while they were out and, abortable,
+//!   drains nothing (`CoreExpiresWhileCoordinatorRequestOut`).
 
 use super::lines::{last_failing_answer, sends_stamp, unknown_producer_id_stamps};
-use super::lines::{COMMIT_OK, COMMIT_REFUSED};
+use super::lines::{ABORT_OK, BEGIN_OK, COMMIT_DONE_OK, COMMIT_OK, COMMIT_REFUSED};
+use super::txn_refusals::{
+    coordinator_retriable, java_holds_unknown_producer_id_batches, produce_retriable,
+};
 use super::{field, Verdict};
 
 fn produce(line: &str) -> bool {
@@ -187,4 +200,119 @@ pub(super) fn core_never_splits_refusing(
     (refused_send || refused_commit)
         && fails_record_with(core_out, "err:10")
         && core_fails_unsplit_possibly_written(java_out, core_out, at)
+}
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`], the third form (Java never gets to
+/// resend: `txn_refusals::unknown_producer_id_refused_while_java_holds`) where the
+/// core's first difference (history index `i`) is the commit call it refuses and Java
+/// accepts, not a send: the last Produce answer before it failed batches with
+/// UNKNOWN_PRODUCER_ID, Java got the same answer and kept them to retry
+/// (`TransactionManager.canRetry`), but sent nothing of their partitions again (its
+/// Sender held by the transactional request out) and failed no record with
+/// UNKNOWN_PRODUCER_ID, where the core made its transaction abortable; and Java's
+/// commit does not succeed (the next operation Java completes from `i` on is not a
+/// successful commit: the transaction ends before the retry goes out).
+pub(super) fn unknown_producer_id_commit_refused_while_java_holds(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(&(at, c)) = core.get(i) else {
+        return false;
+    };
+    if c != COMMIT_REFUSED || !java.get(i).is_some_and(|&(_, l)| l == COMMIT_OK) {
+        return false;
+    }
+    let java_commits = java[i..]
+        .iter()
+        .find(|&&(_, l)| field(l, "ev") == Some("txn_done"))
+        .is_some_and(|&(_, l)| l == COMMIT_DONE_OK);
+    !java_commits && java_holds_unknown_producer_id_batches(java_out, core_out, at)
+}
+
+/// [`Verdict::UnknownProducerIdAbortsTransaction`] where the application aborts: at the
+/// first difference (history index `i`) the core sends the abort's EndTxn and Java does
+/// not. The core's line before it is the abort call both accepted; the last Produce
+/// answer before that call that failed a batch failed batches with UNKNOWN_PRODUCER_ID,
+/// and Java sends each of them again with the same stamp after it
+/// (`TransactionManager.canRetry`). The core had made its transaction abortable and
+/// failed those batches, so nothing holds its EndTxn; Java's waits until its resent
+/// batches complete (`TransactionManager.nextRequest` holds an EndTxn while batches are
+/// incomplete), and Java sends that same EndTxn later (its history from `i` on holds
+/// it).
+pub(super) fn unknown_producer_id_core_ends_abort_at_once(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let end_abort =
+        |l: &str| field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0");
+    let Some(&(_, c)) = core.get(i) else {
+        return false;
+    };
+    if i == 0 || core[i - 1].1 != ABORT_OK || !end_abort(c) {
+        return false;
+    }
+    if java.get(i).is_some_and(|&(_, l)| end_abort(l)) {
+        return false;
+    }
+    let called = core[i - 1].0;
+    let Some(answer) = last_failing_answer(&core_out[..called]) else {
+        return false;
+    };
+    let failed = unknown_producer_id_stamps(answer);
+    let Some(answered) = java_out[..called].iter().rposition(|l| l == answer) else {
+        return false;
+    };
+    let resent = failed
+        .iter()
+        .all(|stamp| sends_stamp(&java_out[answered + 1..], stamp));
+    let java_ends_later = java[i..].iter().any(|&(_, l)| l == c);
+    !failed.is_empty() && resent && java_ends_later
+}
+
+/// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`] where the trace's only
+/// differences are on partitions and the earliest is at output line `when`: the two
+/// outputs are the same up to `when`, where Java sends a Produce request and the core
+/// sends none, and the line before `when` is a coordinator's answer (Java's Sender was
+/// held by a transactional request until then: `Sender.runOnce` skips
+/// `sendProducerData`, where Java checks expiry). Since the transaction began (the
+/// last `begin` accepted before `when`) every Produce answer and every coordinator
+/// answer carried only errors both sides retry, so the core's transaction can have
+/// turned abortable only by an expiry: the core fails records with REQUEST_TIMED_OUT
+/// (7), and from `when` on sends no Produce request until a new transaction begins (an
+/// abortable transaction drains nothing). Java drains once its request is answered,
+/// then expires the batches past `delivery.timeout.ms` (`Sender.sendProducerData`
+/// expires after draining), so it fails records with 7 too.
+pub(super) fn core_expired_drains_nothing(java: &[String], core: &[String], when: usize) -> bool {
+    if when == 0 || java.get(..when) != core.get(..when) || !java.get(when).is_some_and(|l| produce(l))
+    {
+        return false;
+    }
+    if core.get(when).is_some_and(|l| produce(l)) {
+        return false;
+    }
+    if field(&core[when - 1], "ev") != Some("coord_answered") {
+        return false;
+    }
+    let Some(began) = core[..when].iter().rposition(|l| l == BEGIN_OK) else {
+        return false;
+    };
+    let only_retried = core[began..when].iter().all(|l| match field(l, "ev") {
+        Some("answered") => produce_retriable(l),
+        Some("coord_answered") => coordinator_retriable(l),
+        _ => true,
+    });
+    let drains_nothing = core[when..]
+        .iter()
+        .take_while(|l| *l != BEGIN_OK)
+        .all(|l| !produce(l));
+    only_retried
+        && drains_nothing
+        && fails_record_with(core, "err:7")
+        && fails_record_with(java, "err:7")
 }
