@@ -1289,3 +1289,61 @@ fn java_pipelining_a_dropped_partitions_retries_before_losing_track_is_the_held_
         r#""batches":"0:1000:0:4:1","t":0,"s":12"#,
     );
 }
+
+#[test]
+fn an_abortable_lookup_during_the_bump_after_an_unknown_producer_id_end_txn_is_ridden_out() {
+    // Regression for a core fix (seed 79): the abort's EndTxn is answered
+    // UNKNOWN_PRODUCER_ID, the bump COORDINATOR_NOT_AVAILABLE, and the lookup before its
+    // resend TRANSACTION_ABORTABLE. Java is still aborting there and looks the
+    // coordinator up again; the core used to fail the abort with 120. Now both complete
+    // the abort through the bump, and the first difference is Java's documented defect
+    // after it (it produces without asking to add the partition under the new epoch).
+    let (trace, java) = recorded("txn_abort_bump_rides_out_abortable_lookup");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::JavaKeepsTransactionAfterBumpedAbort
+    );
+}
+
+#[test]
+fn the_core_ending_the_abort_at_once_after_unknown_producer_id_is_that_simplification() {
+    // A batch answered UNKNOWN_PRODUCER_ID (nothing acknowledged) in the step that adds
+    // another partition; the application aborts. The core, abortable, drains nothing
+    // and sends the EndTxn at once; Java resends the batch with the same stamp and
+    // holds its EndTxn until its batches complete. Near miss: Java's resend under
+    // another stamp.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_core_ends_abort_at_once",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1","t":200"#,
+        r#""batches":"1:1000:0:1:1","t":200"#,
+    );
+}
+
+#[test]
+fn a_commit_refused_while_java_holds_the_unknown_producer_id_batch_is_that_simplification() {
+    // The UNKNOWN_PRODUCER_ID answer comes while an AddPartitionsToTxn is out; the core
+    // refuses the commit, Java accepts it and never resends the batch (the
+    // AddPartitionsToTxn answer, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ends it first).
+    // Near miss: Java fails a record with UNKNOWN_PRODUCER_ID (a batch it did not keep).
+    recorded_as_replaced(
+        "txn_unknown_producer_id_commit_refused_java_holds",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""rec":0,"result":"err:53""#,
+        r#""rec":0,"result":"err:59""#,
+    );
+}
+
+#[test]
+fn the_core_expiring_while_add_partitions_is_out_seen_on_partitions_only_is_that_departure() {
+    // The core expires batches while AddPartitionsToTxn requests are out and drains
+    // nothing; Java produces once the last is answered, then expires them too. Both
+    // refuse the same sends, so only the partitions differ. Near miss: Java's records
+    // fail with another code than REQUEST_TIMED_OUT.
+    recorded_as_replaced(
+        "txn_core_expired_drains_nothing",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#""result":"err:7""#,
+        r#""result":"err:59""#,
+    );
+}
