@@ -124,9 +124,10 @@ impl Producer {
                 Next::Done
             }
             Err(KafkaError::GroupAuthorizationFailed | KafkaError::TransactionAbortable)
-                if self.txn.as_ref().is_some_and(|t| {
-                    t.state == S::Initializing && t.bump_ends_failed_abort
-                }) =>
+                if self
+                    .txn
+                    .as_ref()
+                    .is_some_and(|t| t.state == S::Initializing && t.bump_ends_failed_abort) =>
             {
                 // Java is still aborting here: `FindCoordinatorHandler.abortableError`
                 // fails only the lookup's own result and `transitionToAbortableError`

@@ -456,7 +456,10 @@ fn tv1_abort_after_unknown_producer_id_rides_out_an_abortable_lookup() {
     ];
     let epoch = a.p.producer_id().epoch;
     assert_eq!(a.drive_until_completed(op, "abort"), Ok(()));
-    assert!(a.inject.is_none() && a.more.is_empty(), "every answer was given");
+    assert!(
+        a.inject.is_none() && a.more.is_empty(),
+        "every answer was given"
+    );
     assert_eq!(a.p.transaction_state(), Some(TransactionState::Ready));
     assert_eq!(a.p.producer_id().epoch.0, epoch.0 + 1, "the bump happened");
 }

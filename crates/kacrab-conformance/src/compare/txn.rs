@@ -406,7 +406,8 @@ pub(super) fn verdict(
     produce: Verdict,
 ) -> Verdict {
     let (jh, ch) = (history(java), history(core));
-    let classify = |jh: &[(usize, &str)], ch: &[(usize, &str)], i: usize| match classify(jh, ch, i)
+    let classify = |jh: &[(usize, &str)], ch: &[(usize, &str)], i: usize| {
+        match classify(jh, ch, i)
     {
         Verdict::Unexplained if unknown_producer_id_fails_commit(java, core, ch, i) => {
             Verdict::UnknownProducerIdAbortsTransaction
@@ -535,6 +536,7 @@ pub(super) fn verdict(
         }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
+    }
     };
     match (first_difference(&jh, &ch), earliest) {
         (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => classify(&jh, &ch, i),

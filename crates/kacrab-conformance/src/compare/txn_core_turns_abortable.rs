@@ -222,7 +222,8 @@ pub(super) fn unknown_producer_id_commit_refused_while_java_holds(
     let Some(&(at, c)) = core.get(i) else {
         return false;
     };
-    if c != COMMIT_REFUSED || !java.get(i).is_some_and(|&(_, l)| l == COMMIT_OK) {
+    let java_accepts = java.get(i).is_some_and(|&(_, l)| l == COMMIT_OK);
+    if c != COMMIT_REFUSED || !java_accepts {
         return false;
     }
     let java_commits = java[i..]
@@ -249,8 +250,7 @@ pub(super) fn unknown_producer_id_core_ends_abort_at_once(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let end_abort =
-        |l: &str| field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0");
+    let end_abort = |l: &str| field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0");
     let Some(&(_, c)) = core.get(i) else {
         return false;
     };
@@ -289,7 +289,9 @@ pub(super) fn unknown_producer_id_core_ends_abort_at_once(
 /// then expires the batches past `delivery.timeout.ms` (`Sender.sendProducerData`
 /// expires after draining), so it fails records with 7 too.
 pub(super) fn core_expired_drains_nothing(java: &[String], core: &[String], when: usize) -> bool {
-    if when == 0 || java.get(..when) != core.get(..when) || !java.get(when).is_some_and(|l| produce(l))
+    if when == 0
+        || java.get(..when) != core.get(..when)
+        || !java.get(when).is_some_and(|l| produce(l))
     {
         return false;
     }
