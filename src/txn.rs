@@ -395,6 +395,12 @@ pub(crate) struct Txn {
     pub(crate) version: TxnVersion,
     /// The abort must be followed by an InitProducerId that bumps the epoch (TV1).
     pub(crate) bump_required: bool,
+    /// The queued TV1 bump ends an abort whose EndTxn was answered UNKNOWN_PRODUCER_ID.
+    /// Java's state is still ABORTING_TRANSACTION until that bump completes (nothing on
+    /// that path runs `completeTransaction`), so an abortable answer to a coordinator
+    /// lookup changes nothing there (`transitionToAbortableError` skips it while
+    /// aborting). Meaningful only in `Initializing`.
+    pub(crate) bump_ends_failed_abort: bool,
     /// Something was added to the transaction (a partition or offsets): EndTxn is sent.
     pub(crate) started: bool,
     /// The transaction's partitions, by how far each has joined it.
@@ -418,6 +424,7 @@ impl Txn {
             coordinators: Coordinators::default(),
             version: TxnVersion::default(),
             bump_required: false,
+            bump_ends_failed_abort: false,
             started: false,
             partitions: TxnPartitions::default(),
             group: None,
@@ -432,6 +439,7 @@ impl Txn {
     /// bump required the state is `Initializing` and the bump is queued here, so that
     /// `Initializing` never stands without the request that ends it.
     pub(crate) fn reset_transaction(&mut self) {
+        self.bump_ends_failed_abort = false;
         if self.bump_required {
             self.state = TransactionState::Initializing;
             self.queue.enqueue(Queued::InitProducerId(IdRequest::Bump));

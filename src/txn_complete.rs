@@ -123,6 +123,17 @@ impl Producer {
                 t.coordinators.found(kind, node);
                 Next::Done
             }
+            Err(KafkaError::GroupAuthorizationFailed | KafkaError::TransactionAbortable)
+                if self
+                    .txn
+                    .as_ref()
+                    .is_some_and(|t| t.state == S::Initializing && t.bump_ends_failed_abort) =>
+            {
+                // Java is still aborting here: `FindCoordinatorHandler.abortableError`
+                // fails only the lookup's own result and `transitionToAbortableError`
+                // skips. The bump still needs a coordinator, so it is looked up again.
+                Next::Done
+            }
             Err(KafkaError::GroupAuthorizationFailed) => {
                 Next::Abortable(KafkaError::GroupAuthorizationFailed)
             }
@@ -456,6 +467,7 @@ impl Producer {
                 }
                 let t = self.txn.as_mut().expect("transactional");
                 t.reset_transaction();
+                t.bump_ends_failed_abort = true;
                 t.queue.succeeded();
                 self.flushing = false;
             }

@@ -98,6 +98,7 @@ impl Producer {
             return Err(self.invalid(TxnOp::InitTransactions));
         }
         t.state = S::Initializing;
+        t.bump_ends_failed_abort = false;
         t.op = Some(TxnOp::InitTransactions);
         t.queue.enqueue(Queued::InitProducerId(IdRequest::Fresh));
         Ok(())

@@ -40,6 +40,8 @@ struct Auto {
     now: Timestamp,
     epoch: i16,
     inject: Option<(Rpc, Answer)>,
+    /// Armed in turn once `inject` is consumed (the last first).
+    more: Vec<(Rpc, Answer)>,
     events: Vec<Event>,
 }
 
@@ -54,6 +56,7 @@ impl Auto {
             now: Timestamp::ZERO,
             epoch: 0,
             inject: None,
+            more: Vec::new(),
             events: Vec::new(),
         }
     }
@@ -66,7 +69,7 @@ impl Auto {
     fn injected(&mut self, rpc: Rpc) -> Option<Answer> {
         match self.inject {
             Some((r, a)) if r == rpc => {
-                self.inject = None;
+                self.inject = self.more.pop();
                 Some(a)
             }
             _ => None,
@@ -427,6 +430,62 @@ fn tv1_abort_answered_unknown_producer_id_ends_with_the_bump() {
     assert_eq!(a.drive_until_completed(op, "abort"), Ok(()));
     assert_eq!(a.p.transaction_state(), Some(TransactionState::Ready));
     assert_eq!(a.p.producer_id().epoch.0, epoch.0 + 1, "the bump happened");
+}
+
+/// TV1: EndTxn(ABORT) answered UNKNOWN_PRODUCER_ID while the abort owes a bump, the bump
+/// answered COORDINATOR_NOT_AVAILABLE, and the lookup before its resend answered
+/// TRANSACTION_ABORTABLE. Java is still ABORTING_TRANSACTION there (nothing on that path
+/// runs `completeTransaction`), so `FindCoordinatorHandler`'s `abortableError` fails only
+/// the lookup's own result and `transitionToAbortableError` skips: Java looks the
+/// coordinator up again and the bump completes the abort. The core used to fail the
+/// abort with TRANSACTION_ABORTABLE (conformance trace
+/// `txn_abort_bump_rides_out_abortable_lookup`, seed 79).
+#[test]
+fn tv1_abort_after_unknown_producer_id_rides_out_an_abortable_lookup() {
+    let (mut a, op) =
+        Scenario::AbortTv1.start(Rpc::EndTxn, Answer::Error(KafkaError::UnknownProducerId));
+    a.more = vec![
+        (
+            Rpc::FindCoordinator,
+            Answer::Error(KafkaError::TransactionAbortable),
+        ),
+        (
+            Rpc::Bump,
+            Answer::Error(KafkaError::CoordinatorNotAvailable),
+        ),
+    ];
+    let epoch = a.p.producer_id().epoch;
+    assert_eq!(a.drive_until_completed(op, "abort"), Ok(()));
+    assert!(
+        a.inject.is_none() && a.more.is_empty(),
+        "every answer was given"
+    );
+    assert_eq!(a.p.transaction_state(), Some(TransactionState::Ready));
+    assert_eq!(a.p.producer_id().epoch.0, epoch.0 + 1, "the bump happened");
+}
+
+/// The same lookup answer where the EndTxn(ABORT) succeeded: Java has moved to
+/// INITIALIZING (`completeTransaction`), so the abortable answer moves it to
+/// ABORTABLE_ERROR and the queued bump is failed with it
+/// (`maybeTerminateRequestWithError`): the abort fails with TRANSACTION_ABORTABLE.
+#[test]
+fn tv1_abort_bump_after_a_completed_end_txn_fails_on_an_abortable_lookup() {
+    let (mut a, op) = Scenario::AbortTv1.start(
+        Rpc::Bump,
+        Answer::Error(KafkaError::CoordinatorNotAvailable),
+    );
+    a.more = vec![(
+        Rpc::FindCoordinator,
+        Answer::Error(KafkaError::TransactionAbortable),
+    )];
+    assert_eq!(
+        a.drive_until_completed(op, "abort"),
+        Err(TxnError::Abortable(KafkaError::TransactionAbortable))
+    );
+    assert_eq!(
+        a.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
 }
 
 /// TV2: EndTxn(ABORT) answered UNKNOWN_PRODUCER_ID used to leave the state Aborting with

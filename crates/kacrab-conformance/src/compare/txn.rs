@@ -406,7 +406,8 @@ pub(super) fn verdict(
     produce: Verdict,
 ) -> Verdict {
     let (jh, ch) = (history(java), history(core));
-    let classify = |jh: &[(usize, &str)], ch: &[(usize, &str)], i: usize| match classify(jh, ch, i)
+    let classify = |jh: &[(usize, &str)], ch: &[(usize, &str)], i: usize| {
+        match classify(jh, ch, i)
     {
         Verdict::Unexplained if unknown_producer_id_fails_commit(java, core, ch, i) => {
             Verdict::UnknownProducerIdAbortsTransaction
@@ -481,7 +482,7 @@ pub(super) fn verdict(
         }
         Verdict::Unexplained
             if super::txn_add_partitions2::add_partitions_errors_taken_in_another_order(
-                jh, ch, i,
+                java, jh, ch, i,
             ) =>
         {
             Verdict::AddPartitionsErrorsTakenInAnotherOrder
@@ -531,22 +532,66 @@ pub(super) fn verdict(
             Verdict::UnknownProducerIdAbortsTransaction
         }
         Verdict::Unexplained
+            if super::txn_core_turns_abortable::core_never_splits_refusing(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::NoRenumberOfPossiblyWritten
+        }
+        Verdict::Unexplained
+            if super::txn_core_turns_abortable::unknown_producer_id_commit_refused_while_java_holds(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
             if super::txn_add_partitions3::retried_never_asked_after_failure(
                 java, core, jh, ch, i,
             ) =>
         {
             Verdict::RetriedAddPartitionsTakesNewPartitions
         }
+        Verdict::Unexplained
+            if super::txn_core_turns_abortable::unknown_producer_id_core_ends_abort_at_once(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
+    }
     };
     match (first_difference(&jh, &ch), earliest) {
         (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => classify(&jh, &ch, i),
         (_, Some((v, _))) if v != Verdict::Unexplained => v,
+        // A partition's difference first, a consequence of the conversation's later one.
+        (Some((i, line)), Some((_, when)))
+            if line > when
+                && produce == Verdict::Unexplained
+                && super::txn_core_turns_abortable::partition_first(
+                    java,
+                    core,
+                    when,
+                    classify(&jh, &ch, i),
+                ) != Verdict::Unexplained =>
+        {
+            classify(&jh, &ch, i)
+        }
         // Both first differ at the same output line (one side's transactional request
         // where the other produces) and no partition detector names it: the
         // conversation's difference, which gates the partitions, classifies it.
         (Some((i, line)), Some((_, when))) if line == when => classify(&jh, &ch, i),
+        // Only partitions differ: the core expired while a coordinator request was out.
+        (None, Some((_, when)))
+            if produce == Verdict::Unexplained
+                && super::txn_core_turns_abortable::core_expired_drains_nothing(
+                    java, core, when,
+                ) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
         (_, Some(_)) => produce,
         (_, None) => Verdict::Same,
     }

@@ -200,6 +200,18 @@ pub(super) fn unknown_producer_id_refused_while_java_holds(
     if !refused_send(c) || java_out.iter().any(|l| l == c) {
         return false;
     }
+    java_holds_unknown_producer_id_batches(java_out, core_out, at)
+}
+
+/// The cause [`unknown_producer_id_refused_while_java_holds`] checks, for the core's
+/// line `at`: the last Produce answer the core got before it failed batches with
+/// UNKNOWN_PRODUCER_ID, Java got the same answer, sent nothing of their partitions again
+/// after it and failed no record with UNKNOWN_PRODUCER_ID.
+pub(super) fn java_holds_unknown_producer_id_batches(
+    java_out: &[String],
+    core_out: &[String],
+    at: usize,
+) -> bool {
     let Some(answer) = core_out[..at]
         .iter()
         .rev()
