@@ -3,8 +3,8 @@
 
 use super::field;
 use super::lines::{identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND};
-use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
-use super::txn_add_partitions3::older_request_first;
+use super::txn::{asked_in_transaction, is_add_partitions, parts};
+use super::txn_add_partitions3::{added_by_answer, answer_fails_transaction, calls_from, older_request_first};
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 /// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
@@ -192,7 +192,9 @@ fn next_begin(h: &[(usize, &str)], from: usize) -> usize {
 /// Whether Java's adding of partitions ended in `java[from..to]`: the application's
 /// abort was accepted (`beginAbort` clears the new partitions), an operation failed,
 /// or the transaction had failed (a refused commit, which only an error state refuses
-/// in an open transaction, or a refused send: see `txn_add_partitions::failed`).
+/// in an open transaction, a refused send: see `txn_add_partitions::failed`, or an
+/// AddPartitionsToTxn answer Java's handler fails the transaction on:
+/// `txn_add_partitions3::answer_fails_transaction`).
 /// In each case no AddPartitionsToTxn for new partitions follows in the transaction
 /// (`nextRequest` fails any it builds in an error state:
 /// `maybeTerminateRequestWithError`).
@@ -204,6 +206,7 @@ fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
             || (field(l, "ev") == Some("txn_done")
                 && field(l, "result").is_some_and(|r| r.starts_with("err:")))
     }) || (from + 1..=to).any(|k| super::txn_add_partitions::failed(java, k))
+        || java[from..to].iter().any(|&(_, l)| answer_fails_transaction(l))
 }
 
 /// [`super::Verdict::JavaReasksPendingPartitions`], the stale retry where the core asks
@@ -435,7 +438,8 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
                         && identity(l) == identity(a)
                         && parts(a).iter().all(|p| parts(l).contains(p))
                 };
-                retry(line) || (java_side && older_request_first(h, i, a, retry))
+                retry(line)
+                    || (java_side && older_request_first(h, i, a, retry, &calls_from(core, i)))
             }),
             Action::Fails(name) => {
                 let code = code_of(name).map(|c| format!("err:{c}"));
@@ -625,7 +629,10 @@ pub(super) fn core_expires_during_lookup_java_aborts(
 /// AddPartitionsToTxn under the same identity; the core's is the last AddPartitionsToTxn
 /// both sides sent before (its retry, after an answer that added nothing), and Java's
 /// names a strict subset of its partitions. Every partition of the core's request was
-/// asked for by both sides since `begin` and added by neither (all pending). Java built
+/// asked for by both sides since `begin` and added by neither (all pending: an answer
+/// adds its partitions only when it lists every one NONE,
+/// `txn_add_partitions3::added_by_answer`; one that lists some NONE beside a retriable
+/// error adds none, and its retry names them all again). Java built
 /// its request earlier, naming the partitions pending then, and it waited in its queue
 /// beside the newer one (Java builds one request each time partitions are new while
 /// another waits; equal-priority requests leave `TransactionManager.pendingRequests`, a
@@ -651,8 +658,8 @@ pub(super) fn java_sends_older_pending_request(
     let pending = cp.iter().all(|&p| {
         asked_in_transaction(java, i, p)
             && asked_in_transaction(core, i, p)
-            && !added_in_transaction(java, i, p)
-            && !added_in_transaction(core, i, p)
+            && !added_by_answer(java, i, p)
+            && !added_by_answer(core, i, p)
     });
     let end = next_begin(java, i + 1);
     let asked_later = cp.iter().filter(|p| !jp.contains(p)).all(|p| {
