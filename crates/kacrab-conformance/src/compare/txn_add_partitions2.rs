@@ -4,7 +4,9 @@
 use super::field;
 use super::lines::{identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND};
 use super::txn::{asked_in_transaction, is_add_partitions, parts};
-use super::txn_add_partitions3::{added_by_answer, answer_fails_transaction, calls_from, older_request_first};
+use super::txn_add_partitions3::{
+    added_by_answer, calls_from, older_request_first, retry_answer_ends_adding,
+};
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 /// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
@@ -192,9 +194,7 @@ fn next_begin(h: &[(usize, &str)], from: usize) -> usize {
 /// Whether Java's adding of partitions ended in `java[from..to]`: the application's
 /// abort was accepted (`beginAbort` clears the new partitions), an operation failed,
 /// or the transaction had failed (a refused commit, which only an error state refuses
-/// in an open transaction, a refused send: see `txn_add_partitions::failed`, or an
-/// AddPartitionsToTxn answer Java's handler fails the transaction on:
-/// `txn_add_partitions3::answer_fails_transaction`).
+/// in an open transaction, or a refused send: see `txn_add_partitions::failed`).
 /// In each case no AddPartitionsToTxn for new partitions follows in the transaction
 /// (`nextRequest` fails any it builds in an error state:
 /// `maybeTerminateRequestWithError`).
@@ -206,7 +206,6 @@ fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
             || (field(l, "ev") == Some("txn_done")
                 && field(l, "result").is_some_and(|r| r.starts_with("err:")))
     }) || (from + 1..=to).any(|k| super::txn_add_partitions::failed(java, k))
-        || java[from..to].iter().any(|&(_, l)| answer_fails_transaction(l))
 }
 
 /// [`super::Verdict::JavaReasksPendingPartitions`], the stale retry where the core asks
@@ -283,7 +282,9 @@ pub(super) fn java_stale_retry_while_core_asks_new(
 /// takes another answer than Java's (an answer lists every partition asked for, and may
 /// give one of them another code), and its Produce requests for the partitions only it
 /// added take answers scripted for others, so the lines after the difference may part
-/// in any way: by the comparison rule they are its consequences. What the detector
+/// in any way: by the comparison rule they are its consequences. Or the answer to
+/// Java's request at the difference ends its adding and its history
+/// (`txn_add_partitions3::retry_answer_ends_adding`). What the detector
 /// establishes is the difference itself, and that Java's not asking is the end of its
 /// adding, not a request the core would lack.
 pub(super) fn retried_add_partitions_never_asked_adding_ended(
@@ -301,7 +302,7 @@ pub(super) fn retried_add_partitions_never_asked_adding_ended(
         .iter()
         .rposition(|(_, l)| is_add_partitions(l) && parts(l).iter().any(|p| missing.contains(p)))
         .map_or(i + 1, |k| i + 1 + k + 1);
-    adding_ended(java, last_asking, end)
+    adding_ended(java, last_asking, end) || retry_answer_ends_adding(java, core, i)
 }
 
 /// What `AddPartitionsToTxnHandler.handleResponse` does with one answer.

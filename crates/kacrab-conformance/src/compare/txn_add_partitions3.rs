@@ -51,13 +51,37 @@ pub(super) fn added_by_answer(h: &[(usize, &str)], i: usize, p: i32) -> bool {
 /// `TransactionManager.nextRequest` fails every AddPartitionsToTxn it would send
 /// (`maybeTerminateRequestWithError`), so Java asks for no partition again in the
 /// transaction.
-pub(super) fn answer_fails_transaction(line: &str) -> bool {
+fn answer_fails_transaction(line: &str) -> bool {
     is_add_answer(line) && matches!(decide(&java_order(&entries(line))), Some(Action::Fails(_)))
 }
 
+/// The end of Java's adding that
+/// `txn_add_partitions2::retried_add_partitions_never_asked_adding_ended` also takes
+/// where Java's history shows no refusal or failed completion: Java's line after its
+/// request at the difference `i` is that request's answer, one its handler fails the
+/// transaction on ([`answer_fails_transaction`]), and the core's line there is its
+/// answer, listing each of Java's entries (the same scripted answer; the core's also
+/// names the partitions only it asked for, maybe with another code: the harness may
+/// script one partition another); and Java's history ends with that answer (the
+/// script calls nothing more, so no later line could show the failure).
+pub(super) fn retry_answer_ends_adding(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, ja)), Some(&(_, ca))) = (java.get(i + 1), core.get(i + 1)) else {
+        return false;
+    };
+    let listed = is_add_answer(ca) && {
+        let ce = entries(ca);
+        entries(ja).iter().all(|e| ce.contains(e))
+    };
+    java.len() == i + 2 && answer_fails_transaction(ja) && listed
+}
+
 /// The application's calls and the refused sends among `h[from..]`, in order: lines
-/// the script drives on both sides, which a difference in the coordinator conversation
-/// alone leaves the same while neither side's transaction has failed.
+/// the script drives on both sides (a detector that lets one side's conversation run
+/// on beside them asks that the other side answered them alike).
 pub(super) fn calls_from<'a>(h: &[(usize, &'a str)], from: usize) -> Vec<&'a str> {
     h[from.min(h.len())..]
         .iter()
