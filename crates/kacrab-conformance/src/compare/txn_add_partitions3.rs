@@ -39,7 +39,10 @@ fn is_lookup(line: &str) -> bool {
 /// `partitionsInTransaction.addAll`, and the core counts partitions added only when
 /// the whole answer succeeded.
 pub(super) fn added_by_answer(h: &[(usize, &str)], i: usize, p: i32) -> bool {
-    let since = h[..i].iter().rposition(|&(_, l)| l == BEGIN_OK).unwrap_or(0);
+    let since = h[..i]
+        .iter()
+        .rposition(|&(_, l)| l == BEGIN_OK)
+        .unwrap_or(0);
     h[since..i].iter().any(|&(_, l)| {
         let e = entries(l);
         is_add_answer(l) && e.iter().any(|&(q, _)| q == p) && e.iter().all(|&(_, c)| c == "NONE")
@@ -325,8 +328,10 @@ fn retry_after_lookup_or_retry(java: &[(usize, &str)], core: &[(usize, &str)], i
     fn last<'a>(h: &[(usize, &'a str)], i: usize, f: fn(&str) -> bool) -> Option<&'a str> {
         h[..i].iter().rev().find(|&&(_, l)| f(l)).map(|&(_, l)| l)
     }
-    let (Some(ja), Some(ca)) = (last(java, i, is_add_partitions), last(core, i, is_add_partitions))
-    else {
+    let (Some(ja), Some(ca)) = (
+        last(java, i, is_add_partitions),
+        last(core, i, is_add_partitions),
+    ) else {
         return false;
     };
     let (Some(jn), Some(cn)) = (last(java, i, is_add_answer), last(core, i, is_add_answer)) else {
