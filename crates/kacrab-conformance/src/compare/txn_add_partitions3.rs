@@ -3,7 +3,9 @@
 //! `txn_add_partitions2.rs`: Java's queue of requests built earlier (an older request
 //! sent again before the retry of the answered one, a request built before the abort
 //! whose answers fail the abort), and Java's AddPartitionsToTxn conversation going on
-//! where the core's transaction is abortable after an UNKNOWN_PRODUCER_ID answer.
+//! where the core's transaction is abortable after an UNKNOWN_PRODUCER_ID answer; and
+//! the shared rules those read: which answer adds partitions, which fails Java's
+//! transaction, and the application's calls both sides answer alike.
 
 use super::field;
 use super::lines::{identity, ABORT_OK, BEGIN_OK, COMMIT_OK, COMMIT_REFUSED};
