@@ -1559,3 +1559,69 @@ fn the_core_expiring_while_add_partitions_is_out_seen_on_partitions_only_is_that
         r#""result":"err:59""#,
     );
 }
+
+/// Java's output with `from` replaced by `to` on the last line holding it only.
+fn replaced_last(java: &[String], from: &str, to: &str) -> Vec<String> {
+    let mut out = java.to_vec();
+    if let Some(k) = out.iter().rposition(|l| l.contains(from)) {
+        out[k] = out[k].replace(from, to);
+    }
+    out
+}
+
+#[test]
+fn an_older_request_after_a_retried_answer_that_listed_some_partitions_none() {
+    // AddPartitionsToTxn(0,1,2) is answered 0=NONE,1=NONE,2=UNKNOWN_TOPIC_OR_PARTITION:
+    // neither side adds any partition from it (an answer adds its partitions only when
+    // every one is NONE), so all three stay pending. The core retries (0,1,2); Java sends
+    // first an older request it built for (0,2), then the retry, so it asks for 1 later.
+    // Near miss: Java's retry after the difference names (0,2) only, never asking for 1.
+    recorded_as(
+        "txn_add_partitions_older_request_after_partly_added_retry",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        |java| replaced_last(java, r#""parts":"0,1,2"}"#, r#""parts":"0,2"}"#),
+    );
+}
+
+#[test]
+fn a_retry_whose_answer_fails_java_never_asks_for_what_the_core_added() {
+    // AddPartitionsToTxn(0) is answered UNKNOWN_TOPIC_OR_PARTITION; Java retries (0), the
+    // core (0,2), with partition 2 new meanwhile. Java's answer is 0=TOPIC_AUTHORIZATION_FAILED:
+    // its transaction is abortable, so it never asks for 2; the core's answer names 2
+    // NOT_COORDINATOR as well, and it looks up and goes on. Near miss: Java's answer is
+    // one its handler retries on, so its adding did not end.
+    recorded_as_replaced(
+        "txn_retried_add_partitions_never_asked_answer_fails",
+        Verdict::RetriedAddPartitionsTakesNewPartitions,
+        r#""error":"0=TOPIC_AUTHORIZATION_FAILED"}"#,
+        r#""error":"0=CONCURRENT_TRANSACTIONS"}"#,
+    );
+}
+
+#[test]
+fn an_older_request_beside_the_applications_calls_is_errors_in_another_order() {
+    // AddPartitionsToTxn(1,2) is answered 1=NOT_COORDINATOR,2=COORDINATOR_LOAD_IN_PROGRESS:
+    // the core looks up, Java (partition 2 first) retries, its older request for 1 going
+    // out first; meanwhile the application's begin is refused on both sides alike. Near
+    // miss: Java accepts that begin.
+    recorded_as_replaced(
+        "txn_add_partitions_older_request_beside_calls",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#"{"ev":"txn_call","call":"begin","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_refuses_the_commit_where_java_retries_its_add_partitions() {
+    // Partition 2's batch is answered UNKNOWN_PRODUCER_ID (the core's transaction turns
+    // abortable), then AddPartitionsToTxn(0) COORDINATOR_NOT_AVAILABLE; after the lookup
+    // Java retries (0) and accepts the commit, the core (abortable) drops the retry and
+    // refuses it; Java resends partition 2's batch with the same stamp. Near miss: Java's
+    // request at the difference names (0,1), not the retry.
+    recorded_as(
+        "txn_unknown_producer_id_refuses_commit_after_retry",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        |java| replaced_last(java, r#""parts":"0"}"#, r#""parts":"0,1"}"#),
+    );
+}

@@ -3,8 +3,10 @@
 
 use super::field;
 use super::lines::{identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND};
-use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
-use super::txn_add_partitions3::older_request_first;
+use super::txn::{asked_in_transaction, is_add_partitions, parts};
+use super::txn_add_partitions3::{
+    added_by_answer, calls_from, older_request_first, retry_answer_ends_adding,
+};
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 /// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
@@ -280,7 +282,9 @@ pub(super) fn java_stale_retry_while_core_asks_new(
 /// takes another answer than Java's (an answer lists every partition asked for, and may
 /// give one of them another code), and its Produce requests for the partitions only it
 /// added take answers scripted for others, so the lines after the difference may part
-/// in any way: by the comparison rule they are its consequences. What the detector
+/// in any way: by the comparison rule they are its consequences. Or the answer to
+/// Java's request at the difference ends its adding and its history
+/// (`txn_add_partitions3::retry_answer_ends_adding`). What the detector
 /// establishes is the difference itself, and that Java's not asking is the end of its
 /// adding, not a request the core would lack.
 pub(super) fn retried_add_partitions_never_asked_adding_ended(
@@ -298,7 +302,7 @@ pub(super) fn retried_add_partitions_never_asked_adding_ended(
         .iter()
         .rposition(|(_, l)| is_add_partitions(l) && parts(l).iter().any(|p| missing.contains(p)))
         .map_or(i + 1, |k| i + 1 + k + 1);
-    adding_ended(java, last_asking, end)
+    adding_ended(java, last_asking, end) || retry_answer_ends_adding(java, core, i)
 }
 
 /// What `AddPartitionsToTxnHandler.handleResponse` does with one answer.
@@ -441,7 +445,8 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
                         && identity(l) == identity(a)
                         && parts(a).iter().all(|p| parts(l).contains(p))
                 };
-                retry(line) || (java_side && older_request_first(h, i, a, retry))
+                retry(line)
+                    || (java_side && older_request_first(h, i, a, retry, &calls_from(core, i)))
             }),
             Action::Fails(name) => {
                 let code = code_of(name).map(|c| format!("err:{c}"));
@@ -648,7 +653,10 @@ pub(super) fn core_expires_during_lookup_java_aborts(
 /// AddPartitionsToTxn under the same identity; the core's is the last AddPartitionsToTxn
 /// both sides sent before (its retry, after an answer that added nothing), and Java's
 /// names a strict subset of its partitions. Every partition of the core's request was
-/// asked for by both sides since `begin` and added by neither (all pending). Java built
+/// asked for by both sides since `begin` and added by neither (all pending: an answer
+/// adds its partitions only when it lists every one NONE,
+/// `txn_add_partitions3::added_by_answer`; one that lists some NONE beside a retriable
+/// error adds none, and its retry names them all again). Java built
 /// its request earlier, naming the partitions pending then, and it waited in its queue
 /// beside the newer one (Java builds one request each time partitions are new while
 /// another waits; equal-priority requests leave `TransactionManager.pendingRequests`, a
@@ -674,8 +682,8 @@ pub(super) fn java_sends_older_pending_request(
     let pending = cp.iter().all(|&p| {
         asked_in_transaction(java, i, p)
             && asked_in_transaction(core, i, p)
-            && !added_in_transaction(java, i, p)
-            && !added_in_transaction(core, i, p)
+            && !added_by_answer(java, i, p)
+            && !added_by_answer(core, i, p)
     });
     let end = next_begin(java, i + 1);
     let asked_later = cp.iter().filter(|p| !jp.contains(p)).all(|p| {

@@ -3,7 +3,9 @@
 //! `txn_add_partitions2.rs`: Java's queue of requests built earlier (an older request
 //! sent again before the retry of the answered one, a request built before the abort
 //! whose answers fail the abort), and Java's AddPartitionsToTxn conversation going on
-//! where the core's transaction is abortable after an UNKNOWN_PRODUCER_ID answer.
+//! where the core's transaction is abortable after an UNKNOWN_PRODUCER_ID answer; and
+//! the shared rules those read: which answer adds partitions, which fails Java's
+//! transaction, and the application's calls both sides answer alike.
 
 use super::field;
 use super::lines::{identity, ABORT_OK, BEGIN_OK, COMMIT_OK, COMMIT_REFUSED};
@@ -32,6 +34,72 @@ fn is_lookup(line: &str) -> bool {
     field(line, "api") == Some("find_coordinator")
 }
 
+/// Whether an AddPartitionsToTxn answer in `h` before index `i`, since the transaction
+/// began, added partition `p`: it names `p`, and every partition it lists NONE. An
+/// answer naming any error adds none of its partitions, on either side: Java's
+/// `AddPartitionsToTxnHandler.handleResponse` looks up, re-enqueues or fails before
+/// `partitionsInTransaction.addAll`, and the core counts partitions added only when
+/// the whole answer succeeded.
+pub(super) fn added_by_answer(h: &[(usize, &str)], i: usize, p: i32) -> bool {
+    let since = h[..i]
+        .iter()
+        .rposition(|&(_, l)| l == BEGIN_OK)
+        .unwrap_or(0);
+    h[since..i].iter().any(|&(_, l)| {
+        let e = entries(l);
+        is_add_answer(l) && e.iter().any(|&(q, _)| q == p) && e.iter().all(|&(_, c)| c == "NONE")
+    })
+}
+
+/// Whether `line` is an AddPartitionsToTxn answer on which Java's handler, walking it in
+/// Java's map order, fails the transaction (abortable or fatal): after it
+/// `TransactionManager.nextRequest` fails every AddPartitionsToTxn it would send
+/// (`maybeTerminateRequestWithError`), so Java asks for no partition again in the
+/// transaction.
+fn answer_fails_transaction(line: &str) -> bool {
+    is_add_answer(line) && matches!(decide(&java_order(&entries(line))), Some(Action::Fails(_)))
+}
+
+/// The end of Java's adding that
+/// `txn_add_partitions2::retried_add_partitions_never_asked_adding_ended` also takes
+/// where Java's history shows no refusal or failed completion: Java's line after its
+/// request at the difference `i` is that request's answer, one its handler fails the
+/// transaction on ([`answer_fails_transaction`]), and the core's line there is its
+/// answer, listing each of Java's entries (the same scripted answer; the core's also
+/// names the partitions only it asked for, maybe with another code: the harness may
+/// script one partition another); and Java's history ends with that answer (the
+/// script calls nothing more, so no later line could show the failure).
+pub(super) fn retry_answer_ends_adding(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(_, ja)), Some(&(_, ca))) = (java.get(i + 1), core.get(i + 1)) else {
+        return false;
+    };
+    let listed = is_add_answer(ca) && {
+        let ce = entries(ca);
+        entries(ja).iter().all(|e| ce.contains(e))
+    };
+    java.len() == i + 2 && answer_fails_transaction(ja) && listed
+}
+
+/// The application's calls and the refused sends among `h[from..]`, in order: lines
+/// the script drives on both sides (a detector that lets one side's conversation run
+/// on beside them asks that the other side answered them alike).
+pub(super) fn calls_from<'a>(h: &[(usize, &'a str)], from: usize) -> Vec<&'a str> {
+    h[from.min(h.len())..]
+        .iter()
+        .map(|&(_, l)| l)
+        .filter(|l| is_call_or_refusal(l))
+        .collect()
+}
+
+/// Whether `line` is an application call's answer or a refused send.
+fn is_call_or_refusal(line: &str) -> bool {
+    matches!(field(line, "ev"), Some("txn_call" | "send_refused"))
+}
+
 /// Java's line `i` is an older AddPartitionsToTxn that waited in its queue beside the
 /// answered request `a` (Java builds one each time partitions are new while another
 /// waits, naming all pending partitions then; equal-priority requests leave
@@ -44,12 +112,16 @@ fn is_lookup(line: &str) -> bool {
 /// the next AddPartitionsToTxn must be the retry, or one on which Java's handler
 /// (`AddPartitionsToTxnHandler.handleResponse`, walked in Java's map order) looks the
 /// coordinator up or retries, re-enqueueing the older request beside the retry (either
-/// may then go first).
+/// may then go first). The application's calls and refused sends Java writes meanwhile
+/// must be, in order, the first such lines of the core's from the difference on
+/// (`core_calls`, [`calls_from`]): the script drives them, and both sides answer them
+/// alike.
 pub(super) fn older_request_first(
     h: &[(usize, &str)],
     i: usize,
     a: &str,
     retry: impl Fn(&str) -> bool,
+    core_calls: &[&str],
 ) -> bool {
     let line = h[i].1;
     let (lp, ap) = (parts(line), parts(a));
@@ -61,8 +133,15 @@ pub(super) fn older_request_first(
         return false;
     }
     let mut added = false;
+    let mut calls = core_calls.iter();
     for &(_, l) in &h[i + 1..] {
         if is_lookup(l) {
+            continue;
+        }
+        if is_call_or_refusal(l) {
+            if calls.next() != Some(&l) {
+                return false;
+            }
             continue;
         }
         if retry(l) {
@@ -210,7 +289,9 @@ pub(super) fn java_asks_new_partitions_ending_abort_recalled(
 /// partitions new to the transaction: at the first difference the core refuses the
 /// commit call (its transaction abortable since the UNKNOWN_PRODUCER_ID answer), and
 /// Java sends an AddPartitionsToTxn naming only partitions neither side asked for
-/// before in the transaction (new ones; the core, abortable, sends only lookups), then
+/// before in the transaction (new ones; the core, abortable, sends only lookups), or
+/// the retry of the last AddPartitionsToTxn both sent, after an answer both look up or
+/// retry on ([`retry_after_lookup_or_retry`]; the core, abortable, drops it), then
 /// accepts that commit call (its next line). With Java's request set aside the rest is
 /// that detector's rule unchanged: the last Produce answer that failed a batch failed
 /// batches with UNKNOWN_PRODUCER_ID, Java got it too and sends each again with the same
@@ -227,7 +308,7 @@ pub(super) fn unknown_producer_id_refuses_commit_after_new_partitions(
     };
     let new = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
     if !is_add_partitions(j)
-        || !parts(j).iter().all(|&p| new(p))
+        || !(parts(j).iter().all(|&p| new(p)) || retry_after_lookup_or_retry(java, core, i))
         || c != COMMIT_REFUSED
         || java.get(i + 1).is_none_or(|&(_, l)| l != COMMIT_OK)
     {
@@ -236,6 +317,41 @@ pub(super) fn unknown_producer_id_refuses_commit_after_new_partitions(
     let mut without = java.to_vec();
     without.remove(i);
     super::txn_commit2::unknown_producer_id_refuses_commit(java_out, core_out, &without, core, i)
+}
+
+/// Whether Java's AddPartitionsToTxn at `i` is the retry of the last one both sides
+/// sent: the same line as the last AddPartitionsToTxn of each side before `i`, whose
+/// last answer before `i` is the same line on both sides and one on which Java's
+/// handler and the core, each in its own order, look the coordinator up or retry (so it
+/// added nothing and the request is due again). Java, its transaction not failed,
+/// sends it; the core, abortable, drops it (Java's rule too in ABORTABLE_ERROR:
+/// `TransactionManager.nextRequest` fails it through `maybeTerminateRequestWithError`).
+fn retry_after_lookup_or_retry(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
+    fn last<'a>(h: &[(usize, &'a str)], i: usize, f: fn(&str) -> bool) -> Option<&'a str> {
+        h[..i].iter().rev().find(|&&(_, l)| f(l)).map(|&(_, l)| l)
+    }
+    let (Some(ja), Some(ca)) = (
+        last(java, i, is_add_partitions),
+        last(core, i, is_add_partitions),
+    ) else {
+        return false;
+    };
+    let (Some(jn), Some(cn)) = (last(java, i, is_add_answer), last(core, i, is_add_answer)) else {
+        return false;
+    };
+    let goes_on = |a: Option<Action>| matches!(a, Some(Action::Lookup | Action::Retry));
+    let answered_after = |h: &[(usize, &str)]| {
+        let r = h[..i].iter().rposition(|&(_, l)| is_add_partitions(l));
+        let n = h[..i].iter().rposition(|&(_, l)| is_add_answer(l));
+        r.zip(n).is_some_and(|(r, n)| n > r)
+    };
+    java[i].1 == ja
+        && ja == ca
+        && jn == cn
+        && answered_after(java)
+        && answered_after(core)
+        && goes_on(decide(&java_order(&entries(jn))))
+        && goes_on(decide(&entries(jn)))
 }
 
 /// [`super::Verdict::UnknownProducerIdAbortsTransaction`], the form of
