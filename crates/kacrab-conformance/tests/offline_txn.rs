@@ -1407,3 +1407,97 @@ fn an_expiry_during_a_lookup_where_java_refuses_a_call_before_ending_the_abort()
         r#"{"ev":"txn_call","call":"commit","result":"ok"}"#,
     );
 }
+
+#[test]
+fn the_abortable_core_draining_nothing_after_unknown_producer_id_is_that_departure() {
+    // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID (nothing acknowledged:
+    // Java restarts its sequences and retries) in the step partition 3 is added: Java
+    // produces partition 3's batch and resends partition 1's, where the core, abortable,
+    // drains nothing (its first difference is on partition 3, before the conversation's,
+    // the send it refuses). Near miss: Java's resend has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_core_drains_nothing",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1","t":0,"s":10"#,
+        r#""batches":"1:1000:0:1:1","t":0,"s":10"#,
+    );
+}
+
+#[test]
+fn java_failing_at_once_on_the_other_error_of_an_add_partitions_answer_is_that_order() {
+    // One AddPartitionsToTxn answer: 0=COORDINATOR_NOT_AVAILABLE, 1=PRODUCER_FENCED.
+    // Java's map yields partition 1 first and fails the producer (its history ends, its
+    // records fail with PRODUCER_FENCED); the core takes partition 0's and looks the
+    // coordinator up. Near miss: Java fails its records with another code.
+    recorded_as_replaced(
+        "txn_add_partitions_errors_other_order_java_fails",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""result":"err:90""#,
+        r#""result":"err:47""#,
+    );
+}
+
+#[test]
+fn an_unsplit_possibly_written_batch_refusing_the_commit_is_no_renumber() {
+    // Partition 0's batch of two records was on a connection that timed out, and its
+    // resend is answered MESSAGE_TOO_LARGE: the core fails it rather than split it (it
+    // may be in the log), its transaction turns abortable and it refuses the commit;
+    // Java splits it and commits. Near miss: Java's piece at another sequence.
+    recorded_as_replaced(
+        "txn_never_split_possibly_written_refuses_commit",
+        Verdict::NoRenumberOfPossiblyWritten,
+        r#""batches":"0:1000:0:0:2,1:1000:0:0:1""#,
+        r#""batches":"0:1000:0:1:2,1:1000:0:0:1""#,
+    );
+}
+
+#[test]
+fn an_unsplit_possibly_written_batch_refusing_a_send_is_no_renumber() {
+    // The same with no commit pending (seed 61's trace): the core refuses the next
+    // send, which Java accepts. Near miss: Java's piece at another sequence.
+    recorded_as_replaced(
+        "txn_never_split_possibly_written_refuses_send",
+        Verdict::NoRenumberOfPossiblyWritten,
+        r#""batches":"0:1000:0:0:3,1:1000:0:0:1""#,
+        r#""batches":"0:1000:0:1:3,1:1000:0:0:1""#,
+    );
+}
+
+#[test]
+fn a_pending_partition_kept_after_the_bumped_abort_is_that_java_defect() {
+    // The aborted transaction asked for partitions it never added (answered
+    // UNKNOWN_PRODUCER_ID); its EndTxn(ABORT) is answered UNKNOWN_PRODUCER_ID and the
+    // abort ends through the bump. In the next transaction the core asks to add
+    // partition 1 under epoch 1; Java still holds it pending, never asks, and its
+    // record expires. Near miss: Java asks for the partition itself.
+    recorded_as(
+        "txn_java_keeps_pending_partition",
+        Verdict::JavaKeepsTransactionAfterBumpedAbort,
+        |java| {
+            const BEGIN: &str = r#"{"ev":"txn_call","call":"begin","result":"ok"}"#;
+            let mut java = java.to_vec();
+            let at = java.iter().rposition(|l| l == BEGIN).unwrap();
+            java.insert(
+                at + 1,
+                r#"{"ev":"txn","api":"add_partitions","pid":1000,"epoch":0,"parts":"1"}"#
+                    .to_string(),
+            );
+            java
+        },
+    );
+}
+
+#[test]
+fn java_pipelining_a_dropped_partitions_retries_before_losing_track_is_the_held_commit() {
+    // The commit waits; the resend of partition 0's sequence 1 is answered
+    // UNKNOWN_PRODUCER_ID after an acknowledged offset: the core fails the commit; Java,
+    // having dropped the partition's entry, sends sequences 2 and 3 again together
+    // (the core one at a time) and throws at sequence 2's answer, so its commit never
+    // completes. Near miss: Java's second batch is one never sent before.
+    recorded_as_replaced(
+        "txn_commit_fails_java_pipelines_then_loses_track",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#""batches":"0:1000:0:3:1","t":0,"s":12"#,
+        r#""batches":"0:1000:0:4:1","t":0,"s":12"#,
+    );
+}

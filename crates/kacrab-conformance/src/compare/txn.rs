@@ -481,7 +481,7 @@ pub(super) fn verdict(
         }
         Verdict::Unexplained
             if super::txn_add_partitions2::add_partitions_errors_taken_in_another_order(
-                jh, ch, i,
+                java, jh, ch, i,
             ) =>
         {
             Verdict::AddPartitionsErrorsTakenInAnotherOrder
@@ -537,12 +537,32 @@ pub(super) fn verdict(
         {
             Verdict::RetriedAddPartitionsTakesNewPartitions
         }
+        Verdict::Unexplained
+            if super::txn_core_turns_abortable::core_never_splits_refusing(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::NoRenumberOfPossiblyWritten
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };
     match (first_difference(&jh, &ch), earliest) {
         (Some((i, line)), e) if e.is_none_or(|(_, when)| line < when) => classify(&jh, &ch, i),
         (_, Some((v, _))) if v != Verdict::Unexplained => v,
+        // A partition's difference first, a consequence of the conversation's later one.
+        (Some((i, line)), Some((_, when)))
+            if line > when
+                && produce == Verdict::Unexplained
+                && super::txn_core_turns_abortable::partition_first(
+                    java,
+                    core,
+                    when,
+                    classify(&jh, &ch, i),
+                ) != Verdict::Unexplained =>
+        {
+            classify(&jh, &ch, i)
+        }
         // Both first differ at the same output line (one side's transactional request
         // where the other produces) and no partition detector names it: the
         // conversation's difference, which gates the partitions, classifies it.

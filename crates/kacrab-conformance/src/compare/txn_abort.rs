@@ -242,6 +242,7 @@ fn bumped_abort(h: &[(usize, &str)], i: usize) -> Option<(usize, Vec<i32>, Vec<i
 /// * the core asks to add a partition that the aborted transaction had added, where
 ///   Java does not (it still counts the partition as in the transaction) and Java asks
 ///   for none of those partitions later in its transaction (before its next EndTxn);
+///   or one it asked for and never added (Java still holds it pending) ([`stale_add`]);
 /// * the core completes the commit or abort just called, having added nothing since
 ///   `begin`, where Java sends an EndTxn with that call's commit flag
 ///   (`transactionStarted` kept);
@@ -367,9 +368,13 @@ fn stale_pending(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bo
 /// The first form of [`java_keeps_transaction_after_bumped_abort`]: the core's line `c`
 /// at `i` asks for a partition the bumped abort's transaction had added, Java's line
 /// there (if any) is not that request, and Java's later AddPartitionsToTxn requests
-/// before its next EndTxn name none of the stale partitions the core asks for.
+/// before its next EndTxn name none of the stale partitions the core asks for. Also a
+/// partition that transaction asked for and never added, where Java keeps it in
+/// `pendingPartitionsInTransaction` ([`kept_pending`]), so `maybeAddPartition` skips it
+/// and Java asks for it only with a new partition ([`stale_pending`]), or never (its
+/// batches then wait, never drained: `isSendToPartitionAllowed`).
 fn stale_add(java: &[(usize, &str)], core: &[(usize, &str)], i: usize, c: &str) -> bool {
-    let Some((d, added, _)) = bumped_abort(core, i) else {
+    let Some((d, added, asked)) = bumped_abort(core, i) else {
         return false;
     };
     let ended = core[d..i].iter().any(|(_, l)| {
@@ -380,7 +385,7 @@ fn stale_add(java: &[(usize, &str)], core: &[(usize, &str)], i: usize, c: &str) 
     }
     let stale: Vec<i32> = super::txn::parts(c)
         .into_iter()
-        .filter(|p| added.contains(p))
+        .filter(|&p| added.contains(&p) || (asked.contains(&p) && kept_pending(core, d, p)))
         .collect();
     let java_asks_stale = java[i..]
         .iter()
@@ -391,6 +396,55 @@ fn stale_add(java: &[(usize, &str)], core: &[(usize, &str)], i: usize, c: &str) 
                 && super::txn::parts(l).iter().any(|p| stale.contains(p))
         });
     !stale.is_empty() && !java_asks_stale
+}
+
+/// Whether Java still holds partition `p` in `pendingPartitionsInTransaction` after the
+/// bumped abort that completed at `d`: in the aborted transaction (since its `begin`) the
+/// last AddPartitionsToTxn answer naming `p` made `AddPartitionsToTxnHandler` return
+/// before it drops the answer's partitions from the pending set (some partition of it
+/// has an error the handler acts on at once: a lookup, a retry, a fatal or an abortable
+/// error), or no answer named `p` (its request never came back). Where every error of
+/// the answer is one the handler only notes (TOPIC_AUTHORIZATION_FAILED and the like),
+/// it drops them.
+fn kept_pending(h: &[(usize, &str)], d: usize, p: i32) -> bool {
+    const EARLY: &[&str] = &[
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+        "CONCURRENT_TRANSACTIONS",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "REQUEST_TIMED_OUT",
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "INVALID_PRODUCER_EPOCH",
+        "PRODUCER_FENCED",
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        "INVALID_TXN_STATE",
+        "UNKNOWN_PRODUCER_ID",
+        "INVALID_PRODUCER_ID_MAPPING",
+        "TRANSACTION_ABORTABLE",
+    ];
+    let Some(begin) = h[..d].iter().rposition(|(_, l)| *l == BEGIN_OK) else {
+        return false;
+    };
+    let entries = |l: &str| -> Vec<(i32, String)> {
+        field(l, "error")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|e| {
+                let (q, code) = e.split_once('=')?;
+                Some((q.parse().ok()?, code.to_string()))
+            })
+            .collect()
+    };
+    let last = h[begin..d].iter().rev().find(|(_, l)| {
+        ev(l) == "coord_answered"
+            && api(l) == "add_partitions"
+            && entries(l).iter().any(|(q, _)| *q == p)
+    });
+    last.is_none_or(|(_, l)| {
+        entries(l)
+            .iter()
+            .any(|(_, code)| EARLY.contains(&code.as_str()))
+    })
 }
 
 /// The verdict of the detectors of this module at the first difference `i`.

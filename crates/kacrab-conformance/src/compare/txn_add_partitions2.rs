@@ -399,13 +399,19 @@ pub(super) fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> 
 /// order, and each side's line there is its action's first line: a coordinator lookup
 /// (lookup); an AddPartitionsToTxn under the answered request's identity naming its
 /// partitions (retry); a failed completion with the error's code (or Java's -1), a
-/// refused send or a refused call (the transaction failed).
+/// refused send or a refused call (the transaction failed). Java's history may also end
+/// at `i` where its action fails the transaction (the application calls nothing more),
+/// and then Java's output (`java_out`) fails a record with that error's code: a fatal
+/// error fails the unsent batches with it (`Sender.runOnce`, `maybeAbortBatches`), an
+/// abortable one the undrained batches (`Sender.maybeSendAndPollTransactionalRequest`,
+/// `RecordAccumulator.abortUndrainedBatches`).
 pub(super) fn add_partitions_errors_taken_in_another_order(
+    java_out: &[String],
     java: &[(usize, &str)],
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    if i == 0 || java.len() <= i || core.len() <= i || java[i - 1].1 != core[i - 1].1 {
+    if i == 0 || java.len() < i || core.len() <= i || java[i - 1].1 != core[i - 1].1 {
         return false;
     }
     let answer = java[i - 1].1;
@@ -451,7 +457,24 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
             Action::Done => false,
         }
     };
-    ja != ca && first_line(java, &ja, true) && first_line(core, &ca, false)
+    let java_ends_failing = |action: &Action| {
+        let Action::Fails(name) = action else {
+            return false;
+        };
+        let Some(code) = code_of(name) else {
+            return false;
+        };
+        let result = format!("err:{code}");
+        java_out.iter().any(|l| {
+            field(l, "ev") == Some("outcome") && field(l, "result") == Some(result.as_str())
+        })
+    };
+    let java_first = if java.len() == i {
+        java_ends_failing(&ja)
+    } else {
+        first_line(java, &ja, true)
+    };
+    ja != ca && java_first && first_line(core, &ca, false)
 }
 
 /// The failed records (`rec` numbers) with REQUEST_TIMED_OUT (an expiry by

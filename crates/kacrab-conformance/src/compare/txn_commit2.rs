@@ -33,7 +33,9 @@ fn unknown_producer_id_partitions(line: &str) -> Vec<i32> {
 /// `CommitFailsBeforeBatchesSettle` names) and dropping `p`'s entry
 /// (`TransactionManager.handleFailedBatch`, `resetSequenceForPartition`) while another
 /// batch of `p` is on the wire. Java then writes the core's lines, one behind (a commit
-/// Java hands back the pending result for and the core refuses aside), up to a tracking
+/// Java hands back the pending result for and the core refuses aside, and Produce
+/// requests resending only batches of `p` both sent before, which the core sends again
+/// later: Java no longer holds `p`'s retries to one at a time), up to a tracking
 /// failure naming `p` (`java_tracking`): the next answer to `p` throws in Java's Sender,
 /// so that batch never completes, and neither does Java's commit, which waits for it.
 /// From the exception on Java writes, in the conversation, only what its pending commit
@@ -72,12 +74,33 @@ pub(super) fn commit_fails_then_java_loses_track(
         return false;
     }
     // Up to the exception, Java writes the core's lines one behind; it never accepts an
-    // abort while its commit is pending (`throwIfPendingState`).
-    let in_step = (at..e).all(|k| {
-        java_out[k] != ABORT_OK
-            && core_out.get(k + 1).is_some_and(|l| {
-                same(&java_out[k], l) || (java_out[k] == COMMIT_OK && l == COMMIT_REFUSED)
+    // abort while its commit is pending (`throwIfPendingState`). Java's Produce requests
+    // may also carry batches of the named partition that both sent before `at` and the
+    // core sends again later, which the core holds meanwhile: with the partition's entry
+    // dropped Java no longer sends its retries one at a time
+    // (`RecordAccumulator.shouldStopDrainBatchesForPartition` finds no in-flight
+    // sequence to wait for).
+    let pipelined = |l: &str| {
+        field(l, "ev") == Some("produce")
+            && field(l, "batches").is_some_and(|b| {
+                b.split(',').all(|stamp| {
+                    stamp.split_once(':').and_then(|(q, _)| q.parse().ok()) == named
+                        && super::lines::sends_stamp(&java_out[..at], stamp)
+                        && super::lines::sends_stamp(&core_out[at..], stamp)
+                })
             })
+    };
+    let mut next = at + 1;
+    let in_step = (at..e).all(|k| {
+        let l = &java_out[k];
+        let matched = *l != ABORT_OK
+            && core_out
+                .get(next)
+                .is_some_and(|c| same(l, c) || (*l == COMMIT_OK && c == COMMIT_REFUSED));
+        if matched {
+            next += 1;
+        }
+        matched || pipelined(l)
     });
     // From it on, only what Java's pending commit dictates, and no completion.
     let waits = java.iter().filter(|&&(l, _)| l > e).all(|&(_, l)| {
@@ -267,10 +290,12 @@ pub(super) fn timing_before_conversation(
 /// core's first difference (its history's `i`, output line `at`) fails the commit with
 /// MESSAGE_TOO_LARGE right after the Produce answer that failed a batch of more than
 /// one record with it, the outputs being the same up to that answer; that batch's stamp
-/// was answered before with a code after which it may be in the log, so the core fails
-/// it rather than split it (and its transaction turns abortable), where Java splits it
-/// (`Sender.completeBatch`, `RecordAccumulator.splitAndReenqueue`) and sends its first
-/// piece again, under the same identity and base sequence with at most its records.
+/// was answered before with a code after which it may be in the log (or was on a
+/// connection that closed before its answer), so the core fails it rather than split it
+/// (and its transaction turns abortable), where Java splits it (`Sender.completeBatch`,
+/// `RecordAccumulator.splitAndReenqueue`) and sends its first piece again, under the same
+/// identity and base sequence with at most its records
+/// (`txn_core_turns_abortable::core_fails_unsplit_possibly_written`).
 pub(super) fn core_never_splits_possibly_written(
     java_out: &[String],
     core_out: &[String],
@@ -278,53 +303,12 @@ pub(super) fn core_never_splits_possibly_written(
     i: usize,
 ) -> bool {
     const FAILED: &str = r#"{"ev":"txn_done","call":"commit","result":"err:10"}"#;
-    let Some(&(at, c)) = core.get(i) else {
-        return false;
-    };
-    if c != FAILED || at == 0 || java_out.get(..at) != core_out.get(..at) {
-        return false;
-    }
-    let answer = &core_out[at - 1];
-    if field(answer, "ev") != Some("answered") {
-        return false;
-    }
-    let too_large: Vec<&str> = field(answer, "batches")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|b| b.strip_suffix("=MESSAGE_TOO_LARGE"))
-        .collect();
-    // "p:pid:epoch:seq:count": the stamp's identity and base sequence, and its records.
-    let possibly_written_before = |stamp: &str| {
-        core_out[..at - 1].iter().any(|l| {
-            field(l, "ev") == Some("answered")
-                && field(l, "batches").unwrap_or_default().split(',').any(|b| {
-                    b.split_once('=')
-                        .is_some_and(|(s, e)| s == stamp && super::possibly_written(e))
-                })
-        })
-    };
-    let java_resends_piece = |head: &str, count: i64| {
-        java_out[at..].iter().any(|l| {
-            field(l, "ev") == Some("produce")
-                && field(l, "batches")
-                    .unwrap_or_default()
-                    .split(',')
-                    .any(|b| stamp_parts(b).is_some_and(|(h, n)| h == head && n <= count))
-        })
-    };
-    !too_large.is_empty()
-        && too_large.iter().all(|stamp| {
-            stamp_parts(stamp).is_some_and(|(head, count)| {
-                count > 1 && possibly_written_before(stamp) && java_resends_piece(head, count)
-            })
-        })
-}
-
-/// A stamp "p:pid:epoch:seq:count" split into its head (partition, identity, base
-/// sequence) and its record count.
-fn stamp_parts(stamp: &str) -> Option<(&str, i64)> {
-    let (head, n) = stamp.rsplit_once(':')?;
-    Some((head, n.parse().ok()?))
+    core.get(i).is_some_and(|&(at, c)| {
+        c == FAILED
+            && super::txn_core_turns_abortable::core_fails_unsplit_possibly_written(
+                java_out, core_out, at,
+            )
+    })
 }
 
 /// The code of the fatal error Java's handler of a coordinator answer line takes
