@@ -51,7 +51,8 @@ pub(super) fn java_line_of_first_difference(
 ) -> Option<usize> {
     // Where Java never wrote the partition's line there (the core sent a batch Java did
     // not) and the outputs are the same up to it, Java's output first differs at `when`.
-    let shared_up_to = |when: usize| java.get(..when).is_some() && java.get(..when) == core.get(..when);
+    let shared_up_to =
+        |when: usize| java.get(..when).is_some() && java.get(..when) == core.get(..when);
     let on_partition = partitions.first().map(|&(p, _, k, when)| {
         let line = java_at.get(&p).and_then(|a| a.get(k)).copied();
         (when, line.or_else(|| shared_up_to(when).then_some(when)))
