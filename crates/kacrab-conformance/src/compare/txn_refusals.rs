@@ -42,8 +42,8 @@ pub(super) fn produce_retriable(line: &str) -> bool {
 
 /// Whether every batch error the Produce answer `line` names is one the core retries
 /// or MESSAGE_TOO_LARGE on a batch of more than one record, and the core fails no record
-/// with MESSAGE_TOO_LARGE (10) in `core_out`: it split each such batch and sent it again,
-/// as Java does (`Sender.completeBatch`, `RecordAccumulator.splitAndReenqueue`), so that
+/// with MESSAGE_TOO_LARGE (10) in `core_out`: it split each such batch and kept it to
+/// send again, as Java does (`Sender.completeBatch`, `RecordAccumulator.splitAndReenqueue`), so that
 /// answer failed nothing.
 fn split_both(core_out: &[String], line: &str) -> bool {
     let split = |b: &str| {
@@ -84,7 +84,7 @@ fn split_both(core_out: &[String], line: &str) -> bool {
 ///   accepted before `i`) every Produce answer before the refusal and every coordinator
 ///   answer before `i` carried only errors both sides retry (or, in a Produce answer,
 ///   MESSAGE_TOO_LARGE on a batch of more than one record, where the core fails no
-///   record with it: both split the batch and send it again, [`split_both`]);
+///   record with it: both split the batch and keep it to send again, [`split_both`]);
 /// * Java's Sender had a transactional request out then: the last transactional request
 ///   both sides sent before `i` is unanswered, or it is a coordinator lookup answered
 ///   NONE on the line just before `i` and Java's line at `i` is the AddPartitionsToTxn
