@@ -1625,3 +1625,97 @@ fn unknown_producer_id_refuses_the_commit_where_java_retries_its_add_partitions(
         |java| replaced_last(java, r#""parts":"0"}"#, r#""parts":"0,1"}"#),
     );
 }
+
+
+/// Asserts that the recorded trace `name` stays unexplained where the core's output has
+/// `from` replaced by `to` (a near miss on the core's side of a detector's evidence).
+fn core_variant_unexplained(name: &str, from: &str, to: &str) {
+    let (trace, java) = recorded(name);
+    let (core, extra) = core_side::run(&trace);
+    assert!(
+        core.iter().any(|l| l.contains(from)),
+        "{name}: the near miss changes nothing"
+    );
+    let core = replaced(&core, from, to);
+    assert_eq!(
+        compare(&trace, &java, &core, &extra).verdict,
+        Verdict::Unexplained,
+        "{name}: core variant"
+    );
+}
+
+#[test]
+fn java_aborting_after_the_abortable_error_of_an_add_partitions_answer_is_that_order() {
+    // The answer `2=COORDINATOR_NOT_AVAILABLE,3=UNKNOWN_PRODUCER_ID`: Java's map yields
+    // partition 3 first, its transaction turns abortable and it sends nothing, so its
+    // next line is the application's abort (accepted), then its EndTxn(ABORT); the core
+    // takes partition 2's error and looks the coordinator up. Near misses: Java's EndTxn
+    // commits; Java's records fail with another code.
+    recorded_as_replaced(
+        "txn_add_partitions_errors_other_order_java_aborts",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""commit":0}"#,
+        r#""commit":1}"#,
+    );
+    let (trace, java) = recorded("txn_add_partitions_errors_other_order_java_aborts");
+    assert_eq!(
+        verdict(&trace, &replaced(&java, "err:59", "err:47")),
+        Verdict::Unexplained
+    );
+}
+
+#[test]
+fn the_abortable_core_resending_only_batches_it_sent_before_drains_nothing() {
+    // Partition 1's first batch is answered UNKNOWN_PRODUCER_ID in the step partition 2
+    // is added: Java resends it and produces partition 2's batch; the core, abortable,
+    // sends no new batch, only partition 0's batch again (answered REQUEST_TIMED_OUT:
+    // it has a sequence, so Java's `abortUndrainedBatches` keeps it too). Near misses:
+    // Java's resend at another sequence; the core's resend a new batch.
+    const NAME: &str = "txn_unknown_producer_id_core_resends_only";
+    recorded_as_replaced(
+        NAME,
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1","t":0,"s":12"#,
+        r#""batches":"1:1000:0:1:1","t":0,"s":12"#,
+    );
+    core_variant_unexplained(
+        NAME,
+        r#""batches":"0:1000:0:0:1","t":0,"s":13"#,
+        r#""batches":"0:1000:0:1:1","t":0,"s":13"#,
+    );
+}
+
+#[test]
+fn an_expiry_while_a_lookup_is_out_after_a_split_batch_refuses_the_send_in_the_core() {
+    // A two-record batch answered MESSAGE_TOO_LARGE is split by both (the core fails no
+    // record with 10); the AddPartitionsToTxn after it needs a lookup, which stays out
+    // past the delivery timeout: the core expires the batches and refuses the next
+    // send; Java, its Sender held by the lookup, has expired nothing and asks for the
+    // partition. Near miss: the core fails a record with MESSAGE_TOO_LARGE.
+    core_variant_unexplained(
+        "txn_expiry_during_lookup_after_split",
+        r#"{"ev":"outcome","rec":0,"result":"err:7"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"err:10"}"#,
+    );
+    let (trace, java) = recorded("txn_expiry_during_lookup_after_split");
+    assert_eq!(
+        verdict(&trace, &java),
+        Verdict::CoreExpiresWhileCoordinatorRequestOut
+    );
+}
+
+#[test]
+fn java_losing_track_after_a_drain_stop_the_core_sent_through_keeps_that_verdict() {
+    // After partition 0 is added the core sends its batch where Java's drain of the
+    // node stopped at partition 2's retry (`JavaDrainStopsAtWaitingPartition`, the first
+    // difference: Java never sends partition 0, so it has no line there); partition 2's
+    // retry is answered UNKNOWN_PRODUCER_ID after an acknowledged offset, and Java later
+    // throws "re-enqueueing a batch which is not tracked": written after the first
+    // difference, it keeps the verdict. Near miss: another exception.
+    recorded_as_replaced(
+        "txn_drain_stop_then_java_loses_track",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        "We are re-enqueueing a batch",
+        "We are re-enqueueing some batch",
+    );
+}

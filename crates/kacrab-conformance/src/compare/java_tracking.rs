@@ -41,15 +41,22 @@ pub(super) fn named_partition(line: &str) -> Option<i32> {
 /// The index in Java's output of the trace's first difference (the earliest of the
 /// first partition difference and the conversation's, by output line), or `None` where
 /// Java's side of it is missing (the core wrote a line Java never wrote, after lines that differ).
+/// Where the two outputs are the same up to the difference's output line, that line is
+/// where Java's output first differs, whether or not Java wrote its own line there.
 pub(super) fn java_line_of_first_difference(
     java: &[String],
     core: &[String],
     partitions: &[(i32, Verdict, usize, usize)],
     java_at: &BTreeMap<i32, Vec<usize>>,
 ) -> Option<usize> {
-    let on_partition = partitions
-        .first()
-        .map(|&(p, _, k, when)| (when, java_at.get(&p).and_then(|a| a.get(k)).copied()));
+    // Where Java never wrote the partition's line there (the core sent a batch Java did
+    // not) and the outputs are the same up to it, Java's output first differs at `when`.
+    let shared_up_to =
+        |when: usize| java.get(..when).is_some() && java.get(..when) == core.get(..when);
+    let on_partition = partitions.first().map(|&(p, _, k, when)| {
+        let line = java_at.get(&p).and_then(|a| a.get(k)).copied();
+        (when, line.or_else(|| shared_up_to(when).then_some(when)))
+    });
     let (jh, ch) = (txn::history(java), txn::history(core));
     // Where the two outputs are the same up to the conversation's difference (its
     // earlier line, `when`), Java's output first differs at `when` itself, even where

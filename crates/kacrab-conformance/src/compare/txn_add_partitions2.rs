@@ -339,6 +339,16 @@ fn acted_at_once(code: &str) -> Option<Action> {
     })
 }
 
+/// The errors [`Action::Fails`] names that make Java's transaction abortable, not
+/// fatal (`AddPartitionsToTxnHandler.handleResponse`: `abortableError`, or
+/// `abortableErrorIfPossible` for UNKNOWN_PRODUCER_ID): the application's abort is then
+/// accepted.
+const ABORTABLE: &[&str] = &[
+    "UNKNOWN_PRODUCER_ID",
+    "TRANSACTION_ABORTABLE",
+    "TOPIC_AUTHORIZATION_FAILED",
+];
+
 /// The error codes, by the names the harness writes, of the errors [`Action::Fails`]
 /// names.
 fn code_of(name: &str) -> Option<i32> {
@@ -408,7 +418,11 @@ pub(super) fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> 
 /// and then Java's output (`java_out`) fails a record with that error's code: a fatal
 /// error fails the unsent batches with it (`Sender.runOnce`, `maybeAbortBatches`), an
 /// abortable one the undrained batches (`Sender.maybeSendAndPollTransactionalRequest`,
-/// `RecordAccumulator.abortUndrainedBatches`).
+/// `RecordAccumulator.abortUndrainedBatches`). Where Java's action makes the
+/// transaction abortable (UNKNOWN_PRODUCER_ID, TRANSACTION_ABORTABLE,
+/// TOPIC_AUTHORIZATION_FAILED) it sends nothing, so its line at `i` may also be the
+/// application's abort, accepted, when Java's next request is its EndTxn(ABORT) and
+/// `java_out` fails a record with that error's code.
 pub(super) fn add_partitions_errors_taken_in_another_order(
     java_out: &[String],
     java: &[(usize, &str)],
@@ -474,10 +488,28 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
             field(l, "ev") == Some("outcome") && field(l, "result") == Some(result.as_str())
         })
     };
+    // Java's abortable error sends nothing: its next line may be the application's
+    // abort, accepted, with Java's next request its EndTxn(ABORT) (no lookup, no retry
+    // of the answered partitions between).
+    let java_aborts = |action: &Action| {
+        let Action::Fails(name) = action else {
+            return false;
+        };
+        let next_request = java[i + 1..]
+            .iter()
+            .find(|&&(_, l)| field(l, "ev") == Some("txn"))
+            .map(|&(_, l)| l);
+        ABORTABLE.contains(name)
+            && java[i].1 == ABORT_OK
+            && next_request.is_some_and(|l| {
+                field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0")
+            })
+            && java_ends_failing(action)
+    };
     let java_first = if java.len() == i {
         java_ends_failing(&ja)
     } else {
-        first_line(java, &ja, true)
+        first_line(java, &ja, true) || java_aborts(&ja)
     };
     ja != ca && java_first && first_line(core, &ca, false)
 }

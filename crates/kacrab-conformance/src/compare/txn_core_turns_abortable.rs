@@ -45,10 +45,12 @@ fn fails_record_with(out: &[String], result: &str) -> bool {
 /// sends each of them again with the same stamp after it (`TransactionManager.canRetry`
 /// restarts the partition's sequences: Java's transaction stays committable), where the
 /// core made its transaction abortable ("Simplification, as built"): from `when` on it
-/// sends no Produce request until a new transaction begins (Java's rule too: an
+/// sends no new batch until a new transaction begins (Java's rule too: an
 /// abortable transaction's undrained batches are failed, never sent:
 /// `Sender.maybeSendAndPollTransactionalRequest` calls
-/// `RecordAccumulator.abortUndrainedBatches`) and fails records with
+/// `RecordAccumulator.abortUndrainedBatches`, which keeps a batch that already has a
+/// sequence; so the core may send again a batch it had sent before `when`, a request
+/// carrying only such stamps) and fails records with
 /// UNKNOWN_PRODUCER_ID (59). The
 /// caller also requires the conversation's own first difference, later, to be this
 /// departure (the send or the commit the core refuses).
@@ -73,10 +75,19 @@ pub(super) fn unknown_producer_id_core_drains_nothing(
     let resent = failed
         .iter()
         .all(|stamp| sends_stamp(&java[answered + 1..], stamp));
+    // A batch that already has a sequence is not undrained: both sides send it again
+    // (`abortUndrainedBatches` fails only batches without one), so a Produce carrying
+    // only stamps the core sent before `when` is a retry, not a drain.
+    let retry_only = |l: &str| {
+        field(l, "batches")
+            .unwrap_or_default()
+            .split(',')
+            .all(|b| sends_stamp(&core[..when], b))
+    };
     let drains_nothing = core[when..]
         .iter()
         .take_while(|l| field(l, "ev") != Some("txn_call") || field(l, "call") != Some("begin"))
-        .all(|l| !produce(l));
+        .all(|l| !produce(l) || retry_only(l));
     !failed.is_empty() && resent && drains_nothing && fails_record_with(core, "err:59")
 }
 

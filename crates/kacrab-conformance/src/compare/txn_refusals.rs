@@ -40,6 +40,34 @@ pub(super) fn produce_retriable(line: &str) -> bool {
         })
 }
 
+/// Whether every batch error the Produce answer `line` names is one the core retries
+/// or MESSAGE_TOO_LARGE on a batch of more than one record, and the core fails no record
+/// with MESSAGE_TOO_LARGE (10) in `core_out`: it split each such batch and kept it to
+/// send again, as Java does (`Sender.completeBatch`, `RecordAccumulator.splitAndReenqueue`), so that
+/// answer failed nothing.
+fn split_both(core_out: &[String], line: &str) -> bool {
+    let split = |b: &str| {
+        b.strip_suffix("=MESSAGE_TOO_LARGE")
+            .and_then(|s| s.rsplit_once(':'))
+            .and_then(|(_, n)| n.parse::<i64>().ok())
+            .is_some_and(|n| n > 1)
+    };
+    let never_failed = !core_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:10"));
+    never_failed
+        && field(line, "batches")
+            .unwrap_or_default()
+            .split(',')
+            .all(|b| {
+                split(b)
+                    || b.split_once('=').is_some_and(|(_, e)| {
+                        matches!(e, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
+                            || error_by_name(e).is_retriable()
+                    })
+            })
+}
+
 /// [`Verdict::CoreExpiresWhileCoordinatorRequestOut`](super::Verdict), the form with no
 /// commit pending: at the first difference `i` the core refuses a send (record `r`), or
 /// the application's commit (which Java accepts later; `r` is then the first send the
@@ -54,7 +82,9 @@ pub(super) fn produce_retriable(line: &str) -> bool {
 ///   expiry: a record accepted before `r` failed with REQUEST_TIMED_OUT (the core's
 ///   `DeliveryError::Timeout`), and since the transaction began (the last `begin`
 ///   accepted before `i`) every Produce answer before the refusal and every coordinator
-///   answer before `i` carried only errors both sides retry;
+///   answer before `i` carried only errors both sides retry (or, in a Produce answer,
+///   MESSAGE_TOO_LARGE on a batch of more than one record, where the core fails no
+///   record with it: both split the batch and keep it to send again, [`split_both`]);
 /// * Java's Sender had a transactional request out then: the last transactional request
 ///   both sides sent before `i` is unanswered, or it is a coordinator lookup answered
 ///   NONE on the line just before `i` and Java's line at `i` is the AddPartitionsToTxn
@@ -124,7 +154,7 @@ pub(super) fn core_expires_while_coordinator_request_out_refusing(
     let produce_retried = core_out[since..at]
         .iter()
         .filter(|l| field(l, "ev") == Some("answered"))
-        .all(|l| produce_retriable(l));
+        .all(|l| produce_retriable(l) || split_both(core_out, l));
     let coordinator_retried = core[began..i]
         .iter()
         .filter(|&&(_, l)| field(l, "ev") == Some("coord_answered"))
