@@ -165,7 +165,7 @@ fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
     };
     let j = java[i].1;
     let (jp, ap) = (parts(j), parts(a));
-    failed
+    (failed || super::txn_java_keeps_asking::abortable_in_both_orders(answer))
         && a == ca
         && identity(j) == identity(a)
         && jp.len() < ap.len()
@@ -615,7 +615,7 @@ pub(super) fn core_expires_during_lookup_java_aborts(
             && aborted_before(java));
     let java_failed_them = expired
         .iter()
-        .all(|r| java_fails(java_out, r, &["err:7", "err:-1"]));
+        .all(|r| super::txn_java_keeps_asking::java_fails_expired(java_out, r));
     core_line && java_aborts && java_failed_them
 }
 
@@ -686,7 +686,9 @@ pub(super) fn unknown_producer_id_history_ends(
     if i == 0 || core.len() != i || java.len() <= i {
         return false;
     }
-    if java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(java[i].1) {
+    let after_lookup = java[i - 1].1 == FOUND && core[i - 1].1 == FOUND;
+    let retry = super::txn_java_keeps_asking::retry_of_answered(java, core, i);
+    if !(after_lookup || retry) || !is_add_partitions(java[i].1) {
         return false;
     }
     if !java[i..].iter().all(|&(_, l)| adding_or_lookup(l)) {

@@ -62,7 +62,7 @@ pub(super) fn older_request_first(
     }
     let mut added = false;
     for &(_, l) in &h[i + 1..] {
-        if is_lookup(l) {
+        if is_lookup(l) || super::txn_java_keeps_asking::completing_refusal(h, i, l) {
             continue;
         }
         if retry(l) {
@@ -226,8 +226,9 @@ pub(super) fn unknown_producer_id_refuses_commit_after_new_partitions(
         return false;
     };
     let new = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
+    let retry = super::txn_java_keeps_asking::retry_of_answered(java, core, i);
     if !is_add_partitions(j)
-        || !parts(j).iter().all(|&p| new(p))
+        || !(parts(j).iter().all(|&p| new(p)) || retry)
         || c != COMMIT_REFUSED
         || java.get(i + 1).is_none_or(|&(_, l)| l != COMMIT_OK)
     {
@@ -275,9 +276,6 @@ pub(super) fn unknown_producer_id_refused_before_java_fails(
         .map(|&(_, l)| l)
         .filter(|l| is_add_answer(l))
         .collect();
-    let Some((last, earlier)) = answers.split_last() else {
-        return false;
-    };
     let fails = |l: &str| matches!(decide(&java_order(&entries(l))), Some(Action::Fails(_)));
     let goes_on = |l: &&str| {
         matches!(
@@ -285,12 +283,16 @@ pub(super) fn unknown_producer_id_refused_before_java_fails(
             Some(Action::Lookup | Action::Retry)
         )
     };
+    let add_fails = answers
+        .split_last()
+        .is_some_and(|(last, earlier)| fails(last) && earlier.iter().all(goes_on));
+    let lookup_fails = super::txn_java_keeps_asking::lookup_fails_last(window);
     let rest_same = java.len() - jx == core.len() - i
         && java[jx..]
             .iter()
             .zip(&core[i..])
             .all(|(&(_, a), &(_, b))| same(a, b));
-    if !conversation || !fails(last) || !earlier.iter().all(goes_on) || !rest_same {
+    if !conversation || !(add_fails || lookup_fails) || !rest_same {
         return false;
     }
     let refusals: Vec<String> = java_out.iter().filter(|l| *l != c).cloned().collect();
