@@ -44,7 +44,8 @@ fn is_lookup(line: &str) -> bool {
 /// the next AddPartitionsToTxn must be the retry, or one on which Java's handler
 /// (`AddPartitionsToTxnHandler.handleResponse`, walked in Java's map order) looks the
 /// coordinator up or retries, re-enqueueing the older request beside the retry (either
-/// may then go first).
+/// may then go first). Refused sends in that window are set aside where the commit or
+/// abort was accepted before `i` (`txn_java_keeps_asking::completing_refusal`).
 pub(super) fn older_request_first(
     h: &[(usize, &str)],
     i: usize,
@@ -210,8 +211,10 @@ pub(super) fn java_asks_new_partitions_ending_abort_recalled(
 /// partitions new to the transaction: at the first difference the core refuses the
 /// commit call (its transaction abortable since the UNKNOWN_PRODUCER_ID answer), and
 /// Java sends an AddPartitionsToTxn naming only partitions neither side asked for
-/// before in the transaction (new ones; the core, abortable, sends only lookups), then
-/// accepts that commit call (its next line). With Java's request set aside the rest is
+/// before in the transaction (new ones; the core, abortable, sends only lookups), or
+/// the retry of the AddPartitionsToTxn both just had answered with an error Java retries
+/// on (`txn_java_keeps_asking::retry_of_answered`), then accepts that commit call (its
+/// next line). With Java's request set aside the rest is
 /// that detector's rule unchanged: the last Produce answer that failed a batch failed
 /// batches with UNKNOWN_PRODUCER_ID, Java got it too and sends each again with the same
 /// stamp.
@@ -245,7 +248,10 @@ pub(super) fn unknown_producer_id_refuses_commit_after_new_partitions(
 /// abortable since the UNKNOWN_PRODUCER_ID answer); Java, whose transaction was not
 /// abortable then, goes on with its AddPartitionsToTxn conversation (requests, answers
 /// and lookups only) until an answer its handler (in Java's map order) treats as
-/// failing the transaction, and then refuses that same send. From there Java's history
+/// failing the transaction (or a lookup answered an error Java does not retry, every
+/// AddPartitionsToTxn answer before it one Java looks up or retries on:
+/// `txn_java_keeps_asking::lookup_fails_last`), and then refuses that same send. From
+/// there Java's history
 /// is the core's from `i`, line for line, to the end of both. The cause is that
 /// detector's, with Java's later refusals set aside: the last Produce answer the core
 /// got before failed batches with UNKNOWN_PRODUCER_ID, Java got it too, sends nothing
