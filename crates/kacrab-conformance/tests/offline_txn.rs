@@ -1511,3 +1511,18 @@ fn an_older_request_first_while_java_commits_and_refuses_sends() {
         r#""error":"1=INVALID_TXN_STATE"}"#,
     );
 }
+
+#[test]
+fn a_pending_request_while_aborting_where_both_refuse_a_begin_first() {
+    // The batch answered MESSAGE_TOO_LARGE makes the transaction abortable while
+    // AddPartitionsToTxn(2) waits behind a lookup; the application aborts and calls
+    // begin. After the lookup Java sends the held request, the core refuses the begin
+    // and sends EndTxn(ABORT); Java refuses the begin too, then ends with that EndTxn.
+    // Near miss: Java accepts the begin.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_begin_refused",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn_call","call":"begin","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
+    );
+}

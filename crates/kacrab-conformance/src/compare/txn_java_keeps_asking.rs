@@ -204,3 +204,15 @@ pub(super) fn java_fails_expired(java_out: &[String], rec: &str) -> bool {
     });
     result("err:120") && expired_some && !answered_abortable
 }
+
+/// The widening of `txn_refusals::java_asks_pending_partitions_while_aborting`'s skip
+/// before the core's EndTxn(ABORT): line `l` (of the core's history from `i`) is a
+/// refused send or a refused `begin` or `commit` call that Java also writes from `i`
+/// on. While aborting both sides refuse every send and both calls (no transition to
+/// them from ABORTING_TRANSACTION); Java writes them after its held request.
+pub(super) fn refused_by_both(java: &[(usize, &str)], i: usize, l: &str) -> bool {
+    let refused_call = field(l, "ev") == Some("txn_call")
+        && matches!(field(l, "call"), Some("begin" | "commit"))
+        && field(l, "result") == Some("refused");
+    (refused_send(l) || refused_call) && java[i..].iter().any(|&(_, x)| x == l)
+}
