@@ -1719,3 +1719,122 @@ fn java_losing_track_after_a_drain_stop_the_core_sent_through_keeps_that_verdict
         "We are re-enqueueing some batch",
     );
 }
+
+#[test]
+fn an_older_request_after_an_answer_abortable_in_both_orders_while_the_core_bumps() {
+    // Aborting, AddPartitionsToTxn(0,1,2) is answered 0=TRANSACTION_ABORTABLE,
+    // 1=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,2=TRANSACTION_ABORTABLE: Java meets partition
+    // 2 first, the core partition 0, both an abortable error (nothing added, no state
+    // change while aborting). The core, nothing added, ends the abort with its bump; Java
+    // sends its older request for partition 1 (built before the lookup) and ends with
+    // EndTxn(ABORT). Near miss: Java's EndTxn commits.
+    recorded_as_replaced(
+        "txn_java_older_request_abortable_in_both_orders",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""commit":0}"#,
+        r#""commit":1}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_then_java_retries_the_answered_request_and_commits() {
+    // Partition 1's batch is answered UNKNOWN_PRODUCER_ID (nothing acknowledged), then
+    // AddPartitionsToTxn(0) COORDINATOR_LOAD_IN_PROGRESS: Java retries that request and
+    // accepts the commit; the core, abortable, sends no retry and refuses the commit.
+    // Java resends partition 1's batch with the same stamp. Near miss: the resend has
+    // another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refuses_commit_after_answered_retry",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1","t":0,"s":10"#,
+        r#""batches":"1:1000:0:2:1","t":0,"s":10"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_then_java_retries_the_answered_request_where_the_core_history_ends() {
+    // As above with no commit call: the core's history ends after the answer Java
+    // retries on (UNKNOWN_TOPIC_OR_PARTITION). Near miss: Java's resend of partition 1's
+    // batch has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_history_ends_after_retry",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1,2:1000:0:0:1","t":50"#,
+        r#""batches":"1:1000:0:2:1,2:1000:0:0:1","t":50"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_refused_send_before_java_lookup_fails() {
+    // After UNKNOWN_PRODUCER_ID the core refuses the next send; Java retries
+    // AddPartitionsToTxn(0) (CONCURRENT_TRANSACTIONS), loses it to a timeout, and its
+    // lookup is answered TOPIC_AUTHORIZATION_FAILED (not retriable: fatal in
+    // `FindCoordinatorHandler`); then Java refuses the same send. Near miss: the lookup is
+    // answered a retriable error.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_refused_before_java_lookup_fails",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""find_coordinator","error":"TOPIC_AUTHORIZATION_FAILED""#,
+        r#""find_coordinator","error":"COORDINATOR_LOAD_IN_PROGRESS""#,
+    );
+}
+
+#[test]
+fn java_stale_request_takes_the_answers_while_the_core_bumps_after_its_end_txn() {
+    // Aborting, Java sends AddPartitionsToTxn(2,3) built before the abort, the core its
+    // EndTxn(ABORT); UNKNOWN_PRODUCER_ID answers both; the core bumps (InitProducerId),
+    // Java sends its older request for 3; PRODUCER_FENCED answers both, and both fail
+    // the abort with 90. Near miss: Java's second answer carries another code than the
+    // core's bump got.
+    recorded_as_replaced(
+        "txn_aborts_fail_alike_after_core_bump",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""error":"3=PRODUCER_FENCED"}"#,
+        r#""error":"3=TRANSACTIONAL_ID_AUTHORIZATION_FAILED"}"#,
+    );
+}
+
+#[test]
+fn an_expiry_during_a_lookup_where_java_names_its_aborted_batch_transaction_abortable() {
+    // The core expires records while AddPartitionsToTxn(0) waits behind lookups that
+    // time out, and ends the application's abort with its bump; Java sends the waiting
+    // request, aborts, expires two records itself, and fails the third, aborted unsent,
+    // with its last error, an expiry wrapped as TRANSACTION_ABORTABLE (4.3.1). Near
+    // miss: Java fails it with INVALID_TXN_STATE.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_java_aborts_named_abortable",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#""rec":2,"result":"err:120""#,
+        r#""rec":2,"result":"err:48""#,
+    );
+}
+
+#[test]
+fn an_older_request_first_while_java_commits_and_refuses_sends() {
+    // Committing, AddPartitionsToTxn(1,2) is answered 1=PRODUCER_FENCED,
+    // 2=REQUEST_TIMED_OUT: the core goes fatal on partition 1, Java retries on partition
+    // 2; its older request for 1 goes out first, and Java refuses a send (committing)
+    // before that request adds 1 and the retry follows. Near miss: the older request's
+    // answer is INVALID_TXN_STATE.
+    recorded_as_replaced(
+        "txn_add_partitions_older_request_first_refusing_sends",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"1=NONE"}"#,
+        r#""error":"1=INVALID_TXN_STATE"}"#,
+    );
+}
+
+#[test]
+fn a_pending_request_while_aborting_where_both_refuse_a_begin_first() {
+    // The batch answered MESSAGE_TOO_LARGE makes the transaction abortable while
+    // AddPartitionsToTxn(2) waits behind a lookup; the application aborts and calls
+    // begin. After the lookup Java sends the held request, the core refuses the begin
+    // and sends EndTxn(ABORT); Java refuses the begin too, then ends with that EndTxn.
+    // Near miss: Java accepts the begin.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_begin_refused",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn_call","call":"begin","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
+    );
+}

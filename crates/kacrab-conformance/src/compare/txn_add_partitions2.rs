@@ -141,7 +141,9 @@ pub(super) fn java_asks_new_partitions_ending_abort(
 /// any partition from it: `AddPartitionsToTxnHandler.handleResponse` returns or fails
 /// before `partitionsInTransaction.addAll`); Java's request names, under its identity, a strict subset of
 /// its partitions: a request Java built earlier, when fewer partitions were pending,
-/// which waited in its queue (the error does not empty it).
+/// which waited in its queue (the error does not empty it). The answer may also carry
+/// other errors on later entries when both walking orders come first to one of those
+/// abortable errors (`txn_java_keeps_asking::abortable_in_both_orders`).
 fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
     if i == 0 || java[i - 1].1 != core[i - 1].1 {
         return false;
@@ -167,7 +169,7 @@ fn older_after_failure(java: &[(usize, &str)], core: &[(usize, &str)], i: usize)
     };
     let j = java[i].1;
     let (jp, ap) = (parts(j), parts(a));
-    failed
+    (failed || super::txn_java_keeps_asking::abortable_in_both_orders(answer))
         && a == ca
         && identity(j) == identity(a)
         && jp.len() < ap.len()
@@ -622,7 +624,8 @@ pub(super) fn core_expires_during_lookup_history_ends(
 /// sends and refused calls) up to its next other line, which is the application's abort accepted, or its
 /// EndTxn(ABORT_OK) when the abort was accepted before in this transaction: Java's transaction ends aborted too, and every record
 /// the core expired Java fails too (expired later, REQUEST_TIMED_OUT, or aborted
-/// unsent, -1), delivering none. What follows (Java ending the partitions its request
+/// unsent, -1, or TRANSACTION_ABORTABLE, its last error naming an expiry of its own:
+/// `txn_java_keeps_asking::java_fails_expired`), delivering none. What follows (Java ending the partitions its request
 /// added; the core bumping its epoch after the expiry where Java, which aborted the
 /// batches unsent, does not) is the consequence.
 pub(super) fn core_expires_during_lookup_java_aborts(
@@ -675,7 +678,7 @@ pub(super) fn core_expires_during_lookup_java_aborts(
             && aborted_before(java));
     let java_failed_them = expired
         .iter()
-        .all(|r| java_fails(java_out, r, &["err:7", "err:-1"]));
+        .all(|r| super::txn_java_keeps_asking::java_fails_expired(java_out, r));
     core_line && java_aborts && java_failed_them
 }
 
@@ -737,7 +740,9 @@ pub(super) fn java_sends_older_pending_request(
 /// (`TransactionManager.canRetry`): it fails no record with 59, and sends each of them
 /// again with the same stamp, or nothing of its partition again. The line before `i` is,
 /// on both sides, a coordinator lookup answered NONE, and Java sends at `i` the
-/// AddPartitionsToTxn that waited for it and from there writes only its
+/// AddPartitionsToTxn that waited for it (or the line before is, on both sides, the
+/// AddPartitionsToTxn answer Java retries on, and Java's line is that retry:
+/// `txn_java_keeps_asking::retry_of_answered`), and from there writes only its
 /// AddPartitionsToTxn conversation and lookups.
 pub(super) fn unknown_producer_id_history_ends(
     java_out: &[String],
@@ -749,7 +754,9 @@ pub(super) fn unknown_producer_id_history_ends(
     if i == 0 || core.len() != i || java.len() <= i {
         return false;
     }
-    if java[i - 1].1 != FOUND || core[i - 1].1 != FOUND || !is_add_partitions(java[i].1) {
+    let after_lookup = java[i - 1].1 == FOUND && core[i - 1].1 == FOUND;
+    let retry = super::txn_java_keeps_asking::retry_of_answered(java, core, i);
+    if !(after_lookup || retry) || !is_add_partitions(java[i].1) {
         return false;
     }
     if !java[i..].iter().all(|&(_, l)| adding_or_lookup(l)) {

@@ -112,10 +112,12 @@ fn is_call_or_refusal(line: &str) -> bool {
 /// the next AddPartitionsToTxn must be the retry, or one on which Java's handler
 /// (`AddPartitionsToTxnHandler.handleResponse`, walked in Java's map order) looks the
 /// coordinator up or retries, re-enqueueing the older request beside the retry (either
-/// may then go first). The application's calls and refused sends Java writes meanwhile
-/// must be, in order, the first such lines of the core's from the difference on
-/// (`core_calls`, [`calls_from`]): the script drives them, and both sides answer them
-/// alike.
+/// may then go first). Refused sends in that window are set aside where the commit or
+/// abort was accepted before `i` (`txn_java_keeps_asking::completing_refusal`: Java
+/// refuses them while completing, the core may have refused them earlier); the other
+/// application calls and refused sends Java writes meanwhile must be, in order, the
+/// first such lines of the core's from the difference on (`core_calls`, [`calls_from`]):
+/// the script drives them, and both sides answer them alike.
 pub(super) fn older_request_first(
     h: &[(usize, &str)],
     i: usize,
@@ -135,7 +137,7 @@ pub(super) fn older_request_first(
     let mut added = false;
     let mut calls = core_calls.iter();
     for &(_, l) in &h[i + 1..] {
-        if is_lookup(l) {
+        if is_lookup(l) || super::txn_java_keeps_asking::completing_refusal(h, i, l) {
             continue;
         }
         if is_call_or_refusal(l) {
@@ -291,8 +293,10 @@ pub(super) fn java_asks_new_partitions_ending_abort_recalled(
 /// Java sends an AddPartitionsToTxn naming only partitions neither side asked for
 /// before in the transaction (new ones; the core, abortable, sends only lookups), or
 /// the retry of the last AddPartitionsToTxn both sent, after an answer both look up or
-/// retry on ([`retry_after_lookup_or_retry`]; the core, abortable, drops it), then
-/// accepts that commit call (its next line). With Java's request set aside the rest is
+/// retry on ([`retry_after_lookup_or_retry`]; the core, abortable, drops it) or that both
+/// just had answered with an error Java retries on
+/// (`txn_java_keeps_asking::retry_of_answered`), then accepts that commit call (its next
+/// line). With Java's request set aside the rest is
 /// that detector's rule unchanged: the last Produce answer that failed a batch failed
 /// batches with UNKNOWN_PRODUCER_ID, Java got it too and sends each again with the same
 /// stamp.
@@ -307,8 +311,11 @@ pub(super) fn unknown_producer_id_refuses_commit_after_new_partitions(
         return false;
     };
     let new = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
+    let retry = super::txn_java_keeps_asking::retry_of_answered(java, core, i);
     if !is_add_partitions(j)
-        || !(parts(j).iter().all(|&p| new(p)) || retry_after_lookup_or_retry(java, core, i))
+        || !(parts(j).iter().all(|&p| new(p))
+            || retry_after_lookup_or_retry(java, core, i)
+            || retry)
         || c != COMMIT_REFUSED
         || java.get(i + 1).is_none_or(|&(_, l)| l != COMMIT_OK)
     {
@@ -360,7 +367,10 @@ fn retry_after_lookup_or_retry(java: &[(usize, &str)], core: &[(usize, &str)], i
 /// abortable since the UNKNOWN_PRODUCER_ID answer); Java, whose transaction was not
 /// abortable then, goes on with its AddPartitionsToTxn conversation (requests, answers
 /// and lookups only) until an answer its handler (in Java's map order) treats as
-/// failing the transaction, and then refuses that same send. From there Java's history
+/// failing the transaction (or a lookup answered an error Java does not retry, every
+/// AddPartitionsToTxn answer before it one Java looks up or retries on:
+/// `txn_java_keeps_asking::lookup_fails_last`), and then refuses that same send. From
+/// there Java's history
 /// is the core's from `i`, line for line, to the end of both. The cause is that
 /// detector's, with Java's later refusals set aside: the last Produce answer the core
 /// got before failed batches with UNKNOWN_PRODUCER_ID, Java got it too, sends nothing
@@ -391,9 +401,6 @@ pub(super) fn unknown_producer_id_refused_before_java_fails(
         .map(|&(_, l)| l)
         .filter(|l| is_add_answer(l))
         .collect();
-    let Some((last, earlier)) = answers.split_last() else {
-        return false;
-    };
     let fails = |l: &str| matches!(decide(&java_order(&entries(l))), Some(Action::Fails(_)));
     let goes_on = |l: &&str| {
         matches!(
@@ -401,12 +408,16 @@ pub(super) fn unknown_producer_id_refused_before_java_fails(
             Some(Action::Lookup | Action::Retry)
         )
     };
+    let add_fails = answers
+        .split_last()
+        .is_some_and(|(last, earlier)| fails(last) && earlier.iter().all(goes_on));
+    let lookup_fails = super::txn_java_keeps_asking::lookup_fails_last(window);
     let rest_same = java.len() - jx == core.len() - i
         && java[jx..]
             .iter()
             .zip(&core[i..])
             .all(|(&(_, a), &(_, b))| same(a, b));
-    if !conversation || !fails(last) || !earlier.iter().all(goes_on) || !rest_same {
+    if !conversation || !(add_fails || lookup_fails) || !rest_same {
         return false;
     }
     let refusals: Vec<String> = java_out.iter().filter(|l| *l != c).cloned().collect();

@@ -384,7 +384,8 @@ pub(super) fn commit_fails_early_java_never_completes(
 /// * at `i` Java sends an AddPartitionsToTxn, under the identity of the last one both
 ///   sent, for partitions both asked for before in the transaction and neither had added
 ///   (no answer named them NONE), and the core sends EndTxn(ABORT) under that identity
-///   (there, or after refusing sends that Java refuses too, after its request);
+///   (there, or after refusing sends, begin or commit calls that Java refuses too, after
+///   its request: `txn_java_keeps_asking::refused_by_both`);
 /// * Java's next request after `i` that is neither an AddPartitionsToTxn nor a lookup is
 ///   that same EndTxn; or Java sends none because the answers to its requests, the same
 ///   the core's EndTxn got, fail both aborts alike
@@ -403,7 +404,7 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
     // abort refuses every send on both sides; Java writes them after its request).
     let Some(&(_, c)) = core[i..]
         .iter()
-        .find(|&&(_, l)| !(refused_send(l) && java[i..].iter().any(|&(_, x)| x == l)))
+        .find(|&&(_, l)| !super::txn_java_keeps_asking::refused_by_both(java, i, l))
     else {
         return false;
     };

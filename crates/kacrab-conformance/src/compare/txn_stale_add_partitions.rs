@@ -53,7 +53,9 @@ fn abort_failed(line: &str) -> bool {
 ///   partitions of its request at `i` (that request again, after a retriable error, or
 ///   an older one for fewer of them) and lookups; the core's are EndTxn(ABORT) under
 ///   that identity and lookups; the two sequences pair up in order, a lookup with a
-///   lookup, an AddPartitionsToTxn with an EndTxn;
+///   lookup, an AddPartitionsToTxn with an EndTxn (or with the core's InitProducerId
+///   under that identity right after its EndTxn was answered UNKNOWN_PRODUCER_ID, and
+///   their answers alike: `txn_java_keeps_asking::bump_pair`);
 /// * their answers pair up in order too: a lookup's answered alike, and each answer to
 ///   Java's AddPartitionsToTxn gives some partition the code the core's EndTxn got (the
 ///   harness answers the outstanding request with the script's code, optionally one
@@ -120,6 +122,8 @@ pub(super) fn aborts_fail_alike(java: &[(usize, &str)], core: &[(usize, &str)], 
             && codes(a).contains(&codes(b)[0])
     };
     jt.len() == ct.len()
-        && jt.iter().zip(&ct).all(|(a, b)| paired(a, b))
+        && (0..jt.len()).all(|k| {
+            paired(jt[k], ct[k]) || super::txn_java_keeps_asking::bump_pair(&jt, &ct, k, j)
+        })
         && lines(java, i, kj, false) == lines(core, i, kc, false)
 }
