@@ -1626,7 +1626,6 @@ fn unknown_producer_id_refuses_the_commit_where_java_retries_its_add_partitions(
     );
 }
 
-
 /// Asserts that the recorded trace `name` stays unexplained where the core's output has
 /// `from` replaced by `to` (a near miss on the core's side of a detector's evidence).
 fn core_variant_unexplained(name: &str, from: &str, to: &str) {

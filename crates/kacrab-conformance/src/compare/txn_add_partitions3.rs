@@ -293,10 +293,8 @@ pub(super) fn java_asks_new_partitions_ending_abort_recalled(
 /// Java sends an AddPartitionsToTxn naming only partitions neither side asked for
 /// before in the transaction (new ones; the core, abortable, sends only lookups), or
 /// the retry of the last AddPartitionsToTxn both sent, after an answer both look up or
-/// retry on ([`retry_after_lookup_or_retry`]; the core, abortable, drops it) or that both
-/// just had answered with an error Java retries on
-/// (`txn_java_keeps_asking::retry_of_answered`), then accepts that commit call (its next
-/// line). With Java's request set aside the rest is
+/// retry on ([`retry_after_lookup_or_retry`]; the core, abortable, drops it), then
+/// accepts that commit call (its next line). With Java's request set aside the rest is
 /// that detector's rule unchanged: the last Produce answer that failed a batch failed
 /// batches with UNKNOWN_PRODUCER_ID, Java got it too and sends each again with the same
 /// stamp.
@@ -311,11 +309,8 @@ pub(super) fn unknown_producer_id_refuses_commit_after_new_partitions(
         return false;
     };
     let new = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
-    let retry = super::txn_java_keeps_asking::retry_of_answered(java, core, i);
     if !is_add_partitions(j)
-        || !(parts(j).iter().all(|&p| new(p))
-            || retry_after_lookup_or_retry(java, core, i)
-            || retry)
+        || !(parts(j).iter().all(|&p| new(p)) || retry_after_lookup_or_retry(java, core, i))
         || c != COMMIT_REFUSED
         || java.get(i + 1).is_none_or(|&(_, l)| l != COMMIT_OK)
     {
