@@ -1407,3 +1407,34 @@ fn an_expiry_during_a_lookup_where_java_refuses_a_call_before_ending_the_abort()
         r#"{"ev":"txn_call","call":"commit","result":"ok"}"#,
     );
 }
+
+#[test]
+fn unknown_producer_id_while_the_core_drops_the_retry_and_the_application_aborts() {
+    // Partition 0's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(1) is
+    // out; its answer is COORDINATOR_LOAD_IN_PROGRESS. The core, abortable, drops the
+    // retry and accepts the application's abort; Java, which kept the batch to retry,
+    // sends the retry first, accepts the abort after it, and resends the batch with the
+    // same stamp. Near miss: Java's resend has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_core_drops_retry_aborts",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1","t":0,"s":12"#,
+        r#""batches":"0:1000:0:5:1","t":0,"s":12"#,
+    );
+}
+
+#[test]
+fn an_older_request_first_with_a_send_both_refuse_is_errors_in_another_order() {
+    // AddPartitionsToTxn(1,2) is answered 1=TRANSACTION_ABORTABLE,2=CONCURRENT_TRANSACTIONS
+    // while the commit waits: the core acts on partition 1 and fails the commit, Java on
+    // partition 2 (retries); Java's older request for 2 goes out first, and before its
+    // answer Java refuses a send (its commit is pending) that the core refuses too (its
+    // transaction failed); the older request adds 2, then Java sends the retry. Near
+    // miss: Java refuses a send the core never refuses.
+    recorded_as_replaced(
+        "txn_add_partitions_older_request_first_refusing_send",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#"{"ev":"send_refused","rec":3}"#,
+        r#"{"ev":"send_refused","rec":4}"#,
+    );
+}

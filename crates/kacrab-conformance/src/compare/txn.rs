@@ -537,6 +537,13 @@ pub(super) fn verdict(
         {
             Verdict::RetriedAddPartitionsTakesNewPartitions
         }
+        Verdict::Unexplained
+            if super::txn_held_add_partitions::unknown_producer_id_core_drops_retry_and_aborts(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     };

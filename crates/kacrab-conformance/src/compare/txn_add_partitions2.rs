@@ -5,6 +5,7 @@ use super::field;
 use super::lines::{identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND};
 use super::txn::{added_in_transaction, asked_in_transaction, is_add_partitions, parts};
 use super::txn_add_partitions3::older_request_first;
+use super::txn_held_add_partitions as held;
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 /// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
@@ -127,7 +128,9 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     }
     // Java never sends that EndTxn: the coordinator's answers to its requests, and the
     // same answers to the core's EndTxn, fail both aborts alike.
-    ends_abort(end) && super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
+    ends_abort(end)
+        && (super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
+            || held::java_abort_fails_on_another_code(java, core, i))
 }
 
 /// The other shape [`java_asks_new_partitions_ending_abort`] accepts for Java's request
@@ -337,7 +340,7 @@ fn acted_at_once(code: &str) -> Option<Action> {
 
 /// The error codes, by the names the harness writes, of the errors [`Action::Fails`]
 /// names.
-fn code_of(name: &str) -> Option<i32> {
+pub(super) fn code_of(name: &str) -> Option<i32> {
     Some(match name {
         "TOPIC_AUTHORIZATION_FAILED" => 29,
         "INVALID_TXN_STATE" => 48,
@@ -435,7 +438,10 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
                         && identity(l) == identity(a)
                         && parts(a).iter().all(|p| parts(l).contains(p))
                 };
-                retry(line) || (java_side && older_request_first(h, i, a, retry))
+                retry(line)
+                    || (java_side
+                        && (older_request_first(h, i, a, retry)
+                            || held::older_request_first_refusing(java, core, i, a, retry)))
             }),
             Action::Fails(name) => {
                 let code = code_of(name).map(|c| format!("err:{c}"));
@@ -543,7 +549,8 @@ pub(super) fn core_expires_during_lookup_history_ends(
         .iter()
         .filter(|l| field(l, "ev") == Some("outcome"))
         .filter_map(|l| field(l, "result"))
-        .all(|r| r == "err:7" || r.starts_with("ok:") || r == "refused");
+        .all(|r| r == "err:7" || r.starts_with("ok:") || r == "refused")
+        || held::other_failures_from_earlier_transaction(java_out, core_out, core, i);
     let java_expires_too = expired.iter().any(|r| java_fails(java_out, r, &["err:7"]));
     conversation && only_expired && java_expires_too
 }

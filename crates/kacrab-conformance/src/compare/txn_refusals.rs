@@ -413,6 +413,9 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
         .is_some_and(|&(_, l)| l == c);
     // Or Java never sends it: the answers to its requests, and the same ones to the
     // core's EndTxn, fail both aborts alike.
-    let fail_alike = || super::txn_stale_add_partitions::aborts_fail_alike(java, core, i);
+    let fail_alike = || {
+        super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
+            || super::txn_held_add_partitions::java_abort_fails_on_another_code(java, core, i)
+    };
     quiet && (refused || batch_failed || expired) && pending_only && (ends_as_core || fail_alike())
 }
