@@ -1438,3 +1438,34 @@ fn an_older_request_first_with_a_send_both_refuse_is_errors_in_another_order() {
         r#"{"ev":"send_refused","rec":4}"#,
     );
 }
+
+#[test]
+fn an_expiry_during_a_lookup_after_an_aborted_transaction_where_the_core_history_ends() {
+    // The first transaction is aborted (its record failed alike, -1, on both sides); in
+    // the next, the record expires in the core while AddPartitionsToTxn(0) waits behind
+    // a lookup whose request timed out; the core writes nothing more, Java sends the
+    // waiting request and expires the record later. Near miss: Java delivers the first
+    // transaction's record, which the core failed.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_after_an_aborted_transaction",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"outcome","rec":0,"result":"err:-1"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"ok:0"}"#,
+    );
+}
+
+#[test]
+fn a_pending_request_while_aborting_fenced_on_its_partition_where_the_end_txn_succeeds() {
+    // The batch fails with OUT_OF_ORDER_SEQUENCE_NUMBER while AddPartitionsToTxn(0) waits
+    // behind a lookup; the application aborts. After the lookup the core sends
+    // EndTxn(ABORT), Java its held request; the coordinator's answer is NONE with
+    // partition 0 PRODUCER_FENCED: the core's EndTxn gets NONE (and its abort goes on to
+    // the bump), Java's request gets the fenced partition and its abort fails with 90.
+    // Near miss: Java's abort fails with a code no answer brought.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_fenced_on_its_partition",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn_done","call":"abort","result":"err:90"}"#,
+        r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
+    );
+}
