@@ -32,7 +32,10 @@ use super::txn_refusals::{coordinator_retriable, produce_retriable};
 /// an answer adds its partitions only when it names every one it lists NONE. Or Java
 /// never sends that EndTxn because the answers to its requests, the same the core's
 /// EndTxn got, fail both aborts alike
-/// ([`super::txn_stale_add_partitions::aborts_fail_alike`]).
+/// ([`super::txn_stale_add_partitions::aborts_fail_alike`]), or because the last of
+/// them gives one partition of Java's request a code the core's EndTxn did not get, on
+/// which Java's abort fails
+/// ([`super::txn_held_add_partitions::java_abort_fails_on_another_code`]).
 ///
 /// Java built those requests before the abort: `TransactionManager.nextRequest` builds
 /// one whenever partitions are new, also while another (a retry, re-enqueued, or one
@@ -402,7 +405,10 @@ pub(super) fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> 
 /// order, and each side's line there is its action's first line: a coordinator lookup
 /// (lookup); an AddPartitionsToTxn under the answered request's identity naming its
 /// partitions (retry); a failed completion with the error's code (or Java's -1), a
-/// refused send or a refused call (the transaction failed).
+/// refused send or a refused call (the transaction failed). Java's retry may come after
+/// an older request of its queue ([`older_request_first`]), also where Java refuses
+/// calls and sends meanwhile that the core refuses first too
+/// ([`super::txn_held_add_partitions::older_request_first_refusing`]).
 pub(super) fn add_partitions_errors_taken_in_another_order(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -517,7 +523,9 @@ fn java_fails(java_out: &[String], rec: &str, codes: &[&str]) -> bool {
 /// both sides, a coordinator lookup answered NONE (a lookup is a transactional request,
 /// out until then); the only cause the core's output shows for its transaction to be
 /// abortable is an expiry (a record failed with REQUEST_TIMED_OUT, every Produce and
-/// coordinator answer since `begin` retriable), and it fails no record otherwise; it
+/// coordinator answer since `begin` retriable), and it fails no record otherwise (but
+/// records of an earlier transaction Java fails alike:
+/// [`super::txn_held_add_partitions::other_failures_from_earlier_transaction`]); it
 /// writes no transactional line from `i` on (abortable, it does not ask for the
 /// partitions, and the script calls nothing more). Java, which checks expiry only in
 /// `Sender.sendProducerData` and skips it while a transactional request is in flight or
