@@ -22,6 +22,7 @@ mod txn_add_partitions3;
 mod txn_commit;
 mod txn_commit2;
 mod txn_core_turns_abortable;
+mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
 mod txn_refusals;
 mod txn_stale_add_partitions;

@@ -1837,3 +1837,65 @@ fn a_pending_request_while_aborting_where_both_refuse_a_begin_first() {
         r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
     );
 }
+
+#[test]
+fn unknown_producer_id_while_the_core_drops_the_retry_and_the_application_aborts() {
+    // Partition 0's batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(1) is
+    // out; its answer is COORDINATOR_LOAD_IN_PROGRESS. The core, abortable, drops the
+    // retry and accepts the application's abort; Java, which kept the batch to retry,
+    // sends the retry first, accepts the abort after it, and resends the batch with the
+    // same stamp. Near miss: Java's resend has another sequence.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_core_drops_retry_aborts",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1","t":0,"s":12"#,
+        r#""batches":"0:1000:0:5:1","t":0,"s":12"#,
+    );
+}
+
+#[test]
+fn an_older_request_first_with_a_send_both_refuse_is_errors_in_another_order() {
+    // AddPartitionsToTxn(1,2) is answered 1=TRANSACTION_ABORTABLE,2=CONCURRENT_TRANSACTIONS
+    // while the commit waits: the core acts on partition 1 and fails the commit, Java on
+    // partition 2 (retries); Java's older request for 2 goes out first, and before its
+    // answer Java refuses a send (its commit is pending) that the core refuses too (its
+    // transaction failed); the older request adds 2, then Java sends the retry. Near
+    // miss: the older request's answer is INVALID_TXN_STATE (fatal: no retry follows).
+    recorded_as_replaced(
+        "txn_add_partitions_older_request_first_refusing_send",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"2=NONE"}"#,
+        r#""error":"2=INVALID_TXN_STATE"}"#,
+    );
+}
+
+#[test]
+fn an_expiry_during_a_lookup_after_an_aborted_transaction_where_the_core_history_ends() {
+    // The first transaction is aborted (its record failed alike, -1, on both sides); in
+    // the next, the record expires in the core while AddPartitionsToTxn(0) waits behind
+    // a lookup whose request timed out; the core writes nothing more, Java sends the
+    // waiting request and expires the record later. Near miss: Java delivers the first
+    // transaction's record, which the core failed.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_after_an_aborted_transaction",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"outcome","rec":0,"result":"err:-1"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"ok:0"}"#,
+    );
+}
+
+#[test]
+fn a_pending_request_while_aborting_fenced_on_its_partition_where_the_end_txn_succeeds() {
+    // The batch fails with OUT_OF_ORDER_SEQUENCE_NUMBER while AddPartitionsToTxn(0) waits
+    // behind a lookup; the application aborts. After the lookup the core sends
+    // EndTxn(ABORT), Java its held request; the coordinator's answer is NONE with
+    // partition 0 PRODUCER_FENCED: the core's EndTxn gets NONE (and its abort goes on to
+    // the bump), Java's request gets the fenced partition and its abort fails with 90.
+    // Near miss: Java's abort fails with a code no answer brought.
+    recorded_as_replaced(
+        "txn_java_asks_pending_while_aborting_fenced_on_its_partition",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#"{"ev":"txn_done","call":"abort","result":"err:90"}"#,
+        r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
+    );
+}

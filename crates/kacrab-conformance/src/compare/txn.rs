@@ -555,6 +555,8 @@ pub(super) fn verdict(
         Verdict::Unexplained
             if super::txn_core_turns_abortable::unknown_producer_id_core_ends_abort_at_once(
                 java, core, jh, ch, i,
+            ) || super::txn_held_add_partitions::unknown_producer_id_core_drops_retry_and_aborts(
+                java, core, jh, ch, i,
             ) =>
         {
             Verdict::UnknownProducerIdAbortsTransaction

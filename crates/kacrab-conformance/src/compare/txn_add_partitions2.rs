@@ -7,6 +7,7 @@ use super::txn::{asked_in_transaction, is_add_partitions, parts};
 use super::txn_add_partitions3::{
     added_by_answer, calls_from, older_request_first, retry_answer_ends_adding,
 };
+use super::txn_held_add_partitions as held;
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 /// [`super::Verdict::JavaAsksNewPartitionsWhileAborting`], the forms where Java's
@@ -33,7 +34,10 @@ use super::txn_refusals::{coordinator_retriable, produce_retriable};
 /// an answer adds its partitions only when it names every one it lists NONE. Or Java
 /// never sends that EndTxn because the answers to its requests, the same the core's
 /// EndTxn got, fail both aborts alike
-/// ([`super::txn_stale_add_partitions::aborts_fail_alike`]).
+/// ([`super::txn_stale_add_partitions::aborts_fail_alike`]), or because the last of
+/// them gives one partition of Java's request a code the core's EndTxn did not get, on
+/// which Java's abort fails
+/// ([`super::txn_held_add_partitions::java_abort_fails_on_another_code`]).
 ///
 /// Java built those requests before the abort: `TransactionManager.nextRequest` builds
 /// one whenever partitions are new, also while another (a retry, re-enqueued, or one
@@ -129,7 +133,9 @@ pub(super) fn java_asks_new_partitions_ending_abort(
     }
     // Java never sends that EndTxn: the coordinator's answers to its requests, and the
     // same answers to the core's EndTxn, fail both aborts alike.
-    ends_abort(end) && super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
+    ends_abort(end)
+        && (super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
+            || held::java_abort_fails_on_another_code(java, core, i))
 }
 
 /// The other shape [`java_asks_new_partitions_ending_abort`] accepts for Java's request
@@ -353,7 +359,7 @@ const ABORTABLE: &[&str] = &[
 
 /// The error codes, by the names the harness writes, of the errors [`Action::Fails`]
 /// names.
-fn code_of(name: &str) -> Option<i32> {
+pub(super) fn code_of(name: &str) -> Option<i32> {
     Some(match name {
         "TOPIC_AUTHORIZATION_FAILED" => 29,
         "INVALID_TXN_STATE" => 48,
@@ -573,7 +579,9 @@ fn java_fails(java_out: &[String], rec: &str, codes: &[&str]) -> bool {
 /// both sides, a coordinator lookup answered NONE (a lookup is a transactional request,
 /// out until then); the only cause the core's output shows for its transaction to be
 /// abortable is an expiry (a record failed with REQUEST_TIMED_OUT, every Produce and
-/// coordinator answer since `begin` retriable), and it fails no record otherwise; it
+/// coordinator answer since `begin` retriable), and it fails no record otherwise (but
+/// records of an earlier transaction Java fails alike:
+/// [`super::txn_held_add_partitions::other_failures_from_earlier_transaction`]); it
 /// writes no transactional line from `i` on (abortable, it does not ask for the
 /// partitions, and the script calls nothing more). Java, which checks expiry only in
 /// `Sender.sendProducerData` and skips it while a transactional request is in flight or
@@ -605,7 +613,8 @@ pub(super) fn core_expires_during_lookup_history_ends(
         .iter()
         .filter(|l| field(l, "ev") == Some("outcome"))
         .filter_map(|l| field(l, "result"))
-        .all(|r| r == "err:7" || r.starts_with("ok:") || r == "refused");
+        .all(|r| r == "err:7" || r.starts_with("ok:") || r == "refused")
+        || held::other_failures_from_earlier_transaction(java_out, core_out, core, i);
     let java_expires_too = expired.iter().any(|r| java_fails(java_out, r, &["err:7"]));
     conversation && only_expired && java_expires_too
 }

@@ -389,7 +389,9 @@ pub(super) fn commit_fails_early_java_never_completes(
 /// * Java's next request after `i` that is neither an AddPartitionsToTxn nor a lookup is
 ///   that same EndTxn; or Java sends none because the answers to its requests, the same
 ///   the core's EndTxn got, fail both aborts alike
-///   ([`super::txn_stale_add_partitions::aborts_fail_alike`]).
+///   ([`super::txn_stale_add_partitions::aborts_fail_alike`]), or the last of them gives
+///   one partition a code the core's EndTxn did not get, on which Java's abort fails
+///   ([`super::txn_held_add_partitions::java_abort_fails_on_another_code`]).
 pub(super) fn java_asks_pending_partitions_while_aborting(
     core_out: &[String],
     java: &[(usize, &str)],
@@ -456,6 +458,9 @@ pub(super) fn java_asks_pending_partitions_while_aborting(
         .is_some_and(|&(_, l)| l == c);
     // Or Java never sends it: the answers to its requests, and the same ones to the
     // core's EndTxn, fail both aborts alike.
-    let fail_alike = || super::txn_stale_add_partitions::aborts_fail_alike(java, core, i);
+    let fail_alike = || {
+        super::txn_stale_add_partitions::aborts_fail_alike(java, core, i)
+            || super::txn_held_add_partitions::java_abort_fails_on_another_code(java, core, i)
+    };
     quiet && (refused || batch_failed || expired) && pending_only && (ends_as_core || fail_alike())
 }
