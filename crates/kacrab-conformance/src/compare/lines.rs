@@ -22,6 +22,18 @@ pub(super) const COMMIT_DONE_OK: &str = r#"{"ev":"txn_done","call":"commit","res
 /// A FindCoordinator answered NONE.
 pub(super) const FOUND: &str = r#"{"ev":"coord_answered","api":"find_coordinator","error":"NONE"}"#;
 
+/// The (partition, error name) entries of an AddPartitionsToTxn answer line.
+pub(super) fn answer_entries(line: &str) -> Vec<(i32, &str)> {
+    field(line, "error")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|e| {
+            let (p, code) = e.split_once('=')?;
+            Some((p.parse().ok()?, code))
+        })
+        .collect()
+}
+
 /// Whether `line` completes a commit with an error.
 pub(super) fn failed_commit(line: &str) -> bool {
     field(line, "ev") == Some("txn_done")
@@ -83,4 +95,18 @@ pub(super) fn sends_stamp(out: &[String], stamp: &str) -> bool {
                 .split(',')
                 .any(|b| b == stamp)
     })
+}
+
+/// Java's and the core's lines at `i` where both are an AddPartitionsToTxn under the same
+/// producer id and epoch.
+pub(super) fn add_partitions_pair<'a>(
+    java: &[(usize, &'a str)],
+    core: &[(usize, &'a str)],
+    i: usize,
+) -> Option<(&'a str, &'a str)> {
+    let (&(_, j), &(_, c)) = (java.get(i)?, core.get(i)?);
+    (super::txn::is_add_partitions(j)
+        && super::txn::is_add_partitions(c)
+        && identity(j) == identity(c))
+    .then_some((j, c))
 }

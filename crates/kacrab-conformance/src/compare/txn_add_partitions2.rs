@@ -2,7 +2,9 @@
 //! (docs/design.md, "Transactional traces"), beside `txn_add_partitions.rs`.
 
 use super::field;
-use super::lines::{identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND};
+use super::lines::{
+    add_partitions_pair, identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND,
+};
 use super::txn::{asked_in_transaction, is_add_partitions, parts};
 use super::txn_add_partitions3::{
     added_by_answer, calls_from, older_request_first, retry_answer_ends_adding,
@@ -235,12 +237,9 @@ pub(super) fn java_stale_retry_while_core_asks_new(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+    let Some((j, c)) = add_partitions_pair(java, core, i) else {
         return false;
     };
-    if !is_add_partitions(j) || !is_add_partitions(c) || identity(j) != identity(c) {
-        return false;
-    }
     let since = java[..i]
         .iter()
         .rposition(|(_, l)| *l == BEGIN_OK)
@@ -712,12 +711,9 @@ pub(super) fn java_sends_older_pending_request(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+    let Some((j, c)) = add_partitions_pair(java, core, i) else {
         return false;
     };
-    if !is_add_partitions(j) || !is_add_partitions(c) || identity(j) != identity(c) {
-        return false;
-    }
     let (jp, cp) = (parts(j), parts(c));
     if jp.len() >= cp.len() || !jp.iter().all(|p| cp.contains(p)) {
         return false;

@@ -8,21 +8,12 @@
 //! transaction, and the application's calls both sides answer alike.
 
 use super::field;
-use super::lines::{identity, ABORT_OK, BEGIN_OK, COMMIT_OK, COMMIT_REFUSED};
+use super::lines::{
+    add_partitions_pair, answer_entries as entries, identity, ABORT_OK, BEGIN_OK, COMMIT_OK,
+    COMMIT_REFUSED,
+};
 use super::txn::{asked_in_transaction, is_add_partitions, parts, retried_subset, same};
 use super::txn_add_partitions2::{decide, java_order, Action};
-
-/// The (partition, error name) entries of an AddPartitionsToTxn answer line.
-fn entries(line: &str) -> Vec<(i32, &str)> {
-    field(line, "error")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|e| {
-            let (p, code) = e.split_once('=')?;
-            Some((p.parse().ok()?, code))
-        })
-        .collect()
-}
 
 /// Whether `line` is an answer to an AddPartitionsToTxn.
 fn is_add_answer(line: &str) -> bool {
@@ -205,12 +196,9 @@ pub(super) fn java_asks_new_partitions_abort_fails(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
-    let (Some(&(_, j)), Some(&(_, c))) = (java.get(i), core.get(i)) else {
+    let Some((j, _)) = add_partitions_pair(java, core, i) else {
         return false;
     };
-    if !is_add_partitions(j) || !is_add_partitions(c) || identity(c) != identity(j) {
-        return false;
-    }
     let since = java[..i]
         .iter()
         .rposition(|(_, l)| *l == BEGIN_OK)

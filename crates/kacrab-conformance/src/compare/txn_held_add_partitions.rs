@@ -8,8 +8,8 @@
 
 use super::field;
 use super::lines::{
-    identity, is_request, last_failing_answer, refused_send, sends_stamp,
-    unknown_producer_id_stamps, ABORT_OK, BEGIN_OK,
+    answer_entries as entries, identity, is_request, last_failing_answer, refused_send,
+    sends_stamp, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK,
 };
 use super::txn::{is_add_partitions, parts};
 use super::txn_add_partitions2::{code_of, decide, java_order, Action};
@@ -22,18 +22,6 @@ fn lookup(line: &str) -> bool {
 /// Whether `line` is a request or an answer of the coordinator's conversation.
 fn conversation(line: &str) -> bool {
     is_request(line) || field(line, "ev") == Some("coord_answered")
-}
-
-/// The (partition, error name) entries of an AddPartitionsToTxn answer line.
-fn entries(line: &str) -> Vec<(i32, &str)> {
-    field(line, "error")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|e| {
-            let (p, code) = e.split_once('=')?;
-            Some((p.parse().ok()?, code))
-        })
-        .collect()
 }
 
 /// Java's stale AddPartitionsToTxn at the first difference `i` against the core's

@@ -8,22 +8,12 @@
 //! completes, and Java's naming of batches it aborts after an expiry.
 
 use super::field;
-use super::lines::{identity, is_request, refused_send, ABORT_OK, BEGIN_OK, COMMIT_OK};
+use super::lines::{
+    answer_entries as entries, identity, is_request, refused_send, ABORT_OK, BEGIN_OK, COMMIT_OK,
+};
 use super::txn::{is_add_partitions, parts};
 use super::txn_add_partitions2::{decide, java_order, Action};
 use super::txn_refusals::coordinator_retriable;
-
-/// The (partition, error name) entries of an AddPartitionsToTxn answer line.
-fn entries(line: &str) -> Vec<(i32, &str)> {
-    field(line, "error")
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|e| {
-            let (p, code) = e.split_once('=')?;
-            Some((p.parse().ok()?, code))
-        })
-        .collect()
-}
 
 /// Whether `line` is an answer to an AddPartitionsToTxn.
 fn is_add_answer(line: &str) -> bool {
