@@ -1837,3 +1837,18 @@ fn a_pending_request_while_aborting_where_both_refuse_a_begin_first() {
         r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
     );
 }
+
+#[test]
+fn java_losing_track_after_a_commit_it_fails_without_a_code_is_that_departure() {
+    // The commit's batch expires on the wire: Java fails the commit with a wrapped cause
+    // (-1), the core with REQUEST_TIMED_OUT (7), the same failure by the history's rule.
+    // After the abort's epoch bump the batch's late acknowledgement makes Java's Sender
+    // throw (partition 0's entry was dropped). Near miss: Java's commit names another
+    // code (48), so the outputs before the exception differ.
+    recorded_as_replaced(
+        "txn_java_loses_track_after_commit_fails_unnamed",
+        Verdict::JavaLosesTrackOfBatches,
+        r#""call":"commit","result":"err:-1""#,
+        r#""call":"commit","result":"err:48""#,
+    );
+}
