@@ -1852,3 +1852,18 @@ fn java_losing_track_after_a_commit_it_fails_without_a_code_is_that_departure() 
         r#""call":"commit","result":"err:48""#,
     );
 }
+
+#[test]
+fn a_stale_retry_where_the_core_then_stops_adding_is_that_departure() {
+    // Java's stale retry of AddPartitionsToTxn(2) goes out where the core asks for 1;
+    // the core's transaction then turns abortable (UNKNOWN_PRODUCER_ID on partition 0),
+    // so it refuses the send to partition 3 and never asks for it, while Java joins 1
+    // and 3 in its next request. Near miss: Java's next request leaves out the core's
+    // partition 1.
+    recorded_as_replaced(
+        "txn_java_stale_retry_core_stops_adding",
+        Verdict::JavaReasksPendingPartitions,
+        r#""parts":"1,3""#,
+        r#""parts":"3""#,
+    );
+}

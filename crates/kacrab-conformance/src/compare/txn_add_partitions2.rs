@@ -200,7 +200,7 @@ fn next_begin(h: &[(usize, &str)], from: usize) -> usize {
 /// In each case no AddPartitionsToTxn for new partitions follows in the transaction
 /// (`nextRequest` fails any it builds in an error state:
 /// `maybeTerminateRequestWithError`).
-fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
+pub(super) fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
     const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
     java[from..to].iter().any(|(_, l)| {
         *l == ABORT_OK
@@ -223,7 +223,9 @@ fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
 /// joins them: the core asked for them one request at a time); or Java never asks for
 /// anything new again in the transaction, because its adding ended first (the answer
 /// its stale retry took, or a later one, failed the transaction, or the application
-/// aborted: see [`adding_ended`]).
+/// aborted: see [`adding_ended`]). Java's request may also name partitions new to both
+/// at the difference that the core never asks for because its own adding ended after
+/// the difference (`txn_core_stops_adding::core_stopped_adding`).
 pub(super) fn java_stale_retry_while_core_asks_new(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -266,11 +268,12 @@ pub(super) fn java_stale_retry_while_core_asks_new(
             .any(|(_, l)| is_add_partitions(l) && parts(l).contains(&p))
     };
     let kp = parts(java[k].1);
+    let core_stopped = super::txn_core_stops_adding::core_stopped_adding(core, i, core_end);
     identity(java[k].1) == identity(c)
         && cp.iter().all(|p| kp.contains(p))
         && kp
             .iter()
-            .all(|&p| cp.contains(&p) || both(p) || core_later(p))
+            .all(|&p| cp.contains(&p) || both(p) || core_later(p) || (neither(p) && core_stopped))
 }
 
 /// [`super::Verdict::RetriedAddPartitionsTakesNewPartitions`], the never-asked form

@@ -1,0 +1,23 @@
+//! The core's adding of partitions ending after a difference Java's stale
+//! AddPartitionsToTxn retry makes (docs/design.md, `JavaReasksPendingPartitions`, the
+//! stale retry where the core asks for new partitions).
+//!
+//! Java's stale retry goes out where the core sends its next AddPartitionsToTxn, so
+//! Java asks for the core's partitions one request later, joined with partitions the
+//! application sent to meanwhile. Where the core's transaction fails or is aborted after
+//! the difference (its own departure, e.g. UNKNOWN_PRODUCER_ID making it abortable where
+//! Java restarts the partition's sequences), the core refuses those sends and never asks
+//! for those partitions, while Java's later request names them.
+
+use super::txn_add_partitions2::adding_ended;
+
+/// Whether the core's adding of partitions ended in its history after the difference at
+/// `i` and before its next `begin` (`core_end`): an accepted abort, a failed completion,
+/// a refused commit, or a refused send with no commit or abort called (the rule
+/// `txn_add_partitions2::adding_ended` states for Java, which the core follows in each
+/// case: an aborting or failed transaction adds no partition). A partition new to both
+/// sides at the difference that Java's next request for new partitions names and the
+/// core never asks for is then accounted for: the core stopped adding.
+pub(super) fn core_stopped_adding(core: &[(usize, &str)], i: usize, core_end: usize) -> bool {
+    adding_ended(core, i + 1, core_end)
+}
