@@ -1867,3 +1867,22 @@ fn a_stale_retry_where_the_core_then_stops_adding_is_that_departure() {
         r#""parts":"3""#,
     );
 }
+
+#[test]
+fn a_stale_request_for_added_partitions_where_the_core_asks_new_is_that_departure() {
+    // Java sends AddPartitionsToTxn(0,2), built before the lookup, after (0,1,2) was
+    // answered NONE: every partition it names is already added on both sides. It goes
+    // out where the core asks for 3 and takes that answer (UNKNOWN_PRODUCER_ID), which
+    // fails Java's transaction, so Java never asks for 3. Near miss: the answer adds 2
+    // and Java refuses no send, so nothing ends Java's adding and it never asks for 3.
+    recorded_as(
+        "txn_java_stale_added_request_core_asks_new",
+        Verdict::JavaReasksPendingPartitions,
+        |java| {
+            replaced(java, "2=UNKNOWN_PRODUCER_ID", "2=NONE")
+                .into_iter()
+                .filter(|l| l != r#"{"ev":"send_refused","rec":3}"#)
+                .collect()
+        },
+    );
+}

@@ -225,7 +225,10 @@ pub(super) fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bo
 /// its stale retry took, or a later one, failed the transaction, or the application
 /// aborted: see [`adding_ended`]). Java's request may also name partitions new to both
 /// at the difference that the core never asks for because its own adding ended after
-/// the difference (`txn_core_stops_adding::core_stopped_adding`).
+/// the difference (`txn_core_stops_adding::core_stopped_adding`). Java's request need
+/// not be one it sent before where every partition it names was already added on both
+/// sides (`txn_core_stops_adding::added_by_both`: a request Java built earlier, with
+/// the then pending partitions, for partitions the coordinator has since added).
 pub(super) fn java_stale_retry_while_core_asks_new(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -244,7 +247,8 @@ pub(super) fn java_stale_retry_while_core_asks_new(
     let both = |p: i32| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p);
     let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
     let (jp, cp) = (parts(j), parts(c));
-    let stale = java[since..i].iter().any(|(_, l)| *l == j)
+    let stale = (java[since..i].iter().any(|(_, l)| *l == j)
+        || super::txn_core_stops_adding::added_by_both(java, core, i, &jp))
         && last_add_partitions(java, i).map(identity) == Some(identity(j))
         && last_add_partitions(core, i).map(identity) == Some(identity(j))
         && jp.iter().all(|&p| both(p));

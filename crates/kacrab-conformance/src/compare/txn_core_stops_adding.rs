@@ -9,6 +9,7 @@
 //! Java restarts the partition's sequences), the core refuses those sends and never asks
 //! for those partitions, while Java's later request names them.
 
+use super::txn::added_in_transaction;
 use super::txn_add_partitions2::adding_ended;
 
 /// Whether the core's adding of partitions ended in its history after the difference at
@@ -20,4 +21,23 @@ use super::txn_add_partitions2::adding_ended;
 /// core never asks for is then accounted for: the core stopped adding.
 pub(super) fn core_stopped_adding(core: &[(usize, &str)], i: usize, core_end: usize) -> bool {
     adding_ended(core, i + 1, core_end)
+}
+
+/// Whether every partition of `parts` (Java's AddPartitionsToTxn at the difference `i`)
+/// was already added on both sides in this transaction (an AddPartitionsToTxn answer
+/// named it NONE, `txn::added_in_transaction`). Such a request is one Java built
+/// earlier, with the partitions pending then (`TransactionManager.nextRequest` joins
+/// `pendingPartitionsInTransaction` and the new ones), and sends after a newer request
+/// was answered for them: stale like a retry of a line it sent before, so the stale
+/// retry form (`txn_add_partitions2::java_stale_retry_while_core_asks_new`) takes it.
+pub(super) fn added_by_both(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+    parts: &[i32],
+) -> bool {
+    !parts.is_empty()
+        && parts
+            .iter()
+            .all(|&p| added_in_transaction(java, i, p) && added_in_transaction(core, i, p))
 }
