@@ -1886,3 +1886,17 @@ fn a_stale_request_for_added_partitions_where_the_core_asks_new_is_that_departur
         },
     );
 }
+
+#[test]
+fn the_core_refusing_the_commit_after_an_expiry_java_makes_later_is_that_departure() {
+    // Both batches expire while the lookup is out: the core refuses the commit at once;
+    // Java first sends the AddPartitionsToTxn(2) it held, then its `sendProducerData`
+    // expires the batches in flight and Java refuses the commit too. Near miss: Java
+    // fails the records with another code (48), so no expiry of Java's is shown.
+    recorded_as_replaced(
+        "txn_core_expired_refuses_commit_java_expires_too",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#""result":"err:7""#,
+        r#""result":"err:48""#,
+    );
+}

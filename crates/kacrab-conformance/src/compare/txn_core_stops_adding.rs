@@ -9,6 +9,8 @@
 //! Java restarts the partition's sequences), the core refuses those sends and never asks
 //! for those partitions, while Java's later request names them.
 
+use super::field;
+use super::lines::COMMIT_REFUSED;
 use super::txn::added_in_transaction;
 use super::txn_add_partitions2::adding_ended;
 
@@ -40,4 +42,26 @@ pub(super) fn added_by_both(
         && parts
             .iter()
             .all(|&p| added_in_transaction(java, i, p) && added_in_transaction(core, i, p))
+}
+
+/// For the refused-commit form of `CoreExpiresWhileCoordinatorRequestOut`
+/// (`txn_refusals::core_expires_while_coordinator_request_out_refusing`): besides Java
+/// accepting the commit the core refuses, Java may refuse it too, later, where its own
+/// `sendProducerData` expired the batch once its conversation let it run: Java's next
+/// commit call after `i` is refused, and Java's output fails a record with
+/// REQUEST_TIMED_OUT (its expiry; timing only, as the form's other evidence). The
+/// caller's other conditions (the core's expiry the only cause, Java's transactional
+/// request out, Java going on with the AddPartitionsToTxn it held) are unchanged.
+pub(super) fn java_refuses_commit_after_expiring(
+    java_out: &[String],
+    java: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let next_commit = java[i..]
+        .iter()
+        .find(|&&(_, l)| field(l, "ev") == Some("txn_call") && field(l, "call") == Some("commit"));
+    let java_expired = java_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:7"));
+    next_commit.is_some_and(|&(_, l)| l == COMMIT_REFUSED) && java_expired
 }
