@@ -1900,3 +1900,33 @@ fn the_core_refusing_the_commit_after_an_expiry_java_makes_later_is_that_departu
         r#""result":"err:48""#,
     );
 }
+
+#[test]
+fn a_possibly_written_batch_unsplit_where_the_core_history_ends_is_that_departure() {
+    // Partition 2's 2-record batch, possibly in the log (its request timed out), is
+    // answered MESSAGE_TOO_LARGE while AddPartitionsToTxn(0) is out; that request is
+    // answered COORDINATOR_LOAD_IN_PROGRESS. The core fails the batch (10) and turns
+    // abortable, so it drops the request and its history ends; Java splits the batch and
+    // sends the request again. Near miss: Java's request there names partitions 0 and 1,
+    // which is not the retry.
+    recorded_as(
+        "txn_never_split_possibly_written_history_ends",
+        Verdict::NoRenumberOfPossiblyWritten,
+        |java| {
+            let retry = java
+                .iter()
+                .position(|l| l.contains("0=COORDINATOR_LOAD_IN_PROGRESS"))
+                .map_or(0, |k| k + 1);
+            java.iter()
+                .enumerate()
+                .map(|(k, l)| {
+                    if k == retry {
+                        l.replace(r#""parts":"0""#, r#""parts":"0,1""#)
+                    } else {
+                        l.clone()
+                    }
+                })
+                .collect()
+        },
+    );
+}

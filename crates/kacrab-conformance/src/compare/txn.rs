@@ -539,6 +539,13 @@ pub(super) fn verdict(
             Verdict::NoRenumberOfPossiblyWritten
         }
         Verdict::Unexplained
+            if super::txn_core_stops_adding::core_never_splits_history_ends(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::NoRenumberOfPossiblyWritten
+        }
+        Verdict::Unexplained
             if super::txn_core_turns_abortable::unknown_producer_id_commit_refused_while_java_holds(
                 java, core, jh, ch, i,
             ) =>

@@ -10,9 +10,12 @@
 //! for those partitions, while Java's later request names them.
 
 use super::field;
-use super::lines::COMMIT_REFUSED;
+use super::lines::{is_request, COMMIT_REFUSED};
 use super::txn::added_in_transaction;
+use super::txn::is_add_partitions;
 use super::txn_add_partitions2::adding_ended;
+use super::txn_core_turns_abortable::{core_fails_unsplit_possibly_written, fails_record_with};
+use super::txn_refusals::coordinator_retriable;
 
 /// Whether the core's adding of partitions ended in its history after the difference at
 /// `i` and before its next `begin` (`core_end`): an accepted abort, a failed completion,
@@ -64,4 +67,41 @@ pub(super) fn java_refuses_commit_after_expiring(
         .iter()
         .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:7"));
     next_commit.is_some_and(|&(_, l)| l == COMMIT_REFUSED) && java_expired
+}
+
+/// [`super::Verdict::NoRenumberOfPossiblyWritten`] ending a transaction where the
+/// core's history ends: the answer `txn_core_turns_abortable::
+/// core_fails_unsplit_possibly_written` describes (a batch of more than one record that
+/// may be in the log, answered MESSAGE_TOO_LARGE; the core fails it and turns
+/// abortable, Java splits it and resends its first piece) comes while an
+/// AddPartitionsToTxn is out, and that request's answer, on the next line of both
+/// outputs, names only errors both sides retry (at least one). Java, whose transaction
+/// goes on, sends the same request again at the first difference (history index `i`);
+/// the core, abortable, drops it (it sends only lookups then) and its history ends
+/// there; the core fails records with MESSAGE_TOO_LARGE (10).
+pub(super) fn core_never_splits_history_ends(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(&(at, j)) = java.get(i) else {
+        return false;
+    };
+    if core.len() != i || i == 0 || !is_add_partitions(j) || at < 2 {
+        return false;
+    }
+    let last_request = core.iter().rev().find(|&&(_, l)| is_request(l));
+    let answer = &core_out[at - 1];
+    let retried_answer = field(answer, "ev") == Some("coord_answered")
+        && field(answer, "api") == Some("add_partitions")
+        && coordinator_retriable(answer)
+        && field(answer, "error").is_some_and(|e| e.split(',').any(|x| !x.ends_with("=NONE")));
+    last_request.is_some_and(|&(_, l)| l == j)
+        && core[i - 1].0 == at - 1
+        && java_out.get(at - 1) == Some(answer)
+        && retried_answer
+        && fails_record_with(core_out, "err:10")
+        && core_fails_unsplit_possibly_written(java_out, core_out, at - 1)
 }
