@@ -1930,3 +1930,18 @@ fn a_possibly_written_batch_unsplit_where_the_core_history_ends_is_that_departur
         },
     );
 }
+
+#[test]
+fn an_expiry_during_a_lookup_where_the_core_history_ends_is_that_departure() {
+    // AddPartitionsToTxn(1) waits behind lookups that time out; the core expires the
+    // batch meanwhile, turns abortable and drops the held request, so its history ends
+    // with the lookup's answer; Java sends the request after the lookup and expires the
+    // batch once its `sendProducerData` runs. Near miss: Java fails the record with
+    // another code (48), so no expiry of Java's is shown.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_core_history_ends",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#""result":"err:7""#,
+        r#""result":"err:48""#,
+    );
+}

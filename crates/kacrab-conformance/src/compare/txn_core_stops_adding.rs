@@ -10,12 +10,12 @@
 //! for those partitions, while Java's later request names them.
 
 use super::field;
-use super::lines::{is_request, COMMIT_REFUSED};
+use super::lines::{is_request, BEGIN_OK, COMMIT_REFUSED, FOUND};
 use super::txn::added_in_transaction;
 use super::txn::is_add_partitions;
 use super::txn_add_partitions2::adding_ended;
 use super::txn_core_turns_abortable::{core_fails_unsplit_possibly_written, fails_record_with};
-use super::txn_refusals::coordinator_retriable;
+use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
 /// Whether the core's adding of partitions ended in its history after the difference at
 /// `i` and before its next `begin` (`core_end`): an accepted abort, a failed completion,
@@ -104,4 +104,54 @@ pub(super) fn core_never_splits_history_ends(
         && retried_answer
         && fails_record_with(core_out, "err:10")
         && core_fails_unsplit_possibly_written(java_out, core_out, at - 1)
+}
+
+/// [`super::Verdict::CoreExpiresWhileCoordinatorRequestOut`] where the core's history
+/// ends: a lookup both sides sent was answered NONE on the last line of the core's
+/// history (index `i - 1`), Java's line at the first difference `i` is the
+/// AddPartitionsToTxn that waited for that lookup (sent before its `sendProducerData`
+/// runs again), and the core's history ends there: a batch of the core expired by
+/// `delivery.timeout.ms` (a record failed with REQUEST_TIMED_OUT) while the lookup was
+/// out, so its transaction is abortable and it drops the held request. The expiry is the
+/// only cause the core's output shows: since the transaction began every Produce answer
+/// and every coordinator answer carried only errors both sides retry. Timing only, as in
+/// the form's other shapes: Java expires the same batches once `sendProducerData` runs
+/// (its output fails a record with REQUEST_TIMED_OUT too).
+pub(super) fn core_expires_history_ends(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(&(_, j)) = java.get(i) else {
+        return false;
+    };
+    if core.len() != i || i < 2 || !is_add_partitions(j) {
+        return false;
+    }
+    let found_then_held = field(core[i - 2].1, "api") == Some("find_coordinator")
+        && is_request(core[i - 2].1)
+        && core[i - 1].1 == FOUND;
+    let Some(began) = core.iter().rposition(|&(_, l)| l == BEGIN_OK) else {
+        return false;
+    };
+    let since = core[began].0;
+    let produce_retried = core_out[since..]
+        .iter()
+        .filter(|l| field(l, "ev") == Some("answered"))
+        .all(|l| produce_retriable(l));
+    let coordinator_retried = core[began..]
+        .iter()
+        .filter(|&&(_, l)| field(l, "ev") == Some("coord_answered"))
+        .all(|&(_, l)| coordinator_retriable(l));
+    let expired = |out: &[String]| {
+        out.iter()
+            .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:7"))
+    };
+    found_then_held
+        && produce_retried
+        && coordinator_retried
+        && expired(core_out)
+        && expired(java_out)
 }
