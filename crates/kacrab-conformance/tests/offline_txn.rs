@@ -1899,3 +1899,111 @@ fn a_pending_request_while_aborting_fenced_on_its_partition_where_the_end_txn_su
         r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
     );
 }
+
+#[test]
+fn java_losing_track_after_a_commit_it_fails_without_a_code_is_that_departure() {
+    // The commit's batch expires on the wire: Java fails the commit with a wrapped cause
+    // (-1), the core with REQUEST_TIMED_OUT (7), the same failure by the history's rule.
+    // After the abort's epoch bump the batch's late acknowledgement makes Java's Sender
+    // throw (partition 0's entry was dropped). Near miss: Java's commit names another
+    // code (48), so the outputs before the exception differ.
+    recorded_as_replaced(
+        "txn_java_loses_track_after_commit_fails_unnamed",
+        Verdict::JavaLosesTrackOfBatches,
+        r#""call":"commit","result":"err:-1""#,
+        r#""call":"commit","result":"err:48""#,
+    );
+}
+
+#[test]
+fn a_stale_retry_where_the_core_then_stops_adding_is_that_departure() {
+    // Java's stale retry of AddPartitionsToTxn(2) goes out where the core asks for 1;
+    // the core's transaction then turns abortable (UNKNOWN_PRODUCER_ID on partition 0),
+    // so it refuses the send to partition 3 and never asks for it, while Java joins 1
+    // and 3 in its next request. Near miss: Java's next request leaves out the core's
+    // partition 1.
+    recorded_as_replaced(
+        "txn_java_stale_retry_core_stops_adding",
+        Verdict::JavaReasksPendingPartitions,
+        r#""parts":"1,3""#,
+        r#""parts":"3""#,
+    );
+}
+
+#[test]
+fn a_stale_request_for_added_partitions_where_the_core_asks_new_is_that_departure() {
+    // Java sends AddPartitionsToTxn(0,2), built before the lookup, after (0,1,2) was
+    // answered NONE: every partition it names is already added on both sides. It goes
+    // out where the core asks for 3 and takes that answer (UNKNOWN_PRODUCER_ID), which
+    // fails Java's transaction, so Java never asks for 3. Near miss: the answer adds 2
+    // and Java refuses no send, so nothing ends Java's adding and it never asks for 3.
+    recorded_as(
+        "txn_java_stale_added_request_core_asks_new",
+        Verdict::JavaReasksPendingPartitions,
+        |java| {
+            replaced(java, "2=UNKNOWN_PRODUCER_ID", "2=NONE")
+                .into_iter()
+                .filter(|l| l != r#"{"ev":"send_refused","rec":3}"#)
+                .collect()
+        },
+    );
+}
+
+#[test]
+fn the_core_refusing_the_commit_after_an_expiry_java_makes_later_is_that_departure() {
+    // Both batches expire while the lookup is out: the core refuses the commit at once;
+    // Java first sends the AddPartitionsToTxn(2) it held, then its `sendProducerData`
+    // expires the batches in flight and Java refuses the commit too. Near miss: Java
+    // fails the records with another code (48), so no expiry of Java's is shown.
+    recorded_as_replaced(
+        "txn_core_expired_refuses_commit_java_expires_too",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#""result":"err:7""#,
+        r#""result":"err:48""#,
+    );
+}
+
+#[test]
+fn a_possibly_written_batch_unsplit_where_the_core_history_ends_is_that_departure() {
+    // Partition 2's 2-record batch, possibly in the log (its request timed out), is
+    // answered MESSAGE_TOO_LARGE while AddPartitionsToTxn(0) is out; that request is
+    // answered COORDINATOR_LOAD_IN_PROGRESS. The core fails the batch (10) and turns
+    // abortable, so it drops the request and its history ends; Java splits the batch and
+    // sends the request again. Near miss: Java's request there names partitions 0 and 1,
+    // which is not the retry.
+    recorded_as(
+        "txn_never_split_possibly_written_history_ends",
+        Verdict::NoRenumberOfPossiblyWritten,
+        |java| {
+            let retry = java
+                .iter()
+                .position(|l| l.contains("0=COORDINATOR_LOAD_IN_PROGRESS"))
+                .map_or(0, |k| k + 1);
+            java.iter()
+                .enumerate()
+                .map(|(k, l)| {
+                    if k == retry {
+                        l.replace(r#""parts":"0""#, r#""parts":"0,1""#)
+                    } else {
+                        l.clone()
+                    }
+                })
+                .collect()
+        },
+    );
+}
+
+#[test]
+fn an_expiry_during_a_lookup_where_the_core_history_ends_is_that_departure() {
+    // AddPartitionsToTxn(1) waits behind lookups that time out; the core expires the
+    // batch meanwhile, turns abortable and drops the held request, so its history ends
+    // with the lookup's answer; Java sends the request after the lookup and expires the
+    // batch once its `sendProducerData` runs. Near miss: Java fails the record with
+    // another code (48), so no expiry of Java's is shown.
+    recorded_as_replaced(
+        "txn_expiry_during_lookup_core_history_ends",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#""result":"err:7""#,
+        r#""result":"err:48""#,
+    );
+}

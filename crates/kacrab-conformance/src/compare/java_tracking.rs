@@ -97,7 +97,9 @@ pub(super) fn after_named_difference(
 }
 
 /// [`Verdict::JavaLosesTrackOfBatches`]: a transactional trace whose two outputs are
-/// identical, line for line, up to Java's first exception; that exception is a tracking
+/// identical, line for line, up to Java's first exception (a call's failed completion
+/// counting as identical where Java's names no code, -1, and the core's names one, as
+/// in the transactional history's [`txn::same`]); that exception is a tracking
 /// failure naming a partition whose entry Java dropped, in the lines before it, while
 /// another batch of the partition was unsettled (sent, and neither acknowledged nor
 /// answered with an error Kafka does not retry): an UNKNOWN_PRODUCER_ID answer to one of
@@ -113,7 +115,14 @@ pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> b
     let (Some(p), true) = (named_partition(&java[e]), is_tracking_failure(&java[e])) else {
         return false;
     };
-    if core.get(..e) != Some(&java[..e]) {
+    // Line for line the same, where a failed call's completion counts as the same when
+    // Java names no code (-1) and the core names one (`txn::same`, the history's rule).
+    let same_up_to = core.get(..e).is_some_and(|c| {
+        c.iter()
+            .zip(&java[..e])
+            .all(|(c, j)| c == j || txn::same(j, c))
+    });
+    if !same_up_to {
         return false;
     }
     dropped_while_unsettled(&java[..e]).contains(&p)

@@ -432,6 +432,11 @@ pub(super) fn verdict(
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
         Verdict::Unexplained
+            if super::txn_core_stops_adding::core_expires_history_ends(java, core, jh, ch, i) =>
+        {
+            Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
             if super::txn_commit::commit_fails_with_javas_last_error(java, jh, ch, i) =>
         {
             Verdict::CommitFailsWithJavasLastError
@@ -533,6 +538,13 @@ pub(super) fn verdict(
         }
         Verdict::Unexplained
             if super::txn_core_turns_abortable::core_never_splits_refusing(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::NoRenumberOfPossiblyWritten
+        }
+        Verdict::Unexplained
+            if super::txn_core_stops_adding::core_never_splits_history_ends(
                 java, core, jh, ch, i,
             ) =>
         {

@@ -208,7 +208,7 @@ fn next_begin(h: &[(usize, &str)], from: usize) -> usize {
 /// In each case no AddPartitionsToTxn for new partitions follows in the transaction
 /// (`nextRequest` fails any it builds in an error state:
 /// `maybeTerminateRequestWithError`).
-fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
+pub(super) fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
     const COMMIT_REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
     java[from..to].iter().any(|(_, l)| {
         *l == ABORT_OK
@@ -231,7 +231,12 @@ fn adding_ended(java: &[(usize, &str)], from: usize, to: usize) -> bool {
 /// joins them: the core asked for them one request at a time); or Java never asks for
 /// anything new again in the transaction, because its adding ended first (the answer
 /// its stale retry took, or a later one, failed the transaction, or the application
-/// aborted: see [`adding_ended`]).
+/// aborted: see [`adding_ended`]). Java's request may also name partitions new to both
+/// at the difference that the core never asks for because its own adding ended after
+/// the difference (`txn_core_stops_adding::core_stopped_adding`). Java's request need
+/// not be one it sent before where every partition it names was already added on both
+/// sides (`txn_core_stops_adding::added_by_both`: a request Java built earlier, with
+/// the then pending partitions, for partitions the coordinator has since added).
 pub(super) fn java_stale_retry_while_core_asks_new(
     java: &[(usize, &str)],
     core: &[(usize, &str)],
@@ -247,7 +252,8 @@ pub(super) fn java_stale_retry_while_core_asks_new(
     let both = |p: i32| asked_in_transaction(java, i, p) && asked_in_transaction(core, i, p);
     let neither = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
     let (jp, cp) = (parts(j), parts(c));
-    let stale = java[since..i].iter().any(|(_, l)| *l == j)
+    let stale = (java[since..i].iter().any(|(_, l)| *l == j)
+        || super::txn_core_stops_adding::added_by_both(java, core, i, &jp))
         && last_add_partitions(java, i).map(identity) == Some(identity(j))
         && last_add_partitions(core, i).map(identity) == Some(identity(j))
         && jp.iter().all(|&p| both(p));
@@ -271,11 +277,12 @@ pub(super) fn java_stale_retry_while_core_asks_new(
             .any(|(_, l)| is_add_partitions(l) && parts(l).contains(&p))
     };
     let kp = parts(java[k].1);
+    let core_stopped = super::txn_core_stops_adding::core_stopped_adding(core, i, core_end);
     identity(java[k].1) == identity(c)
         && cp.iter().all(|p| kp.contains(p))
         && kp
             .iter()
-            .all(|&p| cp.contains(&p) || both(p) || core_later(p))
+            .all(|&p| cp.contains(&p) || both(p) || core_later(p) || (neither(p) && core_stopped))
 }
 
 /// [`super::Verdict::RetriedAddPartitionsTakesNewPartitions`], the never-asked form

@@ -33,7 +33,7 @@ fn produce(line: &str) -> bool {
 }
 
 /// Whether some record of `out` completes with `result` (`err:<code>`).
-fn fails_record_with(out: &[String], result: &str) -> bool {
+pub(super) fn fails_record_with(out: &[String], result: &str) -> bool {
     out.iter()
         .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some(result))
 }

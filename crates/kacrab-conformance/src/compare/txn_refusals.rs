@@ -115,7 +115,9 @@ pub(super) fn core_expires_while_coordinator_request_out_refusing(
     };
     // The refused call: a send (record `r`), or a commit Java accepts later, where the
     // expired record is one accepted before the first send the core refuses after it.
-    let refused_commit = c == COMMIT_REFUSED && java[i..].iter().any(|&(_, l)| l == COMMIT_OK);
+    let refused_commit = c == COMMIT_REFUSED
+        && (java[i..].iter().any(|&(_, l)| l == COMMIT_OK)
+            || super::txn_core_stops_adding::java_refuses_commit_after_expiring(java_out, java, i));
     if !refused_send(c) && !refused_commit {
         return false;
     }
