@@ -21,6 +21,7 @@ mod txn_add_partitions2;
 mod txn_add_partitions3;
 mod txn_commit;
 mod txn_commit2;
+mod txn_core_fatal_beside_older_request;
 mod txn_core_turns_abortable;
 mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
