@@ -594,6 +594,17 @@ pub(super) fn verdict(
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
+        // Only partitions differ: after an UNKNOWN_PRODUCER_ID answer Java retries, the
+        // core, abortable, drains nothing, and the script calls nothing more that the
+        // core would refuse (the conversations are the same throughout).
+        (None, Some((_, when)))
+            if produce == Verdict::Unexplained
+                && super::txn_core_turns_abortable::unknown_producer_id_core_drains_nothing(
+                    java, core, when,
+                ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         (_, Some(_)) => produce,
         (_, None) => Verdict::Same,
     }
