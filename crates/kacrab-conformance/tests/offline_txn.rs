@@ -1958,3 +1958,19 @@ fn a_kept_transaction_started_where_the_core_bumps_its_empty_abort_at_once() {
         r#""epoch":1,"commit":1}"#,
     );
 }
+
+#[test]
+fn a_drain_stop_whose_undrained_batch_java_fails_with_the_transactions_error() {
+    // Partition 3 is added; the core sends its first batch to node 1 in the step where
+    // Java's drain of node 1 stopped at partition 1 (a retry). Partition 1's batch then
+    // fails with RECORD_LIST_TOO_LARGE on both sides (Java's transaction abortable), the
+    // script calls nothing more, and Java fails partition 3's never-sent record with 18,
+    // which the core delivered. Near miss: Java fails it with a code no other record
+    // failed with.
+    recorded_as_replaced(
+        "txn_drain_stop_undrained_failed",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#"{"ev":"outcome","rec":3,"result":"err:18"}"#,
+        r#"{"ev":"outcome","rec":3,"result":"err:45"}"#,
+    );
+}
