@@ -21,8 +21,10 @@ mod txn_add_partitions2;
 mod txn_add_partitions3;
 mod txn_commit;
 mod txn_commit2;
+mod txn_core_fatal_beside_older_request;
 mod txn_core_stops_adding;
 mod txn_core_turns_abortable;
+mod txn_drain_stop_undrained;
 mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
 mod txn_refusals;
@@ -578,8 +580,8 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                 .and_then(|i| jat.get(&p)?.get(i))
                 .map_or(0, |i| i + 1)
                 .max(shared);
-            let drain_stop =
-                java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops).or_else(|| {
+            let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops)
+                .or_else(|| {
                     (trace.config.transactional
                         && txn_commit2::java_drain_stop_then_abortable(
                             p,
@@ -589,6 +591,28 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                             &stops,
                             java,
                             java_from,
+                        ))
+                    .then_some(k)
+                })
+                .or_else(|| {
+                    let recs: Vec<i64> = (0i64..)
+                        .zip(trace.ops.iter().filter_map(|op| match op {
+                            Op::Send { p, .. } => Some(*p),
+                            _ => None,
+                        }))
+                        .filter(|&(_, q)| q == p)
+                        .map(|(rec, _)| rec)
+                        .collect();
+                    (trace.config.transactional
+                        && txn_drain_stop_undrained::java_fails_undrained_alike(
+                            p,
+                            k,
+                            je,
+                            (ce, ct_p),
+                            &stops,
+                            &recs,
+                            &jo,
+                            &co,
                         ))
                     .then_some(k)
                 });

@@ -2007,3 +2007,78 @@ fn an_expiry_during_a_lookup_where_the_core_history_ends_is_that_departure() {
         r#""result":"err:48""#,
     );
 }
+
+#[test]
+fn errors_in_another_order_where_the_core_is_fenced_and_java_sends_its_older_request() {
+    // The answer 0=INVALID_PRODUCER_EPOCH,1=COORDINATOR_LOAD_IN_PROGRESS: the core acts on
+    // partition 0 and is fenced (fatal: it refuses every later call), Java on partition 1
+    // and retries, its older request (0) going first; Java accepts the commit the core
+    // refuses. Near miss: the older request's answer is INVALID_TXN_STATE (no retry
+    // follows).
+    recorded_as_replaced(
+        "txn_add_partitions_core_fenced_java_older_request_first",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"0=NONE"}"#,
+        r#""error":"0=INVALID_TXN_STATE"}"#,
+    );
+}
+
+#[test]
+fn an_unknown_producer_id_refusal_where_the_core_resends_a_timed_out_batch_later() {
+    // Partition 2's batch is answered UNKNOWN_PRODUCER_ID, partition 0's then
+    // REQUEST_TIMED_OUT; the core, abortable, refuses the next send, and sends partition
+    // 0's batch again only after that difference (a retry, not a failure). Java resends
+    // both. Near miss: Java never resends partition 2's batch.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_retry_resent_after_difference",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1,2:1000:0:0:1","t":3450"#,
+        r#""batches":"0:1000:0:0:1","t":3450"#,
+    );
+}
+
+#[test]
+fn an_unknown_producer_id_answer_where_only_partitions_differ() {
+    // Partition 0's batch is answered UNKNOWN_PRODUCER_ID; the script calls nothing more.
+    // Java resends it and drains partition 1, the core, abortable, drains nothing and
+    // fails the records with 59; the conversations are the same. Near miss: Java's
+    // Produce carries another batch of partition 0, not the one answered.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_only_partitions_differ",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1","t":0,"s":9}"#,
+        r#""batches":"0:1000:0:1:1","t":0,"s":9}"#,
+    );
+}
+
+#[test]
+fn a_kept_transaction_started_where_the_core_bumps_its_empty_abort_at_once() {
+    // The first abort ends through its bump after EndTxn(ABORT) was answered
+    // UNKNOWN_PRODUCER_ID (Java keeps `transactionStarted`). In the next transaction
+    // AddPartitionsToTxn is answered UNKNOWN_PRODUCER_ID (abortable, a bump asked for)
+    // and the application aborts: the core, having added nothing, sends its
+    // InitProducerId at once, Java its EndTxn(ABORT) first. Near miss: Java's EndTxn
+    // commits.
+    recorded_as_replaced(
+        "txn_java_started_kept_core_bumps_empty_abort",
+        Verdict::JavaKeepsTransactionAfterBumpedAbort,
+        r#""epoch":1,"commit":0}"#,
+        r#""epoch":1,"commit":1}"#,
+    );
+}
+
+#[test]
+fn a_drain_stop_whose_undrained_batch_java_fails_with_the_transactions_error() {
+    // Partition 3 is added; the core sends its first batch to node 1 in the step where
+    // Java's drain of node 1 stopped at partition 1 (a retry). Partition 1's batch then
+    // fails with RECORD_LIST_TOO_LARGE on both sides (Java's transaction abortable), the
+    // script calls nothing more, and Java fails partition 3's never-sent record with 18,
+    // which the core delivered. Near miss: Java fails it with a code no other record
+    // failed with.
+    recorded_as_replaced(
+        "txn_drain_stop_undrained_failed",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#"{"ev":"outcome","rec":3,"result":"err:18"}"#,
+        r#"{"ev":"outcome","rec":3,"result":"err:45"}"#,
+    );
+}

@@ -85,6 +85,25 @@ pub(super) fn last_failing_answer(out: &[String]) -> Option<&String> {
     })
 }
 
+/// [`last_failing_answer`] among the lines of `out` before `at`, where a batch counts as
+/// retried when it is sent again anywhere later in `out`, also at or after `at`: a
+/// batch answered with a retriable error and sent again with the same stamp after the
+/// first difference was kept, not failed, as much as one sent again before it.
+pub(super) fn last_failing_answer_before(out: &[String], at: usize) -> Option<&String> {
+    out[..at].iter().enumerate().rev().find_map(|(k, l)| {
+        let failed = field(l, "ev") == Some("answered")
+            && field(l, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .filter(|b| !b.ends_with("=NONE"))
+                .any(|b| {
+                    let stamp = b.rsplit_once('=').map_or(b, |(s, _)| s);
+                    !sends_stamp(&out[k + 1..], stamp)
+                });
+        failed.then_some(l)
+    })
+}
+
 /// Whether a Produce request in `out` sends the batch stamped `stamp`
 /// ("partition:pid:epoch:seq:count") again.
 pub(super) fn sends_stamp(out: &[String], stamp: &str) -> bool {

@@ -606,6 +606,17 @@ pub(super) fn verdict(
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
         }
+        // Only partitions differ: after an UNKNOWN_PRODUCER_ID answer Java retries, the
+        // core, abortable, drains nothing, and the script calls nothing more that the
+        // core would refuse (the conversations are the same throughout).
+        (None, Some((_, when)))
+            if produce == Verdict::Unexplained
+                && super::txn_core_turns_abortable::unknown_producer_id_core_drains_nothing(
+                    java, core, when,
+                ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         (_, Some(_)) => produce,
         (_, None) => Verdict::Same,
     }
@@ -654,7 +665,9 @@ pub(super) fn lost_end_txn_ends_with_epoch_bump(
 /// fails the commit with UNKNOWN_PRODUCER_ID (59), or, with no commit pending, refuses
 /// a send that Java accepts (never writes it refused: the core's transaction is
 /// abortable, Java's is not); the last Produce answer the core got
-/// before that failed a batch (answers after it, if any, failed none) failed batches
+/// before that failed a batch (answers after it, if any, failed none; a batch the
+/// core sends again with the same stamp, before the difference or after it, was
+/// retried, not failed: `lines::last_failing_answer_before`) failed batches
 /// with UNKNOWN_PRODUCER_ID, Java got the same answer, and Java
 /// sends every one of those batches again, with the same stamp, after it
 /// (`TransactionManager.canRetry`: no acknowledged offset at or above the log start,
@@ -675,7 +688,7 @@ pub(super) fn unknown_producer_id_fails_commit(
         return false;
     }
     // The last Produce answer that failed a batch: answers after it failed none.
-    let Some(answer) = super::lines::last_failing_answer(&core[..at]) else {
+    let Some(answer) = super::lines::last_failing_answer_before(core, at) else {
         return false;
     };
     let failed = super::lines::unknown_producer_id_stamps(answer);

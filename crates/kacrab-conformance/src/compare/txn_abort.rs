@@ -245,7 +245,9 @@ fn bumped_abort(h: &[(usize, &str)], i: usize) -> Option<(usize, Vec<i32>, Vec<i
 ///   or one it asked for and never added (Java still holds it pending) ([`stale_add`]);
 /// * the core completes the commit or abort just called, having added nothing since
 ///   `begin`, where Java sends an EndTxn with that call's commit flag
-///   (`transactionStarted` kept);
+///   (`transactionStarted` kept); for an abort the core's line may instead be its
+///   InitProducerId under the identity of Java's EndTxn (the bump the core's abort
+///   after an abortable error asking for one sends with no EndTxn, nothing added);
 /// * right after an EndTxn answered NONE the core completes the commit or abort where
 ///   Java first bumps that EndTxn's producer id and epoch (the client-side bump request
 ///   kept);
@@ -295,9 +297,14 @@ pub(super) fn java_keeps_transaction_after_bumped_abort(
             && api(l) == "add_partitions"
             && field(l, "error").is_some_and(|e| e.split(',').any(|p| p.ends_with("=NONE")))
     });
+    // Or, for an abort, the core's bump under the identity of Java's EndTxn: the
+    // core's abort after an abortable error that asks for a bump sends no EndTxn when
+    // nothing was added (`AbortEndsWithEpochBump`); Java sends its EndTxn first.
+    let core_bumps_here =
+        op == "abort" && ev(c) == "txn" && api(c) == "init" && identity(c) == identity(j);
     let started_kept = !ended_since(i)
         && begin > d
-        && core_completes
+        && (core_completes || core_bumps_here)
         && nothing_added
         && ev(j) == "txn"
         && api(j) == "end_txn"

@@ -6,9 +6,7 @@ use super::lines::{
     add_partitions_pair, identity, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK, FOUND,
 };
 use super::txn::{asked_in_transaction, is_add_partitions, parts};
-use super::txn_add_partitions3::{
-    added_by_answer, calls_from, older_request_first, retry_answer_ends_adding,
-};
+use super::txn_add_partitions3::{added_by_answer, older_request_first, retry_answer_ends_adding};
 use super::txn_held_add_partitions as held;
 use super::txn_refusals::{coordinator_retriable, produce_retriable};
 
@@ -463,6 +461,8 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
     let (Some(ja), Some(ca)) = (decide(&java_order(&entries)), decide(&entries)) else {
         return false;
     };
+    let fatal = matches!(ca, Action::Fails(n) if !ABORTABLE.contains(&n));
+    let calls = super::txn_core_fatal_beside_older_request::window_calls(java, core, i, fatal);
     let first_line = |h: &[(usize, &str)], action: &Action, java_side: bool| {
         let line = h[i].1;
         match action {
@@ -473,8 +473,7 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
                         && identity(l) == identity(a)
                         && parts(a).iter().all(|p| parts(l).contains(p))
                 };
-                retry(line)
-                    || (java_side && older_request_first(h, i, a, retry, &calls_from(core, i)))
+                retry(line) || (java_side && older_request_first(h, i, a, retry, &calls))
             }),
             Action::Fails(name) => {
                 let code = code_of(name).map(|c| format!("err:{c}"));

@@ -1,0 +1,60 @@
+//! `JavaDrainStopsAtWaitingPartition` in a transactional trace where Java never sends the
+//! batch the core sent and the trace shows Java's failed transaction only through the
+//! records of that batch (docs/design.md, "Transactional traces"): the form of
+//! `txn_commit2::java_drain_stop_then_abortable` where the script calls nothing more.
+
+use std::collections::BTreeMap;
+
+use super::projection::PartitionEvent;
+use super::timing::{self, DrainStop};
+
+/// [`Verdict::JavaDrainStopsAtWaitingPartition`](super::Verdict): partition `p`'s first
+/// difference, at `k`, is the core sending a new batch of `p` (its identity's next
+/// sequence, not a retry) to `node` in a step where Java reported that its drain of
+/// `node` stopped before `p` (`RecordAccumulator.drainBatchesForOneNode`); Java sends no
+/// batch of `p` from there on. Java's output shows no refused call or failed operation
+/// after that (the script calls nothing more), but Java fails a record of `p`
+/// (`recs`: the trace's sends to `p`, by record number) with an error code `X` that is
+/// not a delivery timeout (REQUEST_TIMED_OUT, 7), where the core delivered that record;
+/// and both sides fail some other record with that same `X` (the answer that made
+/// Java's transaction abortable, seen alike on both sides). An abortable transaction's
+/// undrained batches are failed with its last error, never sent
+/// (`Sender.maybeSendAndPollTransactionalRequest`,
+/// `RecordAccumulator.abortUndrainedBatches`): Java's batch was still undrained because
+/// its drain had stopped, where the core, not stopped, had sent it first.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn java_fails_undrained_alike(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    (ce, ct): (&[PartitionEvent], &[i64]),
+    stops: &[DrainStop],
+    recs: &[i64],
+    jo: &BTreeMap<i64, String>,
+    co: &BTreeMap<i64, String>,
+) -> bool {
+    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    let Some(&tc) = ct.get(k) else {
+        return false;
+    };
+    let new_batch = !timing::resent(&je[..k], c) && c.seq == timing::next_sequence(&je[..k], c);
+    let java_sends = je[k..]
+        .iter()
+        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+    let failed_alike = |code: &str| {
+        jo.iter().any(|(rec, j)| {
+            !recs.contains(rec) && j == code && co.get(rec).is_some_and(|c| c == code)
+        })
+    };
+    let undrained_failed = recs.iter().any(|rec| {
+        jo.get(rec).is_some_and(|j| {
+            j.starts_with("err:")
+                && j != "err:7"
+                && co.get(rec).is_some_and(|c| c.starts_with("ok:"))
+                && failed_alike(j)
+        })
+    });
+    new_batch && !java_sends && undrained_failed && timing::stopped_at(stops, *node, tc, p)
+}
