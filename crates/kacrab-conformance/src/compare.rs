@@ -22,6 +22,7 @@ mod txn_add_partitions3;
 mod txn_commit;
 mod txn_commit2;
 mod txn_core_turns_abortable;
+mod txn_drain_stop_fenced;
 mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
 mod txn_refusals;
@@ -580,7 +581,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             let drain_stop =
                 java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops).or_else(|| {
                     (trace.config.transactional
-                        && txn_commit2::java_drain_stop_then_abortable(
+                        && (txn_commit2::java_drain_stop_then_abortable(
                             p,
                             k,
                             je,
@@ -588,7 +589,16 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                             &stops,
                             java,
                             java_from,
-                        ))
+                        )
+                        || txn_drain_stop_fenced::java_drain_stop_then_fenced(
+                            p,
+                            k,
+                            je,
+                            (ce, ct_p),
+                            &stops,
+                            java,
+                            java_from,
+                        )))
                     .then_some(k)
                 });
             let (v, k) = if let Some(i) = drain_stop {
