@@ -1899,3 +1899,18 @@ fn a_pending_request_while_aborting_fenced_on_its_partition_where_the_end_txn_su
         r#"{"ev":"txn_done","call":"abort","result":"err:53"}"#,
     );
 }
+
+#[test]
+fn a_drain_stop_before_a_partition_then_java_fenced_on_add_partitions() {
+    // Partition 0's retry is in flight to node 0 when partition 1's record arrives:
+    // Java's drain of node 0 stops at partition 0 (drain_stop, left 1), the core sends
+    // partition 1's batch in that step. Java then asks to add partition 2, whose answer
+    // INVALID_PRODUCER_EPOCH fences it: it never sends partition 1's batch and fails its
+    // record with 90. Near miss: the answer is INVALID_TXN_STATE (not a fencing).
+    recorded_as_replaced(
+        "txn_drain_stop_then_fenced",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#""error":"2=INVALID_PRODUCER_EPOCH"}"#,
+        r#""error":"2=INVALID_TXN_STATE"}"#,
+    );
+}
