@@ -27,6 +27,7 @@ mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
 mod txn_refusals;
 mod txn_stale_add_partitions;
+mod txn_unsplit_no_add_partitions;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};

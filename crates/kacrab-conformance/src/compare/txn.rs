@@ -534,6 +534,8 @@ pub(super) fn verdict(
         Verdict::Unexplained
             if super::txn_core_turns_abortable::core_never_splits_refusing(
                 java, core, jh, ch, i,
+            ) || super::txn_unsplit_no_add_partitions::java_adds_where_core_failed_unsplit(
+                java, core, jh, ch, i,
             ) =>
         {
             Verdict::NoRenumberOfPossiblyWritten
