@@ -1914,3 +1914,18 @@ fn a_drain_stop_before_a_partition_then_java_fenced_on_add_partitions() {
         r#""error":"2=INVALID_TXN_STATE"}"#,
     );
 }
+
+#[test]
+fn an_unsplit_possibly_written_batch_then_java_asks_to_add_a_partition() {
+    // Partitions 0 and 2 go out together, their request times out (possibly written);
+    // the retry's answer fails partition 2's two-record batch with MESSAGE_TOO_LARGE.
+    // After a lookup Java asks to add partition 1 (a record arrived) and sends the split
+    // piece again; the core fails the unsplit batch, its transaction abortable, asks for
+    // nothing and fails the records with 10. Near miss: Java never resends the piece.
+    recorded_as_replaced(
+        "txn_unsplit_java_adds_partition",
+        Verdict::NoRenumberOfPossiblyWritten,
+        r#""batches":"0:1000:0:0:2,2:1000:0:0:2","t":1750,"s":51}"#,
+        r#""batches":"0:1000:0:0:2","t":1750,"s":51}"#,
+    );
+}
