@@ -105,7 +105,8 @@ fn is_call_or_refusal(line: &str) -> bool {
 /// coordinator up or retries, re-enqueueing the older request beside the retry (either
 /// may then go first). Refused sends in that window are set aside where the commit or
 /// abort was accepted before `i` (`txn_java_keeps_asking::completing_refusal`: Java
-/// refuses them while completing, the core may have refused them earlier); the other
+/// refuses them while completing, the core may have refused them earlier, or at the same
+/// point of its calls, when they are set aside on both sides); the other
 /// application calls and refused sends Java writes meanwhile must be, in order, the
 /// first such lines of the core's from the difference on (`core_calls`, [`calls_from`]):
 /// the script drives them, and both sides answer them alike.
@@ -126,9 +127,15 @@ pub(super) fn older_request_first(
         return false;
     }
     let mut added = false;
-    let mut calls = core_calls.iter();
+    let mut calls = core_calls.iter().peekable();
     for &(_, l) in &h[i + 1..] {
-        if is_lookup(l) || super::txn_java_keeps_asking::completing_refusal(h, i, l) {
+        if super::txn_java_keeps_asking::completing_refusal(h, i, l) {
+            // Set aside; where the core refused that same send at this point of its
+            // calls too, it is set aside on both sides.
+            calls.next_if(|&&c| c == l);
+            continue;
+        }
+        if is_lookup(l) {
             continue;
         }
         if is_call_or_refusal(l) {
