@@ -1929,3 +1929,18 @@ fn an_unsplit_possibly_written_batch_then_java_asks_to_add_a_partition() {
         r#""batches":"0:1000:0:0:2","t":1750,"s":51}"#,
     );
 }
+
+#[test]
+fn an_older_request_first_while_both_refuse_the_completing_sends() {
+    // After the commit is accepted, the answer to AddPartitionsToTxn(0,1) is
+    // 0=COORDINATOR_NOT_AVAILABLE,1=CONCURRENT_TRANSACTIONS: the core looks up, Java
+    // retries and sends its older request (1) first. Meanwhile both refuse the same
+    // sends of the completing transaction at the same point. Near miss: the older
+    // request's answer fails the transaction (INVALID_TXN_STATE).
+    recorded_as_replaced(
+        "txn_older_request_first_both_refuse",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"1=CONCURRENT_TRANSACTIONS"}"#,
+        r#""error":"1=INVALID_TXN_STATE"}"#,
+    );
+}
