@@ -1944,3 +1944,18 @@ fn an_older_request_first_while_both_refuse_the_completing_sends() {
         r#""error":"1=INVALID_TXN_STATE"}"#,
     );
 }
+
+#[test]
+fn an_unknown_producer_id_then_java_retries_add_partitions_and_looks_up() {
+    // The batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(1) is retried
+    // (COORDINATOR_LOAD_IN_PROGRESS); the core, abortable, drops the retry and refuses
+    // the commit; Java sends the retry, loses its connection, looks the coordinator up,
+    // accepts the commit and later sends the batch again with the same stamp. Near miss:
+    // Java's later batch is another stamp.
+    recorded_as_replaced(
+        "txn_upid_dropped_retry_then_lookups",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1","t":30510"#,
+        r#""batches":"0:1000:0:1:1","t":30510"#,
+    );
+}
