@@ -26,6 +26,7 @@ mod txn_drain_stop_fenced;
 mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
 mod txn_refusals;
+mod txn_request_before_abort;
 mod txn_stale_add_partitions;
 mod txn_unsplit_no_add_partitions;
 

@@ -451,7 +451,7 @@ pub(super) fn verdict(
         Verdict::Unexplained
             if super::txn_refusals::java_asks_pending_partitions_while_aborting(
                 core, jh, ch, i,
-            ) =>
+            ) || super::txn_request_before_abort::java_request_before_abort(core, jh, ch, i) =>
         {
             Verdict::JavaAsksNewPartitionsWhileAborting
         }
