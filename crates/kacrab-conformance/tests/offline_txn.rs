@@ -1959,3 +1959,18 @@ fn an_unknown_producer_id_then_java_retries_add_partitions_and_looks_up() {
         r#""batches":"0:1000:0:1:1","t":30510"#,
     );
 }
+
+#[test]
+fn java_sends_its_held_request_at_the_lookup_answer_before_the_abort() {
+    // AddPartitionsToTxn(2) loses its connection; the core's transaction turns abortable
+    // meanwhile. At the lookup's answer Java sends its request (now 0,2: a record of
+    // partition 0 arrived), then takes the abort; the core, sending only lookups, takes
+    // the abort and sends EndTxn(ABORT). Both answers are INVALID_PRODUCER_EPOCH and both
+    // aborts fail with 90. Near miss: Java's request is answered NONE.
+    recorded_as_replaced(
+        "txn_java_request_before_abort",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""error":"0=INVALID_PRODUCER_EPOCH,2=INVALID_PRODUCER_EPOCH"}"#,
+        r#""error":"0=NONE,2=NONE"}"#,
+    );
+}
