@@ -28,6 +28,7 @@ mod txn_java_keeps_asking;
 mod txn_refusals;
 mod txn_request_before_abort;
 mod txn_stale_add_partitions;
+mod txn_stale_request_against_bump;
 mod txn_unsplit_no_add_partitions;
 
 use crate::core_side::CoreExtra;

@@ -563,6 +563,13 @@ pub(super) fn verdict(
         {
             Verdict::UnknownProducerIdAbortsTransaction
         }
+        Verdict::Unexplained
+            if super::txn_stale_request_against_bump::java_stale_request_against_abort_bump(
+                jh, ch, i,
+            ) =>
+        {
+            Verdict::AbortEndsWithEpochBump
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     }
