@@ -1974,3 +1974,18 @@ fn java_sends_its_held_request_at_the_lookup_answer_before_the_abort() {
         r#""error":"0=NONE,2=NONE"}"#,
     );
 }
+
+#[test]
+fn a_stale_add_partitions_against_the_abort_bump_both_fenced() {
+    // AddPartitionsToTxn(0) is answered NOT_COORDINATOR and re-enqueued behind the
+    // lookup; AddPartitionsToTxn(0,2) is answered TOPIC_AUTHORIZATION_FAILED after the
+    // abort call. Nothing added: the core ends the abort with a bump, Java sends its
+    // older request (0). Both are answered PRODUCER_FENCED and both aborts fail with 90.
+    // Near miss: Java's request is answered NONE.
+    recorded_as_replaced(
+        "txn_stale_request_against_abort_bump",
+        Verdict::AbortEndsWithEpochBump,
+        r#""error":"0=PRODUCER_FENCED"}"#,
+        r#""error":"0=NONE"}"#,
+    );
+}
