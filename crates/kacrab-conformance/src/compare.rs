@@ -592,8 +592,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                             &stops,
                             java,
                             java_from,
-                        )
-                        || txn_drain_stop_fenced::java_drain_stop_then_fenced(
+                        ) || txn_drain_stop_fenced::java_drain_stop_then_fenced(
                             p,
                             k,
                             je,

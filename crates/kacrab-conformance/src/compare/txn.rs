@@ -451,7 +451,7 @@ pub(super) fn verdict(
         Verdict::Unexplained
             if super::txn_refusals::java_asks_pending_partitions_while_aborting(
                 core, jh, ch, i,
-            ) || super::txn_request_before_abort::java_request_before_abort(core, jh, ch, i) =>
+            ) =>
         {
             Verdict::JavaAsksNewPartitionsWhileAborting
         }
@@ -562,6 +562,11 @@ pub(super) fn verdict(
             ) =>
         {
             Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_request_before_abort::java_request_before_abort(core, jh, ch, i) =>
+        {
+            Verdict::JavaAsksNewPartitionsWhileAborting
         }
         Verdict::Unexplained
             if super::txn_stale_request_against_bump::java_stale_request_against_abort_bump(

@@ -54,9 +54,9 @@ pub(super) fn java_drain_stop_then_fenced(
     let after = java_out.get(java_from..).unwrap_or_default();
     let fenced = after.iter().position(|l| fenced_add_partitions(l));
     let failed = fenced.is_some_and(|f| {
-        after[f..].iter().any(|l| {
-            field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:90")
-        })
+        after[f..]
+            .iter()
+            .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:90"))
     });
     new_batch && !java_sends && failed && timing::stopped_at(stops, *node, tc, p)
 }

@@ -49,9 +49,8 @@ pub(super) fn java_stale_request_against_abort_bump(
     let (Some(ja), Some(ca)) = (last(java, i), last(core, i)) else {
         return false;
     };
-    let stale = ja == ca
-        && identity(ja) == identity(j)
-        && parts(j).iter().all(|p| parts(ja).contains(p));
+    let stale =
+        ja == ca && identity(ja) == identity(j) && parts(j).iter().all(|p| parts(ja).contains(p));
     let Some(begin) = core[..i].iter().rposition(|&(_, l)| l == BEGIN_OK) else {
         return false;
     };
@@ -61,9 +60,9 @@ pub(super) fn java_stale_request_against_abort_bump(
             && field(l, "api") == Some("add_partitions")
             && field(l, "error").is_some_and(|e| e.split(',').any(|c| c.ends_with("=NONE")))
     });
-    let ended = since.iter().any(|&(_, l)| {
-        is_request(l) && matches!(field(l, "api"), Some("end_txn" | "init"))
-    });
+    let ended = since
+        .iter()
+        .any(|&(_, l)| is_request(l) && matches!(field(l, "api"), Some("end_txn" | "init")));
     let called = since.iter().any(|&(_, l)| l == ABORT_OK);
     let abortable = since.iter().any(|&(_, l)| abortable_answer(l));
     if !stale || added || ended || !called || !abortable {
