@@ -24,11 +24,15 @@ mod txn_commit2;
 mod txn_core_fatal_beside_older_request;
 mod txn_core_stops_adding;
 mod txn_core_turns_abortable;
+mod txn_drain_stop_fenced;
 mod txn_drain_stop_undrained;
 mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
 mod txn_refusals;
+mod txn_request_before_abort;
 mod txn_stale_add_partitions;
+mod txn_stale_request_against_bump;
+mod txn_unsplit_no_add_partitions;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
@@ -583,7 +587,7 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             let drain_stop = java_drain_stopped(p, k, (je, jt_p), (ce, ct_p), &stops)
                 .or_else(|| {
                     (trace.config.transactional
-                        && txn_commit2::java_drain_stop_then_abortable(
+                        && (txn_commit2::java_drain_stop_then_abortable(
                             p,
                             k,
                             je,
@@ -591,7 +595,15 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                             &stops,
                             java,
                             java_from,
-                        ))
+                        ) || txn_drain_stop_fenced::java_drain_stop_then_fenced(
+                            p,
+                            k,
+                            je,
+                            (ce, ct_p),
+                            &stops,
+                            java,
+                            java_from,
+                        )))
                     .then_some(k)
                 })
                 .or_else(|| {

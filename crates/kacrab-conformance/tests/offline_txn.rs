@@ -2082,3 +2082,94 @@ fn a_drain_stop_whose_undrained_batch_java_fails_with_the_transactions_error() {
         r#"{"ev":"outcome","rec":3,"result":"err:45"}"#,
     );
 }
+
+#[test]
+fn a_drain_stop_before_a_partition_then_java_fenced_on_add_partitions() {
+    // Shrunk from seed 97 #0. Partition 0's retry is in flight to node 0 when partition
+    // 1's record arrives:
+    // Java's drain of node 0 stops at partition 0 (drain_stop, left 1), the core sends
+    // partition 1's batch in that step. Java then asks to add partition 2, whose answer
+    // INVALID_PRODUCER_EPOCH fences it: it never sends partition 1's batch and fails its
+    // record with 90. Near miss: the answer is INVALID_TXN_STATE (not a fencing).
+    recorded_as_replaced(
+        "txn_drain_stop_then_fenced",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#""error":"2=INVALID_PRODUCER_EPOCH"}"#,
+        r#""error":"2=INVALID_TXN_STATE"}"#,
+    );
+}
+
+#[test]
+fn an_unsplit_possibly_written_batch_then_java_asks_to_add_a_partition() {
+    // Shrunk from seed 97 #7. Partition 2's two-record batch goes out, its request times
+    // out (possibly written); the retry's answer fails it with MESSAGE_TOO_LARGE. After a
+    // lookup Java asks to add partition 1 (a record arrived) and sends the split piece
+    // again; the core fails the unsplit batch, its transaction abortable, asks for nothing
+    // and fails the records with 10. Near miss: Java's next batch of 2 is another piece.
+    recorded_as_replaced(
+        "txn_unsplit_java_adds_partition",
+        Verdict::NoRenumberOfPossiblyWritten,
+        r#""batches":"2:1000:0:0:2","t":1100,"s":33}"#,
+        r#""batches":"2:1000:0:1:1","t":1100,"s":33}"#,
+    );
+}
+
+#[test]
+fn an_older_request_first_while_both_refuse_the_completing_sends() {
+    // After the commit is accepted, the answer to AddPartitionsToTxn(0,1) is
+    // 0=COORDINATOR_NOT_AVAILABLE,1=CONCURRENT_TRANSACTIONS: the core looks up, Java
+    // retries and sends its older request (1) first. Meanwhile both refuse the same
+    // sends of the completing transaction at the same point. Near miss: the older
+    // request's answer fails the transaction (INVALID_TXN_STATE).
+    recorded_as_replaced(
+        "txn_older_request_first_both_refuse",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"1=CONCURRENT_TRANSACTIONS"}"#,
+        r#""error":"1=INVALID_TXN_STATE"}"#,
+    );
+}
+
+#[test]
+fn an_unknown_producer_id_then_java_retries_add_partitions_and_looks_up() {
+    // The batch is answered UNKNOWN_PRODUCER_ID while AddPartitionsToTxn(1) is retried
+    // (COORDINATOR_LOAD_IN_PROGRESS); the core, abortable, drops the retry and refuses
+    // the commit; Java sends the retry, loses its connection, looks the coordinator up,
+    // accepts the commit and later sends the batch again with the same stamp. Near miss:
+    // Java's later batch is another stamp.
+    recorded_as_replaced(
+        "txn_upid_dropped_retry_then_lookups",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1","t":30510"#,
+        r#""batches":"0:1000:0:1:1","t":30510"#,
+    );
+}
+
+#[test]
+fn java_sends_its_held_request_at_the_lookup_answer_before_the_abort() {
+    // Shrunk from seed 97 #8. AddPartitionsToTxn(0) loses its connection; the core's
+    // transaction turns abortable meanwhile. At the lookup's answer Java sends its
+    // request again, then takes the abort; the core, sending only lookups, takes the
+    // abort and sends EndTxn(ABORT). Both answers are INVALID_PRODUCER_EPOCH and both
+    // aborts fail with 90. Near miss: Java's request is answered NONE.
+    recorded_as_replaced(
+        "txn_java_request_before_abort",
+        Verdict::JavaAsksNewPartitionsWhileAborting,
+        r#""error":"0=INVALID_PRODUCER_EPOCH"}"#,
+        r#""error":"0=NONE"}"#,
+    );
+}
+
+#[test]
+fn a_stale_add_partitions_against_the_abort_bump_both_fenced() {
+    // AddPartitionsToTxn(0) is answered NOT_COORDINATOR and re-enqueued behind the
+    // lookup; AddPartitionsToTxn(0,2) is answered TOPIC_AUTHORIZATION_FAILED after the
+    // abort call. Nothing added: the core ends the abort with a bump, Java sends its
+    // older request (0). Both are answered PRODUCER_FENCED and both aborts fail with 90.
+    // Near miss: Java's request is answered NONE.
+    recorded_as_replaced(
+        "txn_stale_request_against_abort_bump",
+        Verdict::AbortEndsWithEpochBump,
+        r#""error":"0=PRODUCER_FENCED"}"#,
+        r#""error":"0=NONE"}"#,
+    );
+}

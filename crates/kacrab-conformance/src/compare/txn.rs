@@ -539,6 +539,8 @@ pub(super) fn verdict(
         Verdict::Unexplained
             if super::txn_core_turns_abortable::core_never_splits_refusing(
                 java, core, jh, ch, i,
+            ) || super::txn_unsplit_no_add_partitions::java_adds_where_core_failed_unsplit(
+                java, core, jh, ch, i,
             ) =>
         {
             Verdict::NoRenumberOfPossiblyWritten
@@ -572,6 +574,18 @@ pub(super) fn verdict(
             ) =>
         {
             Verdict::UnknownProducerIdAbortsTransaction
+        }
+        Verdict::Unexplained
+            if super::txn_request_before_abort::java_request_before_abort(core, jh, ch, i) =>
+        {
+            Verdict::JavaAsksNewPartitionsWhileAborting
+        }
+        Verdict::Unexplained
+            if super::txn_stale_request_against_bump::java_stale_request_against_abort_bump(
+                jh, ch, i,
+            ) =>
+        {
+            Verdict::AbortEndsWithEpochBump
         }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,

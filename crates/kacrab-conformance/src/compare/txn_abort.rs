@@ -74,7 +74,7 @@ fn core_bumps(core: &[(usize, &str)], i: usize, id: (Option<&str>, Option<&str>)
 /// Whether a coordinator answer makes the transaction abortable: FindCoordinator
 /// answered TRANSACTION_ABORTABLE, or an AddPartitionsToTxn answer that adds no
 /// partition and names one of [`ABORTABLE`].
-fn abortable_answer(l: &str) -> bool {
+pub(super) fn abortable_answer(l: &str) -> bool {
     if ev(l) != "coord_answered" {
         return false;
     }

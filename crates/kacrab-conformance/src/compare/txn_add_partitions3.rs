@@ -105,7 +105,8 @@ fn is_call_or_refusal(line: &str) -> bool {
 /// coordinator up or retries, re-enqueueing the older request beside the retry (either
 /// may then go first). Refused sends in that window are set aside where the commit or
 /// abort was accepted before `i` (`txn_java_keeps_asking::completing_refusal`: Java
-/// refuses them while completing, the core may have refused them earlier); the other
+/// refuses them while completing, the core may have refused them earlier, or at the same
+/// point of its calls, when they are set aside on both sides); the other
 /// application calls and refused sends Java writes meanwhile must be, in order, the
 /// first such lines of the core's from the difference on (`core_calls`, [`calls_from`]):
 /// the script drives them, and both sides answer them alike.
@@ -126,9 +127,15 @@ pub(super) fn older_request_first(
         return false;
     }
     let mut added = false;
-    let mut calls = core_calls.iter();
+    let mut calls = core_calls.iter().peekable();
     for &(_, l) in &h[i + 1..] {
-        if is_lookup(l) || super::txn_java_keeps_asking::completing_refusal(h, i, l) {
+        if super::txn_java_keeps_asking::completing_refusal(h, i, l) {
+            // Set aside; where the core refused that same send at this point of its
+            // calls too, it is set aside on both sides.
+            calls.next_if(|&&c| c == l);
+            continue;
+        }
+        if is_lookup(l) {
             continue;
         }
         if is_call_or_refusal(l) {
@@ -282,7 +289,9 @@ pub(super) fn java_asks_new_partitions_ending_abort_recalled(
 /// before in the transaction (new ones; the core, abortable, sends only lookups), or
 /// the retry of the last AddPartitionsToTxn both sent, after an answer both look up or
 /// retry on ([`retry_after_lookup_or_retry`]; the core, abortable, drops it), then
-/// accepts that commit call (its next line). With Java's request set aside the rest is
+/// accepts that commit call (its next line, or its next after coordinator lookups only:
+/// Java's conversation going on, its request's connection lost, say; the lookups are set
+/// aside with the request). With Java's request set aside the rest is
 /// that detector's rule unchanged: the last Produce answer that failed a batch failed
 /// batches with UNKNOWN_PRODUCER_ID, Java got it too and sends each again with the same
 /// stamp.
@@ -297,15 +306,23 @@ pub(super) fn unknown_producer_id_refuses_commit_after_new_partitions(
         return false;
     };
     let new = |p: i32| !asked_in_transaction(java, i, p) && !asked_in_transaction(core, i, p);
+    // Java's lookups right after its request (its conversation going on: the
+    // request's connection lost, say) are set aside with it.
+    let lookups = java[i + 1..]
+        .iter()
+        .take_while(|&&(_, l)| is_lookup(l))
+        .count();
     if !is_add_partitions(j)
         || !(parts(j).iter().all(|&p| new(p)) || retry_after_lookup_or_retry(java, core, i))
         || c != COMMIT_REFUSED
-        || java.get(i + 1).is_none_or(|&(_, l)| l != COMMIT_OK)
+        || java
+            .get(i + 1 + lookups)
+            .is_none_or(|&(_, l)| l != COMMIT_OK)
     {
         return false;
     }
     let mut without = java.to_vec();
-    without.remove(i);
+    without.drain(i..=i + lookups);
     super::txn_commit2::unknown_producer_id_refuses_commit(java_out, core_out, &without, core, i)
 }
 
