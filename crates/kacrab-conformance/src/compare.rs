@@ -22,6 +22,7 @@ mod txn_add_partitions3;
 mod txn_commit;
 mod txn_commit2;
 mod txn_core_fatal_beside_older_request;
+mod txn_older_request_abortable;
 mod txn_core_stops_adding;
 mod txn_core_turns_abortable;
 mod txn_drain_stop_fenced;

@@ -2173,3 +2173,19 @@ fn a_stale_add_partitions_against_the_abort_bump_both_fenced() {
         r#""error":"0=NONE"}"#,
     );
 }
+
+#[test]
+fn java_older_request_answered_abortable_where_the_core_looks_up() {
+    // Seed 101 #0 (unshrunk). AddPartitionsToTxn(1,2) is answered
+    // 1=COORDINATOR_NOT_AVAILABLE,2=COORDINATOR_LOAD_IN_PROGRESS: the core looks up,
+    // Java walks partition 2 first and retries, sending its older request (1) first.
+    // The next answer, TRANSACTION_ABORTABLE, goes to Java's request and to the core's
+    // lookup; both transactions are abortable and the rest is the same. Near miss:
+    // Java's older request is answered COORDINATOR_LOAD_IN_PROGRESS.
+    recorded_as_replaced(
+        "txn_add_partitions_older_request_answered_abortable",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"1=TRANSACTION_ABORTABLE"}"#,
+        r#""error":"1=COORDINATOR_LOAD_IN_PROGRESS"}"#,
+    );
+}

@@ -355,7 +355,7 @@ fn acted_at_once(code: &str) -> Option<Action> {
 /// fatal (`AddPartitionsToTxnHandler.handleResponse`: `abortableError`, or
 /// `abortableErrorIfPossible` for UNKNOWN_PRODUCER_ID): the application's abort is then
 /// accepted.
-const ABORTABLE: &[&str] = &[
+pub(super) const ABORTABLE: &[&str] = &[
     "UNKNOWN_PRODUCER_ID",
     "TRANSACTION_ABORTABLE",
     "TOPIC_AUTHORIZATION_FAILED",
@@ -524,7 +524,13 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
     } else {
         first_line(java, &ja, true) || java_aborts(&ja)
     };
-    ja != ca && java_first && first_line(core, &ca, false)
+    let older_aborts = matches!((&ja, &ca), (Action::Retry, Action::Lookup))
+        && last_add_partitions(java, i - 1).is_some_and(|a| {
+            super::txn_older_request_abortable::older_request_answered_abortable(
+                java_out, java, core, i, a,
+            )
+        });
+    ja != ca && ((java_first && first_line(core, &ca, false)) || older_aborts)
 }
 
 /// The failed records (`rec` numbers) with REQUEST_TIMED_OUT (an expiry by
