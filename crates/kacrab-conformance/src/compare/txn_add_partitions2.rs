@@ -530,7 +530,29 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
                 java_out, java, core, i, a,
             )
         });
-    ja != ca && ((java_first && first_line(core, &ca, false)) || older_aborts)
+    // The core's abortable error sends nothing either: its next line may be the
+    // application's abort, accepted, its next request its EndTxn(ABORT), where Java
+    // accepts that abort too before its next completion.
+    let core_aborts = |action: &Action| {
+        let Action::Fails(name) = action else {
+            return false;
+        };
+        let next_request = core[i + 1..]
+            .iter()
+            .find(|&&(_, l)| field(l, "ev") == Some("txn"))
+            .map(|&(_, l)| l);
+        let java_abort = java[i..]
+            .iter()
+            .find(|&&(_, l)| l == ABORT_OK || field(l, "ev") == Some("txn_done"))
+            .is_some_and(|&(_, l)| l == ABORT_OK);
+        ABORTABLE.contains(name)
+            && core[i].1 == ABORT_OK
+            && next_request.is_some_and(|l| {
+                field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0")
+            })
+            && java_abort
+    };
+    ja != ca && ((java_first && (first_line(core, &ca, false) || core_aborts(&ca))) || older_aborts)
 }
 
 /// The failed records (`rec` numbers) with REQUEST_TIMED_OUT (an expiry by
