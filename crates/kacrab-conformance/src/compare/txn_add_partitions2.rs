@@ -434,7 +434,12 @@ pub(super) fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> 
 /// transaction abortable (UNKNOWN_PRODUCER_ID, TRANSACTION_ABORTABLE,
 /// TOPIC_AUTHORIZATION_FAILED) it sends nothing, so its line at `i` may also be the
 /// application's abort, accepted, when Java's next request is its EndTxn(ABORT) and
-/// `java_out` fails a record with that error's code.
+/// `java_out` fails a record with that error's code. Likewise where the core's action
+/// makes its transaction abortable: its line at `i` may be the application's abort,
+/// accepted, when its next request is its EndTxn(ABORT) and Java's next line of the
+/// two, an accepted abort or a completion, is that abort. Where Java retries and the
+/// core looks up, Java's older request may go first and be answered abortably
+/// (`txn_older_request_abortable::older_request_answered_abortable`).
 pub(super) fn add_partitions_errors_taken_in_another_order(
     java_out: &[String],
     java: &[(usize, &str)],
@@ -530,29 +535,11 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
                 java_out, java, core, i, a,
             )
         });
-    // The core's abortable error sends nothing either: its next line may be the
-    // application's abort, accepted, its next request its EndTxn(ABORT), where Java
-    // accepts that abort too before its next completion.
-    let core_aborts = |action: &Action| {
-        let Action::Fails(name) = action else {
-            return false;
-        };
-        let next_request = core[i + 1..]
-            .iter()
-            .find(|&&(_, l)| field(l, "ev") == Some("txn"))
-            .map(|&(_, l)| l);
-        let java_abort = java[i..]
-            .iter()
-            .find(|&&(_, l)| l == ABORT_OK || field(l, "ev") == Some("txn_done"))
-            .is_some_and(|&(_, l)| l == ABORT_OK);
-        ABORTABLE.contains(name)
-            && core[i].1 == ABORT_OK
-            && next_request.is_some_and(|l| {
-                field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0")
-            })
-            && java_abort
-    };
-    ja != ca && ((java_first && (first_line(core, &ca, false) || core_aborts(&ca))) || older_aborts)
+    ja != ca
+        && ((java_first
+            && (first_line(core, &ca, false)
+                || super::txn_older_request_abortable::core_aborts(java, core, i, &ca)))
+            || older_aborts)
 }
 
 /// The failed records (`rec` numbers) with REQUEST_TIMED_OUT (an expiry by

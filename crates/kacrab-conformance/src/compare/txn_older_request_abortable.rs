@@ -3,7 +3,7 @@
 //! (docs/design.md, "Transactional traces", `AddPartitionsErrorsTakenInAnotherOrder`).
 
 use super::field;
-use super::lines::{answer_entries as entries, identity};
+use super::lines::{answer_entries as entries, identity, ABORT_OK};
 use super::txn::{is_add_partitions, parts};
 use super::txn_add_partitions2::{code_of, decide, java_order, Action, ABORTABLE};
 
@@ -74,4 +74,33 @@ pub(super) fn older_request_answered_abortable(
             .iter()
             .zip(&core[i + 2..])
             .all(|(&(_, j), &(_, c))| j == c)
+}
+
+/// For `txn_add_partitions2::add_partitions_errors_taken_in_another_order`: the core's
+/// action on the answer (`action`) makes its transaction abortable, so it sends nothing
+/// and its line at `i` is the application's abort, accepted; its next request is its
+/// EndTxn(ABORT), and Java's next line that is an accepted abort or a completion is
+/// that abort (Java, retrying, accepts the same call).
+pub(super) fn core_aborts(
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+    action: &Action,
+) -> bool {
+    let Action::Fails(name) = action else {
+        return false;
+    };
+    let next_request = core[i + 1..]
+        .iter()
+        .find(|&&(_, l)| field(l, "ev") == Some("txn"))
+        .map(|&(_, l)| l);
+    let java_abort = java[i..]
+        .iter()
+        .find(|&&(_, l)| l == ABORT_OK || field(l, "ev") == Some("txn_done"))
+        .is_some_and(|&(_, l)| l == ABORT_OK);
+    ABORTABLE.contains(name)
+        && core[i].1 == ABORT_OK
+        && next_request
+            .is_some_and(|l| field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0"))
+        && java_abort
 }
