@@ -28,11 +28,13 @@ mod txn_drain_stop_fenced;
 mod txn_drain_stop_undrained;
 mod txn_held_add_partitions;
 mod txn_java_keeps_asking;
+mod txn_older_request_abortable;
 mod txn_refusals;
 mod txn_request_before_abort;
 mod txn_stale_add_partitions;
 mod txn_stale_request_against_bump;
 mod txn_unsplit_no_add_partitions;
+mod txn_upid_retry_answered_abortable;
 
 use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};

@@ -2173,3 +2173,54 @@ fn a_stale_add_partitions_against_the_abort_bump_both_fenced() {
         r#""error":"0=NONE"}"#,
     );
 }
+
+#[test]
+fn java_older_request_answered_abortable_where_the_core_looks_up() {
+    // Seed 101 #0 (unshrunk). AddPartitionsToTxn(1,2) is answered
+    // 1=COORDINATOR_NOT_AVAILABLE,2=COORDINATOR_LOAD_IN_PROGRESS: the core looks up,
+    // Java walks partition 2 first and retries, sending its older request (1) first.
+    // The next answer, TRANSACTION_ABORTABLE, goes to Java's request and to the core's
+    // lookup; both transactions are abortable and the rest is the same. Near miss:
+    // Java's older request is answered COORDINATOR_LOAD_IN_PROGRESS.
+    recorded_as_replaced(
+        "txn_add_partitions_older_request_answered_abortable",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        r#""error":"1=TRANSACTION_ABORTABLE"}"#,
+        r#""error":"1=COORDINATOR_LOAD_IN_PROGRESS"}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_java_retry_answered_abortable() {
+    // Seed 101 #1 (unshrunk). A batch is answered UNKNOWN_PRODUCER_ID while
+    // AddPartitionsToTxn(1) is out; its answer is UNKNOWN_TOPIC_OR_PARTITION. The core,
+    // abortable, sends no retry; Java retries, is answered TRANSACTION_ABORTABLE, resends
+    // the batch with the same stamp, and from then on both histories are the same.
+    // Near miss: Java's retry is answered COORDINATOR_LOAD_IN_PROGRESS.
+    recorded_as_replaced(
+        "txn_unknown_producer_id_retry_answered_abortable",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""error":"1=TRANSACTION_ABORTABLE"}"#,
+        r#""error":"1=COORDINATOR_LOAD_IN_PROGRESS"}"#,
+    );
+}
+
+#[test]
+fn add_partitions_errors_other_order_core_aborts() {
+    // Seed 101 #3 (unshrunk). AddPartitionsToTxn(0,2) is answered
+    // 0=TRANSACTION_ABORTABLE,2=UNKNOWN_TOPIC_OR_PARTITION. The core takes partition 0
+    // (abortable), sends nothing and takes the application's abort; Java walks
+    // partition 2 first and retries (its older request (2) first), then accepts the
+    // abort too. Near miss: Java refuses that abort (its last one).
+    recorded_as(
+        "txn_add_partitions_errors_other_order_core_aborts",
+        Verdict::AddPartitionsErrorsTakenInAnotherOrder,
+        |java| {
+            let ok = r#"{"ev":"txn_call","call":"abort","result":"ok"}"#;
+            let mut v = java.to_vec();
+            let last = v.iter().rposition(|l| l == ok).expect("an accepted abort");
+            v[last] = r#"{"ev":"txn_call","call":"abort","result":"refused"}"#.to_string();
+            v
+        },
+    );
+}

@@ -587,6 +587,13 @@ pub(super) fn verdict(
         {
             Verdict::AbortEndsWithEpochBump
         }
+        Verdict::Unexplained
+            if super::txn_upid_retry_answered_abortable::unknown_producer_id_java_retry_answered_abortable(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        }
         Verdict::Unexplained => super::txn_abort::classify(jh, ch, i),
         v => v,
     }

@@ -355,7 +355,7 @@ fn acted_at_once(code: &str) -> Option<Action> {
 /// fatal (`AddPartitionsToTxnHandler.handleResponse`: `abortableError`, or
 /// `abortableErrorIfPossible` for UNKNOWN_PRODUCER_ID): the application's abort is then
 /// accepted.
-const ABORTABLE: &[&str] = &[
+pub(super) const ABORTABLE: &[&str] = &[
     "UNKNOWN_PRODUCER_ID",
     "TRANSACTION_ABORTABLE",
     "TOPIC_AUTHORIZATION_FAILED",
@@ -434,7 +434,12 @@ pub(super) fn java_order<'a>(entries: &[(i32, &'a str)]) -> Vec<(i32, &'a str)> 
 /// transaction abortable (UNKNOWN_PRODUCER_ID, TRANSACTION_ABORTABLE,
 /// TOPIC_AUTHORIZATION_FAILED) it sends nothing, so its line at `i` may also be the
 /// application's abort, accepted, when Java's next request is its EndTxn(ABORT) and
-/// `java_out` fails a record with that error's code.
+/// `java_out` fails a record with that error's code. Likewise where the core's action
+/// makes its transaction abortable: its line at `i` may be the application's abort,
+/// accepted, when its next request is its EndTxn(ABORT) and Java's next line of the
+/// two, an accepted abort or a completion, is that abort. Where Java retries and the
+/// core looks up, Java's older request may go first and be answered abortably
+/// (`txn_older_request_abortable::older_request_answered_abortable`).
 pub(super) fn add_partitions_errors_taken_in_another_order(
     java_out: &[String],
     java: &[(usize, &str)],
@@ -524,7 +529,17 @@ pub(super) fn add_partitions_errors_taken_in_another_order(
     } else {
         first_line(java, &ja, true) || java_aborts(&ja)
     };
-    ja != ca && java_first && first_line(core, &ca, false)
+    let older_aborts = matches!((&ja, &ca), (Action::Retry, Action::Lookup))
+        && last_add_partitions(java, i - 1).is_some_and(|a| {
+            super::txn_older_request_abortable::older_request_answered_abortable(
+                java_out, java, core, i, a,
+            )
+        });
+    ja != ca
+        && ((java_first
+            && (first_line(core, &ca, false)
+                || super::txn_older_request_abortable::core_aborts(java, core, i, &ca)))
+            || older_aborts)
 }
 
 /// The failed records (`rec` numbers) with REQUEST_TIMED_OUT (an expiry by
