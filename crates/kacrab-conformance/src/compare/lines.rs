@@ -129,3 +129,33 @@ pub(super) fn add_partitions_pair<'a>(
         && identity(j) == identity(c))
     .then_some((j, c))
 }
+
+/// Whether the last Produce answer that failed a batch in `core_out[..at]` came at or
+/// after the core's output line `since`, failed batches with UNKNOWN_PRODUCER_ID, and Java
+/// got the same answer, sends each of those stamps again after it (it kept the batches to
+/// retry: `TransactionManager.canRetry`) and fails no record with UNKNOWN_PRODUCER_ID.
+pub(super) fn java_resends_unknown_producer_id_batches(
+    java_out: &[String],
+    core_out: &[String],
+    at: usize,
+    since: usize,
+) -> bool {
+    let Some(answer) = last_failing_answer(&core_out[..at]) else {
+        return false;
+    };
+    if core_out[..at].iter().rposition(|l| l == answer) < Some(since) {
+        return false;
+    }
+    let failed = unknown_producer_id_stamps(answer);
+    let Some(answered) = java_out.iter().position(|l| l == answer) else {
+        return false;
+    };
+    let java_failed_none = !java_out
+        .iter()
+        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
+    !failed.is_empty()
+        && failed
+            .iter()
+            .all(|s| sends_stamp(&java_out[answered + 1..], s))
+        && java_failed_none
+}

@@ -612,3 +612,28 @@ pub(super) fn bump_waits_intermediate_identity(
             _ => true,
         })
 }
+
+/// Whether partition `p`'s difference at `k` is the core sending a new batch (its
+/// identity's next sequence, not a retry) to a node in a step where Java reported that
+/// its drain of that node stopped before `p` (`RecordAccumulator.drainBatchesForOneNode`),
+/// and Java sends no batch of `p` from there on: the shared premise of the transactional
+/// drain-stop forms, which differ in how Java's output shows the batch failed undrained.
+pub(super) fn java_never_drains_core_send(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    (ce, ct): (&[PartitionEvent], &[i64]),
+    stops: &[DrainStop],
+) -> bool {
+    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+        return false;
+    };
+    let Some(&tc) = ct.get(k) else {
+        return false;
+    };
+    let new_batch = !resent(&je[..k], c) && c.seq == next_sequence(&je[..k], c);
+    let java_sends = je[k..]
+        .iter()
+        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+    new_batch && !java_sends && stopped_at(stops, *node, tc, p)
+}

@@ -239,16 +239,9 @@ pub(super) fn java_drain_stop_then_abortable(
     java_out: &[String],
     java_from: usize,
 ) -> bool {
-    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+    if !timing::java_never_drains_core_send(p, k, je, (ce, ct), stops) {
         return false;
-    };
-    let Some(&tc) = ct.get(k) else {
-        return false;
-    };
-    let new_batch = !timing::resent(&je[..k], c) && c.seq == timing::next_sequence(&je[..k], c);
-    let java_sends = je[k..]
-        .iter()
-        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+    }
     let failed = java_out
         .get(java_from..)
         .unwrap_or_default()
@@ -260,7 +253,7 @@ pub(super) fn java_drain_stop_then_abortable(
                 || (field(l, "ev") == Some("txn_done")
                     && field(l, "result").is_some_and(|r| r.starts_with("err:")))
         });
-    new_batch && !java_sends && failed && timing::stopped_at(stops, *node, tc, p)
+    failed
 }
 
 /// A transactional trace whose partitions have the same histories on both sides, but

@@ -41,16 +41,9 @@ pub(super) fn java_drain_stop_then_fenced(
     java_out: &[String],
     java_from: usize,
 ) -> bool {
-    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+    if !timing::java_never_drains_core_send(p, k, je, (ce, ct), stops) {
         return false;
-    };
-    let Some(&tc) = ct.get(k) else {
-        return false;
-    };
-    let new_batch = !timing::resent(&je[..k], c) && c.seq == timing::next_sequence(&je[..k], c);
-    let java_sends = je[k..]
-        .iter()
-        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+    }
     let after = java_out.get(java_from..).unwrap_or_default();
     let fenced = after.iter().position(|l| fenced_add_partitions(l));
     let failed = fenced.is_some_and(|f| {
@@ -58,5 +51,5 @@ pub(super) fn java_drain_stop_then_fenced(
             .iter()
             .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:90"))
     });
-    new_batch && !java_sends && failed && timing::stopped_at(stops, *node, tc, p)
+    failed
 }

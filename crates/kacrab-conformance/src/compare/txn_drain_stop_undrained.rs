@@ -33,16 +33,9 @@ pub(super) fn java_fails_undrained_alike(
     jo: &BTreeMap<i64, String>,
     co: &BTreeMap<i64, String>,
 ) -> bool {
-    let Some(PartitionEvent::Sent { node, stamp: c }) = ce.get(k) else {
+    if !timing::java_never_drains_core_send(p, k, je, (ce, ct), stops) {
         return false;
-    };
-    let Some(&tc) = ct.get(k) else {
-        return false;
-    };
-    let new_batch = !timing::resent(&je[..k], c) && c.seq == timing::next_sequence(&je[..k], c);
-    let java_sends = je[k..]
-        .iter()
-        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+    }
     let failed_alike = |code: &str| {
         jo.iter().any(|(rec, j)| {
             !recs.contains(rec) && j == code && co.get(rec).is_some_and(|c| c == code)
@@ -56,5 +49,5 @@ pub(super) fn java_fails_undrained_alike(
                 && failed_alike(j)
         })
     });
-    new_batch && !java_sends && undrained_failed && timing::stopped_at(stops, *node, tc, p)
+    undrained_failed
 }

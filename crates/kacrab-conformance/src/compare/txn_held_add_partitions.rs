@@ -8,8 +8,8 @@
 
 use super::field;
 use super::lines::{
-    answer_entries as entries, identity, is_request, last_failing_answer, refused_send,
-    sends_stamp, unknown_producer_id_stamps, ABORT_OK, BEGIN_OK,
+    answer_entries as entries, identity, is_request, java_resends_unknown_producer_id_batches,
+    refused_send, ABORT_OK, BEGIN_OK,
 };
 use super::txn::{is_add_partitions, parts};
 use super::txn_add_partitions2::{code_of, decide, java_order, Action};
@@ -212,27 +212,7 @@ pub(super) fn unknown_producer_id_core_drops_retry_and_aborts(
     {
         return false;
     }
-    let Some(answer) = last_failing_answer(&core_out[..at]) else {
-        return false;
-    };
-    let Some(answered_core) = core_out[..at].iter().rposition(|l| l == answer) else {
-        return false;
-    };
-    if answered_core < core[last].0 {
-        return false;
-    }
-    let failed = unknown_producer_id_stamps(answer);
-    let Some(answered) = java_out.iter().position(|l| l == answer) else {
-        return false;
-    };
-    let java_failed_none = !java_out
-        .iter()
-        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
-    !failed.is_empty()
-        && failed
-            .iter()
-            .all(|s| sends_stamp(&java_out[answered + 1..], s))
-        && java_failed_none
+    java_resends_unknown_producer_id_batches(java_out, core_out, at, core[last].0)
 }
 
 /// For `txn_add_partitions2::core_expires_during_lookup_history_ends`: whether every

@@ -3,9 +3,7 @@
 //! (docs/design.md, "Transactional traces").
 
 use super::field;
-use super::lines::{
-    answer_entries as entries, last_failing_answer, sends_stamp, unknown_producer_id_stamps,
-};
+use super::lines::{answer_entries as entries, java_resends_unknown_producer_id_batches};
 use super::txn::{is_add_partitions, parts};
 use super::txn_add_partitions2::{decide, java_order, Action, ABORTABLE};
 
@@ -67,25 +65,5 @@ pub(super) fn unknown_producer_id_java_retry_answered_abortable(
     {
         return false;
     }
-    let Some(failing) = last_failing_answer(&core_out[..at]) else {
-        return false;
-    };
-    let Some(answered_core) = core_out[..at].iter().rposition(|l| l == failing) else {
-        return false;
-    };
-    if answered_core < core[last].0 {
-        return false;
-    }
-    let failed = unknown_producer_id_stamps(failing);
-    let Some(answered) = java_out.iter().position(|l| l == failing) else {
-        return false;
-    };
-    let java_failed_none = !java_out
-        .iter()
-        .any(|l| field(l, "ev") == Some("outcome") && field(l, "result") == Some("err:59"));
-    !failed.is_empty()
-        && failed
-            .iter()
-            .all(|s| sends_stamp(&java_out[answered + 1..], s))
-        && java_failed_none
+    java_resends_unknown_producer_id_batches(java_out, core_out, at, core[last].0)
 }
