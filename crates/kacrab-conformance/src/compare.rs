@@ -34,6 +34,7 @@ mod txn_request_before_abort;
 mod txn_stale_add_partitions;
 mod txn_stale_request_against_bump;
 mod txn_unsplit_no_add_partitions;
+mod txn_upid_java_retries;
 mod txn_upid_retry_answered_abortable;
 
 use crate::core_side::CoreExtra;
@@ -807,14 +808,20 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         let first = java_tracking::java_line_of_first_difference(java, core, &partitions, &jat);
         if !java_tracking::after_named_difference(java, trace.config.transactional, verdict, first)
         {
-            verdict = if trace.config.transactional
-                && java_tracking::java_loses_track_of_batches(java, core)
-            {
-                Verdict::JavaLosesTrackOfBatches
+            verdict = if trace.config.transactional {
+                java_tracking::java_loses_track_of_batches(java, core)
+                    .unwrap_or(Verdict::Unexplained)
             } else {
                 Verdict::Unexplained
             };
         }
+    }
+    if verdict == Verdict::Unexplained
+        && trace.config.transactional
+        && !exotic
+        && txn_upid_java_retries::java_retries_what_the_core_failed(trace, java, core)
+    {
+        verdict = Verdict::UnknownProducerIdAbortsTransaction;
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

@@ -40,6 +40,13 @@ pub fn error_by_name(name: &str) -> KafkaError {
         .unwrap_or(KafkaError::UnknownServerError)
 }
 
+/// Kafka's name of the error `code` (a decimal string, as an output line writes it).
+#[must_use]
+pub fn error_by_name_of_code(code: &str) -> Option<&'static str> {
+    let code: i16 = code.parse().ok()?;
+    (code != 0).then(|| KafkaError::from_code(code).name())
+}
+
 /// The error code an outcome line names for a failed record (Java's
 /// `Errors.forException(e).code()` on the callback's exception).
 fn delivery_code(error: &DeliveryError) -> i16 {

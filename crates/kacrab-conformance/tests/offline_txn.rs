@@ -2224,3 +2224,35 @@ fn add_partitions_errors_other_order_core_aborts() {
         },
     );
 }
+
+#[test]
+fn commit_failed_early_then_java_loses_track_of_a_batch() {
+    // Seed 107 #1, shrunk. A one-record batch is answered MESSAGE_TOO_LARGE during the
+    // commit: the core fails the commit at once, Java holds it. Then a batch of another
+    // partition is answered UNKNOWN_PRODUCER_ID while the next one is on the wire: Java
+    // drops the partition's entry and throws on that next answer. Up to the exception
+    // the outputs differ only by the core's early failure. Near miss: the exception
+    // names a partition whose entry Java never dropped.
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_loses_track",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "txnPartitionEntry for t-1,",
+        "txnPartitionEntry for t-2,",
+    );
+}
+
+#[test]
+fn unknown_producer_id_retried_by_java_leaves_the_core_abortable() {
+    // Seed 107 #2, shrunk. The first batch of partition 2 is answered
+    // UNKNOWN_PRODUCER_ID while an AddPartitionsToTxn(3) is out: Java restarts the
+    // partition's sequences and keeps the batch, the core makes the transaction
+    // abortable, so only Java retries the AddPartitionsToTxn and later sends the batch
+    // again; every later difference follows. Near miss: Java fails the record with
+    // UNKNOWN_PRODUCER_ID too.
+    recorded_as_replaced(
+        "txn_upid_java_retries_core_abortable",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#"{"ev":"outcome","rec":0,"result":"ok:0"}"#,
+        r#"{"ev":"outcome","rec":0,"result":"err:59"}"#,
+    );
+}

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{field, txn, Verdict};
+use super::{field, lines, txn, Verdict};
 
 /// The two exceptions of Java's bookkeeping (see the module's comment).
 pub(super) fn is_tracking_failure(line: &str) -> bool {
@@ -96,36 +96,77 @@ pub(super) fn after_named_difference(
         })
 }
 
-/// [`Verdict::JavaLosesTrackOfBatches`]: a transactional trace whose two outputs are
-/// identical, line for line, up to Java's first exception (a call's failed completion
-/// counting as identical where Java's names no code, -1, and the core's names one, as
-/// in the transactional history's [`txn::same`]); that exception is a tracking
-/// failure naming a partition whose entry Java dropped, in the lines before it, while
-/// another batch of the partition was unsettled (sent, and neither acknowledged nor
-/// answered with an error Kafka does not retry): an UNKNOWN_PRODUCER_ID answer to one of
-/// its batches, or an InitProducerId that bumped the epoch (it named a producer id)
-/// answered NONE.
-pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> bool {
-    let Some(e) = java
+/// A transactional trace whose only difference before Java's first exception is one the
+/// exception follows from: the exception is a tracking failure naming a partition whose
+/// entry Java dropped, in the lines before it, while another batch of the partition was
+/// unsettled (sent, and neither acknowledged nor answered with an error Kafka does not
+/// retry): an UNKNOWN_PRODUCER_ID answer to one of its batches, or an InitProducerId that
+/// bumped the epoch (it named a producer id) answered NONE. Up to the exception the two
+/// outputs are identical, line for line (a call's failed completion counting as identical
+/// where Java's names no code, -1, and the core's names one, as in the transactional
+/// history's [`txn::same`]):
+/// * [`Verdict::JavaLosesTrackOfBatches`]: with nothing set aside;
+/// * [`Verdict::CommitFailsBeforeBatchesSettle`]: with the core's failed commit set
+///   aside, written right after the Produce answer that failed a batch with that code
+///   (the answer turned the transaction abortable; the core fails its commit then, Java
+///   holds its EndTxn until no batch is incomplete, `TransactionManager.nextRequest`),
+///   and each later commit call Java hands the pending result back for (`ok`) one the
+///   core refuses (its commit has failed), with no other application call in between
+///   (Java, committing, would refuse an abort or a begin the core takes). Java's commit
+///   completes after the exception, or never (the lost batch keeps it incomplete).
+pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> Option<Verdict> {
+    let e = java
         .iter()
-        .position(|l| field(l, "ev") == Some("java_exception"))
-    else {
-        return false;
-    };
+        .position(|l| field(l, "ev") == Some("java_exception"))?;
     let (Some(p), true) = (named_partition(&java[e]), is_tracking_failure(&java[e])) else {
-        return false;
+        return None;
     };
+    if !dropped_while_unsettled(&java[..e]).contains(&p) {
+        return None;
+    }
     // Line for line the same, where a failed call's completion counts as the same when
     // Java names no code (-1) and the core names one (`txn::same`, the history's rule).
-    let same_up_to = core.get(..e).is_some_and(|c| {
-        c.iter()
-            .zip(&java[..e])
-            .all(|(c, j)| c == j || txn::same(j, c))
-    });
-    if !same_up_to {
-        return false;
+    let same_up_to = |core: &[&String], retried_refused: bool| {
+        const RETRIED: &str = r#"{"ev":"txn_call","call":"commit","result":"ok"}"#;
+        const REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
+        core.get(..e).is_some_and(|c| {
+            c.iter().zip(&java[..e]).all(|(c, j)| {
+                *c == j || txn::same(j, c) || (retried_refused && j == RETRIED && *c == REFUSED)
+            })
+        })
+    };
+    let all: Vec<&String> = core.iter().collect();
+    if same_up_to(&all, false) {
+        return Some(Verdict::JavaLosesTrackOfBatches);
     }
-    dropped_while_unsettled(&java[..e]).contains(&p)
+    let failed_commit = core.iter().take(e + 1).position(|l| {
+        field(l, "ev") == Some("txn_done")
+            && field(l, "call") == Some("commit")
+            && field(l, "result").is_some_and(|r| r.starts_with("err:"))
+    })?;
+    let code = field(&core[failed_commit], "result")?.strip_prefix("err:")?;
+    let after_failing_answer = failed_commit
+        .checked_sub(1)
+        .and_then(|k| lines::last_failing_answer(&core[..failed_commit]).filter(|a| *a == &core[k]))
+        .is_some_and(|answer| {
+            field(answer, "batches")
+                .unwrap_or_default()
+                .split(',')
+                .any(|b| {
+                    b.rsplit_once('=').is_some_and(|(_, name)| {
+                        crate::core_side::error_by_name(name).code().to_string() == code
+                    })
+                })
+        });
+    // Java's commit is pending from there to the exception: an abort or a begin there
+    // would be refused by Java and taken by the core, so none may come.
+    let only_commit_calls = java[failed_commit..e]
+        .iter()
+        .all(|l| field(l, "ev") != Some("txn_call") || field(l, "call") == Some("commit"));
+    let mut aside = all;
+    aside.remove(failed_commit);
+    (after_failing_answer && only_commit_calls && same_up_to(&aside, true))
+        .then_some(Verdict::CommitFailsBeforeBatchesSettle)
 }
 
 /// The partitions whose entry Java dropped while another batch of theirs was unsettled,

@@ -310,7 +310,7 @@ pub(super) fn core_never_splits_possibly_written(
 /// all failed with one error (`AddPartitionsToTxnHandler`),
 /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED or INVALID_TXN_STATE as itself, and
 /// INVALID_PRODUCER_EPOCH or PRODUCER_FENCED as PRODUCER_FENCED.
-fn fatal_coordinator_error(line: &str) -> Option<i16> {
+pub(super) fn fatal_coordinator_error(line: &str) -> Option<i16> {
     if field(line, "ev") != Some("coord_answered") {
         return None;
     }
