@@ -33,8 +33,8 @@ mod txn_refusals;
 mod txn_request_before_abort;
 mod txn_stale_add_partitions;
 mod txn_stale_request_against_bump;
+mod txn_state_split;
 mod txn_unsplit_no_add_partitions;
-mod txn_upid_java_retries;
 mod txn_upid_retry_answered_abortable;
 
 use crate::core_side::CoreExtra;
@@ -816,12 +816,9 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
             };
         }
     }
-    if verdict == Verdict::Unexplained
-        && trace.config.transactional
-        && !exotic
-        && txn_upid_java_retries::java_retries_what_the_core_failed(trace, java, core)
-    {
-        verdict = Verdict::UnknownProducerIdAbortsTransaction;
+    if verdict == Verdict::Unexplained && trace.config.transactional && !exotic {
+        verdict =
+            txn_state_split::core_abortable_where_java_keeps(trace, java, core).unwrap_or(verdict);
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

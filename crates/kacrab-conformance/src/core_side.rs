@@ -14,7 +14,7 @@ use kacrab_idempotence::{
     RecordId, Request, RequestFailure, RequestId, Timestamp, TopicPartition, TxnError, TxnOp,
 };
 
-use crate::trace::{Op, Trace, TraceConfig, STEP_MS};
+use crate::trace::{ApiAnswers, Op, Trace, TraceConfig, STEP_MS};
 
 /// The topic every trace writes to.
 pub const TOPIC: &str = "t";
@@ -38,6 +38,15 @@ pub fn error_by_name(name: &str) -> KafkaError {
         .map(KafkaError::from_code)
         .find(|e| e.name() == name)
         .unwrap_or(KafkaError::UnknownServerError)
+}
+
+/// A coordinator answer of the trace, as scripted (see [`Op::Coord`]), until a
+/// transactional request is outstanding for it.
+#[derive(Clone, Debug)]
+struct Scripted {
+    error: String,
+    special: Option<(i32, String)>,
+    apis: ApiAnswers,
 }
 
 /// Kafka's name of the error `code` (a decimal string, as an output line writes it).
@@ -142,7 +151,7 @@ struct Harness {
     /// Coordinator answers scripted while no transactional request was outstanding: each
     /// answers the next transactional request as it is sent, oldest first (as the Java
     /// side: when a side sends a request does not decide which answer it gets).
-    coord_queue: VecDeque<(String, Option<(i32, String)>)>,
+    coord_queue: VecDeque<Scripted>,
     /// Operations called and not completed yet.
     pending_ops: Vec<TxnOp>,
 }
@@ -256,12 +265,23 @@ impl Harness {
     }
 
     /// The coordinator answers the outstanding transactional request.
-    fn coord(&mut self, error: &str, special: Option<(i32, &str)>, queued: bool) {
+    fn coord(&mut self, scripted: Scripted, queued: bool) {
         let Some(o) = self.txn_out.take() else {
-            self.coord_queue
-                .push_back((error.to_string(), special.map(|(p, e)| (p, e.to_string()))));
+            self.coord_queue.push_back(scripted);
             return;
         };
+        let Scripted {
+            error,
+            special,
+            apis,
+        } = &scripted;
+        let error = match &o.kind {
+            TxnKind::FindCoordinator => apis.find.as_ref().unwrap_or(error),
+            TxnKind::InitProducerId(_) => apis.init.as_ref().unwrap_or(error),
+            TxnKind::EndTxn => apis.end.as_ref().unwrap_or(error),
+            TxnKind::AddPartitions(_) => error,
+        }
+        .as_str();
         let e = error_by_name(error);
         let now = self.now;
         let (api, said, result) = match o.kind {
@@ -290,11 +310,15 @@ impl Harness {
                 ("init", error.to_string(), r)
             }
             TxnKind::AddPartitions(tps) => {
+                let named = special
+                    .as_ref()
+                    .filter(|(sp, _)| tps.iter().any(|tp| tp.partition == *sp));
                 let mut results: Vec<(TopicPartition, KafkaError)> = tps
                     .into_iter()
                     .map(|tp| {
-                        let name = match special {
-                            Some((sp, perr)) if sp == tp.partition => perr,
+                        let name = match (named, &apis.rest) {
+                            (Some((sp, perr)), _) if *sp == tp.partition => perr.as_str(),
+                            (Some(_), Some(rest)) => rest.as_str(),
                             _ => error,
                         };
                         (tp, error_by_name(name))
@@ -388,9 +412,8 @@ impl Harness {
         ) || matches!(&request, Request::InitProducerId(r) if r.transactional_id.is_some());
         self.request_inner(request);
         if transactional && self.txn_out.is_some() {
-            if let Some((error, special)) = self.coord_queue.pop_front() {
-                let special = special.as_ref().map(|(p, e)| (*p, e.as_str()));
-                self.coord(&error, special, true);
+            if let Some(scripted) = self.coord_queue.pop_front() {
+                self.coord(scripted, true);
             }
         }
     }
@@ -712,9 +735,15 @@ impl Harness {
                 self.answer(*node, error, special, *log_start);
             }
             Op::Txn { call } => self.txn_call(call),
-            Op::Coord { error, p } => {
-                let special = p.as_ref().map(|(p, e)| (*p, e.as_str()));
-                self.coord(error, special, false);
+            Op::Coord { error, p, apis } => {
+                self.coord(
+                    Scripted {
+                        error: error.clone(),
+                        special: p.clone(),
+                        apis: apis.clone(),
+                    },
+                    false,
+                );
             }
             Op::Disconnect { node } => {
                 self.out
@@ -777,7 +806,12 @@ impl Harness {
                 if self.txn_out.is_none() {
                     break;
                 }
-                self.coord("NONE", None, false);
+                let none = Scripted {
+                    error: "NONE".into(),
+                    special: None,
+                    apis: ApiAnswers::default(),
+                };
+                self.coord(none, false);
                 self.pump();
                 self.flush_step();
             }

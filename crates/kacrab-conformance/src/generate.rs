@@ -1,6 +1,6 @@
 //! Seeded random valid traces.
 
-use crate::trace::{Op, Trace, TraceConfig};
+use crate::trace::{ApiAnswers, Op, Trace, TraceConfig};
 
 /// A small, seeded generator (SplitMix64): the same seed always gives the same trace.
 #[derive(Clone, Debug)]
@@ -162,25 +162,117 @@ pub fn idempotent(seed: u64, answers: Answers) -> Trace {
     Trace { config, ops }
 }
 
-/// The coordinator's answers a transactional trace draws from, with their weights: the
-/// codes Java's `TransactionManager` handlers treat as retriable, coordinator-moved,
-/// abortable or fatal (an AddPartitionsToTxn answer's partition also draws from these).
-pub const COORDINATOR_ERRORS: &[(&str, u64)] = &[
+/// The errors Kafka's transaction coordinator answers AddPartitionsToTxn with, one for
+/// every partition of the request, and their weights: `TransactionCoordinator`
+/// (`handleAddPartitionsToTransaction`: the coordinator moved or loading, a transition
+/// in progress, a fenced epoch) and `KafkaApis.handleAddPartitionsToTxnRequest`
+/// (`transactional.id` or topic not authorized, the topic unknown). INVALID_PRODUCER_EPOCH
+/// is what a coordinator older than KIP-588 says for PRODUCER_FENCED. A log append the
+/// coordinator could not complete it reports as COORDINATOR_NOT_AVAILABLE or
+/// NOT_COORDINATOR (`TransactionStateManager.appendTransactionToLog`), never as the
+/// append's own error.
+pub const ADD_PARTITIONS_ERRORS: &[(&str, u64)] = &[
     ("NONE", 60),
     ("COORDINATOR_NOT_AVAILABLE", 5),
     ("NOT_COORDINATOR", 5),
     ("COORDINATOR_LOAD_IN_PROGRESS", 4),
     ("CONCURRENT_TRANSACTIONS", 5),
-    ("REQUEST_TIMED_OUT", 1),
-    ("UNKNOWN_TOPIC_OR_PARTITION", 2),
+    ("UNKNOWN_TOPIC_OR_PARTITION", 1),
     ("INVALID_PRODUCER_EPOCH", 1),
     ("PRODUCER_FENCED", 1),
-    ("UNKNOWN_PRODUCER_ID", 1),
-    ("TRANSACTION_ABORTABLE", 1),
     ("TOPIC_AUTHORIZATION_FAILED", 1),
     ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
-    ("INVALID_TXN_STATE", 1),
 ];
+
+/// The errors Kafka answers FindCoordinator for a transactional id with, and their
+/// weights (`KafkaApis.getCoordinator`: the transaction state topic or its leader not
+/// there yet, the `transactional.id` not authorized).
+pub const FIND_COORDINATOR_ERRORS: &[(&str, u64)] = &[
+    ("NONE", 80),
+    ("COORDINATOR_NOT_AVAILABLE", 12),
+    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
+];
+
+/// The errors Kafka's transaction coordinator answers InitProducerId with, and their
+/// weights (`TransactionCoordinator.handleInitProducerId`: moved, loading, a transition
+/// in progress, a bump at a stale epoch, not authorized).
+pub const INIT_PRODUCER_ID_ERRORS: &[(&str, u64)] = &[
+    ("NONE", 60),
+    ("COORDINATOR_NOT_AVAILABLE", 5),
+    ("NOT_COORDINATOR", 5),
+    ("COORDINATOR_LOAD_IN_PROGRESS", 4),
+    ("CONCURRENT_TRANSACTIONS", 5),
+    ("PRODUCER_FENCED", 1),
+    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
+];
+
+/// The errors Kafka's transaction coordinator answers EndTxn with, and their weights
+/// (`TransactionCoordinator.handleEndTransaction`: moved, loading, a transition in
+/// progress, a fenced epoch, an end that does not fit the transaction's state, not
+/// authorized).
+pub const END_TXN_ERRORS: &[(&str, u64)] = &[
+    ("NONE", 60),
+    ("COORDINATOR_NOT_AVAILABLE", 5),
+    ("NOT_COORDINATOR", 5),
+    ("COORDINATOR_LOAD_IN_PROGRESS", 4),
+    ("CONCURRENT_TRANSACTIONS", 5),
+    ("INVALID_PRODUCER_EPOCH", 1),
+    ("PRODUCER_FENCED", 1),
+    ("INVALID_TXN_STATE", 1),
+    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
+];
+
+/// A coordinator answer that is valid whichever transactional request it meets: an
+/// error drawn per API, and now and then an AddPartitionsToTxn answer where one
+/// partition does not exist (UNKNOWN_TOPIC_OR_PARTITION) and Kafka leaves the others
+/// untried (OPERATION_NOT_ATTEMPTED). Only `NONE` in a clean trace.
+fn coord_answer(rng: &mut Rng, partitions: i32, answers: Answers) -> Op {
+    if answers == Answers::Clean {
+        return Op::Coord {
+            error: "NONE".into(),
+            p: None,
+            apis: ApiAnswers::default(),
+        };
+    }
+    let error = weighted(rng, ADD_PARTITIONS_ERRORS).to_string();
+    let mut draw = |table| Some(weighted(rng, table).to_string()).filter(|e| *e != error);
+    let find = draw(FIND_COORDINATOR_ERRORS);
+    let init = draw(INIT_PRODUCER_ID_ERRORS);
+    let end = draw(END_TXN_ERRORS);
+    let (p, rest) = if rng.chance(5) {
+        let p = rng.below(partitions as u64) as i32;
+        (
+            Some((p, "UNKNOWN_TOPIC_OR_PARTITION".to_string())),
+            Some("OPERATION_NOT_ATTEMPTED".to_string()),
+        )
+    } else {
+        (None, None)
+    };
+    Op::Coord {
+        error,
+        p,
+        apis: ApiAnswers {
+            find,
+            init,
+            end,
+            rest,
+        },
+    }
+}
+
+/// Whether a coordinator answer names any error.
+fn any_error(op: &Op) -> bool {
+    match op {
+        Op::Coord { error, p, apis } => {
+            error != "NONE"
+                || p.is_some()
+                || [&apis.find, &apis.init, &apis.end]
+                    .into_iter()
+                    .any(|a| a.as_deref().is_some_and(|e| e != "NONE"))
+        }
+        _ => false,
+    }
+}
 
 /// A random valid transactional trace for `seed` (transaction version 1): the
 /// coordinator answers the init, then transactions open, send, and commit or abort,
@@ -201,30 +293,19 @@ pub fn transactional(seed: u64, answers: Answers) -> Trace {
     config.retry_backoff_ms = 0;
     let partitions = config.partitions;
     let nodes = config.nodes;
-    let coord_error = |rng: &mut Rng| {
-        if answers == Answers::Clean {
-            "NONE".to_string()
-        } else {
-            weighted(rng, COORDINATOR_ERRORS).to_string()
-        }
+    let none = || Op::Coord {
+        error: "NONE".into(),
+        p: None,
+        apis: ApiAnswers::default(),
     };
     // The init's FindCoordinator and InitProducerId.
     let mut ops = vec![
-        Op::Coord {
-            error: coord_error(&mut rng),
-            p: None,
-        },
+        coord_answer(&mut rng, partitions, answers),
         Op::Tick {
             ms: config.retry_backoff_ms + 50,
         },
-        Op::Coord {
-            error: "NONE".into(),
-            p: None,
-        },
-        Op::Coord {
-            error: "NONE".into(),
-            p: None,
-        },
+        none(),
+        none(),
     ];
     let mut open = false;
     let steps = 10 + rng.below(50);
@@ -246,21 +327,15 @@ pub fn transactional(seed: u64, answers: Answers) -> Trace {
                 call: if rng.chance(70) { "commit" } else { "abort" }.into(),
             }
         } else if roll < 62 {
-            let error = coord_error(&mut rng);
-            let p = (answers == Answers::Faulty && rng.chance(20)).then(|| {
-                (
-                    rng.below(partitions as u64) as i32,
-                    weighted(&mut rng, COORDINATOR_ERRORS).to_string(),
-                )
-            });
-            if error != "NONE" || p.is_some() {
+            let answer = coord_answer(&mut rng, partitions, answers);
+            if any_error(&answer) {
                 // An error is retried after retry.backoff.ms: let time pass.
-                ops.push(Op::Coord { error, p });
+                ops.push(answer);
                 Op::Tick {
                     ms: config.retry_backoff_ms + 50,
                 }
             } else {
-                Op::Coord { error, p }
+                answer
             }
         } else if roll < 82 || answers == Answers::Clean && roll < 90 {
             produce_answer(&mut rng, nodes, partitions, answers)

@@ -93,15 +93,56 @@ pub enum Op {
         call: String,
     },
     /// The transaction coordinator answers the outstanding transactional request
-    /// (FindCoordinator, InitProducerId, AddPartitionsToTxn or EndTxn) with `error`; an
-    /// AddPartitionsToTxn answer gives partition `p` its own error. Nothing if none is
-    /// outstanding.
+    /// (FindCoordinator, InitProducerId, AddPartitionsToTxn or EndTxn) with `error`, or
+    /// with the error `apis` names for that request's API; an AddPartitionsToTxn answer
+    /// gives partition `p` its own error. With none outstanding, the answer waits for
+    /// the next transactional request.
     Coord {
-        /// Kafka's error name.
+        /// Kafka's error name: AddPartitionsToTxn's for every partition, and every other
+        /// API's where `apis` names none.
         error: String,
         /// The partition with its own error, if any.
         p: Option<(i32, String)>,
+        /// The answers of particular APIs, where they differ from `error`.
+        apis: ApiAnswers,
     },
+}
+
+/// The errors a [`Op::Coord`] answer gives particular requests, where they are not its
+/// `error`. A generated trace draws each from the codes Kafka's coordinator returns for
+/// that API, so that one operation answers validly whichever request is outstanding
+/// (the two sides may have different ones outstanding).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ApiAnswers {
+    /// FindCoordinator's error.
+    pub find: Option<String>,
+    /// InitProducerId's error.
+    pub init: Option<String>,
+    /// EndTxn's error.
+    pub end: Option<String>,
+    /// AddPartitionsToTxn's error for every partition but `p`, where the request names
+    /// `p` (Kafka answers the partitions it did not try OPERATION_NOT_ATTEMPTED,
+    /// `KafkaApis.handleAddPartitionsToTxnRequest`); where it does not, every partition
+    /// gets `error`.
+    pub rest: Option<String>,
+}
+
+impl ApiAnswers {
+    /// The fields as JSON (`,"find":"X"` and so on), empty where none is named.
+    fn to_json(&self) -> String {
+        let mut s = String::new();
+        for (k, v) in [
+            ("rest", &self.rest),
+            ("find", &self.find),
+            ("init", &self.init),
+            ("end", &self.end),
+        ] {
+            if let Some(v) = v {
+                let _ = write!(s, r#","{k}":"{v}""#);
+            }
+        }
+        s
+    }
 }
 
 /// Time advances in steps of at most this many milliseconds on both sides.
@@ -162,13 +203,16 @@ impl Trace {
                     writeln!(s, r#"{{"op":"leader","p":{p},"node":{node}}}"#)
                 }
                 Op::Txn { call } => writeln!(s, r#"{{"op":"txn","call":"{call}"}}"#),
-                Op::Coord { error, p } => match p {
-                    Some((p, perr)) => writeln!(
-                        s,
-                        r#"{{"op":"coord","error":"{error}","p":{p},"perr":"{perr}"}}"#
-                    ),
-                    None => writeln!(s, r#"{{"op":"coord","error":"{error}"}}"#),
-                },
+                Op::Coord { error, p, apis } => {
+                    let apis = apis.to_json();
+                    match p {
+                        Some((p, perr)) => writeln!(
+                            s,
+                            r#"{{"op":"coord","error":"{error}","p":{p},"perr":"{perr}"{apis}}}"#
+                        ),
+                        None => writeln!(s, r#"{{"op":"coord","error":"{error}"{apis}}}"#),
+                    }
+                }
             };
         }
         s.push_str("{\"op\":\"end\"}\n");
@@ -246,6 +290,12 @@ impl Trace {
                 "coord" => Op::Coord {
                     error: string("error").unwrap_or_else(|| "NONE".into()),
                     p: string("perr").map(|e| (num("p", -1), e)),
+                    apis: ApiAnswers {
+                        find: string("find"),
+                        init: string("init"),
+                        end: string("end"),
+                        rest: string("rest"),
+                    },
                 },
                 other => return Err(format!("line {}: unknown op {other:?}", n + 1)),
             };

@@ -2256,3 +2256,51 @@ fn unknown_producer_id_retried_by_java_leaves_the_core_abortable() {
         r#"{"ev":"outcome","rec":0,"result":"err:59"}"#,
     );
 }
+
+#[test]
+fn java_drain_stop_then_the_application_aborts() {
+    // Seed 103 #3, shrunk. After a disconnect both resend sequence 1 of partitions 0 and
+    // 1; in that step Java's drain stops at partition 1 (its sequence 2 waits for the
+    // resent 1) before reaching partition 0, whose new batch the core sends. The
+    // application then aborts: Java's undrained batch is aborted, never sent, while Java
+    // resends only batches it had sent before. Near miss: Java reported its drain stopped
+    // before partition 1 only.
+    recorded_as_replaced(
+        "txn_drain_stop_then_application_abort",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#""left":"0""#,
+        r#""left":"1""#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_then_the_abortable_core_resends_only_an_older_batch() {
+    // Seed 109 #2, shrunk. Partition 0's batch is answered LEADER_NOT_AVAILABLE, then
+    // partition 1's first batch UNKNOWN_PRODUCER_ID: Java keeps it to retry, the core's
+    // transaction turns abortable. Next, Java resends partition 0's batch together with
+    // partition 3's new one, and partition 1's again; the core, abortable, resends only
+    // partition 0's batch. Near miss: Java sends partition 1 renumbered, not the batch it
+    // kept.
+    recorded_as_replaced(
+        "txn_upid_core_resends_old_batch_only",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"1:1000:0:0:1","t":0,"s":11"#,
+        r#""batches":"1:1000:0:1:1","t":0,"s":11"#,
+    );
+}
+
+#[test]
+fn a_possibly_written_batch_too_large_turns_only_the_core_abortable() {
+    // Seed 109 #4, shrunk. Partition 2's two-record batch is answered
+    // KAFKA_STORAGE_ERROR (it may be in the log), resent, then answered
+    // MESSAGE_TOO_LARGE: the core fails it unsplit and its transaction turns abortable,
+    // so it never drains partition 0's new batch; Java splits it (one piece, the same
+    // two records) and sends both. Near miss: Java's piece has more records than the
+    // batch.
+    recorded_as_replaced(
+        "txn_unsplit_possibly_written_no_commit",
+        Verdict::NoRenumberOfPossiblyWritten,
+        r#""batches":"2:1000:0:0:2","t":81"#,
+        r#""batches":"2:1000:0:0:3","t":81"#,
+    );
+}

@@ -616,7 +616,8 @@ pub(super) fn bump_waits_intermediate_identity(
 /// Whether partition `p`'s difference at `k` is the core sending a new batch (its
 /// identity's next sequence, not a retry) to a node in a step where Java reported that
 /// its drain of that node stopped before `p` (`RecordAccumulator.drainBatchesForOneNode`),
-/// and Java sends no batch of `p` from there on: the shared premise of the transactional
+/// and Java sends no new batch of `p` from there on (only, if any, batches it had sent
+/// before, again): the shared premise of the transactional
 /// drain-stop forms, which differ in how Java's output shows the batch failed undrained.
 pub(super) fn java_never_drains_core_send(
     p: i32,
@@ -632,8 +633,9 @@ pub(super) fn java_never_drains_core_send(
         return false;
     };
     let new_batch = !resent(&je[..k], c) && c.seq == next_sequence(&je[..k], c);
+    // A batch Java had sent before, sent again (a retry), is not one drained anew.
     let java_sends = je[k..]
         .iter()
-        .any(|e| matches!(e, PartitionEvent::Sent { .. }));
+        .any(|e| matches!(e, PartitionEvent::Sent { stamp, .. } if !resent(&je[..k], stamp)));
     new_batch && !java_sends && stopped_at(stops, *node, tc, p)
 }

@@ -434,7 +434,7 @@ public final class ConformanceHarness {
     void onTheWire(ClientRequest r) {
         stepLines.add(describeTxn(r));
         String[] queued = coordQueue.poll();
-        if (queued != null) coord(queued[0], Integer.parseInt(queued[1]), queued[2], true);
+        if (queued != null) coord(queued, true);
     }
 
     /** Releases the held transactional requests whose backoff has passed. */
@@ -547,11 +547,35 @@ public final class ConformanceHarness {
      * The coordinator answers the outstanding transactional request with `error`; an
      * AddPartitionsToTxn answer gives partition `p` the error `perr` instead.
      */
-    void coord(String error, int p, String perr, boolean queued) {
+    /**
+     * The coordinator answers the outstanding transactional request, or the next one if
+     * none is: {error, p, perr, rest, find, init, end} as the trace's "coord" line names
+     * them. FindCoordinator, InitProducerId and EndTxn take find, init and end where
+     * named, else error; AddPartitionsToTxn gives partition p perr and, where the request
+     * names p, every other partition rest (if named); else every partition error.
+     */
+    void coord(String[] script, boolean queued) {
         ClientRequest r = outstandingTxn();
         if (r == null) {
-            coordQueue.add(new String[] {error, String.valueOf(p), perr});
+            coordQueue.add(script);
             return;
+        }
+        String error = script[0];
+        int p = Integer.parseInt(script[1]);
+        String perr = script[2];
+        String rest = script[3];
+        switch (r.apiKey()) {
+            case FIND_COORDINATOR:
+                if (script[4] != null) error = script[4];
+                break;
+            case INIT_PRODUCER_ID:
+                if (script[5] != null) error = script[5];
+                break;
+            case END_TXN:
+                if (script[6] != null) error = script[6];
+                break;
+            default:
+                break;
         }
         Errors e = Errors.valueOf(error);
         org.apache.kafka.common.requests.AbstractResponse resp;
@@ -583,8 +607,13 @@ public final class ConformanceHarness {
                     ((AddPartitionsToTxnRequest.Builder) r.requestBuilder()).data;
                 Map<TopicPartition, Errors> errors = new TreeMap<>((a, b) -> Integer.compare(a.partition(), b.partition()));
                 StringBuilder b = new StringBuilder();
-                for (TopicPartition tp : AddPartitionsToTxnRequest.getPartitions(d.v3AndBelowTopics())) {
-                    errors.put(tp, tp.partition() == p && perr != null ? Errors.valueOf(perr) : e);
+                List<TopicPartition> asked = AddPartitionsToTxnRequest.getPartitions(d.v3AndBelowTopics());
+                boolean named = perr != null && asked.stream().anyMatch(tp -> tp.partition() == p);
+                for (TopicPartition tp : asked) {
+                    Errors pe = !named ? e
+                        : tp.partition() == p ? Errors.valueOf(perr)
+                        : rest != null ? Errors.valueOf(rest) : e;
+                    errors.put(tp, pe);
                 }
                 for (Map.Entry<TopicPartition, Errors> x : errors.entrySet()) {
                     b.append(b.length() == 0 ? "" : ",").append(x.getKey().partition()).append("=").append(x.getValue().name());
@@ -770,7 +799,8 @@ public final class ConformanceHarness {
                     num(m, "log_start", 0));
                 break;
             case "coord":
-                coord(m.getOrDefault("error", "NONE"), num(m, "p", -1), m.get("perr"), false);
+                coord(new String[] {m.getOrDefault("error", "NONE"), String.valueOf(num(m, "p", -1)), m.get("perr"),
+                    m.get("rest"), m.get("find"), m.get("init"), m.get("end")}, false);
                 break;
             case "txn":
                 txnCall(m.get("call"));
@@ -806,7 +836,7 @@ public final class ConformanceHarness {
                 }
             }
             for (int k = 0; k < 20 && outstandingTxn() != null; k++) {
-                coord("NONE", -1, null, false);
+                coord(new String[] {"NONE", "-1", null, null, null, null, null}, false);
                 pump();
                 flushStep();
             }
