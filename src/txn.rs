@@ -395,12 +395,9 @@ pub(crate) struct Txn {
     pub(crate) version: TxnVersion,
     /// The abort must be followed by an InitProducerId that bumps the epoch (TV1).
     pub(crate) bump_required: bool,
-    /// The queued TV1 bump ends an abort whose EndTxn was answered UNKNOWN_PRODUCER_ID.
-    /// Java's state is still ABORTING_TRANSACTION until that bump completes (nothing on
-    /// that path runs `completeTransaction`), so an abortable answer to a coordinator
-    /// lookup changes nothing there (`transitionToAbortableError` skips it while
-    /// aborting). Meaningful only in `Initializing`.
-    pub(crate) bump_ends_failed_abort: bool,
+    /// What the epoch bump of `Initializing` ends. Invariant: `FailedAbort` only in
+    /// `Initializing` (every way out of it resets this).
+    pub(crate) bump_ends: BumpEnds,
     /// Something was added to the transaction (a partition or offsets): EndTxn is sent.
     pub(crate) started: bool,
     /// The transaction's partitions, by how far each has joined it.
@@ -414,6 +411,19 @@ pub(crate) struct Txn {
     pub(crate) shutdown: Shutdown,
 }
 
+/// What the TV1 epoch bump queued in `Initializing` ends, where it changes how an answer
+/// is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BumpEnds {
+    /// No failed abort: an init, or the bump after an abort that ended (or none queued).
+    Nothing,
+    /// An abort whose EndTxn was answered UNKNOWN_PRODUCER_ID. Java's state is still
+    /// ABORTING_TRANSACTION until the bump completes (nothing on that path runs
+    /// `completeTransaction`), so an abortable answer to a coordinator lookup changes
+    /// nothing there (`transitionToAbortableError` skips it while aborting).
+    FailedAbort,
+}
+
 impl Txn {
     pub(crate) fn new(id: String, timeout: Duration) -> Self {
         Self {
@@ -424,7 +434,7 @@ impl Txn {
             coordinators: Coordinators::default(),
             version: TxnVersion::default(),
             bump_required: false,
-            bump_ends_failed_abort: false,
+            bump_ends: BumpEnds::Nothing,
             started: false,
             partitions: TxnPartitions::default(),
             group: None,
@@ -439,7 +449,7 @@ impl Txn {
     /// bump required the state is `Initializing` and the bump is queued here, so that
     /// `Initializing` never stands without the request that ends it.
     pub(crate) fn reset_transaction(&mut self) {
-        self.bump_ends_failed_abort = false;
+        self.bump_ends = BumpEnds::Nothing;
         if self.bump_required {
             self.state = TransactionState::Initializing;
             self.queue.enqueue(Queued::InitProducerId(IdRequest::Bump));
@@ -489,6 +499,12 @@ impl Txn {
                 "AddPartitionsToTxn bookkeeping under transaction version 2"
             );
         }
+        // Only the bump of `Initializing` can end a failed abort.
+        assert!(
+            self.bump_ends == BumpEnds::Nothing || self.state == S::Initializing,
+            "a bump ending a failed abort in state {:?}",
+            self.state
+        );
         // A required bump is queued by `reset_transaction` with `Initializing`: `Ready`
         // never stands with a bump still owed.
         assert!(

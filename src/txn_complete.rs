@@ -9,7 +9,7 @@ use crate::error::{InputError, KafkaError};
 use crate::io::{Event, RequestFailure};
 use crate::producer::Producer;
 use crate::txn::{
-    Answer, CoordinatorType, IdRequest, Queued, TransactionState as S, TxnError, TxnOp,
+    Answer, BumpEnds, CoordinatorType, IdRequest, Queued, TransactionState as S, TxnError, TxnOp,
 };
 use crate::types::{NodeId, ProducerIdAndEpoch, RequestId, Timestamp, TopicPartition};
 
@@ -127,7 +127,7 @@ impl Producer {
                 if self
                     .txn
                     .as_ref()
-                    .is_some_and(|t| t.state == S::Initializing && t.bump_ends_failed_abort) =>
+                    .is_some_and(|t| t.bump_ends == BumpEnds::FailedAbort) =>
             {
                 // Java is still aborting here: `FindCoordinatorHandler.abortableError`
                 // fails only the lookup's own result and `transitionToAbortableError`
@@ -169,6 +169,7 @@ impl Producer {
                     t.version.latch_at_init();
                 }
                 t.bump_required = false;
+                t.bump_ends = BumpEnds::Nothing;
                 t.queue.succeeded();
                 t.state = S::Ready;
                 t.last_error = None;
@@ -183,6 +184,7 @@ impl Producer {
                 // KAFKA-13668: init_transactions may be called again once authorized.
                 let t = self.txn.as_mut().expect("transactional");
                 t.state = S::Uninitialized;
+                t.bump_ends = BumpEnds::Nothing;
                 t.queue.clear();
                 self.identity.unasked();
                 self.complete_op(Err(TxnError::Unauthorized(e)));
@@ -467,7 +469,7 @@ impl Producer {
                 }
                 let t = self.txn.as_mut().expect("transactional");
                 t.reset_transaction();
-                t.bump_ends_failed_abort = true;
+                t.bump_ends = BumpEnds::FailedAbort;
                 t.queue.succeeded();
                 self.flushing = false;
             }

@@ -11,8 +11,8 @@ use crate::io::{
 use crate::producer::{IdState, Lifecycle, Producer};
 use crate::requests::OutstandingKind;
 use crate::txn::{
-    Completion, ConsumerGroupMetadata, CoordinatorType, IdRequest, OffsetToCommit, Queued,
-    Shutdown, TransactionState as S, Txn, TxnError, TxnOp,
+    BumpEnds, Completion, ConsumerGroupMetadata, CoordinatorType, IdRequest, OffsetToCommit,
+    Queued, Shutdown, TransactionState as S, Txn, TxnError, TxnOp,
 };
 use crate::types::{BatchId, ProducerIdAndEpoch, Timestamp};
 
@@ -98,7 +98,7 @@ impl Producer {
             return Err(self.invalid(TxnOp::InitTransactions));
         }
         t.state = S::Initializing;
-        t.bump_ends_failed_abort = false;
+        t.bump_ends = BumpEnds::Nothing;
         t.op = Some(TxnOp::InitTransactions);
         t.queue.enqueue(Queued::InitProducerId(IdRequest::Fresh));
         Ok(())
@@ -497,6 +497,7 @@ impl Producer {
             t.bump_required = !t.version.is_v2();
         }
         t.state = S::AbortableError;
+        t.bump_ends = BumpEnds::Nothing;
         t.last_error = Some(error);
         t.queue.keep_lookups_only();
         // Whatever operation is pending ends now, with the error: an init, offsets, a
@@ -509,6 +510,7 @@ impl Producer {
     pub(crate) fn txn_fatal(&mut self, error: KafkaError) {
         let Some(t) = self.txn.as_mut() else { return };
         t.state = S::FatalError;
+        t.bump_ends = BumpEnds::Nothing;
         t.last_error = Some(error);
         t.queue.clear();
         let result = if matches!(
