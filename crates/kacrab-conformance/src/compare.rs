@@ -817,8 +817,8 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         }
     }
     if verdict == Verdict::Unexplained && trace.config.transactional && !exotic {
-        verdict =
-            txn_state_split::core_abortable_where_java_keeps(trace, java, core).unwrap_or(verdict);
+        verdict = txn_state_split::core_abortable_where_java_keeps(trace, java, core, extra)
+            .unwrap_or(verdict);
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

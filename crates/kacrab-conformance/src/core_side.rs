@@ -120,6 +120,17 @@ fn txn_error_code(error: &TxnError) -> i16 {
 pub struct CoreExtra {
     /// Per record: `Some(possibly_written)` if it failed.
     pub failed_possibly_written: Vec<Option<bool>>,
+    /// The first batch the core failed by `delivery.timeout.ms`, if any.
+    pub first_expiry: Option<Expiry>,
+}
+
+/// When the core first failed a batch by `delivery.timeout.ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expiry {
+    /// The number of output lines written before it.
+    pub line: usize,
+    /// Whether a transactional request was on the wire (sent, not yet answered) then.
+    pub txn_request_out: bool,
 }
 
 struct Harness {
@@ -605,6 +616,14 @@ impl Harness {
                 possibly_written,
                 ..
             } => {
+                if matches!(error, DeliveryError::Timeout { .. })
+                    && self.extra.first_expiry.is_none()
+                {
+                    self.extra.first_expiry = Some(Expiry {
+                        line: self.out.len(),
+                        txn_request_out: self.txn_out.is_some(),
+                    });
+                }
                 let code = delivery_code(&error);
                 for id in records {
                     if let Some(&i) = self.record_index.get(&id) {

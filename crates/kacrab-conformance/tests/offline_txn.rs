@@ -2304,3 +2304,50 @@ fn a_possibly_written_batch_too_large_turns_only_the_core_abortable() {
         r#""batches":"2:1000:0:0:3","t":81"#,
     );
 }
+
+#[test]
+fn the_core_expiring_while_add_partitions_is_out_shows_only_in_records() {
+    // Seed 113 #1, shrunk. Partition 3's batch waits on the wire (its request timed out
+    // and went out again) while AddPartitionsToTxn(1) is out past the delivery timeout:
+    // the core expires both records; Java, its Sender held by the transactional request
+    // (no `sendProducerData`, so no expiry), has the batch answered and delivers both
+    // once the harness answers what is out. Near miss: Java fails a record with a code
+    // no answer brought.
+    recorded_as_replaced(
+        "txn_expiry_while_add_partitions_out_records_only",
+        Verdict::CoreExpiresWhileCoordinatorRequestOut,
+        r#"{"ev":"outcome","rec":1,"result":"ok:0"}"#,
+        r#"{"ev":"outcome","rec":1,"result":"err:48"}"#,
+    );
+}
+
+#[test]
+fn unknown_producer_id_kept_by_java_goes_out_renumbered() {
+    // Seed 113 #2, shrunk. Partition 0's sequences 1 and 2 are on the wire; 2 is
+    // answered UNKNOWN_PRODUCER_ID (no acknowledged offset at the log start): Java's
+    // `startSequencesAtBeginning` renumbers the partition's batches in flight from 0, so
+    // the kept batch goes out again as sequence 1; the core turns abortable and refuses
+    // the next send. Near miss: Java's resend at a sequence the restart does not give.
+    recorded_as_replaced(
+        "txn_upid_java_renumbers_kept_batch",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:1:1","t":0,"s":16"#,
+        r#""batches":"0:1000:0:3:1","t":0,"s":16"#,
+    );
+}
+
+#[test]
+fn the_core_failing_the_commit_early_takes_the_abort_java_refuses() {
+    // Seed 127 #1, shrunk. A batch is answered RECORD_LIST_TOO_LARGE during the commit:
+    // the core fails the commit at once and takes the application's abort; Java holds
+    // the commit (the AddPartitionsToTxn for the other partition is out), refuses the
+    // abort, and fails the commit when that request is answered
+    // TOPIC_AUTHORIZATION_FAILED. Near miss: Java's commit fails with a code no answer
+    // brought.
+    recorded_as_replaced(
+        "txn_commit_fails_early_then_abort_refused",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#"{"ev":"txn_done","call":"commit","result":"err:29"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"err:48"}"#,
+    );
+}

@@ -17,7 +17,8 @@ use super::timing::{self, DrainStop};
 /// (`recs`: the trace's sends to `p`, by record number) with an error code `X` that is
 /// not a delivery timeout (REQUEST_TIMED_OUT, 7), where the core delivered that record;
 /// and both sides fail some other record with that same `X` (the answer that made
-/// Java's transaction abortable, seen alike on both sides). An abortable transaction's
+/// Java's transaction abortable, seen alike on both sides), or, where `X` is -1 (Java
+/// names no code: a `TransactionAbortedException`), with any one code but 7. An abortable transaction's
 /// undrained batches are failed with its last error, never sent
 /// (`Sender.maybeSendAndPollTransactionalRequest`,
 /// `RecordAccumulator.abortUndrainedBatches`): Java's batch was still undrained because
@@ -41,12 +42,21 @@ pub(super) fn java_fails_undrained_alike(
             !recs.contains(rec) && j == code && co.get(rec).is_some_and(|c| c == code)
         })
     };
+    // Java names the transaction's last error, or none (-1) where it aborts the batch
+    // with a `TransactionAbortedException`; either way some other record failed alike
+    // on both sides shows the answer that ended Java's transaction.
+    let any_failed_alike = jo.iter().any(|(rec, j)| {
+        !recs.contains(rec)
+            && j.starts_with("err:")
+            && j != "err:7"
+            && co.get(rec).is_some_and(|c| c == j)
+    });
     let undrained_failed = recs.iter().any(|rec| {
         jo.get(rec).is_some_and(|j| {
             j.starts_with("err:")
                 && j != "err:7"
                 && co.get(rec).is_some_and(|c| c.starts_with("ok:"))
-                && failed_alike(j)
+                && (failed_alike(j) || (j == "err:-1" && any_failed_alike))
         })
     });
     undrained_failed

@@ -1,27 +1,35 @@
 //! The departures after which the two producers are in different transactional states:
 //! one Produce answer fails batches in the core, whose transaction turns abortable, where
-//! Java keeps them and its transaction goes on. From that answer on, every difference is
+//! Java keeps them and its transaction goes on, or where both fail them during a commit
+//! that the core fails at once and Java holds. From that answer on, every difference is
 //! the consequence of that state, so the trace is checked at the premise, and for each
 //! side keeping to its own state and inputs after it.
 
 use super::lines::{last_failing_answer_before, sends_stamp, unknown_producer_id_stamps, BEGIN_OK};
 use super::{field, txn, Verdict};
+use crate::core_side::CoreExtra;
 use crate::trace::{Op, Trace};
 
 /// The verdict of a trace whose first difference follows a Produce answer that made the
-/// core's transaction abortable and left Java's open:
+/// core's transaction abortable and left Java's open or its commit pending:
 /// * [`Verdict::UnknownProducerIdAbortsTransaction`]: the answer failed batches with
 ///   UNKNOWN_PRODUCER_ID; Java keeps them to retry (`TransactionManager.canRetry`: no
 ///   acknowledged offset at or above the log start, so it restarts the partition's
 ///   sequences), the core makes the transaction abortable (docs/design.md,
 ///   "Simplification, as built"); Java fails no record with UNKNOWN_PRODUCER_ID, and
-///   sends each of those batches again with the same stamp after the answer, or a
+///   sends each of those batches again after the answer, with the same stamp or the
+///   one its sequence restart gives it ([`restarted_stamp`]), or a
 ///   coordinator answer fatal to Java's handler comes first (the batches end with its
 ///   error), Java sending none of their partitions' batches in between;
 /// * [`Verdict::NoRenumberOfPossiblyWritten`] (departure 2): the answer failed batches of
 ///   more than one record with MESSAGE_TOO_LARGE that may be in the log; the core fails
 ///   them rather than split them, Java splits them and sends the first piece again
-///   (`txn_core_turns_abortable::core_fails_unsplit_possibly_written`).
+///   (`txn_core_turns_abortable::core_fails_unsplit_possibly_written`);
+/// * [`Verdict::CommitFailsBeforeBatchesSettle`]: both fail the batches, during a commit;
+///   the core fails the commit at once, Java holds it until no batch is incomplete
+///   ([`commit_fails_where_java_holds`]). Java's transaction is abortable too, but its
+///   pending commit refuses the application's abort and begin, which the core, its
+///   commit failed, takes.
 ///
 /// From that answer on Java's transaction is open and the core's is abortable, so what
 /// either does next (a commit that fails or succeeds, an AddPartitionsToTxn retried or
@@ -42,25 +50,28 @@ use crate::trace::{Op, Trace};
 /// * the core keeps to its abortable state: until it begins another transaction, every
 ///   batch it sends after the answer is one it had sent before, with the same stamp
 ///   (an abortable transaction drains no new batch);
-/// * Java keeps to its inputs: every failed completion in Java's output names no code
-///   (-1) or a code some answer in it carried (PRODUCER_FENCED also where
-///   INVALID_PRODUCER_EPOCH came, which Java's handlers turn into it), or
-///   TRANSACTION_ABORTABLE, REQUEST_TIMED_OUT (a batch or request that expired); its
+/// * Java's exceptions, if any, are its known bookkeeping failures, each on a partition
+///   whose entry it dropped with a batch unsettled (`java_tracking`);
+/// * Java keeps to its inputs: every failed completion and failed record in Java's
+///   output names no code (-1) or a code some answer in it carried (PRODUCER_FENCED also
+///   where INVALID_PRODUCER_EPOCH came, which Java's handlers turn into it), or
+///   TRANSACTION_ABORTABLE, REQUEST_TIMED_OUT (a batch or request that expired); each
+///   EndTxn it sends follows the application's call of its kind; each record it
+///   delivers is on a partition a Produce answer acknowledged; its
 ///   coordinator answers are, in order, ones the trace scripts ([`follows_script`]); and
 ///   it asks to add only partitions the trace sends records to.
 pub(super) fn core_abortable_where_java_keeps(
     trace: &Trace,
     java: &[String],
     core: &[String],
+    extra: &CoreExtra,
 ) -> Option<Verdict> {
     let d = (0..java.len().max(core.len())).find(|&k| match (java.get(k), core.get(k)) {
         (Some(j), Some(c)) => !txn::same(j, c),
         _ => true,
     })?;
-    let answer = last_failing_answer_before(core, d)?;
-    let at = core[..d].iter().rposition(|l| l == answer)?;
-    let begun = core[..at].iter().rposition(|l| l == BEGIN_OK)?;
-    // The stamps an answer line failed in the core, with their errors.
+    // The stamps an answer line failed in the core, with their errors
+    // (DUPLICATE_SEQUENCE_NUMBER acknowledges: the batch is in the log already).
     let failed_by = |k: usize, line: &str| -> Vec<(String, String)> {
         if field(line, "ev") != Some("answered") {
             return Vec::new();
@@ -68,49 +79,93 @@ pub(super) fn core_abortable_where_java_keeps(
         field(line, "batches")
             .unwrap_or_default()
             .split(',')
-            .filter(|b| !b.ends_with("=NONE"))
+            .filter(|b| !b.ends_with("=NONE") && !b.ends_with("=DUPLICATE_SEQUENCE_NUMBER"))
             .filter_map(|b| b.rsplit_once('='))
             .filter(|(stamp, _)| !sends_stamp(&core[k + 1..], stamp))
             .map(|(s, e)| (s.to_string(), e.to_string()))
             .collect()
     };
-    // The first failing answer of the transaction: none between its begin and `at`.
-    let earlier = (begun..at).any(|k| !failed_by(k, &core[k]).is_empty());
-    let failed = failed_by(at, answer);
-    if earlier || failed.is_empty() {
-        return None;
-    }
-    let verdict = if failed.iter().all(|(_, e)| e == "UNKNOWN_PRODUCER_ID") {
-        java_keeps_unknown_producer_id_batches(java, at, answer)
-            .then_some(Verdict::UnknownProducerIdAbortsTransaction)?
-    } else if failed.iter().all(|(_, e)| e == "MESSAGE_TOO_LARGE") {
-        super::txn_core_turns_abortable::core_fails_unsplit_possibly_written(java, core, at + 1)
-            .then_some(Verdict::NoRenumberOfPossiblyWritten)?
+    let fails_between =
+        |from: usize, to: usize| (from..to).any(|k| !failed_by(k, &core[k]).is_empty());
+    let expiry = extra.first_expiry.filter(|e| e.line <= d);
+    let expired_between =
+        |from: usize, to: usize| expiry.is_some_and(|e| from < e.line && e.line <= to);
+    // Where the states split: the core's output before `split` is what both shared.
+    let (split, verdict) = if let Some(e) = expiry.filter(|e| e.txn_request_out && e.line > 0) {
+        // The core expired a batch by `delivery.timeout.ms` while a transactional
+        // request was on the wire, with no batch failed before it in the transaction:
+        // Java checks expiry only in `Sender.sendProducerData`, which `runOnce` skips
+        // while a transactional request is in flight, so it expired nothing then.
+        let begun = core[..e.line].iter().rposition(|l| l == BEGIN_OK)?;
+        if fails_between(begun, e.line) {
+            return None;
+        }
+        (e.line, Verdict::CoreExpiresWhileCoordinatorRequestOut)
     } else {
-        return None;
+        let answer = last_failing_answer_before(core, d)?;
+        let at = core[..d].iter().rposition(|l| l == answer)?;
+        let begun = core[..at].iter().rposition(|l| l == BEGIN_OK)?;
+        // The first failure of the transaction: no failing answer or expiry since its
+        // begin.
+        let failed = failed_by(at, answer);
+        if fails_between(begun, at) || expired_between(begun, at + 1) || failed.is_empty() {
+            return None;
+        }
+        let all_failed_with = |code: &str| failed.iter().all(|(_, e)| e == code);
+        let verdict = if all_failed_with("UNKNOWN_PRODUCER_ID")
+            && java_keeps_unknown_producer_id_batches(java, at, answer)
+        {
+            Verdict::UnknownProducerIdAbortsTransaction
+        } else if all_failed_with("MESSAGE_TOO_LARGE")
+            && super::txn_core_turns_abortable::core_fails_unsplit_possibly_written(
+                java,
+                core,
+                at + 1,
+            )
+        {
+            Verdict::NoRenumberOfPossiblyWritten
+        } else if commit_fails_where_java_holds(java, core, at, &failed) {
+            Verdict::CommitFailsBeforeBatchesSettle
+        } else {
+            return None;
+        };
+        (at + 1, verdict)
     };
+    let at = split - 1;
     let core_holds_back = core.get(d).is_none_or(|l| match field(l, "ev") {
         Some("txn") => false,
         Some("produce") => field(l, "batches")
             .unwrap_or_default()
             .split(',')
-            .all(|b| sends_stamp(&core[..at], b)),
+            .all(|b| sends_stamp(&core[..split], b)),
         _ => true,
     });
     let next_begin = core[at..]
         .iter()
         .position(|l| l == BEGIN_OK)
         .map_or(core.len(), |k| at + k);
-    let core_sends_no_new_batch = core[at + 1..next_begin].iter().all(|l| {
+    let core_sends_no_new_batch = core[split..next_begin].iter().all(|l| {
         field(l, "ev") != Some("produce")
             || field(l, "batches")
                 .unwrap_or_default()
                 .split(',')
-                .all(|b| sends_stamp(&core[..at], b))
+                .all(|b| sends_stamp(&core[..split], b))
+    });
+    // Java's Sender may lose a batch in its own bookkeeping on the way (a tracking
+    // failure on a partition whose entry it dropped, `java_tracking`); any other
+    // exception is not explained.
+    let exceptions_known = java.iter().enumerate().all(|(e, l)| {
+        field(l, "ev") != Some("java_exception")
+            || (super::java_tracking::is_tracking_failure(l)
+                && super::java_tracking::named_partition(l).is_some_and(|p| {
+                    super::java_tracking::dropped_while_unsettled(&java[..e]).contains(&p)
+                }))
     });
     (core_holds_back
+        && exceptions_known
         && core_sends_no_new_batch
         && java_codes_brought(java)
+        && java_keeps_to_calls(trace, java)
         && follows_script(trace, java)
         && asks_only_sent_partitions(trace, java))
     .then_some(verdict)
@@ -135,6 +190,7 @@ fn java_keeps_unknown_producer_id_batches(java: &[String], at: usize, answer: &s
         .position(|l| super::txn_commit2::fatal_coordinator_error(l).is_some());
     let java_kept = failed.iter().all(|s| {
         sends_stamp(&java[at + 1..], s)
+            || restarted_stamp(&java[..at], s).is_some_and(|r| sends_stamp(&java[at + 1..], &r))
             || fatal.is_some_and(|f| {
                 let p = partition(s);
                 !java[at + 1..at + 1 + f]
@@ -148,12 +204,123 @@ fn java_keeps_unknown_producer_id_batches(java: &[String], at: usize, answer: &s
     java_kept && java_failed_none
 }
 
-/// Whether every failed completion in Java's output names no code (-1), a code some
-/// answer in it carried (PRODUCER_FENCED also where INVALID_PRODUCER_EPOCH came), or
-/// TRANSACTION_ABORTABLE or REQUEST_TIMED_OUT.
+/// The commit premise of [`core_abortable_where_java_keeps`]: the core's line right
+/// after the answer (its line `at`) fails the pending commit with the code of one of the
+/// batches it failed (`failed`); Java failed them too (it sends none of them again, nor
+/// a piece of one: same partition, identity and base sequence) and holds its commit
+/// (Java accepted the commit call, and completes it, if ever, only after the answer and
+/// never successfully: `TransactionManager.nextRequest` holds the EndTxn while batches
+/// are incomplete, then fails it with the abortable error). Until it completes, Java
+/// takes no abort or begin, sends no EndTxn and no new batch.
+fn commit_fails_where_java_holds(
+    java: &[String],
+    core: &[String],
+    at: usize,
+    failed: &[(String, String)],
+) -> bool {
+    let Some(line) = core.get(at + 1) else {
+        return false;
+    };
+    let code = field(line, "result").and_then(|r| r.strip_prefix("err:"));
+    let names_a_failure = super::lines::failed_commit(line)
+        && code.is_some_and(|c| {
+            failed
+                .iter()
+                .any(|(_, e)| crate::core_side::error_by_name(e).code().to_string() == c)
+        });
+    let head = |stamp: &str| stamp.rsplit_once(':').map(|(h, _)| h.to_string());
+    let java_resends = java[at + 1..].iter().any(|l| {
+        field(l, "ev") == Some("produce")
+            && field(l, "batches").unwrap_or_default().split(',').any(|b| {
+                failed
+                    .iter()
+                    .any(|(s, _)| head(s).is_some_and(|h| head(b) == Some(h)))
+            })
+    });
+    let committing = java[..=at]
+        .iter()
+        .rposition(|l| l == super::lines::COMMIT_OK);
+    let begun = java[..=at].iter().rposition(|l| l == BEGIN_OK);
+    let java_committing = committing.is_some() && committing > begun;
+    let java_commits = java[at + 1..]
+        .iter()
+        .any(|l| l == super::lines::COMMIT_DONE_OK);
+    // Until Java's commit completes, its pending commit refuses an abort and a begin,
+    // sends no EndTxn (the handler is failed, not sent) and drains no new batch (an
+    // abortable transaction's undrained batches are failed).
+    let completes = java[at + 1..]
+        .iter()
+        .position(|l| field(l, "ev") == Some("txn_done") && field(l, "call") == Some("commit"))
+        .map_or(java.len(), |k| at + 1 + k);
+    let held = java[at + 1..completes].iter().all(|l| {
+        l != super::lines::ABORT_OK
+            && l != BEGIN_OK
+            && field(l, "api") != Some("end_txn")
+            && (field(l, "ev") != Some("produce")
+                || field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .all(|b| sends_stamp(&java[..at], b)))
+    });
+    names_a_failure && !java_resends && java_committing && !java_commits && held
+}
+
+/// The stamp Java gives a batch (`stamp`, "partition:pid:epoch:seq:count") it keeps
+/// after UNKNOWN_PRODUCER_ID: `TransactionManager.startSequencesAtBeginning` renumbers
+/// the partition's batches still in flight from sequence 0, in order, so the batch's
+/// new base sequence is the record count of the batches of its partition and identity
+/// before it that were sent and not yet settled (acknowledged, or failed by an answer
+/// Kafka does not retry) in `before`.
+fn restarted_stamp(before: &[String], stamp: &str) -> Option<String> {
+    let parts: Vec<&str> = stamp.split(':').collect();
+    let [p, pid, epoch, seq, count] = parts[..] else {
+        return None;
+    };
+    let seq: i64 = seq.parse().ok()?;
+    let mut unsettled: Vec<String> = Vec::new();
+    for line in before {
+        let entries = || field(line, "batches").unwrap_or_default().split(',');
+        match field(line, "ev") {
+            Some("produce") => {
+                for b in entries() {
+                    if !unsettled.iter().any(|u| u == b) {
+                        unsettled.push(b.to_string());
+                    }
+                }
+            }
+            Some("answered") => {
+                for b in entries() {
+                    let (sent, error) = b.rsplit_once('=').unwrap_or((b, ""));
+                    let settles =
+                        error == "NONE" || !crate::core_side::error_by_name(error).is_retriable();
+                    if settles {
+                        unsettled.retain(|u| u != sent);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let earlier: i64 = unsettled
+        .iter()
+        .filter_map(|u| {
+            let v: Vec<&str> = u.split(':').collect();
+            let same = v.len() == 5 && v[0] == p && v[1] == pid && v[2] == epoch;
+            let s: i64 = v.get(3)?.parse().ok()?;
+            (same && s < seq)
+                .then(|| v[4].parse::<i64>().ok())
+                .flatten()
+        })
+        .sum();
+    Some(format!("{p}:{pid}:{epoch}:{earlier}:{count}"))
+}
+
+/// Whether every failed completion and every failed record in Java's output names no
+/// code (-1), a code some answer in it carried (PRODUCER_FENCED also where
+/// INVALID_PRODUCER_EPOCH came), or TRANSACTION_ABORTABLE or REQUEST_TIMED_OUT.
 fn java_codes_brought(java: &[String]) -> bool {
     java.iter().all(|l| {
-        let Some(code) = (field(l, "ev") == Some("txn_done"))
+        let Some(code) = matches!(field(l, "ev"), Some("txn_done" | "outcome"))
             .then(|| field(l, "result").and_then(|r| r.strip_prefix("err:")))
             .flatten()
         else {
@@ -176,6 +343,135 @@ fn java_codes_brought(java: &[String]) -> bool {
                 brought(n) || (n == "PRODUCER_FENCED" && brought("INVALID_PRODUCER_EPOCH"))
             })
     })
+}
+
+/// Whether every EndTxn Java sends follows the application's accepted call of its kind
+/// in the same transaction (a commit's EndTxn a commit call, an abort's an abort call),
+/// every record Java delivers is on a partition some Produce answer in its output
+/// acknowledged, a commit it completes successfully had every record of its transaction
+/// delivered, and each transactional request but a lookup is answered (or its
+/// connection closes) before the next goes out, the last one too.
+fn java_keeps_to_calls(trace: &Trace, java: &[String]) -> bool {
+    let mut called: Option<&str> = None;
+    let ends_follow_calls = java.iter().all(|l| {
+        if l == BEGIN_OK {
+            called = None;
+        } else if l == super::lines::COMMIT_OK {
+            called = Some("1");
+        } else if l == super::lines::ABORT_OK {
+            called = Some("0");
+        } else if field(l, "api") == Some("end_txn") && field(l, "ev") == Some("txn") {
+            return called.is_some() && field(l, "commit") == called;
+        }
+        true
+    });
+    let partition_of: Vec<i32> = trace
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Send { p, .. } => Some(*p),
+            _ => None,
+        })
+        .collect();
+    let acknowledged = |p: i32| {
+        java.iter().any(|l| {
+            field(l, "ev") == Some("answered")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| b.starts_with(&format!("{p}:")) && b.ends_with("=NONE"))
+        })
+    };
+    let delivered_acknowledged = java.iter().all(|l| {
+        field(l, "ev") != Some("outcome")
+            || !field(l, "result").is_some_and(|r| r.starts_with("ok"))
+            || field(l, "rec")
+                .and_then(|r| r.parse::<usize>().ok())
+                .and_then(|r| partition_of.get(r))
+                .is_some_and(|&p| acknowledged(p))
+    });
+    // A commit completes successfully only with every record of its transaction
+    // delivered: the k-th accepted begin in the output is the trace's k-th begin that
+    // was accepted, and its records are the sends after it, up to the next begin.
+    let begin_ops: Vec<usize> = trace
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| matches!(op, Op::Txn { call } if call == "begin"))
+        .map(|(i, _)| i)
+        .collect();
+    let begin_results: Vec<bool> = java
+        .iter()
+        .filter(|l| field(l, "ev") == Some("txn_call") && field(l, "call") == Some("begin"))
+        .map(|l| l == BEGIN_OK)
+        .collect();
+    let outcome = |rec: usize| {
+        java.iter()
+            .find(|l| {
+                field(l, "ev") == Some("outcome") && field(l, "rec") == Some(&rec.to_string())
+            })
+            .and_then(|l| field(l, "result"))
+    };
+    let commits_deliver_all = java.iter().enumerate().all(|(k, l)| {
+        if l != super::lines::COMMIT_DONE_OK {
+            return true;
+        }
+        let n = java[..k].iter().filter(|m| *m == BEGIN_OK).count();
+        let Some(b) = begin_results
+            .iter()
+            .enumerate()
+            .filter(|(_, ok)| **ok)
+            .nth(n.wrapping_sub(1))
+            .and_then(|(i, _)| begin_ops.get(i))
+        else {
+            return false;
+        };
+        let next = begin_ops
+            .iter()
+            .find(|&&i| i > *b)
+            .copied()
+            .unwrap_or(trace.ops.len());
+        let first_rec = trace.ops[..*b]
+            .iter()
+            .filter(|op| matches!(op, Op::Send { .. }))
+            .count();
+        let sends = trace.ops[*b..next]
+            .iter()
+            .filter(|op| matches!(op, Op::Send { .. }))
+            .count();
+        (first_rec..first_rec + sends)
+            .all(|r| outcome(r).is_none_or(|o| o.starts_with("ok") || o == "refused"))
+    });
+    // One transactional request at a time (lookups aside): each is answered, or its
+    // connection (the coordinator's broker) closes, before the next.
+    let coordinator = trace.config.nodes.to_string();
+    let mut waiting: Option<&str> = None;
+    let requests_answered = java.iter().all(|l| {
+        // A lookup may go out while another request waits for the coordinator.
+        if field(l, "api") == Some("find_coordinator") {
+            return true;
+        }
+        match field(l, "ev") {
+            Some("txn") => {
+                if waiting.is_some() {
+                    return false;
+                }
+                waiting = field(l, "api");
+            }
+            Some("coord_answered") => {
+                if waiting.is_some_and(|api| Some(api) != field(l, "api")) {
+                    return false;
+                }
+                waiting = None;
+            }
+            Some("disconnected") if field(l, "node") == Some(&coordinator) => waiting = None,
+            _ => {}
+        }
+        true
+    });
+    // The harness answers whatever is still out once the trace ends.
+    let requests_answered = requests_answered && waiting.is_none();
+    ends_follow_calls && delivered_acknowledged && commits_deliver_all && requests_answered
 }
 
 /// Whether the coordinator answers in `out` are, in order, answers the trace scripts:
