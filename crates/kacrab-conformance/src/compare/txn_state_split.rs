@@ -39,14 +39,18 @@ use crate::trace::{Op, Trace};
 ///   Java, as in [`txn::same`]), up to their first difference, which comes after the
 ///   answer;
 /// * that answer is the last Produce answer before the difference that failed a batch
-///   in the core (a batch the core sends again with the same stamp, anywhere later, was
-///   retried, not failed), and the first since the transaction began: before it, the
+///   in the core (a batch the core sends again with the same stamp, or split, anywhere
+///   later, was retried, not failed), and the first since the transaction began: before it, the
 ///   core's transaction was open; every batch it failed, it failed with the premise's
 ///   error;
 /// * at the first difference the core does not send where Java does something: its line
-///   there is no transactional request and no new batch (a refused send or call, a
-///   failed commit, an outcome, a batch it had sent before sent again, the end of its
-///   output), which is what an abortable transaction differs by;
+///   there is no new batch and no transactional request but the end of an abort the
+///   application called (its EndTxn(ABORT), or the TV1 epoch bump), which is what an
+///   abortable transaction differs by (a refused send or call, a failed commit, an
+///   outcome, a batch it had sent before sent again, the end of its output);
+/// * the core's failed records name what failed them: its expiry (7), the event's
+///   answer or a later one that failed a batch in the core (not sent again, nor split),
+///   a coordinator answer's code, or none (-1);
 /// * the core keeps to its abortable state: until it begins another transaction, every
 ///   batch it sends after the answer is one it had sent before, with the same stamp
 ///   (an abortable transaction drains no new batch);
@@ -81,7 +85,7 @@ pub(super) fn core_abortable_where_java_keeps(
             .split(',')
             .filter(|b| !b.ends_with("=NONE") && !b.ends_with("=DUPLICATE_SEQUENCE_NUMBER"))
             .filter_map(|b| b.rsplit_once('='))
-            .filter(|(stamp, _)| !sends_stamp(&core[k + 1..], stamp))
+            .filter(|(stamp, _)| !sends_again(&core[k + 1..], stamp))
             .map(|(s, e)| (s.to_string(), e.to_string()))
             .collect()
     };
@@ -97,7 +101,15 @@ pub(super) fn core_abortable_where_java_keeps(
         // Java checks expiry only in `Sender.sendProducerData`, which `runOnce` skips
         // while a transactional request is in flight, so it expired nothing then.
         let begun = core[..e.line].iter().rposition(|l| l == BEGIN_OK)?;
-        if fails_between(begun, e.line) {
+        // A batch the core did not send again after its answer because it expired
+        // first is not failed by the answer: Java, whose output is the same up to here,
+        // sends it again.
+        let failed_before = (begun..e.line).any(|k| {
+            failed_by(k, &core[k])
+                .iter()
+                .any(|(stamp, _)| !sends_again(&java[k + 1..], stamp))
+        });
+        if failed_before {
             return None;
         }
         (e.line, Verdict::CoreExpiresWhileCoordinatorRequestOut)
@@ -132,8 +144,16 @@ pub(super) fn core_abortable_where_java_keeps(
         (at + 1, verdict)
     };
     let at = split - 1;
+    // The application's abort, taken by both: the abortable core ends it (EndTxn(ABORT),
+    // or the TV1 epoch bump) where Java, not abortable, goes on first.
+    let aborted = core[..d].iter().rposition(|l| l == super::lines::ABORT_OK)
+        > core[..d].iter().rposition(|l| l == BEGIN_OK);
+    let ends_abort = |l: &str| {
+        (field(l, "api") == Some("end_txn") && field(l, "commit") == Some("0"))
+            || (field(l, "api") == Some("init") && field(l, "pid") != Some("-1"))
+    };
     let core_holds_back = core.get(d).is_none_or(|l| match field(l, "ev") {
-        Some("txn") => false,
+        Some("txn") => aborted && ends_abort(l),
         Some("produce") => field(l, "batches")
             .unwrap_or_default()
             .split(',')
@@ -161,7 +181,36 @@ pub(super) fn core_abortable_where_java_keeps(
                     super::java_tracking::dropped_while_unsettled(&java[..e]).contains(&p)
                 }))
     });
+    // The core's failed records name what failed them: an expiry (7), the event's answer
+    // or a later one that failed a batch in the core (not sent again, nor split; none
+    // failed before the event), a coordinator answer's code, or none (-1).
+    let core_fail_codes: Vec<String> = (at..core.len())
+        .flat_map(|k| failed_by(k, &core[k]))
+        .map(|(_, e)| crate::core_side::error_by_name(&e).code().to_string())
+        .collect();
+    let core_records_explained = core.iter().all(|l| {
+        let Some(code) = (field(l, "ev") == Some("outcome"))
+            .then(|| field(l, "result").and_then(|r| r.strip_prefix("err:")))
+            .flatten()
+        else {
+            return true;
+        };
+        code == "-1"
+            || (code == "7" && extra.first_expiry.is_some())
+            || core_fail_codes.iter().any(|c| c == code)
+            || core.iter().any(|a| {
+                field(a, "ev") == Some("coord_answered")
+                    && field(a, "error").is_some_and(|e| {
+                        e.split(',').any(|x| {
+                            let name = x.rsplit('=').next().unwrap_or_default();
+                            crate::core_side::error_by_name(name).code().to_string() == code
+                                || (name == "INVALID_PRODUCER_EPOCH" && code == "90")
+                        })
+                    })
+            })
+    });
     (core_holds_back
+        && core_records_explained
         && exceptions_known
         && core_sends_no_new_batch
         && java_codes_brought(java)
@@ -169,6 +218,44 @@ pub(super) fn core_abortable_where_java_keeps(
         && follows_script(trace, java)
         && asks_only_sent_partitions(trace, java))
     .then_some(verdict)
+}
+
+/// Whether Java's handler takes the coordinator answer `line` as fatal: the codes
+/// `txn_commit2::fatal_coordinator_error` names, and on a FindCoordinator any error
+/// that is not retriable, GROUP_AUTHORIZATION_FAILED or TRANSACTION_ABORTABLE
+/// (`FindCoordinatorHandler`: "unexpected error").
+fn java_fatal_answer(line: &str) -> bool {
+    super::txn_commit2::fatal_coordinator_error(line).is_some()
+        || (field(line, "ev") == Some("coord_answered")
+            && field(line, "api") == Some("find_coordinator")
+            && field(line, "error").is_some_and(|e| {
+                let error = crate::core_side::error_by_name(e);
+                !matches!(
+                    e,
+                    "NONE" | "GROUP_AUTHORIZATION_FAILED" | "TRANSACTION_ABORTABLE"
+                ) && !error.is_retriable()
+            }))
+}
+
+/// Whether a batch answered with an error (`stamp`) is sent again in `out`: with the
+/// same stamp, or split (a piece under the same partition, identity and base sequence
+/// with fewer records).
+fn sends_again(out: &[String], stamp: &str) -> bool {
+    let head_count = |s: &str| {
+        s.rsplit_once(':')
+            .and_then(|(h, c)| Some((h.to_string(), c.parse::<i64>().ok()?)))
+    };
+    let Some((head, count)) = head_count(stamp) else {
+        return false;
+    };
+    sends_stamp(out, stamp)
+        || out.iter().any(|l| {
+            field(l, "ev") == Some("produce")
+                && field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .any(|b| head_count(b).is_some_and(|(h, c)| h == head && c < count))
+        })
 }
 
 /// The UNKNOWN_PRODUCER_ID premise of [`core_abortable_where_java_keeps`]: Java fails no
@@ -185,9 +272,7 @@ fn java_keeps_unknown_producer_id_batches(java: &[String], at: usize, answer: &s
                 .split(',')
                 .any(|b| Some(b.split(':').next().unwrap_or_default().to_string()) == *p)
     };
-    let fatal = java[at + 1..]
-        .iter()
-        .position(|l| super::txn_commit2::fatal_coordinator_error(l).is_some());
+    let fatal = java[at + 1..].iter().position(|l| java_fatal_answer(l));
     let java_kept = failed.iter().all(|s| {
         sends_stamp(&java[at + 1..], s)
             || restarted_stamp(&java[..at], s).is_some_and(|r| sends_stamp(&java[at + 1..], &r))
