@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+mod consistency;
 mod java_tracking;
 mod lines;
 mod projection;

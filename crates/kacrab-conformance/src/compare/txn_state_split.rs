@@ -48,12 +48,19 @@ use crate::trace::{Op, Trace};
 ///   application called (its EndTxn(ABORT), or the TV1 epoch bump), which is what an
 ///   abortable transaction differs by (a refused send or call, a failed commit, an
 ///   outcome, a batch it had sent before sent again, the end of its output);
+/// * both outputs hold together on their own (`consistency::holds_together`: one
+///   outcome per record, answers only to batches on the wire, granted identities,
+///   gap-free sequences, offsets handed out once, EndTxn after its call, one
+///   transactional request at a time), and the core delivers each partition's records
+///   at offsets rising in send order;
 /// * the core's failed records name what failed them: its expiry (7), the event's
 ///   answer or a later one that failed a batch in the core (not sent again, nor split),
 ///   a coordinator answer's code, or none (-1);
-/// * the core keeps to its abortable state: until it begins another transaction, every
-///   batch it sends after the answer is one it had sent before, with the same stamp
-///   (an abortable transaction drains no new batch);
+/// * the core keeps to its abortable state ([`core_keeps_abortable`]): until it begins
+///   another transaction it sends only batches still unsettled, with their stamps (an
+///   abortable transaction drains no new batch), completes no commit, takes no begin
+///   before its abort completes, and sends no transactional request but lookups and the
+///   end of the abort;
 /// * Java's exceptions, if any, are its known bookkeeping failures, each on a partition
 ///   whose entry it dropped with a batch unsettled (`java_tracking`);
 /// * Java keeps to its inputs: every failed completion and failed record in Java's
@@ -160,17 +167,6 @@ pub(super) fn core_abortable_where_java_keeps(
             .all(|b| sends_stamp(&core[..split], b)),
         _ => true,
     });
-    let next_begin = core[at..]
-        .iter()
-        .position(|l| l == BEGIN_OK)
-        .map_or(core.len(), |k| at + k);
-    let core_sends_no_new_batch = core[split..next_begin].iter().all(|l| {
-        field(l, "ev") != Some("produce")
-            || field(l, "batches")
-                .unwrap_or_default()
-                .split(',')
-                .all(|b| sends_stamp(&core[..split], b))
-    });
     // Java's Sender may lose a batch in its own bookkeeping on the way (a tracking
     // failure on a partition whose entry it dropped, `java_tracking`); any other
     // exception is not explained.
@@ -212,10 +208,14 @@ pub(super) fn core_abortable_where_java_keeps(
     (core_holds_back
         && core_records_explained
         && exceptions_known
-        && core_sends_no_new_batch
         && java_codes_brought(java)
-        && java_keeps_to_calls(trace, java)
+        && java_commits_only_delivered(trace, java)
+        && super::consistency::holds_together(trace, java)
+        && super::consistency::holds_together(trace, core)
+        && core_keeps_abortable(core, split)
+        && core_delivers_in_send_order(trace, core)
         && follows_script(trace, java)
+        && follows_script(trace, core)
         && asks_only_sent_partitions(trace, java))
     .then_some(verdict)
 }
@@ -430,54 +430,10 @@ fn java_codes_brought(java: &[String]) -> bool {
     })
 }
 
-/// Whether every EndTxn Java sends follows the application's accepted call of its kind
-/// in the same transaction (a commit's EndTxn a commit call, an abort's an abort call),
-/// every record Java delivers is on a partition some Produce answer in its output
-/// acknowledged, a commit it completes successfully had every record of its transaction
-/// delivered, and each transactional request but a lookup is answered (or its
-/// connection closes) before the next goes out, the last one too.
-fn java_keeps_to_calls(trace: &Trace, java: &[String]) -> bool {
-    let mut called: Option<&str> = None;
-    let ends_follow_calls = java.iter().all(|l| {
-        if l == BEGIN_OK {
-            called = None;
-        } else if l == super::lines::COMMIT_OK {
-            called = Some("1");
-        } else if l == super::lines::ABORT_OK {
-            called = Some("0");
-        } else if field(l, "api") == Some("end_txn") && field(l, "ev") == Some("txn") {
-            return called.is_some() && field(l, "commit") == called;
-        }
-        true
-    });
-    let partition_of: Vec<i32> = trace
-        .ops
-        .iter()
-        .filter_map(|op| match op {
-            Op::Send { p, .. } => Some(*p),
-            _ => None,
-        })
-        .collect();
-    let acknowledged = |p: i32| {
-        java.iter().any(|l| {
-            field(l, "ev") == Some("answered")
-                && field(l, "batches")
-                    .unwrap_or_default()
-                    .split(',')
-                    .any(|b| b.starts_with(&format!("{p}:")) && b.ends_with("=NONE"))
-        })
-    };
-    let delivered_acknowledged = java.iter().all(|l| {
-        field(l, "ev") != Some("outcome")
-            || !field(l, "result").is_some_and(|r| r.starts_with("ok"))
-            || field(l, "rec")
-                .and_then(|r| r.parse::<usize>().ok())
-                .and_then(|r| partition_of.get(r))
-                .is_some_and(|&p| acknowledged(p))
-    });
-    // A commit completes successfully only with every record of its transaction
-    // delivered: the k-th accepted begin in the output is the trace's k-th begin that
-    // was accepted, and its records are the sends after it, up to the next begin.
+/// Whether a commit Java completes successfully had every record of its transaction
+/// delivered: the k-th accepted begin in the output is the trace's k-th begin that was
+/// accepted, and its records are the sends after it, up to the next begin.
+fn java_commits_only_delivered(trace: &Trace, java: &[String]) -> bool {
     let begin_ops: Vec<usize> = trace
         .ops
         .iter()
@@ -497,7 +453,7 @@ fn java_keeps_to_calls(trace: &Trace, java: &[String]) -> bool {
             })
             .and_then(|l| field(l, "result"))
     };
-    let commits_deliver_all = java.iter().enumerate().all(|(k, l)| {
+    java.iter().enumerate().all(|(k, l)| {
         if l != super::lines::COMMIT_DONE_OK {
             return true;
         }
@@ -516,47 +472,95 @@ fn java_keeps_to_calls(trace: &Trace, java: &[String]) -> bool {
             .find(|&&i| i > *b)
             .copied()
             .unwrap_or(trace.ops.len());
-        let first_rec = trace.ops[..*b]
-            .iter()
-            .filter(|op| matches!(op, Op::Send { .. }))
-            .count();
-        let sends = trace.ops[*b..next]
-            .iter()
-            .filter(|op| matches!(op, Op::Send { .. }))
-            .count();
-        (first_rec..first_rec + sends)
+        let sends = |ops: &[Op]| {
+            ops.iter()
+                .filter(|op| matches!(op, Op::Send { .. }))
+                .count()
+        };
+        let first_rec = sends(&trace.ops[..*b]);
+        (first_rec..first_rec + sends(&trace.ops[*b..next]))
             .all(|r| outcome(r).is_none_or(|o| o.starts_with("ok") || o == "refused"))
-    });
-    // One transactional request at a time (lookups aside): each is answered, or its
-    // connection (the coordinator's broker) closes, before the next.
-    let coordinator = trace.config.nodes.to_string();
-    let mut waiting: Option<&str> = None;
-    let requests_answered = java.iter().all(|l| {
-        // A lookup may go out while another request waits for the coordinator.
-        if field(l, "api") == Some("find_coordinator") {
-            return true;
+    })
+}
+
+/// Whether the core's delivered records of each partition have offsets rising in send
+/// order (its promise: the log holds them in send order).
+fn core_delivers_in_send_order(trace: &Trace, core: &[String]) -> bool {
+    let mut delivered = super::consistency::delivered(trace, core);
+    delivered.sort_by_key(|&(rec, _, _)| rec);
+    let mut last: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
+    delivered.iter().all(|&(_, p, o)| {
+        let rising = last.get(&p).is_none_or(|&before| o > before);
+        last.insert(p, o);
+        rising
+    })
+}
+
+/// Whether the core keeps to its abortable transaction from `split` until it begins
+/// another: its only transactional requests are lookups and the end of the abort
+/// (EndTxn(ABORT), the TV1 bump), it completes no commit successfully, takes no begin
+/// before that abort completes, and sends only batches still unsettled (sent before
+/// and neither acknowledged nor failed since).
+fn core_keeps_abortable(core: &[String], split: usize) -> bool {
+    let mut settled: Vec<&str> = Vec::new();
+    let mut sent: Vec<&str> = Vec::new();
+    for l in &core[..split] {
+        match field(l, "ev") {
+            Some("produce") => sent.extend(field(l, "batches").unwrap_or_default().split(',')),
+            Some("answered") => {
+                for b in field(l, "batches").unwrap_or_default().split(',') {
+                    let (stamp, error) = b.rsplit_once('=').unwrap_or((b, ""));
+                    if matches!(error, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
+                        || !crate::core_side::error_by_name(error).is_retriable()
+                    {
+                        settled.push(stamp);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut abort_done = false;
+    for l in &core[split..] {
+        if l == BEGIN_OK {
+            return abort_done;
         }
         match field(l, "ev") {
             Some("txn") => {
-                if waiting.is_some() {
+                let ends_abort = (field(l, "api") == Some("end_txn")
+                    && field(l, "commit") == Some("0"))
+                    || (field(l, "api") == Some("init") && field(l, "pid") != Some("-1"));
+                if !(field(l, "api") == Some("find_coordinator") || ends_abort) {
                     return false;
                 }
-                waiting = field(l, "api");
             }
-            Some("coord_answered") => {
-                if waiting.is_some_and(|api| Some(api) != field(l, "api")) {
+            Some("txn_done") if field(l, "call") == Some("abort") => abort_done = true,
+            Some("produce") => {
+                let unsettled = field(l, "batches")
+                    .unwrap_or_default()
+                    .split(',')
+                    .all(|b| sent.contains(&b) && !settled.contains(&b));
+                if !unsettled {
                     return false;
                 }
-                waiting = None;
             }
-            Some("disconnected") if field(l, "node") == Some(&coordinator) => waiting = None,
+            Some("answered") => {
+                for b in field(l, "batches").unwrap_or_default().split(',') {
+                    let (stamp, error) = b.rsplit_once('=').unwrap_or((b, ""));
+                    if matches!(error, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
+                        || !crate::core_side::error_by_name(error).is_retriable()
+                    {
+                        settled.push(stamp);
+                    }
+                }
+            }
             _ => {}
         }
-        true
-    });
-    // The harness answers whatever is still out once the trace ends.
-    let requests_answered = requests_answered && waiting.is_none();
-    ends_follow_calls && delivered_acknowledged && commits_deliver_all && requests_answered
+        if l == super::lines::COMMIT_DONE_OK {
+            return false;
+        }
+    }
+    true
 }
 
 /// Whether the coordinator answers in `out` are, in order, answers the trace scripts:
