@@ -162,102 +162,162 @@ pub fn idempotent(seed: u64, answers: Answers) -> Trace {
     Trace { config, ops }
 }
 
-/// The errors Kafka's transaction coordinator answers AddPartitionsToTxn with, one for
-/// every partition of the request, and their weights: `TransactionCoordinator`
-/// (`handleAddPartitionsToTransaction`: the coordinator moved or loading, a transition
-/// in progress, a fenced epoch) and `KafkaApis.handleAddPartitionsToTxnRequest`
-/// (`transactional.id` or topic not authorized, the topic unknown). INVALID_PRODUCER_EPOCH
-/// is what a coordinator older than KIP-588 says for PRODUCER_FENCED. A log append the
-/// coordinator could not complete it reports as COORDINATOR_NOT_AVAILABLE or
-/// NOT_COORDINATOR (`TransactionStateManager.appendTransactionToLog`), never as the
-/// append's own error.
-pub const ADD_PARTITIONS_ERRORS: &[(&str, u64)] = &[
-    ("NONE", 60),
-    ("COORDINATOR_NOT_AVAILABLE", 5),
-    ("NOT_COORDINATOR", 5),
-    ("COORDINATOR_LOAD_IN_PROGRESS", 4),
-    ("CONCURRENT_TRANSACTIONS", 5),
-    ("UNKNOWN_TOPIC_OR_PARTITION", 1),
-    ("INVALID_PRODUCER_EPOCH", 1),
-    ("PRODUCER_FENCED", 1),
-    ("TOPIC_AUTHORIZATION_FAILED", 1),
-    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
+/// The coordinator's condition when an answer comes, with its weight: one answer of
+/// the trace says what each transactional API gets in that condition, so that it is
+/// valid whichever request it meets (the two sides may have different ones
+/// outstanding), and requests of different APIs meeting it get the answers one
+/// coordinator would give together. Each is an answer Kafka gives: FindCoordinator
+/// from any broker (`KafkaApis.getCoordinator`: NONE, or COORDINATOR_NOT_AVAILABLE
+/// while the transaction state topic's partition has no leader), the others from the
+/// transaction coordinator (`TransactionCoordinator.handleInitProducerId`,
+/// `handleAddPartitionsToTransaction`, `handleEndTransaction`; a log append it could not
+/// complete it reports as COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR,
+/// `TransactionStateManager.appendTransactionToLog`) or from
+/// `KafkaApis.handleAddPartitionsToTxnRequest` (topic not authorized or unknown, for
+/// every partition of the trace's one topic; or one partition unknown and the rest of
+/// the request not attempted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoordinatorCondition {
+    /// Everything succeeds.
+    Fine,
+    /// The coordinator moved: NOT_COORDINATOR from it, NONE from FindCoordinator.
+    Moved,
+    /// No leader for its partition: COORDINATOR_NOT_AVAILABLE from everything.
+    Unavailable,
+    /// Loading its partition: COORDINATOR_LOAD_IN_PROGRESS, NONE from FindCoordinator.
+    Loading,
+    /// A transition in progress: CONCURRENT_TRANSACTIONS, NONE from FindCoordinator.
+    Busy,
+    /// The producer's epoch is fenced: PRODUCER_FENCED.
+    Fenced,
+    /// Fenced, as a coordinator older than KIP-588 says it on AddPartitionsToTxn and
+    /// EndTxn (INVALID_PRODUCER_EPOCH); its InitProducerId says PRODUCER_FENCED.
+    FencedOld,
+    /// The `transactional.id` is not authorized: everything fails with
+    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+    IdUnauthorized,
+    /// The topic is not authorized: AddPartitionsToTxn TOPIC_AUTHORIZATION_FAILED.
+    TopicUnauthorized,
+    /// The topic is unknown: AddPartitionsToTxn UNKNOWN_TOPIC_OR_PARTITION.
+    TopicUnknown,
+    /// One partition is unknown: it gets UNKNOWN_TOPIC_OR_PARTITION, the rest of an
+    /// AddPartitionsToTxn naming it OPERATION_NOT_ATTEMPTED.
+    PartitionUnknown,
+    /// An end that does not fit the transaction's state: EndTxn INVALID_TXN_STATE.
+    EndMisfits,
+}
+
+/// The conditions a faulty transactional trace draws from, and their weights.
+pub const COORDINATOR_CONDITIONS: &[(CoordinatorCondition, u64)] = &[
+    (CoordinatorCondition::Fine, 60),
+    (CoordinatorCondition::Moved, 5),
+    (CoordinatorCondition::Unavailable, 5),
+    (CoordinatorCondition::Loading, 4),
+    (CoordinatorCondition::Busy, 5),
+    (CoordinatorCondition::Fenced, 1),
+    (CoordinatorCondition::FencedOld, 1),
+    (CoordinatorCondition::IdUnauthorized, 1),
+    (CoordinatorCondition::TopicUnauthorized, 1),
+    (CoordinatorCondition::TopicUnknown, 1),
+    (CoordinatorCondition::PartitionUnknown, 3),
+    (CoordinatorCondition::EndMisfits, 1),
 ];
 
-/// The errors Kafka answers FindCoordinator for a transactional id with, and their
-/// weights (`KafkaApis.getCoordinator`: the transaction state topic or its leader not
-/// there yet, the `transactional.id` not authorized).
-pub const FIND_COORDINATOR_ERRORS: &[(&str, u64)] = &[
-    ("NONE", 80),
-    ("COORDINATOR_NOT_AVAILABLE", 12),
-    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
-];
-
-/// The errors Kafka's transaction coordinator answers InitProducerId with, and their
-/// weights (`TransactionCoordinator.handleInitProducerId`: moved, loading, a transition
-/// in progress, a bump at a stale epoch, not authorized).
-pub const INIT_PRODUCER_ID_ERRORS: &[(&str, u64)] = &[
-    ("NONE", 60),
-    ("COORDINATOR_NOT_AVAILABLE", 5),
-    ("NOT_COORDINATOR", 5),
-    ("COORDINATOR_LOAD_IN_PROGRESS", 4),
-    ("CONCURRENT_TRANSACTIONS", 5),
-    ("PRODUCER_FENCED", 1),
-    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
-];
-
-/// The errors Kafka's transaction coordinator answers EndTxn with, and their weights
-/// (`TransactionCoordinator.handleEndTransaction`: moved, loading, a transition in
-/// progress, a fenced epoch, an end that does not fit the transaction's state, not
-/// authorized).
-pub const END_TXN_ERRORS: &[(&str, u64)] = &[
-    ("NONE", 60),
-    ("COORDINATOR_NOT_AVAILABLE", 5),
-    ("NOT_COORDINATOR", 5),
-    ("COORDINATOR_LOAD_IN_PROGRESS", 4),
-    ("CONCURRENT_TRANSACTIONS", 5),
-    ("INVALID_PRODUCER_EPOCH", 1),
-    ("PRODUCER_FENCED", 1),
-    ("INVALID_TXN_STATE", 1),
-    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 1),
-];
-
-/// A coordinator answer that is valid whichever transactional request it meets: an
-/// error drawn per API, and now and then an AddPartitionsToTxn answer where one
-/// partition does not exist (UNKNOWN_TOPIC_OR_PARTITION) and Kafka leaves the others
-/// untried (OPERATION_NOT_ATTEMPTED). Only `NONE` in a clean trace.
-fn coord_answer(rng: &mut Rng, partitions: i32, answers: Answers) -> Op {
-    if answers == Answers::Clean {
-        return Op::Coord {
-            error: "NONE".into(),
-            p: None,
-            apis: ApiAnswers::default(),
+impl CoordinatorCondition {
+    /// The answer, as a trace's `coord` operation: `error` for AddPartitionsToTxn (and
+    /// the default), `find`, `init`, `end` where they differ; `p` a partition the trace
+    /// has, for [`CoordinatorCondition::PartitionUnknown`].
+    #[must_use]
+    pub fn answer(self, p: i32) -> Op {
+        use CoordinatorCondition as C;
+        let (add, find, init, end) = match self {
+            C::Fine | C::PartitionUnknown => ("NONE", "NONE", "NONE", "NONE"),
+            C::Moved => (
+                "NOT_COORDINATOR",
+                "NONE",
+                "NOT_COORDINATOR",
+                "NOT_COORDINATOR",
+            ),
+            C::Unavailable => (
+                "COORDINATOR_NOT_AVAILABLE",
+                "COORDINATOR_NOT_AVAILABLE",
+                "COORDINATOR_NOT_AVAILABLE",
+                "COORDINATOR_NOT_AVAILABLE",
+            ),
+            C::Loading => (
+                "COORDINATOR_LOAD_IN_PROGRESS",
+                "NONE",
+                "COORDINATOR_LOAD_IN_PROGRESS",
+                "COORDINATOR_LOAD_IN_PROGRESS",
+            ),
+            C::Busy => (
+                "CONCURRENT_TRANSACTIONS",
+                "NONE",
+                "CONCURRENT_TRANSACTIONS",
+                "CONCURRENT_TRANSACTIONS",
+            ),
+            C::Fenced => (
+                "PRODUCER_FENCED",
+                "NONE",
+                "PRODUCER_FENCED",
+                "PRODUCER_FENCED",
+            ),
+            C::FencedOld => (
+                "INVALID_PRODUCER_EPOCH",
+                "NONE",
+                "PRODUCER_FENCED",
+                "INVALID_PRODUCER_EPOCH",
+            ),
+            C::IdUnauthorized => {
+                const A: &str = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+                (A, A, A, A)
+            }
+            C::TopicUnauthorized => ("TOPIC_AUTHORIZATION_FAILED", "NONE", "NONE", "NONE"),
+            C::TopicUnknown => ("UNKNOWN_TOPIC_OR_PARTITION", "NONE", "NONE", "NONE"),
+            C::EndMisfits => ("NONE", "NONE", "NONE", "INVALID_TXN_STATE"),
         };
+        let other = |e: &str| (e != add).then(|| e.to_string());
+        let (p, rest) = if self == C::PartitionUnknown {
+            (
+                Some((p, "UNKNOWN_TOPIC_OR_PARTITION".to_string())),
+                Some("OPERATION_NOT_ATTEMPTED".to_string()),
+            )
+        } else {
+            (None, None)
+        };
+        Op::Coord {
+            error: add.to_string(),
+            p,
+            apis: ApiAnswers {
+                find: other(find),
+                init: other(init),
+                end: other(end),
+                rest,
+            },
+        }
     }
-    let error = weighted(rng, ADD_PARTITIONS_ERRORS).to_string();
-    let mut draw = |table| Some(weighted(rng, table).to_string()).filter(|e| *e != error);
-    let find = draw(FIND_COORDINATOR_ERRORS);
-    let init = draw(INIT_PRODUCER_ID_ERRORS);
-    let end = draw(END_TXN_ERRORS);
-    let (p, rest) = if rng.chance(5) {
-        let p = rng.below(partitions as u64) as i32;
-        (
-            Some((p, "UNKNOWN_TOPIC_OR_PARTITION".to_string())),
-            Some("OPERATION_NOT_ATTEMPTED".to_string()),
-        )
+}
+
+/// A coordinator answer valid whichever transactional request it meets: a drawn
+/// [`CoordinatorCondition`]'s. Only `NONE` in a clean trace.
+fn coord_answer(rng: &mut Rng, partitions: i32, answers: Answers) -> Op {
+    let condition = if answers == Answers::Clean {
+        CoordinatorCondition::Fine
     } else {
-        (None, None)
+        let total: u64 = COORDINATOR_CONDITIONS.iter().map(|(_, w)| w).sum();
+        let mut x = rng.below(total);
+        let mut chosen = CoordinatorCondition::Fine;
+        for &(c, w) in COORDINATOR_CONDITIONS {
+            if x < w {
+                chosen = c;
+                break;
+            }
+            x -= w;
+        }
+        chosen
     };
-    Op::Coord {
-        error,
-        p,
-        apis: ApiAnswers {
-            find,
-            init,
-            end,
-            rest,
-        },
-    }
+    let p = rng.below(partitions as u64) as i32;
+    condition.answer(p)
 }
 
 /// Whether a coordinator answer names any error.

@@ -2351,3 +2351,47 @@ fn the_core_failing_the_commit_early_takes_the_abort_java_refuses() {
         r#"{"ev":"txn_done","call":"commit","result":"err:48"}"#,
     );
 }
+
+#[test]
+fn java_losing_track_of_a_batch_it_kept_to_retry_is_that_defect() {
+    // Seed 163 #1, shrunk. Partition 0's sequence 2 is answered OUT_OF_ORDER_SEQUENCE_NUMBER
+    // and kept to retry; then sequence 1 is answered UNKNOWN_PRODUCER_ID after an
+    // acknowledged offset: Java drops the partition's entry with sequence 2 still kept,
+    // and its request timeout's re-enqueue of it throws. A batch answered with an error
+    // and sent again is unsettled, whatever the error. Near miss: another exception.
+    recorded_as_replaced(
+        "txn_java_loses_track_of_retried_batch",
+        Verdict::JavaLosesTrackOfBatches,
+        "IllegalStateException: We are re-enqueueing",
+        "NullPointerException: We are re-enqueueing",
+    );
+}
+
+#[test]
+fn the_core_failing_the_commit_early_retries_its_add_partitions_once_aborting() {
+    // Seed 173 #2, shrunk. A batch is answered INVALID_RECORD during the commit: the
+    // core fails the commit at once and takes the application's abort; its
+    // AddPartitionsToTxn, answered CONCURRENT_TRANSACTIONS, goes out again (aborting is
+    // no error state, so the retried request is not failed unsent), while Java still
+    // holds its commit. Near miss: Java's held commit succeeds.
+    recorded_as_replaced(
+        "txn_commit_fails_early_core_retries_add_while_aborting",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#"{"ev":"txn_done","call":"commit","result":"err:87"}"#,
+        r#"{"ev":"txn_done","call":"commit","result":"ok"}"#,
+    );
+}
+
+#[test]
+fn the_core_failing_the_commit_early_where_javas_final_drain_throws() {
+    // Seed 179 #1, shrunk. The core fails the commit at once after a failed batch; Java
+    // holds it, and after UNKNOWN_PRODUCER_ID on another partition its Sender throws in
+    // the harness's final drain, which then writes no outcome. Near miss: another
+    // exception.
+    recorded_as_replaced(
+        "txn_commit_fails_early_java_drain_throws",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        "IllegalStateException: Trying to get",
+        "NullPointerException: Trying to get",
+    );
+}

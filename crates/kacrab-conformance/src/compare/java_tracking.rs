@@ -170,13 +170,14 @@ pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> O
 }
 
 /// The partitions whose entry Java dropped while another batch of theirs was unsettled,
-/// in `lines` (see [`java_loses_track_of_batches`]).
+/// in `lines` (see [`java_loses_track_of_batches`]). A batch answered with an error and
+/// sent again later in `lines` stays unsettled: Java kept it to retry.
 pub(super) fn dropped_while_unsettled(lines: &[String]) -> Vec<i32> {
     // Per partition, the stamps ("pid:epoch:seq:count") sent and not settled.
     let mut unsettled: BTreeMap<i32, Vec<String>> = BTreeMap::new();
     let mut dropped = Vec::new();
     let mut bump_asked = false;
-    for line in lines {
+    for (k, line) in lines.iter().enumerate() {
         match field(line, "ev") {
             Some("produce") => {
                 for (p, stamp) in batches(line) {
@@ -190,8 +191,13 @@ pub(super) fn dropped_while_unsettled(lines: &[String]) -> Vec<i32> {
                 for (p, answered) in batches(line) {
                     let (stamp, error) = answered.split_once('=').unwrap_or((&answered, ""));
                     let sent = unsettled.entry(p).or_default();
-                    let settles = error == "UNKNOWN_PRODUCER_ID"
-                        || !crate::core_side::error_by_name(error).is_retriable();
+                    // A batch Java sends again later was kept to retry, not settled,
+                    // whatever its error.
+                    let resent =
+                        super::lines::sends_stamp(&lines[k + 1..], &format!("{p}:{stamp}"));
+                    let settles = !resent
+                        && (error == "UNKNOWN_PRODUCER_ID"
+                            || !crate::core_side::error_by_name(error).is_retriable());
                     if settles {
                         sent.retain(|s| s != stamp);
                     }

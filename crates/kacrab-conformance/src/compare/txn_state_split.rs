@@ -170,13 +170,7 @@ pub(super) fn core_abortable_where_java_keeps(
     // Java's Sender may lose a batch in its own bookkeeping on the way (a tracking
     // failure on a partition whose entry it dropped, `java_tracking`); any other
     // exception is not explained.
-    let exceptions_known = java.iter().enumerate().all(|(e, l)| {
-        field(l, "ev") != Some("java_exception")
-            || (super::java_tracking::is_tracking_failure(l)
-                && super::java_tracking::named_partition(l).is_some_and(|p| {
-                    super::java_tracking::dropped_while_unsettled(&java[..e]).contains(&p)
-                }))
-    });
+    let exceptions_known = java_exceptions_known(java);
     // The core's failed records name what failed them: an expiry (7), the event's answer
     // or a later one that failed a batch in the core (not sent again, nor split; none
     // failed before the event), a coordinator answer's code, or none (-1).
@@ -218,6 +212,18 @@ pub(super) fn core_abortable_where_java_keeps(
         && follows_script(trace, core)
         && asks_only_sent_partitions(trace, java))
     .then_some(verdict)
+}
+
+/// Whether every exception in Java's output is one of its bookkeeping failures, on a
+/// partition whose entry it dropped with a batch unsettled (`java_tracking`).
+pub(super) fn java_exceptions_known(java: &[String]) -> bool {
+    java.iter().enumerate().all(|(e, l)| {
+        field(l, "ev") != Some("java_exception")
+            || (super::java_tracking::is_tracking_failure(l)
+                && super::java_tracking::named_partition(l).is_some_and(|p| {
+                    super::java_tracking::dropped_while_unsettled(&java[..e]).contains(&p)
+                }))
+    })
 }
 
 /// Whether Java's handler takes the coordinator answer `line` as fatal: the codes
@@ -403,7 +409,7 @@ fn restarted_stamp(before: &[String], stamp: &str) -> Option<String> {
 /// Whether every failed completion and every failed record in Java's output names no
 /// code (-1), a code some answer in it carried (PRODUCER_FENCED also where
 /// INVALID_PRODUCER_EPOCH came), or TRANSACTION_ABORTABLE or REQUEST_TIMED_OUT.
-fn java_codes_brought(java: &[String]) -> bool {
+pub(super) fn java_codes_brought(java: &[String]) -> bool {
     java.iter().all(|l| {
         let Some(code) = matches!(field(l, "ev"), Some("txn_done" | "outcome"))
             .then(|| field(l, "result").and_then(|r| r.strip_prefix("err:")))
@@ -433,7 +439,7 @@ fn java_codes_brought(java: &[String]) -> bool {
 /// Whether a commit Java completes successfully had every record of its transaction
 /// delivered: the k-th accepted begin in the output is the trace's k-th begin that was
 /// accepted, and its records are the sends after it, up to the next begin.
-fn java_commits_only_delivered(trace: &Trace, java: &[String]) -> bool {
+pub(super) fn java_commits_only_delivered(trace: &Trace, java: &[String]) -> bool {
     let begin_ops: Vec<usize> = trace
         .ops
         .iter()
@@ -497,10 +503,11 @@ fn core_delivers_in_send_order(trace: &Trace, core: &[String]) -> bool {
 }
 
 /// Whether the core keeps to its abortable transaction from `split` until it begins
-/// another: its only transactional requests are lookups and the end of the abort
-/// (EndTxn(ABORT), the TV1 bump), it completes no commit successfully, takes no begin
-/// before that abort completes, and sends only batches still unsettled (sent before
-/// and neither acknowledged nor failed since).
+/// another: its only transactional requests are lookups, the end of the abort
+/// (EndTxn(ABORT), the TV1 bump) and, once the application's abort is accepted, an
+/// AddPartitionsToTxn sent before and retried; it completes no commit successfully,
+/// takes no begin before that abort completes, and sends only batches still unsettled
+/// (sent before and neither acknowledged nor failed since).
 fn core_keeps_abortable(core: &[String], split: usize) -> bool {
     let mut settled: Vec<&str> = Vec::new();
     let mut sent: Vec<&str> = Vec::new();
@@ -521,16 +528,35 @@ fn core_keeps_abortable(core: &[String], split: usize) -> bool {
         }
     }
     let mut abort_done = false;
+    let mut aborting = false;
+    // The AddPartitionsToTxn requests sent before the split, by their partitions.
+    let asked_before: Vec<&str> = core[..split]
+        .iter()
+        .filter(|l| super::txn::is_add_partitions(l))
+        .filter_map(|l| field(l, "parts"))
+        .collect();
     for l in &core[split..] {
         if l == BEGIN_OK {
             return abort_done;
+        }
+        if l == super::lines::ABORT_OK {
+            aborting = true;
         }
         match field(l, "ev") {
             Some("txn") => {
                 let ends_abort = (field(l, "api") == Some("end_txn")
                     && field(l, "commit") == Some("0"))
                     || (field(l, "api") == Some("init") && field(l, "pid") != Some("-1"));
-                if !(field(l, "api") == Some("find_coordinator") || ends_abort) {
+                // Aborting is no error state: a request retried after a retriable
+                // answer goes out again (Java's `maybeTerminateRequestWithError` fails
+                // requests only in an error state).
+                let retried_while_aborting = aborting
+                    && super::txn::is_add_partitions(l)
+                    && field(l, "parts").is_some_and(|p| asked_before.contains(&p));
+                if !(field(l, "api") == Some("find_coordinator")
+                    || ends_abort
+                    || retried_while_aborting)
+                {
                     return false;
                 }
             }
@@ -611,7 +637,7 @@ pub(super) fn follows_script(trace: &Trace, out: &[String]) -> bool {
 
 /// Whether every partition an AddPartitionsToTxn in `out` names is one the trace sends
 /// records to.
-fn asks_only_sent_partitions(trace: &Trace, out: &[String]) -> bool {
+pub(super) fn asks_only_sent_partitions(trace: &Trace, out: &[String]) -> bool {
     out.iter()
         .filter(|l| txn::is_add_partitions(l))
         .flat_map(|l| txn::parts(l))
