@@ -502,6 +502,21 @@ fn core_delivers_in_send_order(trace: &Trace, core: &[String]) -> bool {
     })
 }
 
+/// The stamps a Produce answer line settles: acknowledged, or failed by an error Kafka
+/// does not retry.
+fn settled_by(line: &str) -> Vec<&str> {
+    field(line, "batches")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| {
+            let (stamp, error) = b.rsplit_once('=').unwrap_or((b, ""));
+            (matches!(error, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
+                || !crate::core_side::error_by_name(error).is_retriable())
+            .then_some(stamp)
+        })
+        .collect()
+}
+
 /// Whether the core keeps to its abortable transaction from `split` until it begins
 /// another: its only transactional requests are lookups, the end of the abort
 /// (EndTxn(ABORT), the TV1 bump) and, once the application's abort is accepted, an
@@ -515,14 +530,7 @@ fn core_keeps_abortable(core: &[String], split: usize) -> bool {
         match field(l, "ev") {
             Some("produce") => sent.extend(field(l, "batches").unwrap_or_default().split(',')),
             Some("answered") => {
-                for b in field(l, "batches").unwrap_or_default().split(',') {
-                    let (stamp, error) = b.rsplit_once('=').unwrap_or((b, ""));
-                    if matches!(error, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
-                        || !crate::core_side::error_by_name(error).is_retriable()
-                    {
-                        settled.push(stamp);
-                    }
-                }
+                settled.extend(settled_by(l));
             }
             _ => {}
         }
@@ -571,14 +579,7 @@ fn core_keeps_abortable(core: &[String], split: usize) -> bool {
                 }
             }
             Some("answered") => {
-                for b in field(l, "batches").unwrap_or_default().split(',') {
-                    let (stamp, error) = b.rsplit_once('=').unwrap_or((b, ""));
-                    if matches!(error, "NONE" | "DUPLICATE_SEQUENCE_NUMBER")
-                        || !crate::core_side::error_by_name(error).is_retriable()
-                    {
-                        settled.push(stamp);
-                    }
-                }
+                settled.extend(settled_by(l));
             }
             _ => {}
         }
