@@ -311,6 +311,30 @@ pub(super) fn java_retries_partitions_already_asked(
     core: &[(usize, &str)],
     i: usize,
 ) -> bool {
+    if !java_stale_retry(java, core, i) {
+        return false;
+    }
+    let core_asks_new = core.get(i).is_some_and(|(_, c)| {
+        is_add_partitions(c) && parts(c).iter().any(|&p| !asked_in_transaction(core, i, p))
+    });
+    // Java's next AddPartitionsToTxn after its stale retries, if it is the core's.
+    let java_asks_core_next = core.get(i).is_some_and(|(_, c)| {
+        java[i + 1..]
+            .iter()
+            .find(|(_, l)| {
+                is_add_partitions(l) && parts(l).iter().any(|&p| !asked_in_transaction(java, i, p))
+            })
+            .is_some_and(|(_, l)| l == c)
+    });
+    !core_asks_new || java_asks_core_next
+}
+
+/// Whether Java's line at the first difference `i` is a stale AddPartitionsToTxn retry:
+/// under the identity of both sides' last AddPartitionsToTxn, for partitions both sides
+/// already added in this transaction (the premise of
+/// [`java_retries_partitions_already_asked`] and of
+/// `txn_held_add_partitions::stale_retry_takes_answers_alike`).
+pub(super) fn java_stale_retry(java: &[(usize, &str)], core: &[(usize, &str)], i: usize) -> bool {
     let Some((_, j)) = java.get(i) else {
         return false;
     };
@@ -325,24 +349,11 @@ pub(super) fn java_retries_partitions_already_asked(
             .map(|(_, l)| identity_of(l))
     };
     let identity = Some(identity_of(j));
-    let core_asks_new = core.get(i).is_some_and(|(_, c)| {
-        is_add_partitions(c) && parts(c).iter().any(|&p| !asked_in_transaction(core, i, p))
-    });
-    // Java's next AddPartitionsToTxn after its stale retries, if it is the core's.
-    let java_asks_core_next = core.get(i).is_some_and(|(_, c)| {
-        java[i + 1..]
-            .iter()
-            .find(|(_, l)| {
-                is_add_partitions(l) && parts(l).iter().any(|&p| !asked_in_transaction(java, i, p))
-            })
-            .is_some_and(|(_, l)| l == c)
-    });
     last(java) == identity
         && last(core) == identity
         && parts(j)
             .iter()
             .all(|&p| added_in_transaction(java, i, p) && added_in_transaction(core, i, p))
-        && (!core_asks_new || java_asks_core_next)
 }
 
 /// Whether an AddPartitionsToTxn answer in `h` before index `i`, since the transaction
@@ -505,6 +516,13 @@ pub(super) fn verdict(
             ) =>
         {
             Verdict::CoreExpiresWhileCoordinatorRequestOut
+        }
+        Verdict::Unexplained
+            if super::txn_held_add_partitions::stale_retry_takes_answers_alike(
+                java, core, jh, ch, i,
+            ) =>
+        {
+            Verdict::JavaReasksPendingPartitions
         }
         Verdict::Unexplained
             if super::txn_add_partitions2::java_sends_older_pending_request(jh, ch, i) =>

@@ -18,7 +18,8 @@ use super::timing::{self, DrainStop};
 /// not a delivery timeout (REQUEST_TIMED_OUT, 7), where the core delivered that record;
 /// and both sides fail some other record with that same `X` (the answer that made
 /// Java's transaction abortable, seen alike on both sides), or, where `X` is -1 (Java
-/// names no code: a `TransactionAbortedException`), with any one code but 7. An abortable transaction's
+/// names no code: a `TransactionAbortedException`), with any one code, a delivery
+/// timeout's included (an expiry makes the transaction abortable). An abortable transaction's
 /// undrained batches are failed with its last error, never sent
 /// (`Sender.maybeSendAndPollTransactionalRequest`,
 /// `RecordAccumulator.abortUndrainedBatches`): Java's batch was still undrained because
@@ -44,12 +45,12 @@ pub(super) fn java_fails_undrained_alike(
     };
     // Java names the transaction's last error, or none (-1) where it aborts the batch
     // with a `TransactionAbortedException`; either way some other record failed alike
-    // on both sides shows the answer that ended Java's transaction.
+    // on both sides shows what ended Java's transaction. With -1 that may be a delivery
+    // timeout too: a transactional batch's expiry makes Java's transaction abortable
+    // (`Sender.failBatch` → `TransactionManager.handleFailedBatch`), and the core, having
+    // sent and delivered `p`'s record, was not abortable when it sent it.
     let any_failed_alike = jo.iter().any(|(rec, j)| {
-        !recs.contains(rec)
-            && j.starts_with("err:")
-            && j != "err:7"
-            && co.get(rec).is_some_and(|c| c == j)
+        !recs.contains(rec) && j.starts_with("err:") && co.get(rec).is_some_and(|c| c == j)
     });
     let undrained_failed = recs.iter().any(|rec| {
         jo.get(rec).is_some_and(|j| {

@@ -252,3 +252,82 @@ pub(super) fn other_failures_from_earlier_transaction(
             earlier && java_out.iter().any(|x| x == l)
         })
 }
+
+/// The output lines of `out[from..]` that show what went on the wire and every record's
+/// outcome (Produce requests and answers, closed connections, outcomes), in order.
+fn wire_and_outcomes(out: &[String], from: usize) -> Vec<&str> {
+    out[from..]
+        .iter()
+        .map(String::as_str)
+        .filter(|l| {
+            matches!(
+                field(l, "ev"),
+                Some("produce" | "answered" | "disconnected" | "outcome")
+            )
+        })
+        .collect()
+}
+
+/// The codes an AddPartitionsToTxn answer line gives, each once.
+fn answer_codes(line: &str) -> Vec<&str> {
+    let mut codes: Vec<&str> = entries(line).into_iter().map(|(_, c)| c).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    codes
+}
+
+/// [`super::Verdict::JavaReasksPendingPartitions`], the form where Java's stale retry
+/// takes every answer the script gives from the first difference `i` on: Java's line at
+/// `i` is a stale AddPartitionsToTxn retry (`txn::java_stale_retry`: a request
+/// `TransactionManager` re-enqueued after a retriable answer, for partitions a newer
+/// request has since added), and the core's is an AddPartitionsToTxn for new partitions
+/// under the same identity. The harness answers whichever request is out, so the
+/// answers meant for the core's request go to Java's, and where they end the transaction
+/// before Java's retry is answered NONE (a fatal code), Java never sends its own request
+/// for the new partitions. Exactly, from `i` to the end of both histories:
+/// * Java's requests are lookups and that retry again (the same line), the core's are
+///   lookups and its request again; the two conversations pair up in order, a lookup
+///   with the same lookup, the retry with the core's request, each answer to the retry
+///   with an answer to the core's request giving the same one code;
+/// * no other history line follows on either side (no call, completion or refused send);
+/// * from `i` on, what went on the wire and every record's outcome is the same on both
+///   sides, line for line (the core alone writes that it turned fatal): the new
+///   partitions' records were never sent, and both failed every record alike.
+///
+/// What differs is only which partitions the request that took the answers named.
+pub(super) fn stale_retry_takes_answers_alike(
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let (Some(&(ja, j)), Some(&(ca, c))) = (java.get(i), core.get(i)) else {
+        return false;
+    };
+    if !is_add_partitions(c)
+        || identity(c) != identity(j)
+        || !super::txn::java_stale_retry(java, core, i)
+    {
+        return false;
+    }
+    let (jt, ct) = (&java[i..], &core[i..]);
+    if jt.len() != ct.len() || !jt.iter().chain(ct).all(|&(_, l)| conversation(l)) {
+        return false;
+    }
+    let paired = |a: &str, b: &str| {
+        if lookup(a) || lookup(b) {
+            return a == b;
+        }
+        if is_request(a) || is_request(b) {
+            return a == j && b == c;
+        }
+        let (codes_a, codes_b) = (answer_codes(a), answer_codes(b));
+        field(a, "api") == Some("add_partitions")
+            && field(b, "api") == Some("add_partitions")
+            && codes_a.len() == 1
+            && codes_a == codes_b
+    };
+    jt.iter().zip(ct).all(|(&(_, a), &(_, b))| paired(a, b))
+        && wire_and_outcomes(java_out, ja) == wire_and_outcomes(core_out, ca)
+}
