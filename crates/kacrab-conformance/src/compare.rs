@@ -631,6 +631,20 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
                             &co,
                         ))
                     .then_some(k)
+                })
+                .or_else(|| {
+                    (trace.config.transactional
+                        && txn_drain_stop_undrained::java_throws_before_draining(
+                            p,
+                            k,
+                            je,
+                            (ce, ct_p),
+                            &stops,
+                            (java, java_from),
+                            core,
+                            trace,
+                        ))
+                    .then_some(k)
                 });
             let (v, k) = if let Some(i) = drain_stop {
                 (Verdict::JavaDrainStopsAtWaitingPartition, i)

@@ -2084,6 +2084,39 @@ fn a_drain_stop_whose_undrained_batch_java_fails_with_the_transactions_error() {
 }
 
 #[test]
+fn a_drain_stop_whose_undrained_batch_java_aborts_after_an_expiry_both_share() {
+    // Seed 181 #1, unshrunk. Partition 1's retry waits on node 1 after its leader moved
+    // to node 0, so Java's drain of node 0 stops at partition 1 before partition 2's
+    // new batch, which the core sends and delivers. Partition 1's records then expire
+    // on both sides (REQUEST_TIMED_OUT, which makes Java's transaction abortable), and
+    // Java aborts its undrained batch of partition 2 with a `TransactionAbortedException`
+    // (-1). Near miss: Java's expired records fail with no code either, so nothing
+    // failed alike on both sides shows what ended Java's transaction.
+    recorded_as_replaced(
+        "txn_drain_stop_undrained_after_expiry",
+        Verdict::JavaDrainStopsAtWaitingPartition,
+        r#""result":"err:7"}"#,
+        r#""result":"err:-1"}"#,
+    );
+}
+
+#[test]
+fn a_stale_add_partitions_retry_takes_the_answers_and_both_fail_alike() {
+    // Shrunk from seed 181 #2. Partition 3's request is answered COORDINATOR_NOT_AVAILABLE;
+    // Java re-enqueues it, and after the lookup both send (0,3), answered NONE. Java's
+    // re-enqueued request for 3 then goes out where the core asks for the new partition
+    // 2; TRANSACTIONAL_ID_AUTHORIZATION_FAILED answers each, both turn fatal and fail
+    // every record with 53; partition 2's record was never sent. Near miss: Java
+    // delivers partition 2's record.
+    recorded_as_replaced(
+        "txn_stale_retry_takes_answers_alike",
+        Verdict::JavaReasksPendingPartitions,
+        r#"{"ev":"outcome","rec":2,"result":"err:53"}"#,
+        r#"{"ev":"outcome","rec":2,"result":"ok:0"}"#,
+    );
+}
+
+#[test]
 fn a_drain_stop_before_a_partition_then_java_fenced_on_add_partitions() {
     // Shrunk from seed 97 #0. Partition 0's retry is in flight to node 0 when partition
     // 1's record arrives:

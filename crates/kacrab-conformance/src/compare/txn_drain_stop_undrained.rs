@@ -62,3 +62,38 @@ pub(super) fn java_fails_undrained_alike(
     });
     undrained_failed
 }
+
+/// [`Verdict::JavaDrainStopsAtWaitingPartition`](super::Verdict) where Java's output ends
+/// in its own bookkeeping's failure before it drains the batch: partition `p`'s first
+/// difference, at `k`, is the core sending a new batch of `p` in a step where Java's
+/// drain of that node stopped before `p` (`timing::java_never_drains_core_send`), and
+/// Java's output after the lines both outputs share (`java_from`) ends with a tracking
+/// failure (`java_tracking::is_tracking_failure`: Java's `TransactionManager` dropped a
+/// partition's entry with a batch of it on the wire, and the Sender threw on its answer)
+/// thrown in the harness's final drain, so Java wrote no record's outcome at all. Java's
+/// side then says nothing more to compare; the core's output (`core_out`) must hold
+/// together on its own (`consistency::holds_together`). The exception itself is a Java
+/// defect that follows the named difference (`java_tracking::after_named_difference`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn java_throws_before_draining(
+    p: i32,
+    k: usize,
+    je: &[PartitionEvent],
+    (ce, ct): (&[PartitionEvent], &[i64]),
+    stops: &[DrainStop],
+    (java_out, java_from): (&[String], usize),
+    core_out: &[String],
+    trace: &crate::trace::Trace,
+) -> bool {
+    let Some(last) = java_out.last() else {
+        return false;
+    };
+    let threw_at_end = super::java_tracking::is_tracking_failure(last)
+        && java_out.len() > java_from
+        && !java_out
+            .iter()
+            .any(|l| super::field(l, "ev") == Some("outcome"));
+    threw_at_end
+        && timing::java_never_drains_core_send(p, k, je, (ce, ct), stops)
+        && super::consistency::holds_together(trace, core_out)
+}
