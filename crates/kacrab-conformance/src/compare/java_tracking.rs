@@ -112,7 +112,8 @@ pub(super) fn after_named_difference(
 ///   holds its EndTxn until no batch is incomplete, `TransactionManager.nextRequest`),
 ///   and each later commit call Java hands the pending result back for (`ok`) one the
 ///   core refuses (its commit has failed), with no other application call in between
-///   (Java, committing, would refuse an abort or a begin the core takes). Java's commit
+///   but one both refuse (Java, committing, refuses an abort or a begin the core might
+///   take). Java's commit
 ///   completes after the exception, or never (the lost batch keeps it incomplete).
 pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> Option<Verdict> {
     let e = java
@@ -159,10 +160,13 @@ pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> O
                 })
         });
     // Java's commit is pending from there to the exception: an abort or a begin there
-    // would be refused by Java and taken by the core, so none may come.
-    let only_commit_calls = java[failed_commit..e]
-        .iter()
-        .all(|l| field(l, "ev") != Some("txn_call") || field(l, "call") == Some("commit"));
+    // is refused by Java and may be taken by the core, so only one both refuse may come
+    // (`same_up_to` holds the core's line to Java's refusal).
+    let only_commit_calls = java[failed_commit..e].iter().all(|l| {
+        field(l, "ev") != Some("txn_call")
+            || field(l, "call") == Some("commit")
+            || field(l, "result") == Some("refused")
+    });
     let mut aside = all;
     aside.remove(failed_commit);
     (after_failing_answer && only_commit_calls && same_up_to(&aside, true))
