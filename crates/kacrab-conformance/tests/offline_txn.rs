@@ -2117,6 +2117,22 @@ fn a_drain_stop_then_java_loses_track_of_a_batch_before_draining_it() {
 }
 
 #[test]
+fn commit_failed_early_then_a_begin_both_refuse_then_java_loses_track_of_a_batch() {
+    // Shrunk from seed 193 #1. OUT_OF_ORDER_SEQUENCE_NUMBER makes the transaction
+    // abortable while the commit waits: the core fails the commit at once, Java holds
+    // it. The application's begin is refused on both sides (Java is committing, the
+    // core's transaction failed). Partition 2's sequence 1 is then answered
+    // UNKNOWN_PRODUCER_ID with sequence 2 on the wire, and Java throws on sequence 2's
+    // answer. Near miss: Java takes the begin.
+    recorded_as_replaced(
+        "txn_commit_fails_early_begin_refused_then_java_loses_track",
+        Verdict::CommitFailsBeforeBatchesSettle,
+        r#"{"ev":"txn_call","call":"begin","result":"refused"}"#,
+        r#"{"ev":"txn_call","call":"begin","result":"ok"}"#,
+    );
+}
+
+#[test]
 fn a_stale_add_partitions_retry_takes_the_answers_and_both_fail_alike() {
     // Shrunk from seed 181 #2. Partition 3's request is answered COORDINATOR_NOT_AVAILABLE;
     // Java re-enqueues it, and after the lookup both send (0,3), answered NONE. Java's
