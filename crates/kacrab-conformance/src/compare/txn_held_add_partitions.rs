@@ -12,7 +12,7 @@ use super::lines::{
     refused_send, ABORT_OK, BEGIN_OK,
 };
 use super::txn::{is_add_partitions, parts};
-use super::txn_add_partitions2::{code_of, decide, java_order, Action};
+use super::txn_add_partitions2::{code_of, decide, java_order, Action, ABORTABLE};
 
 /// Whether `line` is a coordinator lookup or its answer.
 fn lookup(line: &str) -> bool {
@@ -330,4 +330,87 @@ pub(super) fn stale_retry_takes_answers_alike(
     };
     jt.iter().zip(ct).all(|(&(_, a), &(_, b))| paired(a, b))
         && wire_and_outcomes(java_out, ja) == wire_and_outcomes(core_out, ca)
+}
+
+/// Each record's outcome in `out`, by record number.
+fn outcomes(out: &[String]) -> std::collections::BTreeMap<&str, &str> {
+    out.iter()
+        .filter(|l| field(l, "ev") == Some("outcome"))
+        .filter_map(|l| Some((field(l, "rec")?, field(l, "result")?)))
+        .collect()
+}
+
+/// [`super::Verdict::RetriedAddPartitionsTakesNewPartitions`], the form where one
+/// scripted answer parts the two producers because their requests name different
+/// partitions: at the first difference `i` Java sends the request it built earlier, a
+/// strict subset of the core's (`txn::retried_subset`), and the answer (`i + 1` on both
+/// sides) is the trace's partial one, which gives one partition its own code and the
+/// rest of a request naming it another (Kafka validates the partitions before the
+/// producer's epoch: `TransactionCoordinator.handleAddPartitionsToTransaction` answers
+/// an unknown partition UNKNOWN_TOPIC_OR_PARTITION and the others
+/// OPERATION_NOT_ATTEMPTED, where a request without it meets the transaction's state).
+/// That partition is one only the core's request names, so Java's answer gives its
+/// partitions the answer's one code, on which Java's handler fails the transaction
+/// fatally. From there each side follows its own answer, so only each side's keeping to
+/// its inputs and state is checked:
+/// * both outputs take the coordinator's answers in the script's order
+///   (`txn_state_split::follows_script`) and hold together on their own
+///   (`consistency::holds_together`);
+/// * Java, fatal, sends no transactional request after that answer but lookups, and
+///   each of its records is delivered only where the core delivered it at the same
+///   offset, else failed with that error's code or with none (-1).
+pub(super) fn one_answer_parts_by_request(
+    trace: &crate::trace::Trace,
+    java_out: &[String],
+    core_out: &[String],
+    java: &[(usize, &str)],
+    core: &[(usize, &str)],
+    i: usize,
+) -> bool {
+    let Some(missing) = super::txn::retried_subset(java, core, i) else {
+        return false;
+    };
+    let (Some(&(_, ja)), Some(&(_, ca))) = (java.get(i + 1), core.get(i + 1)) else {
+        return false;
+    };
+    let add_answer = |l: &str| {
+        field(l, "ev") == Some("coord_answered") && field(l, "api") == Some("add_partitions")
+    };
+    if !add_answer(ja) || !add_answer(ca) {
+        return false;
+    }
+    let java_codes = answer_codes(ja);
+    let [e] = java_codes.as_slice() else {
+        return false;
+    };
+    let ce = entries(ca);
+    // One partition only the core names has its own code, the rest share another.
+    let apart = missing.iter().any(|&q| {
+        let (own, rest): (Vec<_>, Vec<_>) = ce.iter().partition(|&&(p, _)| p == q);
+        let mut rest_codes: Vec<&str> = rest.iter().map(|&&(_, c)| c).collect();
+        rest_codes.dedup();
+        matches!(own.as_slice(), [&(_, qc)] if qc != *e) && rest_codes.len() == 1
+    });
+    let Some(Action::Fails(name)) = decide(&entries(ja)) else {
+        return false;
+    };
+    let Some(code) = code_of(name).filter(|_| !ABORTABLE.contains(&name)) else {
+        return false;
+    };
+    let java_quiet = java[i + 2..]
+        .iter()
+        .all(|&(_, l)| !is_request(l) || lookup(l));
+    let core_outcomes = outcomes(core_out);
+    let java_failed_all = outcomes(java_out).iter().all(|(rec, result)| {
+        (result.starts_with("ok:") && core_outcomes.get(rec) == Some(result))
+            || *result == format!("err:{code}")
+            || *result == "err:-1"
+    });
+    apart
+        && java_quiet
+        && java_failed_all
+        && super::txn_state_split::follows_script(trace, java_out)
+        && super::txn_state_split::follows_script(trace, core_out)
+        && super::consistency::holds_together(trace, java_out)
+        && super::consistency::holds_together(trace, core_out)
 }
