@@ -345,10 +345,11 @@ fn outcomes(out: &[String]) -> std::collections::BTreeMap<&str, &str> {
 /// partitions: at the first difference `i` Java sends the request it built earlier, a
 /// strict subset of the core's (`txn::retried_subset`), and the answer (`i + 1` on both
 /// sides) is the trace's partial one, which gives one partition its own code and the
-/// rest of a request naming it another (Kafka validates the partitions before the
-/// producer's epoch: `TransactionCoordinator.handleAddPartitionsToTransaction` answers
-/// an unknown partition UNKNOWN_TOPIC_OR_PARTITION and the others
-/// OPERATION_NOT_ATTEMPTED, where a request without it meets the transaction's state).
+/// rest of a request naming it another (Kafka checks the partitions before the
+/// producer's epoch: `KafkaApis.handleAddPartitionsToTxnRequest` answers an unknown
+/// partition UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED without
+/// asking the coordinator, where a request without it meets the transaction's state in
+/// `TransactionCoordinator.handleAddPartitionsToTransaction`).
 /// That partition is one only the core's request names, so Java's answer gives its
 /// partitions the answer's one code, on which Java's handler fails the transaction
 /// fatally. From there each side follows its own answer, so only each side's keeping to
