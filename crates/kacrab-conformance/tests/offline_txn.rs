@@ -2102,12 +2102,14 @@ fn a_drain_stop_whose_undrained_batch_java_aborts_after_an_expiry_both_share() {
 
 #[test]
 fn a_drain_stop_then_java_loses_track_of_a_batch_before_draining_it() {
-    // Shrunk from seed 173 #1. Partition 1's batches are retried after
-    // NOT_LEADER_OR_FOLLOWER and NOT_ENOUGH_REPLICAS; Java's drain of node 0 stops at
-    // partition 0 before partition 1's new batch, which the core sends. Then partition
-    // 1's sequence 3 is answered UNKNOWN_PRODUCER_ID: Java drops the partition's entry
-    // with sequence 4 on the wire, and throws on its answer in the final drain, before it
-    // writes any outcome. Near miss: Java's exception is not that tracking failure.
+    // Seed 173 #1, unshrunk (a shrunk form is also named by the looser
+    // `UnresolvedSequenceHandling` rule, so it would not show this form is needed).
+    // Partition 1's batches are retried after NOT_LEADER_OR_FOLLOWER and
+    // NOT_ENOUGH_REPLICAS; Java's drain of node 0 stops at partition 1 before partition
+    // 0's new batch, which the core sends. Then partition 0's sequence 4 is answered
+    // UNKNOWN_PRODUCER_ID: Java drops the partition's entry with sequence 5 on the wire,
+    // and throws on its answer in the final drain, before it writes any outcome. Near
+    // miss: Java's exception is not that tracking failure.
     recorded_as_replaced(
         "txn_drain_stop_then_java_throws_at_end",
         Verdict::JavaDrainStopsAtWaitingPartition,
@@ -2118,7 +2120,8 @@ fn a_drain_stop_then_java_loses_track_of_a_batch_before_draining_it() {
 
 #[test]
 fn commit_failed_early_then_a_begin_both_refuse_then_java_loses_track_of_a_batch() {
-    // Shrunk from seed 193 #1. OUT_OF_ORDER_SEQUENCE_NUMBER makes the transaction
+    // Seed 193 #1, unshrunk (its shrunk forms are named by other rules, so they would
+    // not show this widening is needed). OUT_OF_ORDER_SEQUENCE_NUMBER makes the transaction
     // abortable while the commit waits: the core fails the commit at once, Java holds
     // it. The application's begin is refused on both sides (Java is committing, the
     // core's transaction failed). Partition 2's sequence 1 is then answered
