@@ -835,19 +835,12 @@ pub fn compare(trace: &Trace, java: &[String], core: &[String], extra: &CoreExtr
         verdict = txn_state_split::core_abortable_where_java_keeps(trace, java, core, extra)
             .unwrap_or(verdict);
     }
-    if verdict == Verdict::Unexplained && trace.config.transactional && !exotic {
-        // One scripted answer parting the two at the conversation's first difference,
-        // the outputs the same before it.
-        let (jh, ch) = (txn::history(java), txn::history(core));
-        let parted = txn::first_difference(&jh, &ch).is_some_and(|(i, when)| {
-            java.get(..when) == core.get(..when)
-                && txn_held_add_partitions::one_answer_parts_by_request(
-                    trace, java, core, &jh, &ch, i,
-                )
-        });
-        if parted {
-            verdict = Verdict::RetriedAddPartitionsTakesNewPartitions;
-        }
+    if verdict == Verdict::Unexplained
+        && trace.config.transactional
+        && !exotic
+        && txn_held_add_partitions::one_answer_parts_the_two(trace, java, core)
+    {
+        verdict = Verdict::RetriedAddPartitionsTakesNewPartitions;
     }
     if verdict == Verdict::Same && jo != co {
         // Same wire history, different outcomes.

@@ -332,6 +332,20 @@ pub(super) fn stale_retry_takes_answers_alike(
         && wire_and_outcomes(java_out, ja) == wire_and_outcomes(core_out, ca)
 }
 
+/// Whether [`one_answer_parts_by_request`] names the first difference of the two
+/// transactional histories, the outputs the same before it.
+pub(super) fn one_answer_parts_the_two(
+    trace: &crate::trace::Trace,
+    java_out: &[String],
+    core_out: &[String],
+) -> bool {
+    let (jh, ch) = (super::txn::history(java_out), super::txn::history(core_out));
+    super::txn::first_difference(&jh, &ch).is_some_and(|(i, when)| {
+        java_out.get(..when) == core_out.get(..when)
+            && one_answer_parts_by_request(trace, java_out, core_out, &jh, &ch, i)
+    })
+}
+
 /// Each record's outcome in `out`, by record number.
 fn outcomes(out: &[String]) -> std::collections::BTreeMap<&str, &str> {
     out.iter()
@@ -360,7 +374,7 @@ fn outcomes(out: &[String]) -> std::collections::BTreeMap<&str, &str> {
 /// * Java, fatal, sends no transactional request after that answer but lookups, and
 ///   each of its records is delivered only where the core delivered it at the same
 ///   offset, else failed with that error's code or with none (-1).
-pub(super) fn one_answer_parts_by_request(
+fn one_answer_parts_by_request(
     trace: &crate::trace::Trace,
     java_out: &[String],
     core_out: &[String],
@@ -389,6 +403,7 @@ pub(super) fn one_answer_parts_by_request(
     let apart = missing.iter().any(|&q| {
         let (own, rest): (Vec<_>, Vec<_>) = ce.iter().partition(|&&(p, _)| p == q);
         let mut rest_codes: Vec<&str> = rest.iter().map(|&&(_, c)| c).collect();
+        rest_codes.sort_unstable();
         rest_codes.dedup();
         matches!(own.as_slice(), [&(_, qc)] if qc != *e) && rest_codes.len() == 1
     });
