@@ -2154,6 +2154,23 @@ fn one_answer_parts_the_two_because_only_the_cores_request_names_its_partition()
 }
 
 #[test]
+fn unknown_producer_id_kept_by_java_where_a_later_answer_only_acknowledged() {
+    // Seed 223 #1, unshrunk. Partition 2's batch is answered UNKNOWN_PRODUCER_ID: the
+    // core makes its transaction abortable and refuses the next sends, Java restarts
+    // the partition's sequences and goes on (`UnknownProducerIdAbortsTransaction`,
+    // the state split). The next answer, DUPLICATE_SEQUENCE_NUMBER for partition 3,
+    // acknowledges its batch; the split is found from the answer before it, which
+    // failed a batch. Near miss: Java does not send partition 2's batch again (its
+    // request carries partition 0's alone).
+    recorded_as_replaced(
+        "txn_unknown_producer_id_before_duplicate_ack",
+        Verdict::UnknownProducerIdAbortsTransaction,
+        r#""batches":"0:1000:0:0:1,2:1000:0:0:1","t":250"#,
+        r#""batches":"0:1000:0:0:1","t":250"#,
+    );
+}
+
+#[test]
 fn a_stale_add_partitions_retry_takes_the_answers_and_both_fail_alike() {
     // Shrunk from seed 181 #2. Partition 3's request is answered COORDINATOR_NOT_AVAILABLE;
     // Java re-enqueues it, and after the lookup both send (0,3), answered NONE. Java's

@@ -69,20 +69,28 @@ pub(super) fn unknown_producer_id_stamps(answer: &str) -> Vec<&str> {
 /// The last Produce answer in `out` that failed a batch (answers after it failed none).
 /// A batch answered with an error and sent again later in `out` with the same stamp was
 /// retried, not failed: an answer whose every error is such a retry failed nothing
-/// (and cannot have made the transaction abortable), so it is passed over.
+/// (and cannot have made the transaction abortable), so it is passed over, as is one
+/// that only acknowledges ([`acknowledges`]).
 pub(super) fn last_failing_answer(out: &[String]) -> Option<&String> {
     out.iter().enumerate().rev().find_map(|(k, l)| {
         let failed = field(l, "ev") == Some("answered")
             && field(l, "batches")
                 .unwrap_or_default()
                 .split(',')
-                .filter(|b| !b.ends_with("=NONE"))
+                .filter(|b| !acknowledges(b))
                 .any(|b| {
                     let stamp = b.rsplit_once('=').map_or(b, |(s, _)| s);
                     !sends_stamp(&out[k + 1..], stamp)
                 });
         failed.then_some(l)
     })
+}
+
+/// Whether a Produce answer's entry ("stamp=ERROR") acknowledges its batch: NONE, or
+/// DUPLICATE_SEQUENCE_NUMBER (the batch is in the log already; Java's Sender completes
+/// it as sent, `Sender.completeBatch`).
+fn acknowledges(entry: &str) -> bool {
+    entry.ends_with("=NONE") || entry.ends_with("=DUPLICATE_SEQUENCE_NUMBER")
 }
 
 /// [`last_failing_answer`] among the lines of `out` before `at`, where a batch counts as
@@ -95,7 +103,7 @@ pub(super) fn last_failing_answer_before(out: &[String], at: usize) -> Option<&S
             && field(l, "batches")
                 .unwrap_or_default()
                 .split(',')
-                .filter(|b| !b.ends_with("=NONE"))
+                .filter(|b| !acknowledges(b))
                 .any(|b| {
                     let stamp = b.rsplit_once('=').map_or(b, |(s, _)| s);
                     !sends_stamp(&out[k + 1..], stamp)
