@@ -132,7 +132,10 @@ pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> O
         const REFUSED: &str = r#"{"ev":"txn_call","call":"commit","result":"refused"}"#;
         core.get(..e).is_some_and(|c| {
             c.iter().zip(&java[..e]).all(|(c, j)| {
-                *c == j || txn::same(j, c) || (retried_refused && j == RETRIED && *c == REFUSED)
+                *c == j
+                    || txn::same(j, c)
+                    || same_send_other_step(j, c)
+                    || (retried_refused && j == RETRIED && *c == REFUSED)
             })
         })
     };
@@ -171,6 +174,25 @@ pub(super) fn java_loses_track_of_batches(java: &[String], core: &[String]) -> O
     aside.remove(failed_commit);
     (after_failing_answer && only_commit_calls && same_up_to(&aside, true))
         .then_some(Verdict::CommitFailsBeforeBatchesSettle)
+}
+
+/// Whether two Produce request lines send the same batches to the same broker at the
+/// same time, in different steps of the harnesses' loops (a step counts the loop's
+/// turns, not time, and the two loops may turn a different number of times at one
+/// instant).
+fn same_send_other_step(java: &str, core: &str) -> bool {
+    let without_step = |l: &str| {
+        l.find(r#","s":"#).map(|at| {
+            let rest = &l[at + 5..];
+            let end = rest
+                .find(|ch: char| !ch.is_ascii_digit())
+                .unwrap_or(rest.len());
+            format!("{}{}", &l[..at], &rest[end..])
+        })
+    };
+    field(java, "ev") == Some("produce")
+        && field(core, "ev") == Some("produce")
+        && without_step(java).is_some_and(|j| Some(j) == without_step(core))
 }
 
 /// The partitions whose entry Java dropped while another batch of theirs was unsettled,
