@@ -594,12 +594,18 @@ fn core_keeps_abortable(core: &[String], split: usize) -> bool {
 /// each `coord_answered` line is the next `coord` operation's (one with nothing
 /// outstanding waits for the next request, so none is skipped in the order, but a
 /// harness may end before using them all), as [`Op::Coord`] gives it to the request's
-/// API; or NONE, which the harnesses answer everything with once the trace ends.
+/// API; or, once every operation is used, NONE, which the harnesses answer everything
+/// with once the trace ends (a request takes the next waiting operation when it goes
+/// out, so none waits while the end's answers are given).
 pub(super) fn follows_script(trace: &Trace, out: &[String]) -> bool {
-    let mut ops = trace.ops.iter().filter_map(|op| match op {
-        Op::Coord { error, p, apis } => Some((error.as_str(), p.as_ref(), apis)),
-        _ => None,
-    });
+    let mut ops = trace
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Coord { error, p, apis } => Some((error.as_str(), p.as_ref(), apis)),
+            _ => None,
+        })
+        .peekable();
     out.iter()
         .filter(|l| field(l, "ev") == Some("coord_answered"))
         .all(|l| {
@@ -607,32 +613,34 @@ pub(super) fn follows_script(trace: &Trace, out: &[String]) -> bool {
             let drained = answered
                 .split(',')
                 .all(|e| e == "NONE" || e.ends_with("=NONE"));
-            drained
-                || ops.any(|(error, p, apis)| {
-                    fn or<'a>(api: &'a Option<String>, error: &'a str) -> &'a str {
-                        api.as_deref().unwrap_or(error)
+            if ops.peek().is_none() {
+                return drained;
+            }
+            ops.next().is_some_and(|(error, p, apis)| {
+                fn or<'a>(api: &'a Option<String>, error: &'a str) -> &'a str {
+                    api.as_deref().unwrap_or(error)
+                }
+                let of = |api| or(api, error);
+                match field(l, "api") {
+                    Some("find_coordinator") => answered == of(&apis.find),
+                    Some("init") => answered == of(&apis.init),
+                    Some("end_txn") => answered == of(&apis.end),
+                    _ => {
+                        let entries: Vec<(&str, &str)> = answered
+                            .split(',')
+                            .filter_map(|entry| entry.split_once('='))
+                            .collect();
+                        let named = p.filter(|(q, _)| {
+                            entries.iter().any(|(part, _)| q.to_string() == *part)
+                        });
+                        entries.iter().all(|(part, code)| match named {
+                            Some((q, perr)) if q.to_string() == *part => code == perr,
+                            Some(_) => *code == of(&apis.rest),
+                            None => *code == error,
+                        })
                     }
-                    let of = |api| or(api, error);
-                    match field(l, "api") {
-                        Some("find_coordinator") => answered == of(&apis.find),
-                        Some("init") => answered == of(&apis.init),
-                        Some("end_txn") => answered == of(&apis.end),
-                        _ => {
-                            let entries: Vec<(&str, &str)> = answered
-                                .split(',')
-                                .filter_map(|entry| entry.split_once('='))
-                                .collect();
-                            let named = p.filter(|(q, _)| {
-                                entries.iter().any(|(part, _)| q.to_string() == *part)
-                            });
-                            entries.iter().all(|(part, code)| match named {
-                                Some((q, perr)) if q.to_string() == *part => code == perr,
-                                Some(_) => *code == of(&apis.rest),
-                                None => *code == error,
-                            })
-                        }
-                    }
-                })
+                }
+            })
         })
 }
 
@@ -648,4 +656,52 @@ pub(super) fn asks_only_sent_partitions(trace: &Trace, out: &[String]) -> bool {
                 .iter()
                 .any(|op| matches!(op, Op::Send { p: q, .. } if *q == p))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follows_script;
+    use crate::trace::Trace;
+
+    fn trace(coords: &[&str]) -> Trace {
+        let mut text = String::from(
+            r#"{"op":"config","partitions":2,"nodes":1,"batch_size":1000,"linger_ms":0,"max_in_flight":1,"request_timeout_ms":30000,"delivery_timeout_ms":120000,"retry_backoff_ms":0,"transactional":1}"#,
+        );
+        text.push('\n');
+        for c in coords {
+            text.push_str(c);
+            text.push('\n');
+        }
+        text.push_str("{\"op\":\"end\"}\n");
+        Trace::parse_many(&text).unwrap().remove(0)
+    }
+
+    fn answered(api: &str, error: &str) -> String {
+        format!(r#"{{"ev":"coord_answered","api":"{api}","error":"{error}"}}"#)
+    }
+
+    #[test]
+    fn each_answer_is_the_next_scripted_one() {
+        let t = trace(&[
+            r#"{"op":"coord","error":"NONE"}"#,
+            r#"{"op":"coord","error":"CONCURRENT_TRANSACTIONS"}"#,
+        ]);
+        let in_turn = [
+            answered("find_coordinator", "NONE"),
+            answered("add_partitions", "0=CONCURRENT_TRANSACTIONS"),
+        ];
+        assert!(follows_script(&t, &in_turn));
+        // The first answer skips the script's NONE for its later one.
+        let skipping = [answered("add_partitions", "0=CONCURRENT_TRANSACTIONS")];
+        assert!(!follows_script(&t, &skipping));
+        // Once the script is used up, the end's NONE answers; not before.
+        let ended = [
+            answered("find_coordinator", "NONE"),
+            answered("add_partitions", "0=CONCURRENT_TRANSACTIONS"),
+            answered("end_txn", "NONE"),
+        ];
+        assert!(follows_script(&t, &ended));
+        let t = trace(&[r#"{"op":"coord","error":"CONCURRENT_TRANSACTIONS"}"#]);
+        assert!(!follows_script(&t, &[answered("add_partitions", "0=NONE")]));
+    }
 }
