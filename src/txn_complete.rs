@@ -410,11 +410,14 @@ impl Producer {
             Next::Done if relookup => self.apply(q, Next::Relookup(CoordinatorType::Group)),
             Next::Done => self.apply(q, Next::Retry),
             other => {
-                self.txn
-                    .as_mut()
-                    .expect("transactional")
-                    .pending_offsets
-                    .clear();
+                let t = self.txn.as_mut().expect("transactional");
+                t.pending_offsets.clear();
+                if relookup {
+                    // Java's `lookupCoordinator` ran for the lookup error met before the
+                    // deciding one and forgot the node; the next TxnOffsetCommit looks
+                    // the coordinator up before it goes.
+                    t.coordinators.forget(CoordinatorType::Group);
+                }
                 self.apply(q, other);
             }
         }

@@ -388,3 +388,39 @@ fn the_first_abortable_or_fatal_txn_offset_commit_error_decides() {
         assert_eq!(answer_offsets(&mut h, &answers), expected, "{errors:?}");
     }
 }
+
+/// A lookup error before the deciding one still drops the group coordinator: Java's
+/// handler calls `lookupCoordinator(GROUP)` when it meets it (which forgets the node)
+/// and only then stops at the abortable error. The next transaction's TxnOffsetCommit
+/// looks the coordinator up first instead of going to the node that said it is not the
+/// one. Failed before the fix (one lookup only).
+#[test]
+fn a_lookup_error_before_the_deciding_one_forgets_the_group_coordinator() {
+    use KafkaError as E;
+    let mut h = in_empty_txn(true);
+    let outcome = answer_offsets(&mut h, &[(0, E::NotCoordinator), (1, E::IllegalGeneration)]);
+    assert_eq!(outcome, Outcome::Abortable(E::IllegalGeneration));
+    h.p.abort_transaction().unwrap();
+    let Request::EndTxn(e) = next_txn(&mut h) else {
+        panic!("EndTxn(ABORT): the TxnOffsetCommit v5 started the transaction")
+    };
+    assert!(!e.commit);
+    h.p.handle_end_txn(e.id, Ok(Some(ProducerIdAndEpoch::new(PID, 1))), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+    let group_lookups = |h: &Harness| {
+        h.lookups
+            .iter()
+            .filter(|&&k| k == CoordinatorType::Group)
+            .count()
+    };
+    assert_eq!(group_lookups(&h), 1);
+    h.p.begin_transaction().unwrap();
+    offsets_commit(&mut h, 1);
+    assert_eq!(
+        group_lookups(&h),
+        2,
+        "looked up again before the next commit"
+    );
+}
