@@ -99,6 +99,14 @@ pub enum TxnError {
     /// The producer has no `transactional.id`.
     #[error("the producer has no transactional.id")]
     NotTransactional,
+    /// [`ConsumerGroupMetadata`] with a generation but no member id: a consumer's
+    /// metadata has both or neither (Java's `KafkaProducer.throwIfInvalidGroupMetadata`).
+    /// Nothing changed.
+    #[error("group metadata has generation {generation_id} but no member id")]
+    InvalidGroupMetadata {
+        /// The generation it has.
+        generation_id: i32,
+    },
     /// The operation is not valid in the current state (nothing changed).
     #[error("cannot {op:?} in state {state:?}")]
     InvalidState {

@@ -50,6 +50,35 @@ fn common(error: KafkaError, coordinator: CoordinatorType) -> Next {
     }
 }
 
+/// One partition's error in a TxnOffsetCommit answer, as Java's
+/// `TxnOffsetCommitHandler.handleResponse` (Kafka trunk) takes it: `Done` for NONE,
+/// `Relookup` for COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR and REQUEST_TIMED_OUT, `Retry`
+/// for other retriable codes; GROUP_AUTHORIZATION_FAILED, FENCED_INSTANCE_ID,
+/// TRANSACTION_ABORTABLE and the group-metadata mismatches UNKNOWN_MEMBER_ID,
+/// ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH (the last two by
+/// KIP-1319, KAFKA-20444) are abortable; INVALID_PRODUCER_EPOCH is PRODUCER_FENCED; the
+/// rest is fatal. Pinned by `txn_offset_commit_errors_by_class` (`tests/txn_offsets_test.rs`).
+fn txn_offset_commit_error(error: KafkaError) -> Next {
+    match error {
+        KafkaError::None => Next::Done,
+        KafkaError::CoordinatorNotAvailable
+        | KafkaError::NotCoordinator
+        | KafkaError::RequestTimedOut => Next::Relookup(CoordinatorType::Group),
+        e if e.is_retriable() => Next::Retry,
+        KafkaError::GroupAuthorizationFailed
+        | KafkaError::FencedInstanceId
+        | KafkaError::TransactionAbortable
+        | KafkaError::UnknownMemberId
+        | KafkaError::IllegalGeneration
+        | KafkaError::GroupIdNotFound
+        | KafkaError::StaleMemberEpoch => Next::Abortable(error),
+        KafkaError::InvalidProducerEpoch | KafkaError::ProducerFenced => {
+            Next::Fatal(KafkaError::ProducerFenced)
+        }
+        e => Next::Fatal(e),
+    }
+}
+
 impl Producer {
     /// Takes the outstanding transactional request `id` off the books, if `answer` is
     /// the input that answers it. Everything is checked before anything changes, so an
@@ -340,7 +369,9 @@ impl Producer {
     }
 
     /// Feeds the answer to a [`Request::TxnOffsetCommit`](crate::Request::TxnOffsetCommit):
-    /// one error per partition. Partitions answered with a retriable error are sent again.
+    /// one error per partition. Partitions answered with a retriable error are sent again;
+    /// the first abortable or fatal error in the answer decides (Java's
+    /// `TxnOffsetCommitHandler.handleResponse` stops its walk there).
     ///
     /// # Errors
     /// [`InputError::UnknownRequest`] when `request` is not outstanding.
@@ -355,25 +386,14 @@ impl Producer {
         let mut relookup = false;
         let t = self.txn.as_mut().expect("transactional");
         for (tp, e) in results {
-            match e {
-                KafkaError::None => t.pending_offsets.retain(|o| &o.partition != tp),
-                KafkaError::CoordinatorNotAvailable
-                | KafkaError::NotCoordinator
-                | KafkaError::RequestTimedOut => {
-                    relookup = true;
+            match txn_offset_commit_error(*e) {
+                Next::Done => t.pending_offsets.retain(|o| &o.partition != tp),
+                Next::Relookup(_) => relookup = true,
+                Next::Retry => {}
+                ends @ (Next::Abortable(_) | Next::Fatal(_)) => {
+                    next = ends;
+                    break;
                 }
-                KafkaError::GroupAuthorizationFailed
-                | KafkaError::FencedInstanceId
-                | KafkaError::TransactionAbortable
-                | KafkaError::UnknownMemberId
-                | KafkaError::IllegalGeneration
-                | KafkaError::GroupIdNotFound
-                | KafkaError::StaleMemberEpoch => next = Next::Abortable(*e),
-                KafkaError::InvalidProducerEpoch | KafkaError::ProducerFenced => {
-                    next = Next::Fatal(KafkaError::ProducerFenced);
-                }
-                e if e.is_retriable() => {}
-                e => next = Next::Fatal(*e),
             }
         }
         match next {
@@ -390,11 +410,14 @@ impl Producer {
             Next::Done if relookup => self.apply(q, Next::Relookup(CoordinatorType::Group)),
             Next::Done => self.apply(q, Next::Retry),
             other => {
-                self.txn
-                    .as_mut()
-                    .expect("transactional")
-                    .pending_offsets
-                    .clear();
+                let t = self.txn.as_mut().expect("transactional");
+                t.pending_offsets.clear();
+                if relookup {
+                    // Java's `lookupCoordinator` ran for the lookup error met before the
+                    // deciding one and forgot the node; the next TxnOffsetCommit looks
+                    // the coordinator up before it goes.
+                    t.coordinators.forget(CoordinatorType::Group);
+                }
                 self.apply(q, other);
             }
         }

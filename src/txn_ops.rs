@@ -124,21 +124,43 @@ impl Producer {
     }
 
     /// Adds consumer offsets to the open transaction: they are committed with it, and
-    /// only if it commits. Completes with [`Event::TransactionCompleted`].
+    /// only if it commits. Completes with [`Event::TransactionCompleted`]; with no
+    /// offsets, at once and with nothing sent (the transaction does not start for it).
     ///
     /// # Errors
-    /// No transaction open, an error state, or another operation pending.
+    /// Group metadata with a generation but no member id
+    /// ([`TxnError::InvalidGroupMetadata`]), no transaction open, an error state, or
+    /// another operation pending.
     pub fn send_offsets_to_transaction(
         &mut self,
         offsets: Vec<OffsetToCommit>,
         group: ConsumerGroupMetadata,
     ) -> Result<(), TxnError> {
+        // Java's `KafkaProducer.throwIfInvalidGroupMetadata`, before any other check: a
+        // consumer in a group has a generation and a member id, outside one neither.
+        if group.generation_id > 0 && group.member_id.is_empty() {
+            return Err(TxnError::InvalidGroupMetadata {
+                generation_id: group.generation_id,
+            });
+        }
         if self.txn_precheck(TxnOp::SendOffsets)? {
             return Ok(());
         }
         let t = self.txn_mut();
         if t.state != S::InTransaction {
             return Err(self.invalid(TxnOp::SendOffsets));
+        }
+        if offsets.is_empty() {
+            // Java's `KafkaProducer.sendOffsetsToTransaction` hands an empty map to
+            // nobody: nothing is sent and the transaction does not start, so a commit
+            // with nothing else in it ends without EndTxn (KAFKA-18401). Sending an
+            // empty TxnOffsetCommit v5 would mark it started, and the coordinator
+            // refuses EndTxn for a transaction nothing joined.
+            self.events.push_back(Event::TransactionCompleted {
+                op: TxnOp::SendOffsets,
+                result: Ok(()),
+            });
+            return Ok(());
         }
         t.op = Some(TxnOp::SendOffsets);
         t.pending_offsets = offsets;

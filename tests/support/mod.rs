@@ -68,6 +68,8 @@ pub struct Harness {
     /// Transactional requests handed out (FindCoordinator is answered by the harness).
     pub txn_requests: VecDeque<Request>,
     pub metadata_requests: usize,
+    /// The coordinators looked up (FindCoordinator, answered by the harness), in order.
+    pub lookups: Vec<CoordinatorType>,
 }
 
 pub fn config() -> ProducerConfigBuilder {
@@ -97,6 +99,7 @@ impl Harness {
             init_requests: 0,
             txn_requests: VecDeque::new(),
             metadata_requests: 0,
+            lookups: Vec::new(),
         };
         h.pump();
         h
@@ -148,6 +151,7 @@ impl Harness {
                         self.p.handle_producer_id(r.id, Ok(pid), self.now).unwrap();
                     }
                     Request::FindCoordinator(r) => {
+                        self.lookups.push(r.key_type);
                         self.p
                             .handle_find_coordinator(r.id, Ok(NodeId(COORDINATOR)), self.now)
                             .unwrap();

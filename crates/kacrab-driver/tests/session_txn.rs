@@ -166,6 +166,62 @@ fn offsets_go_to_the_group_coordinator_the_tv1_or_tv2_way() {
     }
 }
 
+/// The consume-transform-produce loop whose poll returned nothing, through the session:
+/// `send_offsets_to_transaction` with no offsets completes with nothing sent (Java's
+/// `KafkaProducer.sendOffsetsToTransaction` skips an empty map), and the commit of that
+/// empty transaction completes without EndTxn (`TransactionManager.nextRequest`,
+/// KAFKA-18401); the next transaction then runs as usual. Under TV2 the core sent an
+/// empty TxnOffsetCommit v5 and an EndTxn(COMMIT) that a real coordinator refuses, for a
+/// transaction it never saw. Failed before the fix (one TxnOffsetCommit under TV2, an
+/// AddOffsetsToTxn under TV1).
+#[test]
+fn empty_offsets_and_an_empty_commit_send_nothing() {
+    use kacrab_idempotence::ConsumerGroupMetadata;
+    for tv2 in [false, true] {
+        let mut cluster = Cluster::new(2).with_topic("t", 1);
+        cluster.coordinator = 1;
+        if tv2 {
+            for b in cluster.brokers.values_mut() {
+                b.transaction_version = Some(2);
+                b.features_epoch = 1;
+            }
+        }
+        let mut p = Pair::new(cluster, &[("transactional.id", "tx")]);
+        let init = p.session.init_transactions(p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(init).is_some()));
+        assert!(ok(&p, init), "{:?}", p.op(init));
+        let begin = p.session.begin_transaction(p.now);
+        p.pump();
+        assert!(ok(&p, begin));
+        let group = ConsumerGroupMetadata::new("g").with_member(2, "m");
+        let send_offsets = p
+            .session
+            .send_offsets_to_transaction(Vec::new(), group, p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(send_offsets).is_some()));
+        assert!(ok(&p, send_offsets), "tv2 {tv2}: {:?}", p.op(send_offsets));
+        let commit = p.session.commit_transaction(p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(commit).is_some()));
+        assert!(ok(&p, commit), "tv2 {tv2}: {:?}", p.op(commit));
+        for api in [
+            ApiKey::AddOffsetsToTxn,
+            ApiKey::TxnOffsetCommit,
+            ApiKey::EndTxn,
+        ] {
+            assert_eq!(p.cluster.count(api), 0, "tv2 {tv2}: {api:?} sent");
+        }
+        // The producer goes on: a transaction with a record ends with EndTxn.
+        let begin = p.session.begin_transaction(p.now);
+        p.pump();
+        assert!(ok(&p, begin));
+        let a = p.send("t", 0, "a");
+        let commit = p.session.commit_transaction(p.now);
+        assert!(p.run_until(10 * SECOND, |p| p.op(commit).is_some()));
+        assert!(ok(&p, commit), "tv2 {tv2}: {:?}", p.op(commit));
+        assert_eq!(p.acked(a).offset, Some(0));
+        assert_eq!(p.cluster.count(ApiKey::EndTxn), 1);
+    }
+}
+
 /// Brokers learn a feature change at different times: the partition's leader still
 /// reports no finalized features while the coordinator reports `transaction.version` 2
 /// at a newer epoch. The newest view wins whichever connection carried it (Java's
