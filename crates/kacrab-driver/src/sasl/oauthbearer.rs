@@ -185,12 +185,12 @@ impl UnsecuredJwt {
                         jwt.scope_claim_name = value.trim().to_owned()
                     }
                     "unsecuredLoginLifetimeSeconds" => {
-                        jwt.lifetime_seconds = value
-                            .trim()
-                            .parse()
-                            .map_err(|_| {
-                                bad("unsecuredLoginLifetimeSeconds", "not a whole number of seconds")
-                            })?;
+                        jwt.lifetime_seconds = value.trim().parse().map_err(|_| {
+                            bad(
+                                "unsecuredLoginLifetimeSeconds",
+                                "not a whole number of seconds",
+                            )
+                        })?;
                     }
                     _ if option.starts_with("unsecuredLogin") => {
                         return Err(bad(

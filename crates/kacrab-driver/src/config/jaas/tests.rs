@@ -143,7 +143,10 @@ fn an_unquoted_password_with_spaces_is_not_shown() {
     let line = format!("{PLAIN} required username=\"u\" password=correct horse battery staple;");
     assert_not_shown(&line, "correct horse battery staple");
     // Still useful: the third option (`horse`) has no value.
-    assert_eq!(parse(&line).err(), Some(JaasError::MissingValue { option: 3 }));
+    assert_eq!(
+        parse(&line).err(),
+        Some(JaasError::MissingValue { option: 3 })
+    );
 }
 
 /// A line whose `password=` was lost: the password stands where an option name belongs,
@@ -208,15 +211,13 @@ mod hostile_lines {
             1 => Just("/"),
             1 => Just("\\"),
         ];
-        prop::collection::vec((piece("{3,10}"), glue, piece("{0,6}")), 1..4).prop_map(
-            |words| {
-                words
-                    .into_iter()
-                    .map(|(a, glue, b)| format!("{a}{glue}{b}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            },
-        )
+        prop::collection::vec((piece("{3,10}"), glue, piece("{0,6}")), 1..4).prop_map(|words| {
+            words
+                .into_iter()
+                .map(|(a, glue, b)| format!("{a}{glue}{b}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
     }
 
     /// One token of a line: the grammar's, a name, or the secret in some shape.
