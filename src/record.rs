@@ -39,9 +39,11 @@ use crate::compression::{Codec, CompressionError, CompressionRatio};
 use crate::types::{ProducerEpoch, ProducerId, ProducerIdAndEpoch, Sequence};
 
 mod check;
+mod checksum;
 mod split;
 mod varint;
 pub(crate) use check::{check_handed, largest_record};
+use checksum::crc32c;
 pub use split::{decode_records, decode_records_with, split, split_with};
 pub(crate) use split::{split_pieces, SplitPiece};
 #[cfg(test)]
@@ -555,7 +557,7 @@ pub struct BatchHeader {
 pub fn read_header(batch: &[u8]) -> Result<BatchHeader, RecordError> {
     let h = check_frame(batch)?;
     let expected = u32::from_be_bytes(get_at(h, CRC));
-    let actual = crc32c::crc32c(batch.get(ATTRIBUTES..).unwrap_or_default());
+    let actual = crc32c(batch.get(ATTRIBUTES..).unwrap_or_default());
     if expected != actual {
         return Err(RecordError::BadCrc { expected, actual });
     }
@@ -639,7 +641,7 @@ fn check_frame(batch: &[u8]) -> Result<&HeaderBytes, RecordError> {
 
 /// Recomputes the CRC over attributes..end and stores it.
 fn write_crc(batch: &mut [u8]) {
-    let crc = crc32c::crc32c(batch.get(ATTRIBUTES..).unwrap_or_default());
+    let crc = crc32c(batch.get(ATTRIBUTES..).unwrap_or_default());
     if let Some(h) = batch.first_chunk_mut::<RECORD_BATCH_OVERHEAD>() {
         put_at(h, CRC, crc.to_be_bytes());
     }

@@ -58,7 +58,7 @@ fn header_layout_offsets() {
     assert_eq!(batch[16], 2, "magic");
     assert_eq!(
         u32::from_be_bytes(batch[17..21].try_into().unwrap()),
-        crc32c::crc32c(&batch[21..])
+        crc32c(&batch[21..])
     );
     assert_eq!(&batch[21..23], &[0, 0], "attributes");
     assert_eq!(i32_at(&batch, 23), 1, "lastOffsetDelta");
@@ -77,7 +77,33 @@ fn header_layout_offsets() {
 
 #[test]
 fn crc32c_is_castagnoli() {
-    assert_eq!(crc32c::crc32c(b"123456789"), 0xe306_9283);
+    assert_eq!(crc32c(b"123456789"), 0xe306_9283);
+    assert_eq!(checksum::portable(b"123456789"), 0xe306_9283);
+}
+
+proptest::proptest! {
+    /// The `no_std` CRC-32C (`crc`'s table) and the accelerated one (`crc32c`, under
+    /// `std`) agree on any input, so a batch's CRC is the same bytes whichever the build
+    /// uses: on random bytes and on whole batches of random records.
+    #[test]
+    fn the_portable_and_accelerated_crc32c_agree(
+        data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4096),
+        values in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), 1..20),
+    ) {
+        proptest::prop_assert_eq!(checksum::portable(&data), crc32c(&data));
+        let mut b = BatchBuilder::new(Compression::None, 1 << 20);
+        for (i, v) in values.into_iter().enumerate() {
+            b.append(&Record {
+                key: None,
+                value: Some(Bytes::from(v)),
+                headers: Vec::new(),
+                timestamp: i64::try_from(i).unwrap_or_default(),
+            });
+        }
+        let batch = b.finish();
+        let stored = u32::from_be_bytes(batch[17..21].try_into().unwrap());
+        proptest::prop_assert_eq!(checksum::portable(&batch[21..]), stored);
+    }
 }
 
 #[test]
@@ -193,7 +219,7 @@ fn stamp_recomputes_crc() {
     .unwrap();
     let new = read_header(&batch).unwrap().crc;
     assert_ne!(old, new);
-    assert_eq!(new, crc32c::crc32c(&batch[21..]));
+    assert_eq!(new, crc32c(&batch[21..]));
 
     // A flipped record byte is caught, reporting stored vs computed.
     let last = batch.len() - 2;
@@ -202,7 +228,7 @@ fn stamp_recomputes_crc() {
         read_header(&batch),
         Err(RecordError::BadCrc {
             expected: new,
-            actual: crc32c::crc32c(&batch[21..])
+            actual: crc32c(&batch[21..])
         })
     );
     // The CRC does not cover baseOffset, batchLength, leader epoch or magic: the broker

@@ -110,8 +110,8 @@
 //!
 //! # Embedding the core directly
 //!
-//! To drive the core from your own event loop instead, start from the root package's
-//! `examples/custom_event_loop.rs`: a single-threaded loop showing every `handle_*` and
+//! To drive the core from your own event loop instead, start from the workspace's
+//! `crates/kacrab-examples/examples/custom_event_loop.rs`: a single-threaded loop showing every `handle_*` and
 //! `poll_*` call against an in-process toy broker.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -69,14 +69,15 @@ pub enum SaslError {
         /// The mechanism.
         mechanism: SaslMechanism,
     },
-    /// The SCRAM iteration count is outside Kafka's bounds.
-    #[error("SCRAM iteration count {iterations} is outside Kafka's {min}..={max}")]
+    /// The SCRAM iteration count is below Kafka's minimum or above kacrab's bound.
+    #[error("SCRAM iteration count {iterations} is outside {min}..={max} (the minimum is Kafka's client's; the maximum is kacrab's bound, so that a hostile broker cannot stall the session in PBKDF2)")]
     IterationCount {
         /// What the broker asked for.
         iterations: u32,
-        /// Kafka's minimum.
+        /// Kafka's minimum (`ScramMechanism.minIterations`), which Java's client enforces.
         min: u32,
-        /// Kafka's maximum.
+        /// kacrab's bound against a hostile broker (Java's client has none below
+        /// `i32::MAX`), far above any realistic credential's count.
         max: u32,
     },
     /// A mechanism message from the broker that does not parse.

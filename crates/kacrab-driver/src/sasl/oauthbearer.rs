@@ -131,9 +131,11 @@ impl UnsecuredJwt {
     pub(crate) fn from_jaas_options(
         options: &BTreeMap<String, String>,
     ) -> Result<Self, SaslConfigError> {
-        let bad = |option: &str, reason| SaslConfigError::BadOption {
+        // Errors name an option by Kafka's name or prefix, never by the text written:
+        // claim names are the user's, and a malformed line can put a value anywhere.
+        let bad = |option: &'static str, reason| SaslConfigError::BadOption {
             module: "OAuthBearerLoginModule",
-            option: option.to_owned(),
+            option,
             reason,
         };
         let mut jwt = Self {
@@ -154,14 +156,14 @@ impl UnsecuredJwt {
                 jwt.claims.insert(name, json_string(value));
             } else if let Some(name) = claim("unsecuredLoginNumberClaim_") {
                 if !value.trim().parse::<f64>().is_ok_and(f64::is_finite) {
-                    return Err(bad(option, "not a number"));
+                    return Err(bad("unsecuredLoginNumberClaim_<name>", "not a number"));
                 }
                 jwt.claims.insert(name, value.trim().to_owned());
             } else if let Some(name) = claim("unsecuredLoginListClaim_") {
                 let mut chars = value.chars();
                 let Some(separator) = chars.next() else {
                     return Err(bad(
-                        option,
+                        "unsecuredLoginListClaim_<name>",
                         "empty: the first character separates the items",
                     ));
                 };
@@ -183,32 +185,40 @@ impl UnsecuredJwt {
                         jwt.scope_claim_name = value.trim().to_owned()
                     }
                     "unsecuredLoginLifetimeSeconds" => {
-                        jwt.lifetime_seconds = value
-                            .trim()
-                            .parse()
-                            .map_err(|_| bad(option, "not a whole number of seconds"))?;
+                        jwt.lifetime_seconds = value.trim().parse().map_err(|_| {
+                            bad(
+                                "unsecuredLoginLifetimeSeconds",
+                                "not a whole number of seconds",
+                            )
+                        })?;
                     }
                     _ if option.starts_with("unsecuredLogin") => {
-                        return Err(bad(option, "not an unsecured-login option Kafka knows"))
+                        return Err(bad(
+                            "unsecuredLogin*",
+                            "an option of this prefix that Kafka does not define",
+                        ))
                     }
                     // Other modules' options are not this handler's business, as in Java.
                     _ => {}
                 }
             }
         }
-        for reserved in ["iat", "exp"] {
+        for (reserved, option) in [
+            ("iat", "unsecuredLogin*Claim_iat"),
+            ("exp", "unsecuredLogin*Claim_exp"),
+        ] {
             if jwt.claims.contains_key(reserved) {
-                return Err(bad(reserved, "set from the clock, not an option"));
+                return Err(bad(option, "set from the clock, not an option"));
             }
         }
         if !jwt.claims.contains_key(&jwt.principal_claim_name) {
             return Err(bad(
-                &format!("unsecuredLoginStringClaim_{}", jwt.principal_claim_name),
-                "the principal claim must be given",
+                "unsecuredLoginStringClaim_<principal>",
+                "the principal claim (named by unsecuredLoginPrincipalClaimName, default sub) must be given as a string claim",
             ));
         }
         check_extensions(&jwt.extensions)
-            .map_err(|reason| bad("unsecuredLoginExtension_", reason))?;
+            .map_err(|reason| bad("unsecuredLoginExtension_<name>", reason))?;
         Ok(jwt)
     }
 

@@ -19,9 +19,14 @@ use crate::secret::Secret;
 /// Kafka's lowest iteration count (`ScramMechanism.minIterations`): the client refuses a
 /// server that asks for fewer (`ScramSaslClient`).
 pub(crate) const MIN_ITERATIONS: u32 = 4096;
-/// Kafka's highest iteration count (`ScramMechanism.maxIterations`): no Kafka credential
-/// has more, and a higher count from a broker would stall the session in PBKDF2.
-pub(crate) const MAX_ITERATIONS: u32 = 16384;
+/// kacrab's highest iteration count, not Kafka's. Java's client takes any positive `int`
+/// (`ScramMessages.ServerFirstMessage`); Kafka's `ScramMechanism.maxIterations` (16384)
+/// bounds only the credentials Kafka's own tools create, so a broker may hold more. The
+/// session runs PBKDF2 inline, and 2^31 iterations from a hostile broker would stall it
+/// for hours; a million is 61 times Kafka's tool maximum and above OWASP's 2023
+/// PBKDF2 recommendations (600,000 for SHA-256, 210,000 for SHA-512), yet costs
+/// about a second at worst.
+pub(crate) const MAX_ITERATIONS: u32 = 1_000_000;
 
 /// The hash of a SCRAM mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,7 +334,7 @@ mod tests {
                 String::from_utf8_lossy(msg)
             );
         }
-        for i in ["4095", "16385", "4294967295"] {
+        for i in ["0", "4095", "1000001", "4294967295"] {
             assert!(matches!(
                 first(format!("r=abcd,s=AAAA,i={i}").as_bytes()),
                 Err(SaslError::IterationCount { .. })

@@ -216,8 +216,11 @@ fn hmac512(key: &[u8], data: &[u8]) -> Vec<u8> {
 
 impl ScramServer {
     fn new(password: &str) -> Self {
+        Self::with_iterations(password, 4096)
+    }
+
+    fn with_iterations(password: &str, iterations: u32) -> Self {
         let salt = b"kafka-salt-0001".to_vec();
-        let iterations = 4096;
         let mut salted = [0u8; 64];
         pbkdf2::pbkdf2::<SimpleHmac<Sha512>>(password.as_bytes(), &salt, iterations, &mut salted)
             .unwrap();
@@ -308,6 +311,25 @@ fn scram_sha_512_against_a_verifying_server() {
             session_lifetime: Some(Duration::from_secs(900))
         }
     );
+}
+
+/// Java's client checks only the minimum (`ScramSaslClient` refuses fewer than
+/// `ScramMechanism.minIterations`, 4096); `maxIterations` (16384) bounds only the
+/// credentials Kafka's own tools create (`ScramParser`, KIP-554), and a credential made
+/// elsewhere, or under older tools, may have more. Such a broker authenticates Java's
+/// client, so it must authenticate this one.
+#[test]
+fn scram_completes_with_iteration_counts_above_kafkas_tool_maximum() {
+    for iterations in [16_385, 20_000, 100_000] {
+        let mut server = ScramServer::with_iterations("bob-pw-4409", iterations);
+        assert_eq!(
+            scram_512(&mut server),
+            Ok(SaslStep::Done {
+                session_lifetime: Some(Duration::from_secs(900))
+            }),
+            "{iterations} iterations"
+        );
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! sockets and a clock where the toy network and the fake time are, and you have a driver.
 //!
 //! ```text
-//! cargo run --example custom_event_loop
+//! cargo run -p kacrab-examples --example custom_event_loop
 //! ```
 //!
 //! The toy broker keeps one log per partition and Kafka's duplicate check: a batch whose
