@@ -11,7 +11,11 @@ use kacrab_idempotence::*;
 use support::*;
 
 fn leadership(node: i32, epoch: i32) -> Metadata {
-    Metadata::new(vec![PartitionMetadata::new(tp(0), Some(NodeId(node)), epoch)])
+    Metadata::new(vec![PartitionMetadata::new(
+        tp(0),
+        Some(NodeId(node)),
+        epoch,
+    )])
 }
 
 /// After NOT_LEADER_OR_FOLLOWER (no KIP-951 hint) forgot the leader of epoch 5, an
@@ -36,7 +40,10 @@ fn an_older_leader_epoch_does_not_bring_back_a_forgotten_leader() {
         sent.iter().all(|r| r.node != NodeId(2)),
         "the retry went to the stale leader of epoch 3: {sent:?}"
     );
-    assert!(h.outstanding.is_empty(), "no leader known at epoch 5 or later");
+    assert!(
+        h.outstanding.is_empty(),
+        "no leader known at epoch 5 or later"
+    );
     // Fresh metadata: epoch 6, node 3.
     let _ = h.p.handle_metadata(None, &leadership(3, 6), h.now);
     let sent = h.advance(200);
@@ -60,7 +67,10 @@ fn an_older_leader_epoch_after_a_lost_connection_is_ignored() {
     let now = h.now;
     let _ = h.p.handle_metadata(None, &leadership(2, 4), now);
     let sent = h.advance(200);
-    assert!(sent.is_empty(), "the retry went to the stale leader: {sent:?}");
+    assert!(
+        sent.is_empty(),
+        "the retry went to the stale leader: {sent:?}"
+    );
     // The same epoch again is not older: the leader of epoch 5 is taken back.
     let _ = h.p.handle_metadata(None, &leadership(1, 5), h.now);
     let sent = h.advance(200);

@@ -123,7 +123,10 @@ fn a_leader_hint_naming_a_node_without_an_address_is_not_taken() {
 fn records_sent_before_their_topic_exists_are_acknowledged_once_it_appears() {
     let mut p = Pair::new(
         Cluster::new(2),
-        &[("retry.backoff.ms", "100"), ("retry.backoff.max.ms", "1000")],
+        &[
+            ("retry.backoff.ms", "100"),
+            ("retry.backoff.max.ms", "1000"),
+        ],
     );
     let mut sent: Vec<(i32, String, SendId)> = Vec::new();
     let mut n = 0;
@@ -162,7 +165,10 @@ fn records_sent_before_their_topic_exists_are_acknowledged_once_it_appears() {
         .filter(|s| !matches!(p.outcome(s.2), Some(Ok(_))))
         .map(|s| (s.1.clone(), p.outcome(s.2).cloned()))
         .collect();
-    assert!(all_done && failed.is_empty(), "not acknowledged: {failed:?}");
+    assert!(
+        all_done && failed.is_empty(),
+        "not acknowledged: {failed:?}"
+    );
     let last = sent
         .iter()
         .filter_map(|s| p.done_at(s.2))
@@ -179,7 +185,11 @@ fn records_sent_before_their_topic_exists_are_acknowledged_once_it_appears() {
             .filter(|s| s.0 == partition)
             .map(|s| s.1.clone())
             .collect();
-        assert_eq!(p.cluster.values("t", partition), expected, "partition {partition}");
+        assert_eq!(
+            p.cluster.values("t", partition),
+            expected,
+            "partition {partition}"
+        );
     }
     p.session.assert_invariants();
 }

@@ -585,11 +585,11 @@ impl Cluster {
                         t.with_error_code(LEADER_NOT_AVAILABLE)
                     }
                     None => t.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
-                    Some(_) if self.partitionless.contains(&name) => t.with_topic_id(
-                        uuid::Uuid::from_bytes(
+                    Some(_) if self.partitionless.contains(&name) => {
+                        t.with_topic_id(uuid::Uuid::from_bytes(
                             self.topic_ids.get(&name).copied().unwrap_or_default(),
-                        ),
-                    ),
+                        ))
+                    }
                     Some(parts) => t
                         .with_topic_id(uuid::Uuid::from_bytes(
                             self.topic_ids.get(&name).copied().unwrap_or_default(),

@@ -403,8 +403,10 @@ impl World {
             };
             if self.awaits_first_leader(gp) {
                 // Being created: no broker leads it yet, and none can name a leader.
-                resp.partitions
-                    .push(PartitionResponse::error(tp, KafkaError::NotLeaderOrFollower));
+                resp.partitions.push(PartitionResponse::error(
+                    tp,
+                    KafkaError::NotLeaderOrFollower,
+                ));
                 continue;
             }
             let (leader, leader_epoch) =

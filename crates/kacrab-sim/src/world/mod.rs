@@ -18,8 +18,8 @@
 //! * `txn_faults`: the coordinator's timing (markers, loading) and its faults.
 
 mod brokers;
-mod replication;
 mod metadata_faults;
+mod replication;
 mod txn;
 mod txn_faults;
 
