@@ -254,6 +254,9 @@ pub struct Cluster {
     /// Topics being created: Metadata answers them without error and without
     /// partitions.
     pub partitionless: BTreeSet<String>,
+    /// Topics Metadata lists but whose leaders have not loaded their partitions yet:
+    /// Produce is answered UNKNOWN_TOPIC_OR_PARTITION, nothing appended.
+    pub not_loaded: BTreeSet<String>,
     /// The brokers' SASL listener (`None`: the listeners do not authenticate).
     pub sasl: Option<super::sasl::SaslListener>,
     /// The broker's `auto.create.topics.enable`, with `num.partitions`: a Metadata
@@ -285,6 +288,7 @@ impl Cluster {
             endpoints_withheld: BTreeSet::new(),
             leaderless: BTreeSet::new(),
             partitionless: BTreeSet::new(),
+            not_loaded: BTreeSet::new(),
             auto_create_partitions: None,
             offset_groups: Vec::new(),
             committed_offsets: Vec::new(),
@@ -645,10 +649,12 @@ impl Cluster {
                             .with_leader_id(BrokerId(-1))
                             .with_leader_epoch(-1),
                     );
+                let loaded = !self.not_loaded.contains(&name);
                 let Some(p) = self
                     .topics
                     .get_mut(&name)
                     .and_then(|ps| ps.get_mut(usize::try_from(pd.index).ok()?))
+                    .filter(|_| loaded)
                 else {
                     parts.push(answer.with_error_code(UNKNOWN_TOPIC_OR_PARTITION));
                     continue;
