@@ -570,15 +570,14 @@ impl Producer {
                 part.leader_epoch = -1;
                 continue;
             }
-            let Some(leader) = pm.leader else {
-                if pm.leader_epoch >= part.leader_epoch {
-                    part.leader = None;
-                }
-                continue;
-            };
-            if part.leader.is_none() || pm.leader_epoch >= part.leader_epoch {
-                part.leader = Some(leader);
-                part.leader_epoch = part.leader_epoch.max(pm.leader_epoch);
+            // An epoch below the last one seen is stale and ignored, also while the
+            // leader is forgotten (a wire failure or a leadership error): Java's
+            // `Metadata.updateLatestMetadata` keeps the cached partition, whose leader
+            // is the one of the newer epoch, never the stale answer's. The partition
+            // waits for an answer at that epoch or later.
+            if pm.leader_epoch >= part.leader_epoch {
+                part.leader = pm.leader;
+                part.leader_epoch = pm.leader_epoch;
             }
         }
         let still_unknown = self

@@ -49,7 +49,19 @@ pub(crate) fn metadata_request(topics: &[Topic]) -> wire::MetadataRequest {
     wire::MetadataRequest::topics(topics.iter().map(|t| t.as_str().to_owned()))
 }
 
-pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceResponse {
+/// The core's view of a Produce answer. A KIP-951 leader hint is kept only if its node
+/// has an address: one the answer's `node_endpoints` gives, or one `knows_node` (the
+/// brokers the session learned) says is known. Java's `Metadata.
+/// updatePartitionLeadership` skips a new leader whose node is missing from both, so
+/// the retry waits for Metadata instead of being routed at once to a node it cannot
+/// reach (pinned by `a_leader_hint_naming_a_node_without_an_address_is_not_taken` in
+/// `tests/session_metadata.rs`).
+pub(crate) fn produce_response(
+    r: &wire::ProduceResponse,
+    knows_node: impl Fn(i32) -> bool,
+) -> core::ProduceResponse {
+    let reachable =
+        |node: i32| knows_node(node) || r.node_endpoints.iter().any(|e| e.node_id == node);
     let mut partitions = Vec::with_capacity(r.topics.iter().map(|t| t.partitions.len()).sum());
     for t in &r.topics {
         let topic = Topic::new(&t.name);
@@ -65,7 +77,7 @@ pub(crate) fn produce_response(r: &wire::ProduceResponse) -> core::ProduceRespon
                     .with_log_append_time(p.log_append_time_ms)
                     .with_current_leader(
                         p.current_leader
-                            .filter(|l| l.leader_id >= 0)
+                            .filter(|l| l.leader_id >= 0 && reachable(l.leader_id))
                             .map(|l| LeaderHint::new(NodeId(l.leader_id), l.leader_epoch)),
                     )
                     .with_record_errors(

@@ -435,7 +435,9 @@ impl Network {
         let id = RequestId(tag);
         let result: Result<(), InputError> = match decoded.response {
             Response::Produce(r) => {
-                let result = core.handle_produce_response(id, &convert::produce_response(&r), now);
+                let brokers = &self.brokers;
+                let answer = convert::produce_response(&r, |node| brokers.contains_key(&node));
+                let result = core.handle_produce_response(id, &answer, now);
                 for ep in &r.node_endpoints {
                     self.learn_broker(core, ep.node_id, &ep.host, ep.port, now);
                 }

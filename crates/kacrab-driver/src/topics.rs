@@ -63,6 +63,10 @@ pub(crate) enum TopicState {
 #[derive(Debug, Default)]
 pub(crate) struct Topics {
     topics: BTreeMap<String, TopicState>,
+    /// The retriable error the last answer naming each unknown topic carried
+    /// (UNKNOWN_TOPIC_OR_PARTITION while it does not exist, LEADER_NOT_AVAILABLE while
+    /// it is created): logged once per topic and change, not once per lookup.
+    missing: BTreeMap<String, KafkaError>,
     /// Metadata answers applied, ever (the session notices fresh answers by it).
     answers: u64,
 }
@@ -86,6 +90,7 @@ impl Topics {
     /// Forgets a topic (`metadata.max.idle.ms` passed without a send to it).
     pub(crate) fn forget(&mut self, topic: &str) {
         self.topics.remove(topic);
+        self.missing.remove(topic);
     }
 
     /// Applies a Metadata answer. A topic the answer names without error replaces what
@@ -97,7 +102,8 @@ impl Topics {
         self.answers += 1;
         for t in &answer.topics {
             let Some(name) = &t.name else { continue };
-            let state = match KafkaError::from_code(t.error_code) {
+            let error = KafkaError::from_code(t.error_code);
+            let state = match error {
                 KafkaError::None => known(t),
                 e @ (KafkaError::TopicAuthorizationFailed | KafkaError::InvalidTopicException) => {
                     Some(TopicState::Refused(e))
@@ -107,10 +113,16 @@ impl Topics {
             crate::trace::topic_changed(name, self.topics.get(name), state.as_ref());
             match state {
                 Some(s) => {
+                    self.missing.remove(name);
                     self.topics.insert(name.clone(), s);
                 }
                 None => {
                     self.topics.remove(name);
+                    if error != KafkaError::None
+                        && self.missing.insert(name.clone(), error) != Some(error)
+                    {
+                        crate::trace::topic_missing(name, error);
+                    }
                 }
             }
         }

@@ -23,7 +23,7 @@
 
 #![cfg_attr(not(feature = "tracing"), allow(unused_variables))]
 
-use kacrab_idempotence::{Event, MetricSample, Producer};
+use kacrab_idempotence::{Event, KafkaError, MetricSample, Producer};
 
 use crate::completion::Completion;
 use crate::output::{CloseReason, ConnId, Output};
@@ -217,6 +217,16 @@ pub(crate) fn completion(done: &Completion) {
         }
         _ => {}
     }
+}
+
+/// A Metadata answer named `topic` with a retriable `error` (UNKNOWN_TOPIC_OR_PARTITION:
+/// it does not exist, or not yet; LEADER_NOT_AVAILABLE: it is being created), other
+/// than the one the last answer naming it carried: sends to it wait and the session
+/// keeps asking. A warning, as Java's `NetworkClient` logs "Error while fetching
+/// metadata" at WARN, but once per topic and change, not once per lookup.
+pub(crate) fn topic_missing(topic: &str, error: KafkaError) {
+    #[cfg(feature = "tracing")]
+    event!(warn, topic = %topic, error = ?error, error_code = error.code(), "topic metadata unavailable; sends to it wait");
 }
 
 /// A Metadata answer changed what the session knows of `topic` (`before` and `after`;

@@ -379,3 +379,33 @@ fn a_transaction_span_carries_its_id_producer_id_and_epoch() {
         .filter(|e| e.field("to") == Some("Some(Initializing)"))
         .all(|e| e.span.is_none_or(|id| spans[&id].name != "transaction")));
 }
+
+/// A topic that does not exist yet: Metadata answers UNKNOWN_TOPIC_OR_PARTITION to
+/// every lookup while the send waits, but the warning is logged once (once per topic
+/// and change of error, not once per lookup); once the topic is created, it is learned
+/// and the record acknowledged. Java's `NetworkClient` warns on each such answer.
+#[test]
+fn a_topic_that_does_not_exist_yet_is_warned_about_once() {
+    let mut lookups = 0;
+    let seen = logged(|| {
+        let mut p = Pair::new(Cluster::new(1), &[("retry.backoff.ms", "50")]);
+        let id = p.send("t", 0, "a");
+        p.run_for(Duration::from_secs(1));
+        lookups = p.cluster.count(ApiKey::Metadata);
+        p.cluster.recreate_topic("t", 1, 0);
+        p.settle(Duration::from_secs(5));
+        assert!(p.acked(id).offset.is_some());
+    });
+    assert!(lookups >= 5, "the session kept asking: {lookups} lookups");
+    let warned = find(&seen, "topic metadata unavailable; sends to it wait");
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert_eq!(warned[0].level, Level::WARN);
+    assert_eq!(warned[0].field("topic"), Some("t"));
+    assert_eq!(warned[0].field("error_code"), Some("3"));
+    assert!(
+        find(&seen, "topic metadata learned")
+            .iter()
+            .any(|s| s.field("topic") == Some("t")),
+        "{seen:#?}"
+    );
+}

@@ -122,6 +122,14 @@ pub enum FaultKind {
     /// the coordinator bumps the epoch (aborting the open transaction), and the
     /// producer under test is fenced (PRODUCER_FENCED).
     RivalProducer,
+    /// One topic is created while the producer runs (a producer started just before
+    /// `kafka-topics --create`): Metadata answers it UNKNOWN_TOPIC_OR_PARTITION, then
+    /// some of its partitions LEADER_NOT_AVAILABLE with no leader, then the topic.
+    TopicCreatedLate,
+    /// A broker crashes and every other connection drops with it: the client has no
+    /// ready connection while the crashed broker is in its reconnect backoff, and the
+    /// crash's leadership moves need metadata.
+    ConnectionsDropWithCrash,
 }
 
 impl FaultKind {
@@ -167,6 +175,8 @@ impl FaultKind {
         FaultKind::CoordinatorOtherError,
         FaultKind::TransactionalIdExpiry,
         FaultKind::RivalProducer,
+        FaultKind::TopicCreatedLate,
+        FaultKind::ConnectionsDropWithCrash,
     ];
 
     /// A short stable name for reports.
@@ -215,6 +225,8 @@ impl FaultKind {
             FaultKind::CoordinatorOtherError => "coordinator: other error",
             FaultKind::TransactionalIdExpiry => "transactional id expiry",
             FaultKind::RivalProducer => "rival producer fences",
+            FaultKind::TopicCreatedLate => "topic created while producing",
+            FaultKind::ConnectionsDropWithCrash => "every connection drops with a crash",
         }
     }
 
@@ -343,6 +355,12 @@ pub struct FaultRates {
     /// Per transaction of the workload: a rival producer with the same
     /// `transactional.id` initialises before it ends ([`FaultKind::RivalProducer`]).
     pub rival_producer: f64,
+    /// Per run of an idempotent (not transactional) producer: one topic is created
+    /// while it runs ([`FaultKind::TopicCreatedLate`]).
+    pub topic_created_late: f64,
+    /// Per broker crash: every other connection drops too
+    /// ([`FaultKind::ConnectionsDropWithCrash`]).
+    pub connections_drop_with_crash: f64,
 }
 
 impl FaultRates {
@@ -372,6 +390,8 @@ impl FaultRates {
         transaction_version_change: 0.0,
         transactional_id_expiry: 0.0,
         rival_producer: 0.0,
+        topic_created_late: 0.0,
+        connections_drop_with_crash: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -405,6 +425,8 @@ impl FaultRates {
             transaction_version_change: r / 4.0,
             transactional_id_expiry: r / 20.0,
             rival_producer: r / 10.0,
+            topic_created_late: (r * 2.0).min(1.0),
+            connections_drop_with_crash: (r * 2.0).min(1.0),
         }
     }
 

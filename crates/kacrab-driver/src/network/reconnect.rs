@@ -179,8 +179,14 @@ impl Network {
         }
     }
 
-    /// Any connection for cluster-wide requests: a ready one with the fewest requests
-    /// in flight, else one being opened, else a new one to a known broker or bootstrap.
+    /// Any connection for cluster-wide requests, as Java's `NetworkClient.
+    /// leastLoadedNode` picks one: a ready one with the fewest requests in flight, else
+    /// one being set up, else one to an address that may be dialled now (a new
+    /// connection to a known broker or bootstrap address), else the one free soonest.
+    /// A connection waiting out its reconnect backoff is never preferred to a broker
+    /// that can be reached sooner: the request would wait behind the backoff of a
+    /// broker that just failed (pinned by `a_lookup_with_no_ready_connection_passes_
+    /// over_a_broker_in_reconnect_backoff` in `tests/session_metadata.rs`).
     pub(super) fn any_conn(&mut self, now: Timestamp) -> ConnId {
         if let Some(c) = self
             .conns
@@ -190,7 +196,11 @@ impl Network {
         {
             return c.id;
         }
-        if let Some(c) = self.conns.first() {
+        if let Some(c) = self
+            .conns
+            .iter()
+            .find(|c| !matches!(c.state, ConnState::BackingOff { .. }))
+        {
             return c.id;
         }
         // Round robin over every broker Metadata named, then the bootstrap servers: a
@@ -215,6 +225,12 @@ impl Network {
             })
             .unwrap_or(0);
         self.next_bootstrap = pick.wrapping_add(1);
+        // Every connection left waits out a backoff: one to the chosen address is
+        // reused rather than doubled.
+        let addr = addr_of(self, pick);
+        if let Some(c) = self.conns.iter().find(|c| c.addr == addr) {
+            return c.id;
+        }
         match self.brokers.iter().nth(pick) {
             Some((&node, addr)) => {
                 let addr = addr.clone();

@@ -245,6 +245,18 @@ pub struct Cluster {
     pub hidden_in_metadata: BTreeSet<i32>,
     /// Topics Metadata answers with this error code instead of their partitions.
     pub metadata_errors: BTreeMap<String, i16>,
+    /// Nodes whose address Produce answers leave out of `node_endpoints` (KIP-951): a
+    /// leader hint naming one comes without the node's address.
+    pub endpoints_withheld: BTreeSet<i32>,
+    /// Partitions being created: Metadata answers them LEADER_NOT_AVAILABLE with no
+    /// leader, and their broker refuses Produce with NOT_LEADER_OR_FOLLOWER.
+    pub leaderless: BTreeSet<(String, i32)>,
+    /// Topics being created: Metadata answers them without error and without
+    /// partitions.
+    pub partitionless: BTreeSet<String>,
+    /// Topics Metadata lists but whose leaders have not loaded their partitions yet:
+    /// Produce is answered UNKNOWN_TOPIC_OR_PARTITION, nothing appended.
+    pub not_loaded: BTreeSet<String>,
     /// The brokers' SASL listener (`None`: the listeners do not authenticate).
     pub sasl: Option<super::sasl::SaslListener>,
     /// The broker's `auto.create.topics.enable`, with `num.partitions`: a Metadata
@@ -273,6 +285,10 @@ impl Cluster {
             end_txns: Vec::new(),
             hidden_in_metadata: BTreeSet::new(),
             metadata_errors: BTreeMap::new(),
+            endpoints_withheld: BTreeSet::new(),
+            leaderless: BTreeSet::new(),
+            partitionless: BTreeSet::new(),
+            not_loaded: BTreeSet::new(),
             auto_create_partitions: None,
             offset_groups: Vec::new(),
             committed_offsets: Vec::new(),
@@ -573,6 +589,11 @@ impl Cluster {
                         t.with_error_code(LEADER_NOT_AVAILABLE)
                     }
                     None => t.with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
+                    Some(_) if self.partitionless.contains(&name) => {
+                        t.with_topic_id(uuid::Uuid::from_bytes(
+                            self.topic_ids.get(&name).copied().unwrap_or_default(),
+                        ))
+                    }
                     Some(parts) => t
                         .with_topic_id(uuid::Uuid::from_bytes(
                             self.topic_ids.get(&name).copied().unwrap_or_default(),
@@ -582,6 +603,13 @@ impl Cluster {
                                 .iter()
                                 .enumerate()
                                 .map(|(i, p)| {
+                                    if self.leaderless.contains(&(name.clone(), i as i32)) {
+                                        return MetadataResponsePartition::default()
+                                            .with_error_code(LEADER_NOT_AVAILABLE)
+                                            .with_partition_index(i as i32)
+                                            .with_leader_id(BrokerId(-1))
+                                            .with_leader_epoch(p.leader_epoch);
+                                    }
                                     MetadataResponsePartition::default()
                                         .with_partition_index(i as i32)
                                         .with_leader_id(BrokerId(p.leader))
@@ -621,20 +649,28 @@ impl Cluster {
                             .with_leader_id(BrokerId(-1))
                             .with_leader_epoch(-1),
                     );
+                let loaded = !self.not_loaded.contains(&name);
                 let Some(p) = self
                     .topics
                     .get_mut(&name)
                     .and_then(|ps| ps.get_mut(usize::try_from(pd.index).ok()?))
+                    .filter(|_| loaded)
                 else {
                     parts.push(answer.with_error_code(UNKNOWN_TOPIC_OR_PARTITION));
                     continue;
                 };
+                if self.leaderless.contains(&(name.clone(), pd.index)) {
+                    parts.push(answer.with_error_code(NOT_LEADER_OR_FOLLOWER));
+                    continue;
+                }
                 if p.leader != node {
                     // KIP-951: the new leader and its address come with the error.
                     answer.current_leader = LeaderIdAndEpoch::default()
                         .with_leader_id(BrokerId(p.leader))
                         .with_leader_epoch(p.leader_epoch);
-                    endpoints.insert(p.leader);
+                    if !self.endpoints_withheld.contains(&p.leader) {
+                        endpoints.insert(p.leader);
+                    }
                     parts.push(answer.with_error_code(NOT_LEADER_OR_FOLLOWER));
                     continue;
                 }

@@ -264,6 +264,7 @@ impl World {
             format!("FAULT node {node} crashes {when} req {current:?}, down for {downtime:?}")
         });
         self.crash_inner(obs, node, current, Some(downtime));
+        self.maybe_drop_every_connection_with(obs, node);
     }
 
     /// Sends a response back on `node`'s connection, drawing the response faults.
@@ -390,13 +391,24 @@ impl World {
         let mut resp = ProduceResponse::default();
         for pb in &r.batches {
             let tp = pb.partition.clone();
-            let Some(gp) = self.partition_index(&tp) else {
+            let Some(gp) = self
+                .partition_index(&tp)
+                .filter(|_| self.topic_exists(&tp.topic))
+            else {
                 resp.partitions.push(PartitionResponse::error(
                     tp,
                     KafkaError::UnknownTopicOrPartition,
                 ));
                 continue;
             };
+            if self.awaits_first_leader(gp) {
+                // Being created: no broker leads it yet, and none can name a leader.
+                resp.partitions.push(PartitionResponse::error(
+                    tp,
+                    KafkaError::NotLeaderOrFollower,
+                ));
+                continue;
+            }
             let (leader, leader_epoch) =
                 (self.partitions[gp].leader, self.partitions[gp].leader_epoch);
             let hint = LeaderHint::new(leader, leader_epoch);
@@ -649,7 +661,10 @@ impl World {
             });
         }
         for topic in &r.topics {
-            if !self.topics.contains(topic) {
+            if !self.topic_exists(topic) {
+                obs.trace(self.now, || {
+                    format!("metadata: {topic} does not exist (yet)")
+                });
                 md.topic_errors
                     .push((topic.clone(), KafkaError::UnknownTopicOrPartition));
                 continue;
@@ -662,9 +677,10 @@ impl World {
                     Some(prev) if stale == Some(gp) => prev,
                     _ => (p.leader, p.leader_epoch),
                 };
+                let elected = !self.awaits_first_leader(gp);
                 md.partitions.push(PartitionMetadata::new(
                     p.tp.clone(),
-                    self.is_up(leader).then_some(leader),
+                    (elected && self.is_up(leader)).then_some(leader),
                     leader_epoch,
                 ));
             }

@@ -18,6 +18,7 @@
 //! * `txn_faults`: the coordinator's timing (markers, loading) and its faults.
 
 mod brokers;
+mod metadata_faults;
 mod replication;
 mod txn;
 mod txn_faults;
@@ -133,6 +134,11 @@ pub(crate) struct World {
     /// The coordinator's timing (markers, loading) and the finalized
     /// `transaction.version`.
     txn_env: txn_faults::TxnEnv,
+    /// A topic created while the producer runs, if that fault was drawn.
+    creation: Option<metadata_faults::TopicCreation>,
+    /// Draws of what comes with a crash, on a stream of their own so the other faults
+    /// of a seed are drawn as before.
+    crash_rng: Rng,
 }
 
 impl World {
@@ -193,7 +199,22 @@ impl World {
             })
             .collect();
         let coordinator_node = NodeId(config.coordinator_node.clamp(1, config.brokers as i32));
-        Self {
+        // A transactional producer adds partitions through its coordinator, which the
+        // model does not refuse for a topic not created yet: drawn for idempotent runs.
+        let creation = config
+            .producer
+            .transactional_id()
+            .is_none()
+            .then(|| {
+                metadata_faults::TopicCreation::draw(
+                    config.seed,
+                    config.faults.topic_created_late,
+                    &topics,
+                    &partitions,
+                )
+            })
+            .flatten();
+        let mut world = Self {
             now: Timestamp::ZERO,
             net: Net::new(latencies),
             brokers,
@@ -213,7 +234,11 @@ impl World {
             coordinator_node,
             txn_env: txn_faults::TxnEnv::new(config.seed, config.transaction_version),
             config: config.clone(),
-        }
+            creation,
+            crash_rng: Rng::stream(config.seed, 0x6372_6173_6800),
+        };
+        world.count_creation();
+        world
     }
 
     // ------------------------------------------------------------------ what it shows
