@@ -96,7 +96,10 @@ impl Producer {
         }
         // Alone, it fits (`charge` never exceeds the upper bound): an empty buffer takes
         // it whatever its size.
-        debug_assert!(charge <= upper_bound, "{charge} charged, {upper_bound} framed");
+        debug_assert!(
+            charge <= upper_bound,
+            "{charge} charged, {upper_bound} framed"
+        );
         let buffered = self.acc.buffered_bytes();
         if buffered + charge > buffer_memory {
             return Err(SendError::BufferFull { buffered });

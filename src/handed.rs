@@ -91,8 +91,8 @@ impl Producer {
     ) -> Result<BatchRecords, SendError> {
         self.observe(now);
         self.admit_caller(partition).map_err(|e| self.refuse(e))?;
-        let count = record::check_handed(&batch)
-            .map_err(|e| self.refuse(SendError::InvalidBatch(e)))?;
+        let count =
+            record::check_handed(&batch).map_err(|e| self.refuse(SendError::InvalidBatch(e)))?;
         // A batch is its own upper bound, and charges its length.
         let size = batch.len();
         self.admit_size(size, size).map_err(|e| self.refuse(e))?;

@@ -74,7 +74,11 @@ fn taught(compression: Compression) -> Producer {
     let teacher = TopicPartition::new("logs", PARTITIONS);
     for _ in 0..300 {
         producer
-            .send(&teacher, &Record::from_value(big.clone(), 0), Timestamp::ZERO)
+            .send(
+                &teacher,
+                &Record::from_value(big.clone(), 0),
+                Timestamp::ZERO,
+            )
             .expect("queued");
     }
     producer
@@ -129,7 +133,9 @@ fn an_open_compressed_batch_reserves_batch_size_whatever_the_estimate() {
     let tp = TopicPartition::new("logs", PARTITIONS + 1);
     let mut written = 0;
     while written <= 50 * BATCH_SIZE {
-        producer.send(&tp, &record, Timestamp::ZERO).expect("queued");
+        producer
+            .send(&tp, &record, Timestamp::ZERO)
+            .expect("queued");
         written += record::BatchBuilder::estimated_record_size(&record);
     }
     assert_eq!(

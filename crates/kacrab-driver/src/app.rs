@@ -792,8 +792,8 @@ fn transaction_abort_cause(error: &ProduceError) -> Option<KafkaError> {
             TopicError::InvalidName(_) => KafkaError::InvalidTopicException,
             TopicError::NoSuchPartition { .. } => KafkaError::UnknownTopicOrPartition,
         }),
-        ProduceError::Delivery { .. } | ProduceError::Connection { .. } | ProduceError::Terminated => {
-            None
-        }
+        ProduceError::Delivery { .. }
+        | ProduceError::Connection { .. }
+        | ProduceError::Terminated => None,
     }
 }

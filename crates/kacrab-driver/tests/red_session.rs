@@ -193,7 +193,9 @@ fn abort_with_a_commit_in_the_backlog_fails_it_once() {
     p.pump();
     assert!(p.op(begin).is_some());
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let commit = p.session.commit_transaction(p.now);
     p.pump();
     assert!(p.op(commit).is_none());
@@ -242,7 +244,9 @@ fn a_transactional_send_that_fails_for_buffer_memory_makes_the_commit_fail() {
         (inc.api == ApiKey::Produce && std::mem::take(&mut armed))
             .then_some(Verdict::Delay(Duration::from_millis(500)))
     });
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     p.run_for(300 * MS);
     assert!(
         matches!(p.outcome(ids[2]), Some(Err(ProduceError::Send(_)))),
@@ -287,7 +291,9 @@ fn a_close_deadline_equal_to_max_block_fires_once_with_the_sends() {
         &[("buffer.memory", ONE_RECORD), ("max.block.ms", "200")],
     );
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let start = p.now;
     let close = p.close(Some(200 * MS));
     assert!(p.run_until(Duration::from_secs(5), |p| p.op(close).is_some()));
@@ -325,7 +331,9 @@ fn after_a_lost_transactional_send_only_abort_is_accepted_then_a_new_transaction
         (inc.api == ApiKey::Produce && std::mem::take(&mut armed))
             .then_some(Verdict::Delay(Duration::from_millis(500)))
     });
-    let _ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))).collect();
+    let _ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     p.run_for(800 * MS);
     let offsets = p.session.send_offsets_to_transaction(
         Vec::new(),

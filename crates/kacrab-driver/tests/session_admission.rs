@@ -12,7 +12,9 @@ mod pair;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kacrab_driver::{Completion, Partitioner, ProduceError, ProducerRecord, SendId, TopicPartitions};
+use kacrab_driver::{
+    Completion, Partitioner, ProduceError, ProducerRecord, SendId, TopicPartitions,
+};
 use kacrab_idempotence::{KafkaError, SendError, TxnError};
 use kafka_protocol::messages::ApiKey;
 use pair::{Cluster, Pair, Verdict};

@@ -160,7 +160,9 @@ fn sends_behind_a_full_buffer_wait_in_order_and_a_flush_behind_them_waits_too() 
         Cluster::new(1).with_topic("t", 1),
         &[("buffer.memory", ONE_RECORD), ("max.block.ms", "5000")],
     );
-    let ids: Vec<_> = (0..4).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))).collect();
+    let ids: Vec<_> = (0..4)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let flush = p.flush();
     p.settle(10 * SECOND);
     let positions: Vec<usize> = ids
@@ -203,7 +205,9 @@ fn sends_behind_a_full_buffer_fail_after_max_block_and_the_flush_completes_after
     });
     let start = p.now;
     let first = p.send("t", 0, &format!("first{PAD}"));
-    let waiting: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("w{i}{PAD}"))).collect();
+    let waiting: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("w{i}{PAD}")))
+        .collect();
     let flush = p.flush();
     assert!(p.run_until(10 * SECOND, |p| p.op(flush).is_some()));
     for id in &waiting {
@@ -405,7 +409,9 @@ fn on_abort_a_flush_queued_behind_the_backlog_completes_after_the_records_before
         &[("buffer.memory", ONE_RECORD), ("max.block.ms", "5000")],
     );
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let flush = p.flush();
     p.session.abort(p.now);
     p.pump();

@@ -44,7 +44,9 @@ fn a_commit_behind_sends_waiting_for_buffer_memory_covers_them() {
     let begin = p.session.begin_transaction(p.now);
     p.pump();
     assert!(ok(&p, begin));
-    let ids: Vec<_> = (0..4).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))).collect();
+    let ids: Vec<_> = (0..4)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let commit = p.session.commit_transaction(p.now);
     assert!(p.run_until(10 * SECOND, |p| p.op(commit).is_some()));
     assert!(ok(&p, commit), "{:?}", p.op(commit));
