@@ -154,3 +154,115 @@ fn a_handed_batch_too_large_inside_a_transaction_makes_it_abortable() {
         Some(KafkaError::MessageTooLarge)
     );
 }
+
+/// The refusals Java's `KafkaProducer.doSend` rethrows without touching the
+/// transaction leave it open and committable: a negative partition
+/// (`IllegalArgumentException` from `ProducerRecord`) and a malformed handed batch (the
+/// caller's error, like a malformed record). See `SendError::transaction_abort_cause`.
+#[test]
+fn a_callers_error_leaves_the_transaction_committable() {
+    let mut h = in_transaction(1 << 20, 1 << 20);
+    h.send(0, "kept");
+    assert_eq!(
+        h.p.send(&tp(-1), &record("x"), h.now),
+        Err(SendError::InvalidPartition(-1))
+    );
+    let refused =
+        h.p.send_batch(&tp(0), BytesMut::from(&[0u8; 70][..]), h.now);
+    assert!(
+        matches!(refused, Err(SendError::InvalidBatch(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::InTransaction)
+    );
+    assert_eq!(commit_refused_with(&mut h), None);
+}
+
+/// `BufferFull` from the core is not a final refusal (the caller may wait and retry, as
+/// the session does for `max.block.ms`): the transaction stays open. Giving up is
+/// reported with `send_refused` (Java's `BufferExhaustedException`, a
+/// `TimeoutException`), which makes it abortable.
+#[test]
+fn a_full_buffer_makes_the_transaction_abortable_only_when_given_up() {
+    let mut h = in_transaction(1 << 20, 300);
+    h.p.send(&tp(0), &big(200), h.now).expect("fits alone");
+    let refused = h.p.send(&tp(0), &big(200), h.now);
+    assert!(
+        matches!(refused, Err(SendError::BufferFull { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::InTransaction)
+    );
+    h.p.send_refused(KafkaError::RequestTimedOut);
+    assert_eq!(
+        commit_refused_with(&mut h),
+        Some(KafkaError::RequestTimedOut)
+    );
+}
+
+/// With no transaction open a refusal changes nothing (Java's transition from `READY`
+/// is invalid: the send fails and the state stays), and a second report while the
+/// transaction is already abortable keeps the first cause.
+#[test]
+fn a_refusal_outside_an_open_transaction_changes_nothing() {
+    let mut h = in_transaction(1_000, 1 << 20);
+    h.p.abort_transaction().unwrap();
+    h.pump();
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+    let refused = h.p.send(&tp(0), &big(2_000), h.now);
+    assert!(
+        matches!(refused, Err(SendError::RecordTooLarge { .. })),
+        "{refused:?}"
+    );
+    h.p.send_refused(KafkaError::RequestTimedOut);
+    assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
+    h.p.begin_transaction().unwrap();
+    let _ = h.p.send(&tp(0), &big(2_000), h.now);
+    h.p.send_refused(KafkaError::RequestTimedOut);
+    assert_eq!(
+        commit_refused_with(&mut h),
+        Some(KafkaError::MessageTooLarge)
+    );
+}
+
+/// A record refused as too large while the commit runs fails the commit: Java's
+/// `transitionToAbortableError` is valid from `COMMITTING_TRANSACTION`, and
+/// `ensureValidRecordSize` runs before `maybeAddPartition` could refuse the send for the
+/// state. Mirrored as it is (see "A send refused inside a transaction" in
+/// `docs/design.md`).
+#[test]
+fn a_record_too_large_while_committing_fails_the_commit() {
+    let mut h = in_transaction(1_000, 1 << 20);
+    h.send(0, "kept");
+    h.p.commit_transaction().unwrap();
+    h.pump();
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::CommittingTransaction)
+    );
+    let refused = h.p.send(&tp(0), &big(2_000), h.now);
+    assert!(
+        matches!(refused, Err(SendError::RecordTooLarge { .. })),
+        "{refused:?}"
+    );
+    h.pump();
+    let commit = h.events.iter().find_map(|e| match e {
+        Event::TransactionCompleted {
+            op: TxnOp::Commit,
+            result,
+        } => Some(result.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        commit,
+        Some(Err(TxnError::Abortable(KafkaError::MessageTooLarge)))
+    );
+    assert_eq!(
+        h.p.transaction_state(),
+        Some(TransactionState::AbortableError)
+    );
+}
