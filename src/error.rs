@@ -426,13 +426,17 @@ pub enum SendError {
     /// The producer hit a fatal error earlier.
     #[error("the producer is in a fatal state: {0}")]
     Fatal(KafkaError),
-    /// The record alone is larger than `max.request.size`.
-    #[error("record of {size} bytes is larger than max.request.size {max}")]
+    /// The record alone, framed in a batch of its own, is larger than `max.request.size`
+    /// or than all of `buffer.memory`: Java's `KafkaProducer.ensureValidRecordSize`
+    /// (`RecordTooLargeException` for either).
+    #[error("record of {size} bytes is larger than {limit} {max}")]
     RecordTooLarge {
-        /// The record's encoded size.
+        /// The record's encoded size, with a batch header.
         size: usize,
-        /// `max.request.size`.
+        /// The limit's value.
         max: usize,
+        /// Which limit.
+        limit: RecordSizeLimit,
     },
     /// A transactional producer sends only inside a transaction
     /// ([`Producer::begin_transaction`](crate::Producer::begin_transaction)).
@@ -451,6 +455,54 @@ pub enum SendError {
     /// rule of [`crate::handed`].
     #[error("invalid record batch: {0}")]
     InvalidBatch(crate::record::RecordError),
+}
+
+/// The limit a record larger than it is refused for ([`SendError::RecordTooLarge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordSizeLimit {
+    /// `max.request.size`: no request could carry it.
+    MaxRequestSize,
+    /// `buffer.memory`: it could never be buffered, even alone.
+    BufferMemory,
+}
+
+impl core::fmt::Display for RecordSizeLimit {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::MaxRequestSize => "max.request.size",
+            Self::BufferMemory => "buffer.memory",
+        })
+    }
+}
+
+impl SendError {
+    /// The error a refused send makes an open transaction abortable with, `None` for a
+    /// refusal that leaves the transaction alone (see [`Producer::send_refused`](crate::Producer::send_refused)).
+    ///
+    /// Java's `KafkaProducer.doSend` passes only `ApiException`s to
+    /// `TransactionManager.maybeTransitionToErrorState`: a record too large
+    /// (`RecordTooLargeException`: `MESSAGE_TOO_LARGE`) and `buffer.memory` full past
+    /// `max.block.ms` (`BufferExhaustedException`, a `TimeoutException`:
+    /// `REQUEST_TIMED_OUT`). It rethrows the others untouched: a closed producer and a
+    /// send outside a transaction (`IllegalStateException`, from `throwIfProducerClosed`
+    /// and `TransactionManager.maybeAddPartition`), a negative partition
+    /// (`IllegalArgumentException` from `ProducerRecord`), an earlier error
+    /// (`maybeFailWithError`'s `KafkaException`). A malformed handed batch has no Java
+    /// counterpart; like a malformed record it is the caller's error
+    /// (`IllegalArgumentException`), and leaves the transaction alone.
+    #[must_use]
+    pub fn transaction_abort_cause(&self) -> Option<KafkaError> {
+        match self {
+            Self::RecordTooLarge { .. } => Some(KafkaError::MessageTooLarge),
+            Self::BufferFull { .. } => Some(KafkaError::RequestTimedOut),
+            Self::Closed
+            | Self::Fatal(_)
+            | Self::NotInTransaction
+            | Self::InvalidPartition(_)
+            | Self::InvalidBatch(_) => None,
+        }
+    }
 }
 
 /// A protocol input the core could not accept. The core's state is unchanged: the

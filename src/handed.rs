@@ -30,7 +30,7 @@ use bytes::BytesMut;
 
 use crate::batch::{BatchData, ProducerBatch, StampFate, WriteState};
 use crate::error::SendError;
-use crate::producer::{Lifecycle, Producer};
+use crate::producer::Producer;
 use crate::record::{self, RECORD_BATCH_OVERHEAD};
 use crate::retry::Retry;
 use crate::types::{ProducerIdAndEpoch, RecordId, Sequence, Timestamp, TopicPartition};
@@ -79,8 +79,10 @@ impl Producer {
     /// # Errors
     /// Nothing was queued: the producer is closed or fatal, the partition is negative,
     /// a transactional producer has no transaction open, the batch breaks a rule
-    /// ([`SendError::InvalidBatch`]), is larger than `max.request.size`
-    /// ([`SendError::RecordTooLarge`]) or does not fit in `buffer.memory`.
+    /// ([`SendError::InvalidBatch`]), is larger than `max.request.size` or all of
+    /// `buffer.memory` ([`SendError::RecordTooLarge`]) or does not fit in `buffer.memory`
+    /// now ([`SendError::BufferFull`]). Inside a transaction, the refusals
+    /// [`Producer::send`] says make it abortable do here too.
     pub fn send_batch(
         &mut self,
         partition: &TopicPartition,
@@ -88,35 +90,17 @@ impl Producer {
         now: Timestamp,
     ) -> Result<BatchRecords, SendError> {
         self.observe(now);
-        if let Some(e) = self.fatal {
-            return Err(SendError::Fatal(e));
-        }
-        if self.lifecycle == Lifecycle::Closing {
-            return Err(SendError::Closed);
-        }
-        if partition.partition < 0 {
-            return Err(SendError::InvalidPartition(partition.partition));
-        }
-        let count = record::check_handed(&batch).map_err(SendError::InvalidBatch)?;
+        self.admit_caller(partition).map_err(|e| self.refuse(e))?;
+        let count =
+            record::check_handed(&batch).map_err(|e| self.refuse(SendError::InvalidBatch(e)))?;
+        // A batch is its own upper bound, and charges its length.
         let size = batch.len();
+        self.admit_size(size, size).map_err(|e| self.refuse(e))?;
         // Its largest record, as `send` counts one for `record-size-max` (0 when
         // compressed: not measured).
         let largest = record::largest_record(&batch).unwrap_or(0);
-        if size > self.config.max_request_size() {
-            return Err(SendError::RecordTooLarge {
-                size,
-                max: self.config.max_request_size(),
-            });
-        }
-        if self.acc.buffered_bytes() > 0
-            && self.acc.buffered_bytes() + size > self.config.buffer_memory()
-        {
-            return Err(SendError::BufferFull {
-                buffered: self.acc.buffered_bytes(),
-            });
-        }
         let p = self.partition_for(partition);
-        self.txn_add_partition(p)?;
+        self.txn_add_partition(p).map_err(|e| self.refuse(e))?;
         if !self.is_idempotent() {
             // Without idempotence nothing stamps the batch later: mark it as carrying
             // no producer and write its CRC now.

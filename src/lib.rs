@@ -127,6 +127,7 @@ extern crate alloc;
 extern crate std;
 
 mod accumulator;
+mod admission;
 pub mod backoff;
 mod batch;
 mod complete;
@@ -162,7 +163,7 @@ pub mod types;
 
 pub use compression::{Codec, Compression, Compressor};
 pub use config::{Acks, ConfigError, ProducerConfig, ProducerConfigBuilder};
-pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, SendError};
+pub use error::{DeliveryError, ErrorClass, InputError, KafkaError, RecordSizeLimit, SendError};
 pub use handed::BatchRecords;
 pub use io::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, BrokerMetadata, EndTxnRequest, Event,

@@ -272,8 +272,13 @@ impl Producer {
     /// later as exactly one [`Event::Delivered`] or [`Event::Failed`] naming this id.
     ///
     /// # Errors
-    /// The record was not queued: the producer is closed or fatal, the record is larger
-    /// than `max.request.size`, or `buffer.memory` is used up.
+    /// The record was not queued: the producer is closed or fatal, the partition is
+    /// negative, the record is larger than `max.request.size` or `buffer.memory`, a
+    /// transactional producer has no transaction open, or `buffer.memory` is used up
+    /// for now ([`SendError::BufferFull`]: retry once deliveries free room, or report
+    /// giving up with [`Producer::send_refused`]). Inside a transaction, a refusal Java
+    /// treats as an `ApiException` makes the transaction abortable (see
+    /// [`Producer::send_refused`]).
     pub fn send(
         &mut self,
         partition: &TopicPartition,
@@ -281,31 +286,12 @@ impl Producer {
         now: Timestamp,
     ) -> Result<RecordId, SendError> {
         self.observe(now);
-        if let Some(e) = self.fatal {
-            return Err(SendError::Fatal(e));
-        }
-        if self.lifecycle == Lifecycle::Closing {
-            return Err(SendError::Closed);
-        }
-        if partition.partition < 0 {
-            return Err(SendError::InvalidPartition(partition.partition));
-        }
         let size = BatchBuilder::estimated_record_size(record);
-        if size + RECORD_BATCH_OVERHEAD > self.config.max_request_size() {
-            return Err(SendError::RecordTooLarge {
-                size: size + RECORD_BATCH_OVERHEAD,
-                max: self.config.max_request_size(),
-            });
-        }
-        if self.acc.buffered_bytes() > 0
-            && self.acc.buffered_bytes() + size > self.config.buffer_memory()
-        {
-            return Err(SendError::BufferFull {
-                buffered: self.acc.buffered_bytes(),
-            });
-        }
+        self.admit_caller(partition)
+            .and_then(|()| self.admit_size(size + RECORD_BATCH_OVERHEAD, size))
+            .map_err(|e| self.refuse(e))?;
         let p = self.partition_for(partition);
-        self.txn_add_partition(p)?;
+        self.txn_add_partition(p).map_err(|e| self.refuse(e))?;
         let batch_size = self.config.batch_size();
         let needs_new = match &self.acc[p].open {
             Some(open) => !open.builder.has_room_for(record, open.write_limit),

@@ -194,7 +194,14 @@ impl BatchBuilder {
 
     /// A builder whose [`BatchBuilder::size_in_bytes`] assumes the records compress by
     /// `ratio` (ignored without a codec); `capacity_hint` is the estimated *compressed*
-    /// size wanted, and the uncompressed buffer is sized by the same ratio.
+    /// size wanted.
+    ///
+    /// The buffer starts with room for `capacity_hint` bytes whatever `ratio` says, and
+    /// grows as records are written: Java's `RecordAccumulator.append` allocates
+    /// `max(batch.size, record upper bound)` for every batch and lets the estimate
+    /// decide only when the batch is full. Sizing it by `1 / ratio` instead reserved up
+    /// to 10,000 times the hint for an open batch of a very compressible topic (see
+    /// `crates/kacrab-compression/tests/reservation.rs`).
     ///
     /// # Panics
     ///
@@ -209,7 +216,7 @@ impl BatchBuilder {
             Compression::None => CompressionRatio::ONE,
             Compression::Codec(_) => ratio,
         };
-        let buf = header_reserved(ratio.inverse(capacity_hint));
+        let buf = header_reserved(capacity_hint);
         Self {
             buf,
             compression,

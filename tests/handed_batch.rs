@@ -172,7 +172,11 @@ fn a_handed_batch_counts_against_max_request_size_and_buffer_memory() {
     let size = big.len();
     assert_eq!(
         h.p.send_batch(&tp(0), big, h.now),
-        Err(SendError::RecordTooLarge { size, max: 200 })
+        Err(SendError::RecordTooLarge {
+            size,
+            max: 200,
+            limit: RecordSizeLimit::MaxRequestSize
+        })
     );
     let small = batch(&[&"v".repeat(100)]);
     assert!(h.p.send_batch(&tp(0), small.clone(), h.now).is_ok());

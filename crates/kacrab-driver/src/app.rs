@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kacrab_idempotence::{
     ConsumerGroupMetadata, DeliveryError, KafkaError, OffsetToCommit, Producer, Record, SendError,
-    Timestamp, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
+    Timestamp, Topic, TopicPartition, TxnError, TxnOp,
 };
 
 use crate::completion::{Completion, OpId, ProduceError, SendId, TopicError};
@@ -116,14 +116,6 @@ pub(crate) trait Resolve {
     ) -> Placement;
 }
 
-/// Whether the open transaction lost a record before it entered the core.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TxnRecordLoss {
-    None,
-    /// A send failed for `buffer.memory`; commit and send_offsets are refused.
-    Lost,
-}
-
 /// Where the producer is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Life {
@@ -165,12 +157,6 @@ pub(crate) struct Application {
     /// partition wait for (every `retry.backoff.ms` while the front waits).
     metadata_ask_at: Timestamp,
     closes: Vec<OpId>,
-    /// A send of the open transaction failed before entering the core (`max.block.ms`
-    /// ran out): the transaction lost a record, so it may only be aborted. Java's
-    /// `KafkaProducer.doSend` passes the `BufferExhaustedException` to
-    /// `TransactionManager.maybeTransitionToErrorState`, which makes the transaction
-    /// abortable. Cleared when an abort of the transaction starts.
-    lost_in_transaction: TxnRecordLoss,
     life: Life,
     completions: VecDeque<Completion>,
 }
@@ -196,7 +182,6 @@ impl Application {
             lookups: Vec::new(),
             metadata_ask_at: now,
             closes: Vec::new(),
-            lost_in_transaction: TxnRecordLoss::None,
             life: Life::Open,
             completions: VecDeque::new(),
         }
@@ -248,7 +233,7 @@ impl Application {
                 },
                 None => ProduceError::Send(SendError::Closed),
             };
-            self.record_done(id, Err(refusal));
+            self.refuse(core, id, refusal);
             return id;
         }
         let (topic, partition) = (record.topic, record.partition);
@@ -273,7 +258,7 @@ impl Application {
                 self.metadata_ask_at = now;
                 self.wait_for_metadata(core, id, topic, partition, record, now);
             }
-            Placement::Refuse(error) => self.topic_failed(core, id, topic, error),
+            Placement::Refuse(error) => self.refuse(core, id, ProduceError::Topic { topic, error }),
         }
         id
     }
@@ -584,24 +569,27 @@ impl Application {
     // ------------------------------------------------------------------ internals
 
     /// A send failed for `buffer.memory` before entering the core.
-    fn buffer_full(&mut self, core: &Producer, id: SendId) {
-        if core.transaction_state() == Some(TransactionState::InTransaction) {
-            self.lost_in_transaction = TxnRecordLoss::Lost;
-        }
+    fn buffer_full(&mut self, core: &mut Producer, id: SendId) {
         let buffered = core.config().buffer_memory();
-        self.record_done(
+        self.refuse(
+            core,
             id,
-            Err(ProduceError::Send(SendError::BufferFull { buffered })),
+            ProduceError::Send(SendError::BufferFull { buffered }),
         );
     }
 
-    /// A send failed for its topic before entering the core; in a transaction, Java's
-    /// `KafkaProducer.doSend` makes such an error abortable, as a full buffer.
-    fn topic_failed(&mut self, core: &Producer, id: SendId, topic: Topic, error: TopicError) {
-        if core.transaction_state() == Some(TransactionState::InTransaction) {
-            self.lost_in_transaction = TxnRecordLoss::Lost;
+    /// A send is refused: it never entered the core, or the core refused it. Every
+    /// refusal goes through here, so the rule for transactions lives in one place: a
+    /// refusal Java's `KafkaProducer.doSend` hands to
+    /// `TransactionManager.maybeTransitionToErrorState` (an `ApiException`, see
+    /// [`transaction_abort_cause`]) makes an open transaction abortable in the core
+    /// ([`Producer::send_refused`]; for the core's own refusals it already did, and a
+    /// second report changes nothing). The commit then fails, as in Java.
+    pub(super) fn refuse(&mut self, core: &mut Producer, id: SendId, error: ProduceError) {
+        if let Some(cause) = transaction_abort_cause(&error) {
+            core.send_refused(cause);
         }
-        self.record_done(id, Err(ProduceError::Topic { topic, error }));
+        self.record_done(id, Err(error));
     }
 
     fn record_done(&mut self, id: SendId, outcome: Result<RecordMetadata, ProduceError>) {
@@ -631,7 +619,7 @@ impl Application {
             }
             Err(SendError::BufferFull { .. }) => Some((tp, record)),
             Err(e) => {
-                self.record_done(id, Err(ProduceError::Send(e)));
+                self.refuse(core, id, ProduceError::Send(e));
                 None
             }
         }
@@ -639,7 +627,7 @@ impl Application {
 
     fn block(
         &mut self,
-        core: &Producer,
+        core: &mut Producer,
         id: SendId,
         topic: Topic,
         partition: Option<i32>,
@@ -680,7 +668,7 @@ impl Application {
                     let tp = match resolve.place(core, &topic, wanted, &record, now) {
                         Placement::To(partition) => TopicPartition { topic, partition },
                         Placement::Refuse(error) => {
-                            self.topic_failed(core, id, topic, error);
+                            self.refuse(core, id, ProduceError::Topic { topic, error });
                             continue;
                         }
                         Placement::Wait if deadline <= now => {
@@ -754,16 +742,6 @@ impl Application {
 
     fn start_txn(&mut self, core: &mut Producer, op: OpId, call: TxnCall) {
         let kind = call.kind();
-        if self.lost_in_transaction == TxnRecordLoss::Lost
-            && matches!(call, TxnCall::Commit | TxnCall::SendOffsets(..))
-        {
-            self.completions.push_back(Completion::Transaction {
-                op,
-                kind,
-                result: Err(TxnError::Abortable(KafkaError::RequestTimedOut)),
-            });
-            return;
-        }
         let started = match call {
             TxnCall::Init => core.init_transactions(),
             TxnCall::Begin => {
@@ -776,13 +754,7 @@ impl Application {
                 core.send_offsets_to_transaction(offsets, group)
             }
             TxnCall::Commit => core.commit_transaction(),
-            TxnCall::Abort => {
-                let started = core.abort_transaction();
-                if started.is_ok() {
-                    self.lost_in_transaction = TxnRecordLoss::None;
-                }
-                started
-            }
+            TxnCall::Abort => core.abort_transaction(),
         };
         match started {
             Ok(()) => self.txn_waiters.push((kind, op)),
@@ -792,5 +764,36 @@ impl Application {
                 result: Err(e),
             }),
         }
+    }
+}
+
+/// The error a refused send makes an open transaction abortable with, `None` for a
+/// refusal that leaves it alone: Java's `KafkaProducer.doSend` passes only
+/// `ApiException`s to `TransactionManager.maybeTransitionToErrorState`.
+///
+/// * The core's refusals: [`SendError::transaction_abort_cause`] (too large, or
+///   `buffer.memory` full past `max.block.ms`: `BufferExhaustedException`).
+/// * The topic's: `waitOnMetadata`'s `TimeoutException` when metadata never named the
+///   topic or the partition within `max.block.ms` (REQUEST_TIMED_OUT), the broker's
+///   refusal itself (`TopicAuthorizationException`, `InvalidTopicException`), an invalid
+///   name (the broker's INVALID_TOPIC_EXCEPTION, which the session saves asking for),
+///   and a partition the application's partitioner invented (Java appends it and the
+///   batch expires, `Sender` failing it through the same transition).
+/// * A send refused because the session is closed or its driver stopped: the producer
+///   is closing (Java's `IllegalStateException`), the transaction ends with it.
+fn transaction_abort_cause(error: &ProduceError) -> Option<KafkaError> {
+    match error {
+        ProduceError::Send(e) => e.transaction_abort_cause(),
+        ProduceError::Topic { error, .. } => Some(match error {
+            TopicError::NotPresent { .. } | TopicError::PartitionNotPresent { .. } => {
+                KafkaError::RequestTimedOut
+            }
+            TopicError::Refused(e) => *e,
+            TopicError::InvalidName(_) => KafkaError::InvalidTopicException,
+            TopicError::NoSuchPartition { .. } => KafkaError::UnknownTopicOrPartition,
+        }),
+        ProduceError::Delivery { .. }
+        | ProduceError::Connection { .. }
+        | ProduceError::Terminated => None,
     }
 }

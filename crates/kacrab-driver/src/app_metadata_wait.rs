@@ -5,14 +5,14 @@
 use kacrab_idempotence::{Producer, Record, Timestamp, Topic};
 
 use super::{Application, Queued};
-use crate::completion::{SendId, TopicError};
+use crate::completion::{ProduceError, SendId, TopicError};
 
 impl Application {
     /// Queues a send until metadata names its topic (with its partition `wanted`, if
     /// the application chose one), for at most `max.block.ms`.
     pub(super) fn wait_for_metadata(
         &mut self,
-        core: &Producer,
+        core: &mut Producer,
         id: SendId,
         topic: Topic,
         wanted: Option<i32>,
@@ -37,7 +37,7 @@ impl Application {
     /// when known, which did not include the partition `wanted`).
     pub(super) fn not_present(
         &mut self,
-        core: &Producer,
+        core: &mut Producer,
         id: SendId,
         topic: Topic,
         wanted: Option<i32>,
@@ -52,6 +52,6 @@ impl Application {
             },
             _ => TopicError::NotPresent { waited },
         };
-        self.topic_failed(core, id, topic, error);
+        self.refuse(core, id, ProduceError::Topic { topic, error });
     }
 }

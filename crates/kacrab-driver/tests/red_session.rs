@@ -11,23 +11,31 @@ use pair::{Cluster, Pair, Verdict};
 
 const MS: Duration = Duration::from_millis(1);
 
+/// `buffer.memory` that holds one record of these tests (a value padded with [`PAD`])
+/// and not two: a record larger than all of `buffer.memory` is refused as too large
+/// (Java's `KafkaProducer.ensureValidRecordSize`), so a buffer too small for every
+/// record can no longer stand for "full after one".
+const ONE_RECORD: &str = "200";
+/// Pads a value to some 100 bytes: one such record fits in [`ONE_RECORD`], two do not.
+const PAD: &str = "----------------------------------------------------------------------------------------------------";
+
 /// A session whose Produce requests are never answered, with a buffer so small that
 /// the second send waits in the backlog, and a long `max.block.ms`.
 fn stuck_with_backlog() -> (Pair, Vec<kacrab_driver::SendId>) {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
         &[
-            ("buffer.memory", "1"),
+            ("buffer.memory", ONE_RECORD),
             ("max.block.ms", "60000"),
             ("delivery.timeout.ms", "120000"),
             ("request.timeout.ms", "30000"),
         ],
     );
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
-    let mut ids = vec![p.send("t", 0, "r0")];
+    let mut ids = vec![p.send("t", 0, &format!("r0{PAD}"))];
     p.run_for(50 * MS);
     assert_eq!(p.cluster.count(ApiKey::Produce), 1, "r0 is on the wire");
-    ids.extend((1..3).map(|i| p.send("t", 0, &format!("r{i}"))));
+    ids.extend((1..3).map(|i| p.send("t", 0, &format!("r{i}{PAD}"))));
     assert!(
         p.session.oldest_blocked_send().is_some(),
         "a send waits for buffer.memory"
@@ -175,7 +183,7 @@ fn abort_with_a_commit_in_the_backlog_fails_it_once() {
         Cluster::new(1).with_topic("t", 1),
         &[
             ("transactional.id", "tx"),
-            ("buffer.memory", "1"),
+            ("buffer.memory", ONE_RECORD),
             ("max.block.ms", "60000"),
         ],
     );
@@ -185,7 +193,9 @@ fn abort_with_a_commit_in_the_backlog_fails_it_once() {
     p.pump();
     assert!(p.op(begin).is_some());
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let commit = p.session.commit_transaction(p.now);
     p.pump();
     assert!(p.op(commit).is_none());
@@ -219,7 +229,7 @@ fn a_transactional_send_that_fails_for_buffer_memory_makes_the_commit_fail() {
         Cluster::new(1).with_topic("t", 1),
         &[
             ("transactional.id", "tx"),
-            ("buffer.memory", "1"),
+            ("buffer.memory", ONE_RECORD),
             ("max.block.ms", "100"),
         ],
     );
@@ -234,7 +244,9 @@ fn a_transactional_send_that_fails_for_buffer_memory_makes_the_commit_fail() {
         (inc.api == ApiKey::Produce && std::mem::take(&mut armed))
             .then_some(Verdict::Delay(Duration::from_millis(500)))
     });
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     p.run_for(300 * MS);
     assert!(
         matches!(p.outcome(ids[2]), Some(Err(ProduceError::Send(_)))),
@@ -276,10 +288,12 @@ fn a_transactional_send_that_fails_for_buffer_memory_makes_the_commit_fail() {
 fn a_close_deadline_equal_to_max_block_fires_once_with_the_sends() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
-        &[("buffer.memory", "1"), ("max.block.ms", "200")],
+        &[("buffer.memory", ONE_RECORD), ("max.block.ms", "200")],
     );
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let start = p.now;
     let close = p.close(Some(200 * MS));
     assert!(p.run_until(Duration::from_secs(5), |p| p.op(close).is_some()));
@@ -303,7 +317,7 @@ fn after_a_lost_transactional_send_only_abort_is_accepted_then_a_new_transaction
         Cluster::new(1).with_topic("t", 1),
         &[
             ("transactional.id", "tx"),
-            ("buffer.memory", "1"),
+            ("buffer.memory", ONE_RECORD),
             ("max.block.ms", "100"),
         ],
     );
@@ -317,7 +331,9 @@ fn after_a_lost_transactional_send_only_abort_is_accepted_then_a_new_transaction
         (inc.api == ApiKey::Produce && std::mem::take(&mut armed))
             .then_some(Verdict::Delay(Duration::from_millis(500)))
     });
-    let _ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let _ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     p.run_for(800 * MS);
     let offsets = p.session.send_offsets_to_transaction(
         Vec::new(),

@@ -100,7 +100,9 @@ fn case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just(120u32), Just(16_384)],
                 1..=5u32,
                 prop_oneof![Just(300u64), Just(300_000)],
-                prop_oneof![Just(1u64), Just(300), Just(33_554_432)],
+                // 100: the smallest buffer that holds one of these short records alone (a
+                // larger record is refused as too large, `ensureValidRecordSize`).
+                prop_oneof![Just(100u64), Just(300), Just(33_554_432)],
                 prop_oneof![Just(0u64), Just(50), Just(60_000)],
             ),
             (
@@ -384,7 +386,8 @@ fn txn_case() -> impl Strategy<Value = TxnCase> {
         0..120u64,
         prop::collection::vec((prop::collection::vec(0..3i32, 0..8), any::<bool>()), 1..6),
         prop::option::weighted(0.3, (0..6usize, any::<bool>(), 0..2000u64)),
-        prop_oneof![Just(1u64), Just(33_554_432)],
+        // 100: see `Case`.
+        prop_oneof![Just(100u64), Just(33_554_432)],
     )
         .prop_map(
             |(seed, brokers, tv2, latency_ms, fault_per_mille, txns, stop, buffer_memory)| {

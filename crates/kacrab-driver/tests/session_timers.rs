@@ -14,6 +14,14 @@ use pair::{Cluster, ConnectPolicy, Pair, Verdict};
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
+/// `buffer.memory` that holds one record of these tests (a value padded with [`PAD`])
+/// and not two: a record larger than all of `buffer.memory` is refused as too large
+/// (Java's `KafkaProducer.ensureValidRecordSize`), so a buffer too small for every
+/// record can no longer stand for "full after one".
+const ONE_RECORD: &str = "200";
+/// Pads a value to some 100 bytes: one such record fits in [`ONE_RECORD`], two do not.
+const PAD: &str = "----------------------------------------------------------------------------------------------------";
+
 /// A Produce the broker never answers: the core gives up on it after
 /// `request.timeout.ms`, the session closes the connection it was on (a late answer
 /// can never arrive), and the retry on a fresh connection delivers the record once.
@@ -150,9 +158,11 @@ fn a_refused_connect_is_tried_elsewhere() {
 fn sends_behind_a_full_buffer_wait_in_order_and_a_flush_behind_them_waits_too() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
-        &[("buffer.memory", "1"), ("max.block.ms", "5000")],
+        &[("buffer.memory", ONE_RECORD), ("max.block.ms", "5000")],
     );
-    let ids: Vec<_> = (0..4).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let ids: Vec<_> = (0..4)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let flush = p.flush();
     p.settle(10 * SECOND);
     let positions: Vec<usize> = ids
@@ -172,7 +182,8 @@ fn sends_behind_a_full_buffer_wait_in_order_and_a_flush_behind_them_waits_too() 
     for (i, id) in ids.iter().enumerate() {
         assert_eq!(p.acked(*id).offset, Some(i as i64));
     }
-    assert_eq!(p.cluster.values("t", 0), ["r0", "r1", "r2", "r3"]);
+    let values: Vec<String> = (0..4).map(|i| format!("r{i}{PAD}")).collect();
+    assert_eq!(p.cluster.values("t", 0), values);
 }
 
 /// While the broker sits on the first record, sends behind the full buffer fail with
@@ -183,7 +194,7 @@ fn sends_behind_a_full_buffer_fail_after_max_block_and_the_flush_completes_after
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
         &[
-            ("buffer.memory", "1"),
+            ("buffer.memory", ONE_RECORD),
             ("max.block.ms", "200"),
             ("request.timeout.ms", "1000"),
         ],
@@ -193,8 +204,10 @@ fn sends_behind_a_full_buffer_fail_after_max_block_and_the_flush_completes_after
         (inc.api == ApiKey::Produce && std::mem::take(&mut armed)).then_some(Verdict::Ignore)
     });
     let start = p.now;
-    let first = p.send("t", 0, "first");
-    let waiting: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("w{i}"))).collect();
+    let first = p.send("t", 0, &format!("first{PAD}"));
+    let waiting: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("w{i}{PAD}")))
+        .collect();
     let flush = p.flush();
     assert!(p.run_until(10 * SECOND, |p| p.op(flush).is_some()));
     for id in &waiting {
@@ -216,7 +229,7 @@ fn sends_behind_a_full_buffer_fail_after_max_block_and_the_flush_completes_after
         .unwrap();
     assert!(flushed > pos(&p, first) && flushed > *order.last().unwrap());
     assert_eq!(p.acked(first).offset, Some(0));
-    assert_eq!(p.cluster.values("t", 0), ["first"]);
+    assert_eq!(p.cluster.values("t", 0), [format!("first{PAD}")]);
 }
 
 /// Every flush completes once, naming its own id, after every record sent before it
@@ -393,10 +406,12 @@ fn a_second_close_with_a_shorter_timeout_shortens_the_first() {
 fn on_abort_a_flush_queued_behind_the_backlog_completes_after_the_records_before_it() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
-        &[("buffer.memory", "1"), ("max.block.ms", "5000")],
+        &[("buffer.memory", ONE_RECORD), ("max.block.ms", "5000")],
     );
     p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
-    let ids: Vec<_> = (0..3).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let flush = p.flush();
     p.session.abort(p.now);
     p.pump();

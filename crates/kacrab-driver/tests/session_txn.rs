@@ -11,6 +11,14 @@ use pair::{Cluster, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 
+/// `buffer.memory` that holds one record of these tests (a value padded with [`PAD`])
+/// and not two: a record larger than all of `buffer.memory` is refused as too large
+/// (Java's `KafkaProducer.ensureValidRecordSize`), so a buffer too small for every
+/// record can no longer stand for "full after one".
+const ONE_RECORD: &str = "200";
+/// Pads a value to some 100 bytes: one such record fits in [`ONE_RECORD`], two do not.
+const PAD: &str = "----------------------------------------------------------------------------------------------------";
+
 fn ok(p: &Pair, op: kacrab_driver::OpId) -> bool {
     matches!(
         p.op(op),
@@ -32,11 +40,13 @@ fn initialized(props: &[(&str, &str)]) -> Pair {
 /// them: it completes after every one of them is acknowledged, and commits.
 #[test]
 fn a_commit_behind_sends_waiting_for_buffer_memory_covers_them() {
-    let mut p = initialized(&[("buffer.memory", "1"), ("max.block.ms", "5000")]);
+    let mut p = initialized(&[("buffer.memory", ONE_RECORD), ("max.block.ms", "5000")]);
     let begin = p.session.begin_transaction(p.now);
     p.pump();
     assert!(ok(&p, begin));
-    let ids: Vec<_> = (0..4).map(|i| p.send("t", 0, &format!("r{i}"))).collect();
+    let ids: Vec<_> = (0..4)
+        .map(|i| p.send("t", 0, &format!("r{i}{PAD}")))
+        .collect();
     let commit = p.session.commit_transaction(p.now);
     assert!(p.run_until(10 * SECOND, |p| p.op(commit).is_some()));
     assert!(ok(&p, commit), "{:?}", p.op(commit));
@@ -51,7 +61,8 @@ fn a_commit_behind_sends_waiting_for_buffer_memory_covers_them() {
         assert!(done < committed, "{id:?} after the commit");
     }
     assert_eq!(p.cluster.end_txns, [true]);
-    assert_eq!(p.cluster.values("t", 0), ["r0", "r1", "r2", "r3"]);
+    let values: Vec<String> = (0..4).map(|i| format!("r{i}{PAD}")).collect();
+    assert_eq!(p.cluster.values("t", 0), values);
 }
 
 /// init_transactions called again while the first is pending joins it: both complete,
