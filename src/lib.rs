@@ -159,6 +159,7 @@ mod txn_partitions;
 mod txn_queue;
 mod txn_version;
 pub mod types;
+mod written;
 
 pub use compression::{Codec, Compression, Compressor};
 pub use config::{Acks, ConfigError, ProducerConfig, ProducerConfigBuilder};
