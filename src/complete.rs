@@ -194,7 +194,7 @@ impl Producer {
         let p = b.partition;
         let b = self.batches.get_mut(id).expect("live");
         b.retry.unsent(&mut self.backoff, self.now);
-        self.acc[p].reenqueue(id, &self.batches);
+        self.acc[p].requeue_unsent(id, &self.batches);
         self.list(p);
     }
 

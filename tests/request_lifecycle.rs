@@ -158,3 +158,35 @@ fn acks_zero_records_are_delivered_at_the_write() {
     assert!(!p.is_outstanding(again[0].id));
     p.assert_invariants();
 }
+
+/// Without idempotence, three batches of one partition reported never sent one after
+/// another go back in send order, not reversed as retries put at the head of the queue
+/// would be (Java never took them out of the deque): the log keeps send order.
+#[test]
+fn batches_never_sent_keep_their_send_order_without_idempotence() {
+    let mut c = config();
+    c.enable_idempotence(false).acks(Acks::Leader);
+    let mut h = Harness::new(c.build().unwrap());
+    let ids: Vec<RecordId> = ["a", "b", "c"].iter().map(|v| h.send(0, v)).collect();
+    let first: Vec<RequestId> = h.outstanding.iter().map(|r| r.id).collect();
+    assert_eq!(first.len(), 3, "one request per batch");
+    for id in first {
+        h.fail(id, RequestFailure::NotSent);
+    }
+    let mut order = Vec::new();
+    for _ in 0..10 {
+        for r in h.advance(50) {
+            order.push(r.id);
+        }
+        if order.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(order.len(), 3);
+    for (i, rid) in order.iter().enumerate() {
+        h.respond(*rid, &[(0, KafkaError::None, i as i64)]);
+    }
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(h.delivered(*id), Some(Some(i as i64)), "record {i}");
+    }
+}

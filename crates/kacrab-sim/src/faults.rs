@@ -122,6 +122,15 @@ pub enum FaultKind {
     /// the coordinator bumps the epoch (aborting the open transaction), and the
     /// producer under test is fenced (PRODUCER_FENCED).
     RivalProducer,
+    /// A session's dial of a live broker is refused (as while the broker restarts):
+    /// the requests queued for the connection were never written. Session driver only.
+    ConnectRefused,
+    /// A session's connection takes longer than `request.timeout.ms` to open, with
+    /// requests queued behind it (not written yet). Session driver only.
+    SlowConnectionSetup,
+    /// A coordinator's answer is held past `request.timeout.ms`: it arrives (if its
+    /// connection is still open) after the client timed the request out and retried.
+    LateCoordinatorAnswer,
 }
 
 impl FaultKind {
@@ -167,6 +176,9 @@ impl FaultKind {
         FaultKind::CoordinatorOtherError,
         FaultKind::TransactionalIdExpiry,
         FaultKind::RivalProducer,
+        FaultKind::ConnectRefused,
+        FaultKind::SlowConnectionSetup,
+        FaultKind::LateCoordinatorAnswer,
     ];
 
     /// A short stable name for reports.
@@ -215,6 +227,9 @@ impl FaultKind {
             FaultKind::CoordinatorOtherError => "coordinator: other error",
             FaultKind::TransactionalIdExpiry => "transactional id expiry",
             FaultKind::RivalProducer => "rival producer fences",
+            FaultKind::ConnectRefused => "connect refused",
+            FaultKind::SlowConnectionSetup => "connection setup past request.timeout",
+            FaultKind::LateCoordinatorAnswer => "coordinator answer past request.timeout",
         }
     }
 
@@ -258,6 +273,17 @@ impl FaultKind {
                 | FaultKind::CoordinatorOtherError
                 | FaultKind::TransactionalIdExpiry
                 | FaultKind::RivalProducer
+                | FaultKind::LateCoordinatorAnswer
+        )
+    }
+
+    /// Whether the kind arises only with the session driver (`DriverKind::Session`):
+    /// the core driver opens no connections.
+    #[must_use]
+    pub fn is_session_only(self) -> bool {
+        matches!(
+            self,
+            FaultKind::ConnectRefused | FaultKind::SlowConnectionSetup
         )
     }
 
@@ -343,6 +369,12 @@ pub struct FaultRates {
     /// Per transaction of the workload: a rival producer with the same
     /// `transactional.id` initialises before it ends ([`FaultKind::RivalProducer`]).
     pub rival_producer: f64,
+    /// Per session dial of a live broker: refused.
+    pub connect_refused: f64,
+    /// Per session dial of a live broker: opens only after `request.timeout.ms`.
+    pub slow_connection_setup: f64,
+    /// Per coordinator answer: held past `request.timeout.ms`.
+    pub late_coordinator_answer: f64,
 }
 
 impl FaultRates {
@@ -372,6 +404,9 @@ impl FaultRates {
         transaction_version_change: 0.0,
         transactional_id_expiry: 0.0,
         rival_producer: 0.0,
+        connect_refused: 0.0,
+        slow_connection_setup: 0.0,
+        late_coordinator_answer: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -405,6 +440,9 @@ impl FaultRates {
             transaction_version_change: r / 4.0,
             transactional_id_expiry: r / 20.0,
             rival_producer: r / 10.0,
+            connect_refused: r / 4.0,
+            slow_connection_setup: r / 10.0,
+            late_coordinator_answer: r / 25.0,
         }
     }
 
