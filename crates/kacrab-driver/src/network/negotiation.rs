@@ -5,12 +5,12 @@
 //! The finalized `transaction.version` (KIP-890) every answer carries reaches the core
 //! here.
 
-use kacrab_idempotence::{Producer, Request, Timestamp};
+use kacrab_idempotence::{Producer, Timestamp};
 use kacrab_wire::messages::ApiVersionsRequest;
 use kacrab_wire::Versions;
 
 use super::{ConnState, Network, Pending};
-use crate::output::{CloseReason, ConnId, Output};
+use crate::output::{CloseReason, ConnId};
 
 impl Network {
     /// The transport is up: version negotiation starts.
@@ -70,13 +70,6 @@ impl Network {
         let queued: Vec<Pending> = c.queued.drain(..).collect();
         for p in queued {
             match p {
-                // One the core gave up on while it waited is never written: its answer
-                // would be refused, closing a healthy connection.
-                Pending::Core(r) if r.id().is_some_and(|id| !core.is_outstanding(id)) => {
-                    if let Request::Produce(p) = &r {
-                        self.out.push_back(Output::Release { ticket: p.ticket });
-                    }
-                }
                 Pending::Core(r) => self.write_core_request(core, conn, r, now),
                 Pending::Session(r, tag) => {
                     self.send_session_request(core, conn, r, tag, now);
