@@ -92,7 +92,7 @@ fn late_coordinator_answers_close_no_connection_as_a_protocol_violation() {
         c.init_transactions(MAX).expect("init_transactions");
         let outcomes = c.run_transactions(6, 3, 1.0, MAX);
         assert!(
-            outcomes.iter().any(|o| *o == TxnOutcome::Committed),
+            outcomes.contains(&TxnOutcome::Committed),
             "seed {seed}: {outcomes:?}"
         );
         c.set_fault_rates(FaultRates::NONE);
