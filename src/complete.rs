@@ -146,6 +146,13 @@ impl Producer {
         true
     }
 
+    /// An `acks=0` batch was written: delivered, with no offset (no answer comes).
+    pub(crate) fn delivered_unacknowledged(&mut self, id: BatchId) {
+        if self.land(id) {
+            self.report(id, Ok(None));
+        }
+    }
+
     fn lost_in_transit(&mut self, id: BatchId, failure: RequestFailure) {
         if !self.land(id) {
             return;
@@ -159,13 +166,36 @@ impl Producer {
         // The burst-wedge fix: forget the leader so the retry is re-routed by fresh
         // metadata, and a dead broker cannot hold healthy partitions hostage.
         self.invalidate_leader(p);
-        self.retry_or_fail(
-            id,
-            KafkaError::NetworkException,
-            -1,
-            NextAttempt::AfterBackoff,
-            None,
-        );
+        match failure {
+            RequestFailure::Disconnected => self.retry_or_fail(
+                id,
+                KafkaError::NetworkException,
+                -1,
+                NextAttempt::AfterBackoff,
+                None,
+            ),
+            RequestFailure::NotSent => self.requeue_unsent(id),
+        }
+    }
+
+    /// A batch whose request was never written goes back to its queue as if it had
+    /// never been drained: no attempt counted under `retries`, no growing retry backoff;
+    /// it waits for its leader's metadata and connection, the lookup paced by the first
+    /// step of `retry.backoff.ms` ([`Retry::unsent`]). Java drains no batch for a node
+    /// `NetworkClient.ready` refuses (`Sender.sendProducerData`), and
+    /// `ProducerBatch.attempts` grows only when a sent request failed. Only
+    /// `delivery.timeout.ms` ends its wait.
+    fn requeue_unsent(&mut self, id: BatchId) {
+        let b = self.batches.get(id).expect("live");
+        if b.done || self.now >= b.created + self.config.delivery_timeout() {
+            self.fail_answered(id, KafkaError::NetworkException, None);
+            return;
+        }
+        let p = b.partition;
+        let b = self.batches.get_mut(id).expect("live");
+        b.retry.unsent(&mut self.backoff, self.now);
+        self.acc[p].requeue_unsent(id, &self.batches);
+        self.list(p);
     }
 
     pub(crate) fn invalidate_leader(&mut self, p: u32) {

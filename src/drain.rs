@@ -6,7 +6,6 @@ use crate::txn_ops::TxnStep;
 use alloc::vec::Vec;
 
 use crate::batch::{Stamp, StampFate};
-use crate::config::Acks;
 use crate::io::{InitProducerIdRequest, MetadataRequest, ProduceBatch, ProduceRequest, Request};
 use crate::producer::{IdState, Lifecycle, Producer};
 use crate::requests::OutstandingKind;
@@ -21,11 +20,33 @@ enum Head {
 }
 
 impl Producer {
-    /// The next request the driver must send, if any. Stamping happens here: a batch
+    /// The next request the driver must send, if any, counted as written at once: its
+    /// `request.timeout.ms` starts now, and an `acks=0` request's records are delivered
+    /// now. For a driver that writes each request before its next input; one that may
+    /// hold a request back (behind its connection's setup) uses
+    /// [`Producer::poll_request_unwritten`] instead. Stamping happens here: a batch
     /// gets its (producer id, epoch, sequence) when it is first drained.
     ///
     /// Call it until it returns `None` after every input and application call.
     pub fn poll_request(&mut self, now: Timestamp) -> Option<Request> {
+        let request = self.poll_request_unwritten(now)?;
+        if let Some(id) = request.id() {
+            let written = self.handle_request_written(id, now);
+            debug_assert!(written.is_ok(), "a request just handed out: {written:?}");
+        }
+        Some(request)
+    }
+
+    /// The next request the driver must send, if any, not yet written: the driver
+    /// reports its write with [`Producer::handle_request_written`]. Until then no
+    /// `request.timeout.ms` runs for it, an `acks=0` request's records are not
+    /// delivered, and a failure is [`RequestFailure::NotSent`](crate::RequestFailure::NotSent),
+    /// which costs its batches no attempt (Java drains only for nodes whose connection
+    /// `NetworkClient.ready` accepts, and times a request from its send). Stamping
+    /// happens here, as in [`Producer::poll_request`].
+    ///
+    /// Call it until it returns `None` after every input and application call.
+    pub fn poll_request_unwritten(&mut self, now: Timestamp) -> Option<Request> {
         self.observe(now);
         if let Some(node) = self.requests.pop_close() {
             return Some(Request::CloseConnection { node });
@@ -58,9 +79,7 @@ impl Producer {
         }
         let id = self.next_request_id();
         self.identity.requested(id);
-        let deadline = self.now + self.config.request_timeout();
-        self.requests
-            .push(id, OutstandingKind::InitProducerId, deadline);
+        self.requests.push(id, OutstandingKind::InitProducerId);
         Some(Request::InitProducerId(InitProducerIdRequest {
             id,
             node: None,
@@ -87,8 +106,7 @@ impl Producer {
         topics.sort();
         let id = self.next_request_id();
         self.stats.metadata_requests += 1;
-        let deadline = self.now + self.config.request_timeout();
-        self.requests.push(id, OutstandingKind::Metadata, deadline);
+        self.requests.push(id, OutstandingKind::Metadata);
         Some(Request::Metadata(MetadataRequest { id, topics }))
     }
 
@@ -393,10 +411,8 @@ impl Producer {
             let batch = self.batches.get_mut(b).expect("taken batch is live");
             let data = batch.data.share();
             let p = batch.partition;
-            if acks != Acks::None {
-                batch.on_wire = Some(id);
-                self.acc[p].on_wire.push_back(b);
-            }
+            batch.on_wire = Some(id);
+            self.acc[p].on_wire.push_back(b);
             batches.push(ProduceBatch {
                 partition: self.acc[p].tp.clone(),
                 data,
@@ -405,19 +421,14 @@ impl Producer {
         self.stats.produce_requests += 1;
         self.metrics_drained(node, &taken);
         let ticket = self.requests.reserve_ticket();
-        if acks == Acks::None {
-            // No answer will come: the batches count as delivered once handed out.
-            for b in taken {
-                self.report(b, Ok(None));
-            }
-        } else {
-            let deadline = self.now + self.config.request_timeout();
-            let kind = OutstandingKind::Produce {
-                node,
-                batches: taken,
-            };
-            self.requests.push(id, kind, deadline);
-        }
+        // Outstanding until written even with acks=0: the batches are delivered only
+        // once their bytes are (`handle_request_written`), and a connection lost before
+        // that fails them as never sent.
+        let kind = OutstandingKind::Produce {
+            node,
+            batches: taken,
+        };
+        self.requests.push(id, kind);
         Request::Produce(ProduceRequest {
             id,
             node,

@@ -52,16 +52,17 @@ impl Producer {
         }
     }
 
-    /// Times out requests past request.timeout.ms. A produce request's connection must
-    /// be closed, which fails every request on it as possibly written (Java's
-    /// NetworkClient does the same).
+    /// Times out written requests past request.timeout.ms (counted from the write). A
+    /// produce request's connection must be closed, which fails every request written
+    /// on it as possibly written (Java's NetworkClient does the same); one still waiting
+    /// to be written fails as never sent when the driver drops the connection.
     pub(crate) fn expire_requests(&mut self) {
         let now = self.now;
         while let Some((id, produce_node)) = self.requests.first_expired(now) {
             self.stats.request_timeouts += 1;
             if let Some(node) = produce_node {
                 self.requests.close_connection(node);
-                for rid in self.requests.produce_on(node) {
+                for rid in self.requests.written_produce_on(node) {
                     let _ = self.handle_request_failed(rid, RequestFailure::Disconnected, now);
                 }
             } else {

@@ -421,7 +421,8 @@ impl BrokerMetadata {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum RequestFailure {
     /// The request never left this process (no connection, or the write failed before
-    /// any byte was sent). Nothing it carried can have been written.
+    /// any byte was sent). Nothing it carried can have been written, and its batches go
+    /// back to their queues without using up an attempt under `retries`.
     NotSent,
     /// The connection failed after the request was written: the broker may have applied
     /// it. Every batch in it is possibly written.

@@ -40,8 +40,12 @@
 //! [`ticket`] on each produce request to keep that order across connections.
 //! When the connection carrying requests fails, report each with
 //! [`RequestFailure::Disconnected`] if it may have been written, or
-//! [`RequestFailure::NotSent`] if it certainly was not. On
-//! [`Request::CloseConnection`], close that connection and drop what is still in it.
+//! [`RequestFailure::NotSent`] if it certainly was not (a never-sent batch costs no
+//! attempt under `retries`). On [`Request::CloseConnection`], close that connection and
+//! drop what is still in it. A driver that may hold a request back (while its
+//! connection is set up) takes it with [`Producer::poll_request_unwritten`] and reports
+//! its write with [`Producer::handle_request_written`]: `request.timeout.ms` runs from
+//! the write, and an `acks=0` request delivers its records then.
 //!
 //! Batches travel as [`bytes::Bytes`]: the core builds and stamps them, the driver puts
 //! the same bytes on the socket.
@@ -160,6 +164,7 @@ mod txn_partitions;
 mod txn_queue;
 mod txn_version;
 pub mod types;
+mod written;
 
 pub use compression::{Codec, Compression, Compressor};
 pub use config::{Acks, ConfigError, ProducerConfig, ProducerConfigBuilder};

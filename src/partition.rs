@@ -116,4 +116,25 @@ impl PartitionState {
         debug_assert!(slab.get(id).is_some());
         self.queue.insert(at, id);
     }
+
+    /// Puts back a batch whose request was never written, where it was: a sequenced
+    /// one in sequence order, an unsequenced one (no idempotence) before the first
+    /// queued batch sent after it. Java never took such a batch out of its deque
+    /// (`Sender.sendProducerData` drains only for ready nodes), so, unlike a retry, it
+    /// must not jump the queue: several never-sent batches put back one by one would
+    /// otherwise reverse their order.
+    pub(crate) fn requeue_unsent(&mut self, id: BatchId, slab: &BatchSlab) {
+        if self.seq.rank(id).is_some() {
+            self.reenqueue(id, slab);
+            return;
+        }
+        let first = |b: BatchId| slab.get(b).and_then(|b| b.records.first().copied());
+        let mine = first(id);
+        let at = self
+            .queue
+            .iter()
+            .position(|&q| first(q) > mine)
+            .unwrap_or(self.queue.len());
+        self.queue.insert(at, id);
+    }
 }

@@ -23,13 +23,37 @@ pub(crate) enum OutstandingKind {
     Transactional,
 }
 
+/// Where an outstanding request is between hand-out and answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Handed out, not yet written (its connection is being set up): no timer runs, and
+    /// it fails only as never sent. Java builds no request for a node that is not ready
+    /// (`Sender.sendProducerData`, `NetworkClient.ready`).
+    Unwritten,
+    /// Written; `request.timeout.ms` runs from the write (Java's `InFlightRequest.
+    /// sendTimeMs`, `NetworkClient.handleTimedOutRequests`) and ends at `deadline`.
+    Written {
+        /// When it times out.
+        deadline: Timestamp,
+    },
+}
+
+impl Phase {
+    fn deadline(self) -> Option<Timestamp> {
+        match self {
+            Phase::Unwritten => None,
+            Phase::Written { deadline } => Some(deadline),
+        }
+    }
+}
+
 /// A request handed to the driver and not yet answered.
 #[derive(Debug)]
 pub(crate) struct Outstanding {
     pub(crate) id: RequestId,
     pub(crate) kind: OutstandingKind,
-    /// request.timeout.ms after it was handed out.
-    pub(crate) deadline: Timestamp,
+    /// Whether it was written, and then its timeout.
+    pub(crate) phase: Phase,
 }
 
 /// One broker connection's Produce bookkeeping.
@@ -85,17 +109,36 @@ impl Requests {
         self.tickets.reserve(1)
     }
 
-    /// Books request `id` as outstanding until `deadline`. A Produce request counts
+    /// Books request `id` as outstanding and not yet written. A Produce request counts
     /// against its node's in-flight limit until it is taken off again.
-    pub(crate) fn push(&mut self, id: RequestId, kind: OutstandingKind, deadline: Timestamp) {
+    pub(crate) fn push(&mut self, id: RequestId, kind: OutstandingKind) {
         debug_assert!(self.outstanding.back().is_none_or(|o| o.id < id));
         match kind {
             OutstandingKind::Produce { node, .. } => self.node_mut(node).in_flight += 1,
             OutstandingKind::Metadata => self.metadata_in_flight = Some(id),
             OutstandingKind::InitProducerId | OutstandingKind::Transactional => {}
         }
-        self.outstanding
-            .push_back(Outstanding { id, kind, deadline });
+        self.outstanding.push_back(Outstanding {
+            id,
+            kind,
+            phase: Phase::Unwritten,
+        });
+    }
+
+    /// Request `id` was written: it times out at `deadline`. Returns what it is, or
+    /// `None` when it is not outstanding or was already written (nothing changes).
+    pub(crate) fn written(
+        &mut self,
+        id: RequestId,
+        deadline: Timestamp,
+    ) -> Option<&OutstandingKind> {
+        let pos = self.outstanding.binary_search_by_key(&id, |o| o.id).ok()?;
+        let o = &mut self.outstanding[pos];
+        if o.phase != Phase::Unwritten {
+            return None;
+        }
+        o.phase = Phase::Written { deadline };
+        Some(&o.kind)
     }
 
     /// Takes request `id` off the books, whatever it is.
@@ -138,29 +181,35 @@ impl Requests {
     }
 
     /// The first outstanding request (by id) whose deadline has passed at `now`, and
-    /// the node of its connection if it is a Produce request.
+    /// the node of its connection if it is a Produce request. A request not yet
+    /// written has no deadline.
     pub(crate) fn first_expired(&self, now: Timestamp) -> Option<(RequestId, Option<NodeId>)> {
         self.outstanding
             .iter()
-            .find(|o| o.deadline <= now)
+            .find(|o| o.phase.deadline().is_some_and(|d| d <= now))
             .map(|o| match o.kind {
                 OutstandingKind::Produce { node, .. } => (o.id, Some(node)),
                 _ => (o.id, None),
             })
     }
 
-    /// The Produce requests outstanding on `node`'s connection, by id.
-    pub(crate) fn produce_on(&self, node: NodeId) -> Vec<RequestId> {
+    /// The Produce requests written on `node`'s connection and outstanding, by id (one
+    /// not yet written fails as never sent when the connection goes).
+    pub(crate) fn written_produce_on(&self, node: NodeId) -> Vec<RequestId> {
         self.outstanding
             .iter()
+            .filter(|o| o.phase != Phase::Unwritten)
             .filter(|o| matches!(o.kind, OutstandingKind::Produce { node: n, .. } if n == node))
             .map(|o| o.id)
             .collect()
     }
 
-    /// The earliest request deadline (request.timeout.ms).
+    /// The earliest request deadline (request.timeout.ms), over written requests.
     pub(crate) fn next_deadline(&self) -> Option<Timestamp> {
-        self.outstanding.iter().map(|o| o.deadline).min()
+        self.outstanding
+            .iter()
+            .filter_map(|o| o.phase.deadline())
+            .min()
     }
 
     /// Whether `node` can take another Produce request at `now`.

@@ -11,8 +11,8 @@ use crate::types::Timestamp;
 
 /// Failed attempts so far and the earliest time of the next one.
 ///
-/// Invariant: `not_before` is `Some` only after a failure (`failures > 0`); a success
-/// resets both.
+/// Invariant: `not_before` is `Some` only after a failure (`failures > 0`) or an
+/// attempt never sent ([`Retry::unsent`]); a success resets both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Retry {
     /// Attempts that failed and were (or will be) retried (Java's `attempts`).
@@ -64,6 +64,17 @@ impl Retry {
         self.check();
     }
 
+    /// An attempt was never sent (its connection could not be opened, or its broker's
+    /// address is unknown): no failure is counted, and the next attempt waits the first
+    /// step of the backoff (`retry.backoff.ms`, not doubled), which paces the lookup of
+    /// the leader it waits for as Java's metadata refresh backoff does
+    /// (`Metadata.refreshBackoffMs`). Returns when it may go.
+    pub(crate) fn unsent(&mut self, backoff: &mut Backoff, now: Timestamp) -> Timestamp {
+        let at = now + backoff.delay(1);
+        self.not_before = Some(at);
+        at
+    }
+
     /// An attempt succeeded: the failures are forgotten.
     pub(crate) fn succeeded(&mut self) {
         *self = Retry::new();
@@ -93,7 +104,7 @@ impl Retry {
     fn check(&self) {
         debug_assert!(
             self.not_before.is_none() || self.failures > 0,
-            "a retry waits only after a failure"
+            "a retry waits only after a failure (or a never-sent attempt)"
         );
     }
 }
@@ -133,5 +144,15 @@ mod tests {
         r.failed(&mut b, Timestamp::from_millis(0));
         r.cancel_wait();
         assert_eq!(r, Retry::with_failures(3));
+    }
+
+    #[test]
+    fn an_unsent_attempt_waits_the_first_step_and_counts_no_failure() {
+        let (mut r, mut b) = (Retry::new(), backoff());
+        let now = Timestamp::from_millis(1_000);
+        assert_eq!(r.unsent(&mut b, now), Timestamp::from_millis(1_100));
+        assert_eq!(r.unsent(&mut b, now), Timestamp::from_millis(1_100));
+        assert_eq!(r.failures(), 0);
+        assert!(r.waits_at(Timestamp::from_millis(1_099)));
     }
 }

@@ -381,7 +381,7 @@ impl Producer {
                 t.queue.push_back(q);
                 t.queue.push_back(Queued::FindCoordinator(kind));
                 let q = t.queue.take_next().expect("just pushed");
-                return TxnStep::Send(self.emit_txn(q, now));
+                return TxnStep::Send(self.emit_txn(q));
             }
         }
         if let Queued::EndTxn(_) = q {
@@ -399,13 +399,12 @@ impl Producer {
                 return self.poll_transactional(now);
             }
         }
-        TxnStep::Send(self.emit_txn(q, now))
+        TxnStep::Send(self.emit_txn(q))
     }
 
-    fn emit_txn(&mut self, q: Queued, now: Timestamp) -> Request {
+    fn emit_txn(&mut self, q: Queued) -> Request {
         let id = self.next_request_id();
         let producer = self.identity.id();
-        let deadline = now + self.config.request_timeout();
         let t = self.txn.as_mut().expect("transactional");
         let request = match &q {
             Queued::FindCoordinator(key_type) => {
@@ -475,8 +474,7 @@ impl Producer {
             }),
         };
         t.queue.sent(id, q);
-        self.requests
-            .push(id, OutstandingKind::Transactional, deadline);
+        self.requests.push(id, OutstandingKind::Transactional);
         if matches!(request, Request::InitProducerId(_)) {
             self.identity.requested(id);
         }

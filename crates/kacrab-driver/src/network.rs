@@ -3,9 +3,12 @@
 //! reports, and the timers of connections (setup) and of the session's own requests.
 //!
 //! Request timeouts have one owner each: the core's requests are timed by the core
-//! (`request.timeout.ms`, folded into its `poll_timeout`); when it gives up on one, the
-//! connection carrying it is closed here (as Java's `NetworkClient` does), so a late
-//! answer can never arrive. The session's own requests (ApiVersions, the metadata of a
+//! (`request.timeout.ms` from the write this module reports with
+//! `handle_request_written`, folded into its `poll_timeout`); when it gives up on one,
+//! the connection carrying it is closed here (as Java's `NetworkClient` does), so a late
+//! answer can never arrive. A core request queued behind its connection's setup is not
+//! written: no timeout runs for it, and a failed setup reports it `NotSent`, which costs
+//! its batches no attempt. The session's own requests (ApiVersions, the metadata of a
 //! partition lookup) are timed here.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -649,10 +652,17 @@ impl Network {
             .version_for(&wire_request)
             .and_then(|v| c.wire.encode(wire_request, v, id.0));
         match encoded {
-            // With acks=0 nothing comes back; the core already reported those batches.
             Ok(e) => {
                 self.tally.written(ticket.map(|_| id.0), now);
                 self.transmit(core, conn, e.frame, ticket, now);
+                // Handed to the driver's socket in order, as Java's `Selector.send`: the
+                // request's timeout starts now, and an acks=0 request (nothing comes
+                // back) delivers its records. A transmit that failed (TLS) already
+                // failed the request with its connection.
+                if core.is_outstanding(id) {
+                    let written = core.handle_request_written(id, now);
+                    debug_assert!(written.is_ok(), "an outstanding request: {written:?}");
+                }
                 // Encoded: the core's request lists serve the next request.
                 core.recycle(request);
             }

@@ -469,9 +469,12 @@ impl Session {
 
     // ------------------------------------------------------------------ internals
 
-    /// Routes every request the core has ready.
+    /// Routes every request the core has ready. The core counts each as unwritten
+    /// until the network writes it (`Network::write_core_request`): one waiting for its
+    /// connection's setup has no request timeout running and costs no attempt if the
+    /// connection fails.
     fn drain_core(&mut self, now: Timestamp) {
-        while let Some(request) = self.core.poll_request(now) {
+        while let Some(request) = self.core.poll_request_unwritten(now) {
             self.net.route(&mut self.core, request, now);
         }
         self.progress(now);

@@ -130,6 +130,15 @@ pub enum FaultKind {
     /// ready connection while the crashed broker is in its reconnect backoff, and the
     /// crash's leadership moves need metadata.
     ConnectionsDropWithCrash,
+    /// A session's dial of a live broker is refused (as while the broker restarts):
+    /// the requests queued for the connection were never written. Session driver only.
+    ConnectRefused,
+    /// A session's connection takes longer than `request.timeout.ms` to open, with
+    /// requests queued behind it (not written yet). Session driver only.
+    SlowConnectionSetup,
+    /// A coordinator's answer is held past `request.timeout.ms`: it arrives (if its
+    /// connection is still open) after the client timed the request out and retried.
+    LateCoordinatorAnswer,
 }
 
 impl FaultKind {
@@ -177,6 +186,9 @@ impl FaultKind {
         FaultKind::RivalProducer,
         FaultKind::TopicCreatedLate,
         FaultKind::ConnectionsDropWithCrash,
+        FaultKind::ConnectRefused,
+        FaultKind::SlowConnectionSetup,
+        FaultKind::LateCoordinatorAnswer,
     ];
 
     /// A short stable name for reports.
@@ -227,6 +239,9 @@ impl FaultKind {
             FaultKind::RivalProducer => "rival producer fences",
             FaultKind::TopicCreatedLate => "topic created while producing",
             FaultKind::ConnectionsDropWithCrash => "every connection drops with a crash",
+            FaultKind::ConnectRefused => "connect refused",
+            FaultKind::SlowConnectionSetup => "connection setup past request.timeout",
+            FaultKind::LateCoordinatorAnswer => "coordinator answer past request.timeout",
         }
     }
 
@@ -270,6 +285,17 @@ impl FaultKind {
                 | FaultKind::CoordinatorOtherError
                 | FaultKind::TransactionalIdExpiry
                 | FaultKind::RivalProducer
+                | FaultKind::LateCoordinatorAnswer
+        )
+    }
+
+    /// Whether the kind arises only with the session driver (`DriverKind::Session`):
+    /// the core driver opens no connections.
+    #[must_use]
+    pub fn is_session_only(self) -> bool {
+        matches!(
+            self,
+            FaultKind::ConnectRefused | FaultKind::SlowConnectionSetup
         )
     }
 
@@ -361,6 +387,12 @@ pub struct FaultRates {
     /// Per broker crash: every other connection drops too
     /// ([`FaultKind::ConnectionsDropWithCrash`]).
     pub connections_drop_with_crash: f64,
+    /// Per session dial of a live broker: refused.
+    pub connect_refused: f64,
+    /// Per session dial of a live broker: opens only after `request.timeout.ms`.
+    pub slow_connection_setup: f64,
+    /// Per coordinator answer: held past `request.timeout.ms`.
+    pub late_coordinator_answer: f64,
 }
 
 impl FaultRates {
@@ -392,6 +424,9 @@ impl FaultRates {
         rival_producer: 0.0,
         topic_created_late: 0.0,
         connections_drop_with_crash: 0.0,
+        connect_refused: 0.0,
+        slow_connection_setup: 0.0,
+        late_coordinator_answer: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -427,6 +462,9 @@ impl FaultRates {
             rival_producer: r / 10.0,
             topic_created_late: (r * 2.0).min(1.0),
             connections_drop_with_crash: (r * 2.0).min(1.0),
+            connect_refused: r / 4.0,
+            slow_connection_setup: r / 10.0,
+            late_coordinator_answer: r / 25.0,
         }
     }
 

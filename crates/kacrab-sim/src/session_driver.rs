@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use kacrab_driver::{
-    Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, SendId, Session, SessionConfig,
-    TimestampType,
+    CloseReason, Completion, ConnId, OpId, Output, ProduceError, ProducerRecord, SendId, Session,
+    SessionConfig, TimestampType,
 };
 use kacrab_idempotence::{
     ConsumerGroupMetadata, DeliveryError, Event, NodeId, OffsetToCommit, Producer, ProducerConfig,
@@ -31,7 +31,7 @@ use crate::checker::ViolationKind;
 use crate::frontend::{BrokerEndpoint, BrokerFeatures, Frontend, FrontendRequest};
 use crate::net::ToBroker;
 use crate::observers::Observers;
-use crate::world::{Notice, World};
+use crate::world::{ConnectDraw, Notice, World};
 
 /// How many request ids each connection's front end owns (ids are `(conn + 1) << 32`
 /// upwards), so that an answer names its connection.
@@ -68,6 +68,8 @@ pub(crate) struct SessionDriver {
     owed: VecDeque<ClientInput>,
     /// ApiVersions answers on their way back: when, on which connection, the frame.
     hellos: Vec<(Timestamp, ConnId, Bytes)>,
+    /// Dials drawn slow ([`ConnectDraw::Slow`]): when each opens, which, to whom.
+    slow_connects: Vec<(Timestamp, ConnId, NodeId)>,
     /// `now` at which `handle_timeout` left `poll_timeout` in the past with no output.
     timer_stuck_at: Option<Timestamp>,
     /// Whether that was reported (once per run).
@@ -91,6 +93,7 @@ impl SessionDriver {
             conns: BTreeMap::new(),
             owed: VecDeque::new(),
             hellos: Vec::new(),
+            slow_connects: Vec::new(),
             timer_stuck_at: None,
             timer_stuck_reported: false,
             sends: BTreeMap::new(),
@@ -331,6 +334,7 @@ impl SessionDriver {
     fn reset(&mut self, conn: ConnId) {
         if self.conns.remove(&conn).is_some() {
             self.hellos.retain(|(_, c, _)| *c != conn);
+            self.slow_connects.retain(|(_, c, _)| *c != conn);
             self.owed.push_back(ClientInput::Disconnected(conn));
         }
     }
@@ -357,7 +361,12 @@ impl SessionDriver {
     /// ApiVersions answer, moved a millisecond on when the last timer left it in the
     /// past with nothing to do.
     pub(crate) fn timer(&self, now: Timestamp) -> Option<Timestamp> {
-        let hello = self.hellos.iter().map(|(t, _, _)| *t).min();
+        let hello = self
+            .hellos
+            .iter()
+            .map(|(t, _, _)| *t)
+            .chain(self.slow_connects.iter().map(|(t, _, _)| *t))
+            .min();
         let session = self.session.poll_timeout().map(|t| {
             if self.timer_stuck_at == Some(now) && t <= now {
                 now + std::time::Duration::from_millis(1)
@@ -374,6 +383,18 @@ impl SessionDriver {
     /// The timer fires at `now`: due ApiVersions answers arrive, then the session's
     /// `handle_timeout` if it is due.
     pub(crate) fn fire_timer(&mut self, obs: &mut Observers, now: Timestamp) {
+        let opened: Vec<(Timestamp, ConnId, NodeId)> = {
+            let (due, later) = std::mem::take(&mut self.slow_connects)
+                .into_iter()
+                .partition(|(t, _, _)| *t <= now);
+            self.slow_connects = later;
+            due
+        };
+        for (_, conn, node) in opened {
+            obs.trace(now, || format!("session: slow connect {conn:?} opens"));
+            self.open_conn(obs, conn, node);
+            self.session.handle_connected(conn, now);
+        }
         let due: Vec<(Timestamp, ConnId, Bytes)> = {
             let (due, later) = std::mem::take(&mut self.hellos)
                 .into_iter()
@@ -398,6 +419,7 @@ impl SessionDriver {
     pub(crate) fn after_timer(&mut self, obs: &mut Observers, now: Timestamp, progress: bool) {
         let stuck = !progress
             && self.hellos.iter().all(|(t, _, _)| *t > now)
+            && self.slow_connects.iter().all(|(t, _, _)| *t > now)
             && self.session.poll_timeout().is_some_and(|t| t <= now);
         if stuck {
             self.timer_stuck_at = Some(now);
@@ -428,7 +450,19 @@ impl SessionDriver {
                 }
                 // One loop writes every frame in order: nothing to sequence.
                 Output::Release { .. } => {}
-                Output::Close { conn, .. } => self.close_conn(world, obs, conn),
+                Output::Close { conn, reason } => {
+                    // The model brokers answer only what they were asked, in order: a
+                    // connection closed as a protocol violation means the session
+                    // refused an answer it asked for (one to a request it had already
+                    // timed out and still wrote, say).
+                    if let CloseReason::Protocol(e) = &reason {
+                        obs.checker_mut().violation(
+                            ViolationKind::Protocol,
+                            format!("the session closed {conn:?} for a protocol violation: {e}"),
+                        );
+                    }
+                    self.close_conn(world, obs, conn);
+                }
             }
             self.take_notices(world);
         }
@@ -453,22 +487,40 @@ impl SessionDriver {
         obs.trace(now, || {
             format!("session: connect {conn:?} to {addr}: {node:?}")
         });
-        match node {
-            Some(node) => {
-                let first = RequestId((conn.0 + 1) << CONN_ID_SHIFT);
-                self.conns.insert(
-                    conn,
-                    SimConn {
-                        node,
-                        frontend: Frontend::new(node, first),
-                        negotiated: false,
-                    },
-                );
-                obs.stats_mut().session_connections += 1;
+        let Some(node) = node else {
+            self.owed.push_back(ClientInput::ConnectFailed(conn));
+            return;
+        };
+        match world.draw_connect() {
+            ConnectDraw::Accept => {
+                self.open_conn(obs, conn, node);
                 self.owed.push_back(ClientInput::Connected(conn));
             }
-            None => self.owed.push_back(ClientInput::ConnectFailed(conn)),
+            ConnectDraw::Refuse => {
+                obs.trace(now, || format!("FAULT session connect {conn:?} refused"));
+                self.owed.push_back(ClientInput::ConnectFailed(conn));
+            }
+            ConnectDraw::Slow(after) => {
+                obs.trace(now, || {
+                    format!("FAULT session connect {conn:?} opens in {after:?}")
+                });
+                self.slow_connects.push((now + after, conn, node));
+            }
         }
+    }
+
+    /// The world's end of session connection `conn` to `node` exists from now on.
+    fn open_conn(&mut self, obs: &mut Observers, conn: ConnId, node: NodeId) {
+        let first = RequestId((conn.0 + 1) << CONN_ID_SHIFT);
+        self.conns.insert(
+            conn,
+            SimConn {
+                node,
+                frontend: Frontend::new(node, first),
+                negotiated: false,
+            },
+        );
+        obs.stats_mut().session_connections += 1;
     }
 
     fn transmit(&mut self, world: &mut World, obs: &mut Observers, conn: ConnId, frame: &[u8]) {
@@ -543,6 +595,8 @@ impl SessionDriver {
     /// The session closes `conn`: the world's connection to its broker goes, and with
     /// it every other session connection to that broker.
     fn close_conn(&mut self, world: &mut World, obs: &mut Observers, conn: ConnId) {
+        // A slow dial the session gave up on (its setup timeout) never opens.
+        self.slow_connects.retain(|(_, c, _)| *c != conn);
         let Some(c) = self.conns.remove(&conn) else {
             return;
         };

@@ -322,7 +322,9 @@ fn every_fault_kind_is_drawn_and_counted() {
         // A run asks for one producer id: see `coordinator_errors_are_retried`.
         // Transactional kinds need a transactional producer (sim_transactions.rs);
         // CLUSTER_AUTHORIZATION_FAILED is fatal: drawn only with `FaultRates::with_fatal`.
+        // Connection setup faults need the session driver (session_connection_faults.rs).
         let skip = kind.is_transactional()
+            || kind.is_session_only()
             || kind == FaultKind::CoordinatorError
             || kind == FaultKind::MessageTooLarge
             || kind == FaultKind::ClusterAuthorizationFailed;

@@ -40,6 +40,8 @@ pub enum ConnectPolicy {
     Refuse,
     /// Never completes.
     Hang,
+    /// Completes after this long instead of the latency (a slow TCP or proxy setup).
+    Slow(Duration),
 }
 
 /// What a broker does with one request. Hooks ([`Pair::hook`]) choose it.
@@ -493,7 +495,13 @@ impl Pair {
                     Link {
                         addr,
                         node,
-                        connect_at: (policy != ConnectPolicy::Hang).then(|| now + self.latency),
+                        connect_at: match policy {
+                            ConnectPolicy::Hang => None,
+                            ConnectPolicy::Slow(setup) => Some(now + setup),
+                            ConnectPolicy::Accept | ConnectPolicy::Refuse => {
+                                Some(now + self.latency)
+                            }
+                        },
                         refuse: policy == ConnectPolicy::Refuse,
                         open: false,
                         stalled: false,

@@ -330,6 +330,14 @@ impl World {
             let max = self.config.response_delay_max.as_micros() as u64;
             delay += Duration::from_micros(self.fault_rng.range(1, max.max(1)));
         }
+        if matches!(msg, ToClient::Txn(..)) {
+            if let Some(late) = self.draw_late_coordinator_answer() {
+                obs.trace(self.now, || {
+                    format!("FAULT node {node} holds its coordinator answer to req {id}")
+                });
+                delay += late;
+            }
+        }
         obs.trace(self.now, || {
             format!("node {node} answers req {id}, arriving in {delay:?}")
         });

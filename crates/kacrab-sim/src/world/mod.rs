@@ -20,6 +20,7 @@
 mod brokers;
 mod metadata_faults;
 mod replication;
+mod setup_faults;
 mod txn;
 mod txn_faults;
 
@@ -38,6 +39,7 @@ use crate::rng::Rng;
 use replication::{new_followers, tracked_state, DelayedProduce};
 
 pub use replication::Follower;
+pub(crate) use setup_faults::ConnectDraw;
 
 /// One model broker's liveness.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,6 +117,8 @@ pub(crate) struct World {
     /// driver takes them before anything else happens.
     notices: VecDeque<Notice>,
     fault_rng: Rng,
+    /// The stream of the connection setup and late coordinator answer faults.
+    setup_rng: Rng,
     net_rng: Rng,
     rates: FaultRates,
     faults: FaultCounts,
@@ -222,6 +226,7 @@ impl World {
             topics,
             notices: VecDeque::new(),
             fault_rng: Rng::stream(config.seed, 2),
+            setup_rng: setup_faults::setup_rng(config.seed),
             net_rng,
             rates: config.faults,
             faults: FaultCounts::default(),
