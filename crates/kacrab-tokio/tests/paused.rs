@@ -559,3 +559,59 @@ async fn configuration_errors() {
     ])
     .is_err());
 }
+
+/// A producer started before its topic exists, driven as `examples/tokio_produce.rs`
+/// drives it: one task sends records for six partitions as fast as `send` admits them
+/// while Metadata lists the topic without partitions (a broker answering while the topic
+/// is created); at 500 ms the topic has its partitions. The first sends wait in the
+/// session's backlog (Java's `KafkaProducer.waitOnMetadata`), the driver task asks again
+/// every `retry.backoff.ms`, and once the topic is listed every record is acknowledged,
+/// each once and in send order per partition, within a few backoffs of the creation.
+#[tokio::test(start_paused = true)]
+async fn records_sent_before_their_topic_exists_are_acknowledged_once_it_appears() {
+    let broker = Broker::new(0);
+    let p = producer(&broker, &[]);
+    let state = std::sync::Arc::clone(&broker.state);
+    let created = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        state.lock().unwrap().partitions = 6;
+        Instant::now()
+    });
+    let mut pending = Vec::new();
+    for i in 0..600 {
+        let partition = i % 6;
+        let queued = p
+            .send(record(partition, &format!("r{i}")))
+            .await
+            .expect("admitted");
+        pending.push((partition, queued));
+    }
+    let created = created.await.unwrap();
+    let mut next_offset = [0i64; 6];
+    for (partition, queued) in pending {
+        let meta = tokio::time::timeout(Duration::from_secs(5), queued)
+            .await
+            .expect("an outcome within 5 s")
+            .expect("acknowledged");
+        let slot = &mut next_offset[usize::try_from(partition).unwrap()];
+        assert_eq!(
+            meta.offset,
+            Some(*slot),
+            "partition {partition}: send order"
+        );
+        *slot += 1;
+    }
+    let took = created.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "acknowledged {took:?} after the topic appeared"
+    );
+    let s = broker.state.lock().unwrap();
+    for partition in 0..6 {
+        assert_eq!(
+            s.records(partition),
+            100,
+            "partition {partition}: each once"
+        );
+    }
+}

@@ -4,8 +4,9 @@
 //! live topic is used within `metadata.max.age.ms`, and a record for a topic that does
 //! not exist fails after `max.block.ms` naming it (the script's broker runs with
 //! `auto.create.topics.enable=false`), a `LogAppendTime` topic returns the broker's
-//! timestamps, and a topic deleted and recreated while the producer lives gets the
-//! records sent after, each once, in order.
+//! timestamps, a topic deleted and recreated while the producer lives gets the
+//! records sent after, each once, in order, and records sent before their topic is
+//! created are acknowledged once it is.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -185,6 +186,58 @@ async fn a_record_for_a_missing_topic_fails_after_max_block_naming_it() {
             }
         ),
         "{err:?}"
+    );
+}
+
+/// A producer started 0.5 s before its topic is created (`scripts/kafka.sh create-topic`),
+/// driven as `examples/tokio_produce.rs` drives it: one task on a current-thread runtime
+/// sends records for six partitions as fast as `send` admits them. The first ones wait
+/// for the topic's metadata (Java's `KafkaProducer.waitOnMetadata`, asked again every
+/// `retry.backoff.ms`); once the topic exists every record is acknowledged, in send
+/// order per partition, long before `max.block.ms`.
+#[tokio::test(flavor = "current_thread")]
+async fn records_sent_before_their_topic_exists_are_acknowledged_once_it_is_created() {
+    let Some(bs) =
+        bootstrap("records_sent_before_their_topic_exists_are_acknowledged_once_it_is_created")
+    else {
+        return;
+    };
+    let topic = fresh("kacrab-late");
+    let producer = Producer::from_properties(&[("bootstrap.servers", bs.as_str())]).unwrap();
+    let creator = {
+        let (bs, topic) = (bs.clone(), topic.clone());
+        tokio::task::spawn_blocking(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            create_topic(&bs, &topic, 6, 1).expect("create topic");
+            Instant::now()
+        })
+    };
+    let start = Instant::now();
+    let mut pending = Vec::new();
+    for i in 0..6000 {
+        let partition = i % 6;
+        let record =
+            ProducerRecord::new(topic.as_str(), partition, format!("r{i}")).with_key(i.to_string());
+        pending.push((partition, producer.send(record).await.expect("admitted")));
+    }
+    let created = creator.await.unwrap();
+    let mut next_offset = [0i64; 6];
+    for (partition, delivery) in pending {
+        let meta = delivery.await.expect("acknowledged");
+        let slot = &mut next_offset[usize::try_from(partition).unwrap()];
+        assert_eq!(
+            meta.offset,
+            Some(*slot),
+            "partition {partition}: send order"
+        );
+        *slot += 1;
+    }
+    let after_creation = created.elapsed();
+    producer.close().await;
+    assert!(
+        start.elapsed() < Duration::from_secs(30) && after_creation < Duration::from_secs(10),
+        "acknowledged {after_creation:?} after the topic was created ({:?} in all)",
+        start.elapsed()
     );
 }
 
