@@ -122,6 +122,22 @@ pub enum FaultKind {
     /// the coordinator bumps the epoch (aborting the open transaction), and the
     /// producer under test is fenced (PRODUCER_FENCED).
     RivalProducer,
+    /// A leader answers NOT_LEADER_OR_FOLLOWER, nothing appended, to a batch of a
+    /// producer it holds no state for on that partition: the partition is still opening
+    /// for the producer (its leader being elected right after the topic was created, or
+    /// the producer's state expired). A client that pipelines the next batch then gets
+    /// it accepted at any sequence (KIP-360) ahead of the refused one, which is retried
+    /// OUT_OF_ORDER until `delivery.timeout.ms` (KAFKA-15591, fixed broker-side only in
+    /// Kafka 4.5); the core's first-batch gate keeps one batch in flight until the first
+    /// ack, so it cannot happen here.
+    OpeningNotLeader,
+    /// A connection goes silent without closing (a proxy holding it, a peer that stopped
+    /// reading): nothing written on it arrives, nothing comes back, for
+    /// [`SimConfig::silence_hold`](crate::SimConfig). The next connections to the same
+    /// broker may go silent too, one after another (back-to-back silences). Only the
+    /// client's `request.timeout.ms` ends it (Java's `NetworkClient.handleTimedOutRequests`
+    /// closes the node's connection at its first timed-out request).
+    SilentConnection,
 }
 
 impl FaultKind {
@@ -167,6 +183,8 @@ impl FaultKind {
         FaultKind::CoordinatorOtherError,
         FaultKind::TransactionalIdExpiry,
         FaultKind::RivalProducer,
+        FaultKind::OpeningNotLeader,
+        FaultKind::SilentConnection,
     ];
 
     /// A short stable name for reports.
@@ -215,6 +233,8 @@ impl FaultKind {
             FaultKind::CoordinatorOtherError => "coordinator: other error",
             FaultKind::TransactionalIdExpiry => "transactional id expiry",
             FaultKind::RivalProducer => "rival producer fences",
+            FaultKind::OpeningNotLeader => "NOT_LEADER_OR_FOLLOWER on an opening partition",
+            FaultKind::SilentConnection => "silent connection (back to back)",
         }
     }
 
@@ -343,6 +363,13 @@ pub struct FaultRates {
     /// Per transaction of the workload: a rival producer with the same
     /// `transactional.id` initialises before it ends ([`FaultKind::RivalProducer`]).
     pub rival_producer: f64,
+    /// Per batch reaching a leader that holds no state for its producer on that
+    /// partition: NOT_LEADER_OR_FOLLOWER, nothing appended ([`FaultKind::OpeningNotLeader`]).
+    pub opening_not_leader: f64,
+    /// Per request written on a connection that is not silent: the connection goes
+    /// silent, and so do the next `0..SimConfig::silence_run_max` connections to the
+    /// same broker ([`FaultKind::SilentConnection`]).
+    pub silent_connection: f64,
 }
 
 impl FaultRates {
@@ -372,6 +399,8 @@ impl FaultRates {
         transaction_version_change: 0.0,
         transactional_id_expiry: 0.0,
         rival_producer: 0.0,
+        opening_not_leader: 0.0,
+        silent_connection: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -405,6 +434,8 @@ impl FaultRates {
             transaction_version_change: r / 4.0,
             transactional_id_expiry: r / 20.0,
             rival_producer: r / 10.0,
+            opening_not_leader: (r * 2.0).min(1.0),
+            silent_connection: r / 200.0,
         }
     }
 

@@ -39,7 +39,9 @@ fn idle_cluster(assumed: Duration) -> Cluster {
     sim.producer_id_expiration = BROKER_EXPIRY;
     sim.producer_id_expiration_check_interval = Duration::from_secs(1);
     let mut producer = SimConfig::producer_config(9);
-    producer.linger(Duration::ZERO).producer_id_expiration(assumed);
+    producer
+        .linger(Duration::ZERO)
+        .producer_id_expiration(assumed);
     sim.producer = producer.build().expect("valid");
     let mut c = Cluster::new(sim);
     c.send(0).expect("warm-up");
@@ -94,10 +96,17 @@ fn lose_a_record(assumed: Duration) -> (Cluster, RecordId, RecordId) {
 fn an_expiry_shorter_than_assumed_can_lose_an_acknowledged_record() {
     let (c, a, b) = lose_a_record(ASSUMED_EXPIRY);
     let trace = c.trace().join("\n");
-    assert!(c.faults().get(FaultKind::ProducerStateExpiry) > 0, "{trace}");
+    assert!(
+        c.faults().get(FaultKind::ProducerStateExpiry) > 0,
+        "{trace}"
+    );
     assert_eq!(outcome(&c, a), Outcome::Delivered, "{trace}");
     assert_eq!(outcome(&c, b), Outcome::Delivered, "{trace}");
-    assert_eq!(log_of(&c), vec![0, 2], "record 1 is not in the log: {trace}");
+    assert_eq!(
+        log_of(&c),
+        vec![0, 2],
+        "record 1 is not in the log: {trace}"
+    );
     let tally = c.checker().tally(None);
     assert_eq!((tally.lost, tally.duplicates), (1, 0), "{tally:?}");
     assert_eq!(kinds(&c), [ViolationKind::Lost], "{trace}");
@@ -128,7 +137,11 @@ fn an_expiry_shorter_than_assumed_can_write_a_record_twice() {
     let trace = c.trace().join("\n");
     assert_eq!(log_of(&c), vec![0, 2, 1, 2], "{trace}");
     let tally = c.checker().tally(None);
-    assert_eq!((tally.lost, tally.duplicates, tally.reordered), (0, 1, 1), "{tally:?}");
+    assert_eq!(
+        (tally.lost, tally.duplicates, tally.reordered),
+        (0, 1, 1),
+        "{tally:?}"
+    );
     assert!(kinds(&c).contains(&ViolationKind::Duplicate), "{trace}");
     assert!(kinds(&c).contains(&ViolationKind::Reordered), "{trace}");
 }
@@ -140,7 +153,12 @@ fn an_expiry_shorter_than_assumed_can_write_a_record_twice() {
 fn the_same_faults_under_the_brokers_real_expiry_lose_nothing() {
     let (mut c, a, b) = lose_a_record(BROKER_EXPIRY);
     let trace = c.trace().join("\n");
-    assert_eq!(c.checker().violation_count(), 0, "{:#?}\n{trace}", c.checker().violations());
+    assert_eq!(
+        c.checker().violation_count(),
+        0,
+        "{:#?}\n{trace}",
+        c.checker().violations()
+    );
     for id in [a, b] {
         assert_eq!(outcome(&c, id), Outcome::Delivered, "{trace}");
     }
@@ -192,7 +210,11 @@ fn runs_with_an_expiry_shorter_than_assumed_count_losses_and_duplicates() {
         if report.violation_count <= report.violations.len() as u64 {
             // Every violation kept: the tally and the violations agree.
             assert_eq!(count(ViolationKind::Lost) as u64, t.lost, "seed {seed}");
-            assert_eq!(count(ViolationKind::Duplicate) as u64, t.duplicates, "seed {seed}");
+            assert_eq!(
+                count(ViolationKind::Duplicate) as u64,
+                t.duplicates,
+                "seed {seed}"
+            );
         }
         assert!(
             report.chaos_line().contains(&format!("lost={}", t.lost)),

@@ -18,7 +18,9 @@
 //! * `txn_faults`: the coordinator's timing (markers, loading) and its faults.
 
 mod brokers;
+mod opening;
 mod replication;
+mod silence;
 mod txn;
 mod txn_faults;
 
@@ -118,6 +120,10 @@ pub(crate) struct World {
     rates: FaultRates,
     faults: FaultCounts,
     scripts: Vec<(Script, u32)>,
+    /// What [`FaultKind::OpeningNotLeader`] has drawn.
+    opening: opening::Opening,
+    /// The silent connections in progress ([`FaultKind::SilentConnection`]).
+    silences: silence::Silences,
     next_producer_id: i64,
     /// The generation of the connection the request being applied was read from: its
     /// response goes back only while that connection is open.
@@ -205,6 +211,8 @@ impl World {
             rates: config.faults,
             faults: FaultCounts::default(),
             scripts: Vec::new(),
+            opening: opening::Opening::new(config.seed),
+            silences: silence::Silences::new(config.seed, config.brokers),
             next_producer_id: 1000,
             reply_generation: 0,
             next_expiry_check: Timestamp::ZERO + config.producer_id_expiration_check_interval,
@@ -338,7 +346,7 @@ impl World {
                 .push_back(Notice::RequestFailed(id, RequestFailure::NotSent));
             return;
         }
-        self.net.connect(node);
+        let generation = self.net.connect(node);
         if self.fault_rng.chance(self.rates.connection_drop) {
             self.faults.add(FaultKind::ConnectionDrop);
             obs.trace(self.now, || {
@@ -349,8 +357,12 @@ impl World {
                 .push_back(Notice::RequestFailed(id, RequestFailure::NotSent));
             return;
         }
+        let produce = msg.is_produce();
         let delay = self.one_way(node);
         self.net.send_request(node, self.now, delay, msg);
+        if produce {
+            self.silence_on_write(obs, node, generation, id);
+        }
     }
 
     /// The response at the head of the connection from `node` reaches the client.
