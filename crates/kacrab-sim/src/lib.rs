@@ -17,7 +17,8 @@
 //! * `workload`: the application's send schedule ([`Workload`]).
 //! * `observers`: the [`checker`] (exactly once, in order, every record resolved once,
 //!   gap-free sequences on the wire, offsets as logged), the [`SimStats`], the trace,
-//!   the [`TxnTracker`].
+//!   the [`TxnTracker`], and the [`silence_watch`] (how long each silent connection
+//!   holds the producer).
 //! * [`Cluster`]: composes the four and runs the step loop; its transactional script
 //!   and transactional properties are its own submodules.
 //! * [`faults`]: what the network and brokers lie about, drawn at configurable rates or
@@ -39,7 +40,7 @@
 //!   session_driver ─> world, observers, frontend
 //!   world ──> observers                                  (world::* ──> their parent)
 //!   txn_offsets ──> txn_sim
-//!   observers ──> checker, txn_sim
+//!   observers ──> checker, txn_sim, silence_watch
 //! ```
 //!
 //! No module imports one that imports it back; a submodule (`world::brokers`,
