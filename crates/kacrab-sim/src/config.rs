@@ -108,6 +108,13 @@ pub struct SimConfig {
     /// ([`FaultKind::ProcessingDelay`](crate::FaultKind)); longer than
     /// `request.timeout.ms` so that some are applied after the client gave up.
     pub processing_delay_max: Duration,
+    /// How long a [`FaultKind::SilentConnection`](crate::FaultKind) holds a connection
+    /// silent (40 s, as the lying proxy of the real-Kafka runs): far past
+    /// `request.timeout.ms`, so only the client's timeout ends it.
+    pub silence_hold: Duration,
+    /// A silence is followed by up to `silence_run_max - 1` more, each on the next
+    /// connection to the same broker (back-to-back silences; at least 1).
+    pub silence_run_max: u32,
     /// Keep a human-readable trace of every step (for minimising failures).
     pub trace: bool,
     /// Also print every trace line to stderr as it happens (to see the steps before a
@@ -175,6 +182,8 @@ impl SimConfig {
             transaction_version: 2,
             coordinator_node: 1,
             processing_delay_max: Duration::from_millis(1_500),
+            silence_hold: Duration::from_secs(40),
+            silence_run_max: 3,
             trace: false,
             trace_live: false,
             marker_delay_max: Duration::from_millis(30),

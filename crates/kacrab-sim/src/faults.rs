@@ -139,6 +139,22 @@ pub enum FaultKind {
     /// A coordinator's answer is held past `request.timeout.ms`: it arrives (if its
     /// connection is still open) after the client timed the request out and retried.
     LateCoordinatorAnswer,
+    /// A leader answers NOT_LEADER_OR_FOLLOWER, nothing appended, to a batch of a
+    /// producer it holds no state for on that partition: the partition is still opening
+    /// for the producer (its leader being elected right after the topic was created, or
+    /// the producer's state expired). A client that pipelines the next batch then gets
+    /// it accepted at any sequence (KIP-360) ahead of the refused one, which is retried
+    /// OUT_OF_ORDER until `delivery.timeout.ms` (KAFKA-15591, fixed broker-side only in
+    /// Kafka 4.5); the core's first-batch gate keeps one batch in flight until the first
+    /// ack, so it cannot happen here.
+    OpeningNotLeader,
+    /// A connection goes silent without closing (a proxy holding it, a peer that stopped
+    /// reading): nothing written on it arrives, nothing comes back, for
+    /// [`SimConfig::silence_hold`](crate::SimConfig). The next connections to the same
+    /// broker may go silent too, one after another (back-to-back silences). Only the
+    /// client's `request.timeout.ms` ends it (Java's `NetworkClient.handleTimedOutRequests`
+    /// closes the node's connection at its first timed-out request).
+    SilentConnection,
 }
 
 impl FaultKind {
@@ -189,6 +205,8 @@ impl FaultKind {
         FaultKind::ConnectRefused,
         FaultKind::SlowConnectionSetup,
         FaultKind::LateCoordinatorAnswer,
+        FaultKind::OpeningNotLeader,
+        FaultKind::SilentConnection,
     ];
 
     /// A short stable name for reports.
@@ -242,6 +260,8 @@ impl FaultKind {
             FaultKind::ConnectRefused => "connect refused",
             FaultKind::SlowConnectionSetup => "connection setup past request.timeout",
             FaultKind::LateCoordinatorAnswer => "coordinator answer past request.timeout",
+            FaultKind::OpeningNotLeader => "NOT_LEADER_OR_FOLLOWER on an opening partition",
+            FaultKind::SilentConnection => "silent connection (back to back)",
         }
     }
 
@@ -393,6 +413,13 @@ pub struct FaultRates {
     pub slow_connection_setup: f64,
     /// Per coordinator answer: held past `request.timeout.ms`.
     pub late_coordinator_answer: f64,
+    /// Per batch reaching a leader that holds no state for its producer on that
+    /// partition: NOT_LEADER_OR_FOLLOWER, nothing appended ([`FaultKind::OpeningNotLeader`]).
+    pub opening_not_leader: f64,
+    /// Per request written on a connection that is not silent: the connection goes
+    /// silent, and so do the next `0..SimConfig::silence_run_max` connections to the
+    /// same broker ([`FaultKind::SilentConnection`]).
+    pub silent_connection: f64,
 }
 
 impl FaultRates {
@@ -427,6 +454,8 @@ impl FaultRates {
         connect_refused: 0.0,
         slow_connection_setup: 0.0,
         late_coordinator_answer: 0.0,
+        opening_not_leader: 0.0,
+        silent_connection: 0.0,
     };
 
     /// Every kind of fault, scaled from one overall `rate` (0 to 1). The expensive faults
@@ -465,6 +494,8 @@ impl FaultRates {
             connect_refused: r / 4.0,
             slow_connection_setup: r / 10.0,
             late_coordinator_answer: r / 25.0,
+            opening_not_leader: (r * 2.0).min(1.0),
+            silent_connection: r / 200.0,
         }
     }
 

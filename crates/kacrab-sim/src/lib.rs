@@ -17,7 +17,8 @@
 //! * `workload`: the application's send schedule ([`Workload`]).
 //! * `observers`: the [`checker`] (exactly once, in order, every record resolved once,
 //!   gap-free sequences on the wire, offsets as logged), the [`SimStats`], the trace,
-//!   the [`TxnTracker`].
+//!   the [`TxnTracker`], and the [`silence_watch`] (how long each silent connection
+//!   holds the producer).
 //! * [`Cluster`]: composes the four and runs the step loop; its transactional script
 //!   and transactional properties are its own submodules.
 //! * [`faults`]: what the network and brokers lie about, drawn at configurable rates or
@@ -39,7 +40,7 @@
 //!   session_driver ─> world, observers, frontend
 //!   world ──> observers                                  (world::* ──> their parent)
 //!   txn_offsets ──> txn_sim
-//!   observers ──> checker, txn_sim
+//!   observers ──> checker, txn_sim, silence_watch
 //! ```
 //!
 //! No module imports one that imports it back; a submodule (`world::brokers`,
@@ -70,6 +71,7 @@ mod replica;
 pub mod rng;
 pub mod scenario;
 mod session_driver;
+pub mod silence_watch;
 pub mod txn_offsets;
 pub mod txn_sim;
 pub mod verification;
@@ -82,6 +84,7 @@ pub use config::{DriverKind, SimConfig, SimStats, SIM_PRODUCER_ID_EXPIRATION};
 pub use faults::{FaultCounts, FaultKind, FaultRates, PartitionFault, Script};
 pub use rng::Rng;
 pub use scenario::{Progress, Report, Scenario};
+pub use silence_watch::Recovery;
 pub use txn_sim::{TxnOutcome, TxnRecord, TxnTracker};
 pub use workload::Workload;
 pub use world::{BrokerNode, SimPartition};

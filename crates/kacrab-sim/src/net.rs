@@ -290,6 +290,52 @@ impl Net {
         c.to_client.push_back(Timed { at, seq, msg });
     }
 
+    /// The open connection to `node` goes silent until `until`: nothing on it arrives
+    /// before then, either way (a proxy holding it, a peer that stopped reading), and it
+    /// stays open; what the broker answers meanwhile waits behind the silence too (the
+    /// FIFO floors). Returns its generation, `None` when no connection is open.
+    pub fn silence(&mut self, node: NodeId, until: Timestamp) -> Option<u64> {
+        let c = self.conns[Self::slot(node)].as_mut()?;
+        for t in &mut c.to_broker {
+            t.at = t.at.max(until);
+        }
+        for t in &mut c.to_client {
+            t.at = t.at.max(until);
+        }
+        c.last_request_at = c.last_request_at.max(until);
+        c.last_response_at = c.last_response_at.max(until);
+        Some(c.generation)
+    }
+
+    /// The produce requests the client still waits on over the open connection to
+    /// `node`: not yet read by the broker, held or parked by it, or answered but the
+    /// answer not yet delivered.
+    #[must_use]
+    pub fn unanswered_produce(&self, node: NodeId) -> Vec<RequestId> {
+        let Some(c) = self.connection(node) else {
+            return Vec::new();
+        };
+        let held = self
+            .held
+            .iter()
+            .filter(|h| h.msg.node == node && h.msg.generation == c.generation)
+            .filter(|h| h.msg.request.is_produce())
+            .map(|h| h.msg.request.id());
+        c.to_broker
+            .iter()
+            .filter(|t| t.msg.is_produce())
+            .map(|t| t.msg.id())
+            .chain(held)
+            .chain(c.parked)
+            .chain(
+                c.to_client
+                    .iter()
+                    .filter(|t| t.msg.is_produce())
+                    .map(|t| t.msg.id()),
+            )
+            .collect()
+    }
+
     fn bump_seq(&mut self) -> u64 {
         self.next_seq += 1;
         self.next_seq

@@ -7,6 +7,7 @@ use kacrab_idempotence::{Event, Timestamp};
 
 use crate::checker::{Checker, ViolationKind};
 use crate::config::SimStats;
+use crate::silence_watch::SilenceWatch;
 use crate::txn_sim::TxnTracker;
 
 /// Everything that watches a run. See the module documentation.
@@ -22,6 +23,8 @@ pub(crate) struct Observers {
     trace_live: bool,
     /// Which transaction each record belongs to, and how each ended.
     txns: TxnTracker,
+    /// How the producer gets out of silent connections.
+    silences: SilenceWatch,
 }
 
 impl Observers {
@@ -33,6 +36,7 @@ impl Observers {
             trace: (trace || trace_live).then(Vec::new),
             trace_live,
             txns: TxnTracker::default(),
+            silences: SilenceWatch::default(),
         }
     }
 
@@ -58,6 +62,14 @@ impl Observers {
 
     pub(crate) fn txns_mut(&mut self) -> &mut TxnTracker {
         &mut self.txns
+    }
+
+    pub(crate) fn silences(&self) -> &SilenceWatch {
+        &self.silences
+    }
+
+    pub(crate) fn silences_mut(&mut self) -> &mut SilenceWatch {
+        &mut self.silences
     }
 
     /// Whether trace lines are kept (building one is skipped otherwise).
@@ -149,5 +161,15 @@ impl Observers {
             }
         }
         self.checker.on_event(event);
+        if self.silences.is_waiting() {
+            if let Event::Delivered { records, .. } | Event::Failed { records, .. } = event {
+                for id in records {
+                    if let Some(r) = self.checker.record(*id) {
+                        let (partition, index) = (r.partition, r.index);
+                        self.silences.resolved(now, partition, index);
+                    }
+                }
+            }
+        }
     }
 }

@@ -157,6 +157,13 @@ impl Cluster {
         self.obs.checker()
     }
 
+    /// Every silent connection of the run and how the producer got out of it
+    /// ([`FaultKind::SilentConnection`](crate::FaultKind)).
+    #[must_use]
+    pub fn silence_recoveries(&self) -> Vec<crate::Recovery> {
+        self.obs.silences().recoveries()
+    }
+
     /// The brokers.
     #[must_use]
     pub fn brokers(&self) -> &[BrokerNode] {

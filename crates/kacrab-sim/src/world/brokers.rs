@@ -440,6 +440,10 @@ impl World {
                 resp.partitions.push(pr);
                 continue;
             }
+            if let Some(pr) = self.refuse_opening(obs, node, gp, &pb.data) {
+                resp.partitions.push(pr);
+                continue;
+            }
             let shrunk = self.partitions[gp]
                 .isr_shrunk_until
                 .is_some_and(|t| t > self.now);

@@ -19,8 +19,10 @@
 
 mod brokers;
 mod metadata_faults;
+mod opening;
 mod replication;
 mod setup_faults;
+mod silence;
 mod txn;
 mod txn_faults;
 
@@ -123,6 +125,10 @@ pub(crate) struct World {
     rates: FaultRates,
     faults: FaultCounts,
     scripts: Vec<(Script, u32)>,
+    /// What [`FaultKind::OpeningNotLeader`] has drawn.
+    opening: opening::Opening,
+    /// The silent connections in progress ([`FaultKind::SilentConnection`]).
+    silences: silence::Silences,
     next_producer_id: i64,
     /// The generation of the connection the request being applied was read from: its
     /// response goes back only while that connection is open.
@@ -231,6 +237,8 @@ impl World {
             rates: config.faults,
             faults: FaultCounts::default(),
             scripts: Vec::new(),
+            opening: opening::Opening::new(config.seed),
+            silences: silence::Silences::new(config.seed, config.brokers),
             next_producer_id: 1000,
             reply_generation: 0,
             next_expiry_check: Timestamp::ZERO + config.producer_id_expiration_check_interval,
@@ -368,7 +376,7 @@ impl World {
                 .push_back(Notice::RequestFailed(id, RequestFailure::NotSent));
             return;
         }
-        self.net.connect(node);
+        let generation = self.net.connect(node);
         if self.fault_rng.chance(self.rates.connection_drop) {
             self.faults.add(FaultKind::ConnectionDrop);
             obs.trace(self.now, || {
@@ -379,8 +387,12 @@ impl World {
                 .push_back(Notice::RequestFailed(id, RequestFailure::NotSent));
             return;
         }
+        let produce = msg.is_produce();
         let delay = self.one_way(node);
         self.net.send_request(node, self.now, delay, msg);
+        if produce {
+            self.silence_on_write(obs, node, generation, id);
+        }
     }
 
     /// The response at the head of the connection from `node` reaches the client.
