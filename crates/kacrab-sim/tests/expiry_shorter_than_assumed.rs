@@ -208,12 +208,22 @@ fn runs_with_an_expiry_shorter_than_assumed_count_losses_and_duplicates() {
             );
         }
         if report.violation_count <= report.violations.len() as u64 {
-            // Every violation kept: the tally and the violations agree.
-            assert_eq!(count(ViolationKind::Lost) as u64, t.lost, "seed {seed}");
-            assert_eq!(
-                count(ViolationKind::Duplicate) as u64,
+            // Every violation kept: each record the tally counts lost or duplicated is
+            // named by a violation. The counts differ in one direction only: a record
+            // logged three times is one duplicated record in the tally and two "logged
+            // again" violations, and an acknowledged record truncated by a failover is
+            // a violation even if a retry logs it again.
+            assert!(
+                count(ViolationKind::Lost) as u64 >= t.lost,
+                "seed {seed}: {} lost in the tally, {} violations",
+                t.lost,
+                count(ViolationKind::Lost)
+            );
+            assert!(
+                count(ViolationKind::Duplicate) as u64 >= t.duplicates,
+                "seed {seed}: {} duplicated in the tally, {} violations",
                 t.duplicates,
-                "seed {seed}"
+                count(ViolationKind::Duplicate)
             );
         }
         assert!(
