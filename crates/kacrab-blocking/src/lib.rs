@@ -126,7 +126,6 @@ use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
-use kacrab_driver::SessionConfig;
 use kacrab_idempotence::KafkaError;
 
 pub use error::{BuildError, SendError, WaitError};
@@ -134,6 +133,13 @@ pub use io::IoStats;
 pub use kacrab_driver::metrics;
 pub use kacrab_driver::ProduceError;
 pub use kacrab_driver::{MetricsSnapshot, ProducerRecord, RecordMetadata};
+/// Re-exported from the session: the configuration (every SASL mechanism, an
+/// OAUTHBEARER token provider included) and the application's extension points.
+pub use kacrab_driver::{
+    Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenProvider,
+    Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret, SessionConfig,
+    SessionConfigBuilder, TopicPartitions,
+};
 
 /// Re-exported from the core: a topic name, a record header, transactional types.
 pub use kacrab_idempotence::{
@@ -196,11 +202,26 @@ impl Producer {
     /// # Errors
     /// [`BuildError::Spawn`] if the I/O thread could not start.
     pub fn new(config: SessionConfig) -> Result<Self, BuildError> {
+        Self::with_extensions(config, &Extensions::new())
+    }
+
+    /// Starts a producer for a validated configuration with the application's
+    /// partitioner and interceptors (see [`Extensions`]). Any [`SaslConfig`] installs
+    /// through `config` ([`SessionConfigBuilder::sasl`]), an OAUTHBEARER token provider
+    /// included.
+    ///
+    /// # Errors
+    /// [`BuildError::Spawn`] if the I/O thread could not start.
+    pub fn with_extensions(
+        config: SessionConfig,
+        extensions: &Extensions,
+    ) -> Result<Self, BuildError> {
         let gate = Arc::new(Gate::new(config.core().buffer_memory().min(HAND_OFF_LIMIT)));
         let stats = Arc::new(Mutex::new(IoStats::default()));
         let (tx, rx) = mpsc::channel();
         let io = Io::new(
             config,
+            extensions,
             rx,
             tx.clone(),
             Arc::clone(&gate),

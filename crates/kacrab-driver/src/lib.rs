@@ -43,7 +43,9 @@ mod app;
 mod completion;
 mod config;
 mod convert;
+mod extensions;
 mod features;
+mod interceptor;
 pub mod metrics;
 mod network;
 mod output;
@@ -84,6 +86,8 @@ pub use config::{
     SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
 };
 pub use kacrab_idempotence::compression::{Codec, Compression};
+pub use extensions::Extensions;
+pub use interceptor::{Acknowledgement, InterceptorError, ProducerInterceptor};
 pub use kacrab_wire::Frame;
 pub use metrics::MetricsSnapshot;
 pub use output::{CloseReason, ConnId, ConnectOptions, Output};
