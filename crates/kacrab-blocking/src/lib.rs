@@ -48,6 +48,9 @@
 //! (`acks`, `linger.ms`, `batch.size`, `request.timeout.ms`, `delivery.timeout.ms`,
 //! `buffer.memory`, `max.in.flight.requests.per.connection`, ...), with Kafka 4.x
 //! defaults. A bad configuration is refused here ([`BuildError::Config`]), not later.
+//! [`Producer::new`] takes a whole [`SessionConfig`] (any [`SaslConfig`], an OAUTHBEARER
+//! [`OAuthBearerTokenProvider`] included); [`Producer::with_extensions`] adds a
+//! [`Partitioner`] and [`ProducerInterceptor`]s ([`Extensions`]).
 //!
 //! # How it works
 //!
@@ -132,7 +135,6 @@ pub use error::{BuildError, SendError, WaitError};
 pub use io::IoStats;
 pub use kacrab_driver::metrics;
 pub use kacrab_driver::ProduceError;
-pub use kacrab_driver::{MetricsSnapshot, ProducerRecord, RecordMetadata};
 /// Re-exported from the session: the configuration (every SASL mechanism, an
 /// OAUTHBEARER token provider included) and the application's extension points.
 pub use kacrab_driver::{
@@ -140,6 +142,7 @@ pub use kacrab_driver::{
     Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret, SessionConfig,
     SessionConfigBuilder, TopicPartitions,
 };
+pub use kacrab_driver::{MetricsSnapshot, ProducerRecord, RecordMetadata};
 
 /// Re-exported from the core: a topic name, a record header, transactional types.
 pub use kacrab_idempotence::{

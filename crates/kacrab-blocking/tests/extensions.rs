@@ -101,9 +101,15 @@ fn interceptors_and_a_partitioner_installed_with_extensions() {
     let p = Producer::with_extensions(config, &extensions).expect("producer");
     let mut handles = Vec::new();
     for i in 0..5 {
-        handles.push(p.send(ProducerRecord::unkeyed("ext", format!("v{i}"))).expect("queued"));
+        handles.push(
+            p.send(ProducerRecord::unkeyed("ext", format!("v{i}")))
+                .expect("queued"),
+        );
     }
-    handles.push(p.send(ProducerRecord::unkeyed("not a topic!", "x")).expect("queued"));
+    handles.push(
+        p.send(ProducerRecord::unkeyed("not a topic!", "x"))
+            .expect("queued"),
+    );
     let outcomes: Vec<_> = handles.into_iter().map(|h| h.wait()).collect();
     p.close().expect("closed");
 

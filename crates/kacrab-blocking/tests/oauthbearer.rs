@@ -85,7 +85,11 @@ fn serve(mut stream: TcpStream, port: u16, seen: &Mutex<Seen>) {
             }
             kp::ApiKey::SaslHandshake => {
                 let req = kp::SaslHandshakeRequest::decode(&mut frame, version).unwrap();
-                let error = if req.mechanism.as_str() == "OAUTHBEARER" { 0 } else { 33 };
+                let error = if req.mechanism.as_str() == "OAUTHBEARER" {
+                    0
+                } else {
+                    33
+                };
                 encode(
                     &kp::SaslHandshakeResponse::default()
                         .with_error_code(error)
@@ -147,7 +151,10 @@ fn serve(mut stream: TcpStream, port: u16, seen: &Mutex<Seen>) {
                     })
                     .collect();
                 seen.lock().unwrap().produced += 1;
-                encode(&kp::ProduceResponse::default().with_responses(topics), version)
+                encode(
+                    &kp::ProduceResponse::default().with_responses(topics),
+                    version,
+                )
             }
             other => panic!("unexpected {other:?}"),
         };
@@ -212,6 +219,9 @@ fn an_oauthbearer_provider_authenticates_the_blocking_producer() {
     assert_eq!(seen.auth.len(), usize::try_from(calls).unwrap());
     assert_eq!(calls, 2, "the bootstrap connection and the leader's");
     for (i, auth) in seen.auth.iter().enumerate() {
-        assert_eq!(auth, &format!("n,,\u{1}auth=Bearer token-{}\u{1}\u{1}", i + 1));
+        assert_eq!(
+            auth,
+            &format!("n,,\u{1}auth=Bearer token-{}\u{1}\u{1}", i + 1)
+        );
     }
 }

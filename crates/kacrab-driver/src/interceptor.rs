@@ -175,7 +175,12 @@ impl Interceptors {
         };
         for (index, interceptor) in self.chain.iter().enumerate() {
             if let Err(error) = interceptor.on_acknowledgement(&ack) {
-                crate::trace::interceptor_failed("on_acknowledgement", index, topic.as_str(), &*error);
+                crate::trace::interceptor_failed(
+                    "on_acknowledgement",
+                    index,
+                    topic.as_str(),
+                    &*error,
+                );
             }
         }
     }
@@ -188,11 +193,14 @@ mod tests {
     use super::*;
     use crate::Header;
 
+    /// The outcomes interceptors were shown: the send, and whether it was delivered.
+    type Shown = Arc<Mutex<Vec<(SendId, bool)>>>;
+
     /// Appends its name as a header, or fails after changing the record.
     struct Tag {
         name: &'static str,
         fail: bool,
-        seen: Arc<Mutex<Vec<(SendId, bool)>>>,
+        seen: Shown,
     }
 
     impl ProducerInterceptor for Tag {
@@ -209,7 +217,10 @@ mod tests {
         }
 
         fn on_acknowledgement(&self, ack: &Acknowledgement<'_>) -> Result<(), InterceptorError> {
-            self.seen.lock().unwrap().push((ack.id, ack.outcome.is_ok()));
+            self.seen
+                .lock()
+                .unwrap()
+                .push((ack.id, ack.outcome.is_ok()));
             if self.fail {
                 return Err("refused".into());
             }
@@ -217,7 +228,7 @@ mod tests {
         }
     }
 
-    fn chain(fails: [bool; 3]) -> (Interceptors, Arc<Mutex<Vec<(SendId, bool)>>>) {
+    fn chain(fails: [bool; 3]) -> (Interceptors, Shown) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut chain = Interceptors::default();
         for (name, fail) in ["a", "b", "c"].into_iter().zip(fails) {
@@ -249,7 +260,11 @@ mod tests {
         let (middle_fails, _) = chain([false, true, false]);
         let record = middle_fails.on_send(ProducerRecord::unkeyed("t", "v"));
         assert_eq!(header_keys(&record), ["a", "c"]);
-        assert_eq!(record.value.as_deref(), Some(&b"v"[..]), "b's change is dropped");
+        assert_eq!(
+            record.value.as_deref(),
+            Some(&b"v"[..]),
+            "b's change is dropped"
+        );
     }
 
     /// Every interceptor sees each outcome once, even after another one failed; records

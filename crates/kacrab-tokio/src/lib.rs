@@ -48,6 +48,11 @@
 //! without a key ([`ProducerRecord::unkeyed`], or `(topic, value)`) sticks to a
 //! partition for `batch.size` bytes (KIP-794). See [`kacrab_driver::Partitioner`].
 //!
+//! What Java loads by class name installs as code on the builder: a [`Partitioner`]
+//! ([`ProducerBuilder::partitioner`]), [`ProducerInterceptor`]s
+//! ([`ProducerBuilder::interceptor`]), and any [`SaslConfig`], an OAUTHBEARER
+//! [`OAuthBearerTokenProvider`] included ([`ProducerBuilder::sasl`]).
+//!
 //! # Architecture
 //!
 //! ```text

@@ -64,7 +64,11 @@ async fn an_oauthbearer_provider_authenticates_and_reauthenticates_with_a_fresh_
         let auths: Vec<_> = s.auth_log.iter().filter(|a| a.1 == conn).collect();
         assert_eq!(auths.len(), 2, "connection {conn}: {:?}", s.auth_log);
         let token = |i: usize| String::from_utf8(auths[i].2.to_vec()).unwrap();
-        assert!(token(0).starts_with("n,,\u{1}auth=Bearer token-"), "{}", token(0));
+        assert!(
+            token(0).starts_with("n,,\u{1}auth=Bearer token-"),
+            "{}",
+            token(0)
+        );
         assert_ne!(token(0), token(1), "a fresh token re-authenticates");
         let gap = auths[1].0 - auths[0].0;
         assert!(

@@ -200,7 +200,8 @@ async fn serve(
                 let req = kp::SaslAuthenticateRequest::decode(&mut frame, version).unwrap();
                 let lifetime = {
                     let mut s = state.lock().unwrap();
-                    s.auth_log.push((Instant::now(), conn, req.auth_bytes.clone()));
+                    s.auth_log
+                        .push((Instant::now(), conn, req.auth_bytes.clone()));
                     s.sasl_lifetime_ms.unwrap_or(0)
                 };
                 let r = kp::SaslAuthenticateResponse::default().with_session_lifetime_ms(lifetime);
