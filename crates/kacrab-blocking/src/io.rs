@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kacrab_driver::{
-    Completion, ConnId, OpId, Output, ProducerRecord, SendId, SendSlots, Session, SessionConfig,
-    TxnCall,
+    Completion, ConnId, Extensions, OpId, Output, ProducerRecord, SendId, SendSlots, Session,
+    SessionConfig, TxnCall,
 };
 use kacrab_idempotence::{Timestamp, TxnError};
 
@@ -193,6 +193,7 @@ impl Io {
     /// The session for `config`, its clock starting now.
     pub(crate) fn new(
         config: SessionConfig,
+        extensions: &Extensions,
         rx: Receiver<Msg>,
         tx: Sender<Msg>,
         gate: Arc<Gate>,
@@ -205,8 +206,10 @@ impl Io {
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let mut config = config;
         seed_sasl_nonces(&mut config);
+        let mut session = Session::new(config, Timestamp::ZERO, unix_ms);
+        session.install(extensions);
         Self {
-            session: Session::new(config, Timestamp::ZERO, unix_ms),
+            session,
             start,
             rx,
             net: Net::new(tx),

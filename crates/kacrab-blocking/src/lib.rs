@@ -48,6 +48,9 @@
 //! (`acks`, `linger.ms`, `batch.size`, `request.timeout.ms`, `delivery.timeout.ms`,
 //! `buffer.memory`, `max.in.flight.requests.per.connection`, ...), with Kafka 4.x
 //! defaults. A bad configuration is refused here ([`BuildError::Config`]), not later.
+//! [`Producer::new`] takes a whole [`SessionConfig`] (any [`SaslConfig`], an OAUTHBEARER
+//! [`OAuthBearerTokenProvider`] included); [`Producer::with_extensions`] adds a
+//! [`Partitioner`] and [`ProducerInterceptor`]s ([`Extensions`]).
 //!
 //! # How it works
 //!
@@ -126,13 +129,19 @@ use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
-use kacrab_driver::SessionConfig;
 use kacrab_idempotence::KafkaError;
 
 pub use error::{BuildError, SendError, WaitError};
 pub use io::IoStats;
 pub use kacrab_driver::metrics;
 pub use kacrab_driver::ProduceError;
+/// Re-exported from the session: the configuration (every SASL mechanism, an
+/// OAUTHBEARER token provider included) and the application's extension points.
+pub use kacrab_driver::{
+    Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenProvider,
+    Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret, SessionConfig,
+    SessionConfigBuilder, TopicPartitions,
+};
 pub use kacrab_driver::{MetricsSnapshot, ProducerRecord, RecordMetadata};
 
 /// Re-exported from the core: a topic name, a record header, transactional types.
@@ -196,11 +205,26 @@ impl Producer {
     /// # Errors
     /// [`BuildError::Spawn`] if the I/O thread could not start.
     pub fn new(config: SessionConfig) -> Result<Self, BuildError> {
+        Self::with_extensions(config, &Extensions::new())
+    }
+
+    /// Starts a producer for a validated configuration with the application's
+    /// partitioner and interceptors (see [`Extensions`]). Any [`SaslConfig`] installs
+    /// through `config` ([`SessionConfigBuilder::sasl`]), an OAUTHBEARER token provider
+    /// included.
+    ///
+    /// # Errors
+    /// [`BuildError::Spawn`] if the I/O thread could not start.
+    pub fn with_extensions(
+        config: SessionConfig,
+        extensions: &Extensions,
+    ) -> Result<Self, BuildError> {
         let gate = Arc::new(Gate::new(config.core().buffer_memory().min(HAND_OFF_LIMIT)));
         let stats = Arc::new(Mutex::new(IoStats::default()));
         let (tx, rx) = mpsc::channel();
         let io = Io::new(
             config,
+            extensions,
             rx,
             tx.clone(),
             Arc::clone(&gate),

@@ -43,7 +43,9 @@ mod app;
 mod completion;
 mod config;
 mod convert;
+mod extensions;
 mod features;
+mod interceptor;
 pub mod metrics;
 mod network;
 mod output;
@@ -83,6 +85,8 @@ pub use config::{
     CONNECTIONS_MAX_IDLE_MS, RECEIVE_BUFFER_BYTES, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS,
     SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
 };
+pub use extensions::Extensions;
+pub use interceptor::{Acknowledgement, InterceptorError, ProducerInterceptor};
 pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use kacrab_wire::Frame;
 pub use metrics::MetricsSnapshot;

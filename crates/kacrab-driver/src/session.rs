@@ -11,6 +11,8 @@ use kacrab_idempotence::{
 use crate::app::{Application, Resolve, TxnCall};
 use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
+use crate::extensions::Extensions;
+use crate::interceptor::{Interceptors, ProducerInterceptor};
 use crate::metrics::{Gauges, MetricsSnapshot, SessionMetrics, TimedCall};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
@@ -40,6 +42,8 @@ pub struct Session {
     observer: crate::trace::Observer,
     /// `send.buffer.bytes` and `receive.buffer.bytes` (`None`: the OS default).
     socket_buffers: (Option<usize>, Option<usize>),
+    /// The application's interceptors (see [`Session::add_interceptor`]).
+    interceptors: Interceptors,
 }
 
 /// The session's metadata and partitioners, as the application half asks them.
@@ -108,6 +112,7 @@ impl Session {
             answers_seen: 0,
             observer: crate::trace::Observer::default(),
             socket_buffers: config.socket_buffers(),
+            interceptors: Interceptors::default(),
         }
     }
 
@@ -140,7 +145,11 @@ impl Session {
     /// [`Partitioner`] installed with [`Session::set_partitioner`] or Kafka's built-in
     /// partitioner puts it; it fails with [`ProduceError::Topic`](crate::ProduceError::Topic)
     /// if the topic stays unknown, the broker refuses it, or its name is invalid.
+    ///
+    /// The installed [`ProducerInterceptor`]s see the record first, and may change it.
     pub fn send(&mut self, record: ProducerRecord, now: Timestamp) -> SendId {
+        let record = self.interceptors.on_send(record);
+        let topic = record.topic.clone();
         let mut resolve = Resolver {
             topics: self.net.topics(),
             router: &mut self.router,
@@ -150,6 +159,7 @@ impl Session {
         let id = self
             .app
             .send(&mut self.core, record, &mut resolve, failure, now);
+        self.interceptors.sent(id, topic);
         self.progress(now);
         id
     }
@@ -158,6 +168,24 @@ impl Session {
     /// built-in one still decides when it returns `None`).
     pub fn set_partitioner(&mut self, partitioner: Box<dyn Partitioner>) {
         self.router.set_partitioner(partitioner);
+    }
+
+    /// Adds `interceptor` after those already installed. It sees every record sent from
+    /// now on: in [`Session::send`], and its outcome when [`Session::poll_completion`]
+    /// hands that out (see [`ProducerInterceptor`] for the rules).
+    pub fn add_interceptor(&mut self, interceptor: std::sync::Arc<dyn ProducerInterceptor>) {
+        self.interceptors.add(interceptor);
+    }
+
+    /// Installs `extensions`: its partitioner (a fresh one) if it has one, and its
+    /// interceptors after those already installed. Call before the first send.
+    pub fn install(&mut self, extensions: &Extensions) {
+        if let Some(partitioner) = extensions.make_partitioner() {
+            self.set_partitioner(partitioner);
+        }
+        for interceptor in extensions.interceptors() {
+            self.add_interceptor(interceptor);
+        }
     }
 
     /// Sends every queued record without waiting for `linger.ms`; completes
@@ -286,6 +314,7 @@ impl Session {
         };
         self.metrics.completion(&done);
         crate::trace::completion(&done);
+        self.interceptors.completed(&done);
         Some(done)
     }
 

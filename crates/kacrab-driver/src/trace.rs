@@ -229,6 +229,17 @@ pub(crate) fn topic_missing(topic: &str, error: KafkaError) {
     event!(warn, topic = %topic, error = ?error, error_code = error.code(), "topic metadata unavailable; sends to it wait");
 }
 
+/// An application's interceptor (the `index`th installed) failed in `stage` for a
+/// record of `topic`; the session went on without its work.
+pub(crate) fn interceptor_failed(
+    stage: &'static str,
+    index: usize,
+    topic: &str,
+    error: &(dyn std::error::Error + Send + Sync),
+) {
+    event!(warn, stage, interceptor = index, topic = %topic, error = %error, "interceptor failed; the record goes on");
+}
+
 /// A Metadata answer changed what the session knows of `topic` (`before` and `after`;
 /// `None` is unknown).
 pub(crate) fn topic_changed(topic: &str, before: Option<&TopicState>, after: Option<&TopicState>) {

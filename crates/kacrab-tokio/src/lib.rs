@@ -48,6 +48,11 @@
 //! without a key ([`ProducerRecord::unkeyed`], or `(topic, value)`) sticks to a
 //! partition for `batch.size` bytes (KIP-794). See [`kacrab_driver::Partitioner`].
 //!
+//! What Java loads by class name installs as code on the builder: a [`Partitioner`]
+//! ([`ProducerBuilder::partitioner`]), [`ProducerInterceptor`]s
+//! ([`ProducerBuilder::interceptor`]), and any [`SaslConfig`], an OAUTHBEARER
+//! [`OAuthBearerTokenProvider`] included ([`ProducerBuilder::sasl`]).
+//!
 //! # Architecture
 //!
 //! ```text
@@ -110,7 +115,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
-use kacrab_driver::{Session, SessionConfigBuilder};
+use kacrab_driver::Session;
 use kacrab_idempotence::{ProducerConfigBuilder, Timestamp};
 use tokio::sync::{mpsc, oneshot};
 
@@ -118,6 +123,11 @@ pub use conn::{BrokerStream, ConnectFuture, Connector};
 pub use error::Error;
 pub use kacrab_driver::metrics;
 pub use kacrab_driver::ProduceError;
+pub use kacrab_driver::{
+    Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenProvider,
+    Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret, SessionConfig,
+    SessionConfigBuilder, TopicPartitions,
+};
 pub use kacrab_driver::{
     MetricsSnapshot, ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS,
     CLIENT_ID, MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
@@ -382,17 +392,30 @@ impl Producer {
     }
 }
 
-/// Builds a [`Producer`]: a [`SessionConfigBuilder`] plus how to open connections.
+/// Builds a [`Producer`]: a [`SessionConfigBuilder`], the application's
+/// [`Extensions`] (a partitioner, interceptors), and how to open connections.
 #[derive(Clone, Default)]
 pub struct ProducerBuilder {
     config: SessionConfigBuilder,
+    extensions: Extensions,
     connector: Option<Arc<dyn Connector>>,
+}
+
+impl From<SessionConfigBuilder> for ProducerBuilder {
+    /// A builder starting from `config`.
+    fn from(config: SessionConfigBuilder) -> Self {
+        Self {
+            config,
+            ..Self::default()
+        }
+    }
 }
 
 impl std::fmt::Debug for ProducerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProducerBuilder")
             .field("config", &self.config)
+            .field("extensions", &self.extensions)
             .field("connector", &self.connector.as_ref().map(|_| "custom"))
             .finish()
     }
@@ -451,6 +474,39 @@ impl ProducerBuilder {
         self.config.core()
     }
 
+    /// The session's whole configuration, for every typed setting: security, TLS,
+    /// compression, metrics, and SASL ([`SessionConfigBuilder::sasl`]), an OAUTHBEARER
+    /// token provider included ([`SaslConfig::oauthbearer`]).
+    pub fn session_config(&mut self) -> &mut SessionConfigBuilder {
+        &mut self.config
+    }
+
+    /// The SASL settings: `builder.sasl().oauthbearer(provider)` installs an
+    /// [`OAuthBearerTokenProvider`], `plain` and `scram` set credentials (with
+    /// `security.protocol` `SASL_PLAINTEXT` or `SASL_SSL`).
+    pub fn sasl(&mut self) -> &mut SaslConfig {
+        self.config.sasl()
+    }
+
+    /// Partitions records sent without a partition with (a clone of) `partitioner`
+    /// instead of Kafka's built-in one (Java's `partitioner.class`), which still decides
+    /// when it returns `None`. Each producer built gets its own clone.
+    pub fn partitioner<P>(&mut self, partitioner: P) -> &mut Self
+    where
+        P: Partitioner + Clone + Sync + 'static,
+    {
+        self.extensions.partitioner(partitioner);
+        self
+    }
+
+    /// Adds an interceptor after those already added (Java's `interceptor.classes`): it
+    /// sees, and may change, every record before the producer takes it in, and every
+    /// record's outcome. See [`ProducerInterceptor`].
+    pub fn interceptor(&mut self, interceptor: impl ProducerInterceptor) -> &mut Self {
+        self.extensions.interceptor(interceptor);
+        self
+    }
+
     /// Opens broker connections with `connector` instead of plain TCP.
     pub fn connector(&mut self, connector: impl Connector) -> &mut Self {
         self.connector = Some(Arc::new(connector));
@@ -478,7 +534,8 @@ impl ProducerBuilder {
         let config_buffer_memory = config.core().buffer_memory();
         let mut config = config;
         seed_sasl_nonces(&mut config);
-        let session = Session::new(config, Timestamp::ZERO, unix_ms);
+        let mut session = Session::new(config, Timestamp::ZERO, unix_ms);
+        session.install(&self.extensions);
         let (commands, commands_rx) = mpsc::unbounded_channel();
         let gate = Arc::new(Gate::new(config_buffer_memory));
         let (driver, conn_events) = Driver::new(session, clock, transport, Arc::clone(&gate));
@@ -489,7 +546,7 @@ impl ProducerBuilder {
 
 /// Fills the SCRAM nonce seed from the operating system unless the application gave
 /// one: the session is deterministic and has no randomness of its own.
-fn seed_sasl_nonces(config: &mut kacrab_driver::SessionConfig) {
+fn seed_sasl_nonces(config: &mut SessionConfig) {
     if config.sasl().nonce_seed_setting().is_none() {
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).expect("the operating system's random source");

@@ -86,8 +86,9 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     (
         "interceptor.classes",
         refused_unless(
-            "interceptors are Java classes that see and may change every record and \
-             acknowledgement; ignoring them would silently drop what they do",
+            "a Java class can not be loaded; implement ProducerInterceptor and install it \
+             with ProducerBuilder::interceptor (kacrab-tokio), Extensions::interceptor \
+             (kacrab-blocking) or Session::add_interceptor",
             "",
         ),
     ),
@@ -121,7 +122,9 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     (
         "partitioner.class",
         refused_unless(
-            "a Java class can not be loaded; implement the session's Partitioner trait",
+            "a Java class can not be loaded; implement Partitioner and install it with \
+             ProducerBuilder::partitioner (kacrab-tokio), Extensions::partitioner \
+             (kacrab-blocking) or Session::set_partitioner",
             "",
         ),
     ),

@@ -436,13 +436,13 @@ fn unsupported_reason(key: &str) -> Option<&'static str> {
         "sasl.client.callback.handler.class"
         | "sasl.login.class"
         | "sasl.login.callback.handler.class" => {
-            "Java classes cannot be loaded; set credentials with the typed SASL settings or an OAuthBearerTokenProvider"
+            "Java classes cannot be loaded; set credentials with SaslConfig (plain, scram, or oauthbearer with an OAuthBearerTokenProvider), reached by ProducerBuilder::sasl (kacrab-tokio) or SessionConfigBuilder::sasl"
         }
         _ if key.starts_with("sasl.login.") => {
-            "token login and refresh are the OAuthBearerTokenProvider's business"
+            "token login and refresh are the business of the OAuthBearerTokenProvider installed by SaslConfig::oauthbearer"
         }
         _ if key.starts_with("sasl.oauthbearer.") => {
-            "the OAuth client-credentials login (KIP-768) is not implemented; supply tokens with an OAuthBearerTokenProvider"
+            "the OAuth client-credentials login (KIP-768) is not implemented; supply tokens with an OAuthBearerTokenProvider installed by SaslConfig::oauthbearer, reached by ProducerBuilder::sasl (kacrab-tokio) or SessionConfigBuilder::sasl (kacrab-blocking's SessionConfig)"
         }
         _ if key.starts_with("sasl.") => "not a SASL setting kacrab implements",
         _ => return None,

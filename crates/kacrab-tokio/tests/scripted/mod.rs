@@ -6,6 +6,9 @@
 //! InitProducerId, and applies Produce batches with Kafka's idempotence rules (duplicate
 //! of an appended batch -> its offset; next sequence -> append; else
 //! OUT_OF_ORDER_SEQUENCE_NUMBER). What it does with each Produce request is scripted.
+//! With [`Broker::require_oauthbearer`] it is a `SASL_PLAINTEXT` listener taking
+//! OAUTHBEARER (SaslHandshake v1, SaslAuthenticate v0-2), accepting any token, granting
+//! a session lifetime (KIP-368) and logging each token it was given.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, VecDeque};
@@ -66,6 +69,11 @@ pub struct State {
     pub metadata_requests: usize,
     /// Per partition: appended batches (base sequence, count, base offset).
     pub logs: BTreeMap<i32, Vec<(i32, i32, i64)>>,
+    /// With SASL: the session lifetime each SaslAuthenticate answer grants (ms).
+    pub sasl_lifetime_ms: Option<i64>,
+    /// Each SaslAuthenticate: when, on which connection (its index in `connect_log`), and
+    /// its auth bytes.
+    pub auth_log: Vec<(Instant, usize, Bytes)>,
 }
 
 impl State {
@@ -108,6 +116,11 @@ impl Broker {
             .extend(actions.iter().copied());
     }
 
+    /// Requires OAUTHBEARER, granting `lifetime_ms` per authentication.
+    pub fn require_oauthbearer(&self, lifetime_ms: i64) {
+        self.state.lock().unwrap().sasl_lifetime_ms = Some(lifetime_ms);
+    }
+
     pub fn connector(&self) -> impl Connector {
         let state = Arc::clone(&self.state);
         move |addr: &str| -> ConnectFuture {
@@ -121,8 +134,9 @@ impl Broker {
                     let mut s = state.lock().unwrap();
                     let a = s.connects.pop_front().unwrap_or(ConnectAction::Accept);
                     s.connect_log.push((Instant::now(), a));
-                    a
+                    (a, s.connect_log.len() - 1)
                 };
+                let (action, conn) = action;
                 match action {
                     ConnectAction::Refuse => Err(io::ErrorKind::ConnectionRefused.into()),
                     accept => {
@@ -130,7 +144,7 @@ impl Broker {
                             tokio::time::sleep(std::time::Duration::from_millis(connect_ms)).await;
                         }
                         let (client, server) = tokio::io::duplex(1 << 20);
-                        tokio::spawn(serve(server, state, accept));
+                        tokio::spawn(serve(server, state, accept, conn));
                         Ok(Box::new(client) as Box<dyn BrokerStream>)
                     }
                 }
@@ -139,7 +153,12 @@ impl Broker {
     }
 }
 
-async fn serve(mut stream: DuplexStream, state: Arc<Mutex<State>>, how: ConnectAction) {
+async fn serve(
+    mut stream: DuplexStream,
+    state: Arc<Mutex<State>>,
+    how: ConnectAction,
+    conn: usize,
+) {
     loop {
         let Ok(len) = stream.read_i32().await else {
             return;
@@ -166,7 +185,27 @@ async fn serve(mut stream: DuplexStream, state: Arc<Mutex<State>>, how: ConnectA
                 if let ConnectAction::Slow { handshake_ms, .. } = how {
                     tokio::time::sleep(std::time::Duration::from_millis(handshake_ms)).await;
                 }
-                Some(encode(&api_versions(), version))
+                let sasl = state.lock().unwrap().sasl_lifetime_ms.is_some();
+                Some(encode(&api_versions(sasl), version))
+            }
+            kp::ApiKey::SaslHandshake => {
+                let req = kp::SaslHandshakeRequest::decode(&mut frame, version).unwrap();
+                let ok = req.mechanism.as_str() == "OAUTHBEARER";
+                let r = kp::SaslHandshakeResponse::default()
+                    .with_error_code(if ok { 0 } else { 33 }) // UNSUPPORTED_SASL_MECHANISM
+                    .with_mechanisms(vec![StrBytes::from_static_str("OAUTHBEARER")]);
+                Some(encode(&r, version))
+            }
+            kp::ApiKey::SaslAuthenticate => {
+                let req = kp::SaslAuthenticateRequest::decode(&mut frame, version).unwrap();
+                let lifetime = {
+                    let mut s = state.lock().unwrap();
+                    s.auth_log
+                        .push((Instant::now(), conn, req.auth_bytes.clone()));
+                    s.sasl_lifetime_ms.unwrap_or(0)
+                };
+                let r = kp::SaslAuthenticateResponse::default().with_session_lifetime_ms(lifetime);
+                Some(encode(&r, version))
             }
             kp::ApiKey::Metadata => {
                 let _req = kp::MetadataRequest::decode(&mut frame, version).unwrap();
@@ -211,19 +250,24 @@ fn encode<T: Encodable>(m: &T, version: i16) -> Bytes {
     b.freeze()
 }
 
-fn api_versions() -> kp::ApiVersionsResponse {
+fn api_versions(sasl: bool) -> kp::ApiVersionsResponse {
     let key = |k: kp::ApiKey, min: i16, max: i16| {
         kp::api_versions_response::ApiVersion::default()
             .with_api_key(k as i16)
             .with_min_version(min)
             .with_max_version(max)
     };
-    kp::ApiVersionsResponse::default().with_api_keys(vec![
+    let mut keys = vec![
         key(kp::ApiKey::Produce, 9, 9),
         key(kp::ApiKey::Metadata, 12, 12),
         key(kp::ApiKey::ApiVersions, 0, 3),
         key(kp::ApiKey::InitProducerId, 4, 4),
-    ])
+    ];
+    if sasl {
+        keys.push(key(kp::ApiKey::SaslHandshake, 1, 1));
+        keys.push(key(kp::ApiKey::SaslAuthenticate, 0, 2));
+    }
+    kp::ApiVersionsResponse::default().with_api_keys(keys)
 }
 
 fn metadata(partitions: i32) -> kp::MetadataResponse {

@@ -1,0 +1,237 @@
+//! What an application plugs into the Tokio producer's builder: any SASL configuration
+//! (an OAUTHBEARER token provider), a partitioner, interceptors.
+
+mod scripted;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kacrab_tokio::{
+    Acknowledgement, Header, InterceptorError, OAuthBearerToken, OAuthBearerTokenProvider,
+    Partitioner, ProduceError, Producer, ProducerInterceptor, ProducerRecord, Secret,
+    TopicPartitions,
+};
+use scripted::{Broker, ADDR, TOPIC};
+
+/// Hands out `token-1`, `token-2`, ...: one fresh token per authentication.
+#[derive(Default)]
+struct CountingProvider {
+    calls: AtomicU32,
+}
+
+impl OAuthBearerTokenProvider for CountingProvider {
+    fn token(&self) -> Result<OAuthBearerToken, String> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(OAuthBearerToken::new(
+            Secret::from(format!("token-{n}")),
+            i64::MAX,
+            "alice",
+        ))
+    }
+}
+
+/// An OAUTHBEARER provider installed through `ProducerBuilder::sasl` authenticates the
+/// Tokio producer's connection, and when the broker's session lifetime (KIP-368,
+/// `SaslAuthenticateResponse.session_lifetime_ms`) nears its end the same connection
+/// re-authenticates with a fresh token from the provider, at 85-95% of the lifetime
+/// (Java's `SaslClientAuthenticator.ReauthInfo`), while records keep flowing.
+#[tokio::test(start_paused = true)]
+async fn an_oauthbearer_provider_authenticates_and_reauthenticates_with_a_fresh_token() {
+    let broker = Broker::new(1);
+    broker.require_oauthbearer(60_000);
+    let provider = Arc::new(CountingProvider::default());
+    let mut b = Producer::builder();
+    b.set("bootstrap.servers", ADDR).unwrap();
+    b.set("security.protocol", "SASL_PLAINTEXT").unwrap();
+    b.set("linger.ms", "0").unwrap();
+    b.sasl().oauthbearer(provider.clone());
+    b.connector(broker.connector());
+    let p = b.build().expect("an OAUTHBEARER producer builds");
+
+    let send = |v: &'static str| p.send(ProducerRecord::new(TOPIC, 0, v));
+    send("a").await.expect("queued").await.expect("delivered");
+    tokio::time::sleep(Duration::from_secs(58)).await;
+    send("b").await.expect("queued").await.expect("delivered");
+    p.close().await;
+
+    let s = broker.state.lock().unwrap();
+    // The bootstrap connection and node 1's: each authenticated, then re-authenticated
+    // in place (no new connection) with a token the provider had not handed out yet.
+    assert_eq!(s.connect_log.len(), 2, "no connection was replaced");
+    assert_eq!(provider.calls.load(Ordering::SeqCst), 4);
+    for conn in 0..2 {
+        let auths: Vec<_> = s.auth_log.iter().filter(|a| a.1 == conn).collect();
+        assert_eq!(auths.len(), 2, "connection {conn}: {:?}", s.auth_log);
+        let token = |i: usize| String::from_utf8(auths[i].2.to_vec()).unwrap();
+        assert!(
+            token(0).starts_with("n,,\u{1}auth=Bearer token-"),
+            "{}",
+            token(0)
+        );
+        assert_ne!(token(0), token(1), "a fresh token re-authenticates");
+        let gap = auths[1].0 - auths[0].0;
+        assert!(
+            (Duration::from_millis(51_000)..=Duration::from_millis(57_000)).contains(&gap),
+            "connection {conn} re-authenticated after {gap:?}"
+        );
+    }
+    assert_eq!(s.records(0), 2);
+}
+
+/// The builder reaches every SASL setting, and its `Debug` never shows a secret.
+#[test]
+fn the_builders_debug_hides_sasl_secrets() {
+    let mut b = Producer::builder();
+    b.sasl().plain("alice", "hunter2");
+    let shown = format!("{b:?}");
+    assert!(shown.contains("alice"), "{shown}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+}
+
+/// Java's `sasl.oauthbearer.token.endpoint.url` (KIP-768's client-credentials login) is
+/// refused, and the refusal names the API that installs a token provider instead.
+#[test]
+fn the_token_endpoint_refusal_names_the_provider_api() {
+    let err = Producer::builder()
+        .set("sasl.oauthbearer.token.endpoint.url", "https://idp/token")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("SaslConfig::oauthbearer"), "{err}");
+    assert!(err.contains("ProducerBuilder::sasl"), "{err}");
+}
+
+/// Sends every record without a partition to the topic's last partition.
+#[derive(Clone, Debug)]
+struct LastPartition;
+
+impl Partitioner for LastPartition {
+    fn partition(
+        &mut self,
+        _topic: &str,
+        _key: Option<&[u8]>,
+        _value: Option<&[u8]>,
+        partitions: TopicPartitions<'_>,
+    ) -> Option<i32> {
+        Some(partitions.count() - 1)
+    }
+}
+
+/// One record's outcome as an interceptor saw it: topic, and (partition, offset) or
+/// whether it was possibly written.
+type Seen = (String, Result<(i32, Option<i64>), bool>);
+
+/// Adds a `traced` header and records every outcome.
+#[derive(Default)]
+struct Tracer {
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl ProducerInterceptor for Tracer {
+    fn on_send(&self, record: &mut ProducerRecord) -> Result<(), InterceptorError> {
+        record.headers.push(Header {
+            key: "traced".into(),
+            value: Some("yes".into()),
+        });
+        Ok(())
+    }
+
+    fn on_acknowledgement(&self, ack: &Acknowledgement<'_>) -> Result<(), InterceptorError> {
+        let outcome = ack
+            .outcome
+            .map(|m| (m.partition, m.offset))
+            .map_err(ProduceError::possibly_written);
+        self.seen
+            .lock()
+            .unwrap()
+            .push((ack.topic.as_str().to_owned(), outcome));
+        Ok(())
+    }
+}
+
+/// Breaks every record it sees, then fails; counts the outcomes it is shown.
+#[derive(Default)]
+struct Broken {
+    acks: AtomicU32,
+}
+
+impl ProducerInterceptor for Broken {
+    fn on_send(&self, record: &mut ProducerRecord) -> Result<(), InterceptorError> {
+        record.value = Some("broken".into());
+        record.headers.clear();
+        Err("this interceptor always fails".into())
+    }
+
+    fn on_acknowledgement(&self, _ack: &Acknowledgement<'_>) -> Result<(), InterceptorError> {
+        self.acks.fetch_add(1, Ordering::SeqCst);
+        Err("this interceptor always fails".into())
+    }
+}
+
+/// Against krafka's FakeBroker: the installed partitioner places every record without
+/// a partition; interceptors run in order, so the header the first adds reaches the
+/// broker, and the second, failing, loses no record (its changes are dropped, as Java's
+/// `ProducerInterceptors.onSend` logs and goes on with the record as it was); each sees
+/// every record's outcome once, the delivered ones with partition and offset and the one
+/// refused before it was sent (an invalid topic name: Java's
+/// `ProducerInterceptors.onSendError`) with `possibly_written: false`.
+#[test]
+fn interceptors_and_a_partitioner_installed_in_the_builder() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("ext", 3).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let tracer = Arc::new(Tracer::default());
+    let broken = Arc::new(Broken::default());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let outcomes = rt.block_on(async {
+        let mut b = Producer::builder();
+        b.set("bootstrap.servers", &bootstrap).unwrap();
+        b.partitioner(LastPartition)
+            .interceptor(Arc::clone(&tracer))
+            .interceptor(Arc::clone(&broken));
+        let p = b.build().expect("producer");
+        let mut deliveries = Vec::new();
+        for i in 0..5 {
+            let record = ProducerRecord::unkeyed("ext", format!("v{i}"));
+            deliveries.push(p.send(record).await.expect("queued"));
+        }
+        deliveries.push(
+            p.send(ProducerRecord::unkeyed("not a topic!", "x"))
+                .await
+                .expect("refused through its delivery"),
+        );
+        let mut outcomes = Vec::new();
+        for d in deliveries {
+            outcomes.push(d.await);
+        }
+        p.close().await;
+        outcomes
+    });
+
+    assert!(outcomes[..5].iter().all(Result::is_ok), "{outcomes:?}");
+    assert!(matches!(outcomes[5], Err(ProduceError::Topic { .. })));
+    let logs = cluster.broker().all_records("ext").expect("log");
+    assert_eq!(logs.len(), 5);
+    for (i, r) in logs.iter().enumerate() {
+        assert_eq!(r.partition, 2, "the installed partitioner placed it");
+        assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
+        assert_eq!(
+            r.headers,
+            vec![("traced".to_owned(), Some(bytes::Bytes::from("yes")))]
+        );
+    }
+    let seen = tracer.seen.lock().unwrap().clone();
+    let mut expected: Vec<Seen> = (0..5)
+        .map(|i| ("ext".to_owned(), Ok((2, Some(i)))))
+        .collect();
+    expected.push(("not a topic!".to_owned(), Err(false)));
+    let mut sorted = seen.clone();
+    sorted.sort_by_key(|(topic, _)| topic.clone());
+    assert_eq!(sorted, expected, "every outcome once: {seen:?}");
+    assert_eq!(broken.acks.load(Ordering::SeqCst), 6);
+}
