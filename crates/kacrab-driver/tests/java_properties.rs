@@ -165,7 +165,10 @@ fn every_problem_of_a_file_is_reported_at_once_in_file_order() {
         ]
     );
     let shown = err.to_string();
-    assert!(shown.starts_with("4 problems in the configuration:"), "{shown}");
+    assert!(
+        shown.starts_with("4 problems in the configuration:"),
+        "{shown}"
+    );
     assert!(shown.contains("line 2 (linger.msec): "), "{shown}");
     assert!(shown.contains("did you mean linger.ms?"), "{shown}");
     assert!(shown.contains("line 4 (interceptor.classes): "), "{shown}");
@@ -241,6 +244,13 @@ fn an_oidc_file_is_told_to_install_a_token_provider() {
         ]
     );
     let shown = err.to_string();
-    assert_eq!(shown.matches("OAuthBearerTokenProvider").count(), 3, "{shown}");
-    assert!(!shown.contains("unsecured") && !shown.contains("s3cr3t-7f"), "{shown}");
+    assert_eq!(
+        shown.matches("OAuthBearerTokenProvider").count(),
+        3,
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("unsecured") && !shown.contains("s3cr3t-7f"),
+        "{shown}"
+    );
 }

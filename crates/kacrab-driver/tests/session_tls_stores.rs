@@ -82,12 +82,33 @@ fn pkcs12_stores(dir: &Scratch) {
     dir.write("ca.pem", CA);
     let pass = format!("pass:{PASSWORD}");
     dir.openssl(&[
-        "pkcs12", "-export", "-inkey", "client.key", "-in", "client.pem", "-certfile", "ca.pem",
-        "-name", "client", "-out", "client.p12", "-passout", &pass,
+        "pkcs12",
+        "-export",
+        "-inkey",
+        "client.key",
+        "-in",
+        "client.pem",
+        "-certfile",
+        "ca.pem",
+        "-name",
+        "client",
+        "-out",
+        "client.p12",
+        "-passout",
+        &pass,
     ]);
     dir.openssl(&[
-        "pkcs12", "-export", "-nokeys", "-in", "ca.pem", "-name", "ca", "-out", "trust.p12",
-        "-passout", &pass,
+        "pkcs12",
+        "-export",
+        "-nokeys",
+        "-in",
+        "ca.pem",
+        "-name",
+        "ca",
+        "-out",
+        "trust.p12",
+        "-passout",
+        &pass,
     ]);
 }
 
@@ -193,7 +214,10 @@ fn a_wrong_store_password_is_refused_without_showing_it() {
     props.push(("bootstrap.servers", "b0:9092"));
     let err = SessionConfig::from_properties(props).unwrap_err();
     let text = format!("{err} {err:?}");
-    assert!(text.contains("trust.p12") || text.contains("client.p12"), "{text}");
+    assert!(
+        text.contains("trust.p12") || text.contains("client.p12"),
+        "{text}"
+    );
     assert!(!text.contains("not-the-password-5e2a"), "{text}");
 }
 
@@ -206,21 +230,60 @@ fn a_wrong_store_password_is_refused_without_showing_it() {
 #[test]
 fn a_v1_client_certificate_is_presented_and_a_mismatched_key_refused() {
     let dir = Scratch::new("v1-client");
-    let ec = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out"];
+    let ec = [
+        "genpkey",
+        "-algorithm",
+        "EC",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-out",
+    ];
     dir.openssl(&[&ec[..], &["v1ca.key"]].concat());
     dir.openssl(&[&ec[..], &["v1.key"]].concat());
     dir.openssl(&[&ec[..], &["other.key"]].concat());
     dir.openssl(&[
-        "req", "-x509", "-new", "-key", "v1ca.key", "-subj", "/CN=v1 CA", "-days", "30", "-out",
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        "v1ca.key",
+        "-subj",
+        "/CN=v1 CA",
+        "-days",
+        "30",
+        "-out",
         "v1ca.pem",
     ]);
-    dir.openssl(&["req", "-new", "-key", "v1.key", "-subj", "/CN=v1-client", "-out", "v1.csr"]);
     dir.openssl(&[
-        "x509", "-req", "-in", "v1.csr", "-CA", "v1ca.pem", "-CAkey", "v1ca.key",
-        "-CAcreateserial", "-days", "30", "-out", "v1.pem",
+        "req",
+        "-new",
+        "-key",
+        "v1.key",
+        "-subj",
+        "/CN=v1-client",
+        "-out",
+        "v1.csr",
+    ]);
+    dir.openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "v1.csr",
+        "-CA",
+        "v1ca.pem",
+        "-CAkey",
+        "v1ca.key",
+        "-CAcreateserial",
+        "-days",
+        "30",
+        "-out",
+        "v1.pem",
     ]);
     let text = dir.openssl(&["x509", "-in", "v1.pem", "-noout", "-text"]);
-    assert!(text.contains("Version: 1 (0x0)"), "not a v1 certificate:\n{text}");
+    assert!(
+        text.contains("Version: 1 (0x0)"),
+        "not a v1 certificate:\n{text}"
+    );
 
     let chain = std::fs::read_to_string(dir.0.join("v1.pem")).unwrap();
     let key = std::fs::read_to_string(dir.0.join("v1.key")).unwrap();
@@ -236,7 +299,14 @@ fn a_v1_client_certificate_is_presented_and_a_mismatched_key_refused() {
         ])
     };
     let built = config(&key).unwrap_or_else(|e| panic!("{e}"));
-    let identity = built.security().tls.as_ref().unwrap().identity.as_ref().unwrap();
+    let identity = built
+        .security()
+        .tls
+        .as_ref()
+        .unwrap()
+        .identity
+        .as_ref()
+        .unwrap();
     assert_eq!(identity.chain(), certs(&chain));
 
     let err = config(&other).unwrap_err();

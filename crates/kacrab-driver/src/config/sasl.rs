@@ -435,7 +435,10 @@ fn credentials_from_jaas(text: &str) -> Result<SaslCredentials, SaslConfigError>
         // `OAuthBearerLoginCallbackHandler`'s `JaasOptionsUtils` reads clientId and
         // clientSecret).
         OAUTHBEARER_LOGIN_MODULE
-            if !entry.options.keys().any(|o| o.starts_with("unsecuredLogin"))
+            if !entry
+                .options
+                .keys()
+                .any(|o| o.starts_with("unsecuredLogin"))
                 && OIDC_OPTIONS.iter().any(|o| entry.options.contains_key(*o)) =>
         {
             return Err(SaslConfigError::OidcNotBuiltIn {
@@ -621,7 +624,10 @@ mod tests {
                     required clientId=\"app\" clientSecret=\"hunter2\" scope=\"kafka\";";
         let cases = [
             (SASL_JAAS_CONFIG, oidc),
-            ("sasl.oauthbearer.token.endpoint.url", "https://idp.example/token"),
+            (
+                "sasl.oauthbearer.token.endpoint.url",
+                "https://idp.example/token",
+            ),
             (
                 "sasl.login.callback.handler.class",
                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
@@ -635,7 +641,10 @@ mod tests {
             );
             let text = err.to_string();
             assert!(text.contains("OAuthBearerTokenProvider"), "{text}");
-            assert!(!text.contains("unsecured") && !text.contains("hunter2"), "{text}");
+            assert!(
+                !text.contains("unsecured") && !text.contains("hunter2"),
+                "{text}"
+            );
         }
         // The unsecured-JWT options still make an unsecured token.
         let unsecured = from(&[(
@@ -646,7 +655,9 @@ mod tests {
         .unwrap();
         assert!(matches!(
             unsecured.credentials(),
-            Some(SaslCredentials::OAuthBearer(OAuthBearerSource::Unsecured(_)))
+            Some(SaslCredentials::OAuthBearer(OAuthBearerSource::Unsecured(
+                _
+            )))
         ));
     }
 }

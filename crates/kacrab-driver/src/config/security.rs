@@ -564,7 +564,12 @@ mod tests {
         let p12 = dir.join("client.p12");
         std::fs::write(&p12, [0x30, 0x82, 0x0A, 0x01, 0x02]).unwrap();
         for (key, path, kind, hint) in [
-            (SSL_TRUSTSTORE_LOCATION, &jks, "JKS", "-deststoretype PKCS12"),
+            (
+                SSL_TRUSTSTORE_LOCATION,
+                &jks,
+                "JKS",
+                "-deststoretype PKCS12",
+            ),
             (SSL_KEYSTORE_LOCATION, &jks, "JKS", "-deststoretype PKCS12"),
             (SSL_TRUSTSTORE_LOCATION, &p12, "PKCS12", "wrong password"),
         ] {

@@ -112,6 +112,9 @@ mod tests {
         assert_eq!(subject_public_key_info(&[]), None);
         assert_eq!(subject_public_key_info(&[0x30, 0x05, 0x30]), None);
         assert_eq!(subject_public_key_info(&[0x04, 0x00]), None);
-        assert_eq!(element(&[0x02, 0x81, 0x01, 0x07, 0xff]).map(|e| e.2), Some(&[0x07][..]));
+        assert_eq!(
+            element(&[0x02, 0x81, 0x01, 0x07, 0xff]).map(|e| e.2),
+            Some(&[0x07][..])
+        );
     }
 }

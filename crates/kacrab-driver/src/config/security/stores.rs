@@ -25,8 +25,7 @@ fn tls(key: &'static str, reason: String) -> SessionConfigError {
 }
 
 fn read(key: &'static str, path: &str) -> Result<(Vec<u8>, Format), SessionConfigError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| tls(key, format!("cannot read {path}: {e}")))?;
+    let bytes = std::fs::read(path).map_err(|e| tls(key, format!("cannot read {path}: {e}")))?;
     if bytes.starts_with(&[0xFE, 0xED, 0xFE, 0xED]) {
         return Err(tls(
             key,
@@ -167,7 +166,10 @@ pub(super) fn client_identity(
                 .map(|c| CertificateDer::from(c.as_der().to_vec()))
                 .collect();
             if certs.is_empty() {
-                return Err(tls(key, format!("{path}: its private key has no certificate")));
+                return Err(tls(
+                    key,
+                    format!("{path}: its private key has no certificate"),
+                ));
             }
             let private =
                 PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec()));
