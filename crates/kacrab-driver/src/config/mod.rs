@@ -407,7 +407,8 @@ impl SessionConfigBuilder {
     /// [`SessionConfigError::Config`] for a core value that does not parse;
     /// [`SessionConfigError::Sasl`] for a SASL key; [`SessionConfigError::NotSupported`]
     /// for a Kafka producer key kacrab does not support;
-    /// [`SessionConfigError::UnknownKey`] (with the nearest known key) for any other key.
+    /// [`SessionConfigError::UnknownKey`] (with the nearest known key) for a typo of a
+    /// known key; any other key is ignored and listed ([`SessionConfig::ignored_keys`]).
     /// `key.serializer` and `value.serializer` are accepted and ignored, with a
     /// [`SessionConfig::notes`] entry.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {

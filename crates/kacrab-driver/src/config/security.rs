@@ -1,9 +1,9 @@
 //! `security.protocol` and the `ssl.*` keys: how a connection is secured.
 //!
 //! Kafka's names and defaults (`org.apache.kafka.common.config.SslConfigs`,
-//! `CommonClientConfigs.SECURITY_PROTOCOL_CONFIG`). Only PEM material is supported
-//! (KIP-651): `ssl.truststore.type=PEM` and `ssl.keystore.type=PEM`, from a file or
-//! inline. Files are read once, when the configuration is built; the session itself
+//! `CommonClientConfigs.SECURITY_PROTOCOL_CONFIG`). Stores are PEM (KIP-651, from a file
+//! or inline) or PKCS12 files with their passwords (`stores`); a JKS file is refused
+//! with the command that converts it. Files are read once, when the configuration is built; the session itself
 //! reads nothing. Every other `ssl.*` key is refused with
 //! [`SessionConfigError::Unsupported`] rather than ignored.
 
@@ -19,16 +19,16 @@ mod stores;
 
 /// `security.protocol`: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
 pub const SECURITY_PROTOCOL: &str = "security.protocol";
-/// `ssl.truststore.type`: only `PEM`.
+/// `ssl.truststore.type`: `PEM`, `PKCS12` or `JKS` (the file's content decides).
 pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
-/// `ssl.truststore.location`: a PEM file of trusted CA certificates.
+/// `ssl.truststore.location`: a PEM or PKCS12 file of trusted CA certificates.
 pub const SSL_TRUSTSTORE_LOCATION: &str = "ssl.truststore.location";
 /// `ssl.truststore.certificates`: trusted CA certificates, PEM, inline.
 pub const SSL_TRUSTSTORE_CERTIFICATES: &str = "ssl.truststore.certificates";
-/// `ssl.keystore.type`: only `PEM`.
+/// `ssl.keystore.type`: `PEM`, `PKCS12` or `JKS` (the file's content decides).
 pub const SSL_KEYSTORE_TYPE: &str = "ssl.keystore.type";
-/// `ssl.keystore.location`: a PEM file with the client's private key and certificate
-/// chain (mutual TLS).
+/// `ssl.keystore.location`: a PEM or PKCS12 file with the client's private key and
+/// certificate chain (mutual TLS).
 pub const SSL_KEYSTORE_LOCATION: &str = "ssl.keystore.location";
 /// `ssl.keystore.certificate.chain`: the client's certificate chain, PEM, inline.
 pub const SSL_KEYSTORE_CERTIFICATE_CHAIN: &str = "ssl.keystore.certificate.chain";

@@ -52,9 +52,19 @@ pub(super) fn resolver(
     ))))
 }
 
-/// One DER element at the start of `der`: its tag, its whole encoding, its content and
-/// what follows it.
-fn element(der: &[u8]) -> Option<(u8, &[u8], &[u8], &[u8])> {
+/// One DER element at the start of an encoding.
+struct Element<'a> {
+    tag: u8,
+    /// Its whole encoding, header included.
+    whole: &'a [u8],
+    /// Its content.
+    content: &'a [u8],
+    /// What follows it.
+    rest: &'a [u8],
+}
+
+/// The DER element at the start of `der`, if it is whole.
+fn element(der: &[u8]) -> Option<Element<'_>> {
     let (&tag, rest) = der.split_first()?;
     let (&first, rest) = rest.split_first()?;
     let (len, rest) = if first < 0x80 {
@@ -73,7 +83,17 @@ fn element(der: &[u8]) -> Option<(u8, &[u8], &[u8], &[u8])> {
         return None;
     }
     let header = der.len() - rest.len();
-    Some((tag, &der[..header + len], &rest[..len], &rest[len..]))
+    Some(Element {
+        tag,
+        whole: &der[..header + len],
+        content: &rest[..len],
+        rest: &rest[len..],
+    })
+}
+
+/// The element at the start of `der` if it has `tag`.
+fn tagged(der: &[u8], tag: u8) -> Option<Element<'_>> {
+    element(der).filter(|e| e.tag == tag)
 }
 
 const SEQUENCE: u8 = 0x30;
@@ -84,23 +104,16 @@ const VERSION_TAG: u8 = 0xa0;
 /// 4.1: `TBSCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber, signature,
 /// issuer, validity, subject, subjectPublicKeyInfo, ... }`).
 fn subject_public_key_info(cert: &[u8]) -> Option<&[u8]> {
-    let (SEQUENCE, _, cert, _) = element(cert)? else {
-        return None;
-    };
-    let (SEQUENCE, _, mut tbs, _) = element(cert)? else {
-        return None;
-    };
-    if tbs.first() == Some(&VERSION_TAG) {
-        tbs = element(tbs)?.3;
+    let cert = tagged(cert, SEQUENCE)?.content;
+    let mut tbs = tagged(cert, SEQUENCE)?.content;
+    if let Some(version) = tagged(tbs, VERSION_TAG) {
+        tbs = version.rest;
     }
     // serialNumber, signature, issuer, validity, subject.
     for _ in 0..5 {
-        tbs = element(tbs)?.3;
+        tbs = element(tbs)?.rest;
     }
-    let (SEQUENCE, spki, _, _) = element(tbs)? else {
-        return None;
-    };
-    Some(spki)
+    Some(tagged(tbs, SEQUENCE)?.whole)
 }
 
 #[cfg(test)]
@@ -112,9 +125,10 @@ mod tests {
         assert_eq!(subject_public_key_info(&[]), None);
         assert_eq!(subject_public_key_info(&[0x30, 0x05, 0x30]), None);
         assert_eq!(subject_public_key_info(&[0x04, 0x00]), None);
+        let long_form = element(&[0x02, 0x81, 0x01, 0x07, 0xff]).unwrap();
         assert_eq!(
-            element(&[0x02, 0x81, 0x01, 0x07, 0xff]).map(|e| e.2),
-            Some(&[0x07][..])
+            (long_form.tag, long_form.content, long_form.rest),
+            (0x02, &[0x07][..], &[0xff][..])
         );
     }
 }
