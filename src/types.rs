@@ -162,6 +162,27 @@ impl From<&str> for Topic {
     }
 }
 
+impl From<&alloc::string::String> for Topic {
+    fn from(s: &alloc::string::String) -> Self {
+        Self::new(s)
+    }
+}
+
+/// A topic named by an owned string (a name read from configuration or built at run
+/// time), so `TopicPartition::new(name, p)` takes it as it takes `&str`.
+impl From<alloc::string::String> for Topic {
+    fn from(s: alloc::string::String) -> Self {
+        Self(Arc::from(s))
+    }
+}
+
+/// Shares the name's allocation.
+impl From<Arc<str>> for Topic {
+    fn from(s: Arc<str>) -> Self {
+        Self(s)
+    }
+}
+
 /// A topic and a partition number.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TopicPartition {
@@ -301,6 +322,22 @@ id_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_topic_is_made_from_every_string_form_alike() {
+        let name = alloc::string::String::from("orders");
+        let shared: Arc<str> = Arc::from("orders");
+        let expected = Topic::new("orders");
+        assert_eq!(Topic::from(&name), expected);
+        assert_eq!(Topic::from(name.clone()), expected);
+        assert_eq!(Topic::from(Arc::clone(&shared)), expected);
+        // The Arc's allocation is shared, not copied.
+        assert!(Arc::ptr_eq(&Topic::from(Arc::clone(&shared)).0, &shared));
+        assert_eq!(
+            TopicPartition::new(name, 3),
+            TopicPartition::new("orders", 3)
+        );
+    }
 
     /// Port of `TransactionManagerTest.testSequenceNumberOverflow`: increment wraps as
     /// Kafka's `DefaultRecordBatch.incrementSequence` does.

@@ -200,6 +200,17 @@ impl Producer {
         Self::new(SessionConfig::from_properties(properties.iter().copied())?)
     }
 
+    /// Builds a producer from a Java producer's `.properties` file (read as
+    /// `java.util.Properties` reads it) and starts its I/O thread.
+    ///
+    /// # Errors
+    /// [`BuildError::Config`]: a [`SessionConfigError::ReadFile`](kacrab_driver::SessionConfigError::ReadFile)
+    /// naming the path and the operating system's error, or every refused line at once
+    /// (see [`SessionConfig::from_properties_file`]); [`BuildError::Spawn`].
+    pub fn from_properties_file(path: impl AsRef<std::path::Path>) -> Result<Self, BuildError> {
+        Self::new(SessionConfig::from_properties_file(path)?)
+    }
+
     /// Starts a producer for a validated configuration.
     ///
     /// # Errors

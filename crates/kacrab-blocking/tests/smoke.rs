@@ -285,7 +285,7 @@ fn bootstrap_must_name_host_and_port() {
     let p = Producer::from_properties(&[("bootstrap.servers", "localhost:1, [::1]:2")]).unwrap();
     p.close().unwrap();
     assert!(matches!(
-        Producer::from_properties(&[("bootstrap.servers", "a:1"), ("no.such.key", "1")]),
+        Producer::from_properties(&[("bootstrap.servers", "a:1"), ("lingerr.ms", "1")]),
         Err(kacrab_blocking::BuildError::Config(_))
     ));
     // A transactional producer builds; without init_transactions it may not send (its
@@ -510,4 +510,30 @@ fn abort_fails_every_record_without_an_outcome_at_once() {
         Err(SendError::Rejected(kacrab_idempotence::SendError::Closed))
     ));
     assert!(matches!(p.flush(), Ok(()) | Err(WaitError::Terminated)));
+}
+
+/// A Java producer's `.properties` file loads with `Producer::from_properties_file`; one
+/// that cannot be read is refused naming its path and the operating system's error.
+#[test]
+fn a_producer_is_built_from_a_java_properties_file() {
+    let dir = std::env::temp_dir().join(format!("kacrab-blocking-props-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("producer.properties");
+    std::fs::write(
+        &path,
+        "bootstrap.servers=localhost:1\nschema.registry.url=http://registry:8081\nlinger.ms=5\n",
+    )
+    .unwrap();
+    Producer::from_properties_file(&path)
+        .unwrap()
+        .close()
+        .unwrap();
+    let missing = dir.join("missing.properties");
+    let err = Producer::from_properties_file(&missing).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&missing.display().to_string()) && text.contains("os error"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -67,9 +67,9 @@ pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId, TopicError};
 pub use config::security::{self, SecurityConfig, SecurityProtocol, TlsSettings};
 pub use config::{
-    parse_java_properties, ConfigNote, MalformedProperties, METADATA_MAX_IDLE_MS,
-    PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
-    PARTITIONER_IGNORE_KEYS,
+    parse_java_properties, ConfigNote, ConfigProblem, ConfigProblems, MalformedProperties,
+    METADATA_MAX_IDLE_MS, PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE,
+    PARTITIONER_AVAILABILITY_TIMEOUT_MS, PARTITIONER_IGNORE_KEYS,
 };
 pub use config::{
     ControlFlag, JaasError, NonceSeed, OAuthBearerSource, SaslConfig, SaslConfigError,

@@ -85,6 +85,12 @@ fn connection_end(conn: ConnId, end: ConnectionEnd<'_>) {
     event!(info, conn = conn.0, reason = %end, "connection closed");
 }
 
+/// A configuration key no Kafka client defines, ignored (Java's `AbstractConfig`
+/// warns "supplied but isn't a known config").
+pub(crate) fn ignored_key(key: &str) {
+    event!(warn, key = %key, "configuration key supplied but isn't a known config; ignored");
+}
+
 /// The driver opened the TCP connection.
 pub(crate) fn connected(conn: ConnId, node: Option<i32>) {
     event!(debug, conn = conn.0, node = ?node, "connection established");

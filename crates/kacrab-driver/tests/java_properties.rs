@@ -105,3 +105,152 @@ fn the_default_sasl_mechanism_does_not_make_a_sasl_protocol_work() {
     .unwrap_err();
     assert!(matches!(err, SessionConfigError::Sasl(_)), "{err}");
 }
+
+/// A key no Kafka client defines (`schema.registry.url`, `basic.auth.*` beside the Avro
+/// serializers) is ignored and listed, as Java's `AbstractConfig.logUnused` warns
+/// "supplied but isn't a known config" and goes on; a key within a few edits of a
+/// known one is still a typo that fails. Before, every unknown key was fatal.
+#[test]
+fn keys_no_kafka_client_defines_are_ignored_and_listed() {
+    let text = format!(
+        "{FIXTURE}\nschema.registry.url=http://registry:8081\n\
+         basic.auth.credentials.source=USER_INFO\nschema.registry.url=http://other:8081\n"
+    );
+    let config = load(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        config.ignored_keys(),
+        ["schema.registry.url", "basic.auth.credentials.source"]
+    );
+    let same = SessionConfig::from_java_properties(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(same.ignored_keys(), config.ignored_keys());
+    // A typo is not "another client's key".
+    let typo = format!("{FIXTURE}\nbatch.sise=1\n");
+    assert!(matches!(
+        load(&typo),
+        Err(SessionConfigError::UnknownKey {
+            suggestion: Some("batch.size"),
+            ..
+        })
+    ));
+}
+
+/// Every refused line of a file is reported in one error, in file order, each with its
+/// line and key (Java's `ConfigDef.parse` stops at the first, but then warns rather
+/// than fails for unknown keys; a user fixing a file should see all of it at once).
+#[test]
+fn every_problem_of_a_file_is_reported_at_once_in_file_order() {
+    let text = "bootstrap.servers=h:9092\n\
+                linger.msec=5\n\
+                # a comment\n\
+                interceptor.classes=com.example.Audit\n\
+                max.block.ms=soon\n\
+                schema.registry.url=http://registry:8081\n\
+                acks=some\n";
+    let err = SessionConfig::from_java_properties(text).unwrap_err();
+    let SessionConfigError::Problems(problems) = &err else {
+        panic!("a list of problems: {err:?}");
+    };
+    let lines: Vec<(Option<usize>, &str)> = problems
+        .problems()
+        .iter()
+        .map(|p| (p.line, p.key.as_str()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (Some(2), "linger.msec"),
+            (Some(4), "interceptor.classes"),
+            (Some(5), "max.block.ms"),
+            (Some(7), "acks"),
+        ]
+    );
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with("4 problems in the configuration:"),
+        "{shown}"
+    );
+    assert!(shown.contains("line 2 (linger.msec): "), "{shown}");
+    assert!(shown.contains("did you mean linger.ms?"), "{shown}");
+    assert!(shown.contains("line 4 (interceptor.classes): "), "{shown}");
+    // The order of lines decides the order of the report, not which one is reported.
+    let reversed: String = text.lines().rev().map(|l| format!("{l}\n")).collect();
+    let SessionConfigError::Problems(again) =
+        SessionConfig::from_java_properties(&reversed).unwrap_err()
+    else {
+        panic!("a list of problems");
+    };
+    assert_eq!(again.problems().len(), 4);
+    // Property pairs report the same problems, without lines.
+    let pairs = parse_java_properties(text).unwrap();
+    let err = SessionConfig::from_properties(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .unwrap_err();
+    assert!(
+        matches!(&err, SessionConfigError::Problems(p) if p.problems().len() == 4
+            && p.problems().iter().all(|p| p.line.is_none())),
+        "{err}"
+    );
+}
+
+/// `SessionConfig::from_properties_file` reads a file (every problem at once, with
+/// lines); a file that cannot be read is named with the operating system's error.
+#[test]
+fn a_properties_file_loads_and_an_unreadable_one_is_named() {
+    let dir = std::env::temp_dir().join(format!("kacrab-props-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("producer.properties");
+    std::fs::write(&path, FIXTURE).unwrap();
+    let config = SessionConfig::from_properties_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.core().linger(), Duration::from_millis(10));
+
+    let missing = dir.join("missing.properties");
+    let err = SessionConfig::from_properties_file(&missing).unwrap_err();
+    assert!(
+        matches!(&err, SessionConfigError::ReadFile { path, .. } if *path == missing.display().to_string()),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("os error"), "{err}");
+
+    // One refused line of a file keeps its line number.
+    std::fs::write(&path, "bootstrap.servers=h:1\n\nlinger.msec=1\n").unwrap();
+    let err = SessionConfig::from_properties_file(&path).unwrap_err();
+    assert!(err.to_string().contains("line 3 (linger.msec)"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An OIDC client-credentials file (Kafka's KIP-768 settings: the token endpoint and an
+/// `OAuthBearerLoginModule` line with clientId/clientSecret) is told that OIDC is not
+/// built in and to install a token provider, on each of its lines, never the
+/// unrelated unsecured-JWT error; the client secret is not shown.
+#[test]
+fn an_oidc_file_is_told_to_install_a_token_provider() {
+    let text = "bootstrap.servers=h:9093\n\
+                security.protocol=SASL_SSL\n\
+                sasl.mechanism=OAUTHBEARER\n\
+                sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n\
+                sasl.oauthbearer.token.endpoint.url=https://idp.example/oauth2/token\n\
+                sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                required clientId='app' clientSecret='s3cr3t-7f' scope='kafka';\n";
+    let err = SessionConfig::from_java_properties(text).unwrap_err();
+    let SessionConfigError::Problems(problems) = &err else {
+        panic!("a list of problems: {err:?}");
+    };
+    let keys: Vec<&str> = problems.problems().iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "sasl.login.callback.handler.class",
+            "sasl.oauthbearer.token.endpoint.url",
+            "sasl.jaas.config"
+        ]
+    );
+    let shown = err.to_string();
+    assert_eq!(
+        shown.matches("OAuthBearerTokenProvider").count(),
+        3,
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("unsecured") && !shown.contains("s3cr3t-7f"),
+        "{shown}"
+    );
+}

@@ -40,7 +40,10 @@
 //! with [`SendError::BufferFull`]; default 60000), `buffer.memory`, `socket.connection.setup.timeout.ms`,
 //! and every key of the core ([`kacrab_idempotence::config::keys`]: `acks`, `linger.ms`,
 //! `batch.size`, `request.timeout.ms`, `delivery.timeout.ms`, `retry.backoff.ms`, ...).
-//! An unknown key is an error. [`ProducerBuilder`] is the typed alternative.
+//! A typo of a known key is an error ("did you mean ..."); a key no Kafka client defines
+//! (`schema.registry.url`, ...) is ignored, as Java ignores it, and listed by
+//! `SessionConfig::ignored_keys`. [`Producer::from_properties_file`] reads a Java
+//! producer's `.properties` file. [`ProducerBuilder`] is the typed alternative.
 //!
 //! Partitions come from the topic's metadata unless a record names one
 //! ([`ProducerRecord::new`]): a keyed record ([`ProducerRecord::keyed`], or a `(topic,
@@ -181,6 +184,22 @@ impl Producer {
             builder.set(key, value)?;
         }
         builder.build()
+    }
+
+    /// A producer from a Java producer's `.properties` file (read as
+    /// `java.util.Properties` reads it), every refused line reported at once. Must be
+    /// called inside a Tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::Config`]: [`SessionConfigError::ReadFile`] naming the path and the
+    /// operating system's error, or as [`SessionConfigBuilder::from_properties_file`]
+    /// and [`ProducerBuilder::build`].
+    pub fn from_properties_file(path: impl AsRef<std::path::Path>) -> Result<Self, Error> {
+        ProducerBuilder {
+            config: SessionConfigBuilder::from_properties_file(path)?,
+            connector: None,
+        }
+        .build()
     }
 
     /// A builder.
@@ -559,15 +578,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_key_is_an_error() {
+    fn a_typo_of_a_known_key_is_an_error() {
         let err = ProducerBuilder::new()
-            .set("no.such.key", "1")
+            .set("lingerr.ms", "1")
             .map(|_| ())
             .unwrap_err();
         assert!(matches!(
             err,
-            Error::Config(SessionConfigError::UnknownKey { key, .. }) if key == "no.such.key"
+            Error::Config(SessionConfigError::UnknownKey { key, .. }) if key == "lingerr.ms"
         ));
+    }
+
+    #[test]
+    fn a_properties_file_that_cannot_be_read_names_its_path_and_the_os_error() {
+        let path = std::env::temp_dir().join("kacrab-tokio-no-such-producer.properties");
+        let err = Producer::from_properties_file(&path).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, Error::Config(SessionConfigError::ReadFile { .. })),
+            "{err:?}"
+        );
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(text.contains("os error"), "{text}");
     }
 
     #[test]

@@ -251,18 +251,6 @@ pub(crate) const KAFKA_DEFAULTS: &[(&str, &str, &str)] = &[
          addresses tried, with no timer",
     ),
     (
-        "ssl.keystore.type",
-        "JKS",
-        "accepted at Kafka's default: kacrab reads PEM stores only, so a keystore given \
-         must be PEM",
-    ),
-    (
-        "ssl.truststore.type",
-        "JKS",
-        "accepted at Kafka's default: kacrab reads PEM stores only, so a truststore given \
-         must be PEM",
-    ),
-    (
         "ssl.keymanager.algorithm",
         "SunX509",
         "accepted at Kafka's default: a Java (JSSE) algorithm name; kacrab uses rustls",

@@ -28,8 +28,10 @@ mod catalogue;
 mod connection;
 mod metadata;
 mod partitioner;
+mod problems;
 mod properties;
 
+pub use problems::{ConfigProblem, ConfigProblems};
 pub use properties::{parse_java_properties, MalformedProperties};
 
 pub use connection::{
@@ -109,13 +111,28 @@ pub enum SessionConfigError {
         /// Why, or "not yet implemented".
         reason: &'static str,
     },
-    /// A key that is neither Kafka's nor kacrab's.
+    /// A key that is neither Kafka's nor kacrab's, close enough to one of them to be
+    /// its typo (a key near none is ignored: [`SessionConfig::ignored_keys`]).
     #[error("unknown configuration key {key:?}{}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default())]
     UnknownKey {
         /// The key as given.
         key: String,
         /// The known key nearest to it by edit distance, if close enough to be a typo.
         suggestion: Option<&'static str>,
+    },
+    /// Several problems (or a problem on a line of a properties text), in file order.
+    #[error("{0}")]
+    Problems(ConfigProblems),
+    /// A `\uXXXX` escape without four hex digits in a properties text.
+    #[error(transparent)]
+    Malformed(#[from] MalformedProperties),
+    /// A properties file that could not be read.
+    #[error("cannot read the properties file {path}: {reason}")]
+    ReadFile {
+        /// The path as given.
+        path: String,
+        /// The operating system's error.
+        reason: String,
     },
 }
 
@@ -144,6 +161,7 @@ pub struct SessionConfig {
     metadata: metadata::MetadataConfig,
     connection: connection::ConnectionConfig,
     notes: Vec<ConfigNote>,
+    ignored_keys: Vec<String>,
 }
 
 impl SessionConfig {
@@ -157,14 +175,35 @@ impl SessionConfig {
     ///
     /// # Errors
     /// As [`SessionConfigBuilder::set`] and [`SessionConfigBuilder::build`].
+    /// Every pair is tried: one refused pair is returned as its error, several as
+    /// [`SessionConfigError::Problems`] in order; the combination is validated once
+    /// every pair was accepted.
     pub fn from_properties<'a>(
         props: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, SessionConfigError> {
-        let mut builder = Self::builder();
-        for (key, value) in props {
-            builder.set(key, value)?;
-        }
-        builder.build()
+        problems::load(props.into_iter().map(|(k, v)| (None, k, Ok(v))))?.build()
+    }
+
+    /// Parses a Java `.properties` text ([`parse_java_properties`]) and validates, as
+    /// [`SessionConfig::from_properties`]; a refused line is reported with its line
+    /// number, every refused line in one [`SessionConfigError::Problems`].
+    ///
+    /// # Errors
+    /// As [`SessionConfig::from_properties`], with every line's problem.
+    pub fn from_java_properties(text: &str) -> Result<Self, SessionConfigError> {
+        SessionConfigBuilder::from_java_properties(text)?.build()
+    }
+
+    /// Reads a Java producer's `.properties` file and validates it, as
+    /// [`SessionConfig::from_java_properties`].
+    ///
+    /// # Errors
+    /// [`SessionConfigError::ReadFile`] (naming the path and the operating system's
+    /// error), or as [`SessionConfig::from_java_properties`].
+    pub fn from_properties_file(
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, SessionConfigError> {
+        SessionConfigBuilder::from_properties_file(path)?.build()
     }
 
     /// The core's configuration.
@@ -271,6 +310,16 @@ impl SessionConfig {
         &self.notes
     }
 
+    /// The keys no Kafka client defines (nor kacrab), far from every known key, that
+    /// were ignored, in the order set: Java's producer logs "supplied but isn't a known
+    /// config" for them and goes on (`AbstractConfig.logUnused`), and a file written for
+    /// a Java application often holds such keys (`schema.registry.url` for the Avro
+    /// serializers). Logged at WARN (feature `tracing`) when set.
+    #[must_use]
+    pub fn ignored_keys(&self) -> &[String] {
+        &self.ignored_keys
+    }
+
     /// The built-in partitioner's settings (`partitioner.*`, `batch.size`; its draws
     /// are seeded from `kacrab.jitter.seed`).
     pub(crate) fn partitioner(&self) -> crate::partitioner::BuiltInSettings {
@@ -300,6 +349,7 @@ pub struct SessionConfigBuilder {
     metadata: metadata::MetadataConfig,
     connection: connection::ConnectionConfig,
     notes: Vec<ConfigNote>,
+    ignored_keys: Vec<String>,
 }
 
 impl Default for SessionConfigBuilder {
@@ -318,11 +368,33 @@ impl Default for SessionConfigBuilder {
             metadata: metadata::MetadataConfig::default(),
             connection: connection::ConnectionConfig::default(),
             notes: Vec::new(),
+            ignored_keys: Vec::new(),
         }
     }
 }
 
 impl SessionConfigBuilder {
+    /// A builder with every entry of a Java `.properties` text set; every refused line
+    /// is reported at once, as in [`SessionConfig::from_java_properties`] (which also
+    /// validates the combination: [`SessionConfigBuilder::build`]).
+    ///
+    /// # Errors
+    /// A refused line, or [`SessionConfigError::Problems`] with every refused line.
+    pub fn from_java_properties(text: &str) -> Result<Self, SessionConfigError> {
+        problems::from_text(text)
+    }
+
+    /// [`SessionConfigBuilder::from_java_properties`] of a file's text.
+    ///
+    /// # Errors
+    /// [`SessionConfigError::ReadFile`] (naming the path and the operating system's
+    /// error), or as [`SessionConfigBuilder::from_java_properties`].
+    pub fn from_properties_file(
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, SessionConfigError> {
+        problems::from_file(path.as_ref())
+    }
+
     /// Sets a property by its Kafka name: the session's keys ([`BOOTSTRAP_SERVERS`],
     /// [`CLIENT_ID`], [`MAX_BLOCK_MS`], [`SOCKET_CONNECTION_SETUP_TIMEOUT_MS`]), the
     /// security keys (`security.protocol`, `ssl.*`: [`crate::security`]), the SASL keys
@@ -335,7 +407,8 @@ impl SessionConfigBuilder {
     /// [`SessionConfigError::Config`] for a core value that does not parse;
     /// [`SessionConfigError::Sasl`] for a SASL key; [`SessionConfigError::NotSupported`]
     /// for a Kafka producer key kacrab does not support;
-    /// [`SessionConfigError::UnknownKey`] (with the nearest known key) for any other key.
+    /// [`SessionConfigError::UnknownKey`] (with the nearest known key) for a typo of a
+    /// known key; any other key is ignored and listed ([`SessionConfig::ignored_keys`]).
     /// `key.serializer` and `value.serializer` are accepted and ignored, with a
     /// [`SessionConfig::notes`] entry.
     pub fn set(&mut self, key: &str, value: &str) -> Result<&mut Self, SessionConfigError> {
@@ -399,10 +472,19 @@ impl SessionConfigBuilder {
         let known = catalogue::answer(key);
         let note = match known {
             None if !kacrab_idempotence::config::keys::ALL.contains(&key) => {
-                return Err(SessionConfigError::UnknownKey {
-                    key: key.to_owned(),
-                    suggestion: catalogue::nearest(key),
-                });
+                // A typo of a known key fails; any other key is another client's or
+                // application's, ignored as Java ignores it (with a warning).
+                if let Some(suggestion) = catalogue::nearest(key) {
+                    return Err(SessionConfigError::UnknownKey {
+                        key: key.to_owned(),
+                        suggestion: Some(suggestion),
+                    });
+                }
+                crate::trace::ignored_key(key);
+                if !self.ignored_keys.iter().any(|k| k == key) {
+                    self.ignored_keys.push(key.to_owned());
+                }
+                return Ok(());
             }
             None | Some((_, Answer::Implemented)) => {
                 self.core.set(key, value)?;
@@ -518,6 +600,7 @@ impl SessionConfigBuilder {
             metadata: self.metadata,
             connection: self.connection,
             notes,
+            ignored_keys: self.ignored_keys.clone(),
         })
     }
 }
@@ -585,9 +668,9 @@ mod tests {
             Err(SessionConfigError::MissingBootstrap)
         );
         assert!(matches!(
-            SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("no.such.key", "1")]),
+            SessionConfig::from_properties([("bootstrap.servers", "h:1"), ("linger.msec", "1")]),
             Err(SessionConfigError::UnknownKey {
-                suggestion: None,
+                suggestion: Some("linger.ms"),
                 ..
             })
         ));

@@ -34,7 +34,25 @@ fn is_blank(c: char) -> bool {
 ///
 /// [`SessionConfig::from_properties`]: super::SessionConfig::from_properties
 pub fn parse_java_properties(text: &str) -> Result<Vec<(String, String)>, MalformedProperties> {
-    let mut pairs = Vec::new();
+    parse_entries(text)
+        .into_iter()
+        .map(|entry| entry.map(|e| (e.key, e.value)))
+        .collect()
+}
+
+/// One entry of a properties text, with the line it starts on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The 1-based line the entry starts on.
+    pub(crate) line: usize,
+    pub(crate) key: String,
+    pub(crate) value: String,
+}
+
+/// Every entry of a properties text in file order, a malformed one in its place, so a
+/// caller can report every problem of a file at once.
+pub(crate) fn parse_entries(text: &str) -> Vec<Result<Entry, MalformedProperties>> {
+    let mut entries = Vec::new();
     let mut logical = String::new();
     let mut start_line = 0;
     let mut continuing = false;
@@ -63,17 +81,17 @@ pub fn parse_java_properties(text: &str) -> Result<Vec<(String, String)>, Malfor
         }
         logical.push_str(line);
         continuing = false;
-        pairs.push(split_entry(&logical, start_line)?);
+        entries.push(split_entry(&logical, start_line));
         logical.clear();
     }
     if continuing && !logical.is_empty() {
-        pairs.push(split_entry(&logical, start_line)?);
+        entries.push(split_entry(&logical, start_line));
     }
-    Ok(pairs)
+    entries
 }
 
 /// Splits one logical line into its unescaped key and value.
-fn split_entry(line: &str, line_no: usize) -> Result<(String, String), MalformedProperties> {
+fn split_entry(line: &str, line_no: usize) -> Result<Entry, MalformedProperties> {
     let chars: Vec<char> = line.chars().collect();
     let mut key_end = chars.len();
     let mut i = 0;
@@ -99,7 +117,11 @@ fn split_entry(line: &str, line_no: usize) -> Result<(String, String), Malformed
     }
     let key = unescape(&chars[..key_end.min(chars.len())], line_no)?;
     let value = unescape(&chars[v.min(chars.len())..], line_no)?;
-    Ok((key, value))
+    Ok(Entry {
+        line: line_no,
+        key,
+        value,
+    })
 }
 
 fn unescape(chars: &[char], line: usize) -> Result<String, MalformedProperties> {

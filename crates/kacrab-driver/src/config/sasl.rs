@@ -141,6 +141,14 @@ pub enum SaslConfigError {
         /// What is wrong (never the value).
         reason: &'static str,
     },
+    /// OAUTHBEARER through an OpenID Connect token endpoint (KIP-768: a JAAS line with
+    /// `clientId`/`clientSecret`, `sasl.oauthbearer.token.endpoint.url`, or Java's
+    /// `OAuthBearerLoginCallbackHandler`): not built in.
+    #[error("{key}: OAUTHBEARER with OIDC client credentials (KIP-768, a token endpoint with clientId/clientSecret) is not built into kacrab; fetch tokens in the application and install an OAuthBearerTokenProvider (SaslConfig::oauthbearer on the session configuration, or the producer builder's SASL settings) with sasl.mechanism=OAUTHBEARER and no sasl.jaas.config")]
+    OidcNotBuiltIn {
+        /// The key that asked for it.
+        key: &'static str,
+    },
     /// Credentials without `sasl.mechanism` (Kafka's default, GSSAPI, is not supported).
     #[error("sasl.mechanism is not set (Kafka's default GSSAPI is not supported)")]
     MissingMechanism,
@@ -241,6 +249,16 @@ impl SaslConfig {
                 self.mechanism = Some(mechanism);
             }
             SASL_JAAS_CONFIG => self.credentials = Some(credentials_from_jaas(value)?),
+            SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL => {
+                return Err(SaslConfigError::OidcNotBuiltIn {
+                    key: SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL,
+                })
+            }
+            SASL_LOGIN_CALLBACK_HANDLER_CLASS if value.trim().ends_with(OIDC_CALLBACK_HANDLER) => {
+                return Err(SaslConfigError::OidcNotBuiltIn {
+                    key: SASL_LOGIN_CALLBACK_HANDLER_CLASS,
+                })
+            }
             _ => match unsupported_reason(key) {
                 Some(reason) => {
                     return Err(SaslConfigError::UnsupportedKey {
@@ -396,12 +414,37 @@ impl SaslConfig {
     }
 }
 
+/// `sasl.oauthbearer.token.endpoint.url`: the OIDC token endpoint (KIP-768).
+const SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: &str = "sasl.oauthbearer.token.endpoint.url";
+/// `sasl.login.callback.handler.class`.
+const SASL_LOGIN_CALLBACK_HANDLER_CLASS: &str = "sasl.login.callback.handler.class";
+/// Java's OIDC login callback handler's class name (its package moved between
+/// releases, so only the name is compared).
+const OIDC_CALLBACK_HANDLER: &str = "OAuthBearerLoginCallbackHandler";
+/// JAAS options of OIDC client credentials (`SaslOauthbearer` docs, KIP-768).
+const OIDC_OPTIONS: &[&str] = &["clientId", "clientSecret"];
+
 /// Credentials from `sasl.jaas.config`.
 fn credentials_from_jaas(text: &str) -> Result<SaslCredentials, SaslConfigError> {
     let entry = jaas::parse(text)?;
     let module = match entry.login_module.as_str() {
         PLAIN_LOGIN_MODULE => "PlainLoginModule",
         SCRAM_LOGIN_MODULE => "ScramLoginModule",
+        // The same login module serves Kafka's unsecured JWTs and OIDC; the options say
+        // which (`OAuthBearerUnsecuredLoginCallbackHandler` reads `unsecuredLogin*`,
+        // `OAuthBearerLoginCallbackHandler`'s `JaasOptionsUtils` reads clientId and
+        // clientSecret).
+        OAUTHBEARER_LOGIN_MODULE
+            if !entry
+                .options
+                .keys()
+                .any(|o| o.starts_with("unsecuredLogin"))
+                && OIDC_OPTIONS.iter().any(|o| entry.options.contains_key(*o)) =>
+        {
+            return Err(SaslConfigError::OidcNotBuiltIn {
+                key: SASL_JAAS_CONFIG,
+            })
+        }
         OAUTHBEARER_LOGIN_MODULE => {
             return Ok(SaslCredentials::OAuthBearer(OAuthBearerSource::Unsecured(
                 UnsecuredJwt::from_jaas_options(&entry.options)?,
@@ -516,7 +559,7 @@ mod tests {
             "sasl.login.callback.handler.class",
             "sasl.client.callback.handler.class",
             "sasl.login.refresh.window.factor",
-            "sasl.oauthbearer.token.endpoint.url",
+            "sasl.oauthbearer.jwks.endpoint.url",
             "sasl.made.up",
         ] {
             let mut c = SaslConfig::default();
@@ -569,5 +612,52 @@ mod tests {
             err.to_string(),
             "sasl.jaas.config option username of PlainLoginModule: missing"
         );
+    }
+
+    /// An OIDC setup (KIP-768: `OAuthBearerLoginModule` with `clientId`/`clientSecret`,
+    /// `sasl.oauthbearer.token.endpoint.url`, Java's `OAuthBearerLoginCallbackHandler`)
+    /// is told that OIDC is not built in and what to do instead, not that an unsecured
+    /// JWT option is missing; the secret is not in the message.
+    #[test]
+    fn an_oidc_setup_is_told_oidc_is_not_built_in() {
+        let oidc = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                    required clientId=\"app\" clientSecret=\"hunter2\" scope=\"kafka\";";
+        let cases = [
+            (SASL_JAAS_CONFIG, oidc),
+            (
+                "sasl.oauthbearer.token.endpoint.url",
+                "https://idp.example/token",
+            ),
+            (
+                "sasl.login.callback.handler.class",
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+            ),
+        ];
+        for (key, value) in cases {
+            let err = from(&[(key, value)]).unwrap_err();
+            assert!(
+                matches!(err, SaslConfigError::OidcNotBuiltIn { key: k } if k == key),
+                "{key}: {err}"
+            );
+            let text = err.to_string();
+            assert!(text.contains("OAuthBearerTokenProvider"), "{text}");
+            assert!(
+                !text.contains("unsecured") && !text.contains("hunter2"),
+                "{text}"
+            );
+        }
+        // The unsecured-JWT options still make an unsecured token.
+        let unsecured = from(&[(
+            SASL_JAAS_CONFIG,
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+             required unsecuredLoginStringClaim_sub=\"alice\";",
+        )])
+        .unwrap();
+        assert!(matches!(
+            unsecured.credentials(),
+            Some(SaslCredentials::OAuthBearer(OAuthBearerSource::Unsecured(
+                _
+            )))
+        ));
     }
 }

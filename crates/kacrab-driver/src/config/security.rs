@@ -1,9 +1,9 @@
 //! `security.protocol` and the `ssl.*` keys: how a connection is secured.
 //!
 //! Kafka's names and defaults (`org.apache.kafka.common.config.SslConfigs`,
-//! `CommonClientConfigs.SECURITY_PROTOCOL_CONFIG`). Only PEM material is supported
-//! (KIP-651): `ssl.truststore.type=PEM` and `ssl.keystore.type=PEM`, from a file or
-//! inline. Files are read once, when the configuration is built; the session itself
+//! `CommonClientConfigs.SECURITY_PROTOCOL_CONFIG`). Stores are PEM (KIP-651, from a file
+//! or inline) or PKCS12 files with their passwords (`stores`); a JKS file is refused
+//! with the command that converts it. Files are read once, when the configuration is built; the session itself
 //! reads nothing. Every other `ssl.*` key is refused with
 //! [`SessionConfigError::Unsupported`] rather than ignored.
 
@@ -13,19 +13,22 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::SessionConfigError;
+use crate::secret::Secret;
+
+mod stores;
 
 /// `security.protocol`: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
 pub const SECURITY_PROTOCOL: &str = "security.protocol";
-/// `ssl.truststore.type`: only `PEM`.
+/// `ssl.truststore.type`: `PEM`, `PKCS12` or `JKS` (the file's content decides).
 pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
-/// `ssl.truststore.location`: a PEM file of trusted CA certificates.
+/// `ssl.truststore.location`: a PEM or PKCS12 file of trusted CA certificates.
 pub const SSL_TRUSTSTORE_LOCATION: &str = "ssl.truststore.location";
 /// `ssl.truststore.certificates`: trusted CA certificates, PEM, inline.
 pub const SSL_TRUSTSTORE_CERTIFICATES: &str = "ssl.truststore.certificates";
-/// `ssl.keystore.type`: only `PEM`.
+/// `ssl.keystore.type`: `PEM`, `PKCS12` or `JKS` (the file's content decides).
 pub const SSL_KEYSTORE_TYPE: &str = "ssl.keystore.type";
-/// `ssl.keystore.location`: a PEM file with the client's private key and certificate
-/// chain (mutual TLS).
+/// `ssl.keystore.location`: a PEM or PKCS12 file with the client's private key and
+/// certificate chain (mutual TLS).
 pub const SSL_KEYSTORE_LOCATION: &str = "ssl.keystore.location";
 /// `ssl.keystore.certificate.chain`: the client's certificate chain, PEM, inline.
 pub const SSL_KEYSTORE_CERTIFICATE_CHAIN: &str = "ssl.keystore.certificate.chain";
@@ -187,6 +190,11 @@ pub(crate) struct SecurityBuilder {
     keystore_chain: Option<String>,
     /// Inline PEM private key: secret, never printed.
     keystore_key: Option<String>,
+    /// `ssl.keystore.password`, `ssl.key.password`, `ssl.truststore.password`: for
+    /// PKCS12 stores. Never printed.
+    keystore_password: Option<Secret>,
+    key_password: Option<Secret>,
+    truststore_password: Option<Secret>,
     endpoint_identification: EndpointIdentification,
     versions: TlsVersions,
 }
@@ -206,6 +214,9 @@ impl fmt::Debug for SecurityBuilder {
                 "keystore_key",
                 &self.keystore_key.as_ref().map(|_| "[redacted]"),
             )
+            .field("keystore_password", &self.keystore_password)
+            .field("key_password", &self.key_password)
+            .field("truststore_password", &self.truststore_password)
             .field("endpoint_identification", &self.endpoint_identification)
             .field("versions", &self.versions)
             .finish()
@@ -257,11 +268,18 @@ impl SecurityBuilder {
                     }
                 };
             }
+            // The file's content decides how it is read (see `stores`); JKS, Kafka's
+            // default, is accepted so a store named with it that holds PKCS12 loads, as
+            // in the JDK, and one that holds JKS is refused with the conversion command.
             SSL_TRUSTSTORE_TYPE | SSL_KEYSTORE_TYPE => {
-                if !v.eq_ignore_ascii_case("PEM") {
+                if !["PEM", "PKCS12", "JKS"]
+                    .iter()
+                    .any(|t| v.eq_ignore_ascii_case(t))
+                {
                     return Err(unsupported(
                         key,
-                        "only PEM stores are supported (JKS and PKCS12 are not)",
+                        "only PEM and PKCS12 stores are supported (a JKS file is converted \
+                         with keytool -importkeystore -deststoretype PKCS12)",
                     ));
                 }
             }
@@ -312,14 +330,10 @@ impl SecurityBuilder {
                 }
                 self.versions = versions;
             }
-            "ssl.key.password" => {
-                return Err(unsupported(key, "encrypted private keys are not supported"))
-            }
-            "ssl.truststore.password" | "ssl.keystore.password" => {
-                return Err(unsupported(
-                    key,
-                    "PEM stores take no password (as in Kafka, KIP-651)",
-                ))
+            "ssl.key.password" => self.key_password = non_empty(value).map(Secret::new),
+            "ssl.keystore.password" => self.keystore_password = non_empty(value).map(Secret::new),
+            "ssl.truststore.password" => {
+                self.truststore_password = non_empty(value).map(Secret::new);
             }
             // Kafka's other ssl.* keys: known, not supported. Any other ssl.* key is a
             // typo, answered as every unknown key is (with the nearest known one).
@@ -345,10 +359,11 @@ impl SecurityBuilder {
                     "ssl.truststore.location and ssl.truststore.certificates are exclusive",
                 ))
             }
-            (Some(path), None) => {
-                let pem = read_store(SSL_TRUSTSTORE_LOCATION, path)?;
-                TrustAnchors::Pem(certificates(SSL_TRUSTSTORE_LOCATION, &pem)?)
-            }
+            (Some(path), None) => TrustAnchors::Pem(stores::trust_anchors(
+                SSL_TRUSTSTORE_LOCATION,
+                path,
+                self.truststore_password.as_ref(),
+            )?),
             (None, Some(pem)) => {
                 TrustAnchors::Pem(certificates(SSL_TRUSTSTORE_CERTIFICATES, pem.as_bytes())?)
             }
@@ -360,15 +375,12 @@ impl SecurityBuilder {
             &self.keystore_key,
         ) {
             (None, None, None) => None,
-            (Some(path), None, None) => {
-                let pem = read_store(SSL_KEYSTORE_LOCATION, path)?;
-                Some(identity(
-                    SSL_KEYSTORE_LOCATION,
-                    &pem,
-                    SSL_KEYSTORE_LOCATION,
-                    &pem,
-                )?)
-            }
+            (Some(path), None, None) => Some(stores::client_identity(
+                SSL_KEYSTORE_LOCATION,
+                path,
+                self.keystore_password.as_ref(),
+                self.key_password.as_ref(),
+            )?),
             (None, Some(chain), Some(key)) => Some(identity(
                 SSL_KEYSTORE_CERTIFICATE_CHAIN,
                 chain.as_bytes(),
@@ -411,38 +423,6 @@ fn conflict(reason: &'static str) -> SessionConfigError {
 
 fn non_empty(v: &str) -> Option<String> {
     (!v.is_empty()).then(|| v.to_owned())
-}
-
-fn read(key: &'static str, path: &str) -> Result<Vec<u8>, SessionConfigError> {
-    std::fs::read(path).map_err(|e| SessionConfigError::Tls {
-        key,
-        reason: format!("cannot read {path}: {e}"),
-    })
-}
-
-/// Reads a store file that must be PEM. `ssl.*.type` is accepted at Kafka's default
-/// (`JKS`) so that a Java properties file loads unchanged, which means a JKS or PKCS12
-/// file can reach here: it is named for what it is rather than reported as malformed
-/// PEM. A JKS file opens with the magic 0xFEEDFEED (the JDK's `JavaKeyStore`); a PKCS12
-/// file is DER, an ASN.1 SEQUENCE (0x30) with no PEM armour.
-fn read_store(key: &'static str, path: &str) -> Result<Vec<u8>, SessionConfigError> {
-    let bytes = read(key, path)?;
-    let binary = match bytes.as_slice() {
-        [0xFE, 0xED, 0xFE, 0xED, ..] => Some("a JKS keystore"),
-        [0x30, ..] => Some("a binary (PKCS12 or DER) store"),
-        _ => None,
-    };
-    match binary {
-        Some(kind) => Err(SessionConfigError::Tls {
-            key,
-            reason: format!(
-                "{path} is {kind}; kacrab reads PEM stores only (ssl.truststore.type / \
-                 ssl.keystore.type=PEM, KIP-651): export it to PEM, for instance with \
-                 keytool -exportcert -rfc or openssl pkcs12 -nodes"
-            ),
-        }),
-        None => Ok(bytes),
-    }
 }
 
 fn certificates(
@@ -535,10 +515,8 @@ mod tests {
     fn unsupported_ssl_keys_are_refused_by_name() {
         let mut b = SecurityBuilder::default();
         for (k, v) in [
-            ("ssl.truststore.type", "JKS"),
-            ("ssl.keystore.type", "PKCS12"),
-            ("ssl.key.password", "x"),
-            ("ssl.truststore.password", "x"),
+            ("ssl.truststore.type", "BKS"),
+            ("ssl.keystore.type", "PKCS11"),
             ("ssl.cipher.suites", "x"),
             ("ssl.engine.factory.class", "x"),
         ] {
@@ -548,7 +526,16 @@ mod tests {
             }
         }
         assert_eq!(b.set("linger.ms", "1"), Ok(false));
-        assert_eq!(b.set("ssl.truststore.type", "pem"), Ok(true));
+        for (k, v) in [
+            ("ssl.truststore.type", "pem"),
+            ("ssl.truststore.type", "JKS"),
+            ("ssl.keystore.type", "PKCS12"),
+            ("ssl.key.password", "x"),
+            ("ssl.keystore.password", "x"),
+            ("ssl.truststore.password", "x"),
+        ] {
+            assert_eq!(b.set(k, v), Ok(true), "{k}");
+        }
     }
 
     #[test]
@@ -569,29 +556,37 @@ mod tests {
     }
 
     #[test]
-    fn a_jks_or_pkcs12_store_is_named_for_what_it_is() {
+    fn a_jks_store_or_a_broken_pkcs12_is_named_for_what_it_is() {
         let dir = std::env::temp_dir().join(format!("kacrab-store-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let jks = dir.join("client.jks");
         std::fs::write(&jks, [0xFE, 0xED, 0xFE, 0xED, 0, 0, 0, 2]).unwrap();
         let p12 = dir.join("client.p12");
         std::fs::write(&p12, [0x30, 0x82, 0x0A, 0x01, 0x02]).unwrap();
-        for (key, path, kind) in [
-            (SSL_TRUSTSTORE_LOCATION, &jks, "JKS"),
-            (SSL_KEYSTORE_LOCATION, &jks, "JKS"),
-            (SSL_TRUSTSTORE_LOCATION, &p12, "PKCS12"),
+        for (key, path, kind, hint) in [
+            (
+                SSL_TRUSTSTORE_LOCATION,
+                &jks,
+                "JKS",
+                "-deststoretype PKCS12",
+            ),
+            (SSL_KEYSTORE_LOCATION, &jks, "JKS", "-deststoretype PKCS12"),
+            (SSL_TRUSTSTORE_LOCATION, &p12, "PKCS12", "wrong password"),
         ] {
             let err = build(&[
                 (SECURITY_PROTOCOL, "SSL"),
-                // Kafka's defaults, as a Java properties file carries them.
-                (SSL_TRUSTSTORE_TYPE, "PEM"),
+                (SSL_TRUSTSTORE_TYPE, "JKS"),
+                // A password does not change the answer for a JKS file.
+                ("ssl.truststore.password", "changeit"),
+                ("ssl.keystore.password", "changeit"),
                 (key, path.to_str().unwrap()),
             ])
             .unwrap_err();
             match &err {
                 SessionConfigError::Tls { key: k, reason } => {
                     assert_eq!(*k, key);
-                    assert!(reason.contains(kind) && reason.contains("PEM"), "{reason}");
+                    assert!(reason.contains(kind) && reason.contains(hint), "{reason}");
+                    assert!(!reason.contains("changeit"), "{reason}");
                 }
                 other => panic!("{key}: {other:?}"),
             }

@@ -6,6 +6,7 @@
 //! against the session's own wall clock ([`UnixClock`], advanced from `now`), never the
 //! machine's, so a test decides what "expired" means.
 
+mod identity;
 mod verify;
 
 use std::io::{IoSlice, Read, Write};
@@ -89,17 +90,14 @@ pub(crate) fn client_config(
         EndpointIdentification::Https => verifier,
         EndpointIdentification::Disabled => Arc::new(verify::AnyName(verifier)),
     };
-    let builder = ClientConfig::builder_with_details(provider, clock)
+    let builder = ClientConfig::builder_with_details(provider.clone(), clock)
         .with_protocol_versions(&versions)
         .map_err(|e| tls_error("ssl.enabled.protocols", e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
     let config = match &settings.identity {
         None => builder.with_no_client_auth(),
-        Some(id) => builder
-            .with_client_auth_cert(id.chain().to_vec(), id.key())
-            // rustls' message names the key's kind, never its bytes.
-            .map_err(|e| tls_error("ssl.keystore.key", e.to_string()))?,
+        Some(id) => builder.with_client_cert_resolver(identity::resolver(id, &provider)?),
     };
     Ok(Arc::new(config))
 }
