@@ -64,6 +64,7 @@ mod waiters;
 pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId, TopicError};
 pub use config::security::{self, SecurityConfig, SecurityProtocol, TlsSettings};
+pub use config::METRICS_PUBLISH_INTERVAL_MS;
 pub use config::{
     parse_java_properties, ConfigNote, MalformedProperties, METADATA_MAX_IDLE_MS,
     PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE, PARTITIONER_AVAILABILITY_TIMEOUT_MS,
@@ -83,7 +84,6 @@ pub use config::{
     CONNECTIONS_MAX_IDLE_MS, RECEIVE_BUFFER_BYTES, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS,
     SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
 };
-pub use config::METRICS_PUBLISH_INTERVAL_MS;
 pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use kacrab_wire::Frame;
 pub use metrics::MetricsSnapshot;

@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kacrab_idempotence::Timestamp;
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString,
     Unit,
 };
-use kacrab_idempotence::Timestamp;
 use pair::{Cluster, Pair};
 
 type Store = Arc<Mutex<BTreeMap<String, f64>>>;

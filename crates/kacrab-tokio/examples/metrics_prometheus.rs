@@ -49,8 +49,9 @@ fn run(records: u32) -> String {
         for d in deliveries {
             d.await.expect("acknowledged");
         }
-        let all_sent =
-            format!("producer_metrics_record_send_total{{client_id=\"metrics-example\"}} {records}\n");
+        let all_sent = format!(
+            "producer_metrics_record_send_total{{client_id=\"metrics-example\"}} {records}\n"
+        );
         let mut text = prometheus.render();
         for _ in 0..200 {
             if text.contains(&all_sent) {
@@ -90,7 +91,10 @@ mod tests {
         }
         for (group, name) in kacrab_testkit::metric_names::REQUIRED {
             let series = format!("{group}_{name}").replace('-', "_");
-            assert!(text.contains(&format!("\n{series}{{")), "{series} missing: {text}");
+            assert!(
+                text.contains(&format!("\n{series}{{")),
+                "{series} missing: {text}"
+            );
         }
     }
 }
