@@ -66,6 +66,7 @@ mod waiters;
 pub use app::TxnCall;
 pub use completion::{Completion, OpId, ProduceError, SendId, TopicError};
 pub use config::security::{self, SecurityConfig, SecurityProtocol, TlsSettings};
+pub use config::METRICS_PUBLISH_INTERVAL_MS;
 pub use config::{
     parse_java_properties, ConfigNote, ConfigProblem, ConfigProblems, MalformedProperties,
     METADATA_MAX_IDLE_MS, PARTITIONER_ADAPTIVE_PARTITIONING_ENABLE,

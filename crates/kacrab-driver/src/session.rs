@@ -13,7 +13,7 @@ use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
 use crate::extensions::Extensions;
 use crate::interceptor::{Interceptors, ProducerInterceptor};
-use crate::metrics::{Gauges, MetricsSnapshot, SessionMetrics, TimedCall};
+use crate::metrics::{Gauges, MetricsSnapshot, PublishTimer, SessionMetrics, TimedCall};
 use crate::network::Network;
 use crate::output::{ConnId, Output};
 use crate::partitioner::{BuiltIn, Partitioner};
@@ -34,6 +34,8 @@ pub struct Session {
     app: Application,
     net: Network,
     metrics: SessionMetrics,
+    /// When the snapshot is next published through the `metrics` facade.
+    publish: PublishTimer,
     router: Router,
     lifecycle: MetadataLifecycle,
     /// Metadata answers the lifecycle has seen (see `Topics::answers`).
@@ -107,6 +109,7 @@ impl Session {
             app,
             net,
             metrics,
+            publish: PublishTimer::new(config.metrics().publish_interval(), now),
             router: Router::new(BuiltIn::new(config.partitioner())),
             lifecycle: MetadataLifecycle::new(max_age, config.metadata_max_idle(), now),
             answers_seen: 0,
@@ -321,7 +324,9 @@ impl Session {
     /// When [`Session::handle_timeout`] is next needed: the earliest of the core's
     /// deadlines (linger, retries, `request.timeout.ms` and `delivery.timeout.ms`), a
     /// connection's setup deadline, a session request's timeout, a waiting send's
-    /// `max.block.ms`, a lookup's next question, and a close's timeout.
+    /// `max.block.ms`, a lookup's next question, a close's timeout, and (feature
+    /// `metrics`, until the session is finished) the next publication of the metrics
+    /// (`kacrab.metrics.publish.interval.ms`).
     ///
     /// After `handle_timeout(now)` this is `None` or later than `now` (checked with
     /// `debug_assert!`): a driver needs no guard against a deadline that stays due.
@@ -332,6 +337,9 @@ impl Session {
             self.net.poll_timeout(),
             self.app.poll_timeout(),
             self.lifecycle.poll_timeout(),
+            self.publish
+                .poll_timeout()
+                .filter(|_| !self.app.is_finished()),
         ]
         .into_iter()
         .flatten()
@@ -364,6 +372,12 @@ impl Session {
         }
         self.progress(now);
         self.drain_core(now);
+        // After the inputs above, so the values published are those at `now`.
+        #[cfg(feature = "metrics")]
+        if self.publish.take_due(now) && !self.app.is_finished() {
+            let snapshot = self.metrics(now);
+            crate::metrics::publish(&snapshot);
+        }
         debug_assert!(
             self.poll_timeout().is_none_or(|t| t > now),
             "still due after handle_timeout({now:?}): {:?} (core {:?}, network {:?}, application {:?})",

@@ -1,6 +1,7 @@
 //! `metrics::publish` (feature `metrics`): a recording `metrics` recorder sees every
 //! metric of the snapshot under `<group>.<name>` with Kafka's tags as labels, after one
-//! produce against the model broker.
+//! produce against the model broker; and the session publishes on its own timer
+//! (`kacrab.metrics.publish.interval.ms`), with virtual time.
 //!
 //! Run with `cargo test -p kacrab-driver --features metrics --test session_metrics_publish`.
 #![cfg(feature = "metrics")]
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kacrab_idempotence::Timestamp;
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString,
     Unit,
@@ -122,4 +124,128 @@ fn a_recorder_sees_every_metric_by_kafkas_name_and_tags_after_one_produce() {
         seen.get("producer-metrics.buffer-total-bytes{client-id=app}"),
         Some(&snapshot.producer.buffer_total_bytes)
     );
+}
+
+/// Runs `p` until the virtual clock reads `at` (events due at `at` included).
+fn run_to(p: &mut Pair, at: Timestamp) {
+    let d = at.saturating_duration_since(p.now);
+    p.run_for(d);
+    assert_eq!(p.now, at);
+}
+
+fn seen(recording: &Recording) -> BTreeMap<String, f64> {
+    recording.0.lock().unwrap().clone()
+}
+
+const SENT: &str = "producer-metrics.record-send-total{client-id=app}";
+
+/// With `kacrab.metrics.publish.interval.ms` the session publishes its snapshot through
+/// the facade on its own timer, driven by `poll_timeout` / `handle_timeout`: nothing
+/// before the first interval has passed, every metric at it, and the values of each
+/// later instant at each later interval. Kafka's producer has no such timer (its
+/// reporters pull: `JmxReporter` reads `KafkaMetric.metricValue` on demand); a facade
+/// exporter only serves what is pushed to it.
+#[test]
+fn the_session_publishes_at_each_interval_and_not_before() {
+    let recording = Recording::default();
+    metrics::with_local_recorder(&recording, || {
+        let mut p = Pair::new(
+            Cluster::new(1).with_topic("t", 1),
+            &[
+                ("client.id", "app"),
+                ("kacrab.metrics.publish.interval.ms", "1000"),
+            ],
+        );
+        let start = p.now;
+        let first = start + Duration::from_millis(1000);
+        assert!(
+            p.session.poll_timeout().is_some_and(|t| t <= first),
+            "the publication is one of the session's deadlines"
+        );
+        let id = p.send("t", 0, "a");
+        p.settle(Duration::from_millis(500));
+        assert!(p.outcome(id).is_some_and(Result::is_ok));
+        run_to(&mut p, start + Duration::from_millis(999));
+        assert!(seen(&recording).is_empty(), "nothing before the interval");
+
+        run_to(&mut p, first);
+        let at_first = seen(&recording);
+        let count = p.session.metrics(first).metrics().len();
+        assert_eq!(at_first.len(), count, "every metric, at the interval");
+        assert_eq!(at_first.get(SENT), Some(&1.0));
+
+        let id = p.send("t", 0, "b");
+        p.settle(Duration::from_millis(500));
+        assert!(p.outcome(id).is_some_and(Result::is_ok));
+        run_to(&mut p, first + Duration::from_millis(999));
+        assert_eq!(
+            seen(&recording).get(SENT),
+            Some(&1.0),
+            "the second send is not published before the next interval"
+        );
+        run_to(&mut p, first + Duration::from_millis(1000));
+        assert_eq!(seen(&recording).get(SENT), Some(&2.0));
+    });
+}
+
+/// Without the key the interval is 30 s (Kafka's `metrics.sample.window.ms` default,
+/// `CommonClientConfigs.METRICS_SAMPLE_WINDOW_MS_CONFIG`): nothing at 29.999 s, every
+/// metric at 30 s.
+#[test]
+fn the_default_interval_is_thirty_seconds() {
+    let recording = Recording::default();
+    metrics::with_local_recorder(&recording, || {
+        let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[("client.id", "app")]);
+        let start = p.now;
+        p.send("t", 0, "a");
+        run_to(&mut p, start + Duration::from_millis(29_999));
+        assert!(seen(&recording).is_empty());
+        run_to(&mut p, start + Duration::from_secs(30));
+        assert_eq!(seen(&recording).get(SENT), Some(&1.0));
+    });
+}
+
+/// `kacrab.metrics.publish.interval.ms=0` disables the timer: nothing is ever published,
+/// and no deadline of the session is the publication's.
+#[test]
+fn zero_disables_publishing() {
+    let recording = Recording::default();
+    metrics::with_local_recorder(&recording, || {
+        let mut p = Pair::new(
+            Cluster::new(1).with_topic("t", 1),
+            &[
+                ("client.id", "app"),
+                ("kacrab.metrics.publish.interval.ms", "0"),
+            ],
+        );
+        let start = p.now;
+        p.send("t", 0, "a");
+        p.settle(Duration::from_secs(1));
+        run_to(&mut p, start + Duration::from_secs(600));
+        assert!(seen(&recording).is_empty(), "{:#?}", seen(&recording));
+    });
+}
+
+/// Once the session is finished (closed, every outcome given) the timer stops: a driver
+/// still waiting on `poll_timeout` publishes nothing for a producer that is gone.
+#[test]
+fn publishing_stops_once_the_session_is_finished() {
+    let recording = Recording::default();
+    metrics::with_local_recorder(&recording, || {
+        let mut p = Pair::new(
+            Cluster::new(1).with_topic("t", 1),
+            &[
+                ("client.id", "app"),
+                ("kacrab.metrics.publish.interval.ms", "1000"),
+            ],
+        );
+        p.send("t", 0, "a");
+        p.settle(Duration::from_secs(1));
+        p.close(None);
+        assert!(p.run_until(Duration::from_secs(5), |p| p.session.is_finished()));
+        recording.0.lock().unwrap().clear();
+        let now = p.now;
+        run_to(&mut p, now + Duration::from_secs(10));
+        assert!(seen(&recording).is_empty());
+    });
 }

@@ -195,11 +195,7 @@ impl Producer {
     /// operating system's error, or as [`SessionConfigBuilder::from_properties_file`]
     /// and [`ProducerBuilder::build`].
     pub fn from_properties_file(path: impl AsRef<std::path::Path>) -> Result<Self, Error> {
-        ProducerBuilder {
-            config: SessionConfigBuilder::from_properties_file(path)?,
-            connector: None,
-        }
-        .build()
+        ProducerBuilder::from(SessionConfigBuilder::from_properties_file(path)?).build()
     }
 
     /// A builder.

@@ -349,6 +349,7 @@ pub(crate) fn nearest(key: &str) -> Option<&'static str> {
     KEYS.iter()
         .map(|(k, _)| *k)
         .chain(kacrab_idempotence::config::keys::ALL.iter().copied())
+        .chain([super::METRICS_PUBLISH_INTERVAL_MS])
         .map(|k| (strsim::levenshtein(key, k), k))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)

@@ -18,7 +18,8 @@ pub use sasl::{
 };
 mod metrics;
 pub use metrics::{
-    MetricsConfig, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL, METRICS_SAMPLE_WINDOW_MS,
+    MetricsConfig, METRICS_NUM_SAMPLES, METRICS_PUBLISH_INTERVAL_MS, METRICS_RECORDING_LEVEL,
+    METRICS_SAMPLE_WINDOW_MS,
 };
 mod compression;
 pub use compression::{

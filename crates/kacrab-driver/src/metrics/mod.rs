@@ -15,6 +15,7 @@
 
 #[cfg(feature = "metrics")]
 mod publish;
+mod publish_timer;
 mod snapshot;
 pub(crate) mod stat;
 
@@ -30,6 +31,7 @@ use stat::{AvgMax, Meter, Window};
 
 #[cfg(feature = "metrics")]
 pub use publish::publish;
+pub(crate) use publish_timer::PublishTimer;
 pub use snapshot::{
     Metric, MetricsSnapshot, NodeMetrics, ProducerMetrics, TopicMetrics, NODE_GROUP,
     PRODUCER_GROUP, TOPIC_GROUP,

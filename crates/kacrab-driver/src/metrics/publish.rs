@@ -3,8 +3,9 @@
 //!
 //! The shape is a push of the whole [`MetricsSnapshot`], not a recorder fed event by
 //! event: Kafka's windowed rates and averages are computed in the session with time as
-//! an input, and only a snapshot knows them at an instant. A driver (or the
-//! application) calls [`publish`] periodically, e.g. once per `metrics.sample.window.ms`.
+//! an input, and only a snapshot knows them at an instant. The session calls [`publish`]
+//! on its own timer (`kacrab.metrics.publish.interval.ms`, see `publish_timer`); an
+//! application may also call it with a snapshot of its own.
 //!
 //! Each metric is named `<group>.<name>` with Kafka's group and name
 //! (`producer-metrics.record-send-rate`; an exporter may rewrite the separators, as
