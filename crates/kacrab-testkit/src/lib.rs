@@ -48,6 +48,7 @@ pub mod burst;
 pub mod checker;
 pub mod cluster;
 pub mod compression_scenarios;
+pub mod extensions;
 pub mod metric_names;
 pub mod nemesis;
 pub mod proxy;

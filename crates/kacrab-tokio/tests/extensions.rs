@@ -4,13 +4,12 @@
 mod scripted;
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use kacrab_testkit::extensions::{Broken, LastPartition, Seen, Tracer};
 use kacrab_tokio::{
-    Acknowledgement, Header, InterceptorError, OAuthBearerToken, OAuthBearerTokenProvider,
-    Partitioner, ProduceError, Producer, ProducerInterceptor, ProducerRecord, Secret,
-    TopicPartitions,
+    OAuthBearerToken, OAuthBearerTokenProvider, ProduceError, Producer, ProducerRecord, Secret,
 };
 use scripted::{Broker, ADDR, TOPIC};
 
@@ -100,73 +99,6 @@ fn the_token_endpoint_refusal_names_the_provider_api() {
         .to_string();
     assert!(err.contains("SaslConfig::oauthbearer"), "{err}");
     assert!(err.contains("ProducerBuilder::sasl"), "{err}");
-}
-
-/// Sends every record without a partition to the topic's last partition.
-#[derive(Clone, Debug)]
-struct LastPartition;
-
-impl Partitioner for LastPartition {
-    fn partition(
-        &mut self,
-        _topic: &str,
-        _key: Option<&[u8]>,
-        _value: Option<&[u8]>,
-        partitions: TopicPartitions<'_>,
-    ) -> Option<i32> {
-        Some(partitions.count() - 1)
-    }
-}
-
-/// One record's outcome as an interceptor saw it: topic, and (partition, offset) or
-/// whether it was possibly written.
-type Seen = (String, Result<(i32, Option<i64>), bool>);
-
-/// Adds a `traced` header and records every outcome.
-#[derive(Default)]
-struct Tracer {
-    seen: Mutex<Vec<Seen>>,
-}
-
-impl ProducerInterceptor for Tracer {
-    fn on_send(&self, record: &mut ProducerRecord) -> Result<(), InterceptorError> {
-        record.headers.push(Header {
-            key: "traced".into(),
-            value: Some("yes".into()),
-        });
-        Ok(())
-    }
-
-    fn on_acknowledgement(&self, ack: &Acknowledgement<'_>) -> Result<(), InterceptorError> {
-        let outcome = ack
-            .outcome
-            .map(|m| (m.partition, m.offset))
-            .map_err(ProduceError::possibly_written);
-        self.seen
-            .lock()
-            .unwrap()
-            .push((ack.topic.as_str().to_owned(), outcome));
-        Ok(())
-    }
-}
-
-/// Breaks every record it sees, then fails; counts the outcomes it is shown.
-#[derive(Default)]
-struct Broken {
-    acks: AtomicU32,
-}
-
-impl ProducerInterceptor for Broken {
-    fn on_send(&self, record: &mut ProducerRecord) -> Result<(), InterceptorError> {
-        record.value = Some("broken".into());
-        record.headers.clear();
-        Err("this interceptor always fails".into())
-    }
-
-    fn on_acknowledgement(&self, _ack: &Acknowledgement<'_>) -> Result<(), InterceptorError> {
-        self.acks.fetch_add(1, Ordering::SeqCst);
-        Err("this interceptor always fails".into())
-    }
 }
 
 /// Against krafka's FakeBroker: the installed partitioner places every record without
