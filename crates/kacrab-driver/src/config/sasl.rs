@@ -144,7 +144,7 @@ pub enum SaslConfigError {
     /// OAUTHBEARER through an OpenID Connect token endpoint (KIP-768: a JAAS line with
     /// `clientId`/`clientSecret`, `sasl.oauthbearer.token.endpoint.url`, or Java's
     /// `OAuthBearerLoginCallbackHandler`): not built in.
-    #[error("{key}: OAUTHBEARER with OIDC client credentials (KIP-768, a token endpoint with clientId/clientSecret) is not built into kacrab; fetch tokens in the application and install an OAuthBearerTokenProvider (SaslConfig::oauthbearer on the session configuration, or the producer builder's SASL settings) with sasl.mechanism=OAUTHBEARER and no sasl.jaas.config")]
+    #[error("{key}: OAUTHBEARER with OIDC client credentials (KIP-768, a token endpoint with clientId/clientSecret) is not built into kacrab; fetch tokens in the application and install an OAuthBearerTokenProvider with SaslConfig::oauthbearer, reached by ProducerBuilder::sasl (kacrab-tokio) or SessionConfigBuilder::sasl (kacrab-blocking), with sasl.mechanism=OAUTHBEARER and no sasl.jaas.config")]
     OidcNotBuiltIn {
         /// The key that asked for it.
         key: &'static str,
