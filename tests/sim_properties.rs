@@ -413,3 +413,34 @@ fn late_applied_request_is_never_answered_on_a_newer_connection() {
             .join("\n")
     );
 }
+
+/// A topic still being created when the faults stop (`TopicCreatedLate`, leaders
+/// elected up to 2.5 s in) is created with the heal, like every other fault ends
+/// there: before, the probes sent after the quiet phase expired waiting for its leaders
+/// (delivery timeout 1.5 s) and failed the liveness check. Found by
+/// `properties_hold_kafka_rules` at 20,000 cases.
+#[test]
+fn a_topic_still_being_created_when_faults_stop_is_created_with_the_heal() {
+    let p = Params {
+        seed: 2656114436002211196,
+        brokers: 5,
+        topics: 1,
+        partitions: 2,
+        records: 36,
+        fault_rate: 0.3855646594908146,
+        isr_shrink_rate: 0.0,
+        max_in_flight: 1,
+        linger_ms: 0,
+        batch_size: 40,
+        burst: 1,
+        interval_us: 135,
+        value_size: 8,
+        request_timeout_ms: 200,
+        delivery_timeout_ms: 1500,
+        max_message_bytes: 1048588,
+        initial_epoch: 0,
+        strict_first_sequence: false,
+    };
+    let report = run_params_with(&p, false, DriverKind::Core);
+    assert!(report.is_clean(), "{}", report.render());
+}

@@ -814,6 +814,7 @@ impl World {
         for p in &mut self.partitions {
             p.isr_shrunk_until = None;
         }
+        self.finish_topic_creation(obs);
         obs.trace(self.now, || "faults stop".to_string());
     }
 }

@@ -94,6 +94,21 @@ impl World {
             .is_some_and(|c| self.now < c.leaders_at && c.leaderless.contains(&gp))
     }
 
+    /// Faults stop: a topic still being created is created now, with every leader
+    /// elected. Its creation is a fault like any other, so the quiet phase, whose
+    /// liveness bounds count from the heal, must not wait on it.
+    pub(super) fn finish_topic_creation(&mut self, obs: &mut Observers) {
+        if self
+            .creation
+            .take()
+            .is_some_and(|c| self.now < c.leaders_at)
+        {
+            obs.trace(self.now, || {
+                "topic creation completes with the heal".to_string()
+            });
+        }
+    }
+
     /// Counts the creation fault, if one was drawn.
     pub(super) fn count_creation(&mut self) {
         if self.creation.is_some() {
