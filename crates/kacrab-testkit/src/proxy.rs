@@ -479,10 +479,11 @@ impl Conn {
 
     /// Applies the link to a frame about to go `flow`: holds it while a blackhole stops
     /// that direction, then for the latency; returns `false` if the connection closed or
-    /// the proxy stopped meanwhile.
-    fn pass(&self, flow: Flow) -> bool {
+    /// the proxy stopped meanwhile. `counted`: the frame was already counted as held
+    /// (waiting unread in the socket).
+    fn pass(&self, flow: Flow, counted: Held) -> bool {
         let read_at = Instant::now();
-        let mut held = false;
+        let mut held = counted == Held::Counted;
         loop {
             if self.closed.load(Ordering::SeqCst) || self.shared.stop.load(Ordering::SeqCst) {
                 return false;
@@ -506,17 +507,24 @@ impl Conn {
         }
     }
 
-    /// Before reading the next frame going `flow`: waits while a blackhole stops that
-    /// direction, so the socket is not read and the sender's buffers fill as behind a
-    /// real partition (TCP stops acknowledging). `false` if the connection closed or the
-    /// proxy stopped meanwhile.
-    fn readable(&self, flow: Flow) -> bool {
+    /// Before reading the next frame going `flow` from `from`: waits while a blackhole
+    /// stops that direction, so the socket is not read and the sender's buffers fill as
+    /// behind a real partition (TCP stops acknowledging). A frame that arrives meanwhile
+    /// is held in the socket's buffer and counted as held once (the pump may come back
+    /// for it after the blackhole was set: a frame held there is still held). `None` if
+    /// the connection closed or the proxy stopped meanwhile.
+    fn readable(&self, flow: Flow, from: &TcpStream) -> Option<Held> {
+        let mut held = Held::NotCounted;
         loop {
             if self.closed.load(Ordering::SeqCst) || self.shared.stop.load(Ordering::SeqCst) {
-                return false;
+                return None;
             }
             if !link_of(&self.shared, &self.upstream).blackhole.holds(flow) {
-                return true;
+                return Some(held);
+            }
+            if held == Held::NotCounted && waiting(from) {
+                held = Held::Counted;
+                bump(&self.shared.counters.held);
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -541,7 +549,7 @@ impl Conn {
     /// Client → broker.
     fn requests(self: Arc<Self>, mut client: TcpStream, mut up: TcpStream) {
         let c = &self.shared.counters;
-        while self.readable(Flow::ToBroker) {
+        while let Some(held) = self.readable(Flow::ToBroker, &client) {
             let Ok(frame) = read_frame(&mut client) else {
                 break;
             };
@@ -551,7 +559,7 @@ impl Conn {
             let api = i16::from_be_bytes([frame[4], frame[5]]);
             let version = i16::from_be_bytes([frame[6], frame[7]]);
             let correlation = i32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
-            if !self.pass(Flow::ToBroker) {
+            if !self.pass(Flow::ToBroker, held) {
                 break;
             }
             let action = self.choose(api);
@@ -579,7 +587,7 @@ impl Conn {
     /// Broker → client.
     fn responses(self: Arc<Self>, mut up: TcpStream, mut client: TcpStream) {
         let c = &self.shared.counters;
-        while self.readable(Flow::ToClient) {
+        while let Some(held) = self.readable(Flow::ToClient, &up) {
             let Ok(frame) = read_frame(&mut up) else {
                 break;
             };
@@ -637,7 +645,7 @@ impl Conn {
                     }
                 }
             }
-            if !self.pass(Flow::ToClient) || client.write_all(&out).is_err() {
+            if !self.pass(Flow::ToClient, held) || client.write_all(&out).is_err() {
                 break;
             }
             bump(&c.responses);
@@ -645,6 +653,26 @@ impl Conn {
         }
         self.close();
     }
+}
+
+/// Whether a frame's first bytes wait unread in `s`'s receive buffer (or the peer
+/// closed it). Peeks with a short read timeout, then restores blocking reads: only the
+/// pump calling this reads from `s`, so the timeout affects nobody else.
+fn waiting(s: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    if s.set_read_timeout(Some(Duration::from_millis(1))).is_err() {
+        return false;
+    }
+    let peeked = s.peek(&mut byte);
+    let _ = s.set_read_timeout(None);
+    matches!(peeked, Ok(n) if n > 0)
+}
+
+/// Whether a frame was already counted as held before it was read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Held {
+    Counted,
+    NotCounted,
 }
 
 /// Reads one length-prefixed frame (prefix included).

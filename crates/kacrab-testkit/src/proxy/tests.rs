@@ -224,3 +224,39 @@ fn bounds_connections() {
     assert_eq!(proxy.stats().refused, 1);
     drop(a);
 }
+
+/// A frame that reaches the proxy while its pump is not yet reading (here: still pacing
+/// the previous response) is held in the socket's buffer by the blackhole, and counts as
+/// held. It did not: the pump waited before reading, so a frame held there was never
+/// counted (the race behind a CI failure of
+/// `blackholes_hold_frames_on_open_connections_until_healed`, where the client set the
+/// blackhole before the pump came back for the next frame).
+#[test]
+fn a_frame_held_before_the_pump_reads_it_counts_as_held() {
+    let cluster = Cluster::start(1).unwrap();
+    let proxy = Proxy::start(&cluster.bootstrap()).unwrap();
+    let mut s = TcpStream::connect(proxy.bootstrap()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let seen = brokers(&metadata(&mut s, 1).unwrap());
+    // A bandwidth ceiling keeps the response pump pacing (not reading) for over a second
+    // after it forwarded the next response.
+    proxy
+        .set_link(Target::All, Link::slow(Duration::ZERO, Some(60)))
+        .unwrap();
+    assert_eq!(brokers(&metadata(&mut s, 2).unwrap()), seen);
+    let held_before = proxy.stats().held;
+    proxy
+        .set_link(Target::All, Link::blackhole(Blackhole::ToClient))
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(metadata(&mut s, 3).is_err());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.stats().held == held_before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(proxy.stats().held, held_before + 1);
+    proxy.heal_all();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(brokers(&read_frame(&mut s).unwrap()), seen);
+}
