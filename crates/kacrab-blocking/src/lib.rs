@@ -185,17 +185,22 @@ impl Producer {
     ///
     /// # Errors
     /// [`BuildError::Config`] for a configuration the session refuses (see
-    /// [`SessionConfig::from_properties`]); [`BuildError::Spawn`] if the thread could
-    /// not start.
+    /// [`SessionConfig::from_properties`]); [`BuildError::UnresolvableBootstrap`] if no
+    /// bootstrap server resolves; [`BuildError::Spawn`] if the thread could not start.
     pub fn from_properties(properties: &[(&str, &str)]) -> Result<Self, BuildError> {
         Self::new(SessionConfig::from_properties(properties.iter().copied())?)
     }
 
-    /// Starts a producer for a validated configuration.
+    /// Starts a producer for a validated configuration. Its bootstrap servers are
+    /// resolved once, here (blocking, as Java's constructor does).
     ///
     /// # Errors
+    /// [`BuildError::UnresolvableBootstrap`] if no bootstrap server resolves;
     /// [`BuildError::Spawn`] if the I/O thread could not start.
     pub fn new(config: SessionConfig) -> Result<Self, BuildError> {
+        kacrab_driver::UnresolvableBootstrap::check(config.bootstrap(), |server| {
+            std::net::ToSocketAddrs::to_socket_addrs(server).map(Iterator::count)
+        })?;
         let gate = Arc::new(Gate::new(config.core().buffer_memory().min(HAND_OFF_LIMIT)));
         let stats = Arc::new(Mutex::new(IoStats::default()));
         let (tx, rx) = mpsc::channel();

@@ -84,7 +84,7 @@ pub use config::{
     CONNECTIONS_MAX_IDLE_MS, RECEIVE_BUFFER_BYTES, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS,
     SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
 };
-pub use connection_error::{ConnectionError, ConnectionFailures};
+pub use connection_error::{ConnectionError, ConnectionFailures, UnresolvableBootstrap};
 pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use kacrab_wire::Frame;
 pub use metrics::MetricsSnapshot;
