@@ -48,8 +48,7 @@ fn a_refused_bootstrap_is_named_in_the_metadata_wait_error() {
 #[test]
 fn an_unresolvable_bootstrap_fails_at_construction() {
     let err = Producer::from_properties(&[("bootstrap.servers", "no-such-host.invalid:9092")])
-        .err()
-        .expect("no host resolves");
+        .expect_err("no host resolves");
     assert!(
         matches!(err, BuildError::UnresolvableBootstrap(_)),
         "{err:?}"
