@@ -18,6 +18,10 @@ pub enum BuildError {
     /// The I/O thread could not be started.
     #[error("could not start the I/O thread: {0}")]
     Spawn(String),
+    /// No host of `bootstrap.servers` resolved to an address (each is named with the
+    /// resolver's message). Java's producer constructor fails the same way.
+    #[error(transparent)]
+    UnresolvableBootstrap(#[from] kacrab_driver::UnresolvableBootstrap),
 }
 
 /// Why [`Producer::send`](crate::Producer::send) refused a record. Nothing was queued and

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kacrab_driver::{
-    Completion, ConnId, Extensions, OpId, Output, ProducerRecord, SendId, SendSlots, Session,
-    SessionConfig, TxnCall,
+    Completion, ConnId, ConnectionError, Extensions, OpId, Output, ProducerRecord, SendId,
+    SendSlots, Session, SessionConfig, TxnCall,
 };
 use kacrab_idempotence::{Timestamp, TxnError};
 
@@ -349,10 +349,10 @@ impl Io {
                     self.session.handle_connected(conn, now);
                 }
             }
-            NetEvent::ConnectFailed { conn } => {
+            NetEvent::ConnectFailed { conn, cause } => {
                 if self.net.remove(conn) {
                     self.local.connect_failures += 1;
-                    self.session.handle_connect_failed(conn, now);
+                    self.session.handle_connect_error(conn, cause, now);
                 }
             }
             NetEvent::Bytes { conn, data } => {
@@ -361,15 +361,16 @@ impl Io {
                     self.session.handle_bytes(conn, &data, now);
                 }
             }
-            NetEvent::Eof { conn } => self.lost(conn, now),
+            NetEvent::Eof { conn, cause } => self.lost(conn, cause, now),
         }
     }
 
-    /// A connection failed after it was open (end of stream, a read or write error).
-    fn lost(&mut self, conn: ConnId, now: Timestamp) {
+    /// A connection failed after it was open (end of stream, a read or write error),
+    /// for `cause`.
+    fn lost(&mut self, conn: ConnId, cause: ConnectionError, now: Timestamp) {
         if self.net.remove(conn) {
             self.local.disconnects += 1;
-            self.session.handle_disconnected(conn, now);
+            self.session.handle_connection_lost(conn, cause, now);
         }
     }
 
@@ -398,7 +399,11 @@ impl Io {
                 let options = self.session.connect_options(conn);
                 if !self.net.connect(conn, addr, options) {
                     self.local.connect_failures += 1;
-                    self.session.handle_connect_failed(conn, now);
+                    let cause = ConnectionError::new(
+                        std::io::ErrorKind::Other,
+                        "could not start the connection's thread",
+                    );
+                    self.session.handle_connect_error(conn, cause, now);
                 }
             }
             // This thread queues every frame on its connection's writer in the session's
@@ -410,7 +415,12 @@ impl Io {
                 self.local.frames_written += 1;
                 self.local.bytes_written += frame.len() as u64;
                 if let Err(WriteFailed(conn)) = self.net.write(conn, frame) {
-                    self.lost(conn, now);
+                    // The writer stopped on a failed write; its error is not carried.
+                    let cause = ConnectionError::new(
+                        std::io::ErrorKind::BrokenPipe,
+                        "a write to the socket failed",
+                    );
+                    self.lost(conn, cause, now);
                 }
             }
             Output::Release { .. } => {}

@@ -194,8 +194,8 @@ impl Producer {
     ///
     /// # Errors
     /// [`BuildError::Config`] for a configuration the session refuses (see
-    /// [`SessionConfig::from_properties`]); [`BuildError::Spawn`] if the thread could
-    /// not start.
+    /// [`SessionConfig::from_properties`]); [`BuildError::UnresolvableBootstrap`] if no
+    /// bootstrap server resolves; [`BuildError::Spawn`] if the thread could not start.
     pub fn from_properties(properties: &[(&str, &str)]) -> Result<Self, BuildError> {
         Self::new(SessionConfig::from_properties(properties.iter().copied())?)
     }
@@ -206,14 +206,17 @@ impl Producer {
     /// # Errors
     /// [`BuildError::Config`]: a [`SessionConfigError::ReadFile`](kacrab_driver::SessionConfigError::ReadFile)
     /// naming the path and the operating system's error, or every refused line at once
-    /// (see [`SessionConfig::from_properties_file`]); [`BuildError::Spawn`].
+    /// (see [`SessionConfig::from_properties_file`]); [`BuildError::UnresolvableBootstrap`];
+    /// [`BuildError::Spawn`].
     pub fn from_properties_file(path: impl AsRef<std::path::Path>) -> Result<Self, BuildError> {
         Self::new(SessionConfig::from_properties_file(path)?)
     }
 
-    /// Starts a producer for a validated configuration.
+    /// Starts a producer for a validated configuration. Its bootstrap servers are
+    /// resolved once, here (blocking, as Java's constructor does).
     ///
     /// # Errors
+    /// [`BuildError::UnresolvableBootstrap`] if no bootstrap server resolves;
     /// [`BuildError::Spawn`] if the I/O thread could not start.
     pub fn new(config: SessionConfig) -> Result<Self, BuildError> {
         Self::with_extensions(config, &Extensions::new())
@@ -225,11 +228,15 @@ impl Producer {
     /// included.
     ///
     /// # Errors
+    /// [`BuildError::UnresolvableBootstrap`] if no bootstrap server resolves;
     /// [`BuildError::Spawn`] if the I/O thread could not start.
     pub fn with_extensions(
         config: SessionConfig,
         extensions: &Extensions,
     ) -> Result<Self, BuildError> {
+        kacrab_driver::UnresolvableBootstrap::check(config.bootstrap(), |server| {
+            std::net::ToSocketAddrs::to_socket_addrs(server).map(Iterator::count)
+        })?;
         let gate = Arc::new(Gate::new(config.core().buffer_memory().min(HAND_OFF_LIMIT)));
         let stats = Arc::new(Mutex::new(IoStats::default()));
         let (tx, rx) = mpsc::channel();

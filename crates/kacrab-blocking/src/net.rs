@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::thread;
 
 use kacrab_driver::Frame;
-use kacrab_driver::{ConnId, ConnectOptions};
+use kacrab_driver::{ConnId, ConnectOptions, ConnectionError};
 
 use crate::io::Msg;
 
@@ -32,13 +32,19 @@ use crate::io::Msg;
 pub(crate) enum NetEvent {
     /// The socket is open and its writer runs.
     Connected { conn: ConnId, open: OpenConn },
-    /// It could not be opened.
-    ConnectFailed { conn: ConnId },
+    /// It could not be opened, for `cause` (refused, unresolvable, ...).
+    ConnectFailed {
+        conn: ConnId,
+        cause: ConnectionError,
+    },
     /// Bytes read.
     Bytes { conn: ConnId, data: Vec<u8> },
     /// End of stream, a read error, or a write error (the writer shuts the socket, so
-    /// its reader ends too).
-    Eof { conn: ConnId },
+    /// its reader ends too), for `cause`.
+    Eof {
+        conn: ConnId,
+        cause: ConnectionError,
+    },
 }
 
 /// An open connection as the I/O thread holds it.
@@ -181,8 +187,9 @@ fn connection_thread(
     });
     let (stream, socket) = match opened {
         Ok(s) => s,
-        Err(_) => {
-            let _ = tx.send(Msg::Net(NetEvent::ConnectFailed { conn }));
+        Err(e) => {
+            let cause = ConnectionError::from(&e);
+            let _ = tx.send(Msg::Net(NetEvent::ConnectFailed { conn, cause }));
             return;
         }
     };
@@ -236,9 +243,9 @@ fn open(addr: &str, options: Option<ConnectOptions>) -> std::io::Result<TcpStrea
 
 fn read_loop(conn: ConnId, mut stream: TcpStream, abandoned: &AtomicBool, tx: &Sender<Msg>) {
     let mut buf = vec![0u8; READ_BUFFER];
-    loop {
+    let cause = loop {
         match stream.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => break ConnectionError::closed_by_peer(),
             Ok(n) => {
                 let data = buf[..n].to_vec();
                 if tx.send(Msg::Net(NetEvent::Bytes { conn, data })).is_err() {
@@ -246,11 +253,11 @@ fn read_loop(conn: ConnId, mut stream: TcpStream, abandoned: &AtomicBool, tx: &S
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+            Err(e) => break ConnectionError::from(&e),
         }
-    }
+    };
     if !abandoned.load(Ordering::Acquire) {
-        let _ = tx.send(Msg::Net(NetEvent::Eof { conn }));
+        let _ = tx.send(Msg::Net(NetEvent::Eof { conn, cause }));
     }
 }
 

@@ -285,14 +285,14 @@ fn bootstrap_must_name_host_and_port() {
     let p = Producer::from_properties(&[("bootstrap.servers", "localhost:1, [::1]:2")]).unwrap();
     p.close().unwrap();
     assert!(matches!(
-        Producer::from_properties(&[("bootstrap.servers", "a:1"), ("lingerr.ms", "1")]),
+        Producer::from_properties(&[("bootstrap.servers", "localhost:1"), ("lingerr.ms", "1")]),
         Err(kacrab_blocking::BuildError::Config(_))
     ));
     // A transactional producer builds; without init_transactions it may not send (its
-    // record first waits for its topic's metadata, which "a:1" never gives, so
+    // record first waits for its topic's metadata, which "localhost:1" never gives, so
     // max.block.ms is short).
     let txn = Producer::from_properties(&[
-        ("bootstrap.servers", "a:1"),
+        ("bootstrap.servers", "localhost:1"),
         ("transactional.id", "t"),
         ("max.block.ms", "100"),
     ])

@@ -114,6 +114,9 @@ pub(crate) trait Resolve {
         record: &Record,
         now: Timestamp,
     ) -> Placement;
+    /// The last connection error of each broker address still failing (named by a
+    /// metadata wait that times out).
+    fn connection_failures(&self) -> crate::ConnectionFailures;
 }
 
 /// Where the producer is in its life.
@@ -637,7 +640,10 @@ impl Application {
         if self.max_block.is_zero() {
             match partition {
                 Some(_) => self.buffer_full(core, id),
-                None => self.not_present(core, id, topic, None, None),
+                None => {
+                    let failures = crate::ConnectionFailures::default();
+                    self.not_present(core, id, topic, None, None, failures);
+                }
             }
             return;
         }
@@ -673,7 +679,8 @@ impl Application {
                         }
                         Placement::Wait if deadline <= now => {
                             let count = resolve.partition_count(topic.as_str());
-                            self.not_present(core, id, topic, wanted, count);
+                            let failures = resolve.connection_failures();
+                            self.not_present(core, id, topic, wanted, count, failures);
                             continue;
                         }
                         Placement::Wait => {

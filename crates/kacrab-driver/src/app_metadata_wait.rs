@@ -20,7 +20,8 @@ impl Application {
         now: Timestamp,
     ) {
         if self.max_block.is_zero() {
-            self.not_present(core, id, topic, wanted, None);
+            let failures = crate::ConnectionFailures::default();
+            self.not_present(core, id, topic, wanted, None, failures);
             return;
         }
         self.backlog.push_back(Queued::Send {
@@ -34,7 +35,8 @@ impl Application {
     }
 
     /// A send waited `max.block.ms` for its topic's metadata (with `count` partitions
-    /// when known, which did not include the partition `wanted`).
+    /// when known, which did not include the partition `wanted`); `connection_failures`
+    /// is why the brokers still failing could not be reached, for the error to name.
     pub(super) fn not_present(
         &mut self,
         core: &mut Producer,
@@ -42,6 +44,7 @@ impl Application {
         topic: Topic,
         wanted: Option<i32>,
         count: Option<i32>,
+        connection_failures: crate::ConnectionFailures,
     ) {
         let waited = self.max_block;
         let error = match (wanted, count) {
@@ -50,7 +53,10 @@ impl Application {
                 count,
                 waited,
             },
-            _ => TopicError::NotPresent { waited },
+            _ => TopicError::NotPresent {
+                waited,
+                connection_failures,
+            },
         };
         self.refuse(core, id, ProduceError::Topic { topic, error });
     }

@@ -70,10 +70,14 @@ pub enum TopicError {
     /// No metadata named the topic within `max.block.ms` (it does not exist and the
     /// broker does not create it, or no broker answered): Java's `TimeoutException`
     /// "Topic ... not present in metadata after ... ms" from `KafkaProducer.waitOnMetadata`.
-    #[error("not present in metadata after {} ms", waited.as_millis())]
+    /// The last connection error of every broker address still failing follows, so
+    /// that an unreachable cluster names its cause ("connection refused").
+    #[error("not present in metadata after {} ms{connection_failures}", waited.as_millis())]
     NotPresent {
         /// `max.block.ms`.
         waited: Duration,
+        /// Each address whose last connection failed when the wait ended, with why.
+        connection_failures: crate::ConnectionFailures,
     },
     /// The broker refused the topic: TOPIC_AUTHORIZATION_FAILED or
     /// INVALID_TOPIC_EXCEPTION, which waiting cannot fix.

@@ -42,6 +42,7 @@
 mod app;
 mod completion;
 mod config;
+mod connection_error;
 mod convert;
 mod extensions;
 mod features;
@@ -86,6 +87,7 @@ pub use config::{
     CONNECTIONS_MAX_IDLE_MS, RECEIVE_BUFFER_BYTES, RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS,
     SEND_BUFFER_BYTES, SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS,
 };
+pub use connection_error::{ConnectionError, ConnectionFailures, UnresolvableBootstrap};
 pub use extensions::Extensions;
 pub use interceptor::{Acknowledgement, InterceptorError, ProducerInterceptor};
 pub use kacrab_idempotence::compression::{Codec, Compression};

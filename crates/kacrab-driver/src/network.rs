@@ -26,6 +26,7 @@ use crate::features::FinalizedFeatures;
 use crate::output::{CloseReason, ConnId, Output};
 use crate::phases::{ConnectError, Security, TlsFailure, Transport};
 
+mod failures;
 mod idle;
 mod invariants;
 mod lookup;
@@ -36,6 +37,8 @@ mod secure;
 
 use crate::topics::Topics;
 use secure::{Gone, Health};
+
+pub(crate) use failures::Streak;
 
 /// Tags at or above this value name session-owned requests (ApiVersions, lookup
 /// metadata); below it, a tag is the core's `RequestId`.
@@ -137,6 +140,8 @@ pub(crate) struct Network {
     pub(crate) tally: crate::metrics::NetTally,
     /// Per-address reconnect backoff.
     reconnects: reconnect::Reconnects,
+    /// The last connection error of each address still failing.
+    last_errors: failures::LastErrors,
     /// The session's metadata lookups: one at a time, backed off.
     lookups: lookup::Lookups,
     /// `connections.max.idle.ms` (`None`: never closed for idleness).
@@ -177,6 +182,7 @@ impl Network {
             health: Health::Healthy,
             tally: crate::metrics::NetTally::default(),
             reconnects: reconnect::Reconnects::new(config),
+            last_errors: failures::LastErrors::default(),
             lookups: lookup::Lookups::new(lookup_backoff, now),
             max_idle: config.connections_max_idle(),
         }
@@ -330,14 +336,19 @@ impl Network {
         self.negotiate(core, conn, now);
     }
 
-    /// The connection could not be opened, or failed after it was: requests written on
-    /// it may have been applied, queued ones never left.
+    /// The connection could not be opened, or failed after it was (for `cause`, when
+    /// the driver gave one): requests written on it may have been applied, queued ones
+    /// never left.
     pub(crate) fn handle_disconnected(
         &mut self,
         core: &mut Producer,
         conn: ConnId,
+        cause: Option<&crate::ConnectionError>,
         now: Timestamp,
     ) {
+        if let Some(cause) = cause {
+            self.record_failure(conn, cause);
+        }
         if self.in_handshake(conn) {
             // The driver already reported it gone: no `Close` is asked.
             self.fail(
@@ -792,6 +803,9 @@ impl Network {
         now: Timestamp,
         reason: Option<CloseReason>,
     ) {
+        if reason == Some(CloseReason::ConnectTimeout) {
+            self.record_setup_timeout(conn);
+        }
         let Some(pos) = self.conns.iter().position(|c| c.id == conn) else {
             return;
         };

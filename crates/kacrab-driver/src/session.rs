@@ -11,6 +11,7 @@ use kacrab_idempotence::{
 use crate::app::{Application, Resolve, TxnCall};
 use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
+use crate::connection_error::ConnectionError;
 use crate::extensions::Extensions;
 use crate::interceptor::{Interceptors, ProducerInterceptor};
 use crate::metrics::{Gauges, MetricsSnapshot, PublishTimer, SessionMetrics, TimedCall};
@@ -53,6 +54,7 @@ struct Resolver<'a> {
     topics: &'a Topics,
     router: &'a mut Router,
     lifecycle: &'a mut MetadataLifecycle,
+    network: &'a Network,
 }
 
 impl Resolve for Resolver<'_> {
@@ -71,6 +73,10 @@ impl Resolve for Resolver<'_> {
         self.lifecycle.used(topic.as_str(), now);
         self.router
             .place(topic, partition, record, self.topics, core, now)
+    }
+
+    fn connection_failures(&self) -> crate::ConnectionFailures {
+        self.network.connection_failures()
     }
 }
 
@@ -157,6 +163,7 @@ impl Session {
             topics: self.net.topics(),
             router: &mut self.router,
             lifecycle: &mut self.lifecycle,
+            network: &self.net,
         };
         let failure = self.net.security_failure();
         let id = self
@@ -400,19 +407,42 @@ impl Session {
     }
 
     /// The connection could not be opened: nothing queued on it was sent. The same as
-    /// [`Session::handle_disconnected`], named for the driver's reading.
+    /// [`Session::handle_disconnected`], named for the driver's reading. Prefer
+    /// [`Session::handle_connect_error`], which names the cause.
     pub fn handle_connect_failed(&mut self, conn: ConnId, now: Timestamp) {
-        self.handle_disconnected(conn, now);
+        self.disconnected(conn, None, now);
+    }
+
+    /// The connection could not be opened, for `cause` (the socket's `io::Error`:
+    /// refused, unresolvable, ...): nothing queued on it was sent. The cause is logged
+    /// (at WARN for the address's first failure since it was last ready, at DEBUG for
+    /// repeats) and named by a metadata wait that times out.
+    pub fn handle_connect_error(&mut self, conn: ConnId, cause: ConnectionError, now: Timestamp) {
+        self.disconnected(conn, Some(cause), now);
     }
 
     /// The connection failed (or could not be opened). Requests written on it may have
-    /// been applied by the broker; the core treats them so.
+    /// been applied by the broker; the core treats them so. Prefer
+    /// [`Session::handle_connection_lost`], which names the cause.
     pub fn handle_disconnected(&mut self, conn: ConnId, now: Timestamp) {
+        self.disconnected(conn, None, now);
+    }
+
+    /// The connection failed, for `cause` (the socket's `io::Error`, or
+    /// [`ConnectionError::closed_by_peer`]). Requests written on it may have been
+    /// applied by the broker; the core treats them so. The cause is logged and kept as
+    /// [`Session::handle_connect_error`] does.
+    pub fn handle_connection_lost(&mut self, conn: ConnId, cause: ConnectionError, now: Timestamp) {
+        self.disconnected(conn, Some(cause), now);
+    }
+
+    fn disconnected(&mut self, conn: ConnId, cause: Option<ConnectionError>, now: Timestamp) {
         if self.net.node_of(conn).is_some() {
             self.metrics.closed(now);
-            self.observer.disconnected(conn);
+            self.observer.disconnected(conn, cause.as_ref());
         }
-        self.net.handle_disconnected(&mut self.core, conn, now);
+        self.net
+            .handle_disconnected(&mut self.core, conn, cause.as_ref(), now);
         self.progress(now);
     }
 
@@ -543,6 +573,7 @@ impl Session {
             topics: self.net.topics(),
             router: &mut self.router,
             lifecycle: &mut self.lifecycle,
+            network: &self.net,
         };
         let ask = self.app.progress(&mut self.core, &mut resolve, now);
         if !ask.is_empty() {

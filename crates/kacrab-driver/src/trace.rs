@@ -26,6 +26,8 @@
 use kacrab_idempotence::{Event, KafkaError, MetricSample, Producer};
 
 use crate::completion::Completion;
+use crate::connection_error::ConnectionError;
+use crate::network::Streak;
 use crate::output::{CloseReason, ConnId, Output};
 use crate::topics::TopicState;
 
@@ -50,15 +52,19 @@ pub(crate) enum ConnectionEnd<'a> {
     /// The session asked the driver to close it.
     Closed(&'a CloseReason),
     /// The driver reported it failed or could not be opened
-    /// ([`Session::handle_disconnected`](crate::Session::handle_disconnected)).
-    Disconnected,
+    /// ([`Session::handle_disconnected`](crate::Session::handle_disconnected)), with
+    /// the cause when it gave one.
+    Disconnected(Option<&'a ConnectionError>),
 }
 
 impl core::fmt::Display for ConnectionEnd<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Self::Closed(reason) => write!(f, "{reason}"),
-            Self::Disconnected => f.write_str("the driver reported it disconnected"),
+            Self::Disconnected(None) => f.write_str("the driver reported it disconnected"),
+            Self::Disconnected(Some(cause)) => {
+                write!(f, "the driver reported it disconnected: {cause}")
+            }
         }
     }
 }
@@ -80,9 +86,40 @@ fn output(out: &Output, node: Option<i32>) {
     }
 }
 
-/// The connection went (see [`ConnectionEnd`]).
+/// The connection went (see [`ConnectionEnd`]). A driver-reported failure with its
+/// cause is at DEBUG: [`connection_failed`] already logged the cause at its level.
 fn connection_end(conn: ConnId, end: ConnectionEnd<'_>) {
-    event!(info, conn = conn.0, reason = %end, "connection closed");
+    if let ConnectionEnd::Disconnected(Some(_)) = end {
+        event!(debug, conn = conn.0, reason = %end, "connection closed");
+    } else {
+        event!(info, conn = conn.0, reason = %end, "connection closed");
+    }
+}
+
+/// A connection to `addr` (broker `node`, or a bootstrap address when `None`) failed
+/// with `error`: at WARN when its address was not failing yet ([`Streak::First`]: its
+/// first failure, or the first since a connection to it was last ready), at DEBUG for
+/// each repeat, so a broker that is down warns once, not once per reconnect.
+pub(crate) fn connection_failed(
+    conn: ConnId,
+    node: Option<i32>,
+    addr: &str,
+    error: &ConnectionError,
+    streak: Streak,
+) {
+    let broker = match node {
+        Some(n) => format!("node {n}"),
+        None => "bootstrap".to_owned(),
+    };
+    let kind = error.kind();
+    match streak {
+        Streak::First => {
+            event!(warn, conn = conn.0, broker = %broker, addr = %addr, kind = ?kind, error = %error, "connection to broker failed");
+        }
+        Streak::Repeat => {
+            event!(debug, conn = conn.0, broker = %broker, addr = %addr, kind = ?kind, error = %error, "connection to broker failed again");
+        }
+    }
 }
 
 /// A configuration key no Kafka client defines, ignored (Java's `AbstractConfig`
@@ -380,11 +417,12 @@ impl Observer {
         }
     }
 
-    /// The driver reported `conn` gone: logged inside its span, which ends.
-    pub(crate) fn disconnected(&mut self, conn: ConnId) {
+    /// The driver reported `conn` gone (for `cause`, if it gave one): logged inside its
+    /// span, which ends.
+    pub(crate) fn disconnected(&mut self, conn: ConnId, cause: Option<&ConnectionError>) {
         {
             let _in = self.enter(Some(conn));
-            connection_end(conn, ConnectionEnd::Disconnected);
+            connection_end(conn, ConnectionEnd::Disconnected(cause));
         }
         #[cfg(feature = "tracing")]
         self.connections.remove(&conn.0);

@@ -153,7 +153,8 @@ fn an_explicit_partition_of_an_unknown_topic_waits_for_max_block_and_fails_namin
         (
             "nope".into(),
             TopicError::NotPresent {
-                waited: Duration::from_millis(500)
+                waited: Duration::from_millis(500),
+                connection_failures: kacrab_driver::ConnectionFailures::default(),
             }
         )
     );

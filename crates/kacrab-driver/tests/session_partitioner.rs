@@ -110,7 +110,8 @@ fn a_send_for_an_unknown_topic_fails_after_max_block_naming_the_topic() {
     assert_eq!(
         error,
         TopicError::NotPresent {
-            waited: Duration::from_millis(500)
+            waited: Duration::from_millis(500),
+            connection_failures: kacrab_driver::ConnectionFailures::default(),
         }
     );
     assert!(!p

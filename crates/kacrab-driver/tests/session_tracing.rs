@@ -409,3 +409,76 @@ fn a_topic_that_does_not_exist_yet_is_warned_about_once() {
         "{seen:#?}"
     );
 }
+
+/// Nothing listens at the bootstrap address: every connect is refused. The first
+/// failure is logged once at WARN naming the broker, its address and the cause; each
+/// reconnect's failure only at DEBUG. A send to a topic then fails at `max.block.ms`
+/// with an error that names the address and "connection refused", where it used to
+/// say only "not present in metadata". Java's `NetworkClient.processDisconnection` /
+/// `handleServerDisconnect` log the node and its address when a connection cannot be
+/// established; the wait is `KafkaProducer.waitOnMetadata`.
+#[test]
+fn a_refused_bootstrap_warns_once_and_the_metadata_wait_names_the_cause() {
+    let mut outcome = None;
+    let seen = logged(|| {
+        let mut cluster = Cluster::new(1).with_topic("eco", 1);
+        cluster.brokers.get_mut(&0).expect("node 0").alive = false;
+        let mut p = Pair::new(
+            cluster,
+            &[
+                ("max.block.ms", "2000"),
+                ("reconnect.backoff.ms", "50"),
+                ("reconnect.backoff.max.ms", "100"),
+            ],
+        );
+        let id = p.send_record(kacrab_driver::ProducerRecord::unkeyed("eco", "x"));
+        p.settle(Duration::from_secs(10));
+        outcome = p.outcome(id).cloned();
+    });
+    let error = outcome.expect("an outcome").expect_err("nothing listens");
+    assert_eq!(
+        error.to_string(),
+        "topic eco: not present in metadata after 2000 ms; b0:9092: connection refused"
+    );
+    let warned = find(&seen, "connection to broker failed");
+    assert_eq!(warned.len(), 1, "{seen:#?}");
+    let w = warned[0];
+    assert_eq!(w.level, Level::WARN);
+    assert_eq!(w.field("addr"), Some("b0:9092"));
+    assert_eq!(w.field("broker"), Some("bootstrap"));
+    assert_eq!(w.field("error"), Some("connection refused"));
+    assert_eq!(w.field("kind"), Some("ConnectionRefused"));
+    let again = find(&seen, "connection to broker failed again");
+    assert!(again.len() >= 5, "{seen:#?}");
+    assert!(again.iter().all(|s| s.level == Level::DEBUG), "{again:#?}");
+}
+
+/// A broker that was reachable and fails again warns again (its first failure since it
+/// was last ready): an operator sees each outage once.
+#[test]
+fn a_broker_lost_after_it_was_ready_warns_again() {
+    let seen = logged(|| {
+        let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+        let id = p.send("t", 0, "a");
+        p.settle(Duration::from_secs(10));
+        assert!(p.acked(id).offset.is_some());
+        p.crash(0);
+        p.run_for(Duration::from_secs(2));
+    });
+    let warned = find(&seen, "connection to broker failed");
+    assert!(!warned.is_empty(), "{seen:#?}");
+    assert!(warned.iter().all(|s| s.level == Level::WARN));
+    assert!(
+        warned
+            .iter()
+            .any(|s| s.field("addr") == Some("b0:9092")
+                && s.field("error") == Some("connection reset")),
+        "{warned:#?}"
+    );
+    // One warning per address: the reconnects that fail after it are DEBUG.
+    let mut addrs: Vec<&str> = warned.iter().filter_map(|s| s.field("addr")).collect();
+    let all = addrs.len();
+    addrs.sort_unstable();
+    addrs.dedup();
+    assert_eq!(addrs.len(), all, "{warned:#?}");
+}

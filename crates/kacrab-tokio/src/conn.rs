@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kacrab_driver::Frame;
-use kacrab_driver::{ConnId, ConnectOptions};
+use kacrab_driver::{ConnId, ConnectOptions, ConnectionError};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -54,8 +54,18 @@ pub(crate) enum Transport {
 pub(crate) enum ConnEvent {
     Connected,
     Bytes(Bytes),
-    /// The socket failed, or could not be opened.
-    Disconnected,
+    /// The socket could not be opened, for this cause (refused, unresolvable, ...).
+    ConnectFailed(ConnectionError),
+    /// The socket failed, for this cause (reset, closed by the broker, ...).
+    Disconnected(ConnectionError),
+}
+
+/// How a connection's reading and writing ended.
+enum Ended {
+    /// The driver closed it (or is gone).
+    ByDriver,
+    /// The socket failed or the broker closed it.
+    Lost(ConnectionError),
 }
 
 /// The driver task's side of one connection task.
@@ -151,14 +161,17 @@ impl ConnTask {
         let stream = match connected {
             // The driver closed the connection (the session dropped it) while connecting.
             None => return,
-            Some(Err(_)) => {
-                let _ = self.events.send((self.conn, ConnEvent::Disconnected));
+            Some(Err(e)) => {
+                let cause = ConnectionError::from(&e);
+                let _ = self
+                    .events
+                    .send((self.conn, ConnEvent::ConnectFailed(cause)));
                 return;
             }
             Some(Ok(s)) => s,
         };
         let _ = self.events.send((self.conn, ConnEvent::Connected));
-        let closed_by_driver = match stream {
+        let ended = match stream {
             Stream::Tcp(mut tcp) => {
                 let (r, w) = tcp.split();
                 self.serve(r, w, &mut frames, &mut close).await
@@ -168,20 +181,22 @@ impl ConnTask {
                 self.serve(r, w, &mut frames, &mut close).await
             }
         };
-        if !closed_by_driver {
-            let _ = self.events.send((self.conn, ConnEvent::Disconnected));
+        if let Ended::Lost(cause) = ended {
+            let _ = self
+                .events
+                .send((self.conn, ConnEvent::Disconnected(cause)));
         }
     }
 
-    /// Reads and writes until the socket fails or the driver closes it. Returns whether
-    /// the driver closed it.
+    /// Reads and writes until the socket fails or the driver closes it. Returns how it
+    /// ended (with the socket's error when it failed).
     async fn serve<R, W>(
         &self,
         mut r: R,
         mut w: W,
         frames: &mut mpsc::UnboundedReceiver<Frame>,
         close: &mut oneshot::Receiver<()>,
-    ) -> bool
+    ) -> Ended
     where
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
@@ -193,7 +208,8 @@ impl ConnTask {
                     buf.reserve(READ_CHUNK);
                 }
                 match r.read_buf(&mut buf).await {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) => return Ended::Lost(ConnectionError::closed_by_peer()),
+                    Err(e) => return Ended::Lost(ConnectionError::from(&e)),
                     Ok(_) => {
                         let chunk = buf.split().freeze();
                         if self
@@ -201,7 +217,7 @@ impl ConnTask {
                             .send((self.conn, ConnEvent::Bytes(chunk)))
                             .is_err()
                         {
-                            return;
+                            return Ended::ByDriver;
                         }
                     }
                 }
@@ -212,18 +228,18 @@ impl ConnTask {
         let write = async {
             // One vectored write per frame: its header and its batches' own bytes.
             while let Some(mut frame) = frames.recv().await {
-                if w.write_all_buf(&mut frame).await.is_err() {
-                    return false;
+                if let Err(e) = w.write_all_buf(&mut frame).await {
+                    return Ended::Lost(ConnectionError::from(&e));
                 }
             }
             // The driver task is gone: nothing more will come.
-            true
+            Ended::ByDriver
         };
         tokio::select! {
             biased;
-            _ = close => true,
-            () = read => false,
-            by_driver = write => by_driver,
+            _ = close => Ended::ByDriver,
+            ended = read => ended,
+            ended = write => ended,
         }
     }
 }

@@ -1,9 +1,9 @@
 //! The driver task: the only owner of the [`Session`]. It runs the session's loop and
 //! nothing else: application commands from the handles become session commands,
 //! connection events become `handle_connected` / `handle_bytes` /
-//! `handle_disconnected`, the clock reaching `poll_timeout` becomes `handle_timeout`,
-//! each `poll_output` is carried out, and each `poll_completion` resolves the oneshot
-//! its id names. Backlog, flushes, closes, lookups, transactions and every timer are the
+//! `handle_connect_error` / `handle_connection_lost` (with the socket's error), the
+//! clock reaching `poll_timeout` becomes `handle_timeout`, each `poll_output` is
+//! carried out, and each `poll_completion` resolves the oneshot its id names. Backlog, flushes, closes, lookups, transactions and every timer are the
 //! session's.
 
 use std::collections::{BTreeMap, HashMap};
@@ -250,9 +250,13 @@ impl Driver {
             Wake::Conn(conn, ConnEvent::Bytes(bytes)) => {
                 self.session.handle_bytes(conn, &bytes, now);
             }
-            Wake::Conn(conn, ConnEvent::Disconnected) => {
+            Wake::Conn(conn, ConnEvent::ConnectFailed(cause)) => {
                 self.conns.remove(&conn);
-                self.session.handle_disconnected(conn, now);
+                self.session.handle_connect_error(conn, cause, now);
+            }
+            Wake::Conn(conn, ConnEvent::Disconnected(cause)) => {
+                self.conns.remove(&conn);
+                self.session.handle_connection_lost(conn, cause, now);
             }
             Wake::Command(cmd) => self.command(cmd, now),
             // Java's producer has no such rule; here the last handle's drop is a close

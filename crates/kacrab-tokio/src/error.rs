@@ -17,4 +17,9 @@ pub enum Error {
     /// one.
     #[error("a kacrab-tokio Producer must be built inside a Tokio runtime")]
     NoRuntime,
+    /// No host of `bootstrap.servers` resolved (plain TCP only: a custom
+    /// [`Connector`](crate::Connector) resolves its own names). Java's producer
+    /// constructor fails the same way.
+    #[error(transparent)]
+    UnresolvableBootstrap(#[from] kacrab_driver::UnresolvableBootstrap),
 }

@@ -72,7 +72,8 @@
 //!
 //! * **One driver task owns the session.** It turns each handle's command into the
 //!   session command of the same name, each connection task's event into
-//!   `handle_connected`, `handle_bytes` or `handle_disconnected`, and the clock reaching
+//!   `handle_connected`, `handle_bytes`, `handle_connect_error` or
+//!   `handle_connection_lost` (with the socket's error), and the clock reaching
 //!   `poll_timeout` into `handle_timeout`; it carries out every `poll_output` and
 //!   resolves the oneshot each `poll_completion` names. Commands and events that are
 //!   ready together are applied in one batch. The clock is Tokio's, as microseconds
@@ -533,13 +534,20 @@ impl ProducerBuilder {
     ///
     /// # Errors
     /// [`Error::Config`] if the configuration is invalid (or has no bootstrap servers),
-    /// [`Error::NoRuntime`] outside a Tokio runtime.
+    /// [`Error::NoRuntime`] outside a Tokio runtime, [`Error::UnresolvableBootstrap`]
+    /// when no bootstrap server resolves (over plain TCP: resolved once, here, blocking
+    /// as Java's constructor does).
     pub fn build(&self) -> Result<Producer, Error> {
         let config = self.config.build()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let transport = match &self.connector {
             Some(c) => conn::Transport::Custom(Arc::clone(c)),
-            None => conn::Transport::Tcp,
+            None => {
+                kacrab_driver::UnresolvableBootstrap::check(config.bootstrap(), |server| {
+                    std::net::ToSocketAddrs::to_socket_addrs(server).map(Iterator::count)
+                })?;
+                conn::Transport::Tcp
+            }
         };
         let unix_ms = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Buf;
 use kacrab_driver::{
-    Completion, ConnId, ConnectOptions, Frame, MetricsSnapshot, OpId, Output, SendId, Session,
-    SessionConfig, Timestamp,
+    Completion, ConnId, ConnectOptions, ConnectionError, Frame, MetricsSnapshot, OpId, Output,
+    SendId, Session, SessionConfig, Timestamp, UnresolvableBootstrap,
 };
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -48,8 +48,15 @@ pub struct MioProducer {
 }
 
 impl MioProducer {
-    /// Starts the loop for `config`.
+    /// Starts the loop for `config`, once its bootstrap servers resolved (the session
+    /// does no I/O: resolving them is the driver's, once, as Java's constructor does).
+    /// An unresolvable list fails with `InvalidInput` holding the
+    /// [`UnresolvableBootstrap`] that names each server.
     pub fn start(config: SessionConfig) -> io::Result<Self> {
+        UnresolvableBootstrap::check(config.bootstrap(), |server| {
+            server.to_socket_addrs().map(Iterator::count)
+        })
+        .map_err(|e| io::Error::new(ErrorKind::InvalidInput, e))?;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (commands, rx) = mpsc::channel();
@@ -159,7 +166,7 @@ fn run(
                 Output::Connect { conn, addr } => {
                     match connect(&poll, conn, &addr, session.connect_options(conn)) {
                         Ok(c) => drop(conns.insert(conn, c)),
-                        Err(_) => session.handle_connect_failed(conn, now),
+                        Err(e) => session.handle_connect_error(conn, (&e).into(), now),
                     }
                 }
                 Output::Transmit { conn, frame, .. } => {
@@ -167,9 +174,12 @@ fn run(
                         continue;
                     };
                     c.out.push_back(frame);
-                    if c.connected && write_queued(c).is_err() {
+                    if !c.connected {
+                        continue;
+                    }
+                    if let Err(e) = write_queued(c) {
                         drop(conns.remove(&conn));
-                        session.handle_disconnected(conn, now);
+                        session.handle_connection_lost(conn, (&e).into(), now);
                     }
                 }
                 // One thread writes every socket in the session's order: no ticket sequencer.
@@ -212,9 +222,16 @@ fn run(
             let Some(c) = conns.get_mut(&conn) else {
                 continue;
             };
-            if pump(c, conn, &mut session, now).is_err() {
+            if let Err(e) = pump(c, conn, &mut session, now) {
+                // Before the session heard `handle_connected`, the connect failed.
+                let opened = c.connected;
                 conns.remove(&conn);
-                session.handle_disconnected(conn, now);
+                let cause = ConnectionError::from(&e);
+                if opened {
+                    session.handle_connection_lost(conn, cause, now);
+                } else {
+                    session.handle_connect_error(conn, cause, now);
+                }
             }
         }
         if session.poll_timeout().is_some_and(|t| t <= now) {
@@ -299,7 +316,12 @@ fn pump(c: &mut Conn, conn: ConnId, session: &mut Session, now: Timestamp) -> io
     let mut buf = [0u8; 64 * 1024];
     loop {
         match c.stream.read(&mut buf) {
-            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    ErrorKind::UnexpectedEof,
+                    "closed by the broker",
+                ))
+            }
             Ok(n) => session.handle_bytes(conn, &buf[..n], now),
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}

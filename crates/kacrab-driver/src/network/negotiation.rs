@@ -66,6 +66,7 @@ impl Network {
         c.state = ConnState::Ready;
         let addr = c.addr.clone();
         self.reconnects.ready(&addr);
+        self.last_errors.ready(&addr);
         let Some(c) = self.conn_mut(conn) else { return };
         let queued: Vec<Pending> = c.queued.drain(..).collect();
         for p in queued {

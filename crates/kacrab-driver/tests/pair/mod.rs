@@ -288,7 +288,9 @@ impl Pair {
         if self.links.remove(&conn).is_some() {
             self.drop_parked(conn);
             self.resets.push((self.now, conn));
-            self.session.handle_disconnected(conn, self.now);
+            let cause = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+            self.session
+                .handle_connection_lost(conn, cause.into(), self.now);
             self.pump();
         }
     }
@@ -680,7 +682,8 @@ impl Pair {
             if refuse {
                 self.links.remove(&conn);
                 self.resets.push((now, conn));
-                self.session.handle_connect_failed(conn, now);
+                let cause = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+                self.session.handle_connect_error(conn, cause.into(), now);
             } else {
                 link.open = true;
                 self.session.handle_connected(conn, now);
