@@ -16,6 +16,10 @@
 //! order (the order they arrive in) and records each record's send-to-acknowledgement
 //! latency. `--threads 1` (the default) runs everything on a current-thread runtime; more
 //! threads use a multi-thread runtime.
+//!
+//! Built with `--features tracing`, the session's logs go to stderr, filtered by
+//! `RUST_LOG` (`RUST_LOG=kacrab_driver=debug`): a run that stalls then shows what the
+//! session waited for (metadata, a connection, a coordinator).
 
 #[path = "../../../examples/support/produce_cli.rs"]
 mod produce_cli;
@@ -38,6 +42,11 @@ struct Tally {
 }
 
 fn main() -> ExitCode {
+    #[cfg(feature = "tracing")]
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let args = match Args::from_env() {
         Ok(a) => a,
         Err(e) => {
