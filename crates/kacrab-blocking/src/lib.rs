@@ -138,9 +138,9 @@ pub use kacrab_driver::ProduceError;
 /// Re-exported from the session: the configuration (every SASL mechanism, an
 /// OAUTHBEARER token provider included) and the application's extension points.
 pub use kacrab_driver::{
-    Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenProvider,
-    Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret, SessionConfig,
-    SessionConfigBuilder, TopicPartitions,
+    Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenHandle,
+    OAuthBearerTokenProvider, Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret,
+    SessionConfig, SessionConfigBuilder, TopicPartitions,
 };
 pub use kacrab_driver::{MetricsSnapshot, ProducerRecord, RecordMetadata};
 

@@ -100,6 +100,7 @@ pub use partitioner::{
 pub use phases::{ConnectError, ConnectFailure, TlsFailure};
 pub use record::{ProducerRecord, RecordMetadata, TimestampType};
 pub use sasl::oauthbearer::{OAuthBearerToken, OAuthBearerTokenProvider, UnsecuredJwt};
+pub use sasl::token_handle::OAuthBearerTokenHandle;
 pub use sasl::SaslError;
 pub use secret::Secret;
 pub use send_slots::SendSlots;

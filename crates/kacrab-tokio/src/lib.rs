@@ -128,9 +128,9 @@ pub use error::Error;
 pub use kacrab_driver::metrics;
 pub use kacrab_driver::ProduceError;
 pub use kacrab_driver::{
-    Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenProvider,
-    Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret, SessionConfig,
-    SessionConfigBuilder, TopicPartitions,
+    Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenHandle,
+    OAuthBearerTokenProvider, Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret,
+    SessionConfig, SessionConfigBuilder, TopicPartitions,
 };
 pub use kacrab_driver::{
     MetricsSnapshot, ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS,

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use kacrab_testkit::extensions::{Broken, LastPartition, Seen, Tracer};
 use kacrab_tokio::{
-    OAuthBearerToken, OAuthBearerTokenProvider, ProduceError, Producer, ProducerRecord, Secret,
+    OAuthBearerToken, OAuthBearerTokenHandle, OAuthBearerTokenProvider, ProduceError, Producer,
+    ProducerRecord, Secret,
 };
 use scripted::{Broker, ADDR, TOPIC};
 
@@ -74,6 +75,90 @@ async fn an_oauthbearer_provider_authenticates_and_reauthenticates_with_a_fresh_
             (Duration::from_millis(51_000)..=Duration::from_millis(57_000)).contains(&gap),
             "connection {conn} re-authenticated after {gap:?}"
         );
+    }
+    assert_eq!(s.records(0), 2);
+}
+
+/// An asynchronous token source (here a task standing in for an OIDC client on an async
+/// HTTP stack) feeds an `OAuthBearerTokenHandle`; the session never waits on it. The
+/// KIP-368 re-authentication before the broker's session ends sends the token the task
+/// set last, on the same connection. As Java logs in within its constructor, the first
+/// token is the application's to fetch before building: with none, authentication
+/// fails as a provider's error does, naming the handle.
+#[tokio::test(start_paused = true)]
+async fn a_token_handle_fed_by_an_async_task_authenticates_and_reauthenticates() {
+    let broker = Broker::new(1);
+    broker.require_oauthbearer(60_000);
+    let build = |handle: &OAuthBearerTokenHandle| {
+        let mut b = Producer::builder();
+        b.set("bootstrap.servers", ADDR).unwrap();
+        b.set("security.protocol", "SASL_PLAINTEXT").unwrap();
+        b.set("linger.ms", "0").unwrap();
+        b.sasl().oauthbearer(Arc::new(handle.clone()));
+        b.connector(broker.connector());
+        b.build().expect("an OAUTHBEARER producer builds")
+    };
+
+    // No token yet: the record fails, not possibly written, and the error names why.
+    let empty = OAuthBearerTokenHandle::new();
+    let p = build(&empty);
+    let err = p
+        .send(ProducerRecord::new(TOPIC, 0, "early"))
+        .await
+        .expect("queued")
+        .await
+        .expect_err("no token to authenticate with");
+    assert!(!err.possibly_written());
+    assert!(err.to_string().contains("OAuthBearerTokenHandle"), "{err}");
+    p.close().await;
+    broker.state.lock().unwrap().auth_log.clear();
+
+    let handle = OAuthBearerTokenHandle::new();
+    let token =
+        |n: u64| OAuthBearerToken::new(Secret::from(format!("token-{n}")), i64::MAX, "alice");
+    handle.set(token(1));
+    let start = tokio::time::Instant::now();
+    let refresher = {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            // The token lives 50 s: renewed every 40 s, at 80% of its lifetime, as Java's
+            // login refresh does.
+            for n in 2.. {
+                tokio::time::sleep(Duration::from_secs(40)).await;
+                handle.set(token(n));
+            }
+        })
+    };
+    let p = build(&handle);
+    let send = |v: &'static str| p.send(ProducerRecord::new(TOPIC, 0, v));
+    send("a").await.expect("queued").await.expect("delivered");
+    tokio::time::sleep(Duration::from_secs(58)).await;
+    send("b").await.expect("queued").await.expect("delivered");
+    p.close().await;
+    refresher.abort();
+
+    let s = broker.state.lock().unwrap();
+    for (at, conn, bytes) in &s.auth_log {
+        let sent = String::from_utf8(bytes.to_vec()).unwrap();
+        let n: u64 = sent
+            .strip_prefix("n,,\u{1}auth=Bearer token-")
+            .and_then(|rest| rest.split('\u{1}').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("connection {conn}: {sent:?}"));
+        // The task's n-th token exists from 40 (n - 1) s on.
+        let newest = at.duration_since(start).as_secs() / 40 + 1;
+        assert_eq!(n, newest, "connection {conn} at {at:?} sent an old token");
+    }
+    // The two connections (bootstrap, node 1) each authenticated, then re-authenticated
+    // in place with the token set at 40 s.
+    let authenticated: Vec<usize> = (0..s.connect_log.len())
+        .filter(|&conn| s.auth_log.iter().any(|a| a.1 == conn))
+        .collect();
+    assert_eq!(authenticated.len(), 2, "{:?}", s.auth_log);
+    for conn in authenticated {
+        let tokens: Vec<_> = s.auth_log.iter().filter(|a| a.1 == conn).collect();
+        assert_eq!(tokens.len(), 2, "connection {conn}: {:?}", s.auth_log);
+        assert_ne!(tokens[0].2, tokens[1].2, "a fresh token re-authenticates");
     }
     assert_eq!(s.records(0), 2);
 }

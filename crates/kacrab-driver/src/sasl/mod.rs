@@ -20,6 +20,7 @@
 pub(crate) mod oauthbearer;
 mod plain;
 mod scram;
+pub(crate) mod token_handle;
 
 use std::time::Duration;
 
