@@ -20,7 +20,9 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use kacrab_tokio::{ConsumerGroupMetadata, OffsetToCommit, Producer, ProducerRecord, TopicPartition};
+use kacrab_tokio::{
+    ConsumerGroupMetadata, OffsetToCommit, Producer, ProducerRecord, TopicPartition,
+};
 use krafka::consumer::{AutoOffsetReset, Consumer, ConsumerRecord, IsolationLevel};
 use krafka::Kafka;
 
@@ -123,7 +125,10 @@ pub async fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         if records.is_empty() {
             if consumer.assignment().await.is_empty() {
                 last_input = Instant::now(); // still joining the group: not idle yet
-            } else if args.stop_after_idle.is_some_and(|limit| last_input.elapsed() >= limit) {
+            } else if args
+                .stop_after_idle
+                .is_some_and(|limit| last_input.elapsed() >= limit)
+            {
                 break;
             }
             continue;
@@ -134,7 +139,10 @@ pub async fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         match transform(&producer, &consumer, &args.output, &records, txn).await {
             Ok(next) => {
                 producer.commit_transaction().await?;
-                println!("committed txn {txn}: {} records, next offsets {next}", records.len());
+                println!(
+                    "committed txn {txn}: {} records, next offsets {next}",
+                    records.len()
+                );
             }
             Err(e) => {
                 // Nothing of this batch becomes visible; read it again. An abort that
@@ -204,14 +212,21 @@ async fn transform(
         .join(","))
 }
 
-/// Seeks every partition of an aborted batch back to its first record.
+/// Seeks every partition of an aborted batch back to its first record, so the batch is
+/// read again. A partition the group has moved to another member since is left alone:
+/// its new owner starts from the offset the group committed.
 async fn rewind(consumer: &Consumer, records: &[ConsumerRecord]) -> krafka::Result<()> {
+    let topic = &records[0].topic;
+    let assigned = consumer.assignment().await;
+    let assigned = assigned.get(topic.as_ref()).map_or(&[][..], Vec::as_slice);
     let mut first = BTreeMap::new();
     for r in records {
         first.entry(r.partition).or_insert(r.offset);
     }
     for (partition, offset) in first {
-        consumer.seek(&records[0].topic, partition, offset).await?;
+        if assigned.contains(&partition) {
+            consumer.seek(topic, partition, offset).await?;
+        }
     }
     Ok(())
 }

@@ -94,13 +94,15 @@ fn crash_and_restart_lose_and_duplicate_nothing() {
         (3, "sent txn 2:"),
     ] {
         let run = ChildRun::start(&args, None);
+        let started = run.started;
         let lines = run.kill_on(trigger);
         println!(
-            "{TEST_NAME}: run {n} SIGKILLed on {trigger:?} after {} lines",
+            "{TEST_NAME}: run {n} SIGKILLed on {trigger:?} {:?} after its start, after {} lines",
+            started.elapsed(),
             lines.len()
         );
     }
-    let (status, lines) = ChildRun::start(&args, Some(3)).finish();
+    let (status, lines) = ChildRun::start(&args, Some(5)).finish();
     assert!(
         status.success(),
         "the last run failed ({status}); its stdout:\n{}",
@@ -108,7 +110,10 @@ fn crash_and_restart_lose_and_duplicate_nothing() {
     );
     println!(
         "{TEST_NAME}: the last run ended by itself after {} transactions",
-        lines.iter().filter(|l| l.starts_with("committed txn")).count()
+        lines
+            .iter()
+            .filter(|l| l.starts_with("committed txn"))
+            .count()
     );
 
     let committed = consume_isolated(
@@ -153,14 +158,14 @@ fn produce_input(bootstrap: &str, topic: &str) -> Inputs {
         .build()
         .expect("a Tokio runtime");
     runtime.block_on(async {
-        let producer = Producer::from_properties(&[("bootstrap.servers", bootstrap)])
-            .expect("input producer");
+        let producer =
+            Producer::from_properties(&[("bootstrap.servers", bootstrap)]).expect("input producer");
         let mut deliveries = Vec::with_capacity(INPUT_RECORDS);
         for i in 0..INPUT_RECORDS {
             let value = format!("record-{i}");
             let partition = i as i32 % PARTITIONS;
-            let record = ProducerRecord::new(topic, partition, value.clone())
-                .with_key(format!("k{i}"));
+            let record =
+                ProducerRecord::new(topic, partition, value.clone()).with_key(format!("k{i}"));
             deliveries.push((value, producer.send(record).await.expect("send input")));
         }
         let mut inputs = Inputs::new();
@@ -233,7 +238,11 @@ fn parse_output(value: &str, input_topic: &str) -> Option<(String, i32, i64)> {
     let (topic_partition, offset) = source.rsplit_once('@')?;
     let (topic, partition) = topic_partition.rsplit_once('-')?;
     (topic == input_topic).then_some(())?;
-    Some((upper.to_string(), partition.parse().ok()?, offset.parse().ok()?))
+    Some((
+        upper.to_string(),
+        partition.parse().ok()?,
+        offset.parse().ok()?,
+    ))
 }
 
 /// A name part no earlier run used.
