@@ -29,6 +29,10 @@ const INPUT_RECORDS: usize = 2_000;
 const PARTITIONS: i32 = 3;
 /// How long one child run may take before the test gives up on it.
 const RUN_DEADLINE: Duration = Duration::from_secs(120);
+/// A killed run's successor gets the partitions at once, as a static member (KIP-345);
+/// a dynamic one waits for the dead member's session to expire (45 s by default), and a
+/// few transactions take well under a second here.
+const RESTART_WITHIN: Duration = Duration::from_secs(30);
 
 /// A consume-transform-produce loop (krafka's consumer, read_committed, auto-commit off;
 /// kacrab's transactional producer committing the input offsets with
@@ -41,7 +45,9 @@ const RUN_DEADLINE: Duration = Duration::from_secs(120);
 /// The kills land after a commit (`committed txn 3`), between `send_offsets_to_transaction`
 /// and the end of `commit_transaction` (`committing txn 2`), and inside a transaction
 /// whose records are all in the log (`sent txn 2`): the output read without isolation
-/// must hold more records than the input, the aborted ones. What makes the restart exact: the restarted producer's
+/// must hold more records than the input, the aborted ones. Each restart reaches its
+/// kill within [`RESTART_WITHIN`]: the consumer is a static member (KIP-345), so it
+/// takes the dead instance's place at once. What makes the restart exact: the restarted producer's
 /// `InitProducerId` fences the dead one's epoch and completes the transaction it left
 /// open (Kafka's `TransactionCoordinator.handleInitProducerId`, KIP-98); the offsets
 /// were written to `__consumer_offsets` by `TxnOffsetCommit` in that same transaction
@@ -96,10 +102,15 @@ fn crash_and_restart_lose_and_duplicate_nothing() {
         let run = ChildRun::start(&args, None);
         let started = run.started;
         let lines = run.kill_on(trigger);
+        let lived = started.elapsed();
         println!(
-            "{TEST_NAME}: run {n} SIGKILLed on {trigger:?} {:?} after its start, after {} lines",
-            started.elapsed(),
+            "{TEST_NAME}: run {n} SIGKILLed on {trigger:?} {lived:?} after its start, after {} lines",
             lines.len()
+        );
+        assert!(
+            lived < RESTART_WITHIN,
+            "run {n} took {lived:?} to reach {trigger:?}: a restart waited for the dead \
+             member's session to expire (is the consumer a static member?)"
         );
     }
     let (status, lines) = ChildRun::start(&args, Some(5)).finish();
