@@ -136,14 +136,16 @@ pub async fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         last_input = Instant::now();
         txn += 1;
         producer.begin_transaction().await?;
-        match transform(&producer, &consumer, &args.output, &records, txn).await {
-            Ok(next) => {
-                producer.commit_transaction().await?;
-                println!(
-                    "committed txn {txn}: {} records, next offsets {next}",
-                    records.len()
-                );
-            }
+        let committed = async {
+            let next = transform(&producer, &consumer, &args.output, &records, txn).await?;
+            producer.commit_transaction().await?;
+            Ok::<_, Box<dyn Error>>(next)
+        };
+        match committed.await {
+            Ok(next) => println!(
+                "committed txn {txn}: {} records, next offsets {next}",
+                records.len()
+            ),
             Err(e) => {
                 // Nothing of this batch becomes visible; read it again. An abort that
                 // fails (fenced by a newer instance, or fatal) ends the loop.
