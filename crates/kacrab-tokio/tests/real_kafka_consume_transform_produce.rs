@@ -29,6 +29,9 @@ const INPUT_RECORDS: usize = 2_000;
 const PARTITIONS: i32 = 3;
 /// How long one child run may take before the test gives up on it.
 const RUN_DEADLINE: Duration = Duration::from_secs(120);
+/// The last run stops after this long with its partitions assigned and nothing to read:
+/// long enough that a slow fetch on a loaded machine is not taken for the end of input.
+const LAST_RUN_IDLE_SECS: u64 = 10;
 /// A killed run's successor gets the partitions at once, as a static member (KIP-345);
 /// a dynamic one waits for the dead member's session to expire (45 s by default), and a
 /// few transactions take well under a second here.
@@ -113,7 +116,7 @@ fn crash_and_restart_lose_and_duplicate_nothing() {
              member's session to expire (is the consumer a static member?)"
         );
     }
-    let (status, lines) = ChildRun::start(&args, Some(5)).finish();
+    let (status, lines) = ChildRun::start(&args, Some(LAST_RUN_IDLE_SECS)).finish();
     assert!(
         status.success(),
         "the last run failed ({status}); its stdout:\n{}",
