@@ -56,13 +56,13 @@ const RESTART_WITHIN: Duration = Duration::from_secs(30);
 /// were written to `__consumer_offsets` by `TxnOffsetCommit` in that same transaction
 /// (`TransactionManager.sendOffsetsToTransaction`, KIP-447), so they move exactly when
 /// the output becomes visible; the restarted consumer's `OffsetFetch` asks for stable
-/// offsets under read_committed (`ConsumerCoordinator.fetchCommittedOffsets`,
-/// `requireStable`, KIP-447).
+/// offsets (`requireStable`, KIP-447: Java's `ConsumerCoordinator.sendOffsetFetchRequest`
+/// always does, krafka under read_committed).
 ///
-/// The check can fail: a loop that committed its offsets itself after
-/// `commit_transaction` (`consumer.commit_offsets`) is duplicated by the kill after
-/// `committed txn 3` (the batch's output is committed, its offsets are not, and the
-/// restart reads it again); one with auto-commit on loses the batches whose offsets
+/// The check can fail: the loop committing its offsets itself after
+/// `commit_transaction` (`consumer.commit()`, no `send_offsets_to_transaction`) failed
+/// it, a 100-record batch twice: the kill after `committed txn 3` lands between the two
+/// commits, and the restart reads the batch again. One with auto-commit on loses the batches whose offsets
 /// were committed before their transaction was aborted.
 #[test]
 fn crash_and_restart_lose_and_duplicate_nothing() {
