@@ -431,6 +431,11 @@ impl World {
         obs.stats_mut().leader_changes += 1;
         if truncated_entries > 0 {
             self.faults.add(FaultKind::TruncationOnFailover);
+            obs.checker_mut().fault_window(
+                crate::failure_bound::FaultScope::Partition(gp),
+                self.now,
+                Duration::ZERO,
+            );
             obs.stats_mut().truncated_entries += truncated_entries as u64;
             obs.stats_mut().truncated_records += truncated_records as u64;
         }
