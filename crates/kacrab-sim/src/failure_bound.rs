@@ -285,6 +285,49 @@ mod tests {
         );
     }
 
+    /// The world's hooks on a real run: a batch refused with INVALID_RECORD fails its
+    /// records, and the refusal explains them; records failed by delivery timeout
+    /// while the partition's leader is down (a crash with no restart, its only
+    /// replica) are explained by the crash.
+    #[test]
+    fn the_worlds_faults_explain_the_failures_they_cause() {
+        use crate::cluster::Cluster;
+        use crate::config::SimConfig;
+        use crate::faults::{PartitionFault, Script};
+
+        let mut c = Cluster::new(SimConfig::new(3));
+        c.script(Script::PartitionError {
+            partition: 0,
+            fault: PartitionFault::InvalidRecord,
+            times: 1,
+        });
+        for _ in 0..5 {
+            let _ = c.send(0);
+        }
+        c.flush();
+        assert!(c.run_until_idle(Duration::from_secs(60)));
+        assert!(c.checker().tally(Some(0)).failed > 0, "the refusal failed records");
+        c.check_failures_explained();
+        assert_eq!(c.checker().violations(), &[]);
+
+        let mut sim = SimConfig::new(4);
+        sim.brokers = 1;
+        sim.partitions = 1;
+        let mut producer = SimConfig::producer_config(4);
+        producer.delivery_timeout(Duration::from_secs(3));
+        sim.producer = producer.build().expect("valid producer configuration");
+        let mut c = Cluster::new(sim);
+        c.crash(kacrab_idempotence::NodeId(1));
+        for _ in 0..5 {
+            let _ = c.send(0);
+        }
+        c.flush();
+        assert!(c.run_until_idle(Duration::from_secs(60)));
+        assert_eq!(c.checker().tally(None).failed, 5, "expired while the broker is down");
+        c.check_failures_explained();
+        assert_eq!(c.checker().violations(), &[]);
+    }
+
     /// A fault on another partition, or one that ended before the record was sent,
     /// explains nothing.
     #[test]
