@@ -18,9 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kacrab_sim::{
-    DriverKind, FailureBound, FaultCounts, FaultRates, Report, Scenario, SimConfig,
-};
+use kacrab_sim::{DriverKind, FailureBound, FaultCounts, FaultRates, Report, Scenario, SimConfig};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};

@@ -306,7 +306,10 @@ mod tests {
         }
         c.flush();
         assert!(c.run_until_idle(Duration::from_secs(60)));
-        assert!(c.checker().tally(Some(0)).failed > 0, "the refusal failed records");
+        assert!(
+            c.checker().tally(Some(0)).failed > 0,
+            "the refusal failed records"
+        );
         c.check_failures_explained();
         assert_eq!(c.checker().violations(), &[]);
 
@@ -323,7 +326,11 @@ mod tests {
         }
         c.flush();
         assert!(c.run_until_idle(Duration::from_secs(60)));
-        assert_eq!(c.checker().tally(None).failed, 5, "expired while the broker is down");
+        assert_eq!(
+            c.checker().tally(None).failed,
+            5,
+            "expired while the broker is down"
+        );
         c.check_failures_explained();
         assert_eq!(c.checker().violations(), &[]);
     }

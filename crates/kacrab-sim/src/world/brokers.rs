@@ -197,8 +197,7 @@ impl World {
             // IDEMPOTENT_WRITE on the cluster is refused whole, before any append.
             self.faults.add(FaultKind::ClusterAuthorizationFailed);
             // Fatal: every record pending now or sent later fails.
-            obs.checker_mut()
-                .fault_window(FaultScope::Everywhere, self.now, Duration::MAX);
+            self.fault_window(obs, FaultScope::Everywhere, Duration::MAX);
             obs.trace(self.now, || {
                 format!(
                     "FAULT node {node} refuses req {}: CLUSTER_AUTHORIZATION_FAILED",
@@ -379,8 +378,7 @@ impl World {
             }
             for pid in gone {
                 self.faults.add(FaultKind::ProducerStateExpiry);
-                obs.checker_mut()
-                    .fault_window(FaultScope::Partition(gp), self.now, Duration::ZERO);
+                self.fault_window(obs, FaultScope::Partition(gp), Duration::ZERO);
                 let tp = self.partitions[gp].tp.clone();
                 obs.trace(self.now, || {
                     format!(
@@ -437,8 +435,7 @@ impl World {
             }
             if pb.data.len() > self.config.max_message_bytes {
                 self.faults.add(FaultKind::MessageTooLarge);
-                obs.checker_mut()
-                    .fault_window(FaultScope::Partition(gp), self.now, Duration::ZERO);
+                self.fault_window(obs, FaultScope::Partition(gp), Duration::ZERO);
                 let len = pb.data.len();
                 obs.trace(self.now, || {
                     format!("node {node} refuses {tp}: batch of {len} bytes, MESSAGE_TOO_LARGE")
@@ -477,11 +474,8 @@ impl World {
                     let until = self.now + Duration::from_micros(self.fault_rng.range(lo, hi));
                     self.partitions[gp].isr_shrunk_until = Some(until);
                     self.faults.add(FaultKind::IsrShrink);
-                    obs.checker_mut().fault_window(
-                        FaultScope::Partition(gp),
-                        self.now,
-                        until.saturating_duration_since(self.now),
-                    );
+                    let length = until.saturating_duration_since(self.now);
+                    self.fault_window(obs, FaultScope::Partition(gp), length);
                     obs.trace(self.now, || {
                         format!("FAULT ISR of {tp} shrinks until {until:?}")
                     });
@@ -507,11 +501,7 @@ impl World {
             if let Some(f) = fault {
                 self.faults.add(f.kind());
                 if f.fails_records() {
-                    obs.checker_mut().fault_window(
-                        FaultScope::Partition(gp),
-                        self.now,
-                        Duration::ZERO,
-                    );
+                    self.fault_window(obs, FaultScope::Partition(gp), Duration::ZERO);
                 }
                 if let Some(error) = f.refusal() {
                     let hint = match f {
@@ -771,9 +761,9 @@ impl World {
         let now = self.now;
         // Its partitions are offline or moving until it restarts (a crash with no
         // restart scheduled lasts until the heal).
-        obs.checker_mut().fault_window(
+        self.fault_window(
+            obs,
             FaultScope::Everywhere,
-            now,
             restart_after.unwrap_or(Duration::MAX),
         );
         if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
