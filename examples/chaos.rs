@@ -14,16 +14,23 @@
 //! With `--json`, every progress line and the result are also printed as one JSON
 //! object per line, prefixed `json: ` (`"type":"progress"` and `"type":"result"`), the
 //! result just before the last line. The last line is always
-//! `chaos: records=N acked=A failed=F duplicates=D reordered=R lost=L epoch_bumps=E retries=T`;
-//! the exit status is non-zero when D, R or L is not zero, or any other property of the
-//! simulator's checker was violated.
+//! `chaos: records=N acked=A failed=F duplicates=D reordered=R lost=L epoch_bumps=E retries=T violations=V by_kind=duplicate:0,...`
+//! (`kacrab_sim::ChaosSummary::line`): D, R and L count the main run's records, V every
+//! violation any checker of any run found (the main run, the fatal runs, the
+//! transactional runs), and `by_kind` names each kind of violation with its count. The
+//! exit status is non-zero exactly when V is not zero.
+//!
+//! The main run and the fatal runs also check the liveness bound of
+//! `kacrab_sim::failure_bound`: a partition that failed records no injected fault
+//! explains is a violation (`unexplained_failures`), named in the report.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use kacrab_sim::scenario::Phase;
 use kacrab_sim::{
-    Cluster, DriverKind, FatalPolicy, FaultCounts, FaultRates, Scenario, SimConfig, TxnOutcome,
+    ChaosSummary, Cluster, DriverKind, FailureBound, FatalPolicy, FaultCounts, FaultRates,
+    Scenario, SimConfig, TxnOutcome, ViolationCounts,
 };
 
 struct Args {
@@ -121,6 +128,7 @@ fn main() -> ExitCode {
     let mut scenario = Scenario::new(sim, args.records);
     scenario.burst_max = 4;
     scenario.interval = Duration::from_micros(500);
+    scenario.failure_bound = FailureBound::Checked;
 
     println!(
         "chaos: seed {} | {} records | {} partitions over {} topics | {} brokers | fault rate {}",
@@ -177,19 +185,17 @@ fn main() -> ExitCode {
     });
     print!("{}", report.render());
     println!("wall time {:.2} s", started.elapsed().as_secs_f64());
-    let fatal_clean = fatal_runs(&args);
-    let txn_clean = transactional_runs(&args);
-    let t = &report.tally;
-    let broken = t.duplicates != 0
-        || t.reordered != 0
-        || t.lost != 0
-        || !report.is_clean()
-        || !fatal_clean
-        || !txn_clean;
+    let mut summary = ChaosSummary::of(&report);
+    let fatal = fatal_runs(&args);
+    let txn = transactional_runs(&args);
+    let fatal_clean = fatal.total() == 0;
+    let txn_clean = txn.total() == 0;
+    summary.add_violations(&fatal);
+    summary.add_violations(&txn);
     if args.json {
         let (t, st) = (&report.tally, &report.producer);
         println!(
-            "json: {{\"type\":\"result\",\"seed\":{},\"records\":{},\"acked\":{},\"failed\":{},\"failed_not_written\":{},\"duplicates\":{},\"reordered\":{},\"lost\":{},\"violations\":{},\"epoch_bumps\":{},\"retries\":{},\"records_retried\":{},\"possibly_written_failures\":{},\"virtual_s\":{:.3},\"wall_s\":{:.3},\"fatal_runs_clean\":{fatal_clean},\"transactional_runs_clean\":{txn_clean},\"clean\":{}}}",
+            "json: {{\"type\":\"result\",\"seed\":{},\"records\":{},\"acked\":{},\"failed\":{},\"failed_not_written\":{},\"duplicates\":{},\"reordered\":{},\"lost\":{},\"violations\":{},\"violations_by_kind\":{{{}}},\"epoch_bumps\":{},\"retries\":{},\"records_retried\":{},\"possibly_written_failures\":{},\"virtual_s\":{:.3},\"wall_s\":{:.3},\"fatal_runs_clean\":{fatal_clean},\"transactional_runs_clean\":{txn_clean},\"clean\":{}}}",
             report.seed,
             t.records,
             t.acked,
@@ -198,32 +204,36 @@ fn main() -> ExitCode {
             t.duplicates,
             t.reordered,
             t.lost,
-            report.violation_count,
+            summary.violations().total(),
+            summary
+                .violations()
+                .iter()
+                .map(|(k, n)| format!("\"{}\":{n}", k.short_name()))
+                .collect::<Vec<_>>()
+                .join(","),
             st.epoch_bumps,
             st.retries,
             st.records_retried,
             st.possibly_written_failures,
             report.virtual_time.as_secs_f64(),
             started.elapsed().as_secs_f64(),
-            !broken
+            summary.is_clean()
         );
     }
-    println!("{}", report.chaos_line());
-    if broken {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    println!("{}", summary.line());
+    summary.exit_code()
 }
 
 /// Fatal errors are not drawn in the main run (a fatal error ends the producer, and the
 /// run must deliver its records): a few short runs of their own draw
 /// CLUSTER_AUTHORIZATION_FAILED under the same faults, while other requests are on the
-/// wire. Every property but "the producer never goes fatal" must hold. Returns whether
-/// they did.
-fn fatal_runs(args: &Args) -> bool {
+/// wire. Every property but "the producer never goes fatal" must hold, the liveness
+/// bound included (records failed only by the fatal error or another fault able to fail
+/// them). Returns their violations by kind.
+fn fatal_runs(args: &Args) -> ViolationCounts {
     const RUNS: u64 = 20;
-    let (mut fatal, mut records, mut failed, mut violations) = (0, 0, 0, 0);
+    let (mut fatal, mut records, mut failed) = (0, 0, 0);
+    let mut violations = ViolationCounts::default();
     for i in 0..RUNS {
         let seed = args.seed.wrapping_add(1 + i);
         let mut sim = SimConfig::new(seed);
@@ -234,19 +244,21 @@ fn fatal_runs(args: &Args) -> bool {
         sim.faults = FaultRates::uniform(args.fault_rate).with_fatal(0.005);
         let mut scenario = Scenario::new(sim, 2_000);
         scenario.fatal = FatalPolicy::Expected;
+        scenario.failure_bound = FailureBound::Checked;
         let report = scenario.run();
         fatal += u64::from(report.fatal.is_some());
         records += report.tally.records;
         failed += report.tally.failed;
-        violations += report.violation_count;
+        violations.merge(&report.violations_by_kind);
         if !report.is_clean() {
             print!("fatal run, seed {seed}:\n{}", report.render());
         }
     }
     println!(
-        "fatal runs: {RUNS} runs, {fatal} producers went fatal, {records} records, {failed} failed, {violations} violations"
+        "fatal runs: {RUNS} runs, {fatal} producers went fatal, {records} records, {failed} failed, {} violations",
+        violations.total()
     );
-    violations == 0
+    violations
 }
 
 /// The transactional producer under the same faults plus the coordinator's (moves and
@@ -254,11 +266,12 @@ fn fatal_runs(args: &Args) -> bool {
 /// expiry, `transaction.version` changes): a few runs per transaction version, each
 /// `init_transactions` and then transactions committed or aborted by a seeded choice.
 /// Prints the transactions' outcomes and every coordinator fault and answer by kind.
-/// Returns whether every run kept the properties.
-fn transactional_runs(args: &Args) -> bool {
+/// Returns the runs' violations by kind.
+fn transactional_runs(args: &Args) -> ViolationCounts {
     const RUNS: u64 = 100;
     let mut faults = FaultCounts::default();
-    let (mut committed, mut aborted, mut failed, mut fenced, mut violations) = (0, 0, 0, 0, 0);
+    let (mut committed, mut aborted, mut failed, mut fenced) = (0, 0, 0, 0);
+    let mut violations = ViolationCounts::default();
     for i in 0..RUNS {
         for version in [1, 2] {
             let seed = args.seed.wrapping_add(100 + i);
@@ -278,15 +291,16 @@ fn transactional_runs(args: &Args) -> bool {
             if !v.is_empty() {
                 println!("transactional run, seed {seed}, TV{version}: {v:#?}");
             }
-            violations += v.len();
+            violations.merge(&c.transactional_chaos_violation_counts());
         }
     }
     println!(
-        "transactional runs: {} runs (TV1 and TV2), transactions committed {committed}, aborted {aborted}, failed {failed}; producers fenced by Kafka's rules {fenced}; {violations} violations",
-        RUNS * 2
+        "transactional runs: {} runs (TV1 and TV2), transactions committed {committed}, aborted {aborted}, failed {failed}; producers fenced by Kafka's rules {fenced}; {} violations",
+        RUNS * 2,
+        violations.total()
     );
     for (kind, n) in faults.iter().filter(|(k, _)| k.is_transactional()) {
         println!("  {:<44} {n}", kind.name());
     }
-    violations == 0
+    violations
 }

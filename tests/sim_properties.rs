@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kacrab_sim::{DriverKind, FaultCounts, FaultRates, Report, Scenario, SimConfig};
+use kacrab_sim::{DriverKind, FailureBound, FaultCounts, FaultRates, Report, Scenario, SimConfig};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -139,6 +139,11 @@ fn run_params_with(p: &Params, trace: bool, driver: DriverKind) -> Report {
     // Idle gaps past the brokers' producer-state expiry (on by default): none to three
     // per run, so the brokers forget the producer on the idle partitions.
     scenario.idle_gaps = (p.seed % 4) as u32;
+    // The liveness bound (kacrab_sim::failure_bound) is sound when no chain of the
+    // short faults it leaves out can reach delivery.timeout.ms: at 10 s and more.
+    if p.delivery_timeout_ms >= 10_000 {
+        scenario.failure_bound = FailureBound::Checked;
+    }
     scenario.run()
 }
 
@@ -198,6 +203,7 @@ fn run_property_with(
     let late = AtomicU64::new(0);
     let truncated = AtomicU64::new(0);
     let held = AtomicU64::new(0);
+    let failed = AtomicU64::new(0);
     let faults = Mutex::new(FaultCounts::default());
     let started = Instant::now();
     let result = runner(cases).run(&strategy, |p| {
@@ -207,6 +213,7 @@ fn run_property_with(
         late.fetch_add(report.sim.late_applications, Ordering::Relaxed);
         truncated.fetch_add(report.sim.truncated_records, Ordering::Relaxed);
         held.fetch_add(report.sim.delayed_produces, Ordering::Relaxed);
+        failed.fetch_add(report.tally.failed, Ordering::Relaxed);
         faults
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -219,13 +226,14 @@ fn run_property_with(
     eprintln!(
         "{name}: {} runs (cases asked: {cases}), {} simulated steps, {} faults injected, \
          {} requests applied after their connection dropped, {} records truncated on \
-         failover, {} acks=all produces held for replication, {:.2?}",
+         failover, {} acks=all produces held for replication, {} records failed, {:.2?}",
         runs.load(Ordering::Relaxed),
         steps.load(Ordering::Relaxed),
         faults.total(),
         late.load(Ordering::Relaxed),
         truncated.load(Ordering::Relaxed),
         held.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
         started.elapsed()
     );
     for (kind, n) in faults.iter().filter(|&(_, n)| n > 0) {

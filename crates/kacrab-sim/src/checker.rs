@@ -38,6 +38,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use kacrab_idempotence::{
     DeliveryError, Event, ProduceRequest, RecordId, RequestId, Timestamp, TopicPartition,
@@ -45,9 +46,11 @@ use kacrab_idempotence::{
 
 use crate::batch;
 use crate::broker::PartitionState;
+use crate::failure_bound::{FailureAccount, FaultScope};
 use crate::log::{LogChange, LogEntry};
 use crate::oracle::LogOracle;
 pub use crate::oracle::{decode_value, encode_value, Outcome, RecordState, Tally, ViolationKind};
+use crate::summary::ViolationCounts;
 
 /// One property violation, with when it was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +129,11 @@ pub struct Checker {
     wire_log: Vec<WireBatch>,
     violations: Vec<Violation>,
     violation_count: u64,
+    /// Every violation counted by kind (the kept ones are capped, these are not).
+    by_kind: ViolationCounts,
+    /// The faults able to fail records and the failed records' lives: the liveness
+    /// bound of [`crate::failure_bound`].
+    failures: FailureAccount,
     failure_reasons: BTreeMap<String, u64>,
     step: u64,
     now: Timestamp,
@@ -161,6 +169,7 @@ impl Checker {
             index_of,
             oracle,
             scanned: vec![0; n],
+            failures: FailureAccount::new(n),
             ..Self::default()
         }
     }
@@ -183,6 +192,7 @@ impl Checker {
     /// Records a violation.
     pub fn violation(&mut self, kind: ViolationKind, detail: impl Into<String>) {
         self.violation_count += 1;
+        self.by_kind.add(kind);
         if self.violations.len() < MAX_KEPT {
             self.violations.push(Violation {
                 kind,
@@ -205,6 +215,13 @@ impl Checker {
         self.violation_count
     }
 
+    /// Every violation seen, counted by kind.
+    #[must_use]
+    pub fn violation_counts(&self) -> &ViolationCounts {
+        debug_assert_eq!(self.by_kind.total(), self.violation_count);
+        &self.by_kind
+    }
+
     /// The index the next record sent to `partition` gets.
     #[must_use]
     pub fn next_index(&self, partition: usize) -> u32 {
@@ -220,6 +237,7 @@ impl Checker {
     /// The application's `send` returned `id` for the record `(partition, index)`.
     pub fn on_sent(&mut self, id: RecordId, partition: usize, index: u32) {
         let (expected, assigned) = self.oracle.on_sent(partition);
+        self.failures.on_sent(id, partition, self.now);
         if id != expected {
             self.violation(
                 ViolationKind::Protocol,
@@ -462,10 +480,20 @@ impl Checker {
                     possibly_written: *possibly_written,
                 };
                 for &rid in records {
+                    if self
+                        .oracle
+                        .record(rid)
+                        .is_some_and(|r| r.outcome == Outcome::Pending)
+                    {
+                        self.failures.on_failed(rid, self.now);
+                    }
                     self.oracle.on_outcome(rid, gp, outcome, None);
                 }
             }
             Event::Fatal { error } => {
+                // Every record pending now or sent later fails.
+                self.failures
+                    .fault(FaultScope::Everywhere, self.now, Duration::MAX);
                 self.fatal = Some(error.to_string());
                 if self.fatal_policy == FatalPolicy::Violation {
                     self.violation(
@@ -474,9 +502,46 @@ impl Checker {
                     );
                 }
             }
-            Event::ProducerIdChanged { .. } | Event::TransactionCompleted { .. } => {}
+            Event::ProducerIdChanged { .. } => {
+                // A new producer id or epoch: what was in flight is failed or
+                // re-sequenced.
+                self.failures
+                    .fault(FaultScope::Everywhere, self.now, Duration::ZERO);
+            }
+            Event::TransactionCompleted { .. } => {}
         }
         self.absorb();
+    }
+
+    /// A fault able to fail records in `scope` struck at `at` and lasts `length` (see
+    /// [`crate::failure_bound`]).
+    pub fn fault_window(&mut self, scope: FaultScope, at: Timestamp, length: Duration) {
+        self.failures.fault(scope, at, length);
+    }
+
+    /// End of run, when the run asks for it: every partition's failed records must be
+    /// explained by a fault able to fail them (see [`crate::failure_bound`]); a
+    /// partition with failures none explains is one
+    /// [`ViolationKind::UnexplainedFailures`], naming it.
+    pub fn check_failures_explained(&mut self) {
+        let names: BTreeMap<u32, String> = self
+            .index_of
+            .iter()
+            .map(|(tp, &i)| (i, tp.to_string()))
+            .collect();
+        for u in self.failures.unexplained() {
+            let name = names
+                .get(&(u.partition as u32))
+                .cloned()
+                .unwrap_or_else(|| format!("partition #{}", u.partition));
+            self.violation(
+                ViolationKind::UnexplainedFailures,
+                format!(
+                    "{name}: {} of its {} failed records failed with no fault able to fail them (refusal, ISR shrink, state expiry, truncation, crash, silence, topic creation, fatal error, epoch bump) during their life",
+                    u.unexplained, u.failed
+                ),
+            );
+        }
     }
 
     /// End of run: every record must have an outcome (c).

@@ -634,6 +634,21 @@ impl PartitionFault {
         })
     }
 
+    /// Whether the answer fails the batch whatever the producer does: a refusal no
+    /// retry gets past (Java's `Sender.completeBatch` fails the batch on a
+    /// non-retriable error; MESSAGE_TOO_LARGE on a batch of one record).
+    #[must_use]
+    pub fn fails_records(self) -> bool {
+        matches!(
+            self,
+            PartitionFault::MessageTooLarge
+                | PartitionFault::InvalidRecord
+                | PartitionFault::InvalidTimestamp
+                | PartitionFault::TopicAuthorizationFailed
+                | PartitionFault::CorruptMessage
+        )
+    }
+
     /// Whether the broker appends the batch before answering the error.
     #[must_use]
     pub fn appends(self) -> bool {

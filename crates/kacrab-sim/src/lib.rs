@@ -26,7 +26,8 @@
 //! * [`oracle`]: the record encoding, the outcome type and the log-side check shared
 //!   with the adapter suite.
 //! * [`scenario`]: a whole run (chaos phase, quiet phase, liveness probes) and its
-//!   [`Report`].
+//!   [`Report`]; [`summary`]: the main job's violations by kind and its last line;
+//!   [`failure_bound`]: whether the faults explain the records a run failed.
 //! * [`ops`]: decodes an arbitrary byte string into a scripted run, for fuzzing.
 //!
 //! The modules import one another along a DAG (besides the leaves every module may use:
@@ -60,6 +61,7 @@ pub mod config;
 pub mod coordinator;
 mod driver;
 mod drivers;
+pub mod failure_bound;
 pub mod faults;
 pub mod frontend;
 pub mod log;
@@ -72,6 +74,7 @@ pub mod rng;
 pub mod scenario;
 mod session_driver;
 pub mod silence_watch;
+pub mod summary;
 pub mod txn_offsets;
 pub mod txn_sim;
 pub mod verification;
@@ -81,10 +84,12 @@ mod world;
 pub use checker::{Checker, FatalPolicy, Outcome, Tally, Violation, ViolationKind, WireBatch};
 pub use cluster::Cluster;
 pub use config::{DriverKind, SimConfig, SimStats, SIM_PRODUCER_ID_EXPIRATION};
+pub use failure_bound::{FailureBound, FaultScope};
 pub use faults::{FaultCounts, FaultKind, FaultRates, PartitionFault, Script};
 pub use rng::Rng;
 pub use scenario::{Progress, Report, Scenario};
 pub use silence_watch::Recovery;
+pub use summary::{ChaosSummary, ViolationCounts};
 pub use txn_sim::{TxnOutcome, TxnRecord, TxnTracker};
 pub use workload::Workload;
 pub use world::{BrokerNode, SimPartition};

@@ -134,9 +134,57 @@ pub enum ViolationKind {
     /// A transactional property: a committed transaction not visible exactly once and
     /// in order to `read_committed`, an aborted one visible, a transaction left half.
     Transaction,
+    /// A partition failed records that no fault able to fail them explains (see
+    /// [`crate::failure_bound`]): the producer gave up on records it could have
+    /// delivered.
+    UnexplainedFailures,
 }
 
 impl ViolationKind {
+    /// Every kind, in report order.
+    pub const ALL: &'static [ViolationKind] = &[
+        Self::Duplicate,
+        Self::Reordered,
+        Self::Lost,
+        Self::OffsetMismatch,
+        Self::ResolvedTwice,
+        Self::Unresolved,
+        Self::WrongRecord,
+        Self::WireSequence,
+        Self::FailedButWritten,
+        Self::Liveness,
+        Self::UnexplainedFailures,
+        Self::Fatal,
+        Self::Protocol,
+        Self::TimerStuck,
+        Self::BadBatch,
+        Self::Transaction,
+    ];
+
+    /// A stable one-word name, for the summary line (`by_kind=duplicate:0,...`) that
+    /// scripts read.
+    #[must_use]
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Self::Duplicate => "duplicate",
+            Self::Reordered => "reordered",
+            Self::Lost => "lost",
+            Self::OffsetMismatch => "offset_mismatch",
+            Self::ResolvedTwice => "resolved_twice",
+            Self::Unresolved => "unresolved",
+            Self::WrongRecord => "wrong_record",
+            Self::WireSequence => "wire_sequence",
+            Self::FailedButWritten => "failed_but_written",
+            Self::Liveness => "liveness",
+            Self::UnexplainedFailures => "unexplained_failures",
+            Self::Fatal => "fatal",
+            Self::Protocol => "protocol",
+            Self::TimerStuck => "timer_stuck",
+            Self::BadBatch => "bad_batch",
+            Self::Transaction => "transaction",
+        }
+    }
+
     /// A short description, for reports.
     #[must_use]
     pub fn describe(self) -> &'static str {
@@ -156,6 +204,7 @@ impl ViolationKind {
             Self::TimerStuck => "timer stuck in the past",
             Self::BadBatch => "undecodable batch",
             Self::Transaction => "transaction property",
+            Self::UnexplainedFailures => "failed records no fault explains",
         }
     }
 }

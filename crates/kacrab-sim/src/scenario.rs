@@ -20,7 +20,9 @@ use kacrab_idempotence::{NodeId, RecordId, Stats, TopicPartition};
 use crate::checker::{FatalPolicy, Outcome, Tally, Violation, ViolationKind};
 use crate::cluster::Cluster;
 use crate::config::{SimConfig, SimStats};
+use crate::failure_bound::FailureBound;
 use crate::faults::FaultCounts;
+use crate::summary::{ChaosSummary, ViolationCounts};
 
 /// Which part of the run a [`Progress`] report comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +86,10 @@ pub struct Scenario {
     /// How long each idle gap lasts: by default the brokers' expiry plus its check
     /// interval plus 5 s.
     pub idle_gap: Duration,
+    /// Whether the run checks that its faults explain every record it failed (see
+    /// [`crate::failure_bound`]; off by default, sound only when
+    /// `delivery.timeout.ms` is far above what one short fault stalls).
+    pub failure_bound: FailureBound,
 }
 
 impl Scenario {
@@ -100,6 +106,7 @@ impl Scenario {
             progress_every: (records / 10).max(1),
             fatal: FatalPolicy::Violation,
             idle_gaps: 2,
+            failure_bound: FailureBound::Unchecked,
             idle_gap: sim.producer_id_expiration
                 + sim.producer_id_expiration_check_interval
                 + Duration::from_secs(5),
@@ -210,6 +217,9 @@ impl Scenario {
             c.producer().is_closed() || c.steps() >= max_steps
         });
         c.final_check();
+        if self.failure_bound == FailureBound::Checked {
+            c.check_failures_explained();
+        }
         progress(&snapshot(&c, Phase::Done));
         Report::new(
             &c,
@@ -279,6 +289,8 @@ pub struct Report {
     pub violations: Vec<Violation>,
     /// Violations seen in all.
     pub violation_count: u64,
+    /// Every violation seen, by kind.
+    pub violations_by_kind: ViolationCounts,
     /// The step trace, when the configuration asked for one.
     pub trace: Vec<String>,
     /// The fatal error the producer reported, if any.
@@ -323,6 +335,7 @@ impl Report {
             failure_reasons: c.checker().failure_reasons().clone(),
             violations: c.checker().violations().to_vec(),
             violation_count: c.checker().violation_count(),
+            violations_by_kind: c.checker().violation_counts().clone(),
             trace: c.trace().to_vec(),
             fatal: c.checker().fatal().map(str::to_owned),
             retired_producer_writes: c.checker().retired_producer_writes(),
@@ -335,15 +348,12 @@ impl Report {
         self.violation_count == 0
     }
 
-    /// The one-line summary:
-    /// `chaos: records=N acked=A failed=F duplicates=D reordered=R lost=L epoch_bumps=E retries=T`.
+    /// The one-line summary of this run alone (see [`ChaosSummary::line`]):
+    /// `chaos: records=N acked=A failed=F duplicates=D reordered=R lost=L epoch_bumps=E
+    /// retries=T violations=V by_kind=duplicate:0,...`.
     #[must_use]
     pub fn chaos_line(&self) -> String {
-        let t = &self.tally;
-        format!(
-            "chaos: records={} acked={} failed={} duplicates={} reordered={} lost={} epoch_bumps={} retries={}",
-            t.records, t.acked, t.failed, t.duplicates, t.reordered, t.lost, self.producer.epoch_bumps, self.producer.retries
-        )
+        ChaosSummary::of(self).line()
     }
 
     /// A readable multi-line report (everything but the chaos line).

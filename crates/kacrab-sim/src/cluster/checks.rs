@@ -9,6 +9,7 @@ use kacrab_idempotence::RecordId;
 use super::Cluster;
 use crate::checker::{decode_value, Outcome, ViolationKind};
 use crate::coordinator::TxnState;
+use crate::summary::ViolationCounts;
 use crate::txn_offsets;
 use crate::txn_sim::TxnOutcome;
 
@@ -260,8 +261,28 @@ impl Cluster {
         c
     }
 
-    /// The violations of a transactional chaos run, a fatal producer excepted when
-    /// [`Cluster::fatal_by_kafkas_rules`] explains it.
+    /// The liveness bound of [`crate::failure_bound`]: every failed record must be
+    /// explained by a fault able to fail it.
+    pub fn check_failures_explained(&mut self) {
+        self.obs.set_clock(self.now());
+        self.obs.checker_mut().check_failures_explained();
+    }
+
+    /// Every violation [`Cluster::transactional_chaos_violations`] would report,
+    /// counted by kind: all of them, also past the 64 the checker keeps.
+    #[must_use]
+    pub fn transactional_chaos_violation_counts(&self) -> ViolationCounts {
+        let all = self.obs.checker().violation_counts();
+        if self.fatal_by_kafkas_rules() {
+            all.without(ViolationKind::Fatal)
+        } else {
+            all.clone()
+        }
+    }
+
+    /// The violations of a transactional chaos run the checker kept (the first 64), a
+    /// fatal producer excepted when [`Cluster::fatal_by_kafkas_rules`] explains it;
+    /// [`Cluster::transactional_chaos_violation_counts`] counts all of them.
     #[must_use]
     pub fn transactional_chaos_violations(&self) -> Vec<String> {
         let excused = self.fatal_by_kafkas_rules();

@@ -74,7 +74,15 @@ impl Cluster {
     #[must_use]
     pub fn new(config: SimConfig) -> Self {
         let world = World::new(&config);
-        let checker = Checker::new(world.partitions().iter().map(|p| p.tp.clone()).collect());
+        let mut checker = Checker::new(world.partitions().iter().map(|p| p.tp.clone()).collect());
+        if let Some(leaders_at) = world.topic_leaders_at() {
+            // Records sent before the late topic has its leaders wait for them.
+            checker.fault_window(
+                crate::failure_bound::FaultScope::Everywhere,
+                Timestamp::ZERO,
+                leaders_at.saturating_duration_since(Timestamp::ZERO),
+            );
+        }
         let driver = match config.driver {
             DriverKind::Core => {
                 let mut producer = Producer::new(config.producer.clone(), Timestamp::ZERO);

@@ -17,6 +17,7 @@ use super::replication::Wait;
 use super::World;
 use crate::batch;
 use crate::broker;
+use crate::failure_bound::FaultScope;
 use crate::faults::{FaultKind, PartitionFault, Script};
 use crate::net::{ToBroker, ToClient};
 use crate::observers::Observers;
@@ -195,6 +196,8 @@ impl World {
             // KafkaApis.handleProduceRequest: an idempotent produce without
             // IDEMPOTENT_WRITE on the cluster is refused whole, before any append.
             self.faults.add(FaultKind::ClusterAuthorizationFailed);
+            // Fatal: every record pending now or sent later fails.
+            self.fault_window(obs, FaultScope::Everywhere, Duration::MAX);
             obs.trace(self.now, || {
                 format!(
                     "FAULT node {node} refuses req {}: CLUSTER_AUTHORIZATION_FAILED",
@@ -375,6 +378,7 @@ impl World {
             }
             for pid in gone {
                 self.faults.add(FaultKind::ProducerStateExpiry);
+                self.fault_window(obs, FaultScope::Partition(gp), Duration::ZERO);
                 let tp = self.partitions[gp].tp.clone();
                 obs.trace(self.now, || {
                     format!(
@@ -431,6 +435,7 @@ impl World {
             }
             if pb.data.len() > self.config.max_message_bytes {
                 self.faults.add(FaultKind::MessageTooLarge);
+                self.fault_window(obs, FaultScope::Partition(gp), Duration::ZERO);
                 let len = pb.data.len();
                 obs.trace(self.now, || {
                     format!("node {node} refuses {tp}: batch of {len} bytes, MESSAGE_TOO_LARGE")
@@ -469,6 +474,8 @@ impl World {
                     let until = self.now + Duration::from_micros(self.fault_rng.range(lo, hi));
                     self.partitions[gp].isr_shrunk_until = Some(until);
                     self.faults.add(FaultKind::IsrShrink);
+                    let length = until.saturating_duration_since(self.now);
+                    self.fault_window(obs, FaultScope::Partition(gp), length);
                     obs.trace(self.now, || {
                         format!("FAULT ISR of {tp} shrinks until {until:?}")
                     });
@@ -493,6 +500,9 @@ impl World {
             };
             if let Some(f) = fault {
                 self.faults.add(f.kind());
+                if f.fails_records() {
+                    self.fault_window(obs, FaultScope::Partition(gp), Duration::ZERO);
+                }
                 if let Some(error) = f.refusal() {
                     let hint = match f {
                         PartitionFault::NotLeader { hint: h } => h.then_some(hint),
@@ -749,6 +759,13 @@ impl World {
     ) {
         self.faults.add(FaultKind::BrokerCrash);
         let now = self.now;
+        // Its partitions are offline or moving until it restarts (a crash with no
+        // restart scheduled lasts until the heal).
+        self.fault_window(
+            obs,
+            FaultScope::Everywhere,
+            restart_after.unwrap_or(Duration::MAX),
+        );
         if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
             b.up = false;
             b.restart_at = restart_after.map(|d| now + d);

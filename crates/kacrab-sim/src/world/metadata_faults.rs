@@ -109,6 +109,11 @@ impl World {
         }
     }
 
+    /// When the topic created while producing has all its leaders, if one is.
+    pub(crate) fn topic_leaders_at(&self) -> Option<Timestamp> {
+        self.creation.as_ref().map(|c| c.leaders_at)
+    }
+
     /// Counts the creation fault, if one was drawn.
     pub(super) fn count_creation(&mut self) {
         if self.creation.is_some() {

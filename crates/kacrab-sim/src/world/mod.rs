@@ -34,6 +34,7 @@ use kacrab_idempotence::{NodeId, RequestFailure, RequestId, Timestamp, Topic, To
 use crate::broker::PartitionState;
 use crate::config::SimConfig;
 use crate::coordinator::TransactionCoordinator;
+use crate::failure_bound::FaultScope;
 use crate::faults::{FaultCounts, FaultKind, FaultRates, Script};
 use crate::net::{Direction, Lost, Net, ToBroker, ToClient};
 use crate::observers::Observers;
@@ -257,6 +258,12 @@ impl World {
     // ------------------------------------------------------------------ what it shows
 
     /// Virtual time.
+    /// A fault able to fail records in `scope` strikes now and lasts `length` (the
+    /// liveness bound of [`crate::failure_bound`]).
+    fn fault_window(&self, obs: &mut Observers, scope: FaultScope, length: Duration) {
+        obs.checker_mut().fault_window(scope, self.now, length);
+    }
+
     pub(crate) fn now(&self) -> Timestamp {
         self.now
     }

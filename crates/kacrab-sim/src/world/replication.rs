@@ -34,6 +34,7 @@ use kacrab_idempotence::{
 use super::World;
 use crate::broker::PartitionState;
 use crate::config::SimConfig;
+use crate::failure_bound::FaultScope;
 use crate::faults::FaultKind;
 use crate::log::LogEntry;
 use crate::net::ToClient;
@@ -431,6 +432,7 @@ impl World {
         obs.stats_mut().leader_changes += 1;
         if truncated_entries > 0 {
             self.faults.add(FaultKind::TruncationOnFailover);
+            self.fault_window(obs, FaultScope::Partition(gp), Duration::ZERO);
             obs.stats_mut().truncated_entries += truncated_entries as u64;
             obs.stats_mut().truncated_records += truncated_records as u64;
         }

@@ -10,6 +10,7 @@
 use kacrab_idempotence::{NodeId, RequestId, Timestamp};
 
 use super::World;
+use crate::failure_bound::FaultScope;
 use crate::faults::FaultKind;
 use crate::observers::Observers;
 use crate::rng::Rng;
@@ -70,6 +71,7 @@ impl World {
             self.net.silence(node, until);
             self.silences.silenced[s] = Some(generation);
             self.faults.add(FaultKind::SilentConnection);
+            self.fault_window(obs, FaultScope::Everywhere, self.config.silence_hold);
             let left = self.silences.run_left[s];
             obs.trace(self.now, || {
                 format!("FAULT connection to node {node} goes silent until {until:?} ({left} more after it)")
