@@ -72,10 +72,16 @@ impl WriteReports {
     }
 
     pub(super) fn assert_invariants(&self) {
-        assert!(self.reported <= self.handed, "more frames reported than handed");
+        assert!(
+            self.reported <= self.handed,
+            "more frames reported than handed"
+        );
         for w in self.awaiting.iter().collect::<Vec<_>>().windows(2) {
             assert!(w[0].frame < w[1].frame, "awaiting writes out of order");
-            assert!(w[0].deadline <= w[1].deadline, "awaiting deadlines out of order");
+            assert!(
+                w[0].deadline <= w[1].deadline,
+                "awaiting deadlines out of order"
+            );
         }
         for a in &self.awaiting {
             assert!(
