@@ -671,29 +671,7 @@ impl Network {
             Ok(e) => {
                 self.tally.written(ticket.map(|_| id.0), now);
                 let frame = self.transmit(core, conn, e.frame, ticket, now);
-                match (frame, e.expects_response) {
-                    // Handed to the driver's socket in order, as Java's `Selector.send`:
-                    // the request's timeout starts now (Java's `InFlightRequest.
-                    // sendTimeMs`). A transmit that failed (TLS) already failed the
-                    // request with its connection.
-                    (Some(_), true) => {
-                        if core.is_outstanding(id) {
-                            let written = core.handle_request_written(id, now);
-                            debug_assert!(written.is_ok(), "an outstanding request: {written:?}");
-                        }
-                    }
-                    // An acks=0 Produce request: nothing comes back, so its write is its
-                    // completion, reported by the driver (`write_reports`).
-                    (Some(frame), false) => self.await_write(conn, frame, id, now),
-                    // Not transmitted (its connection failed sealing it): no byte left.
-                    (None, _) => {
-                        if core.is_outstanding(id) {
-                            let failed =
-                                core.handle_request_failed(id, RequestFailure::NotSent, now);
-                            debug_assert!(failed.is_ok(), "an outstanding request: {failed:?}");
-                        }
-                    }
-                }
+                self.handed_over(core, conn, id, frame, e.expects_response, now);
                 // Encoded: the core's request lists serve the next request.
                 core.recycle(request);
             }
@@ -848,9 +826,11 @@ impl Network {
                 self.out.push_back(Output::Close { conn, reason });
             }
         }
-        // Requests written, and acks=0 requests handed to the driver and not reported
-        // written (some of their bytes may have left), fail in the order they were sent.
-        let mut lost: Vec<RequestId> = c
+        // Requests written, in write order, then the acks=0 requests handed to the
+        // driver and not reported written (some of their bytes may have left), in
+        // hand-off order. A connection carries acks=0 Produce requests only beside
+        // requests that are not Produce, so each partition's order is kept.
+        let lost: Vec<RequestId> = c
             .wire
             .take_in_flight()
             .into_iter()
@@ -858,7 +838,6 @@ impl Network {
             .map(|f| RequestId(f.tag))
             .chain(c.writes.take_unreported())
             .collect();
-        lost.sort_unstable();
         for id in lost {
             // A request the core already gave up on (timed out) is not reported again.
             if core.is_outstanding(id) {

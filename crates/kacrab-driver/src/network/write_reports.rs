@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 
 use kacrab_idempotence::ticket::Ticket;
-use kacrab_idempotence::{Producer, RequestId, Timestamp};
+use kacrab_idempotence::{Producer, RequestFailure, RequestId, Timestamp};
 use kacrab_wire::Frame;
 
 use super::Network;
@@ -112,23 +112,47 @@ impl Network {
         Some(index)
     }
 
-    /// The `acks=0` request `request` went out as frame `frame` of `conn` at `now`: it
-    /// completes when that frame is reported written.
-    pub(super) fn await_write(
+    /// The core's request `id` was handed to the driver on `conn` as `frame` (`None`:
+    /// it was not, its connection failed sealing it) at `now`.
+    pub(super) fn handed_over(
         &mut self,
+        core: &mut Producer,
         conn: ConnId,
-        frame: FrameIndex,
-        request: RequestId,
+        id: RequestId,
+        frame: Option<FrameIndex>,
+        expects_response: bool,
         now: Timestamp,
     ) {
-        let deadline = now + self.request_timeout;
-        let Some(c) = self.conn_mut(conn) else { return };
-        debug_assert!(c.writes.awaiting.back().is_none_or(|a| a.frame < frame));
-        c.writes.awaiting.push_back(AwaitingWrite {
-            frame,
-            request,
-            deadline,
-        });
+        match (frame, expects_response) {
+            // Handed to the driver's socket in order, as Java's `Selector.send`: the
+            // request's timeout starts now (Java's `InFlightRequest.sendTimeMs`). A
+            // transmit that failed (TLS) already failed the request with its connection.
+            (Some(_), true) => {
+                if core.is_outstanding(id) {
+                    let written = core.handle_request_written(id, now);
+                    debug_assert!(written.is_ok(), "an outstanding request: {written:?}");
+                }
+            }
+            // An acks=0 Produce request: nothing comes back, so its write is its
+            // completion, reported by the driver.
+            (Some(frame), false) => {
+                let deadline = now + self.request_timeout;
+                let Some(c) = self.conn_mut(conn) else { return };
+                debug_assert!(c.writes.awaiting.back().is_none_or(|a| a.frame < frame));
+                c.writes.awaiting.push_back(AwaitingWrite {
+                    frame,
+                    request: id,
+                    deadline,
+                });
+            }
+            // Not transmitted (its connection failed sealing it): no byte left.
+            (None, _) => {
+                if core.is_outstanding(id) {
+                    let failed = core.handle_request_failed(id, RequestFailure::NotSent, now);
+                    debug_assert!(failed.is_ok(), "an outstanding request: {failed:?}");
+                }
+            }
+        }
     }
 
     /// The driver wrote the next `frames` frames handed to it on `conn` completely: the
