@@ -28,7 +28,10 @@ pub(crate) enum OutstandingKind {
 pub(crate) enum Phase {
     /// Handed out, not yet written (its connection is being set up): no timer runs, and
     /// it fails only as never sent. Java builds no request for a node that is not ready
-    /// (`Sender.sendProducerData`, `NetworkClient.ready`).
+    /// (`Sender.sendProducerData`, `NetworkClient.ready`). An `acks=0` Produce request
+    /// also stays here after its bytes were handed to a socket, until the driver reports
+    /// them written: its connection lost meanwhile fails it as possibly written, and
+    /// the driver times the write (`kacrab-driver`'s `network/write_reports.rs`).
     Unwritten,
     /// Written; `request.timeout.ms` runs from the write (Java's `InFlightRequest.
     /// sendTimeMs`, `NetworkClient.handleTimedOutRequests`) and ends at `deadline`.

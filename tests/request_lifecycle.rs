@@ -159,6 +159,68 @@ fn acks_zero_records_are_delivered_at_the_write() {
     p.assert_invariants();
 }
 
+/// With `acks=0`, a request handed to a socket whose connection is lost before the
+/// driver reported it written is not delivered: it fails as possibly written (some of
+/// its bytes may have left), its batch is retried after `retry.backoff.ms`, and it is
+/// delivered once the retry's write is reported; past `delivery.timeout.ms` instead it
+/// fails possibly written. Java fails an unfinished send with its connection
+/// (`NetworkClient.processDisconnection`) and completes an `acks=0` send only in
+/// `NetworkClient.handleCompletedSends`.
+#[test]
+fn an_acks_zero_request_lost_before_its_write_is_reported_is_retried_not_delivered() {
+    let mut c = config();
+    c.acks(Acks::None).enable_idempotence(false);
+    let mut p = Producer::new(c.build().unwrap(), Timestamp::ZERO);
+    let id = p.send(&tp(0), &record("x"), Timestamp::ZERO).unwrap();
+    let sent = drive_unwritten(&mut p, Timestamp::ZERO);
+    assert_eq!(sent.len(), 1);
+    p.handle_request_failed(sent[0].id, RequestFailure::Disconnected, at(1))
+        .unwrap();
+    assert!(
+        std::iter::from_fn(|| p.poll_event())
+            .all(|e| !matches!(e, Event::Delivered { .. } | Event::Failed { .. })),
+        "neither delivered nor failed"
+    );
+    p.handle_timeout(at(60));
+    let again = drive_unwritten(&mut p, at(60));
+    assert_eq!(again.len(), 1, "retried");
+    p.handle_request_written(again[0].id, at(61)).unwrap();
+    let events: Vec<Event> = std::iter::from_fn(|| p.poll_event()).collect();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::Delivered { records, base_offset: None, .. } if records == &[id]
+        )),
+        "{events:?}"
+    );
+    p.assert_invariants();
+
+    // Lost again and again until delivery.timeout.ms: it fails, possibly written.
+    let mut p = Producer::new(c.build().unwrap(), Timestamp::ZERO);
+    let id = p.send(&tp(0), &record("y"), Timestamp::ZERO).unwrap();
+    let mut failed = None;
+    for ms in (0..=16_000).step_by(50) {
+        p.handle_timeout(at(ms));
+        for r in drive_unwritten(&mut p, at(ms)) {
+            p.handle_request_failed(r.id, RequestFailure::Disconnected, at(ms))
+                .unwrap();
+        }
+        failed = std::iter::from_fn(|| p.poll_event()).find_map(|e| match e {
+            Event::Failed {
+                records,
+                possibly_written,
+                ..
+            } if records.contains(&id) => Some(possibly_written),
+            _ => None,
+        });
+        if failed.is_some() {
+            break;
+        }
+    }
+    assert_eq!(failed, Some(true));
+    p.assert_invariants();
+}
+
 /// Without idempotence, three batches of one partition reported never sent one after
 /// another go back in send order, not reversed as retries put at the head of the queue
 /// would be (Java never took them out of the deque): the log keeps send order.

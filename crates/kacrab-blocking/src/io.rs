@@ -361,6 +361,11 @@ impl Io {
                     self.session.handle_bytes(conn, &data, now);
                 }
             }
+            NetEvent::Written { conn, frames } => {
+                if self.net.knows(conn) {
+                    self.session.handle_transmitted(conn, frames, now);
+                }
+            }
             NetEvent::Eof { conn, cause } => self.lost(conn, cause, now),
         }
     }

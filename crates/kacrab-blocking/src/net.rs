@@ -39,6 +39,9 @@ pub(crate) enum NetEvent {
     },
     /// Bytes read.
     Bytes { conn: ConnId, data: Vec<u8> },
+    /// The next `frames` frames queued on the writer were written to the socket
+    /// completely (the session's `handle_transmitted`).
+    Written { conn: ConnId, frames: usize },
     /// End of stream, a read error, or a write error (the writer shuts the socket, so
     /// its reader ends too), for `cause`.
     Eof {
@@ -180,9 +183,10 @@ fn connection_thread(
     let opened = open(addr, options).and_then(|stream| {
         let writer = stream.try_clone()?;
         let socket = stream.try_clone()?;
+        let reports = tx.clone();
         thread::Builder::new()
             .name(format!("kacrab-write-{}", conn.0))
-            .spawn(move || write_loop(writer, &queue))?;
+            .spawn(move || write_loop(conn, writer, &queue, &reports))?;
         Ok((stream, socket))
     });
     let (stream, socket) = match opened {
@@ -262,15 +266,25 @@ fn read_loop(conn: ConnId, mut stream: TcpStream, abandoned: &AtomicBool, tx: &S
 }
 
 /// Writes a connection's frames in order, every frame queued so far in one vectored
-/// write of their parts (no copies: a Produce frame's batches are parts of their own), until the I/O thread drops the queue or a write fails. A failed
-/// write shuts the socket: its reader then reports the connection lost, once.
-fn write_loop(mut stream: TcpStream, queue: &Receiver<Frame>) {
+/// write of their parts (no copies: a Produce frame's batches are parts of their own),
+/// until the I/O thread drops the queue or a write fails, and reports each write's
+/// frames written once the socket took all of them (an `acks=0` Produce request is
+/// complete only then, as Java's `NetworkClient.handleCompletedSends`). A failed write
+/// shuts the socket: its reader then reports the connection lost, once.
+fn write_loop(conn: ConnId, mut stream: TcpStream, queue: &Receiver<Frame>, tx: &Sender<Msg>) {
     let mut frames = Vec::with_capacity(FRAMES_PER_WRITE);
     while let Ok(first) = queue.recv() {
         frames.push(first);
         frames.extend(queue.try_iter().take(FRAMES_PER_WRITE - 1));
         if write_all(&mut stream, &frames).is_err() {
             let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        let written = NetEvent::Written {
+            conn,
+            frames: frames.len(),
+        };
+        if tx.send(Msg::Net(written)).is_err() {
             return;
         }
         frames.clear();

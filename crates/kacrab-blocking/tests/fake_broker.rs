@@ -101,3 +101,40 @@ fn a_send_after_a_final_connection_failure_carries_its_cause() {
 
 // Link faults (issue 18): blackholes, refused dials, slow links; all acknowledged once healed.
 kacrab_testkit::fake_broker_link_tests!(support::factory; stalled_peer_spares_the_others);
+
+/// With `acks=0` the broker answers nothing: each record is delivered, without an
+/// offset, once its writer thread reports the frame written to the socket (the
+/// session's `handle_transmitted`; Java completes such a send in
+/// `NetworkClient.handleCompletedSends`, after the write), and every record reaches the
+/// log once, in order.
+#[test]
+fn acks_zero_records_are_delivered_once_written() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("fire", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let p = kacrab_blocking::Producer::from_properties(&[
+        ("bootstrap.servers", &bootstrap),
+        ("acks", "0"),
+        ("enable.idempotence", "false"),
+    ])
+    .expect("producer");
+    let handles: Vec<_> = ["a", "b", "c"]
+        .into_iter()
+        .map(|v| {
+            p.send(kacrab_blocking::ProducerRecord::new("fire", 0, v))
+                .expect("queued")
+        })
+        .collect();
+    for h in handles {
+        let delivered = h.wait().expect("delivered");
+        assert_eq!(delivered.offset, None, "acks=0 learns no offset");
+    }
+    p.close().expect("closed");
+    let values: Vec<_> = cluster
+        .log("fire", 0)
+        .expect("log")
+        .into_iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(values, ["a", "b", "c"]);
+}

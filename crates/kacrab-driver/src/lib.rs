@@ -20,7 +20,9 @@
 //!             Output::Transmit { conn, frame, ticket } => write frame (its parts, one
 //!                 vectored write) to conn's socket, in
 //!                 order (a driver writing from several tasks orders Produce frames across
-//!                 connections by their ticket, see kacrab_idempotence::ticket),
+//!                 connections by their ticket, see kacrab_idempotence::ticket); once
+//!                 the socket took it whole, session.handle_transmitted(conn, 1, now)
+//!                 (required: an acks=0 request completes on it),
 //!             Output::Release { ticket } => that Produce will never be written: a
 //!                 ticket-ordering driver abandons its ticket; others ignore it,
 //!             Output::Close { conn, reason } => close conn's socket (log the reason),

@@ -34,6 +34,7 @@ mod negotiation;
 mod reconnect;
 mod sasl_phase;
 mod secure;
+mod write_reports;
 
 use crate::topics::Topics;
 use secure::{Gone, Health};
@@ -101,6 +102,9 @@ struct Conn {
     /// Which resolved address of its host the driver dials (`ConnectOptions`); set
     /// when it is dialled.
     address_index: usize,
+    /// The frames handed to the driver and reported written, and the `acks=0` Produce
+    /// requests waiting for their write (`write_reports`).
+    writes: write_reports::WriteReports,
 }
 
 /// A request waiting for its connection's version negotiation.
@@ -262,10 +266,10 @@ impl Network {
                     _ => None,
                 };
                 let request = c.deadlines.front().map(|&(_, d)| d);
-                match (setup, request) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
+                [setup, request, c.writes.deadline()]
+                    .into_iter()
+                    .flatten()
+                    .min()
             })
             .chain(self.reauth_timeout())
             .chain(self.lookups.poll_timeout().filter(|_| !self.has_failed()))
@@ -295,6 +299,7 @@ impl Network {
             {
                 Some(CloseReason::ConnectTimeout)
             } else if c.deadlines.front().is_some_and(|&(_, d)| d <= now)
+                || c.writes.deadline().is_some_and(|d| d <= now)
                 || c.wire
                     .in_flight()
                     .any(|f| f.tag < SESSION_TAG && !core.is_outstanding(RequestId(f.tag)))
@@ -665,15 +670,8 @@ impl Network {
         match encoded {
             Ok(e) => {
                 self.tally.written(ticket.map(|_| id.0), now);
-                self.transmit(core, conn, e.frame, ticket, now);
-                // Handed to the driver's socket in order, as Java's `Selector.send`: the
-                // request's timeout starts now, and an acks=0 request (nothing comes
-                // back) delivers its records. A transmit that failed (TLS) already
-                // failed the request with its connection.
-                if core.is_outstanding(id) {
-                    let written = core.handle_request_written(id, now);
-                    debug_assert!(written.is_ok(), "an outstanding request: {written:?}");
-                }
+                let frame = self.transmit(core, conn, e.frame, ticket, now);
+                self.handed_over(core, conn, id, frame, e.expects_response, now);
                 // Encoded: the core's request lists serve the next request.
                 core.recycle(request);
             }
@@ -782,6 +780,7 @@ impl Network {
             deadlines: VecDeque::new(),
             last_active: now,
             address_index,
+            writes: write_reports::WriteReports::default(),
         });
         if blocked.is_none() {
             self.out.push_back(Output::Connect { conn: id, addr });
@@ -827,10 +826,21 @@ impl Network {
                 self.out.push_back(Output::Close { conn, reason });
             }
         }
-        for f in c.wire.take_in_flight() {
-            let id = RequestId(f.tag);
+        // Requests written, in write order, then the acks=0 requests handed to the
+        // driver and not reported written (some of their bytes may have left), in
+        // hand-off order. A connection carries acks=0 Produce requests only beside
+        // requests that are not Produce, so each partition's order is kept.
+        let lost: Vec<RequestId> = c
+            .wire
+            .take_in_flight()
+            .into_iter()
+            .filter(|f| f.tag < SESSION_TAG)
+            .map(|f| RequestId(f.tag))
+            .chain(c.writes.take_unreported())
+            .collect();
+        for id in lost {
             // A request the core already gave up on (timed out) is not reported again.
-            if f.tag < SESSION_TAG && core.is_outstanding(id) {
+            if core.is_outstanding(id) {
                 let result = core.handle_request_failed(id, RequestFailure::Disconnected, now);
                 debug_assert!(result.is_ok(), "outstanding request refused: {result:?}");
             }

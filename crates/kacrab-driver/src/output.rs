@@ -73,7 +73,14 @@ pub enum Output {
         /// Where to connect.
         addr: String,
     },
-    /// Write `frame` to the connection's socket, after every frame written before it.
+    /// Write `frame` to the connection's socket, after every frame written before it;
+    /// once the socket took all of it, report it with
+    /// [`Session::handle_transmitted`](crate::Session::handle_transmitted) (frames are
+    /// counted per connection in this order; several written together are one report).
+    /// The report is required: an `acks=0` Produce request, which gets no answer, is
+    /// delivered only on it (Java completes such a send after the write, in
+    /// `NetworkClient.handleCompletedSends`); without it its records are retried after
+    /// `request.timeout.ms` and fail at `delivery.timeout.ms`.
     Transmit {
         /// The connection.
         conn: ConnId,

@@ -446,6 +446,23 @@ impl Session {
         self.progress(now);
     }
 
+    /// The driver completely wrote the next `frames` [`Output::Transmit`] frames of
+    /// `conn` to its socket (counted in the order it received them; the count may batch
+    /// several frames written together). Required of every driver: an `acks=0` Produce
+    /// request gets no answer, so this report is what delivers its records (Java
+    /// completes such a send in `NetworkClient.handleCompletedSends`, after the write);
+    /// a driver that never reports leaves them pending until the connection times out
+    /// under `request.timeout.ms` and they are retried, or `delivery.timeout.ms` fails
+    /// them. A connection lost before the report fails them as possibly written. Every
+    /// other request is timed from the hand-off and completed by its answer; a report
+    /// for a connection the session already closed is ignored.
+    pub fn handle_transmitted(&mut self, conn: ConnId, frames: usize, now: Timestamp) {
+        let _in = self.observer.enter(Some(conn));
+        self.net
+            .handle_transmitted(&mut self.core, conn, frames, now);
+        self.progress(now);
+    }
+
     /// Bytes read from the connection's socket.
     pub fn handle_bytes(&mut self, conn: ConnId, bytes: &[u8], now: Timestamp) {
         if let Some(node) = self.net.node_of(conn) {

@@ -255,3 +255,37 @@ fn socket_buffers_are_set_on_every_connection() {
     }
     producer.close().expect("close");
 }
+
+/// With `acks=0` the broker answers nothing: through the mio example driver each record
+/// is delivered, without an offset, once the socket took its frame whole (the driver
+/// reports it with `Session::handle_transmitted`; Java completes such a send in
+/// `NetworkClient.handleCompletedSends`, after the write), and reaches the log once, in
+/// order.
+#[test]
+fn acks_zero_records_are_delivered_once_written() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("fire", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let p = factory(&[
+        ("bootstrap.servers", &bootstrap),
+        ("acks", "0"),
+        ("enable.idempotence", "false"),
+    ])
+    .expect("producer");
+    let pending: Vec<_> = ["a", "b", "c"]
+        .into_iter()
+        .map(|v| p.send("fire", 0, Bytes::new(), Bytes::from(v)))
+        .collect();
+    for delivery in pending {
+        let delivered = delivery.wait().expect("delivered");
+        assert_eq!(delivered.offset, None, "acks=0 learns no offset");
+    }
+    p.close().expect("closed");
+    let values: Vec<_> = cluster
+        .log("fire", 0)
+        .expect("log")
+        .into_iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(values, ["a", "b", "c"]);
+}

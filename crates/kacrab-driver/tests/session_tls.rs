@@ -419,3 +419,41 @@ fn ticket_ordered_writes_across_tls_connections_deliver_every_record() {
     }
     p.assert_every_ticket_ended();
 }
+
+/// Over TLS every `Transmit` (handshake records and sealed frames alike) counts as one
+/// frame of its connection: with `acks=0`, records written in ticket order across
+/// connections, their writes reported as each connection's written prefix, are
+/// delivered only once reported, each once in its partition's log, in send order
+/// (Java completes an `acks=0` send in `NetworkClient.handleCompletedSends`).
+#[test]
+fn acks_zero_over_tls_is_delivered_once_the_writes_are_reported() {
+    let cluster = Cluster::new(3).with_topic("t", 3);
+    let mut props = ssl();
+    props.extend([("acks", "0"), ("enable.idempotence", "false")]);
+    let mut p = pair(cluster, listener(BROKER, false), &props);
+    p.ticket_order = true;
+    p.jitter = Duration::from_micros(700);
+    p.hold_write_reports = true;
+    let ids: Vec<_> = (0..30)
+        .map(|i| p.send("t", i % 3, &format!("v{i}")))
+        .collect();
+    p.run_until(10 * SECOND, |p| {
+        (0..3).all(|part| p.cluster.values("t", part).len() == 10)
+    });
+    assert!(
+        ids.iter().all(|id| p.outcome(*id).is_none()),
+        "delivered before the writes were reported"
+    );
+    p.report_writes();
+    for id in &ids {
+        assert_eq!(p.acked(*id).offset, None);
+    }
+    for part in 0..3 {
+        let expected: Vec<String> = (0..30)
+            .filter(|i| i % 3 == part)
+            .map(|i| format!("v{i}"))
+            .collect();
+        assert_eq!(p.cluster.values("t", part), expected);
+    }
+    p.assert_every_ticket_ended();
+}

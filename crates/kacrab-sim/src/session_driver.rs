@@ -447,6 +447,13 @@ impl SessionDriver {
                 Output::Connect { conn, addr } => self.connect(world, obs, conn, &addr),
                 Output::Transmit { conn, frame, .. } => {
                     self.transmit(world, obs, conn, &frame.to_bytes());
+                    // The virtual socket took the frame whole unless the write broke
+                    // its connection (a notice resets it): only then is it reported
+                    // written, which is what delivers an acks=0 request's records.
+                    self.take_notices(world);
+                    if self.conns.contains_key(&conn) {
+                        self.session.handle_transmitted(conn, 1, now);
+                    }
                 }
                 // One loop writes every frame in order: nothing to sequence.
                 Output::Release { .. } => {}

@@ -175,6 +175,8 @@ impl World {
                         self.session.handle_connected(conn, self.now);
                     }
                     Output::Transmit { conn, frame, .. } => {
+                        // The in-memory socket takes every frame whole at once.
+                        self.session.handle_transmitted(conn, 1, self.now);
                         let fe = self.frontends.get_mut(&conn).expect("open connection");
                         let node = fe.node();
                         let mut replies = Vec::new();

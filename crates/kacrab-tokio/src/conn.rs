@@ -54,6 +54,9 @@ pub(crate) enum Transport {
 pub(crate) enum ConnEvent {
     Connected,
     Bytes(Bytes),
+    /// The next this many frames handed to the task were written to the socket
+    /// completely (and flushed): the session's `handle_transmitted`.
+    Written(usize),
     /// The socket could not be opened, for this cause (refused, unresolvable, ...).
     ConnectFailed(ConnectionError),
     /// The socket failed, for this cause (reset, closed by the broker, ...).
@@ -127,6 +130,10 @@ async fn connect_tcp(addr: &str, options: Option<ConnectOptions>) -> io::Result<
 
 /// Size of each read from a socket (responses are small; this is a ceiling per read).
 const READ_CHUNK: usize = 64 * 1024;
+
+/// At most this many frames already queued are written before their writes are
+/// reported together: a busy connection still reports as it goes.
+const WRITE_REPORT_BATCH: usize = 64;
 
 impl ConnTask {
     /// Spawns the task; returns the driver's handle on it.
@@ -226,10 +233,28 @@ impl ConnTask {
         // A write blocked on a peer that stopped reading waits here, in this task only;
         // the session's request timeout closes the connection.
         let write = async {
-            // One vectored write per frame: its header and its batches' own bytes.
             while let Some(mut frame) = frames.recv().await {
-                if let Err(e) = w.write_all_buf(&mut frame).await {
-                    return Ended::Lost(ConnectionError::from(&e));
+                // The frames already queued are written together, then flushed (a
+                // stream that buffers, as a TLS one may, has written nothing before),
+                // then reported written: an acks=0 Produce request is complete only
+                // then (Java's `NetworkClient.handleCompletedSends`).
+                let mut written = 0;
+                loop {
+                    // One vectored write per frame: its header and its batches' own bytes.
+                    if let Err(e) = w.write_all_buf(&mut frame).await {
+                        return Ended::Lost(ConnectionError::from(&e));
+                    }
+                    written += 1;
+                    if written == WRITE_REPORT_BATCH {
+                        break;
+                    }
+                    match frames.try_recv() {
+                        Ok(next) => frame = next,
+                        Err(_) => break,
+                    }
+                }
+                if let Some(ended) = self.report_written(&mut w, written).await {
+                    return ended;
                 }
             }
             // The driver task is gone: nothing more will come.
@@ -241,6 +266,22 @@ impl ConnTask {
             ended = read => ended,
             ended = write => ended,
         }
+    }
+
+    /// Flushes `w` and reports `frames` frames written; `Some` when the connection
+    /// ended instead.
+    async fn report_written<W: AsyncWrite + Unpin>(
+        &self,
+        w: &mut W,
+        frames: usize,
+    ) -> Option<Ended> {
+        if let Err(e) = w.flush().await {
+            return Some(Ended::Lost(ConnectionError::from(&e)));
+        }
+        self.events
+            .send((self.conn, ConnEvent::Written(frames)))
+            .is_err()
+            .then_some(Ended::ByDriver)
     }
 }
 

@@ -250,6 +250,9 @@ impl Driver {
             Wake::Conn(conn, ConnEvent::Bytes(bytes)) => {
                 self.session.handle_bytes(conn, &bytes, now);
             }
+            Wake::Conn(conn, ConnEvent::Written(frames)) => {
+                self.session.handle_transmitted(conn, frames, now);
+            }
             Wake::Conn(conn, ConnEvent::ConnectFailed(cause)) => {
                 self.conns.remove(&conn);
                 self.session.handle_connect_error(conn, cause, now);
@@ -350,7 +353,8 @@ impl Driver {
             // Queued on its connection in the session's order. This loop is the one
             // enqueue point, as in a driver writing every socket from one loop, so the
             // core's Produce tickets need no sequencer (nor `Release`). A connection task
-            // that is gone drops the frame: its failure is on the way to us.
+            // that is gone drops the frame: its failure is on the way to us. The task
+            // reports each frame once written (`ConnEvent::Written`).
             Output::Transmit { conn, frame, .. } => {
                 if let Some(c) = self.conns.get(&conn) {
                     let _ = c.frames.send(frame);

@@ -248,3 +248,45 @@ fn a_send_after_a_final_connection_failure_carries_its_cause() {
 // stalled broker's new connection until its negotiation ended, so later Produce frames to
 // the healthy brokers sat unwritten past their delivery timeout.
 kacrab_testkit::fake_broker_link_tests!(support::factory; stalled_peer_spares_the_others);
+
+/// With `acks=0` the broker answers nothing: each record is delivered, without an
+/// offset, once its connection task reports the frame written and flushed (the
+/// session's `handle_transmitted`; Java completes such a send in
+/// `NetworkClient.handleCompletedSends`, after the write), and every record reaches the
+/// log once, in order.
+#[test]
+fn acks_zero_records_are_delivered_once_written() {
+    let cluster = kacrab_testkit::Cluster::start(1).expect("cluster");
+    cluster.create_topic("fire", 1).expect("topic");
+    let bootstrap = cluster.bootstrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let p = kacrab_tokio::Producer::from_properties(&[
+            ("bootstrap.servers", &bootstrap),
+            ("acks", "0"),
+            ("enable.idempotence", "false"),
+        ])
+        .expect("producer");
+        let mut pending = Vec::new();
+        for v in ["a", "b", "c"] {
+            let record = kacrab_tokio::ProducerRecord::new("fire", 0, v);
+            pending.push(p.send(record).await.expect("queued"));
+        }
+        for delivery in pending {
+            let delivered = delivery.await.expect("delivered");
+            assert_eq!(delivered.offset, None, "acks=0 learns no offset");
+        }
+        p.close().await;
+    });
+    let values: Vec<_> = cluster
+        .log("fire", 0)
+        .expect("log")
+        .into_iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(values, ["a", "b", "c"]);
+}

@@ -177,7 +177,7 @@ fn run(
                     if !c.connected {
                         continue;
                     }
-                    if let Err(e) = write_queued(c) {
+                    if let Err(e) = write_queued(c, conn, &mut session, now) {
                         drop(conns.remove(&conn));
                         session.handle_connection_lost(conn, (&e).into(), now);
                     }
@@ -328,25 +328,42 @@ fn pump(c: &mut Conn, conn: ConnId, session: &mut Session, now: Timestamp) -> io
             Err(e) => return Err(e),
         }
     }
-    write_queued(c)
+    write_queued(c, conn, session, now)
 }
 
 /// Writes queued frames until the socket would block (mio then reports it writable):
-/// each frame's parts in one vectored write.
-fn write_queued(c: &mut Conn) -> io::Result<()> {
-    while let Some(front) = c.out.front_mut() {
+/// each frame's parts in one vectored write. The frames the socket took whole are
+/// reported to the session (`handle_transmitted`: an `acks=0` Produce request is
+/// complete only then), even when a later write fails.
+fn write_queued(
+    c: &mut Conn,
+    conn: ConnId,
+    session: &mut Session,
+    now: Timestamp,
+) -> io::Result<()> {
+    let mut written = 0;
+    let result = loop {
+        let Some(front) = c.out.front_mut() else {
+            break Ok(());
+        };
         let mut slices = [io::IoSlice::new(&[]); 64];
         let n = front.chunks_vectored(&mut slices);
         match c.stream.write_vectored(&slices[..n]) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) if n == front.len() => drop(c.out.pop_front()),
+            Ok(0) => break Err(ErrorKind::WriteZero.into()),
+            Ok(n) if n == front.len() => {
+                drop(c.out.pop_front());
+                written += 1;
+            }
             Ok(n) => front.advance(n),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break Ok(()),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => break Err(e),
         }
+    };
+    if written > 0 {
+        session.handle_transmitted(conn, written, now);
     }
-    Ok(())
+    result
 }
 
 /// Fills the SCRAM nonce seed from the operating system unless the application gave

@@ -39,10 +39,12 @@ impl Network {
 }
 
 /// Whether `c` may be closed for idleness once quiet long enough: ready, with nothing
-/// in flight (the core's or the session's own requests) and nothing queued.
+/// in flight (the core's or the session's own requests, or an `acks=0` request not yet
+/// reported written) and nothing queued.
 fn is_quiet(c: &Conn) -> bool {
     c.state == ConnState::Ready
         && c.wire.in_flight_count() == 0
         && c.queued.is_empty()
         && c.deadlines.is_empty()
+        && c.writes.is_empty()
 }

@@ -50,6 +50,7 @@ impl Network {
                 session_in_flight, timed,
                 "every session request is timed once"
             );
+            c.writes.assert_invariants();
         }
     }
 }

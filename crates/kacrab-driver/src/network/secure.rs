@@ -7,6 +7,7 @@ use kacrab_idempotence::ticket::Ticket;
 use kacrab_idempotence::{Producer, Timestamp};
 use kacrab_wire::Frame;
 
+use super::write_reports::FrameIndex;
 use super::{ConnState, Network};
 use crate::output::{CloseReason, ConnId, Output};
 use crate::phases::{ConnectError, ConnectFailure, TlsFailure};
@@ -73,11 +74,7 @@ impl Network {
                 c.transport = transport;
                 c.state = ConnState::TlsHandshake { deadline };
                 let hello = c.transport.take_outgoing();
-                self.out.push_back(Output::Transmit {
-                    conn,
-                    frame: Frame::new(hello),
-                    ticket: None,
-                });
+                let _ = self.push_transmit(conn, Frame::new(hello), None);
             }
             Err(e) => self.fail(core, conn, e, Gone::Open, now),
         }
@@ -103,11 +100,8 @@ impl Network {
             }
         };
         if !opened.reply.is_empty() {
-            self.out.push_back(Output::Transmit {
-                conn,
-                frame: Frame::new(std::mem::take(&mut opened.reply)),
-                ticket: None,
-            });
+            let reply = Frame::new(std::mem::take(&mut opened.reply));
+            let _ = self.push_transmit(conn, reply, None);
         }
         let c = self.conn_mut(conn)?;
         if let ConnState::TlsHandshake { .. } = c.state {
@@ -129,7 +123,9 @@ impl Network {
         Some(opened)
     }
 
-    /// Writes `frame` on `conn` through its transport.
+    /// Writes `frame` on `conn` through its transport; returns its position among the
+    /// connection's frames, or `None` when it was not handed to the driver (sealing it
+    /// failed the connection, or the connection is gone).
     pub(super) fn transmit(
         &mut self,
         core: &mut Producer,
@@ -137,20 +133,17 @@ impl Network {
         frame: Frame,
         ticket: Option<Ticket>,
         now: Timestamp,
-    ) {
-        let Some(c) = self.conn_mut(conn) else { return };
+    ) -> Option<FrameIndex> {
+        let c = self.conn_mut(conn)?;
         c.last_active = now;
         match c.transport.seal(frame) {
-            Ok(frame) => self.out.push_back(Output::Transmit {
-                conn,
-                frame,
-                ticket,
-            }),
+            Ok(frame) => self.push_transmit(conn, frame, ticket),
             Err(e) => {
                 if let Some(ticket) = ticket {
                     self.out.push_back(Output::Release { ticket });
                 }
                 self.fail(core, conn, e, Gone::Open, now);
+                None
             }
         }
     }

@@ -88,6 +88,44 @@ struct Link {
     tls: Option<rustls::ServerConnection>,
     /// Decrypted request bytes not yet a whole frame.
     plain: Vec<u8>,
+    /// The frames transmitted on it and their write reports.
+    writes: Writes,
+}
+
+/// One link's `Transmit` frames, and which of them the harness wrote: the session is
+/// told, in order, of the written prefix (`Session::handle_transmitted`), as a driver
+/// reports a frame once its socket took all of it.
+#[derive(Debug, Default)]
+struct Writes {
+    /// Frames handed over by the session.
+    handed: u64,
+    /// Frames written, by position, beyond the written prefix.
+    written: BTreeSet<u64>,
+    /// The written prefix: frames `0..prefix` are written.
+    prefix: u64,
+    /// Of the prefix, frames reported to the session.
+    reported: u64,
+}
+
+impl Writes {
+    fn hand(&mut self) -> u64 {
+        self.handed += 1;
+        self.handed - 1
+    }
+
+    fn written(&mut self, index: u64) {
+        self.written.insert(index);
+        while self.written.remove(&self.prefix) {
+            self.prefix += 1;
+        }
+    }
+
+    /// The frames written and not yet reported, now reported.
+    fn take_report(&mut self) -> usize {
+        let n = self.prefix - self.reported;
+        self.reported = self.prefix;
+        usize::try_from(n).expect("a frame count")
+    }
 }
 
 impl Link {
@@ -157,6 +195,10 @@ pub struct Pair {
     /// its own task must ([`TicketSequencer`]): a frame whose turn has not come waits;
     /// a Release, or the close of its connection, abandons a ticket.
     pub ticket_order: bool,
+    /// Hold the write reports (`Session::handle_transmitted`) back, as a driver whose
+    /// socket has not yet taken the frames: the bytes still travel, and
+    /// [`Pair::report_writes`] reports them.
+    pub hold_write_reports: bool,
     /// Every completion, with when it came.
     pub completions: Vec<(Timestamp, Completion)>,
     /// Every `Output::Connect`: when, which, where.
@@ -184,7 +226,7 @@ pub struct Pair {
     sent: BTreeSet<SendId>,
     /// The ticket-ordering driver's sequencer and its frames waiting for their turn.
     sequencer: TicketSequencer,
-    parked: VecDeque<(ConnId, Bytes, Ticket)>,
+    parked: VecDeque<(ConnId, Bytes, Ticket, u64)>,
     /// Steps taken without the clock moving (a session that keeps itself busy at one
     /// instant would never let virtual time pass).
     steps_at_now: u32,
@@ -215,6 +257,7 @@ impl Pair {
             connect: BTreeMap::new(),
             connect_faults: (0, 0),
             ticket_order: false,
+            hold_write_reports: false,
             tls_server: None,
             sequencer: TicketSequencer::new(),
             parked: VecDeque::new(),
@@ -513,6 +556,7 @@ impl Pair {
                             rustls::ServerConnection::new(c).expect("server TLS configuration")
                         }),
                         plain: Vec::new(),
+                        writes: Writes::default(),
                     },
                 );
             }
@@ -523,16 +567,22 @@ impl Pair {
             } => {
                 self.frame_parts.push((conn, frame.parts().len()));
                 let frame = frame.to_bytes();
+                let index = self
+                    .links
+                    .get_mut(&conn)
+                    .unwrap_or_else(|| panic!("Transmit on {conn:?}, which is not open"))
+                    .writes
+                    .hand();
                 if let Some(t) = ticket {
                     assert!(self.tickets.insert(t), "ticket {t:?} ended twice");
                     if self.ticket_order {
                         assert!(self.links.get(&conn).is_some_and(|l| l.open));
-                        self.parked.push_back((conn, frame, t));
+                        self.parked.push_back((conn, frame, t, index));
                         self.unpark();
                         return;
                     }
                 }
-                self.write(conn, frame);
+                self.write(conn, frame, index);
             }
             Output::Release { ticket } => {
                 assert!(self.tickets.insert(ticket), "ticket {ticket:?} ended twice");
@@ -558,13 +608,13 @@ impl Pair {
             let Some(i) = self
                 .parked
                 .iter()
-                .position(|(_, _, t)| self.sequencer.may_enqueue(*t))
+                .position(|(_, _, t, _)| self.sequencer.may_enqueue(*t))
             else {
                 return;
             };
-            let (conn, frame, t) = self.parked.remove(i).expect("parked");
+            let (conn, frame, t, index) = self.parked.remove(i).expect("parked");
             self.sequencer.enqueued(t);
-            self.write(conn, frame);
+            self.write(conn, frame, index);
         }
     }
 
@@ -574,15 +624,17 @@ impl Pair {
             return;
         }
         let (gone, kept): (VecDeque<_>, VecDeque<_>) =
-            self.parked.drain(..).partition(|(c, _, _)| *c == conn);
+            self.parked.drain(..).partition(|(c, _, _, _)| *c == conn);
         self.parked = kept;
-        for (_, _, t) in gone {
+        for (_, _, t, _) in gone {
             self.sequencer.abandon(t);
         }
         self.unpark();
     }
 
-    fn write(&mut self, conn: ConnId, frame: Bytes) {
+    /// Writes frame `index` of `conn`: its socket takes all of it now, and the written
+    /// prefix is reported unless reports are held.
+    fn write(&mut self, conn: ConnId, frame: Bytes, index: u64) {
         let now = self.now;
         let delay = self.delay();
         let link = self
@@ -592,6 +644,31 @@ impl Pair {
         assert!(link.open, "Transmit on {conn:?} before it was connected");
         let at = link.to_broker.back().map_or(now, |f| f.0).max(now + delay);
         link.to_broker.push_back((at, frame));
+        link.writes.written(index);
+        if !self.hold_write_reports {
+            self.report_written(conn);
+        }
+    }
+
+    /// Reports `conn`'s written frames not yet reported.
+    fn report_written(&mut self, conn: ConnId) {
+        let Some(link) = self.links.get_mut(&conn) else {
+            return;
+        };
+        let frames = link.writes.take_report();
+        if frames > 0 {
+            self.trace(format_args!("{conn:?} {frames} frames written"));
+            self.session.handle_transmitted(conn, frames, self.now);
+        }
+    }
+
+    /// Reports every frame written and held back (see [`Pair::hold_write_reports`]).
+    pub fn report_writes(&mut self) {
+        let conns: Vec<ConnId> = self.links.keys().copied().collect();
+        for conn in conns {
+            self.report_written(conn);
+        }
+        self.pump();
     }
 
     fn on_completion(&mut self, c: Completion) {
