@@ -29,6 +29,9 @@ use pair::{Cluster, Pair};
 
 const SECOND: Duration = Duration::from_secs(1);
 
+/// Every record the brokers received: its value and its headers, as text.
+type Wire = Rc<RefCell<Vec<(String, HashMap<String, String>)>>>;
+
 /// A session with an [`OtelInterceptor`] exporting to memory, and a hook that keeps the
 /// headers of every record the brokers received, by value.
 struct Traced {
@@ -36,7 +39,7 @@ struct Traced {
     provider: SdkTracerProvider,
     exporter: InMemorySpanExporter,
     interceptor: Arc<OtelInterceptor<SdkTracer>>,
-    wire: Rc<RefCell<Vec<(String, HashMap<String, String>)>>>,
+    wire: Wire,
 }
 
 impl Traced {
@@ -49,7 +52,7 @@ impl Traced {
             Arc::new(OtelInterceptor::with_tracer_provider(&provider).with_client_id("harness"));
         let mut p = Pair::new(cluster, &[]);
         p.session.add_interceptor(interceptor.clone());
-        let wire = Rc::new(RefCell::new(Vec::new()));
+        let wire: Wire = Rc::default();
         let seen = Rc::clone(&wire);
         p.hook(move |inc, _| {
             if let Req::Produce(r) = &inc.req {
