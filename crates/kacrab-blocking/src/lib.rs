@@ -135,6 +135,9 @@ pub use error::{BuildError, SendError, WaitError};
 pub use io::IoStats;
 pub use kacrab_driver::metrics;
 pub use kacrab_driver::ProduceError;
+/// OpenTelemetry producer spans (feature `opentelemetry`), re-exported from the session.
+#[cfg(feature = "opentelemetry")]
+pub use kacrab_driver::{otel, OtelInterceptor};
 /// Re-exported from the session: the configuration (every SASL mechanism, an
 /// OAUTHBEARER token provider included) and the application's extension points.
 pub use kacrab_driver::{

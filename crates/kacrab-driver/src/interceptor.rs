@@ -16,12 +16,17 @@
 //!   [`Completion::Record`] and before the application sees it (Java calls
 //!   `onAcknowledgement` before the send's callback), for a delivery as well as for a
 //!   record refused before it was ever sent (Java's `ProducerInterceptors.onSendError`).
+//!   It carries the record's headers as the producer took them in (after every
+//!   `on_send`), as Java's `onAcknowledgement(metadata, exception, headers)` does since
+//!   KIP-512: an interceptor finds what it stamped on the record there (the
+//!   `opentelemetry` feature's interceptor finds its span through the `traceparent` it
+//!   injected).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use kacrab_idempotence::Topic;
+use kacrab_idempotence::{Header, Topic};
 
 use crate::completion::{Completion, ProduceError, SendId};
 use crate::record::{ProducerRecord, RecordMetadata};
@@ -38,6 +43,9 @@ pub struct Acknowledgement<'a> {
     pub id: SendId,
     /// The record's topic (after `on_send`).
     pub topic: &'a Topic,
+    /// The record's headers, as the producer took the record in (after every
+    /// interceptor's `on_send`; KIP-512).
+    pub headers: &'a [Header],
     /// Where it landed (partition, offset), or why it did not, with
     /// [`ProduceError::possibly_written`].
     pub outcome: Result<&'a RecordMetadata, &'a ProduceError>,
@@ -114,13 +122,21 @@ impl<T: ProducerInterceptor + ?Sized> ProducerInterceptor for Arc<T> {
     }
 }
 
-/// A session's interceptors, in installation order, and the topic of every record
-/// they have yet to see the outcome of.
+/// A session's interceptors, in installation order, and the topic and headers of every
+/// record they have yet to see the outcome of.
 #[derive(Default)]
 pub(crate) struct Interceptors {
     chain: Vec<Arc<dyn ProducerInterceptor>>,
     /// The records sent while the chain was not empty, until their outcome.
-    pending: BTreeMap<SendId, Topic>,
+    pending: BTreeMap<SendId, Awaited>,
+}
+
+/// What the interceptors are shown of a record with its outcome: its topic and headers
+/// as the producer took it in (the record itself is moved into the producer).
+#[derive(Debug)]
+pub(crate) struct Awaited {
+    topic: Topic,
+    headers: Vec<Header>,
 }
 
 impl fmt::Debug for Interceptors {
@@ -150,11 +166,20 @@ impl Interceptors {
         record
     }
 
-    /// Remembers that send `id` of `topic` awaits its outcome (nothing without
-    /// interceptors).
-    pub(crate) fn sent(&mut self, id: SendId, topic: Topic) {
-        if !self.chain.is_empty() {
-            let earlier = self.pending.insert(id, topic);
+    /// What of `record` to keep for its outcome: `None` without interceptors, so that a
+    /// session without them copies nothing.
+    pub(crate) fn awaited(&self, record: &ProducerRecord) -> Option<Awaited> {
+        (!self.chain.is_empty()).then(|| Awaited {
+            topic: record.topic.clone(),
+            headers: record.headers.clone(),
+        })
+    }
+
+    /// Remembers that send `id` awaits its outcome (`awaited` from [`Self::awaited`],
+    /// taken before the record was sent).
+    pub(crate) fn sent(&mut self, id: SendId, awaited: Option<Awaited>) {
+        if let Some(awaited) = awaited {
+            let earlier = self.pending.insert(id, awaited);
             debug_assert!(earlier.is_none(), "send ids are unique");
         }
     }
@@ -165,12 +190,13 @@ impl Interceptors {
             return;
         };
         // A record sent before the first interceptor was installed is not theirs.
-        let Some(topic) = self.pending.remove(id) else {
+        let Some(Awaited { topic, headers }) = self.pending.remove(id) else {
             return;
         };
         let ack = Acknowledgement {
             id: *id,
             topic: &topic,
+            headers: &headers,
             outcome: outcome.as_ref(),
         };
         for (index, interceptor) in self.chain.iter().enumerate() {
@@ -190,11 +216,13 @@ impl Interceptors {
 mod tests {
     use std::sync::Mutex;
 
-    use super::*;
-    use crate::Header;
+    use bytes::Bytes;
 
-    /// The outcomes interceptors were shown: the send, and whether it was delivered.
-    type Shown = Arc<Mutex<Vec<(SendId, bool)>>>;
+    use super::*;
+
+    /// The outcomes interceptors were shown: the send, whether it was delivered, and
+    /// the record's header keys.
+    type Shown = Arc<Mutex<Vec<(SendId, bool, Vec<Bytes>)>>>;
 
     /// Appends its name as a header, or fails after changing the record.
     struct Tag {
@@ -217,10 +245,11 @@ mod tests {
         }
 
         fn on_acknowledgement(&self, ack: &Acknowledgement<'_>) -> Result<(), InterceptorError> {
+            let keys = ack.headers.iter().map(|h| h.key.clone()).collect();
             self.seen
                 .lock()
                 .unwrap()
-                .push((ack.id, ack.outcome.is_ok()));
+                .push((ack.id, ack.outcome.is_ok(), keys));
             if self.fail {
                 return Err("refused".into());
             }
@@ -267,8 +296,10 @@ mod tests {
         );
     }
 
-    /// Every interceptor sees each outcome once, even after another one failed; records
-    /// sent before any interceptor was installed are not reported.
+    /// Every interceptor sees each outcome once, even after another one failed, with the
+    /// record's headers as the producer took it in (Java's `ProducerInterceptors
+    /// .onAcknowledgement(metadata, exception, headers)`, KIP-512); records sent before
+    /// any interceptor was installed are not reported.
     #[test]
     fn every_interceptor_sees_each_outcome_once() {
         let (mut chain, seen) = chain([true, false, false]);
@@ -286,16 +317,24 @@ mod tests {
                 Err(ProduceError::Send(kacrab_idempotence::SendError::Closed))
             },
         };
-        chain.sent(SendId(1), "t".into());
-        chain.sent(SendId(2), "t".into());
+        let tagged = chain.on_send(ProducerRecord::unkeyed("t", "v").with_header("own", None));
+        let first = chain.awaited(&tagged);
+        chain.sent(SendId(1), first);
+        let second = chain.awaited(&ProducerRecord::unkeyed("t", "w"));
+        chain.sent(SendId(2), second);
         chain.completed(&done(0, true)); // not sent through the chain
         chain.completed(&done(2, false));
         chain.completed(&done(1, true));
         chain.completed(&done(1, true)); // a second completion is not reported
-        let expected: Vec<(SendId, bool)> = [(SendId(2), false), (SendId(1), true)]
-            .into_iter()
-            .flat_map(|e| [e; 3])
-            .collect();
+                                         // "a" failed its on_send, so its header is not on the record; "b" and "c" are.
+        let keys = |names: &[&'static str]| names.iter().map(|n| Bytes::from(*n)).collect();
+        let expected: Vec<(SendId, bool, Vec<Bytes>)> = [
+            (SendId(2), false, Vec::new()),
+            (SendId(1), true, keys(&["own", "b", "c"])),
+        ]
+        .into_iter()
+        .flat_map(|e| [e.clone(), e.clone(), e])
+        .collect();
         assert_eq!(*seen.lock().unwrap(), expected);
     }
 }

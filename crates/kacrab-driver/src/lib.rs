@@ -51,6 +51,8 @@ mod features;
 mod interceptor;
 pub mod metrics;
 mod network;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 mod output;
 mod partitioner;
 mod phases;
@@ -95,6 +97,8 @@ pub use interceptor::{Acknowledgement, InterceptorError, ProducerInterceptor};
 pub use kacrab_idempotence::compression::{Codec, Compression};
 pub use kacrab_wire::Frame;
 pub use metrics::MetricsSnapshot;
+#[cfg(feature = "opentelemetry")]
+pub use otel::OtelInterceptor;
 pub use output::{CloseReason, ConnId, ConnectOptions, Output};
 pub use partitioner::{
     murmur2, partition_for_key, KeyUse, Partitioner, StickyDraw, TopicPartitions,

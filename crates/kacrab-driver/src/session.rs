@@ -158,7 +158,7 @@ impl Session {
     /// The installed [`ProducerInterceptor`]s see the record first, and may change it.
     pub fn send(&mut self, record: ProducerRecord, now: Timestamp) -> SendId {
         let record = self.interceptors.on_send(record);
-        let topic = record.topic.clone();
+        let awaited = self.interceptors.awaited(&record);
         let mut resolve = Resolver {
             topics: self.net.topics(),
             router: &mut self.router,
@@ -169,7 +169,7 @@ impl Session {
         let id = self
             .app
             .send(&mut self.core, record, &mut resolve, failure, now);
-        self.interceptors.sent(id, topic);
+        self.interceptors.sent(id, awaited);
         self.progress(now);
         id
     }

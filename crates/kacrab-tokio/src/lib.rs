@@ -127,6 +127,9 @@ pub use conn::{BrokerStream, ConnectFuture, Connector};
 pub use error::Error;
 pub use kacrab_driver::metrics;
 pub use kacrab_driver::ProduceError;
+/// OpenTelemetry producer spans (feature `opentelemetry`), re-exported from the session.
+#[cfg(feature = "opentelemetry")]
+pub use kacrab_driver::{otel, OtelInterceptor};
 pub use kacrab_driver::{
     Acknowledgement, Extensions, InterceptorError, OAuthBearerToken, OAuthBearerTokenHandle,
     OAuthBearerTokenProvider, Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret,
