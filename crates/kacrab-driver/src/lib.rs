@@ -78,8 +78,8 @@ pub use config::{
     PARTITIONER_AVAILABILITY_TIMEOUT_MS, PARTITIONER_IGNORE_KEYS,
 };
 pub use config::{
-    ControlFlag, JaasError, NonceSeed, OAuthBearerSource, SaslConfig, SaslConfigError,
-    SaslCredentials, SaslMechanism, SASL_JAAS_CONFIG, SASL_MECHANISM,
+    ControlFlag, JaasError, NonceSeed, OAuthBearerSource, OidcClientCredentials, OidcTiming,
+    SaslConfig, SaslConfigError, SaslCredentials, SaslMechanism, SASL_JAAS_CONFIG, SASL_MECHANISM,
 };
 pub use config::{
     MetricsConfig, SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS,

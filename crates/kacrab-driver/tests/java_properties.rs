@@ -218,11 +218,12 @@ fn a_properties_file_loads_and_an_unreadable_one_is_named() {
 }
 
 /// An OIDC client-credentials file (Kafka's KIP-768 settings: the token endpoint and an
-/// `OAuthBearerLoginModule` line with clientId/clientSecret) is told that OIDC is not
-/// built in and to install a token provider, on each of its lines, never the
-/// unrelated unsecured-JWT error; the client secret is not shown.
+/// `OAuthBearerLoginModule` line with clientId/clientSecret, Java's
+/// `OAuthBearerLoginCallbackHandler`) parses; the session alone cannot fetch tokens, so
+/// building it refuses the setup once, naming kacrab-tokio's feature `oidc` and the
+/// token handle, never the unrelated unsecured-JWT error; the client secret is not shown.
 #[test]
-fn an_oidc_file_is_told_to_install_a_token_provider() {
+fn an_oidc_file_parses_and_asks_for_a_driver_that_fetches_tokens() {
     let text = "bootstrap.servers=h:9093\n\
                 security.protocol=SASL_SSL\n\
                 sasl.mechanism=OAUTHBEARER\n\
@@ -231,26 +232,12 @@ fn an_oidc_file_is_told_to_install_a_token_provider() {
                 sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
                 required clientId='app' clientSecret='s3cr3t-7f' scope='kafka';\n";
     let err = SessionConfig::from_java_properties(text).unwrap_err();
-    let SessionConfigError::Problems(problems) = &err else {
-        panic!("a list of problems: {err:?}");
-    };
-    let keys: Vec<&str> = problems.problems().iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(
-        keys,
-        [
-            "sasl.login.callback.handler.class",
-            "sasl.oauthbearer.token.endpoint.url",
-            "sasl.jaas.config"
-        ]
-    );
     let shown = err.to_string();
-    assert_eq!(
-        shown.matches("OAuthBearerTokenProvider").count(),
-        3,
-        "{shown}"
-    );
+    assert!(shown.contains("feature `oidc`"), "{shown}");
+    assert!(shown.contains("OAuthBearerTokenHandle"), "{shown}");
     assert!(
         !shown.contains("unsecured") && !shown.contains("s3cr3t-7f"),
         "{shown}"
     );
+    assert!(!format!("{err:?}").contains("s3cr3t-7f"));
 }

@@ -22,4 +22,8 @@ pub enum Error {
     /// constructor fails the same way.
     #[error(transparent)]
     UnresolvableBootstrap(#[from] kacrab_driver::UnresolvableBootstrap),
+    /// The OIDC token fetcher could not be set up (feature `oidc`).
+    #[cfg(feature = "oidc")]
+    #[error(transparent)]
+    Oidc(crate::oidc::OidcError),
 }

@@ -112,6 +112,9 @@ mod conn;
 mod driver;
 mod error;
 mod gate;
+#[cfg(feature = "oidc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oidc")))]
+pub mod oidc;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -135,6 +138,7 @@ pub use kacrab_driver::{
     OAuthBearerTokenProvider, Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret,
     SessionConfig, SessionConfigBuilder, TopicPartitions,
 };
+pub use kacrab_driver::{OidcClientCredentials, OidcTiming};
 pub use kacrab_driver::{
     MetricsSnapshot, ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS,
     CLIENT_ID, MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
@@ -540,7 +544,18 @@ impl ProducerBuilder {
     /// [`Error::NoRuntime`] outside a Tokio runtime, [`Error::UnresolvableBootstrap`]
     /// when no bootstrap server resolves (over plain TCP: resolved once, here, blocking
     /// as Java's constructor does).
+    ///
+    /// With the feature `oidc` and OIDC client credentials configured, it also starts
+    /// the token refresh task, and the producer connects once the first token fetch
+    /// finished (see [`oidc`](crate::oidc#the-first-token)).
     pub fn build(&self) -> Result<Producer, Error> {
+        #[cfg(feature = "oidc")]
+        let (config, oidc_login) = {
+            let mut config = self.config.clone();
+            let login = oidc::install(&mut config)?;
+            (config.build()?, login)
+        };
+        #[cfg(not(feature = "oidc"))]
         let config = self.config.build()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let transport = match &self.connector {
@@ -565,6 +580,17 @@ impl ProducerBuilder {
         let (commands, commands_rx) = mpsc::unbounded_channel();
         let gate = Arc::new(Gate::new(config_buffer_memory));
         let (driver, conn_events) = Driver::new(session, clock, transport, Arc::clone(&gate));
+        #[cfg(feature = "oidc")]
+        if let Some(login) = oidc_login {
+            // No authentication before the first fetch finished: Java logs in within its
+            // constructor.
+            let first_token = login.start(&runtime);
+            runtime.spawn(async move {
+                let _ = first_token.await;
+                driver.run(commands_rx, conn_events).await;
+            });
+            return Ok(Producer { commands, gate });
+        }
         runtime.spawn(driver.run(commands_rx, conn_events));
         Ok(Producer { commands, gate })
     }

@@ -279,14 +279,6 @@ pub(crate) const KAFKA_DEFAULTS: &[(&str, &str, &str)] = &[
         "60000",
         KERBEROS_NOTE,
     ),
-    ("sasl.login.refresh.window.factor", "0.8", LOGIN_NOTE),
-    ("sasl.login.refresh.window.jitter", "0.05", LOGIN_NOTE),
-    ("sasl.login.refresh.min.period.seconds", "60", LOGIN_NOTE),
-    ("sasl.login.refresh.buffer.seconds", "300", LOGIN_NOTE),
-    ("sasl.login.retry.backoff.ms", "100", LOGIN_NOTE),
-    ("sasl.login.retry.backoff.max.ms", "10000", LOGIN_NOTE),
-    ("sasl.oauthbearer.scope.claim.name", "scope", LOGIN_NOTE),
-    ("sasl.oauthbearer.sub.claim.name", "sub", LOGIN_NOTE),
     (
         "sasl.oauthbearer.jwks.endpoint.refresh.ms",
         "3600000",
@@ -303,13 +295,12 @@ pub(crate) const KAFKA_DEFAULTS: &[(&str, &str, &str)] = &[
         LOGIN_NOTE,
     ),
     ("sasl.oauthbearer.clock.skew.seconds", "30", LOGIN_NOTE),
-    ("sasl.oauthbearer.header.urlencode", "false", LOGIN_NOTE),
 ];
 
 const KERBEROS_NOTE: &str = "accepted at Kafka's default, unused: GSSAPI (Kerberos) is not \
                              supported";
-const LOGIN_NOTE: &str = "accepted at Kafka's default, unused: kacrab takes OAUTHBEARER tokens \
-                          from an OAuthBearerTokenProvider, with no login module of its own";
+const LOGIN_NOTE: &str = "accepted at Kafka's default, unused: a broker's token validation \
+                          setting, and a producer does not validate the tokens it sends";
 
 /// The note for `key` set to `value`, if that value is Kafka's default for a key
 /// kacrab does not act on (compared trimmed, ASCII case-insensitively).

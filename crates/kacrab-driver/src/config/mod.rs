@@ -9,9 +9,11 @@ pub mod security;
 
 use security::{SecurityBuilder, SecurityConfig};
 mod jaas;
+mod oidc;
 mod sasl;
 
 pub use jaas::{ControlFlag, JaasError};
+pub use oidc::{OidcClientCredentials, OidcTiming};
 pub use sasl::{
     NonceSeed, OAuthBearerSource, SaslConfig, SaslConfigError, SaslCredentials, SaslMechanism,
     SASL_JAAS_CONFIG, SASL_MECHANISM,

@@ -21,6 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::jaas::{self, JaasError};
+use super::oidc::{self, OidcClientCredentials, OidcSettings};
 use crate::sasl::oauthbearer::{OAuthBearerTokenProvider, UnsecuredJwt};
 use crate::secret::Secret;
 
@@ -142,12 +143,21 @@ pub enum SaslConfigError {
         reason: &'static str,
     },
     /// OAUTHBEARER through an OpenID Connect token endpoint (KIP-768: a JAAS line with
-    /// `clientId`/`clientSecret`, `sasl.oauthbearer.token.endpoint.url`, or Java's
-    /// `OAuthBearerLoginCallbackHandler`): not built in.
-    #[error("{key}: OAUTHBEARER with OIDC client credentials (KIP-768, a token endpoint with clientId/clientSecret) is not built into kacrab; fetch tokens in the application and install an OAuthBearerTokenProvider with SaslConfig::oauthbearer, reached by ProducerBuilder::sasl (kacrab-tokio) or SessionConfigBuilder::sasl (kacrab-blocking), with sasl.mechanism=OAUTHBEARER and no sasl.jaas.config")]
+    /// `clientId`/`clientSecret` and `sasl.oauthbearer.token.endpoint.url`) reached a
+    /// driver that does not fetch tokens: only kacrab-tokio with its feature `oidc`
+    /// does (it takes the settings out before building the session).
+    #[error("{key}: OAUTHBEARER with OIDC client credentials (KIP-768) needs kacrab-tokio's feature `oidc`, which fetches and refreshes the tokens; without it (or with kacrab-blocking) fetch tokens in the application and feed an OAuthBearerTokenHandle installed with SaslConfig::oauthbearer")]
     OidcNotBuiltIn {
         /// The key that asked for it.
         key: &'static str,
+    },
+    /// A setting of the OIDC client-credentials login is malformed or missing.
+    #[error("{key}: {reason}")]
+    BadOidcSetting {
+        /// Kafka's key (never its value, which may be a secret).
+        key: String,
+        /// What is wrong with it.
+        reason: &'static str,
     },
     /// Credentials without `sasl.mechanism` (Kafka's default, GSSAPI, is not supported).
     #[error("sasl.mechanism is not set (Kafka's default GSSAPI is not supported)")]
@@ -208,6 +218,9 @@ pub struct SaslConfig {
     credentials: Option<SaslCredentials>,
     /// The seed of the SCRAM client nonces, from the driver (see [`NonceSeed`]).
     nonce_seed: Option<NonceSeed>,
+    /// The OIDC client-credentials login's settings (KIP-768), for a driver that fetches
+    /// tokens to take out ([`SaslConfig::take_oidc_client_credentials`]).
+    oidc: OidcSettings,
 }
 
 /// 32 bytes of entropy the SCRAM client nonces of a session are derived from
@@ -248,17 +261,20 @@ impl SaslConfig {
                 })?;
                 self.mechanism = Some(mechanism);
             }
-            SASL_JAAS_CONFIG => self.credentials = Some(credentials_from_jaas(value)?),
-            SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL => {
-                return Err(SaslConfigError::OidcNotBuiltIn {
-                    key: SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL,
-                })
-            }
-            SASL_LOGIN_CALLBACK_HANDLER_CLASS if value.trim().ends_with(OIDC_CALLBACK_HANDLER) => {
-                return Err(SaslConfigError::OidcNotBuiltIn {
-                    key: SASL_LOGIN_CALLBACK_HANDLER_CLASS,
-                })
-            }
+            SASL_JAAS_CONFIG => match credentials_from_jaas(value)? {
+                JaasCredentials::Fixed(credentials) => {
+                    self.oidc.clear_client();
+                    self.credentials = Some(credentials);
+                }
+                JaasCredentials::Oidc(options) => {
+                    self.oidc.set_client(&options)?;
+                    self.credentials = None;
+                }
+            },
+            // Java's OIDC handler is the one installed for these settings: naming it
+            // changes nothing.
+            SASL_LOGIN_CALLBACK_HANDLER_CLASS if value.trim().ends_with(OIDC_CALLBACK_HANDLER) => {}
+            _ if self.oidc.set(key, value)? => {}
             _ => match unsupported_reason(key) {
                 Some(reason) => {
                     return Err(SaslConfigError::UnsupportedKey {
@@ -296,13 +312,43 @@ impl SaslConfig {
         self.username_password(username, password)
     }
 
-    /// OAUTHBEARER with tokens from the application's provider.
+    /// OAUTHBEARER with tokens from the application's provider (replacing OIDC client
+    /// credentials from `sasl.jaas.config`, if any).
     pub fn oauthbearer(&mut self, provider: Arc<dyn OAuthBearerTokenProvider>) -> &mut Self {
         self.mechanism = Some(SaslMechanism::OAuthBearer);
+        self.oidc.clear_client();
         self.credentials = Some(SaslCredentials::OAuthBearer(OAuthBearerSource::Provider(
             provider,
         )));
         self
+    }
+
+    /// OAUTHBEARER with tokens from an OIDC token endpoint (KIP-768), fetched by the
+    /// driver (kacrab-tokio's feature `oidc`); the typed form of
+    /// `sasl.oauthbearer.token.endpoint.url` and the JAAS line with `clientId` and
+    /// `clientSecret`.
+    pub fn oidc_client_credentials(&mut self, settings: OidcClientCredentials) -> &mut Self {
+        self.mechanism = Some(SaslMechanism::OAuthBearer);
+        self.credentials = None;
+        self.oidc = OidcSettings::from(settings);
+        self
+    }
+
+    /// Takes the OIDC client-credentials settings out, for a driver that fetches tokens
+    /// and installs its own provider in their place: `Ok(None)` when none were given
+    /// (or a provider or other credentials replaced them).
+    ///
+    /// # Errors
+    /// [`SaslConfigError::BadOidcSetting`] for a setup missing its endpoint or client.
+    pub fn take_oidc_client_credentials(
+        &mut self,
+    ) -> Result<Option<OidcClientCredentials>, SaslConfigError> {
+        if self.credentials.is_some() || !self.oidc.is_requested() {
+            return Ok(None);
+        }
+        let settings = self.oidc.complete()?;
+        self.oidc = OidcSettings::default();
+        Ok(Some(settings))
     }
 
     /// Sets the seed of the SCRAM client nonces (the drivers fill it from the operating
@@ -373,7 +419,7 @@ impl SaslConfig {
     /// Whether anything SASL was configured.
     #[must_use]
     pub fn is_configured(&self) -> bool {
-        self.mechanism.is_some() || self.credentials.is_some()
+        self.mechanism.is_some() || self.credentials.is_some() || self.oidc.is_requested()
     }
 
     /// Checks that the mechanism and its credentials fit: what a SASL connection needs.
@@ -383,6 +429,13 @@ impl SaslConfig {
     /// [`SaslConfigError::CredentialsMismatch`] or [`SaslConfigError::InvalidCredentials`].
     pub fn validate(&self) -> Result<(SaslMechanism, &SaslCredentials), SaslConfigError> {
         let mechanism = self.mechanism.ok_or(SaslConfigError::MissingMechanism)?;
+        if self.credentials.is_none() && self.oidc.is_requested() {
+            // Complete or not, a driver that fetches tokens would have taken them out.
+            self.oidc.complete()?;
+            return Err(SaslConfigError::OidcNotBuiltIn {
+                key: oidc::TOKEN_ENDPOINT_URL,
+            });
+        }
         let credentials = self
             .credentials
             .as_ref()
@@ -414,8 +467,6 @@ impl SaslConfig {
     }
 }
 
-/// `sasl.oauthbearer.token.endpoint.url`: the OIDC token endpoint (KIP-768).
-const SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: &str = "sasl.oauthbearer.token.endpoint.url";
 /// `sasl.login.callback.handler.class`.
 const SASL_LOGIN_CALLBACK_HANDLER_CLASS: &str = "sasl.login.callback.handler.class";
 /// Java's OIDC login callback handler's class name (its package moved between
@@ -424,8 +475,16 @@ const OIDC_CALLBACK_HANDLER: &str = "OAuthBearerLoginCallbackHandler";
 /// JAAS options of OIDC client credentials (`SaslOauthbearer` docs, KIP-768).
 const OIDC_OPTIONS: &[&str] = &["clientId", "clientSecret"];
 
+/// What a `sasl.jaas.config` line gives.
+enum JaasCredentials {
+    /// Credentials the session uses as they are.
+    Fixed(SaslCredentials),
+    /// `OAuthBearerLoginModule`'s OIDC options, for [`OidcSettings::set_client`].
+    Oidc(std::collections::BTreeMap<String, String>),
+}
+
 /// Credentials from `sasl.jaas.config`.
-fn credentials_from_jaas(text: &str) -> Result<SaslCredentials, SaslConfigError> {
+fn credentials_from_jaas(text: &str) -> Result<JaasCredentials, SaslConfigError> {
     let entry = jaas::parse(text)?;
     let module = match entry.login_module.as_str() {
         PLAIN_LOGIN_MODULE => "PlainLoginModule",
@@ -441,13 +500,11 @@ fn credentials_from_jaas(text: &str) -> Result<SaslCredentials, SaslConfigError>
                 .any(|o| o.starts_with("unsecuredLogin"))
                 && OIDC_OPTIONS.iter().any(|o| entry.options.contains_key(*o)) =>
         {
-            return Err(SaslConfigError::OidcNotBuiltIn {
-                key: SASL_JAAS_CONFIG,
-            })
+            return Ok(JaasCredentials::Oidc(entry.options))
         }
         OAUTHBEARER_LOGIN_MODULE => {
-            return Ok(SaslCredentials::OAuthBearer(OAuthBearerSource::Unsecured(
-                UnsecuredJwt::from_jaas_options(&entry.options)?,
+            return Ok(JaasCredentials::Fixed(SaslCredentials::OAuthBearer(
+                OAuthBearerSource::Unsecured(UnsecuredJwt::from_jaas_options(&entry.options)?),
             )))
         }
         _ => return Err(SaslConfigError::UnsupportedLoginModule),
@@ -463,10 +520,10 @@ fn credentials_from_jaas(text: &str) -> Result<SaslCredentials, SaslConfigError>
                 reason: "missing",
             })
     };
-    Ok(SaslCredentials::UsernamePassword {
+    Ok(JaasCredentials::Fixed(SaslCredentials::UsernamePassword {
         username: get("username")?,
         password: Secret::new(get("password")?),
-    })
+    }))
 }
 
 /// Why a `sasl.*` key Kafka knows is not implemented; `None` for a key that is not a
@@ -481,11 +538,14 @@ fn unsupported_reason(key: &str) -> Option<&'static str> {
         | "sasl.login.callback.handler.class" => {
             "Java classes cannot be loaded; set credentials with SaslConfig (plain, scram, or oauthbearer with an OAuthBearerTokenProvider), reached by ProducerBuilder::sasl (kacrab-tokio) or SessionConfigBuilder::sasl"
         }
-        _ if key.starts_with("sasl.login.") => {
-            "token login and refresh are the business of the OAuthBearerTokenProvider installed by SaslConfig::oauthbearer"
+        _ if key.starts_with("sasl.oauthbearer.jwks.")
+            || key == "sasl.oauthbearer.clock.skew.seconds"
+            || key.starts_with("sasl.oauthbearer.expected.") =>
+        {
+            "a broker's token validation setting: a producer does not validate the tokens it sends"
         }
-        _ if key.starts_with("sasl.oauthbearer.") => {
-            "the OAuth client-credentials login (KIP-768) is not implemented; supply tokens with an OAuthBearerTokenProvider installed by SaslConfig::oauthbearer, reached by ProducerBuilder::sasl (kacrab-tokio) or SessionConfigBuilder::sasl (kacrab-blocking's SessionConfig)"
+        _ if key.starts_with("sasl.login.") || key.starts_with("sasl.oauthbearer.") => {
+            "not a setting of the OIDC client-credentials login (kacrab-tokio's feature oidc), nor of any other SASL login kacrab implements"
         }
         _ if key.starts_with("sasl.") => "not a SASL setting kacrab implements",
         _ => return None,
@@ -558,8 +618,9 @@ mod tests {
             "sasl.kerberos.service.name",
             "sasl.login.callback.handler.class",
             "sasl.client.callback.handler.class",
-            "sasl.login.refresh.window.factor",
+            "sasl.login.class",
             "sasl.oauthbearer.jwks.endpoint.url",
+            "sasl.oauthbearer.expected.audience",
             "sasl.made.up",
         ] {
             let mut c = SaslConfig::default();
@@ -614,15 +675,20 @@ mod tests {
         );
     }
 
-    /// An OIDC setup (KIP-768: `OAuthBearerLoginModule` with `clientId`/`clientSecret`,
-    /// `sasl.oauthbearer.token.endpoint.url`, Java's `OAuthBearerLoginCallbackHandler`)
-    /// is told that OIDC is not built in and what to do instead, not that an unsecured
-    /// JWT option is missing; the secret is not in the message.
+    /// An OIDC setup as Java's producer takes it (KIP-768: `OAuthBearerLoginModule` with
+    /// `clientId`/`clientSecret`/`scope`, `sasl.oauthbearer.token.endpoint.url`, Java's
+    /// `OAuthBearerLoginCallbackHandler`, the `sasl.login.*` retry and refresh keys, as
+    /// `OAuthBearerLoginCallbackHandler.configure` and `JaasOptionsUtils` read them)
+    /// parses into settings a token-fetching driver takes out; left in, the session's
+    /// validation refuses it naming kacrab-tokio's feature. The secret is in no error
+    /// and no `Debug`.
     #[test]
-    fn an_oidc_setup_is_told_oidc_is_not_built_in() {
+    fn an_oidc_setup_parses_for_a_driver_that_fetches_tokens() {
         let oidc = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
-                    required clientId=\"app\" clientSecret=\"hunter2\" scope=\"kafka\";";
-        let cases = [
+                    required clientId=\"app\" clientSecret=\"hunter2\" scope=\"kafka\" \
+                    extension_logicalCluster=\"lkc-1\";";
+        let props = [
+            ("sasl.mechanism", "OAUTHBEARER"),
             (SASL_JAAS_CONFIG, oidc),
             (
                 "sasl.oauthbearer.token.endpoint.url",
@@ -632,18 +698,65 @@ mod tests {
                 "sasl.login.callback.handler.class",
                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
             ),
+            ("sasl.login.retry.backoff.ms", "50"),
+            ("sasl.login.retry.backoff.max.ms", "2000"),
+            ("sasl.login.connect.timeout.ms", "3000"),
+            ("sasl.login.refresh.window.factor", "0.9"),
+            ("sasl.oauthbearer.sub.claim.name", "client_id"),
         ];
-        for (key, value) in cases {
+        let c = from(&props).unwrap();
+        assert!(c.is_configured());
+        let err = c.validate().unwrap_err();
+        assert!(
+            matches!(err, SaslConfigError::OidcNotBuiltIn { .. }),
+            "{err}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("feature `oidc`"), "{text}");
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+
+        let mut taken = c.clone();
+        let settings = taken.take_oidc_client_credentials().unwrap().unwrap();
+        assert_eq!(settings.token_endpoint_url(), "https://idp.example/token");
+        assert_eq!(settings.client_id(), "app");
+        assert_eq!(settings.client_secret().expose(), "hunter2");
+        assert_eq!(settings.scope(), Some("kafka"));
+        assert_eq!(
+            settings.extensions().get("logicalCluster").map(String::as_str),
+            Some("lkc-1")
+        );
+        let t = settings.timing();
+        assert_eq!(t.retry_backoff, std::time::Duration::from_millis(50));
+        assert_eq!(t.retry_backoff_max, std::time::Duration::from_millis(2000));
+        assert_eq!(t.connect_timeout, Some(std::time::Duration::from_secs(3)));
+        assert_eq!(t.read_timeout, None);
+        assert!((t.refresh_window_factor - 0.9).abs() < 1e-9);
+        assert_eq!(t.sub_claim_name, "client_id");
+        assert!(!format!("{settings:?}").contains("hunter2"));
+        // Taken out, the session is left to the driver's provider.
+        assert_eq!(taken.take_oidc_client_credentials().unwrap(), None);
+
+        // Half a setup names what is missing, never the secret.
+        let err = from(&[("sasl.mechanism", "OAUTHBEARER"), (SASL_JAAS_CONFIG, oidc)])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(
+            matches!(&err, SaslConfigError::BadOidcSetting { key, .. } if key == "sasl.oauthbearer.token.endpoint.url"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("hunter2"));
+        // Malformed values are refused by key.
+        for (key, value) in [
+            ("sasl.oauthbearer.token.endpoint.url", "file:/tmp/token"),
+            ("sasl.login.refresh.window.factor", "0.2"),
+            ("sasl.login.retry.backoff.ms", "soon"),
+        ] {
             let err = from(&[(key, value)]).unwrap_err();
             assert!(
-                matches!(err, SaslConfigError::OidcNotBuiltIn { key: k } if k == key),
-                "{key}: {err}"
-            );
-            let text = err.to_string();
-            assert!(text.contains("OAuthBearerTokenProvider"), "{text}");
-            assert!(
-                !text.contains("unsecured") && !text.contains("hunter2"),
-                "{text}"
+                matches!(&err, SaslConfigError::BadOidcSetting { key: k, .. } if k == key),
+                "{err}"
             );
         }
         // The unsecured-JWT options still make an unsecured token.
