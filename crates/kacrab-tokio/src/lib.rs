@@ -138,11 +138,11 @@ pub use kacrab_driver::{
     OAuthBearerTokenProvider, Partitioner, ProducerInterceptor, SaslConfig, SaslMechanism, Secret,
     SessionConfig, SessionConfigBuilder, TopicPartitions,
 };
-pub use kacrab_driver::{OidcClientCredentials, OidcTiming};
 pub use kacrab_driver::{
     MetricsSnapshot, ProducerRecord, RecordMetadata, SessionConfigError, BOOTSTRAP_SERVERS,
     CLIENT_ID, MAX_BLOCK_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
+pub use kacrab_driver::{OidcClientCredentials, OidcTiming};
 pub use kacrab_idempotence::{
     ConfigError, ConsumerGroupMetadata, DeliveryError, Header, KafkaError, OffsetToCommit,
     SendError, Topic, TopicPartition, TransactionState, TxnError, TxnOp,
@@ -547,7 +547,7 @@ impl ProducerBuilder {
     ///
     /// With the feature `oidc` and OIDC client credentials configured, it also starts
     /// the token refresh task, and the producer connects once the first token fetch
-    /// finished (see [`oidc`](crate::oidc#the-first-token)).
+    /// finished (see the `oidc` module: "The first token").
     pub fn build(&self) -> Result<Producer, Error> {
         #[cfg(feature = "oidc")]
         let (config, oidc_login) = {

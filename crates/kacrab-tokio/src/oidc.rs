@@ -361,7 +361,10 @@ fn basic_authorization(id: &str, secret: &Secret, urlencode: bool) -> Secret {
     } else {
         (id.to_owned(), secret.expose().to_owned())
     };
-    Secret::new(format!("Basic {}", STANDARD.encode(format!("{id}:{secret}"))))
+    Secret::new(format!(
+        "Basic {}",
+        STANDARD.encode(format!("{id}:{secret}"))
+    ))
 }
 
 /// Kafka's `formatRequestBody`.
@@ -426,7 +429,11 @@ impl OAuthBearerTokenProvider for OidcTokenSource {
         // A token the last refresh could not replace is still sent: the broker judges
         // its expiry, as Java keeps its credential until a refresh succeeds.
         self.handle.token().map_err(|_| {
-            match &*self.last_error.lock().unwrap_or_else(PoisonError::into_inner) {
+            match &*self
+                .last_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+            {
                 Some(e) => format!("no OIDC token: {e}"),
                 None => format!("no OIDC token yet from {}", self.url),
             }
@@ -678,9 +685,6 @@ mod tests {
         let shown = format!("{fetcher:?}");
         assert!(shown.contains("app"), "{shown}");
         assert!(!shown.contains("s3cret-x"), "{shown}");
-        assert!(
-            !shown.contains(&STANDARD.encode("app:s3cret-x")),
-            "{shown}"
-        );
+        assert!(!shown.contains(&STANDARD.encode("app:s3cret-x")), "{shown}");
     }
 }

@@ -104,7 +104,9 @@ async fn serve(
         head.lines()
             .find_map(|l| {
                 let (k, v) = l.split_once(':')?;
-                k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+                k.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| v.trim().to_owned())
             })
             .unwrap_or_default()
     };
@@ -258,10 +260,19 @@ async fn the_endpoints_token_authenticates_and_a_renewed_one_reauthenticates() {
             .filter(|a| a.1 == conn)
             .map(|a| bearer(&a.2))
             .collect();
-        assert_eq!(tokens[0], issued[0], "connection {conn} first sends token 1");
+        assert_eq!(
+            tokens[0], issued[0],
+            "connection {conn} first sends token 1"
+        );
         for later in &tokens[1..] {
-            let n = issued.iter().position(|t| t == later).expect("an issued token");
-            assert!(n > 0, "connection {conn} re-authenticated with a renewed token");
+            let n = issued
+                .iter()
+                .position(|t| t == later)
+                .expect("an issued token");
+            assert!(
+                n > 0,
+                "connection {conn} re-authenticated with a renewed token"
+            );
             reauthenticated += 1;
         }
     }

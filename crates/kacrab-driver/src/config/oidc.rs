@@ -304,7 +304,8 @@ impl OidcSettings {
             .clone()
             .ok_or(SaslConfigError::BadOidcSetting {
                 key: TOKEN_ENDPOINT_URL.to_owned(),
-                reason: "missing: a JAAS line with clientId and clientSecret needs the token endpoint",
+                reason:
+                    "missing: a JAAS line with clientId and clientSecret needs the token endpoint",
             })?;
         let client = self.client.clone().ok_or(SaslConfigError::BadOidcSetting {
             key: super::SASL_JAAS_CONFIG.to_owned(),

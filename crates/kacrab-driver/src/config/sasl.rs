@@ -723,7 +723,10 @@ mod tests {
         assert_eq!(settings.client_secret().expose(), "hunter2");
         assert_eq!(settings.scope(), Some("kafka"));
         assert_eq!(
-            settings.extensions().get("logicalCluster").map(String::as_str),
+            settings
+                .extensions()
+                .get("logicalCluster")
+                .map(String::as_str),
             Some("lkc-1")
         );
         let t = settings.timing();
