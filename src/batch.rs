@@ -19,7 +19,7 @@ pub(crate) struct Stamp {
 /// What the broker may have done with a batch, over all its attempts. Only ever rises:
 /// a later definitive rejection never erases an earlier ambiguous attempt (kacrab 0.4
 /// forgot exactly that and reused a maybe-appended batch's sequence: the regression test
-/// `defect2_no_sequence_reuse_after_maybe_appended_batch_times_out`).
+/// `no_sequence_reuse_after_maybe_appended_batch_times_out`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum WriteState {
     /// No attempt has left the process.

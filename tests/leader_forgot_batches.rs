@@ -8,7 +8,7 @@
 //! acknowledged (`src/probe.rs`). Found on a real three-node cluster (the Jepsen suite's
 //! mio run: 34 records failed as possibly written after a SIGSTOP, all of them in the
 //! log); the simulator's regression is `a_leader_that_forgot_older_batches_acknowledges_
-//! them_all` in `kacrab-sim/tests/r3_rules.rs`.
+//! them_all` in `kacrab-sim/tests/broker_model_rules.rs`.
 
 mod support;
 

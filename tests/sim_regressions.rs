@@ -95,7 +95,7 @@ fn send(c: &mut Cluster, gp: usize) -> RecordId {
 /// once, with sequences in send order. Both cold (first sends of the producer) and
 /// warm partitions.
 #[test]
-fn defect1_multi_broker_dispatch_keeps_send_order() {
+fn multi_broker_dispatch_keeps_send_order() {
     for warm in [false, true] {
         let mut c = cluster(2, 2, |sim, _| {
             sim.leaders = Some(vec![1, 2]);
@@ -150,7 +150,7 @@ fn defect1_multi_broker_dispatch_keeps_send_order() {
 /// Here a must fail as possibly written (it is in the log once), and x must be
 /// appended and acknowledged at its own offset, never sent as (same epoch, sequence 0).
 #[test]
-fn defect2_no_sequence_reuse_after_append_then_timeout() {
+fn no_sequence_reuse_after_append_then_timeout() {
     let mut c = cluster(1, 1, |_, p| {
         p.request_timeout(Duration::from_millis(1_000))
             .delivery_timeout(Duration::from_millis(1_500));
@@ -205,7 +205,7 @@ fn defect2_no_sequence_reuse_after_append_then_timeout() {
 /// own: p0 is sent once and logged once, p1 is retried alone. With and without
 /// idempotence.
 #[test]
-fn defect3_partition_error_does_not_resend_acknowledged_partition() {
+fn partition_error_does_not_resend_acknowledged_partition() {
     for idempotent in [true, false] {
         let mut c = cluster(1, 2, |_, p| {
             p.enable_idempotence(idempotent);

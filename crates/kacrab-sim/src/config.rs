@@ -54,12 +54,12 @@ pub struct SimConfig {
     pub snapshot_restore: bool,
     /// Every producer-state rebuild (a restart, a truncation) leaves a snapshot at the
     /// log end that a later restart or truncation of the same replica reloads from
-    /// (`UnifiedLog.rebuildProducerState` ends with `takeSnapshot`; red team r3). That
+    /// (`UnifiedLog.rebuildProducerState` ends with `takeSnapshot`). That
     /// is Kafka's rule, and it shrinks the dedup window of a replica that restarted
     /// or truncated before to the newest batch per producer at that point: a retry of
     /// an older batch that is in the log gets OUT_OF_ORDER_SEQUENCE_NUMBER although the
     /// batch is there (regression `a_retry_the_reloaded_window_forgot_is_written_twice`
-    /// in `tests/r3_rules.rs`: the core took that answer as proof of absence and wrote
+    /// in `tests/broker_model_rules.rs`: the core took that answer as proof of absence and wrote
     /// the batch again, until wave 6). On by default, as in Kafka; off, only
     /// segment-roll snapshots are reloaded.
     pub rebuild_snapshots: bool,

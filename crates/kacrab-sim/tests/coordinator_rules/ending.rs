@@ -67,7 +67,7 @@ fn tv2_end_txn_bumps_the_epoch_and_sequences_restart_at_zero() {
 /// `handleEndTransaction`, TV1 retries: the same result in Complete* is NONE,
 /// the other result INVALID_TXN_STATE; the same result in Prepare* (markers
 /// outstanding) CONCURRENT_TRANSACTIONS, the other result INVALID_TXN_STATE
-/// (`logInvalidStateTransitionAndReturnError`; red team r3: the model answered
+/// (`logInvalidStateTransitionAndReturnError`; the model answered
 /// CONCURRENT_TRANSACTIONS to both); Empty INVALID_TXN_STATE.
 #[test]
 fn tv1_end_txn_retry_semantics() {

@@ -154,7 +154,7 @@ fn init_with_an_invalid_timeout_is_rejected() {
 /// INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED; a good add opens
 /// the transaction. The producer id and epoch are checked before a pending
 /// transition or outstanding markers (CONCURRENT_TRANSACTIONS), and so are they by
-/// `handleVerifyPartitionsInTransaction` (red team r3: the model answered
+/// `handleVerifyPartitionsInTransaction` (the model answered
 /// CONCURRENT_TRANSACTIONS to a stale epoch while markers were outstanding).
 #[test]
 fn add_partitions_error_codes() {

@@ -1,4 +1,4 @@
-//! Red team r3: places where the model broker was kinder or harsher than Kafka's, each
+//! Places where the model broker was kinder or harsher than Kafka's, each
 //! test written failing first against the model as it was, citing the Kafka rule.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Simulator corrections found by reviewer r2's seed sweep of the transactional chaos
+//! Simulator corrections found by a seed sweep of the transactional chaos
 //! runs (10 transactions of up to 8 records, 4 partitions). Each run below reproduced a
 //! false violation before its fix; they are seed regressions: a change to the
 //! simulator's random draws may move the scenario elsewhere, so keep them beside, not
@@ -75,7 +75,7 @@ fn a_late_produce_is_not_answered_on_the_connection_of_the_parked_produce_it_com
 /// visible: 5 of 8"). The core now ends a TV1 transaction whose EndTxn or
 /// TxnOffsetCommit was lost on the wire with an epoch bump, which fences the late
 /// request (`tv1_end_txn_lost_on_the_wire_bumps_the_epoch_after_the_transaction` in
-/// the root crate's `tests/r2_attacks.rs`).
+/// the root crate's `tests/txn_one_completion_per_operation.rs`).
 #[test]
 fn a_late_end_txn_does_not_commit_the_next_transaction_halfway() {
     let c = chaos(21126, 1, 0.12);
@@ -96,7 +96,7 @@ fn a_late_end_txn_does_not_commit_the_next_transaction_halfway() {
 /// (same epoch, the partition is in that transaction) and is committed with it: a
 /// record of an aborted transaction becomes visible. With the bump the verification
 /// refuses it (`tv1_abort_with_a_possibly_written_failure_bumps_the_epoch` in the root
-/// crate's `tests/r2_attacks.rs`).
+/// crate's `tests/txn_one_completion_per_operation.rs`).
 #[test]
 fn a_held_attempt_of_an_aborted_transaction_does_not_join_the_next_one() {
     use kacrab_sim::{PartitionFault, Script, TxnOutcome};

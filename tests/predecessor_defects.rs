@@ -18,7 +18,7 @@ use support::*;
 /// (producer id, epoch, sequence): a broker would take it for a duplicate of the first
 /// and acknowledge it without writing it.
 #[test]
-fn defect2_no_sequence_reuse_after_maybe_appended_batch_times_out() {
+fn no_sequence_reuse_after_maybe_appended_batch_times_out() {
     let mut h = Harness::new(
         config()
             .request_timeout(Duration::from_millis(1000))
@@ -68,7 +68,7 @@ fn defect2_no_sequence_reuse_after_maybe_appended_batch_times_out() {
 /// answers NOT_LEADER_OR_FOLLOWER for p1. Only p1 may be sent again; p0's record is
 /// delivered exactly once and never re-sent.
 #[test]
-fn defect3_one_partition_error_never_resends_an_acknowledged_partition() {
+fn one_partition_error_never_resends_an_acknowledged_partition() {
     for idempotence in [true, false] {
         let mut h = Harness::new(config().enable_idempotence(idempotence).build().unwrap());
         h.p.flush();
@@ -109,7 +109,7 @@ fn defect3_one_partition_error_never_resends_an_acknowledged_partition() {
 /// in drain order; for one partition, tickets and sequences rise together even when its
 /// leader moves between requests.
 #[test]
-fn defect1_tickets_follow_sequence_order_across_brokers() {
+fn tickets_follow_sequence_order_across_brokers() {
     let mut h = Harness::new(config().build().unwrap());
     h.leaders = vec![(0, 7, 0), (1, 8, 0)];
     h.p.handle_metadata(

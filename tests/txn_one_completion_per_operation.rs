@@ -1,4 +1,4 @@
-//! Red-team attacks on the transactional producer (reviewer r2): every operation ends
+//! Attacks on the transactional producer: every operation ends
 //! with exactly one completion event, and a graceful close does not report the producer
 //! closed while one is still pending.
 

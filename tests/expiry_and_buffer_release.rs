@@ -1,4 +1,4 @@
-//! Red-team attacks on the idempotent core (helper r1): scenarios read against Kafka's
+//! Attacks on the idempotent core's expiry and buffer accounting: scenarios read against Kafka's
 //! broker and Java client rules, each a test that failed on the core it was written
 //! against or pins a rule the attack checked.
 
