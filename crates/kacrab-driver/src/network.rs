@@ -420,6 +420,11 @@ impl Network {
         let decoded = match c.wire.decode(frame) {
             Ok(d) => d,
             Err(e) => {
+                if let kacrab_wire::WireError::UnknownCorrelationId(id) = e {
+                    if self.answered_unasked(core, conn, id, now) {
+                        return;
+                    }
+                }
                 if let Some(tag) = matched.filter(|&t| t < SESSION_TAG) {
                     if core.is_outstanding(RequestId(tag)) {
                         let result = core.handle_request_failed(
@@ -671,7 +676,14 @@ impl Network {
             Ok(e) => {
                 self.tally.written(ticket.map(|_| id.0), now);
                 let frame = self.transmit(core, conn, e.frame, ticket, now);
-                self.handed_over(core, conn, id, frame, e.expects_response, now);
+                let answer = if e.expects_response {
+                    write_reports::Answer::Expected
+                } else {
+                    write_reports::Answer::None {
+                        correlation_id: e.correlation_id,
+                    }
+                };
+                self.handed_over(core, conn, id, frame, answer, now);
                 // Encoded: the core's request lists serve the next request.
                 core.recycle(request);
             }

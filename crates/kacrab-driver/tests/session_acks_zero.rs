@@ -11,6 +11,7 @@ mod pair;
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use kacrab_driver::CloseReason;
 use kafka_protocol::messages::ApiKey;
 use pair::{Cluster, Pair, Req, Verdict};
@@ -110,5 +111,71 @@ fn an_acks_zero_write_never_reported_times_out_and_fails_possibly_written() {
         first_timeout >= SECOND && first_timeout < SECOND + Duration::from_millis(100),
         "{first_timeout:?}"
     );
+    p.assert_every_ticket_ended();
+}
+
+/// A broker that answers an `acks=0` Produce request (Kafka never does; krafka's
+/// FakeBroker does), its answer processed before the driver reported the write: the
+/// answer proves the broker read the whole request, so the record is delivered, once;
+/// the answer is dropped and the connection kept (closing it would fail the `acks=0`
+/// requests written after it as possibly written, and a non-idempotent producer would
+/// write them twice). Java completes the send first by ordering (`NetworkClient.poll`
+/// runs `handleCompletedSends` before `handleCompletedReceives`); a driver whose reads
+/// and writes run on different threads gives no such order. This failed as a duplicate
+/// in the log (the request retried as if lost before its write) on the blocking
+/// driver's FakeBroker test under load.
+#[test]
+fn an_answer_to_an_acks_zero_request_proves_its_write() {
+    let mut p = acks_zero(&[]);
+    p.hold_write_reports = true;
+    p.hook(|inc, _| match inc.req {
+        Req::Produce(_) => Some(Verdict::Delay(Duration::ZERO)),
+        _ => None,
+    });
+    let id = p.send("t", 0, "x");
+    p.run_until(5 * SECOND, |p| p.outcome(id).is_some());
+    assert_eq!(p.acked(id).offset, None);
+    let second = p.send("t", 0, "y");
+    p.run_for(SECOND);
+    p.report_writes();
+    p.run_for(SECOND);
+    assert_eq!(p.acked(second).offset, None);
+    assert_eq!(p.cluster.count(ApiKey::Produce), 2, "not retried");
+    assert_eq!(p.cluster.values("t", 0), ["x", "y"]);
+    assert!(
+        p.closes.is_empty(),
+        "the connection is kept: {:?}",
+        p.closes
+    );
+    p.assert_every_ticket_ended();
+}
+
+/// Any other answer nobody asked for (an unknown correlation id) still closes the
+/// connection: only an answer to one of the connection's own `acks=0` requests is
+/// recognised.
+#[test]
+fn an_answer_to_no_request_still_closes_the_connection() {
+    let mut p = acks_zero(&[]);
+    // A whole response frame with correlation id 999, which no request has.
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&8u32.to_be_bytes());
+    frame.extend_from_slice(&999i32.to_be_bytes());
+    frame.extend_from_slice(&0i32.to_be_bytes());
+    let frame = Bytes::from(frame);
+    let mut first = true;
+    p.hook(move |inc, _| match inc.req {
+        Req::Produce(_) if std::mem::take(&mut first) => Some(Verdict::AnswerAfter(frame.clone())),
+        _ => None,
+    });
+    let id = p.send("t", 0, "x");
+    p.run_for(5 * SECOND);
+    assert!(
+        p.closes
+            .iter()
+            .any(|c| matches!(&c.2, CloseReason::Malformed(m) if m.contains("999"))),
+        "{:?}",
+        p.closes
+    );
+    assert_eq!(p.acked(id).offset, None);
     p.assert_every_ticket_ended();
 }
