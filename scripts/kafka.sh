@@ -9,8 +9,9 @@
 #   scripts/kafka.sh fetch
 #   scripts/kafka.sh start-single [port]          # default 29092
 #   scripts/kafka.sh start-cluster [base-port]    # default 29192 (3 nodes)
-#     (KACRAB_KAFKA_SECURE=1: also SSL, SASL_SSL, SASL_PLAINTEXT listeners and
-#      two broken-certificate ones; see "secured listeners" below)
+#     (KACRAB_KAFKA_SECURE=1: also SSL, SASL_SSL, SASL_PLAINTEXT listeners, two
+#      broken-certificate ones and an OIDC one validating signed JWTs against a
+#      JWKS; see "secured listeners" below)
 #   scripts/kafka.sh stop [all|single|cluster|node N]
 #   scripts/kafka.sh kill-node N | restart-node N
 #   scripts/kafka.sh pause-node N | resume-node N    # SIGSTOP / SIGCONT (a frozen node)
@@ -73,7 +74,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -228,19 +229,34 @@ EOF
 #                           UNSUPPORTED_SASL_MECHANISM)
 #   BADHOST (SSL)  port+59  a CA-signed certificate naming only wrong.invalid
 #   EXPIRED (SSL)  port+62  a CA-signed certificate valid in January 2025 only
+#   OIDC (SASL_PLAINTEXT) port+65  OAUTHBEARER only, validated by Kafka's
+#                           OAuthBearerValidatorCallbackHandler: an RS256 JWT signed
+#                           by the key of $RUN/oidc/jwks.json, `aud` naming
+#                           $OIDC_AUDIENCE, `iss` $OIDC_ISSUER (Kafka 4.4
+#                           refuses to start without an expected issuer),
+#                           `exp` not past (no clock skew allowed)
 # (port = the node's PLAINTEXT port; the stride of 3 keeps a cluster's three
-# nodes apart). SASL users: PLAIN alice/alice-pw; SCRAM-SHA-512 bob/bob-pw
-# (a KRaft SCRAM credential written at storage format time, KIP-554); OAUTHBEARER
-# (SASL_SSL only) with Kafka's unsecured JWTs (any subject).
+# nodes apart: the last, port+65..67, stays below the controllers at base+100).
+# SASL users: PLAIN alice/alice-pw; SCRAM-SHA-512 bob/bob-pw (a KRaft SCRAM
+# credential written at storage format time, KIP-554); OAUTHBEARER on SASL_SSL
+# with Kafka's unsecured JWTs (any subject), on OIDC with signed ones only.
 # KACRAB_KAFKA_REAUTH_MS sets connections.max.reauth.ms (KIP-368) on the SASL
 # listeners. A throwaway CA is made with openssl at start under $RUN/tls:
 # ca.pem (the truststore), broker.pem, client.pem (key + chain, mutual TLS),
-# untrusted-ca.pem (a CA nobody uses), badhost.pem, expired.pem.
+# untrusted-ca.pem (a CA nobody uses), badhost.pem, expired.pem. The OIDC
+# material under $RUN/oidc: signer.pk8 (the RSA-2048 key the JWKS publishes,
+# PKCS#8 DER, for a test's token endpoint to sign with), untrusted.pk8 (an
+# RSA-2048 key the broker does not know), jwks.json (kid $OIDC_KID, RS256).
+# The JWKS is a file:// URL (Kafka's JwksFileVerificationKeyResolver), so the
+# broker needs no HTTP server; Kafka 4 refuses a URL not listed in the JVM's
+# org.apache.kafka.sasl.oauthbearer.allowed.urls (launch_node passes the
+# node's jvm.opts).
 SECURE_OFFSET=50
 SECURE_STRIDE=3
-SECURE_KINDS=(SSL SASL_SSL SASL_PLAINTEXT BADHOST EXPIRED)
+SECURE_KINDS=(SSL SASL_SSL SASL_PLAINTEXT BADHOST EXPIRED OIDC)
 SASL_PLAIN_USER=alice SASL_PLAIN_PASSWORD=alice-pw
 SASL_SCRAM_USER=bob SASL_SCRAM_PASSWORD=bob-pw
+OIDC_AUDIENCE=kacrab-broker OIDC_ISSUER=https://kacrab-idp.invalid OIDC_KID=kacrab-oidc-1
 secure_on() { [ "${KACRAB_KAFKA_SECURE:-0}" = 1 ]; }
 # secure_port <plaintext-port> <kind index>
 secure_port() { echo $(($1 + SECURE_OFFSET + SECURE_STRIDE * $2)); }
@@ -295,13 +311,47 @@ EOF
   log "throwaway TLS material in $t"
 }
 
+# hex_b64url: stdin hex digits (either case) -> base64url without padding (RFC 7515
+# section 2), with bash's printf only (no xxd or basenc needed).
+hex_b64url() {
+  local hex; hex="$(tr -d ' \n')"
+  # shellcheck disable=SC2059  # the format is the \xHH escapes themselves
+  printf "$(sed 's/../\\x&/g' <<<"$hex")" | base64 -w0 | tr '+/' '-_' | tr -d '='
+}
+
+# make_oidc: the RSA keys and JWKS of the OIDC listener, under $RUN/oidc.
+make_oidc() {
+  local o="$RUN/oidc" k n e
+  # Reused while complete (a cluster's nodes share it; keys do not expire).
+  if [ -s "$o/jwks.json" ] && [ -s "$o/signer.pk8" ] && [ -s "$o/untrusted.pk8" ]; then return 0; fi
+  rm -rf "$o"; mkdir -p "$o"
+  command -v openssl >/dev/null || die "openssl is needed for KACRAB_KAFKA_SECURE=1"
+  for k in signer untrusted; do
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$o/$k.key" 2>/dev/null \
+      || die "openssl could not make the OIDC $k key"
+    openssl pkcs8 -topk8 -nocrypt -in "$o/$k.key" -outform DER -out "$o/$k.pk8" 2>/dev/null \
+      || die "openssl could not write the OIDC $k key as PKCS#8 DER"
+  done
+  n="$(openssl rsa -in "$o/signer.key" -noout -modulus 2>/dev/null | sed -n 's/^Modulus=//p' | hex_b64url)"
+  # The public exponent in hex ("publicExponent: 65537 (0x10001)"), padded to whole bytes.
+  e="$(openssl rsa -in "$o/signer.key" -noout -text 2>/dev/null | sed -n 's/^publicExponent: .*(0x\([0-9a-fA-F]*\)).*/\1/p')"
+  [ $(( ${#e} % 2 )) = 0 ] || e="0$e"
+  e="$(hex_b64url <<<"$e")"
+  [ ${#n} = 342 ] && [ -n "$e" ] || die "could not read the OIDC key's modulus and exponent (n is ${#n} characters)"
+  printf '{"keys":[{"kty":"RSA","kid":"%s","alg":"RS256","use":"sig","n":"%s","e":"%s"}]}\n' \
+    "$OIDC_KID" "$n" "$e" >"$o/jwks.json"
+  log "OIDC keys and JWKS in $o"
+}
+
+oidc_jwks_url() { echo "file://$RUN/oidc/jwks.json"; }
+
 # secure_config <dir> <broker-port>: adds the secured listeners to server.properties.
 secure_config() {
   local dir="$1" port="$2" t="$RUN/tls" i kind lname listeners="" map="" ln
   for i in "${!SECURE_KINDS[@]}"; do
     kind="${SECURE_KINDS[$i]}"
     listeners+=",$kind://127.0.0.1:$(secure_port "$port" "$i")"
-    case "$kind" in BADHOST|EXPIRED) map+=",$kind:SSL" ;; *) map+=",$kind:$kind" ;; esac
+    case "$kind" in BADHOST|EXPIRED) map+=",$kind:SSL" ;; OIDC) map+=",$kind:SASL_PLAINTEXT" ;; *) map+=",$kind:$kind" ;; esac
   done
   sed -i -e "s|^listeners=PLAINTEXT://127.0.0.1:$port,|listeners=PLAINTEXT://127.0.0.1:$port${listeners},|" \
     -e "s|^advertised.listeners=PLAINTEXT://127.0.0.1:$port\$|advertised.listeners=PLAINTEXT://127.0.0.1:$port${listeners}|" \
@@ -329,7 +379,28 @@ secure_config() {
       echo "$ln.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"broker\";"
       if [ -n "${KACRAB_KAFKA_REAUTH_MS:-}" ]; then echo "$ln.connections.max.reauth.ms=$KACRAB_KAFKA_REAUTH_MS"; fi
     done
+    # OIDC (KIP-768, broker side): signed JWTs only, checked by Kafka's
+    # OAuthBearerValidatorCallbackHandler (its BrokerJwtValidator: the RS256 signature
+    # against the JWKS, exp, sub, aud among the expected audience, iss the expected
+    # issuer; 4.4's DefaultJwtValidator fails the broker's startup without an expected
+    # issuer). The sasl.oauthbearer.* keys are listener-prefixed, so the SASL_SSL
+    # listener's unsecured OAUTHBEARER is unaffected.
+    ln=listener.name.oidc
+    echo "$ln.sasl.enabled.mechanisms=OAUTHBEARER"
+    echo "$ln.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;"
+    echo "$ln.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+    echo "$ln.sasl.oauthbearer.jwks.endpoint.url=$(oidc_jwks_url)"
+    echo "$ln.sasl.oauthbearer.expected.audience=$OIDC_AUDIENCE"
+    echo "$ln.sasl.oauthbearer.expected.issuer=$OIDC_ISSUER"
+    # No clock skew (default 30 s): a token past its exp is refused, so a client that
+    # re-authenticates past its first token's exp must have renewed it (the broker and
+    # its tests share the machine's clock).
+    echo "$ln.sasl.oauthbearer.clock.skew.seconds=0"
+    if [ -n "${KACRAB_KAFKA_REAUTH_MS:-}" ]; then echo "$ln.connections.max.reauth.ms=$KACRAB_KAFKA_REAUTH_MS"; fi
   } >>"$dir/server.properties"
+  # Kafka 4 refuses an OAuth URL the JVM does not allow (ConfigurationUtils'
+  # org.apache.kafka.sasl.oauthbearer.allowed.urls); launch_node adds these, one a line.
+  printf '%s\n' "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$(oidc_jwks_url)" >"$dir/jvm.opts"
   : >"$dir/secure"   # format_node adds the SCRAM credentials; start reports the listeners
 }
 
@@ -341,6 +412,7 @@ secure_report() {
     bs=""; for p in "$@"; do bs+="127.0.0.1:$(secure_port "$p" "$i"),"; done
     case "${SECURE_KINDS[$i]}" in
       SSL|SASL_SSL|SASL_PLAINTEXT) echo "${prefix}_${SECURE_KINDS[$i]}${suffix}=${bs%,}" ;;
+      OIDC) echo "${prefix}_SASL_OIDC${suffix}=${bs%,}" ;;
       *) echo "${prefix}_SSL_${SECURE_KINDS[$i]}${suffix}=${bs%,}" ;;
     esac
   done
@@ -349,6 +421,10 @@ secure_report() {
   echo "KACRAB_KAFKA_SASL_PLAIN_PASSWORD=$SASL_PLAIN_PASSWORD"
   echo "KACRAB_KAFKA_SASL_SCRAM_USER=$SASL_SCRAM_USER"
   echo "KACRAB_KAFKA_SASL_SCRAM_PASSWORD=$SASL_SCRAM_PASSWORD"
+  echo "KACRAB_KAFKA_OIDC_DIR=$RUN/oidc"
+  echo "KACRAB_KAFKA_OIDC_AUDIENCE=$OIDC_AUDIENCE"
+  echo "KACRAB_KAFKA_OIDC_ISSUER=$OIDC_ISSUER"
+  echo "KACRAB_KAFKA_OIDC_KID=$OIDC_KID"
 }
 
 format_node() { # format_node <dir> <cluster-id>
@@ -369,8 +445,11 @@ launch_node() { # launch_node <dir>   (background; pid -> <dir>/kafka.pid)
   # wait_ready looks for "Kafka Server started" in server.log: keep the
   # previous run's log aside (restart-node).
   if [ -f "$dir/logs/server.log" ]; then mv -f "$dir/logs/server.log" "$dir/logs/server.log.prev"; fi
+  # The node's own JVM options (secure_config's jvm.opts), one a line.
+  local -a extra=()
+  if [ -f "$dir/jvm.opts" ]; then mapfile -t extra <"$dir/jvm.opts"; fi
   # shellcheck disable=SC2086
-  nohup java $BROKER_HEAP "${BROKER_JVM_OPTS[@]}" \
+  nohup java $BROKER_HEAP "${BROKER_JVM_OPTS[@]}" ${extra[@]+"${extra[@]}"} \
     -Dkafka.logs.dir="$dir/logs" \
     -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-broker.properties" \
     -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
@@ -468,7 +547,7 @@ cmd_start_single() {
   write_config "$dir" 1 "$port" "$cport" "1@127.0.0.1:$cport" 1 1
   if secure_on; then
     check_ports_free $(for i in "${!SECURE_KINDS[@]}"; do secure_port "$port" "$i"; done)
-    make_tls; secure_config "$dir" "$port"
+    make_tls; make_oidc; secure_config "$dir" "$port"
   fi
   echo "$port" >"$dir/port"
   format_node "$dir" "$(random_cluster_id)"
@@ -512,7 +591,7 @@ cmd_start_cluster() {
     local cid; cid="$(random_cluster_id)"; echo "$cid" >"$RUN/cluster/cluster-id"
     if secure_on; then
       check_ports_free $(for p in "${ports[@]}"; do for i in "${!SECURE_KINDS[@]}"; do secure_port "$p" "$i"; done; done)
-      make_tls
+      make_tls; make_oidc
     fi
     for n in 1 2 3; do
       write_config "${dirs[n-1]}" "$n" "${ports[n-1]}" $((base + 99 + n)) "$voters" 3 2
