@@ -7,6 +7,7 @@
 #![cfg(feature = "oidc")]
 
 mod scripted;
+mod token_endpoint;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,6 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use kacrab_tokio::{Producer, ProducerBuilder, ProducerRecord};
 use scripted::{Broker, ADDR, TOPIC};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CLIENT_SECRET: &str = "s3cret-x";
 
@@ -87,44 +87,21 @@ async fn serve(
     state: Arc<Mutex<EndpointState>>,
     default_lifetime_s: u64,
 ) {
-    let mut buf = Vec::new();
-    let head_end = loop {
-        let mut chunk = [0u8; 1024];
-        let n = stream.read(&mut chunk).await.unwrap();
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some(request) = token_endpoint::read_request(&mut stream).await else {
+        return;
     };
-    let head = String::from_utf8(buf[..head_end].to_vec()).unwrap();
-    let header = |name: &str| {
-        head.lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim()
-                    .eq_ignore_ascii_case(name)
-                    .then(|| v.trim().to_owned())
-            })
-            .unwrap_or_default()
-    };
-    assert!(head.starts_with("POST /oauth2/token "), "{head}");
-    let length: usize = header("content-length").parse().unwrap();
-    while buf.len() < head_end + length {
-        let mut chunk = [0u8; 1024];
-        let n = stream.read(&mut chunk).await.unwrap();
-        assert!(n > 0, "the body ended early");
-        buf.extend_from_slice(&chunk[..n]);
-    }
+    assert!(
+        request.head.starts_with("POST /oauth2/token "),
+        "{}",
+        request.head
+    );
     let (status, body) = {
         let mut s = state.lock().unwrap();
         s.seen.push(Seen {
             at: Instant::now(),
-            authorization: header("authorization"),
-            content_type: header("content-type"),
-            body: String::from_utf8(buf[head_end..head_end + length].to_vec()).unwrap(),
+            authorization: request.header("authorization"),
+            content_type: request.header("content-type"),
+            body: request.body.clone(),
         });
         let reply = s.script.pop_front().unwrap_or(Reply::Token {
             lifetime_s: default_lifetime_s,
@@ -144,12 +121,7 @@ async fn serve(
             Reply::Status(status, body) => (status, body.to_owned()),
         }
     };
-    let answer = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(answer.as_bytes()).await.unwrap();
-    stream.shutdown().await.unwrap();
+    token_endpoint::respond(&mut stream, status, &body).await;
 }
 
 /// The `n`-th token: an unsigned-looking JWT for `svc`, `exp` `lifetime_s` from now.

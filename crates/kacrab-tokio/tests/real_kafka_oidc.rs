@@ -25,6 +25,8 @@
 //! Real time: the broker's sessions and the tokens' `exp` are wall-clock.
 #![cfg(feature = "oidc")]
 
+mod token_endpoint;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -36,7 +38,6 @@ use kacrab_testkit::real_kafka::{create_topic, script};
 use kacrab_tokio::{ProduceError, Producer, ProducerRecord};
 use ring::rand::SystemRandom;
 use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CLIENT_ID: &str = "kacrab-app";
 const CLIENT_SECRET: &str = "oidc-s3cret-not-in-errors";
@@ -182,43 +183,16 @@ impl Endpoint {
 }
 
 async fn serve(mut stream: tokio::net::TcpStream, signer: Arc<Signer>, state: Arc<Mutex<Issued>>) {
-    let mut buf = Vec::new();
-    let head_end = loop {
-        let mut chunk = [0u8; 1024];
-        let n = stream.read(&mut chunk).await.unwrap();
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some(request) = token_endpoint::read_request(&mut stream).await else {
+        return;
     };
-    let head = String::from_utf8(buf[..head_end].to_vec()).unwrap();
-    let header = |name: &str| {
-        head.lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim()
-                    .eq_ignore_ascii_case(name)
-                    .then(|| v.trim().to_owned())
-            })
-            .unwrap_or_default()
-    };
-    let length: usize = header("content-length").parse().unwrap_or(0);
-    while buf.len() < head_end + length {
-        let mut chunk = [0u8; 1024];
-        let n = stream.read(&mut chunk).await.unwrap();
-        assert!(n > 0, "the body ended early");
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).into_owned();
+    let (head, body) = (&request.head, &request.body);
     let basic = format!(
         "Basic {}",
         STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"))
     );
     let (status, answer) = if head.starts_with("POST /oauth2/token ")
-        && header("authorization") == basic
+        && request.header("authorization") == basic
         && body.starts_with("grant_type=client_credentials")
     {
         let (token, exp) = signer.issue();
@@ -234,12 +208,7 @@ async fn serve(mut stream: tokio::net::TcpStream, signer: Arc<Signer>, state: Ar
         state.lock().unwrap().refused += 1;
         (401, r#"{"error":"invalid_client"}"#.to_owned())
     };
-    let answer = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-        answer.len()
-    );
-    stream.write_all(answer.as_bytes()).await.unwrap();
-    stream.shutdown().await.unwrap();
+    token_endpoint::respond(&mut stream, status, &answer).await;
 }
 
 /// A producer configured by Java's keys for OIDC client credentials.
