@@ -26,6 +26,8 @@ fn request_for(api: ApiKey) -> Request {
         ApiKey::EndTxn => EndTxnRequest::default().into(),
         ApiKey::SaslHandshake => SaslHandshakeRequest::default().into(),
         ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default().into(),
+        ApiKey::GetTelemetrySubscriptions => GetTelemetrySubscriptionsRequest::default().into(),
+        ApiKey::PushTelemetry => PushTelemetryRequest::default().into(),
     }
 }
 

@@ -63,6 +63,7 @@ mod sasl;
 mod secret;
 mod send_slots;
 mod session;
+mod telemetry;
 mod tls;
 mod topics;
 mod trace;
@@ -84,7 +85,7 @@ pub use config::{
 pub use config::{
     MetricsConfig, SessionConfig, SessionConfigBuilder, SessionConfigError, BOOTSTRAP_SERVERS,
     CLIENT_ID, COMPRESSION_GZIP_LEVEL, COMPRESSION_LZ4_LEVEL, COMPRESSION_TYPE,
-    COMPRESSION_ZSTD_LEVEL, MAX_BLOCK_MS, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL,
+    COMPRESSION_ZSTD_LEVEL, ENABLE_METRICS_PUSH, MAX_BLOCK_MS, METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL,
     METRICS_SAMPLE_WINDOW_MS, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
 };
 pub use config::{

@@ -34,12 +34,14 @@ mod negotiation;
 mod reconnect;
 mod sasl_phase;
 mod secure;
+mod telemetry;
 mod write_reports;
 
 use crate::topics::Topics;
 use secure::{Gone, Health};
 
 pub(crate) use failures::Streak;
+pub(crate) use telemetry::TelemetryEvent;
 
 /// Tags at or above this value name session-owned requests (ApiVersions, lookup
 /// metadata); below it, a tag is the core's `RequestId`.
@@ -133,6 +135,8 @@ pub(crate) struct Network {
     out: VecDeque<Output>,
     /// The newest finalized features seen on any connection.
     features: FinalizedFeatures,
+    /// For the session's telemetry schedule (`telemetry`), until it takes them.
+    telemetry_events: Vec<TelemetryEvent>,
     request_timeout: Duration,
     security: Security,
     /// The first security failure, until the session takes it (see `phases`).
@@ -180,6 +184,7 @@ impl Network {
             next_session_tag: SESSION_TAG,
             out: VecDeque::new(),
             features: FinalizedFeatures::new(),
+            telemetry_events: Vec::new(),
             request_timeout,
             security,
             failure: None,
@@ -515,6 +520,15 @@ impl Network {
                 };
                 core.handle_end_txn(id, result, now)
             }
+            Response::GetTelemetrySubscriptions(r) => {
+                self.telemetry_events
+                    .push(TelemetryEvent::Subscribed(tag, r));
+                Ok(())
+            }
+            Response::PushTelemetry(r) => {
+                self.telemetry_events.push(TelemetryEvent::Pushed(tag, r));
+                Ok(())
+            }
             // Handled above (negotiation, the SASL phase).
             Response::ApiVersions(_) | Response::Sasl(_) => Ok(()),
         };
@@ -751,7 +765,10 @@ impl Network {
                 c.deadlines.push_back((tag, deadline));
                 self.transmit(core, conn, e.frame, None, now);
             }
-            Err(_) => self.lookup_lost(tag, now),
+            Err(_) => {
+                self.lookup_lost(tag, now);
+                self.telemetry_events.push(TelemetryEvent::Lost(tag));
+            }
         }
     }
 
@@ -822,6 +839,7 @@ impl Network {
         };
         let mut c = self.conns.remove(pos);
         self.lookup_conn_gone(conn, now);
+        self.telemetry_events.push(TelemetryEvent::ConnGone(conn));
         // One never dialled (backing off): the driver knows nothing of it, and its
         // broker did not fail again.
         if !matches!(c.state, ConnState::BackingOff { .. }) {

@@ -15,13 +15,15 @@ use crate::connection_error::ConnectionError;
 use crate::extensions::Extensions;
 use crate::interceptor::{Interceptors, ProducerInterceptor};
 use crate::metrics::{Gauges, MetricsSnapshot, PublishTimer, SessionMetrics, TimedCall};
-use crate::network::Network;
+use crate::network::{Network, TelemetryEvent};
 use crate::output::{ConnId, Output};
 use crate::partitioner::{BuiltIn, Partitioner};
 use crate::phases::Security;
 use crate::record::ProducerRecord;
 use crate::refresh::MetadataLifecycle;
 use crate::routing::{Placement, Router};
+use crate::telemetry::{Due, Telemetry};
+use kacrab_wire::messages::GetTelemetrySubscriptionsRequest;
 use crate::topics::Topics;
 
 /// The sans-IO producer session: the core plus everything between it and the
@@ -47,6 +49,11 @@ pub struct Session {
     socket_buffers: (Option<usize>, Option<usize>),
     /// The application's interceptors (see [`Session::add_interceptor`]).
     interceptors: Interceptors,
+    /// KIP-714 client telemetry's schedule (`enable.metrics.push`).
+    telemetry: Telemetry,
+    /// Every connection was closed after the producer finished (and its terminating
+    /// telemetry push, if any, was answered or lost).
+    closed_all: bool,
 }
 
 /// The session's metadata and partitioners, as the application half asks them.
@@ -108,6 +115,12 @@ impl Session {
             config.client_id(),
             now,
         );
+        let telemetry = Telemetry::new(
+            config.metrics().push(),
+            core_config.retry_backoff(),
+            now,
+            unix_ms,
+        );
         let mut core = Producer::new(core_config, now);
         core.enable_metric_samples();
         Self {
@@ -122,6 +135,8 @@ impl Session {
             observer: crate::trace::Observer::default(),
             socket_buffers: config.socket_buffers(),
             interceptors: Interceptors::default(),
+            telemetry,
+            closed_all: false,
         }
     }
 
@@ -347,6 +362,7 @@ impl Session {
             self.publish
                 .poll_timeout()
                 .filter(|_| !self.app.is_finished()),
+            self.telemetry.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -357,7 +373,7 @@ impl Session {
     /// may stop once it drained `poll_output` and `poll_completion`.
     #[must_use]
     pub fn is_finished(&self) -> bool {
-        self.app.is_finished()
+        self.app.is_finished() && self.closed_all
     }
 
     // ------------------------------------------------------------------ inputs
@@ -542,6 +558,14 @@ impl Session {
         self.net.connect_options(conn, self.socket_buffers)
     }
 
+    /// The client instance id a broker assigned for KIP-714 client telemetry (Java's
+    /// `KafkaProducer.clientInstanceId`), once a subscription was fetched; `None` before,
+    /// or with `enable.metrics.push=false`, or when no broker has a telemetry plugin.
+    #[must_use]
+    pub fn client_instance_id(&self) -> Option<[u8; 16]> {
+        self.telemetry.subscription().map(|s| s.client_instance_id)
+    }
+
     /// Open connections (being set up, negotiating or ready).
     #[must_use]
     pub fn connection_count(&self) -> usize {
@@ -555,9 +579,59 @@ impl Session {
         self.core.assert_invariants();
         self.net.assert_invariants();
         self.app.assert_invariants(&self.core);
+        self.telemetry.assert_invariants();
     }
 
     // ------------------------------------------------------------------ internals
+
+    /// KIP-714 (the `telemetry` module): the network's news of the telemetry requests,
+    /// then the request due, if a connection can carry it. Once the producer finished,
+    /// its terminating push goes out, and every connection closes when telemetry is done
+    /// (at once without a subscription; bounded by `request.timeout.ms` with one).
+    fn run_telemetry(&mut self, was_finished: bool, now: Timestamp) {
+        self.take_telemetry_events(now);
+        let finished = self.app.is_finished();
+        if finished && !was_finished {
+            self.telemetry.close();
+        }
+        if let Some(due) = self.telemetry.due(now) {
+            let conn = self.net.telemetry_conn(self.telemetry.sticky());
+            let request: Option<kacrab_wire::Request> = match due {
+                _ if conn.is_none() => None,
+                Due::Subscription(id) => Some(GetTelemetrySubscriptionsRequest::new(id).into()),
+                Due::Push { terminating } => {
+                    let snapshot = self.metrics(now);
+                    self.telemetry
+                        .push_request(&snapshot, terminating, now)
+                        .map(Into::into)
+                }
+            };
+            match (conn, request) {
+                (Some(conn), Some(request)) => {
+                    let tag = self.net.send_telemetry(&mut self.core, conn, request, now);
+                    self.telemetry.sent(due, conn, tag);
+                    // A request that could not be encoded is reported lost at once.
+                    self.take_telemetry_events(now);
+                }
+                _ => self.telemetry.no_connection(),
+            }
+        }
+        if finished && self.telemetry.is_done() && !self.closed_all {
+            self.closed_all = true;
+            self.net.close_all(&mut self.core, now);
+        }
+    }
+
+    fn take_telemetry_events(&mut self, now: Timestamp) {
+        for event in self.net.take_telemetry_events() {
+            match event {
+                TelemetryEvent::Subscribed(tag, r) => self.telemetry.subscribed(tag, &r, now),
+                TelemetryEvent::Pushed(tag, r) => self.telemetry.pushed(tag, &r, now),
+                TelemetryEvent::Lost(tag) => self.telemetry.lost(tag, now),
+                TelemetryEvent::ConnGone(conn) => self.telemetry.conn_gone(conn, now),
+            }
+        }
+    }
 
     /// Routes every request the core has ready. The core counts each as unwritten
     /// until the network writes it (`Network::write_core_request`): one waiting for its
@@ -597,9 +671,7 @@ impl Session {
             let topics: Vec<&str> = ask.iter().map(String::as_str).collect();
             self.net.request_metadata(&mut self.core, &topics, now);
         }
-        if self.app.is_finished() && !was_finished {
-            self.net.close_all(&mut self.core, now);
-        }
+        self.run_telemetry(was_finished, now);
         self.net
             .tally
             .drain_into(&mut self.metrics, &self.core, now);

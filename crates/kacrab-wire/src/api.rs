@@ -78,11 +78,15 @@ pub enum ApiKey {
     TxnOffsetCommit = 28,
     /// SaslAuthenticate (36), KIP-152.
     SaslAuthenticate = 36,
+    /// GetTelemetrySubscriptions (71), KIP-714.
+    GetTelemetrySubscriptions = 71,
+    /// PushTelemetry (72), KIP-714.
+    PushTelemetry = 72,
 }
 
 impl ApiKey {
     /// Every API this crate speaks, in id order.
-    pub const ALL: [ApiKey; 11] = [
+    pub const ALL: [ApiKey; 13] = [
         ApiKey::Produce,
         ApiKey::Metadata,
         ApiKey::FindCoordinator,
@@ -94,6 +98,8 @@ impl ApiKey {
         ApiKey::EndTxn,
         ApiKey::TxnOffsetCommit,
         ApiKey::SaslAuthenticate,
+        ApiKey::GetTelemetrySubscriptions,
+        ApiKey::PushTelemetry,
     ];
 
     /// The protocol id.
@@ -123,6 +129,8 @@ impl ApiKey {
             ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
             ApiKey::SaslHandshake => "SaslHandshake",
             ApiKey::SaslAuthenticate => "SaslAuthenticate",
+            ApiKey::GetTelemetrySubscriptions => "GetTelemetrySubscriptions",
+            ApiKey::PushTelemetry => "PushTelemetry",
         }
     }
 
@@ -146,6 +154,8 @@ impl ApiKey {
             ApiKey::TxnOffsetCommit => VersionRange::new(0, 5),
             ApiKey::SaslHandshake => VersionRange::new(1, 1),
             ApiKey::SaslAuthenticate => VersionRange::new(0, 2),
+            ApiKey::GetTelemetrySubscriptions => VersionRange::new(0, 0),
+            ApiKey::PushTelemetry => VersionRange::new(0, 0),
         }
     }
 
@@ -164,6 +174,10 @@ impl ApiKey {
             ApiKey::TxnOffsetCommit => kp::TxnOffsetCommitRequest::header_version(version),
             ApiKey::SaslHandshake => kp::SaslHandshakeRequest::header_version(version),
             ApiKey::SaslAuthenticate => kp::SaslAuthenticateRequest::header_version(version),
+            ApiKey::GetTelemetrySubscriptions => {
+                kp::GetTelemetrySubscriptionsRequest::header_version(version)
+            }
+            ApiKey::PushTelemetry => kp::PushTelemetryRequest::header_version(version),
         }
     }
 
@@ -183,6 +197,10 @@ impl ApiKey {
             ApiKey::TxnOffsetCommit => kp::TxnOffsetCommitResponse::header_version(version),
             ApiKey::SaslHandshake => kp::SaslHandshakeResponse::header_version(version),
             ApiKey::SaslAuthenticate => kp::SaslAuthenticateResponse::header_version(version),
+            ApiKey::GetTelemetrySubscriptions => {
+                kp::GetTelemetrySubscriptionsResponse::header_version(version)
+            }
+            ApiKey::PushTelemetry => kp::PushTelemetryResponse::header_version(version),
         }
     }
 
@@ -202,6 +220,7 @@ impl ApiKey {
             // No flexible version.
             ApiKey::SaslHandshake => i16::MAX,
             ApiKey::SaslAuthenticate => 2,
+            ApiKey::GetTelemetrySubscriptions | ApiKey::PushTelemetry => 0,
         };
         version >= first
     }

@@ -42,6 +42,8 @@ fn index(api: ApiKey) -> usize {
         ApiKey::EndTxn => 8,
         ApiKey::TxnOffsetCommit => 9,
         ApiKey::SaslAuthenticate => 10,
+        ApiKey::GetTelemetrySubscriptions => 11,
+        ApiKey::PushTelemetry => 12,
     }
 }
 

@@ -188,6 +188,27 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
                 )
             })
             .boxed(),
+        ApiKey::GetTelemetrySubscriptions => any::<[u8; 16]>()
+            .prop_map(|id| same(GetTelemetrySubscriptionsRequest::new(id).into()))
+            .boxed(),
+        ApiKey::PushTelemetry => (
+            any::<[u8; 16]>(),
+            any::<(i32, bool, i8)>(),
+            vec(any::<u8>(), 0..40),
+        )
+            .prop_map(|(client_instance_id, (subscription_id, terminating, compression_type), m)| {
+                same(
+                    kacrab_wire::message!(PushTelemetryRequest {
+                        client_instance_id,
+                        subscription_id,
+                        terminating,
+                        compression_type,
+                        metrics: Bytes::from(m),
+                    })
+                    .into(),
+                )
+            })
+            .boxed(),
         ApiKey::TxnOffsetCommit => {
             let partition = (any::<i32>(), any::<i64>(), any::<i32>(), os()).prop_map(
                 move |(partition_index, committed_offset, epoch, committed_metadata)| {
@@ -607,6 +628,43 @@ fn response(api: ApiKey, v: i16) -> BoxedStrategy<Response> {
                 .into()
             })
             .boxed(),
+        ApiKey::GetTelemetrySubscriptions => (
+            any::<(i32, i16, [u8; 16], i32)>(),
+            vec(any::<i8>(), 0..4),
+            any::<(i32, i32, bool)>(),
+            vec(s(), 0..4),
+        )
+            .prop_map(
+                |(
+                    (throttle_time_ms, error_code, client_instance_id, subscription_id),
+                    accepted_compression_types,
+                    (push_interval_ms, telemetry_max_bytes, delta_temporality),
+                    requested_metrics,
+                )| {
+                    kacrab_wire::message!(GetTelemetrySubscriptionsResponse {
+                        throttle_time_ms,
+                        error_code,
+                        client_instance_id,
+                        subscription_id,
+                        accepted_compression_types,
+                        push_interval_ms,
+                        telemetry_max_bytes,
+                        delta_temporality,
+                        requested_metrics,
+                    })
+                    .into()
+                },
+            )
+            .boxed(),
+        ApiKey::PushTelemetry => any::<(i32, i16)>()
+            .prop_map(|(throttle_time_ms, error_code)| {
+                kacrab_wire::message!(PushTelemetryResponse {
+                    throttle_time_ms,
+                    error_code,
+                })
+                .into()
+            })
+            .boxed(),
     }
 }
 
@@ -634,6 +692,8 @@ fn any_request_of(api: ApiKey) -> Request {
         ApiKey::EndTxn => EndTxnRequest::default().into(),
         ApiKey::SaslHandshake => SaslHandshakeRequest::default().into(),
         ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default().into(),
+        ApiKey::GetTelemetrySubscriptions => GetTelemetrySubscriptionsRequest::default().into(),
+        ApiKey::PushTelemetry => PushTelemetryRequest::default().into(),
     }
 }
 

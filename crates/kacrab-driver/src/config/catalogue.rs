@@ -82,7 +82,7 @@ pub(crate) const KEYS: &[(&str, Answer)] = &[
     ("connections.max.idle.ms", Answer::Implemented),
     ("delivery.timeout.ms", Answer::Implemented),
     ("enable.idempotence", Answer::Implemented),
-    ("enable.metrics.push", metrics_or("false")),
+    ("enable.metrics.push", METRICS_MODULE),
     (
         "interceptor.classes",
         refused_unless(
@@ -225,12 +225,6 @@ const fn refused(reason: &'static str) -> Answer {
 /// dumps every key) loads, where the same key at any other value is refused. Consulted
 /// only when the key's own answer refused the value.
 pub(crate) const KAFKA_DEFAULTS: &[(&str, &str, &str)] = &[
-    (
-        "enable.metrics.push",
-        "true",
-        "accepted at Kafka's default: kacrab pushes no client telemetry (KIP-714), as Java \
-         does with a broker that has no telemetry plugin",
-    ),
     (
         "metric.reporters",
         "org.apache.kafka.common.metrics.JmxReporter",

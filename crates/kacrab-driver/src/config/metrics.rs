@@ -21,6 +21,10 @@ pub const METRICS_RECORDING_LEVEL: &str = "metrics.recording.level";
 /// configuration loads in either build.
 pub const METRICS_PUBLISH_INTERVAL_MS: &str = "kacrab.metrics.publish.interval.ms";
 
+/// `enable.metrics.push` (KIP-714): whether the producer pushes its metrics to a broker
+/// that asks for them (default `true`, as Kafka's). See the `telemetry` module.
+pub const ENABLE_METRICS_PUSH: &str = "enable.metrics.push";
+
 /// The metrics part of a session's configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MetricsConfig {
@@ -28,6 +32,8 @@ pub struct MetricsConfig {
     num_samples: u32,
     /// `None`: publishing on the session's timer is disabled.
     publish_interval: Option<Duration>,
+    /// `enable.metrics.push`.
+    push: bool,
 }
 
 impl Default for MetricsConfig {
@@ -37,6 +43,7 @@ impl Default for MetricsConfig {
             sample_window: Duration::from_millis(30_000),
             num_samples: 2,
             publish_interval: Some(Duration::from_millis(30_000)),
+            push: true,
         }
     }
 }
@@ -58,6 +65,12 @@ impl MetricsConfig {
     #[must_use]
     pub fn publish_interval(&self) -> Option<Duration> {
         self.publish_interval
+    }
+
+    /// `enable.metrics.push`: whether KIP-714 client telemetry is pushed.
+    #[must_use]
+    pub fn push(&self) -> bool {
+        self.push
     }
 
     /// Sets one of this module's keys. `Ok(false)` for a key that is not one of them.
@@ -98,6 +111,13 @@ impl MetricsConfig {
                     .ok()
                     .filter(|&n| n >= 1)
                     .ok_or_else(|| invalid(METRICS_NUM_SAMPLES, "expected at least 1"))?;
+            }
+            ENABLE_METRICS_PUSH => {
+                self.push = match value.trim() {
+                    v if v.eq_ignore_ascii_case("true") => true,
+                    v if v.eq_ignore_ascii_case("false") => false,
+                    _ => return Err(invalid(ENABLE_METRICS_PUSH, "expected true or false")),
+                };
             }
             METRICS_RECORDING_LEVEL => {
                 if !matches!(value.trim(), "INFO" | "DEBUG" | "TRACE") {

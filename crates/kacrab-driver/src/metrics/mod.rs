@@ -582,6 +582,8 @@ pub(crate) fn throttle_of(response: &kacrab_wire::Response) -> Option<i32> {
         R::AddOffsetsToTxn(r) => Some(r.throttle_time_ms),
         R::TxnOffsetCommit(r) => Some(r.throttle_time_ms),
         R::EndTxn(r) => Some(r.throttle_time_ms),
+        R::GetTelemetrySubscriptions(r) => Some(r.throttle_time_ms),
+        R::PushTelemetry(r) => Some(r.throttle_time_ms),
         R::Sasl(_) => None,
     }
 }

@@ -164,6 +164,13 @@ pub(super) fn to_broker(
                 what: "SASL: the model brokers have no authentication",
             })
         }
+        // Not advertised (Kafka advertises them only with a telemetry plugin).
+        Request::GetTelemetrySubscriptions(_) | Request::PushTelemetry(_) => {
+            return Err(FrontendError::Unsupported {
+                api: r.api_key(),
+                what: "KIP-714 client telemetry: the model brokers have no telemetry plugin",
+            })
+        }
     })
 }
 

@@ -15,6 +15,7 @@ mod init_producer_id;
 mod metadata;
 mod produce;
 mod sasl;
+mod telemetry;
 mod txn;
 
 pub use api_versions::{
@@ -34,6 +35,10 @@ pub use sasl::{
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
     SaslRequest, SaslResponse, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED,
     UNSUPPORTED_SASL_MECHANISM,
+};
+pub use telemetry::{
+    ClientInstanceId, GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse,
+    PushTelemetryRequest, PushTelemetryResponse,
 };
 pub use txn::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
@@ -74,6 +79,10 @@ pub enum Request {
     EndTxn(EndTxnRequest),
     /// SaslHandshake or SaslAuthenticate (a connection's authentication phase).
     Sasl(SaslRequest),
+    /// GetTelemetrySubscriptions (KIP-714).
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest),
+    /// PushTelemetry (KIP-714).
+    PushTelemetry(PushTelemetryRequest),
 }
 
 /// Any response this crate decodes.
@@ -99,6 +108,10 @@ pub enum Response {
     EndTxn(EndTxnResponse),
     /// SaslHandshake or SaslAuthenticate.
     Sasl(SaslResponse),
+    /// GetTelemetrySubscriptions (KIP-714).
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsResponse),
+    /// PushTelemetry (KIP-714).
+    PushTelemetry(PushTelemetryResponse),
 }
 
 macro_rules! from_impls {
@@ -129,6 +142,8 @@ from_impls!(
     TxnOffsetCommit(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     EndTxn(EndTxnRequest, EndTxnResponse),
     Sasl(SaslRequest, SaslResponse),
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+    PushTelemetry(PushTelemetryRequest, PushTelemetryResponse),
 );
 
 macro_rules! sasl_from_impls {
@@ -168,6 +183,8 @@ impl Request {
             Request::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
             Request::EndTxn(_) => ApiKey::EndTxn,
             Request::Sasl(r) => r.api_key(),
+            Request::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            Request::PushTelemetry(_) => ApiKey::PushTelemetry,
         }
     }
 
@@ -212,6 +229,12 @@ impl Request {
             Request::Sasl(SaslRequest::Authenticate(r)) => {
                 frame(api, version, correlation_id, client_id, &r.into_kp())
             }
+            Request::GetTelemetrySubscriptions(r) => {
+                frame(api, version, correlation_id, client_id, &r.into_kp())
+            }
+            Request::PushTelemetry(r) => {
+                frame(api, version, correlation_id, client_id, &r.into_kp())
+            }
         };
         whole.map(Frame::new)
     }
@@ -245,6 +268,8 @@ impl Response {
             Response::TxnOffsetCommit(_) => ApiKey::TxnOffsetCommit,
             Response::EndTxn(_) => ApiKey::EndTxn,
             Response::Sasl(r) => r.api_key(),
+            Response::GetTelemetrySubscriptions(_) => ApiKey::GetTelemetrySubscriptions,
+            Response::PushTelemetry(_) => ApiKey::PushTelemetry,
         }
     }
 
@@ -263,6 +288,8 @@ impl Response {
             Response::TxnOffsetCommit(r) => r.throttle_time_ms,
             Response::EndTxn(r) => r.throttle_time_ms,
             Response::Sasl(_) => 0,
+            Response::GetTelemetrySubscriptions(r) => r.throttle_time_ms,
+            Response::PushTelemetry(r) => r.throttle_time_ms,
         }
     }
 
@@ -300,6 +327,10 @@ fn read_body(r: &mut Reader, api: ApiKey, version: i16) -> R<Response> {
         ApiKey::EndTxn => EndTxnResponse::read(r, version)?.into(),
         ApiKey::SaslHandshake => SaslHandshakeResponse::read(r, version)?.into(),
         ApiKey::SaslAuthenticate => SaslAuthenticateResponse::read(r, version)?.into(),
+        ApiKey::GetTelemetrySubscriptions => {
+            GetTelemetrySubscriptionsResponse::read(r, version)?.into()
+        }
+        ApiKey::PushTelemetry => PushTelemetryResponse::read(r, version)?.into(),
     })
 }
 

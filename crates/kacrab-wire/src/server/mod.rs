@@ -261,6 +261,20 @@ pub fn encode_response(
             correlation_id,
             &responses::sasl_authenticate(r),
         ),
+        Response::GetTelemetrySubscriptions(r) => frame(
+            api,
+            version,
+            header_version,
+            correlation_id,
+            &responses::get_telemetry_subscriptions(r),
+        ),
+        Response::PushTelemetry(r) => frame(
+            api,
+            version,
+            header_version,
+            correlation_id,
+            &responses::push_telemetry(r),
+        ),
     }
 }
 

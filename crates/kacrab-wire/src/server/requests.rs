@@ -22,7 +22,26 @@ pub(super) fn read_body(r: &mut Reader, api: ApiKey, version: i16) -> R<Request>
         }
         .into(),
         ApiKey::SaslAuthenticate => sasl_authenticate(r)?.into(),
+        ApiKey::GetTelemetrySubscriptions => {
+            let client_instance_id = r.uuid()?;
+            r.skip_tagged_fields()?;
+            GetTelemetrySubscriptionsRequest { client_instance_id }.into()
+        }
+        ApiKey::PushTelemetry => push_telemetry(r)?.into(),
     })
+}
+
+/// PushTelemetry v0 (flexible): the payload is read as it came, not decompressed.
+fn push_telemetry(r: &mut Reader) -> R<PushTelemetryRequest> {
+    let req = PushTelemetryRequest {
+        client_instance_id: r.uuid()?,
+        subscription_id: r.i32()?,
+        terminating: r.bool()?,
+        compression_type: r.i8()?,
+        metrics: r.bytes()?,
+    };
+    r.skip_tagged_fields()?;
+    Ok(req)
 }
 
 /// SaslAuthenticate: the mechanism's bytes, tagged fields from v2.

@@ -291,3 +291,24 @@ pub(super) fn sasl_authenticate(r: &SaslAuthenticateResponse) -> kp::SaslAuthent
         .with_auth_bytes(r.auth_bytes.clone())
         .with_session_lifetime_ms(r.session_lifetime_ms)
 }
+
+pub(super) fn get_telemetry_subscriptions(
+    r: &GetTelemetrySubscriptionsResponse,
+) -> kp::GetTelemetrySubscriptionsResponse {
+    kp::GetTelemetrySubscriptionsResponse::default()
+        .with_throttle_time_ms(r.throttle_time_ms)
+        .with_error_code(r.error_code)
+        .with_client_instance_id(uuid_of(r.client_instance_id))
+        .with_subscription_id(r.subscription_id)
+        .with_accepted_compression_types(r.accepted_compression_types.clone())
+        .with_push_interval_ms(r.push_interval_ms)
+        .with_telemetry_max_bytes(r.telemetry_max_bytes)
+        .with_delta_temporality(r.delta_temporality)
+        .with_requested_metrics(r.requested_metrics.iter().map(|m| sb(m)).collect())
+}
+
+pub(super) fn push_telemetry(r: &PushTelemetryResponse) -> kp::PushTelemetryResponse {
+    kp::PushTelemetryResponse::default()
+        .with_throttle_time_ms(r.throttle_time_ms)
+        .with_error_code(r.error_code)
+}

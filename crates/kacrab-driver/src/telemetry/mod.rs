@@ -1,0 +1,423 @@
+//! KIP-714 client telemetry: the producer pushes its metrics to a broker that asks for
+//! them. The schedule and the broker's answers are kept here, as Kafka's
+//! `ClientTelemetryReporter.DefaultClientTelemetrySender` keeps them; the network half
+//! carries the two requests (`network::telemetry`), and the session builds each payload
+//! from its metrics snapshot (`otlp`).
+//!
+//! The rules, each as Kafka's client has them:
+//! - The first GetTelemetrySubscriptions goes out as soon as a connection to a broker
+//!   that speaks it is ready, with a zero client instance id; the broker assigns one,
+//!   kept for the session's life (`createSubscriptionRequest`).
+//! - A subscription that asks for no metric is fetched again after its push interval;
+//!   one that asks for some is pushed first after 0.5 to 1.5 push intervals (spreading
+//!   clients started together: `updateSubscriptionResult`), then every interval after
+//!   an answered push.
+//! - Errors (`ClientTelemetryUtils.maybeFetchErrorIntervalMs`): UNKNOWN_SUBSCRIPTION_ID
+//!   and UNSUPPORTED_COMPRESSION_TYPE fetch the subscription again at once;
+//!   TELEMETRY_TOO_LARGE and THROTTLING_QUOTA_EXCEEDED after the push interval;
+//!   INVALID_REQUEST, INVALID_RECORD, UNSUPPORTED_VERSION and any other error stop
+//!   telemetry for the session's life.
+//! - Requests stay on one broker while they can (KIP-714's sticky node): a request
+//!   lost with its connection is asked again, from the subscription, on another.
+//! - Closing sends one last push marked `terminating` if a subscription with metrics
+//!   is held (`initiateClose`); the connections close once it is answered or lost.
+//!
+//! Departure, deterministic by design: the first push's spread comes from the client
+//! instance id the broker assigned (its first two bytes), not from a random number, so
+//! a session given the same inputs does the same thing; instance ids are random, so
+//! clients still spread.
+
+pub(crate) mod otlp;
+
+use std::time::Duration;
+
+use kacrab_idempotence::Timestamp;
+use kacrab_wire::messages::{
+    ClientInstanceId, GetTelemetrySubscriptionsResponse, PushTelemetryRequest,
+    PushTelemetryResponse,
+};
+
+use crate::metrics::MetricsSnapshot;
+use crate::output::ConnId;
+
+/// Kafka's `ClientTelemetryReporter.DEFAULT_PUSH_INTERVAL_MS`: the wait when the broker
+/// gave no usable interval.
+const DEFAULT_PUSH_INTERVAL: Duration = Duration::from_secs(300);
+
+const UNSUPPORTED_VERSION: i16 = 35;
+const INVALID_REQUEST: i16 = 42;
+const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+const INVALID_RECORD: i16 = 87;
+const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
+const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
+const TELEMETRY_TOO_LARGE: i16 = 118;
+
+/// The subscription the broker gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Subscription {
+    pub(crate) client_instance_id: ClientInstanceId,
+    pub(crate) subscription_id: i32,
+    pub(crate) push_interval: Duration,
+    pub(crate) delta_temporality: bool,
+    /// `None`: the subscription asks for no metric.
+    pub(crate) requested: Option<Vec<String>>,
+}
+
+/// Where the schedule stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// `enable.metrics.push=false`, or the feature is off.
+    Off,
+    /// A GetTelemetrySubscriptions is due at `at`.
+    SubscriptionNeeded { at: Timestamp },
+    /// A push is due at `at`.
+    PushNeeded { at: Timestamp },
+    /// A request is on the wire or queued on `conn`, with session tag `tag`.
+    InFlight {
+        tag: u64,
+        conn: ConnId,
+        kind: RequestKind,
+    },
+    /// The producer closes: the terminating push is due now.
+    TerminatingPushNeeded,
+    /// The producer closed, or the broker refused telemetry for good.
+    Done,
+}
+
+/// Which request is in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RequestKind {
+    /// GetTelemetrySubscriptions.
+    Subscription,
+    /// PushTelemetry.
+    Push,
+    /// The last PushTelemetry, `terminating`.
+    TerminatingPush,
+}
+
+/// What is due now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// Ask for the subscription with this client instance id (zero: none yet).
+    Subscription(ClientInstanceId),
+    /// Push the metrics (the last push when `terminating`).
+    Push { terminating: bool },
+}
+
+/// The push schedule. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Telemetry {
+    state: State,
+    subscription: Option<Subscription>,
+    /// The broker the requests go to while it stays ready.
+    sticky: Option<ConnId>,
+    /// Waited after a request lost with its connection.
+    retry_backoff: Duration,
+    /// The due request found no connection: it is retried on the next input.
+    waiting_for_connection: bool,
+    /// The counters' values at the last push (delta temporality).
+    ledger: otlp::Ledger,
+    /// The session's clock and the wall clock (ms since the Unix epoch) at its start:
+    /// a payload's times are wall-clock times.
+    clock_origin: Timestamp,
+    wall_origin_ms: i64,
+}
+
+impl Telemetry {
+    /// The schedule of a session started at `now` (`unix_ms` on the wall clock); `Off`
+    /// unless `enabled`.
+    pub(crate) fn new(
+        enabled: bool,
+        retry_backoff: Duration,
+        now: Timestamp,
+        unix_ms: i64,
+    ) -> Self {
+        Self {
+            state: if enabled {
+                State::SubscriptionNeeded { at: now }
+            } else {
+                State::Off
+            },
+            subscription: None,
+            sticky: None,
+            retry_backoff,
+            waiting_for_connection: false,
+            ledger: otlp::Ledger::default(),
+            clock_origin: now,
+            wall_origin_ms: unix_ms,
+        }
+    }
+
+    /// The push of `snapshot` (the last one when `terminating`), taken at `now`: the
+    /// metrics the subscription asks for, uncompressed (every broker accepts that).
+    /// `None` without a subscription asking for metrics.
+    pub(crate) fn push_request(
+        &mut self,
+        snapshot: &MetricsSnapshot,
+        terminating: bool,
+        now: Timestamp,
+    ) -> Option<PushTelemetryRequest> {
+        let s = self.subscription.as_ref()?;
+        let selection = otlp::Selection::of(s.requested.as_deref()?)?;
+        let temporality = if s.delta_temporality {
+            otlp::Temporality::Delta
+        } else {
+            otlp::Temporality::Cumulative
+        };
+        let nanos = |at: Timestamp| -> u64 {
+            let since = at.saturating_duration_since(self.clock_origin).as_nanos();
+            let origin = u128::try_from(self.wall_origin_ms).unwrap_or(0) * 1_000_000;
+            u64::try_from(origin + since).unwrap_or(u64::MAX)
+        };
+        let times = otlp::Times {
+            now_unix_nano: nanos(now),
+            start_unix_nano: nanos(self.clock_origin),
+        };
+        let metrics = otlp::encode(snapshot, &selection, temporality, &mut self.ledger, times);
+        Some(kacrab_wire::message!(PushTelemetryRequest {
+            client_instance_id: s.client_instance_id,
+            subscription_id: s.subscription_id,
+            terminating,
+            compression_type: 0,
+            metrics,
+        }))
+    }
+
+    /// The subscription held, if any.
+    pub(crate) fn subscription(&self) -> Option<&Subscription> {
+        self.subscription.as_ref()
+    }
+
+    /// The connection requests prefer.
+    pub(crate) fn sticky(&self) -> Option<ConnId> {
+        self.sticky
+    }
+
+    /// When a request is next due (`None`: none waits on the clock).
+    pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.waiting_for_connection {
+            return None;
+        }
+        match self.state {
+            State::SubscriptionNeeded { at } | State::PushNeeded { at } => Some(at),
+            _ => None,
+        }
+    }
+
+    /// The request due at `now`, if any.
+    pub(crate) fn due(&self, now: Timestamp) -> Option<Due> {
+        let id = self.subscription.as_ref().map(|s| s.client_instance_id);
+        match self.state {
+            State::SubscriptionNeeded { at } if at <= now => {
+                Some(Due::Subscription(id.unwrap_or([0; 16])))
+            }
+            State::PushNeeded { at } if at <= now => Some(Due::Push { terminating: false }),
+            State::TerminatingPushNeeded => Some(Due::Push { terminating: true }),
+            _ => None,
+        }
+    }
+
+    /// The due request went out on `conn` with session tag `tag`.
+    pub(crate) fn sent(&mut self, due: Due, conn: ConnId, tag: u64) {
+        let kind = match due {
+            Due::Subscription(_) => RequestKind::Subscription,
+            Due::Push { terminating: false } => RequestKind::Push,
+            Due::Push { terminating: true } => RequestKind::TerminatingPush,
+        };
+        self.sticky = Some(conn);
+        self.waiting_for_connection = false;
+        self.state = State::InFlight { tag, conn, kind };
+    }
+
+    /// No connection could carry the due request: it waits, off the clock, for the
+    /// session's next input to find one (a connection becoming ready is an input); a
+    /// timer would only wake an idle producer whose brokers have no telemetry plugin.
+    /// When closing, the terminating push is given up.
+    pub(crate) fn no_connection(&mut self) {
+        self.sticky = None;
+        if self.state == State::TerminatingPushNeeded {
+            self.state = State::Done;
+        } else {
+            self.waiting_for_connection = true;
+        }
+    }
+
+    /// The in-flight request's tag and kind, if `tag` is it.
+    fn in_flight(&self, tag: u64) -> Option<RequestKind> {
+        match self.state {
+            State::InFlight { tag: t, kind, .. } if t == tag => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// Whether `tag` names the request in flight.
+    #[cfg(test)]
+    pub(crate) fn owns(&self, tag: u64) -> bool {
+        self.in_flight(tag).is_some()
+    }
+
+    /// The broker answered GetTelemetrySubscriptions `tag` at `now`.
+    pub(crate) fn subscribed(
+        &mut self,
+        tag: u64,
+        answer: &GetTelemetrySubscriptionsResponse,
+        now: Timestamp,
+    ) {
+        if self.in_flight(tag) != Some(RequestKind::Subscription) {
+            return;
+        }
+        if answer.error_code != 0 {
+            self.refused(answer.error_code, now);
+            return;
+        }
+        let push_interval = u64::try_from(answer.push_interval_ms)
+            .ok()
+            .filter(|&ms| ms > 0)
+            .map_or(DEFAULT_PUSH_INTERVAL, Duration::from_millis);
+        let subscription = Subscription {
+            client_instance_id: answer.client_instance_id,
+            subscription_id: answer.subscription_id,
+            push_interval,
+            delta_temporality: answer.delta_temporality,
+            requested: (!answer.requested_metrics.is_empty())
+                .then(|| answer.requested_metrics.clone()),
+        };
+        if self
+            .subscription
+            .as_ref()
+            .is_some_and(|old| old.delta_temporality != subscription.delta_temporality)
+        {
+            self.ledger.reset();
+        }
+        self.state = if subscription.requested.is_some() {
+            State::PushNeeded {
+                at: now + first_push_delay(&subscription),
+            }
+        } else {
+            State::SubscriptionNeeded {
+                at: now + push_interval,
+            }
+        };
+        self.subscription = Some(subscription);
+    }
+
+    /// The broker answered PushTelemetry `tag` at `now`.
+    pub(crate) fn pushed(&mut self, tag: u64, answer: &PushTelemetryResponse, now: Timestamp) {
+        match self.in_flight(tag) {
+            Some(RequestKind::TerminatingPush) => self.state = State::Done,
+            Some(RequestKind::Push) if answer.error_code != 0 => {
+                self.refused(answer.error_code, now);
+            }
+            Some(RequestKind::Push) => {
+                let interval = self.interval();
+                self.state = State::PushNeeded {
+                    at: now + interval,
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// Request `tag` will get no answer (its connection went, it timed out, or it could
+    /// not be encoded): the subscription is asked again, on another broker.
+    pub(crate) fn lost(&mut self, tag: u64, now: Timestamp) {
+        let Some(kind) = self.in_flight(tag) else {
+            return;
+        };
+        self.sticky = None;
+        self.state = match kind {
+            RequestKind::TerminatingPush => State::Done,
+            RequestKind::Subscription | RequestKind::Push => State::SubscriptionNeeded {
+                at: now + self.retry_backoff,
+            },
+        };
+    }
+
+    /// Connection `conn` went: a request on it is lost, and it is no longer preferred.
+    pub(crate) fn conn_gone(&mut self, conn: ConnId, now: Timestamp) {
+        if let State::InFlight { tag, conn: c, .. } = self.state {
+            if c == conn {
+                self.lost(tag, now);
+            }
+        }
+        if self.sticky == Some(conn) {
+            self.sticky = None;
+        }
+    }
+
+    /// The producer closes: the terminating push is due if a subscription with metrics
+    /// is held and no subscription request is pending; else telemetry ends. A push in
+    /// flight is overtaken (its answer is ignored), as Kafka's terminating state does.
+    pub(crate) fn close(&mut self) {
+        let pushing = self.subscription.as_ref().is_some_and(|s| s.requested.is_some());
+        self.state = match self.state {
+            State::PushNeeded { .. }
+            | State::InFlight {
+                kind: RequestKind::Push,
+                ..
+            } if pushing => State::TerminatingPushNeeded,
+            State::InFlight {
+                kind: RequestKind::TerminatingPush,
+                ..
+            }
+            | State::TerminatingPushNeeded => self.state,
+            _ => State::Done,
+        };
+    }
+
+    /// Whether nothing more will be sent: off, closed, or refused for good. A closing
+    /// session closes its connections once this holds.
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.state, State::Off | State::Done)
+    }
+
+    fn interval(&self) -> Duration {
+        self.subscription
+            .as_ref()
+            .map_or(DEFAULT_PUSH_INTERVAL, |s| s.push_interval)
+    }
+
+    /// The broker refused a request with `code` (see the module documentation).
+    fn refused(&mut self, code: i16, now: Timestamp) {
+        self.state = match code {
+            UNKNOWN_SUBSCRIPTION_ID | UNSUPPORTED_COMPRESSION_TYPE => {
+                State::SubscriptionNeeded { at: now }
+            }
+            TELEMETRY_TOO_LARGE | THROTTLING_QUOTA_EXCEEDED => State::SubscriptionNeeded {
+                at: now + self.interval(),
+            },
+            UNSUPPORTED_VERSION | INVALID_REQUEST | INVALID_RECORD => State::Done,
+            _ => State::Done,
+        };
+    }
+
+    /// Checks the schedule's invariants (debug builds).
+    pub(crate) fn assert_invariants(&self) {
+        if let State::PushNeeded { .. } = self.state {
+            assert!(
+                self.subscription
+                    .as_ref()
+                    .is_some_and(|s| s.requested.is_some()),
+                "a push is due only under a subscription that asks for metrics"
+            );
+        }
+        if let State::InFlight { conn, .. } = self.state {
+            assert_eq!(self.sticky, Some(conn), "a request in flight is on the sticky broker");
+        }
+    }
+}
+
+/// 0.5 to 1.5 push intervals, by the instance id's first two bytes.
+fn first_push_delay(s: &Subscription) -> Duration {
+    let spread = u32::from(u16::from_be_bytes([
+        s.client_instance_id[0],
+        s.client_instance_id[1],
+    ]));
+    // interval * (0.5 + spread / 65536), in whole milliseconds.
+    let ms = u64::try_from(s.push_interval.as_millis()).unwrap_or(u64::MAX);
+    let scaled = (u128::from(ms) * (32_768 + u128::from(spread)) / 65_536) as u64;
+    Duration::from_millis(scaled)
+}
+
+#[cfg(test)]
+mod tests;
