@@ -38,6 +38,7 @@ use kafka_protocol::messages::{
     FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest,
     MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, ResponseHeader,
     SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
+    GetTelemetrySubscriptionsRequest, PushTelemetryRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
@@ -190,6 +191,10 @@ pub enum Req {
     SaslHandshake(SaslHandshakeRequest),
     /// SaslAuthenticate.
     SaslAuthenticate(SaslAuthenticateRequest),
+    /// GetTelemetrySubscriptions (KIP-714).
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest),
+    /// PushTelemetry (KIP-714).
+    PushTelemetry(PushTelemetryRequest),
 }
 
 /// A request as a broker received it.
@@ -259,6 +264,9 @@ pub struct Cluster {
     pub not_loaded: BTreeSet<String>,
     /// The brokers' SASL listener (`None`: the listeners do not authenticate).
     pub sasl: Option<super::sasl::SaslListener>,
+    /// The brokers' client-telemetry plugin (`None`: none, and the telemetry APIs are
+    /// not advertised, as Kafka's brokers do without one).
+    pub telemetry: Option<super::telemetry::TelemetryPlugin>,
     /// The broker's `auto.create.topics.enable`, with `num.partitions`: a Metadata
     /// request naming an unknown topic and allowing auto-creation creates it (answered
     /// LEADER_NOT_AVAILABLE while it is created, as Kafka's `KafkaApis` answers topics
@@ -293,6 +301,7 @@ impl Cluster {
             offset_groups: Vec::new(),
             committed_offsets: Vec::new(),
             sasl: None,
+            telemetry: None,
             next_producer_id: 1000,
             txn_producers: BTreeMap::new(),
             topic_ids: BTreeMap::new(),
@@ -440,6 +449,12 @@ impl Cluster {
             ApiKey::SaslAuthenticate => Req::SaslAuthenticate(
                 SaslAuthenticateRequest::decode(&mut buf, version).map_err(text)?,
             ),
+            ApiKey::GetTelemetrySubscriptions => Req::GetTelemetrySubscriptions(
+                GetTelemetrySubscriptionsRequest::decode(&mut buf, version).map_err(text)?,
+            ),
+            ApiKey::PushTelemetry => Req::PushTelemetry(
+                PushTelemetryRequest::decode(&mut buf, version).map_err(text)?,
+            ),
             other => return Err(format!("the model broker does not speak {other:?}")),
         };
         if buf.has_remaining() {
@@ -483,6 +498,14 @@ impl Cluster {
             Req::SaslAuthenticate(r) => {
                 let listener = self.sasl.as_mut().expect("a SASL listener");
                 encode(&listener.authenticate(inc.conn, r, v), v)
+            }
+            Req::GetTelemetrySubscriptions(r) => {
+                let plugin = self.telemetry.as_mut().expect("a telemetry plugin");
+                encode(&plugin.subscribe(r), v)
+            }
+            Req::PushTelemetry(r) => {
+                let plugin = self.telemetry.as_mut().expect("a telemetry plugin");
+                encode(&plugin.push(r), v)
             }
             Req::Metadata(r) => encode(&self.metadata(r), v),
             Req::Produce(r) => encode(&self.produce(inc.node, r, v), v),
@@ -539,6 +562,16 @@ impl Cluster {
                 })
                 .collect(),
         );
+        if self.telemetry.is_some() {
+            for key in [ApiKey::GetTelemetrySubscriptions, ApiKey::PushTelemetry] {
+                answer.api_keys.push(
+                    ApiVersion::default()
+                        .with_api_key(key as i16)
+                        .with_min_version(0)
+                        .with_max_version(0),
+                );
+            }
+        }
         answer.finalized_features_epoch = b.features_epoch;
         if let Some(level) = b.transaction_version {
             answer.finalized_features = vec![FinalizedFeatureKey::default()

@@ -15,6 +15,7 @@
 pub mod broker;
 mod final_failure;
 pub mod sasl;
+pub mod telemetry;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{Read, Write};

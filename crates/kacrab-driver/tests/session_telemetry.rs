@@ -1,0 +1,195 @@
+//! KIP-714 client telemetry through the session, against the harness's brokers with a
+//! telemetry plugin (`pair/telemetry.rs`, after Kafka's `ClientMetricsManager`). The
+//! rules are Kafka's client's (`ClientTelemetryReporter`, `ClientTelemetryUtils`): see
+//! the session's `telemetry` module.
+
+mod pair;
+
+use std::time::Duration;
+
+use kafka_protocol::messages::ApiKey;
+use pair::telemetry::{decode_metrics, TelemetryPlugin, INSTANCE_ID, UNKNOWN_SUBSCRIPTION_ID};
+use pair::{Cluster, Pair};
+
+const SECOND: Duration = Duration::from_secs(1);
+const PREFIX: &str = "org.apache.kafka.producer.";
+/// OTLP's `AGGREGATION_TEMPORALITY_DELTA`.
+const DELTA: i32 = 1;
+
+fn with_plugin(plugin: TelemetryPlugin, props: &[(&str, &str)]) -> Pair {
+    let mut cluster = Cluster::new(1).with_topic("t", 2);
+    cluster.telemetry = Some(plugin);
+    Pair::new(cluster, props)
+}
+
+fn plugin(p: &Pair) -> &TelemetryPlugin {
+    p.cluster.telemetry.as_ref().expect("a plugin")
+}
+
+/// A broker asking for the producer's metrics gets them every push interval: the first
+/// subscription request has a zero id and is given one, every push names it and the
+/// subscription, uncompressed, with only the metrics asked for; counters are monotonic
+/// delta sums whose deltas add up to the records sent; per-broker metrics carry
+/// `node_id`.
+#[test]
+fn metrics_are_pushed_every_interval_once_a_broker_asks_for_them() {
+    let mut p = with_plugin(TelemetryPlugin::new(&[PREFIX], 1000), &[]);
+    for i in 0..10 {
+        p.send("t", i % 2, "x");
+    }
+    p.run_for(SECOND * 2);
+    for i in 0..5 {
+        p.send("t", i % 2, "y");
+    }
+    p.run_for(SECOND * 3);
+    assert_eq!(plugin(&p).subscription_requests, vec![[0; 16]]);
+    assert_eq!(p.session.client_instance_id(), Some(INSTANCE_ID));
+    let pushes = &plugin(&p).pushes;
+    // First after 0.75 intervals (the id's first byte, 0x40), then every interval.
+    assert!(
+        (4..=5).contains(&pushes.len()),
+        "{} pushes in 5 s at a 1 s interval",
+        pushes.len()
+    );
+    let mut sent_total = 0.0;
+    for push in pushes {
+        assert_eq!(push.client_instance_id, INSTANCE_ID);
+        assert_eq!((push.subscription_id, push.compression_type), (1, 0));
+        assert!(!push.terminating);
+        let metrics = decode_metrics(&push.metrics).expect("an OTLP MetricsData payload");
+        assert!(metrics.iter().all(|m| m.name.starts_with(PREFIX)), "{metrics:?}");
+        let total = metrics
+            .iter()
+            .find(|m| m.name == "org.apache.kafka.producer.record.send.total")
+            .expect("record.send.total pushed");
+        assert_eq!(total.sum, Some((DELTA, true)));
+        sent_total += total.value;
+        assert!(
+            metrics
+                .iter()
+                .filter(|m| m.name.starts_with("org.apache.kafka.producer.node."))
+                .all(|m| m.attributes.iter().any(|(k, _)| k == "node_id")),
+            "per-broker metrics carry node_id"
+        );
+    }
+    assert_eq!(sent_total, 15.0, "the deltas add up to every record sent");
+    p.assert_every_ticket_ended();
+}
+
+/// A subscription naming prefixes gets only the metrics under them; one asking for
+/// nothing gets no push, and is asked again after its interval.
+#[test]
+fn only_the_metrics_asked_for_are_pushed_and_none_when_none_are() {
+    let mut p = with_plugin(
+        TelemetryPlugin::new(&["org.apache.kafka.producer.record.send"], 500),
+        &[],
+    );
+    p.send("t", 0, "x");
+    p.run_for(SECOND * 2);
+    let names: Vec<String> = plugin(&p)
+        .pushes
+        .iter()
+        .flat_map(|push| decode_metrics(&push.metrics).unwrap())
+        .map(|m| m.name)
+        .collect();
+    assert!(!names.is_empty());
+    assert!(
+        names.iter().all(|n| n.starts_with("org.apache.kafka.producer.record.send")),
+        "{names:?}"
+    );
+
+    let mut quiet = with_plugin(TelemetryPlugin::new(&[], 1000), &[]);
+    quiet.send("t", 0, "x");
+    quiet.run_for(SECOND * 3 + SECOND / 2);
+    assert!(plugin(&quiet).pushes.is_empty());
+    let asked = &plugin(&quiet).subscription_requests;
+    assert_eq!(asked.len(), 4, "at 0, 1, 2 and 3 s: {asked:?}");
+    assert!(asked[1..].iter().all(|id| *id == INSTANCE_ID), "the id is kept");
+}
+
+/// Closing sends one last push marked terminating, and the connections close only
+/// after it was answered.
+#[test]
+fn closing_sends_one_terminating_push_then_closes_the_connections() {
+    let mut p = with_plugin(TelemetryPlugin::new(&["*"], 1000), &[]);
+    p.send("t", 0, "x");
+    p.run_for(SECOND * 2);
+    let before = plugin(&p).pushes.len();
+    assert!(before >= 1);
+    p.close(None);
+    p.run_for(SECOND);
+    let pushes = &plugin(&p).pushes;
+    assert_eq!(pushes.len(), before + 1);
+    assert!(pushes.last().unwrap().terminating);
+    assert_eq!(pushes.iter().filter(|x| x.terminating).count(), 1);
+    assert!(p.session.is_finished());
+    let last_push = p
+        .cluster
+        .seen
+        .iter()
+        .rposition(|s| s.api == ApiKey::PushTelemetry)
+        .unwrap();
+    assert_eq!(last_push, p.cluster.seen.len() - 1, "nothing after the last push");
+    assert!(!p.closes.is_empty(), "the connections closed");
+}
+
+/// Without a plugin the brokers do not advertise the APIs and nothing is asked; with
+/// `enable.metrics.push=false` nothing is asked of a broker that has one. Either way
+/// the producer closes at once.
+#[test]
+fn no_request_without_a_plugin_or_with_push_disabled() {
+    let mut none = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+    none.send("t", 0, "x");
+    none.run_for(SECOND * 2);
+    none.close(None);
+    none.run_for(SECOND);
+    assert!(none.session.is_finished());
+    assert_eq!(none.cluster.count(ApiKey::GetTelemetrySubscriptions), 0);
+    assert_eq!(none.session.client_instance_id(), None);
+
+    let mut off = with_plugin(
+        TelemetryPlugin::new(&["*"], 1000),
+        &[("enable.metrics.push", "false")],
+    );
+    off.send("t", 0, "x");
+    off.run_for(SECOND * 3);
+    off.close(None);
+    off.run_for(SECOND);
+    assert!(off.session.is_finished());
+    assert_eq!(off.cluster.count(ApiKey::GetTelemetrySubscriptions), 0);
+    assert_eq!(off.cluster.count(ApiKey::PushTelemetry), 0);
+}
+
+/// A push naming a subscription the broker replaced is answered
+/// UNKNOWN_SUBSCRIPTION_ID: the subscription is fetched again at once, with the id
+/// kept, and pushes go on under the new one.
+#[test]
+fn a_replaced_subscription_is_fetched_again_at_once() {
+    let mut p = with_plugin(TelemetryPlugin::new(&["*"], 1000), &[]);
+    p.send("t", 0, "x");
+    p.run_for(SECOND * 2);
+    let pushed = plugin(&p).pushes.len();
+    p.cluster.telemetry.as_mut().unwrap().subscription_id = 2;
+    p.run_for(SECOND * 3);
+    let plugin = plugin(&p);
+    assert_eq!(plugin.subscription_requests.len(), 2);
+    assert_eq!(plugin.subscription_requests[1], INSTANCE_ID);
+    assert!(plugin.pushes[pushed..].iter().all(|x| x.subscription_id == 2));
+    assert!(plugin.pushes.len() > pushed + 1, "pushes go on");
+    let _ = UNKNOWN_SUBSCRIPTION_ID;
+}
+
+/// INVALID_RECORD (the broker could not read the payload) stops telemetry for the
+/// session's life; records are unaffected.
+#[test]
+fn a_payload_refused_as_invalid_stops_telemetry() {
+    let mut plugin_spec = TelemetryPlugin::new(&["*"], 500);
+    plugin_spec.push_errors.push_back(87);
+    let mut p = with_plugin(plugin_spec, &[]);
+    p.run_for(SECOND * 3);
+    assert_eq!(p.cluster.count(ApiKey::PushTelemetry), 1);
+    assert_eq!(p.cluster.count(ApiKey::GetTelemetrySubscriptions), 1);
+    let id = p.send("t", 0, "x");
+    p.run_for(SECOND);
+    assert_eq!(p.acked(id).offset, Some(0));
+}
