@@ -12,6 +12,8 @@
 #     (KACRAB_KAFKA_SECURE=1: also SSL, SASL_SSL, SASL_PLAINTEXT listeners, two
 #      broken-certificate ones and an OIDC one validating signed JWTs against a
 #      JWKS; see "secured listeners" below)
+#     (KACRAB_KAFKA_TELEMETRY=1 on start-single: a KIP-714 telemetry judge plugin
+#      records every client metrics push as a JSON line; see "client telemetry")
 #   scripts/kafka.sh stop [all|single|cluster|node N]
 #   scripts/kafka.sh kill-node N | restart-node N
 #   scripts/kafka.sh pause-node N | resume-node N    # SIGSTOP / SIGCONT (a frozen node)
@@ -28,6 +30,7 @@
 #   scripts/kafka.sh produce-keyed <bootstrap> <topic>   # stdin: key<TAB>value lines
 #   scripts/kafka.sh add-partitions <bootstrap> <topic> <total-partitions>
 #   scripts/kafka.sh features <bootstrap>
+#   scripts/kafka.sh client-metrics <bootstrap> <name> <metrics> <interval-ms>   # a KIP-714 subscription
 #   scripts/kafka.sh status | clean
 #
 # stdout carries only machine-readable output (KEY=VALUE lines, consumed
@@ -67,6 +70,12 @@ ADMIN_JVM_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx256m -Djava.awt.hea
 # Data-moving tools (perf, consume): full JIT.
 DATA_JVM_OPTS=(-XX:+UseG1GC -Djava.awt.headless=true)
 
+# KIP-714 client telemetry (start-single with KACRAB_KAFKA_TELEMETRY=1): the
+# subscription it creates; see "client telemetry" below.
+TELEMETRY_SUBSCRIPTION=kacrab-test
+TELEMETRY_METRICS="${KACRAB_KAFKA_TELEMETRY_METRICS:-*}"
+TELEMETRY_INTERVAL_MS="${KACRAB_KAFKA_TELEMETRY_INTERVAL_MS:-1000}"
+
 # ---------------------------------------------------------------- helpers
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() { printf 'kafka.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -74,7 +83,7 @@ now_ms() { date +%s%3N; }
 secs_since() { # $1 = start ms -> "12.3"
   local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(((d % 1000) / 100)); }
 
-usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 # ver_ge A B: true if version A >= B (numeric dotted).
 ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
@@ -427,6 +436,51 @@ secure_report() {
   echo "KACRAB_KAFKA_OIDC_KID=$OIDC_KID"
 }
 
+# ---------------------------------------------------------------- client telemetry
+# With KACRAB_KAFKA_TELEMETRY=1 the single broker (start-single only) loads
+# scripts/kafka/telemetry/KacrabTelemetryJudge.java, a KIP-714 telemetry exporter: a
+# MetricsReporter listed in metric.reporters that also implements Kafka's
+# ClientTelemetryExporterProvider. Every PushTelemetry the broker accepts becomes one
+# JSON line in $RUN/single/telemetry.jsonl (printed as KACRAB_KAFKA_TELEMETRY_FILE;
+# the fields are listed at the top of the .java file): the client instance id, client
+# id and software, content type, terminating flag, payload size, and the payload decoded
+# as OTLP MetricsData (metric names, kinds, points, first values, resource attributes)
+# or a decode_error. Start-up then also creates the client metrics subscription
+# $TELEMETRY_SUBSCRIPTION (metrics KACRAB_KAFKA_TELEMETRY_METRICS, default "*" = all;
+# push interval KACRAB_KAFKA_TELEMETRY_INTERVAL_MS, default 1000; Kafka allows
+# 100..3600000), without which the broker asks no client for metrics.
+# Opt-in because the subscription makes every client of the broker (kacrab's and the
+# Java tools) push metrics, which other tests do not expect. The plugin is compiled
+# once per source hash and Kafka version into $KHOME/telemetry/<hash>.
+telemetry_on() { [ "${KACRAB_KAFKA_TELEMETRY:-0}" = 1 ]; }
+TELEMETRY_SRC="$HELPER_DIR/telemetry/KacrabTelemetryJudge.java"
+
+build_telemetry() { # -> the directory of the compiled plugin
+  local hash out
+  hash="$( { cat "$TELEMETRY_SRC"; echo "$KAFKA_VERSION"; } | sha256sum | cut -c1-16)"
+  out="$KHOME/telemetry/$hash"
+  if [ ! -f "$out/KacrabTelemetryJudge.class" ]; then
+    ensure_pkg javac openjdk-17-jdk-headless
+    rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+    javac -Xlint:all -Werror -d "$out.tmp" -cp "$LIBS/*" "$TELEMETRY_SRC" >&2 \
+      || die "javac could not compile $TELEMETRY_SRC"
+    rm -rf "$out"; mv "$out.tmp" "$out"
+    log "compiled the telemetry judge into $out"
+  fi
+  echo "$out"
+}
+
+telemetry_config() { # telemetry_config <dir>: the plugin on the node's classpath and in its config
+  local dir="$1" classes
+  classes="$(build_telemetry)"
+  echo "$classes" >"$dir/classpath"
+  : >"$dir/telemetry.jsonl"
+  # JmxReporter is Kafka's default metric.reporters: kept, so the broker is otherwise unchanged.
+  printf '%s\n' "metric.reporters=org.apache.kafka.common.metrics.JmxReporter,KacrabTelemetryJudge" \
+    "kacrab.telemetry.file=$dir/telemetry.jsonl" >>"$dir/server.properties"
+  : >"$dir/telemetry"
+}
+
 format_node() { # format_node <dir> <cluster-id>
   local -a scram=()
   if [ -f "$1/secure" ]; then
@@ -448,13 +502,23 @@ launch_node() { # launch_node <dir>   (background; pid -> <dir>/kafka.pid)
   # The node's own JVM options (secure_config's jvm.opts), one a line.
   local -a extra=()
   if [ -f "$dir/jvm.opts" ]; then mapfile -t extra <"$dir/jvm.opts"; fi
+  # Classes of the node's own plugins (telemetry_config's classpath), before Kafka's jars.
+  local cp="$LIBS/*"
+  if [ -f "$dir/classpath" ]; then cp="$(cat "$dir/classpath"):$cp"; fi
   # shellcheck disable=SC2086
   nohup java $BROKER_HEAP "${BROKER_JVM_OPTS[@]}" ${extra[@]+"${extra[@]}"} \
     -Dkafka.logs.dir="$dir/logs" \
     -Dlog4j2.configurationFile="$HELPER_DIR/log4j2-broker.properties" \
-    -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+    -cp "$cp" kafka.Kafka "$dir/server.properties" \
     </dev/null >"$dir/logs/stdout.log" 2>&1 &
-  echo $! >"$dir/kafka.pid"
+  local pid=$! _
+  echo "$pid" >"$dir/kafka.pid"
+  # Until the forked shell has exec'd java, /proc/<pid>/cmdline is this script's, and
+  # pid_alive (wait_ready's first check) would call the broker dead: wait for the exec.
+  for _ in $(seq 100); do
+    pid_alive "$pid" || ! kill -0 "$pid" 2>/dev/null && break
+    sleep 0.02
+  done
 }
 
 dump_logs() { # dump_logs <dir>...
@@ -538,6 +602,8 @@ cmd_start_single() {
     log "single broker already running (pid $(node_pid "$dir"))"
     echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"; echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
     if [ -f "$dir/secure" ]; then secure_report KACRAB_KAFKA _BOOTSTRAP "$port"; fi
+    if [ -f "$dir/telemetry" ]; then echo "KACRAB_KAFKA_TELEMETRY_FILE=$dir/telemetry.jsonl"
+    elif telemetry_on; then log "warning: the running single broker has no telemetry judge (stop single first)"; fi
     report_features "127.0.0.1:$port"
     return 0
   fi
@@ -549,6 +615,7 @@ cmd_start_single() {
     check_ports_free $(for i in "${!SECURE_KINDS[@]}"; do secure_port "$port" "$i"; done)
     make_tls; make_oidc; secure_config "$dir" "$port"
   fi
+  if telemetry_on; then telemetry_config "$dir"; fi
   echo "$port" >"$dir/port"
   format_node "$dir" "$(random_cluster_id)"
   launch_node "$dir"
@@ -557,10 +624,30 @@ cmd_start_single() {
     die "single broker failed to start (logs in $dir/logs)"
   fi
   log "single broker up on 127.0.0.1:$port (pid $(node_pid "$dir")) in $(secs_since "$t0")s; logs: $dir/logs"
+  # The subscription's JVM runs beside report_features' (2 cores).
+  local sub=""
+  if [ -f "$dir/telemetry" ]; then
+    cmd_client_metrics "127.0.0.1:$port" "$TELEMETRY_SUBSCRIPTION" "$TELEMETRY_METRICS" "$TELEMETRY_INTERVAL_MS" &
+    sub=$!
+  fi
   echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"
   if [ -f "$dir/secure" ]; then secure_report KACRAB_KAFKA _BOOTSTRAP "$port"; fi
   echo "KACRAB_KAFKA_PIDS=$(node_pid "$dir")"
   report_features "127.0.0.1:$port"
+  if [ -n "$sub" ]; then
+    if ! wait "$sub"; then
+      stop_dirs "$dir" >/dev/null 2>&1 || true
+      die "could not create the client metrics subscription (broker stopped)"
+    fi
+    # The broker applies the committed subscription ~0.1 s after the tool's answer; a
+    # client asking before would be told to come back in 5 minutes.
+    local n=0
+    until grep -q "Updating client metrics $TELEMETRY_SUBSCRIPTION " "$dir/logs/server.log" 2>/dev/null; do
+      n=$((n + 1)); [ "$n" -le 100 ] || { log "warning: the broker did not log applying $TELEMETRY_SUBSCRIPTION in 5 s"; break; }
+      sleep 0.05
+    done
+    echo "KACRAB_KAFKA_TELEMETRY_FILE=$dir/telemetry.jsonl"
+  fi
 }
 
 # ---------------------------------------------------------------- start-cluster
@@ -937,6 +1024,18 @@ cmd_add_partitions() {
     --topic "$2" --partitions "$3" >&2
 }
 
+# client-metrics: creates or replaces a KIP-714 client metrics subscription (Kafka's
+# ClientMetricsCommand --alter): <metrics> a comma-separated list of metric name
+# prefixes ("*" = all), <interval-ms> the push interval (100..3600000).
+# It matches every client (no --match).
+cmd_client_metrics() {
+  [ $# -eq 4 ] || die "client-metrics <bootstrap> <name> <metrics> <interval-ms>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.ClientMetricsCommand --bootstrap-server "$1" --alter \
+    --name "$2" --metrics "$3" --interval "$4" >&2 \
+    || die "ClientMetricsCommand --alter --name $2 failed"
+}
+
 # ---------------------------------------------------------------- main
 main() {
   [ $# -ge 1 ] || usage
@@ -963,6 +1062,7 @@ main() {
     add-partitions) cmd_add_partitions "$@" ;;
     wait-leaders) cmd_wait_leaders "$@" ;;
     features) cmd_features "$@" ;;
+    client-metrics) cmd_client_metrics "$@" ;;
     status) cmd_status ;;
     clean) cmd_clean ;;
     -h|--help|help) usage 0 ;;
