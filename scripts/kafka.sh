@@ -30,7 +30,7 @@
 #   scripts/kafka.sh produce-keyed <bootstrap> <topic>   # stdin: key<TAB>value lines
 #   scripts/kafka.sh add-partitions <bootstrap> <topic> <total-partitions>
 #   scripts/kafka.sh features <bootstrap>
-#   scripts/kafka.sh client-metrics <bootstrap> <name> <metrics> <interval-ms>   # a KIP-714 subscription
+#   scripts/kafka.sh client-metrics <bootstrap> <name> <metrics> <interval-ms> [match]   # a KIP-714 subscription
 #   scripts/kafka.sh status | clean
 #
 # stdout carries only machine-readable output (KEY=VALUE lines, consumed
@@ -75,6 +75,11 @@ DATA_JVM_OPTS=(-XX:+UseG1GC -Djava.awt.headless=true)
 TELEMETRY_SUBSCRIPTION=kacrab-test
 TELEMETRY_METRICS="${KACRAB_KAFKA_TELEMETRY_METRICS:-*}"
 TELEMETRY_INTERVAL_MS="${KACRAB_KAFKA_TELEMETRY_INTERVAL_MS:-1000}"
+# Which clients it asks (Kafka's client-metrics match selectors, regular expressions):
+# by default only those whose client.id starts with kacrab-telemetry, so the broker's
+# other clients (every other test's producers, the Java tools) get an empty
+# subscription and push nothing.
+TELEMETRY_MATCH="${KACRAB_KAFKA_TELEMETRY_MATCH-client_id=kacrab-telemetry.*}"
 
 # ---------------------------------------------------------------- helpers
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
@@ -627,7 +632,7 @@ cmd_start_single() {
   # The subscription's JVM runs beside report_features' (2 cores).
   local sub=""
   if [ -f "$dir/telemetry" ]; then
-    cmd_client_metrics "127.0.0.1:$port" "$TELEMETRY_SUBSCRIPTION" "$TELEMETRY_METRICS" "$TELEMETRY_INTERVAL_MS" &
+    cmd_client_metrics "127.0.0.1:$port" "$TELEMETRY_SUBSCRIPTION" "$TELEMETRY_METRICS" "$TELEMETRY_INTERVAL_MS" "$TELEMETRY_MATCH" &
     sub=$!
   fi
   echo "KACRAB_KAFKA_BOOTSTRAP=127.0.0.1:$port"
@@ -1026,13 +1031,15 @@ cmd_add_partitions() {
 
 # client-metrics: creates or replaces a KIP-714 client metrics subscription (Kafka's
 # ClientMetricsCommand --alter): <metrics> a comma-separated list of metric name
-# prefixes ("*" = all), <interval-ms> the push interval (100..3600000).
-# It matches every client (no --match).
+# prefixes ("*" = all), <interval-ms> the push interval (100..3600000), [match] the
+# clients it asks (e.g. client_id=app.*; none or empty: every client).
 cmd_client_metrics() {
-  [ $# -eq 4 ] || die "client-metrics <bootstrap> <name> <metrics> <interval-ms>"
+  [ $# -eq 4 ] || [ $# -eq 5 ] || die "client-metrics <bootstrap> <name> <metrics> <interval-ms> [match]"
   ensure_fetched
+  local -a match=()
+  if [ -n "${5:-}" ]; then match=(--match "$5"); fi
   run_tool admin org.apache.kafka.tools.ClientMetricsCommand --bootstrap-server "$1" --alter \
-    --name "$2" --metrics "$3" --interval "$4" >&2 \
+    --name "$2" --metrics "$3" --interval "$4" ${match[@]+"${match[@]}"} >&2 \
     || die "ClientMetricsCommand --alter --name $2 failed"
 }
 

@@ -201,11 +201,14 @@ pub(crate) enum Temporality {
     Cumulative,
 }
 
+/// A metric's telemetry name and its attributes: one time series.
+type Series = (String, Vec<(String, String)>);
+
 /// The counters' values at the last push, for delta temporality.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Ledger {
-    /// By metric name and attributes: the total last sent, and when.
-    last: BTreeMap<(String, Vec<(String, String)>), (f64, u64)>,
+    /// By series: the total last sent, and when (ns since the Unix epoch).
+    last: BTreeMap<Series, (f64, u64)>,
 }
 
 impl Ledger {
@@ -324,8 +327,10 @@ mod tests {
     use super::*;
 
     fn snapshot() -> MetricsSnapshot {
-        let mut s = MetricsSnapshot::default();
-        s.client_id = "app".into();
+        let mut s = MetricsSnapshot {
+            client_id: "app".into(),
+            ..MetricsSnapshot::default()
+        };
         s.producer.record_send_total = 10.0;
         s.producer.record_send_rate = 2.5;
         s.producer.record_queue_time_avg = f64::NAN;
