@@ -23,8 +23,8 @@ use crate::record::ProducerRecord;
 use crate::refresh::MetadataLifecycle;
 use crate::routing::{Placement, Router};
 use crate::telemetry::{Due, Telemetry};
-use kacrab_wire::messages::GetTelemetrySubscriptionsRequest;
 use crate::topics::Topics;
+use kacrab_wire::messages::GetTelemetrySubscriptionsRequest;
 
 /// The sans-IO producer session: the core plus everything between it and the
 /// application on one side and the sockets on the other. See the crate documentation

@@ -57,7 +57,10 @@ fn metrics_are_pushed_every_interval_once_a_broker_asks_for_them() {
         assert_eq!((push.subscription_id, push.compression_type), (1, 0));
         assert!(!push.terminating);
         let metrics = decode_metrics(&push.metrics).expect("an OTLP MetricsData payload");
-        assert!(metrics.iter().all(|m| m.name.starts_with(PREFIX)), "{metrics:?}");
+        assert!(
+            metrics.iter().all(|m| m.name.starts_with(PREFIX)),
+            "{metrics:?}"
+        );
         let total = metrics
             .iter()
             .find(|m| m.name == "org.apache.kafka.producer.record.send.total")
@@ -94,7 +97,9 @@ fn only_the_metrics_asked_for_are_pushed_and_none_when_none_are() {
         .collect();
     assert!(!names.is_empty());
     assert!(
-        names.iter().all(|n| n.starts_with("org.apache.kafka.producer.record.send")),
+        names
+            .iter()
+            .all(|n| n.starts_with("org.apache.kafka.producer.record.send")),
         "{names:?}"
     );
 
@@ -104,7 +109,10 @@ fn only_the_metrics_asked_for_are_pushed_and_none_when_none_are() {
     assert!(plugin(&quiet).pushes.is_empty());
     let asked = &plugin(&quiet).subscription_requests;
     assert_eq!(asked.len(), 4, "at 0, 1, 2 and 3 s: {asked:?}");
-    assert!(asked[1..].iter().all(|id| *id == INSTANCE_ID), "the id is kept");
+    assert!(
+        asked[1..].iter().all(|id| *id == INSTANCE_ID),
+        "the id is kept"
+    );
 }
 
 /// Closing sends one last push marked terminating, and the connections close only
@@ -129,7 +137,11 @@ fn closing_sends_one_terminating_push_then_closes_the_connections() {
         .iter()
         .rposition(|s| s.api == ApiKey::PushTelemetry)
         .unwrap();
-    assert_eq!(last_push, p.cluster.seen.len() - 1, "nothing after the last push");
+    assert_eq!(
+        last_push,
+        p.cluster.seen.len() - 1,
+        "nothing after the last push"
+    );
     assert!(!p.closes.is_empty(), "the connections closed");
 }
 
@@ -174,7 +186,9 @@ fn a_replaced_subscription_is_fetched_again_at_once() {
     let plugin = plugin(&p);
     assert_eq!(plugin.subscription_requests.len(), 2);
     assert_eq!(plugin.subscription_requests[1], INSTANCE_ID);
-    assert!(plugin.pushes[pushed..].iter().all(|x| x.subscription_id == 2));
+    assert!(plugin.pushes[pushed..]
+        .iter()
+        .all(|x| x.subscription_id == 2));
     assert!(plugin.pushes.len() > pushed + 1, "pushes go on");
     let _ = UNKNOWN_SUBSCRIPTION_ID;
 }

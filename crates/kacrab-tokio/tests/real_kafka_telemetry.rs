@@ -64,7 +64,11 @@ async fn a_producer_pushes_its_metrics_to_a_broker_that_asks_for_them() {
     // Records spread over ~3.5 push intervals.
     for i in 0..RECORDS {
         producer
-            .send(ProducerRecord::new(topic.as_str(), (i % 2) as i32, format!("v{i}")))
+            .send(ProducerRecord::new(
+                topic.as_str(),
+                (i % 2) as i32,
+                format!("v{i}"),
+            ))
             .await
             .expect("queued")
             .await
@@ -82,12 +86,20 @@ async fn a_producer_pushes_its_metrics_to_a_broker_that_asks_for_them() {
         pushes = pushes_of(&file, &client_id);
     }
     eprintln!("{test}: {} pushes in {elapsed:?}", pushes.len());
-    assert!(pushes.len() >= 3, "{} pushes in {elapsed:?}: {pushes:#?}", pushes.len());
+    assert!(
+        pushes.len() >= 3,
+        "{} pushes in {elapsed:?}: {pushes:#?}",
+        pushes.len()
+    );
     let instance = &pushes[0]["client_instance_id"];
     let mut sent = 0.0;
     for (i, push) in pushes.iter().enumerate() {
         assert!(push.get("decode_error").is_none(), "push {i}: {push}");
-        assert_eq!(push["unknown_fields"], serde_json::json!({}), "push {i}: {push}");
+        assert_eq!(
+            push["unknown_fields"],
+            serde_json::json!({}),
+            "push {i}: {push}"
+        );
         assert_eq!(&push["client_instance_id"], instance, "one instance id");
         assert_eq!(push["software_name"], "kacrab", "ApiVersions v3's name");
         assert_eq!(push["terminating"], i + 1 == pushes.len(), "push {i}");
@@ -97,7 +109,10 @@ async fn a_producer_pushes_its_metrics_to_a_broker_that_asks_for_them() {
             .find(|m| m["name"] == "org.apache.kafka.producer.record.send.total")
             .unwrap_or_else(|| panic!("push {i}: no record.send.total: {push}"));
         assert_eq!(total["kind"], "sum", "{total}");
-        assert_eq!(total["temporality"], "AGGREGATION_TEMPORALITY_DELTA", "{total}");
+        assert_eq!(
+            total["temporality"], "AGGREGATION_TEMPORALITY_DELTA",
+            "{total}"
+        );
         assert_eq!(total["monotonic"], true, "{total}");
         sent += total["first_value"].as_f64().expect("a number");
         let rate = metrics
@@ -105,12 +120,16 @@ async fn a_producer_pushes_its_metrics_to_a_broker_that_asks_for_them() {
             .find(|m| m["name"] == "org.apache.kafka.producer.record.send.rate")
             .unwrap_or_else(|| panic!("push {i}: no record.send.rate"));
         assert_eq!(rate["kind"], "gauge", "{rate}");
-        for node in metrics
-            .iter()
-            .filter(|m| m["name"].as_str().is_some_and(|n| n.starts_with("org.apache.kafka.producer.node.")))
-        {
+        for node in metrics.iter().filter(|m| {
+            m["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("org.apache.kafka.producer.node."))
+        }) {
             assert!(node["first_attributes"]["node_id"].is_string(), "{node}");
         }
     }
-    assert_eq!(sent, RECORDS as f64, "the deltas add up to the records sent");
+    assert_eq!(
+        sent, RECORDS as f64,
+        "the deltas add up to the records sent"
+    );
 }

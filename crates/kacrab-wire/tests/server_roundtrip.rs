@@ -196,18 +196,20 @@ fn request(api: ApiKey, v: i16) -> BoxedStrategy<(Request, Request)> {
             any::<(i32, bool, i8)>(),
             vec(any::<u8>(), 0..40),
         )
-            .prop_map(|(client_instance_id, (subscription_id, terminating, compression_type), m)| {
-                same(
-                    kacrab_wire::message!(PushTelemetryRequest {
-                        client_instance_id,
-                        subscription_id,
-                        terminating,
-                        compression_type,
-                        metrics: Bytes::from(m),
-                    })
-                    .into(),
-                )
-            })
+            .prop_map(
+                |(client_instance_id, (subscription_id, terminating, compression_type), m)| {
+                    same(
+                        kacrab_wire::message!(PushTelemetryRequest {
+                            client_instance_id,
+                            subscription_id,
+                            terminating,
+                            compression_type,
+                            metrics: Bytes::from(m),
+                        })
+                        .into(),
+                    )
+                },
+            )
             .boxed(),
         ApiKey::TxnOffsetCommit => {
             let partition = (any::<i32>(), any::<i64>(), any::<i32>(), os()).prop_map(

@@ -38,7 +38,12 @@ impl Network {
                         && v.get(ApiKey::PushTelemetry).is_ok()
                 })
         };
-        if let Some(c) = self.conns.iter().filter(speaks).find(|c| Some(c.id) == sticky) {
+        if let Some(c) = self
+            .conns
+            .iter()
+            .filter(speaks)
+            .find(|c| Some(c.id) == sticky)
+        {
             return Some(c.id);
         }
         self.conns

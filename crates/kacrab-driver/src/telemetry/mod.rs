@@ -310,9 +310,7 @@ impl Telemetry {
             }
             Some(RequestKind::Push) => {
                 let interval = self.interval();
-                self.state = State::PushNeeded {
-                    at: now + interval,
-                };
+                self.state = State::PushNeeded { at: now + interval };
             }
             _ => {}
         }
@@ -349,7 +347,10 @@ impl Telemetry {
     /// is held and no subscription request is pending; else telemetry ends. A push in
     /// flight is overtaken (its answer is ignored), as Kafka's terminating state does.
     pub(crate) fn close(&mut self) {
-        let pushing = self.subscription.as_ref().is_some_and(|s| s.requested.is_some());
+        let pushing = self
+            .subscription
+            .as_ref()
+            .is_some_and(|s| s.requested.is_some());
         self.state = match self.state {
             State::PushNeeded { .. }
             | State::InFlight {
@@ -402,7 +403,11 @@ impl Telemetry {
             );
         }
         if let State::InFlight { conn, .. } = self.state {
-            assert_eq!(self.sticky, Some(conn), "a request in flight is on the sticky broker");
+            assert_eq!(
+                self.sticky,
+                Some(conn),
+                "a request in flight is on the sticky broker"
+            );
         }
     }
 }

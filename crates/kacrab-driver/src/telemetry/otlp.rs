@@ -375,32 +375,63 @@ mod tests {
             start_unix_nano: 100,
         };
         let sel = Selection::All;
-        let first = decoded(&encode(&snapshot(), &sel, Temporality::Delta, &mut ledger, t(1_000)));
+        let first = decoded(&encode(
+            &snapshot(),
+            &sel,
+            Temporality::Delta,
+            &mut ledger,
+            t(1_000),
+        ));
         let total = |ms: &[(String, Data)]| {
             ms.iter()
                 .find(|(n, _)| n == "org.apache.kafka.producer.record.send.total")
                 .map(|(_, d)| d.clone())
                 .expect("record.send.total pushed")
         };
-        let Data::Sum(sum) = total(&first) else { panic!("a total is a sum") };
+        let Data::Sum(sum) = total(&first) else {
+            panic!("a total is a sum")
+        };
         assert!(sum.is_monotonic);
         assert_eq!(sum.aggregation_temporality, DELTA);
         assert_eq!(sum.data_points[0].as_double, 10.0);
         assert_eq!(sum.data_points[0].start_time_unix_nano, 100);
         assert!(
-            first.iter().all(|(n, _)| n != "org.apache.kafka.producer.record.queue.time.avg"),
+            first
+                .iter()
+                .all(|(n, _)| n != "org.apache.kafka.producer.record.queue.time.avg"),
             "a NaN average is left out"
         );
         let mut later = snapshot();
         later.producer.record_send_total = 25.0;
-        let second = decoded(&encode(&later, &sel, Temporality::Delta, &mut ledger, t(2_000)));
-        let Data::Sum(sum) = total(&second) else { panic!() };
-        assert_eq!(sum.data_points[0].as_double, 15.0, "the change since the last push");
+        let second = decoded(&encode(
+            &later,
+            &sel,
+            Temporality::Delta,
+            &mut ledger,
+            t(2_000),
+        ));
+        let Data::Sum(sum) = total(&second) else {
+            panic!()
+        };
+        assert_eq!(
+            sum.data_points[0].as_double, 15.0,
+            "the change since the last push"
+        );
         assert_eq!(sum.data_points[0].start_time_unix_nano, 1_000);
-        let cumulative =
-            decoded(&encode(&later, &sel, Temporality::Cumulative, &mut ledger, t(3_000)));
-        let Data::Sum(sum) = total(&cumulative) else { panic!() };
-        assert_eq!((sum.data_points[0].as_double, sum.aggregation_temporality), (25.0, CUMULATIVE));
+        let cumulative = decoded(&encode(
+            &later,
+            &sel,
+            Temporality::Cumulative,
+            &mut ledger,
+            t(3_000),
+        ));
+        let Data::Sum(sum) = total(&cumulative) else {
+            panic!()
+        };
+        assert_eq!(
+            (sum.data_points[0].as_double, sum.aggregation_temporality),
+            (25.0, CUMULATIVE)
+        );
         let rate = cumulative
             .iter()
             .find(|(n, _)| n == "org.apache.kafka.producer.record.send.rate")

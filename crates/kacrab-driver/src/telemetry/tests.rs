@@ -23,7 +23,11 @@ fn pushed(code: i16) -> PushTelemetryResponse {
 /// Subscribed at `t0` to every metric, with a 1 s interval: the first push is due.
 fn subscribed(t0: Timestamp) -> Telemetry {
     let mut t = Telemetry::new(true, MS(100), t0, 0);
-    assert_eq!(t.due(t0), Some(Due::Subscription([0; 16])), "a zero id first");
+    assert_eq!(
+        t.due(t0),
+        Some(Due::Subscription([0; 16])),
+        "a zero id first"
+    );
     t.sent(Due::Subscription([0; 16]), CONN, 1);
     t.subscribed(1, &answer(&["*"], 1000), t0);
     t.assert_invariants();
@@ -40,7 +44,11 @@ fn the_first_push_is_spread_over_half_to_one_and_a_half_intervals_then_every_int
     let at = t0 + MS(1000);
     assert_eq!(t.due(at), Some(Due::Push { terminating: false }));
     t.sent(Due::Push { terminating: false }, CONN, 2);
-    assert_eq!(t.poll_timeout(), None, "nothing waits on the clock while in flight");
+    assert_eq!(
+        t.poll_timeout(),
+        None,
+        "nothing waits on the clock while in flight"
+    );
     t.pushed(2, &pushed(0), at + MS(5));
     assert_eq!(t.poll_timeout(), Some(at + MS(1005)));
     let low = Subscription {
@@ -121,7 +129,11 @@ fn closing_sends_one_terminating_push_under_a_subscription_and_nothing_without_o
     let mut t = subscribed(t0);
     t.sent(Due::Push { terminating: false }, CONN, 2);
     t.close();
-    assert_eq!(t.due(t0), Some(Due::Push { terminating: true }), "overtakes the push");
+    assert_eq!(
+        t.due(t0),
+        Some(Due::Push { terminating: true }),
+        "overtakes the push"
+    );
     t.sent(Due::Push { terminating: true }, CONN, 3);
     t.pushed(2, &pushed(0), t0);
     assert!(!t.is_done(), "the overtaken push's answer is ignored");
@@ -140,8 +152,16 @@ fn closing_sends_one_terminating_push_under_a_subscription_and_nothing_without_o
     let mut waiting = subscribed(t0);
     let due = waiting.due(t0 + MS(1000));
     waiting.no_connection();
-    assert_eq!(waiting.poll_timeout(), None, "no timer while no connection can carry it");
-    assert_eq!(waiting.due(t0 + MS(1000)), due, "still due at the next input");
+    assert_eq!(
+        waiting.poll_timeout(),
+        None,
+        "no timer while no connection can carry it"
+    );
+    assert_eq!(
+        waiting.due(t0 + MS(1000)),
+        due,
+        "still due at the next input"
+    );
 
     let mut stranded = subscribed(t0);
     stranded.close();

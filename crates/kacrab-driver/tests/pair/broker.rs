@@ -35,10 +35,10 @@ use kafka_protocol::messages::{
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest,
     ApiVersionsResponse, BrokerId, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
-    GetTelemetrySubscriptionsRequest, PushTelemetryRequest,
+    FindCoordinatorResponse, GetTelemetrySubscriptionsRequest, InitProducerIdRequest,
+    InitProducerIdResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+    ProducerId, PushTelemetryRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslHandshakeRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
@@ -452,9 +452,9 @@ impl Cluster {
             ApiKey::GetTelemetrySubscriptions => Req::GetTelemetrySubscriptions(
                 GetTelemetrySubscriptionsRequest::decode(&mut buf, version).map_err(text)?,
             ),
-            ApiKey::PushTelemetry => Req::PushTelemetry(
-                PushTelemetryRequest::decode(&mut buf, version).map_err(text)?,
-            ),
+            ApiKey::PushTelemetry => {
+                Req::PushTelemetry(PushTelemetryRequest::decode(&mut buf, version).map_err(text)?)
+            }
             other => return Err(format!("the model broker does not speak {other:?}")),
         };
         if buf.has_remaining() {

@@ -149,7 +149,10 @@ pub fn decode_metrics(payload: &[u8]) -> Result<Vec<PushedMetric>, prost::Decode
                         .map(|kv| {
                             (
                                 kv.key.clone(),
-                                kv.value.as_ref().map(|v| v.string_value.clone()).unwrap_or_default(),
+                                kv.value
+                                    .as_ref()
+                                    .map(|v| v.string_value.clone())
+                                    .unwrap_or_default(),
                             )
                         })
                         .collect(),

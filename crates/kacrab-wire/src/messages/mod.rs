@@ -142,7 +142,10 @@ from_impls!(
     TxnOffsetCommit(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     EndTxn(EndTxnRequest, EndTxnResponse),
     Sasl(SaslRequest, SaslResponse),
-    GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+    GetTelemetrySubscriptions(
+        GetTelemetrySubscriptionsRequest,
+        GetTelemetrySubscriptionsResponse
+    ),
     PushTelemetry(PushTelemetryRequest, PushTelemetryResponse),
 );
 
