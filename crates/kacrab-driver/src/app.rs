@@ -25,6 +25,10 @@ use crate::waiters::{Waiter, Waiters};
 mod events;
 #[path = "app_metadata_wait.rs"]
 mod metadata_wait;
+// The backlog's queue and its count of sends.
+#[path = "app_backlog.rs"]
+mod backlog;
+use backlog::Backlog;
 
 /// A transactional operation as the application calls it (see the methods of the same
 /// names on [`Session`](crate::Session)), for drivers that pass calls to their loop as
@@ -149,7 +153,7 @@ pub(crate) struct Application {
     waiters: Waiters,
     /// Invariant: if not empty, its front is a `Send` (every other command runs the
     /// moment it reaches the front), and the sends' deadlines ascend.
-    backlog: VecDeque<Queued>,
+    backlog: Backlog,
     /// Flushes started, with the first send they do not cover. Invariant: `upto`
     /// ascends.
     flushes: VecDeque<(SendId, OpId)>,
@@ -179,7 +183,7 @@ impl Application {
             wall_origin_ms: wall_ms,
             clock_origin: now,
             waiters: Waiters::default(),
-            backlog: VecDeque::new(),
+            backlog: Backlog::default(),
             flushes: VecDeque::new(),
             txn_waiters: Vec::new(),
             lookups: Vec::new(),
@@ -325,7 +329,7 @@ impl Application {
     /// Fails everything now (Java's forced close).
     pub(crate) fn abort(&mut self, core: &mut Producer, now: Timestamp) {
         core.abort();
-        for q in std::mem::take(&mut self.backlog) {
+        for q in self.backlog.take() {
             match q {
                 Queued::Send { id, .. } => self.record_done(
                     id,
@@ -452,7 +456,7 @@ impl Application {
         let mut ask = self.answer_lookups(resolve, now);
         if self.front_waits_for_metadata() && self.metadata_ask_at <= now {
             self.metadata_ask_at = now + self.lookup_backoff;
-            for q in &self.backlog {
+            for q in self.backlog.iter() {
                 // A send placed on a partition of an unknown topic (queued behind the
                 // front) waits for the topic too.
                 if let Queued::Send {
@@ -541,12 +545,7 @@ impl Application {
     /// The backlog's sends, by what they wait for (`bufferpool-wait-time-ns-total`,
     /// `metadata-wait-time-ns-total`).
     pub(crate) fn blocked_sends(&self) -> crate::metrics::Blocked {
-        let sends = self
-            .backlog
-            .iter()
-            .filter(|q| matches!(q, Queued::Send { .. }))
-            .count();
-        crate::metrics::Blocked::behind(sends, self.front_waits_for_metadata())
+        crate::metrics::Blocked::behind(self.backlog.sends(), self.front_waits_for_metadata())
     }
 
     fn front_deadline(&self) -> Option<Timestamp> {

@@ -100,6 +100,11 @@ impl Application {
             })
             .collect();
         assert!(deadlines.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(
+            deadlines.len(),
+            self.backlog.sends(),
+            "the backlog counts its sends"
+        );
         assert!(self
             .flushes
             .iter()

@@ -289,3 +289,71 @@ fn acks_zero_records_are_delivered_once_written() {
         .collect();
     assert_eq!(values, ["a", "b", "c"]);
 }
+
+/// The loop takes a bounded batch of commands per turn before it serves its sockets: an
+/// application that keeps calling does not leave an answer unread behind its calls.
+/// Here the loop is held in one command while a Produce answer arrives and 4,096 more
+/// calls queue behind it; the last of them runs after the answer was read.
+#[test]
+fn a_stream_of_commands_does_not_keep_an_answer_unread() {
+    use kacrab_testkit::{ApiKey, Cluster, Control, Trigger};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let cluster = Cluster::start(1).expect("cluster");
+    cluster.create_topic("busy", 1).expect("topic");
+    let answer_in = Duration::from_millis(100);
+    let delayed = cluster.inject(
+        ApiKey::Produce,
+        Trigger::always().times(1),
+        Control::Delay(answer_in),
+    );
+    let bootstrap = cluster.bootstrap();
+    let config = SessionConfig::from_properties([("bootstrap.servers", bootstrap.as_str())])
+        .expect("config");
+    let producer = MioProducer::start(config).expect("start");
+    let acked = Arc::new(AtomicBool::new(false));
+    let record = ProducerRecord::new("busy", 0, Bytes::from_static(b"v"));
+    let flag = Arc::clone(&acked);
+    producer.call(
+        move |s, now| Id::Send(s.send(record, now)),
+        move |done| {
+            let ok = matches!(done, Completion::Record { outcome: Ok(_), .. });
+            flag.store(ok, Ordering::SeqCst);
+        },
+    );
+    while delayed.count() == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (release, hold) = mpsc::channel::<()>();
+    producer.call(
+        move |s, now| {
+            let _ = hold.recv();
+            Id::Op(s.flush(now))
+        },
+        drop,
+    );
+    let seen = Arc::new(AtomicBool::new(false));
+    for _ in 0..4096 {
+        let (acked, seen) = (Arc::clone(&acked), Arc::clone(&seen));
+        producer.call(
+            move |s, now| {
+                seen.store(acked.load(Ordering::SeqCst), Ordering::SeqCst);
+                Id::Op(s.flush(now))
+            },
+            drop,
+        );
+    }
+    // The answer is written while the loop is held, and waits in the socket.
+    std::thread::sleep(answer_in * 4);
+    release.send(()).expect("the loop holds the receiver");
+    let flushed = producer.call_wait(|s, now| Id::Op(s.flush(now)));
+    assert!(matches!(flushed, Some(Completion::Flushed { .. })));
+    assert!(acked.load(Ordering::SeqCst), "acknowledged");
+    assert!(
+        seen.load(Ordering::SeqCst),
+        "the last queued call ran before the answer waiting in the socket was read"
+    );
+    assert!(producer.close(None));
+}

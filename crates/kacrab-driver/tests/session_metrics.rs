@@ -7,8 +7,9 @@ mod pair;
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use kacrab_driver::metrics::{NodeMetrics, ProducerMetrics, TopicMetrics};
-use kacrab_driver::{Completion, Timestamp};
+use kacrab_driver::{Completion, ProducerRecord, Timestamp};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceResponse};
 use pair::broker::{self, Incoming, Req};
@@ -351,6 +352,66 @@ fn buffer_metrics_follow_buffer_memory_and_blocked_sends() {
     assert_eq!(
         m.bufferpool_wait_time_ns_total, 100_000_000.0,
         "max.block.ms"
+    );
+}
+
+/// The session counts the sends waiting for `buffer.memory` after every input (for
+/// `bufferpool-wait-time-ns-total`), so that count must not cost a walk of the backlog:
+/// a driver without backpressure of its own (the mio example) can queue hundreds of
+/// thousands of sends there, and a walk per send would make each send O(backlog) and a
+/// burst quadratic (the driver's loop spending seconds taking sends, its sockets unserved).
+/// A send behind 100,000 others costs about what one behind a few does; the wait is
+/// still counted for each of them.
+#[test]
+fn a_send_behind_a_long_backlog_costs_what_one_behind_a_short_one_does() {
+    use std::time::Instant;
+
+    let mut p = Pair::new(
+        Cluster::new(1).with_topic("t", 1),
+        &[
+            ("buffer.memory", "1024"),
+            ("batch.size", "1024"),
+            ("max.block.ms", "60000"),
+        ],
+    );
+    p.hook(|inc, _| (inc.api == ApiKey::Produce).then_some(Verdict::Ignore));
+    let known = p.partition_count("t");
+    assert!(p.run_until(SECOND, |p| p.op(known).is_some()));
+    p.send("t", 0, &"x".repeat(600));
+    p.pump();
+    let now = p.now;
+    let mut last = None;
+    let mut send = |n: usize| {
+        let started = Instant::now();
+        for _ in 0..n {
+            let record = ProducerRecord::new("t", 0, Bytes::from_static(b"v"));
+            last = Some(p.session.send(record, now));
+        }
+        started.elapsed()
+    };
+    const BATCH: usize = 1_000;
+    let behind_a_few = send(BATCH);
+    send(100_000 - 2 * BATCH);
+    let behind_many = send(BATCH);
+    // The first few small sends fit in what the first record left of buffer.memory.
+    let first_blocked = p
+        .session
+        .oldest_blocked_send()
+        .expect("the sends wait for buffer.memory");
+    let blocked = last.expect("sent").0 - first_blocked.0 + 1;
+    assert!(blocked > 99_000, "{blocked} sends wait");
+    // Linear, the two batches cost the same; a walk per send makes the second ~100 times
+    // dearer. The margin absorbs the deque's growth and a busy machine.
+    assert!(
+        behind_many <= behind_a_few * 10 + Duration::from_millis(20),
+        "{BATCH} sends behind 99,000 took {behind_many:?}, behind none {behind_a_few:?}"
+    );
+    p.run_for(Duration::from_millis(10));
+    let m = producer(&mut p);
+    assert_eq!(
+        m.bufferpool_wait_time_ns_total,
+        blocked as f64 * 10_000_000.0,
+        "each blocked send waited 10 ms"
     );
 }
 

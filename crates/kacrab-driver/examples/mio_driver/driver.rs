@@ -24,6 +24,11 @@ use mio::{Events, Interest, Poll, Token, Waker};
 /// The loop's own token; connections use their [`ConnId`] as theirs.
 const WAKER: Token = Token(usize::MAX);
 
+/// Commands applied per turn of the loop before the sockets are served: an application
+/// that calls faster than the loop takes its calls would otherwise keep the loop taking
+/// them, its sockets unread and unwritten, for as long as it keeps calling.
+const COMMAND_BATCH: usize = 1024;
+
 /// What a command returned: the id whose [`Completion`] its caller waits for.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Id {
@@ -155,8 +160,10 @@ fn run(
     let mut events = Events::with_capacity(256);
     loop {
         let now = clock();
-        while let Ok((call, reply)) = commands.try_recv() {
+        let mut taken = 0;
+        for (call, reply) in commands.try_iter().take(COMMAND_BATCH) {
             waiters.insert(call(&mut session, now), reply);
+            taken += 1;
         }
         while let Ok(inspect) = inspects.try_recv() {
             inspect(&mut session, now);
@@ -207,9 +214,15 @@ fn run(
         if session.is_finished() {
             return;
         }
-        let timeout = session
-            .poll_timeout()
-            .map(|t| Duration::from_micros(t.as_micros().saturating_sub(now.as_micros())));
+        // Commands left over were already signalled: their wake-ups are spent, so only
+        // look at the sockets before taking the rest.
+        let timeout = if taken == COMMAND_BATCH {
+            Some(Duration::ZERO)
+        } else {
+            session
+                .poll_timeout()
+                .map(|t| Duration::from_micros(t.as_micros().saturating_sub(now.as_micros())))
+        };
         if poll
             .poll(&mut events, timeout)
             .is_err_and(|e| e.kind() != ErrorKind::Interrupted)
