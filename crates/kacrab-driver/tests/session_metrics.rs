@@ -356,16 +356,14 @@ fn buffer_metrics_follow_buffer_memory_and_blocked_sends() {
 }
 
 /// The session counts the sends waiting for `buffer.memory` after every input (for
-/// `bufferpool-wait-time-ns-total`), so that count must not cost a walk of the backlog:
-/// a driver without backpressure of its own (the mio example) can queue hundreds of
-/// thousands of sends there, and a walk per send would make each send O(backlog) and a
-/// burst quadratic (the driver's loop spending seconds taking sends, its sockets unserved).
-/// A send behind 100,000 others costs about what one behind a few does; the wait is
-/// still counted for each of them.
+/// `bufferpool-wait-time-ns-total`) from a count the backlog keeps as it changes, not by
+/// walking it: a driver without backpressure of its own (the mio example) can queue
+/// hundreds of thousands of sends there, and a walk per send made a burst quadratic (the
+/// mio loop spent 22.9 s taking 89,583 sends in `real_proxy_drops`). The count is checked
+/// against a walk by `assert_invariants`; here, behind 100,000 waiting sends, each one's
+/// wait is still counted. (The cost itself is a matter for a benchmark, not a timed test.)
 #[test]
-fn a_send_behind_a_long_backlog_costs_what_one_behind_a_short_one_does() {
-    use std::time::Instant;
-
+fn each_send_behind_a_long_backlog_counts_its_wait() {
     let mut p = Pair::new(
         Cluster::new(1).with_topic("t", 1),
         &[
@@ -381,18 +379,11 @@ fn a_send_behind_a_long_backlog_costs_what_one_behind_a_short_one_does() {
     p.pump();
     let now = p.now;
     let mut last = None;
-    let mut send = |n: usize| {
-        let started = Instant::now();
-        for _ in 0..n {
-            let record = ProducerRecord::new("t", 0, Bytes::from_static(b"v"));
-            last = Some(p.session.send(record, now));
-        }
-        started.elapsed()
-    };
-    const BATCH: usize = 1_000;
-    let behind_a_few = send(BATCH);
-    send(100_000 - 2 * BATCH);
-    let behind_many = send(BATCH);
+    for _ in 0..100_000 {
+        let record = ProducerRecord::new("t", 0, Bytes::from_static(b"v"));
+        last = Some(p.session.send(record, now));
+    }
+    p.session.assert_invariants();
     // The first few small sends fit in what the first record left of buffer.memory.
     let first_blocked = p
         .session
@@ -400,12 +391,6 @@ fn a_send_behind_a_long_backlog_costs_what_one_behind_a_short_one_does() {
         .expect("the sends wait for buffer.memory");
     let blocked = last.expect("sent").0 - first_blocked.0 + 1;
     assert!(blocked > 99_000, "{blocked} sends wait");
-    // Linear, the two batches cost the same; a walk per send makes the second ~100 times
-    // dearer. The margin absorbs the deque's growth and a busy machine.
-    assert!(
-        behind_many <= behind_a_few * 10 + Duration::from_millis(20),
-        "{BATCH} sends behind 99,000 took {behind_many:?}, behind none {behind_a_few:?}"
-    );
     p.run_for(Duration::from_millis(10));
     let m = producer(&mut p);
     assert_eq!(
