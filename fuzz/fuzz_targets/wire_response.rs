@@ -6,8 +6,8 @@
 use kacrab_wire::bytes::Bytes;
 use kacrab_wire::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, ApiVersionsRequest, EndTxnRequest, FindCoordinatorRequest,
-    InitProducerIdRequest, MetadataRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
-    TxnOffsetCommitRequest,
+    GetTelemetrySubscriptionsRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest, PushTelemetryRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
 };
 use kacrab_wire::{ApiKey, Connection, FrameDecoder, Request, Response};
 use libfuzzer_sys::fuzz_target;
@@ -33,7 +33,7 @@ fn request_for(api: ApiKey) -> Request {
 
 fuzz_target!(|data: &[u8]| {
     // 1. As a socket stream: a connection with one request of every API in flight
-    //    (correlation ids 0..=8, versions picked by the first byte), fed in chunks whose size
+    //    (one correlation id per API, versions picked by the first byte), fed in chunks whose size
     //    the second byte picks, each frame decoded until the stream turns bad.
     let (pick, chunk, stream) = match data {
         [a, b, rest @ ..] => (*a as usize, usize::from(*b % 32) + 1, rest),

@@ -116,6 +116,8 @@ pub(crate) enum Msg {
     },
     /// `Producer::metrics`, answered at once.
     Metrics(oneshot::Sender<kacrab_driver::MetricsSnapshot>),
+    /// `Producer::client_instance_id`, answered at once.
+    ClientInstanceId(oneshot::Sender<Option<[u8; 16]>>),
     Net(NetEvent),
 }
 
@@ -331,6 +333,10 @@ impl Io {
             }
             Msg::Metrics(reply) => {
                 reply.send(s.metrics(now));
+                return;
+            }
+            Msg::ClientInstanceId(reply) => {
+                reply.send(s.client_instance_id());
                 return;
             }
             Msg::Net(event) => {

@@ -551,6 +551,20 @@ impl Producer {
         rx.wait()
     }
 
+    /// The client instance id a broker with a KIP-714 telemetry plugin assigned (Java's
+    /// `KafkaProducer.clientInstanceId`, without its wait): `None` before the first
+    /// subscription was fetched, with `enable.metrics.push=false`, when no broker has a
+    /// plugin, once the I/O thread has stopped, or when called on it.
+    #[must_use]
+    pub fn client_instance_id(&self) -> Option<[u8; 16]> {
+        if self.on_io_thread() {
+            return None;
+        }
+        let (reply, rx) = oneshot::channel();
+        self.inner.tx.send(Msg::ClientInstanceId(reply)).ok()?;
+        rx.wait().flatten()
+    }
+
     /// Counters of the I/O thread (connections, bytes, timeouts), updated after every
     /// wake-up of the loop.
     #[must_use]

@@ -140,6 +140,18 @@ enum Life {
     Finished,
 }
 
+/// How the producer's close ended, for what may still be sent after it (the KIP-714
+/// terminating push).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Records were failed rather than delivered: `abort`, a `close(timeout)` that ran
+    /// out, or a connection that could not be secured (Java's forced close).
+    Forced,
+    /// Every record's outcome came in its own time; `deadline` is the close's timeout,
+    /// if it had one.
+    Graceful { deadline: Option<Timestamp> },
+}
+
 /// The application half of a session. See the module documentation.
 #[derive(Debug)]
 pub(crate) struct Application {
@@ -165,6 +177,10 @@ pub(crate) struct Application {
     metadata_ask_at: Timestamp,
     closes: Vec<OpId>,
     life: Life,
+    /// Set by `abort` (Java's forced close): the ending is `Forced`.
+    forced: bool,
+    /// How the close ended, once `Finished`.
+    ending: Option<Ending>,
     completions: VecDeque<Completion>,
 }
 
@@ -190,6 +206,8 @@ impl Application {
             metadata_ask_at: now,
             closes: Vec::new(),
             life: Life::Open,
+            forced: false,
+            ending: None,
             completions: VecDeque::new(),
         }
     }
@@ -206,6 +224,11 @@ impl Application {
 
     pub(crate) fn is_finished(&self) -> bool {
         self.life == Life::Finished
+    }
+
+    /// How the close ended (`None` until finished).
+    pub(crate) fn ending(&self) -> Option<Ending> {
+        self.ending
     }
 
     fn refuses_commands(&self) -> bool {
@@ -328,6 +351,7 @@ impl Application {
 
     /// Fails everything now (Java's forced close).
     pub(crate) fn abort(&mut self, core: &mut Producer, now: Timestamp) {
+        self.forced = true;
         core.abort();
         for q in self.backlog.take() {
             match q {
@@ -440,8 +464,14 @@ impl Application {
                 self.completions.push_back(Completion::Flushed { op });
             }
         }
-        if matches!(self.life, Life::Closing { .. }) && self.backlog.is_empty() && core.is_closed()
+        if let (Life::Closing { deadline }, true, true) =
+            (self.life, self.backlog.is_empty(), core.is_closed())
         {
+            self.ending = Some(if self.forced {
+                Ending::Forced
+            } else {
+                Ending::Graceful { deadline }
+            });
             self.life = Life::Finished;
             for op in std::mem::take(&mut self.closes) {
                 self.completions.push_back(Completion::Closed { op });

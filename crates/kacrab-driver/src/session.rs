@@ -1,6 +1,7 @@
 //! The [`Session`]: the core, the application's commands and the network, behind one
 //! sans-IO API.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use kacrab_idempotence::{
@@ -8,6 +9,7 @@ use kacrab_idempotence::{
     Topic, TransactionState,
 };
 
+use crate::app::Ending;
 use crate::app::{Application, Resolve, TxnCall};
 use crate::completion::{Completion, OpId, ProduceError, SendId};
 use crate::config::{SessionConfig, SessionConfigError};
@@ -22,7 +24,7 @@ use crate::phases::Security;
 use crate::record::ProducerRecord;
 use crate::refresh::MetadataLifecycle;
 use crate::routing::{Placement, Router};
-use crate::telemetry::{Due, Telemetry};
+use crate::telemetry::{Closing, Due, Telemetry};
 use crate::topics::Topics;
 use kacrab_wire::messages::GetTelemetrySubscriptionsRequest;
 
@@ -54,6 +56,9 @@ pub struct Session {
     /// Every connection was closed after the producer finished (and its terminating
     /// telemetry push, if any, was answered or lost).
     closed_all: bool,
+    /// `Completion::Closed`s held until the connections are closed: a close completes
+    /// when the producer is finished.
+    held_closes: VecDeque<Completion>,
 }
 
 /// The session's metadata and partitioners, as the application half asks them.
@@ -117,7 +122,7 @@ impl Session {
         );
         let telemetry = Telemetry::new(
             config.metrics().push(),
-            core_config.retry_backoff(),
+            core_config.request_timeout(),
             now,
             unix_ms,
         );
@@ -137,6 +142,7 @@ impl Session {
             interceptors: Interceptors::default(),
             telemetry,
             closed_all: false,
+            held_closes: VecDeque::new(),
         }
     }
 
@@ -226,8 +232,11 @@ impl Session {
     /// `Closed`; records already sent are delivered, and an open transaction is
     /// aborted. With a `timeout`, whatever is still without an outcome when it passes
     /// fails (Java's `close(Duration)`); `None` waits for `delivery.timeout.ms`.
-    /// Completes ([`Completion::Closed`]) once every record has an outcome; then every
-    /// connection is closed and [`Session::is_finished`] is true.
+    /// Completes ([`Completion::Closed`]) once every record has an outcome and, after a
+    /// graceful close under a KIP-714 subscription, the terminating telemetry push was
+    /// answered (or lost, or the close's time is up: its timeout, at most
+    /// `request.timeout.ms`); every connection is then closed and
+    /// [`Session::is_finished`] is true.
     pub fn close(&mut self, timeout: Option<Duration>, now: Timestamp) -> OpId {
         let op = self.app.close(&mut self.core, timeout, now);
         self.progress(now);
@@ -315,7 +324,21 @@ impl Session {
 
     /// The next thing the application should learn, if any.
     pub fn poll_completion(&mut self) -> Option<Completion> {
-        let done = self.app.pop_completion()?;
+        let done = loop {
+            if self.closed_all {
+                if let Some(close) = self.held_closes.pop_front() {
+                    break close;
+                }
+            }
+            let done = self.app.pop_completion()?;
+            if matches!(done, Completion::Closed { .. }) && !self.closed_all {
+                // The terminating telemetry push is still out: the close completes
+                // with the connections' closing (`run_telemetry`).
+                self.held_closes.push_back(done);
+                continue;
+            }
+            break done;
+        };
         // After a security failure the records given up name its cause.
         let done = match (done, self.net.security_failure()) {
             (
@@ -592,8 +615,13 @@ impl Session {
         self.take_telemetry_events(now);
         let finished = self.app.is_finished();
         if finished && !was_finished {
-            self.telemetry.close();
+            let how = match self.app.ending() {
+                Some(Ending::Graceful { deadline }) => Closing::Within(deadline),
+                Some(Ending::Forced) | None => Closing::Forced,
+            };
+            self.telemetry.close(how, now);
         }
+        self.telemetry.expire(now);
         if let Some(due) = self.telemetry.due(now) {
             let conn = self.net.telemetry_conn(self.telemetry.sticky());
             let request: Option<kacrab_wire::Request> = match due {
@@ -671,12 +699,17 @@ impl Session {
             let topics: Vec<&str> = ask.iter().map(String::as_str).collect();
             self.net.request_metadata(&mut self.core, &topics, now);
         }
-        self.run_telemetry(was_finished, now);
+        // The metrics first, so that a push taken now counts this input's effects.
         self.net
             .tally
             .drain_into(&mut self.metrics, &self.core, now);
         let blocked = self.app.blocked_sends();
         self.metrics.after_input(&mut self.core, blocked, now);
+        self.run_telemetry(was_finished, now);
+        // What the telemetry requests and the connections' closing added.
+        self.net
+            .tally
+            .drain_into(&mut self.metrics, &self.core, now);
         self.observer.observe(&self.core);
     }
 }

@@ -8,8 +8,9 @@ mod pair;
 use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
+use pair::broker::{Incoming, Req};
 use pair::telemetry::{decode_metrics, TelemetryPlugin, INSTANCE_ID, UNKNOWN_SUBSCRIPTION_ID};
-use pair::{Cluster, Pair};
+use pair::{Cluster, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 const PREFIX: &str = "org.apache.kafka.producer.";
@@ -115,8 +116,10 @@ fn only_the_metrics_asked_for_are_pushed_and_none_when_none_are() {
     );
 }
 
-/// Closing sends one last push marked terminating, and the connections close only
-/// after it was answered.
+/// Closing sends one last push marked terminating, and the connections close (and the
+/// close completes) only after it was answered. The push counts everything the close
+/// waited for: the responses it reports add up to every answer the broker sent before
+/// it.
 #[test]
 fn closing_sends_one_terminating_push_then_closes_the_connections() {
     let mut p = with_plugin(TelemetryPlugin::new(&["*"], 1000), &[]);
@@ -124,8 +127,17 @@ fn closing_sends_one_terminating_push_then_closes_the_connections() {
     p.run_for(SECOND * 2);
     let before = plugin(&p).pushes.len();
     assert!(before >= 1);
-    p.close(None);
+    let closes_before = p.closes.len();
+    for i in 0..5 {
+        p.send("t", i % 2, "last");
+    }
+    let op = p.close(None);
+    assert!(p.run_until(SECOND, |p| p.cluster.count(ApiKey::PushTelemetry) > before));
+    assert!(!p.session.is_finished(), "not before the push is answered");
+    assert!(p.op(op).is_none(), "the close waits for the push's answer");
+    assert_eq!(p.closes.len(), closes_before, "no connection closed yet");
     p.run_for(SECOND);
+    assert!(p.op(op).is_some(), "the close completed");
     let pushes = &plugin(&p).pushes;
     assert_eq!(pushes.len(), before + 1);
     assert!(pushes.last().unwrap().terminating);
@@ -142,7 +154,65 @@ fn closing_sends_one_terminating_push_then_closes_the_connections() {
         p.cluster.seen.len() - 1,
         "nothing after the last push"
     );
-    assert!(!p.closes.is_empty(), "the connections closed");
+    assert!(p.closes.len() > closes_before, "the connections closed");
+    let responses: f64 = pushes
+        .iter()
+        .flat_map(|push| decode_metrics(&push.metrics).unwrap())
+        .filter(|m| m.name == "org.apache.kafka.producer.response.total")
+        .map(|m| m.value)
+        .sum();
+    assert_eq!(
+        responses as usize,
+        p.cluster.seen.len() - 1,
+        "every answer before the terminating push is counted in the pushes"
+    );
+}
+
+/// A forced close (`abort`, or `close` with no time left) sends no terminating push and
+/// finishes at once; a graceful close whose push is never answered finishes when
+/// `request.timeout.ms` has passed.
+#[test]
+fn a_forced_close_pushes_nothing_and_an_unanswered_push_is_given_up() {
+    for zero in [false, true] {
+        let mut p = with_plugin(TelemetryPlugin::new(&["*"], 1000), &[]);
+        p.send("t", 0, "x");
+        p.run_for(SECOND * 2);
+        let pushes = p.cluster.count(ApiKey::PushTelemetry);
+        if zero {
+            p.close(Some(Duration::ZERO));
+        } else {
+            let now = p.now;
+            p.session.abort(now);
+        }
+        p.run_for(SECOND / 10);
+        assert!(p.session.is_finished(), "zero timeout {zero}");
+        assert_eq!(
+            p.cluster.count(ApiKey::PushTelemetry),
+            pushes,
+            "no terminating push"
+        );
+    }
+
+    let mut p = with_plugin(
+        TelemetryPlugin::new(&["*"], 1000),
+        &[("request.timeout.ms", "3000")],
+    );
+    p.hook(|inc, _| terminating(inc).then_some(Verdict::Ignore));
+    p.send("t", 0, "x");
+    p.run_for(SECOND * 2);
+    let closed_at = p.now;
+    let op = p.close(None);
+    assert!(p.run_until(SECOND * 10, |p| p.session.is_finished()));
+    let waited = p.since(closed_at);
+    assert!(
+        waited >= SECOND * 3 && waited < SECOND * 4,
+        "given up after request.timeout.ms: {waited:?}"
+    );
+    assert!(p.op(op).is_some());
+}
+
+fn terminating(inc: &Incoming) -> bool {
+    matches!(&inc.req, Req::PushTelemetry(r) if r.terminating)
 }
 
 /// Without a plugin the brokers do not advertise the APIs and nothing is asked; with
@@ -173,8 +243,8 @@ fn no_request_without_a_plugin_or_with_push_disabled() {
 }
 
 /// A push naming a subscription the broker replaced is answered
-/// UNKNOWN_SUBSCRIPTION_ID: the subscription is fetched again at once, with the id
-/// kept, and pushes go on under the new one.
+/// UNKNOWN_SUBSCRIPTION_ID: the subscription is fetched again at once (not after an
+/// interval), with the id kept, and pushes go on under the new one.
 #[test]
 fn a_replaced_subscription_is_fetched_again_at_once() {
     let mut p = with_plugin(TelemetryPlugin::new(&["*"], 1000), &[]);
@@ -182,15 +252,18 @@ fn a_replaced_subscription_is_fetched_again_at_once() {
     p.run_for(SECOND * 2);
     let pushed = plugin(&p).pushes.len();
     p.cluster.telemetry.as_mut().unwrap().subscription_id = 2;
+    assert!(p.run_until(SECOND * 2, |p| !plugin(p).refused.is_empty()));
+    assert_eq!(plugin(&p).refused, vec![UNKNOWN_SUBSCRIPTION_ID]);
+    p.run_for(SECOND / 20);
+    let asked = &plugin(&p).subscription_requests;
+    assert_eq!(asked.len(), 2, "fetched again within 50 ms of the refusal");
+    assert_eq!(asked[1], INSTANCE_ID);
     p.run_for(SECOND * 3);
     let plugin = plugin(&p);
-    assert_eq!(plugin.subscription_requests.len(), 2);
-    assert_eq!(plugin.subscription_requests[1], INSTANCE_ID);
     assert!(plugin.pushes[pushed..]
         .iter()
         .all(|x| x.subscription_id == 2));
     assert!(plugin.pushes.len() > pushed + 1, "pushes go on");
-    let _ = UNKNOWN_SUBSCRIPTION_ID;
 }
 
 /// INVALID_RECORD (the broker could not read the payload) stops telemetry for the

@@ -50,6 +50,8 @@ pub(crate) enum Command {
     },
     /// A metrics snapshot, answered at once.
     Metrics(oneshot::Sender<kacrab_driver::MetricsSnapshot>),
+    /// The KIP-714 client instance id, answered at once.
+    ClientInstanceId(oneshot::Sender<Option<[u8; 16]>>),
 }
 
 /// A sender waiting for its record's admission: `Ok` once the session took it in (or
@@ -305,6 +307,10 @@ impl Driver {
             }
             Command::Metrics(reply) => {
                 let _ = reply.send(s.metrics(now));
+                return;
+            }
+            Command::ClientInstanceId(reply) => {
+                let _ = reply.send(s.client_instance_id());
                 return;
             }
         };

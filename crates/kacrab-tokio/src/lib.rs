@@ -408,6 +408,22 @@ impl Producer {
         }
     }
 
+    /// The client instance id a broker with a KIP-714 telemetry plugin assigned (Java's
+    /// `KafkaProducer.clientInstanceId`, without its wait): `None` before the first
+    /// subscription was fetched, with `enable.metrics.push=false`, when no broker has a
+    /// plugin, or once the producer has stopped.
+    pub fn client_instance_id(&self) -> impl Future<Output = Option<[u8; 16]>> + Send + 'static {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.commands.send(Command::ClientInstanceId(reply)).is_ok();
+        async move {
+            if sent {
+                rx.await.ok().flatten()
+            } else {
+                None
+            }
+        }
+    }
+
     /// Whether the producer has stopped (closed, or its runtime shut down).
     #[must_use]
     pub fn is_closed(&self) -> bool {

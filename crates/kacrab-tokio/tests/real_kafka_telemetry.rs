@@ -40,7 +40,7 @@ fn pushes_of(file: &str, client_id: &str) -> Vec<Value> {
 }
 
 /// A producer sends for a few push intervals and closes: the broker accepted pushes
-/// naming one client instance id, every payload decoded as OTLP with no field outside
+/// naming one client instance id (the one `Producer::client_instance_id` reports), every payload decoded as OTLP with no field outside
 /// the schema, the counters are monotonic delta sums whose deltas add up to the records
 /// sent, and the last push (only the last) is the terminating one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,6 +75,10 @@ async fn a_producer_pushes_its_metrics_to_a_broker_that_asks_for_them() {
             .expect("delivered");
         tokio::time::sleep(Duration::from_millis(12)).await;
     }
+    let instance_id = producer
+        .client_instance_id()
+        .await
+        .expect("a client instance id after the first subscription");
     producer.close().await;
     let elapsed = started.elapsed();
 
@@ -92,6 +96,10 @@ async fn a_producer_pushes_its_metrics_to_a_broker_that_asks_for_them() {
         pushes.len()
     );
     let instance = &pushes[0]["client_instance_id"];
+    // Kafka prints a UUID as URL-safe base64 without padding (`Uuid.toString`).
+    use base64::Engine as _;
+    let ours = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(instance_id);
+    assert_eq!(instance, &ours, "the id the producer holds is the broker's");
     let mut sent = 0.0;
     for (i, push) in pushes.iter().enumerate() {
         assert!(push.get("decode_error").is_none(), "push {i}: {push}");

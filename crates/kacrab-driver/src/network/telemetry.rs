@@ -29,8 +29,13 @@ pub(crate) enum TelemetryEvent {
 
 impl Network {
     /// The connection for the next telemetry request: `sticky` while it is ready and
-    /// speaks both APIs, else the least loaded ready one that does.
+    /// speaks both APIs, else the least loaded ready one that does;
+    /// `None` once the network failed for good (a connection that could not be
+    /// secured): no request of any kind goes out then.
     pub(crate) fn telemetry_conn(&self, sticky: Option<ConnId>) -> Option<ConnId> {
+        if self.has_failed() {
+            return None;
+        }
         let speaks = |c: &&super::Conn| {
             c.state == ConnState::Ready
                 && c.versions.as_ref().is_some_and(|v| {

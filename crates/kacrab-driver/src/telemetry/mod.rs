@@ -17,15 +17,27 @@
 //!   TELEMETRY_TOO_LARGE and THROTTLING_QUOTA_EXCEEDED after the push interval;
 //!   INVALID_REQUEST, INVALID_RECORD, UNSUPPORTED_VERSION and any other error stop
 //!   telemetry for the session's life.
-//! - Requests stay on one broker while they can (KIP-714's sticky node): a request
-//!   lost with its connection is asked again, from the subscription, on another.
-//! - Closing sends one last push marked `terminating` if a subscription with metrics
-//!   is held (`initiateClose`); the connections close once it is answered or lost.
+//! - Requests stay on one broker while they can (KIP-714's sticky node).
+//! - Closing gracefully sends one last push marked `terminating` if a subscription with
+//!   metrics is held (`initiateClose`, called by `KafkaProducer.close` only with time
+//!   left); the connections close once it is answered, lost, or the close's time is up
+//!   (its timeout, and at most `request.timeout.ms`). A forced close (`abort`, a
+//!   timeout that ran out, a connection that could not be secured) sends none.
+//! - An answer with a zero client instance id is invalid
+//!   (`ClientTelemetryUtils.validateClientInstanceId`): telemetry stops.
 //!
-//! Departure, deterministic by design: the first push's spread comes from the client
-//! instance id the broker assigned (its first two bytes), not from a random number, so
-//! a session given the same inputs does the same thing; instance ids are random, so
-//! clients still spread.
+//! Departures, each decided:
+//! - The first push's spread comes from the client instance id the broker assigned
+//!   (its first two bytes), not from a random number, so a session given the same
+//!   inputs does the same thing; instance ids are random, so clients still spread.
+//! - A request lost with its connection (a disconnect, or its own timeout, which
+//!   closes the connection) asks the subscription again after one push interval, on
+//!   another broker if need be; three losses in a row, with no answer between them,
+//!   stop telemetry. Java stops at the first (`NetworkClient` fails the request with no
+//!   exception, so `handleFailedRequest` disables the sender), so one broker restart
+//!   ends a Java producer's telemetry for its life; retrying at once instead would let
+//!   a broker whose plugin stalls close a connection (and its Produce requests) every
+//!   `retry.backoff.ms`.
 
 pub(crate) mod otlp;
 
@@ -51,6 +63,18 @@ const INVALID_RECORD: i16 = 87;
 const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
 const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
 const TELEMETRY_TOO_LARGE: i16 = 118;
+
+/// Requests lost in a row (no answer between them) after which telemetry stops.
+const LOSSES_TOLERATED: u32 = 3;
+
+/// How the producer closes, for the terminating push.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Closing {
+    /// Forced: no terminating push.
+    Forced,
+    /// Graceful, within the close's timeout if it has one.
+    Within(Option<Timestamp>),
+}
 
 /// The subscription the broker gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,8 +135,13 @@ pub(crate) struct Telemetry {
     subscription: Option<Subscription>,
     /// The broker the requests go to while it stays ready.
     sticky: Option<ConnId>,
-    /// Waited after a request lost with its connection.
-    retry_backoff: Duration,
+    /// `request.timeout.ms`: the longest a closing producer waits for its terminating
+    /// push.
+    request_timeout: Duration,
+    /// Requests lost in a row.
+    losses: u32,
+    /// When a closing producer stops waiting for its terminating push.
+    give_up: Option<Timestamp>,
     /// The due request found no connection: it is retried on the next input.
     waiting_for_connection: bool,
     /// The counters' values at the last push (delta temporality).
@@ -128,7 +157,7 @@ impl Telemetry {
     /// unless `enabled`.
     pub(crate) fn new(
         enabled: bool,
-        retry_backoff: Duration,
+        request_timeout: Duration,
         now: Timestamp,
         unix_ms: i64,
     ) -> Self {
@@ -140,7 +169,9 @@ impl Telemetry {
             },
             subscription: None,
             sticky: None,
-            retry_backoff,
+            request_timeout,
+            losses: 0,
+            give_up: None,
             waiting_for_connection: false,
             ledger: otlp::Ledger::default(),
             clock_origin: now,
@@ -200,7 +231,20 @@ impl Telemetry {
         }
         match self.state {
             State::SubscriptionNeeded { at } | State::PushNeeded { at } => Some(at),
+            State::TerminatingPushNeeded
+            | State::InFlight {
+                kind: RequestKind::TerminatingPush,
+                ..
+            } => self.give_up,
             _ => None,
+        }
+    }
+
+    /// A closing producer's time for its terminating push is up at `now`: telemetry
+    /// ends (the push, if on the wire, goes with its connection).
+    pub(crate) fn expire(&mut self, now: Timestamp) {
+        if self.give_up.is_some_and(|t| t <= now) && !self.is_done() {
+            self.state = State::Done;
         }
     }
 
@@ -266,8 +310,13 @@ impl Telemetry {
         if self.in_flight(tag) != Some(RequestKind::Subscription) {
             return;
         }
+        self.losses = 0;
         if answer.error_code != 0 {
             self.refused(answer.error_code, now);
+            return;
+        }
+        if answer.client_instance_id == [0; 16] {
+            self.state = State::Done;
             return;
         }
         let push_interval = u64::try_from(answer.push_interval_ms)
@@ -303,6 +352,9 @@ impl Telemetry {
 
     /// The broker answered PushTelemetry `tag` at `now`.
     pub(crate) fn pushed(&mut self, tag: u64, answer: &PushTelemetryResponse, now: Timestamp) {
+        if self.in_flight(tag).is_some() {
+            self.losses = 0;
+        }
         match self.in_flight(tag) {
             Some(RequestKind::TerminatingPush) => self.state = State::Done,
             Some(RequestKind::Push) if answer.error_code != 0 => {
@@ -317,16 +369,19 @@ impl Telemetry {
     }
 
     /// Request `tag` will get no answer (its connection went, it timed out, or it could
-    /// not be encoded): the subscription is asked again, on another broker.
+    /// not be encoded): the subscription is asked again after a push interval, on
+    /// another broker if need be; after `LOSSES_TOLERATED` in a row, telemetry stops.
     pub(crate) fn lost(&mut self, tag: u64, now: Timestamp) {
         let Some(kind) = self.in_flight(tag) else {
             return;
         };
         self.sticky = None;
+        self.losses += 1;
         self.state = match kind {
             RequestKind::TerminatingPush => State::Done,
+            _ if self.losses >= LOSSES_TOLERATED => State::Done,
             RequestKind::Subscription | RequestKind::Push => State::SubscriptionNeeded {
-                at: now + self.retry_backoff,
+                at: now + self.interval(),
             },
         };
     }
@@ -343,27 +398,36 @@ impl Telemetry {
         }
     }
 
-    /// The producer closes: the terminating push is due if a subscription with metrics
-    /// is held and no subscription request is pending; else telemetry ends. A push in
-    /// flight is overtaken (its answer is ignored), as Kafka's terminating state does.
-    pub(crate) fn close(&mut self) {
+    /// The producer closed at `now`, `how`: gracefully, the terminating push is due if a
+    /// subscription with metrics is held, until the close's time is up; forced, or
+    /// with no such subscription, telemetry ends. A request in flight is overtaken (its
+    /// answer is ignored), as Kafka's terminating state does.
+    pub(crate) fn close(&mut self, how: Closing, now: Timestamp) {
         let pushing = self
             .subscription
             .as_ref()
             .is_some_and(|s| s.requested.is_some());
+        let within = match how {
+            Closing::Within(deadline) if pushing => deadline,
+            _ => {
+                if !self.is_done() {
+                    self.state = State::Done;
+                }
+                return;
+            }
+        };
+        let latest = now + self.request_timeout;
+        self.give_up = Some(within.map_or(latest, |d| d.min(latest)));
         self.state = match self.state {
             State::PushNeeded { .. }
+            | State::SubscriptionNeeded { .. }
             | State::InFlight {
-                kind: RequestKind::Push,
+                kind: RequestKind::Push | RequestKind::Subscription,
                 ..
-            } if pushing => State::TerminatingPushNeeded,
-            State::InFlight {
-                kind: RequestKind::TerminatingPush,
-                ..
-            }
-            | State::TerminatingPushNeeded => self.state,
-            _ => State::Done,
+            } => State::TerminatingPushNeeded,
+            other => other,
         };
+        self.expire(now);
     }
 
     /// Whether nothing more will be sent: off, closed, or refused for good. A closing

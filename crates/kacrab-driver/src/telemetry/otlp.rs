@@ -297,14 +297,10 @@ pub(crate) fn encode(
             data: Some(data),
         });
     }
-    let mut resource = vec![attribute("client_software_name", "kacrab")];
-    resource.push(attribute(
-        "client_software_version",
-        env!("CARGO_PKG_VERSION"),
-    ));
-    if !snapshot.client_id.is_empty() {
-        resource.push(attribute("client_id", &snapshot.client_id));
-    }
+    // No resource attributes: the broker adds the client's id, software and address
+    // from the request itself (Kafka's client sends only `transactional_id` and
+    // `client_rack` here, neither of which the snapshot holds).
+    let resource = Vec::new();
     let data = MetricsData {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(Resource {

@@ -99,6 +99,9 @@ fn push_errors_refetch_now_later_or_stop_for_good() {
                     matches!(t.due(t0 + wait), Some(Due::Subscription(_))),
                     "code {code}: the subscription is fetched again after {wait:?}"
                 );
+                if wait > MS(0) {
+                    assert_eq!(t.due(t0 + (wait - MS(1))), None, "code {code}: not before");
+                }
                 assert!(!t.is_done());
             }
             None => assert!(t.is_done(), "code {code} stops telemetry"),
@@ -107,7 +110,7 @@ fn push_errors_refetch_now_later_or_stop_for_good() {
 }
 
 #[test]
-fn a_request_lost_with_its_connection_asks_the_subscription_again_elsewhere() {
+fn a_request_lost_with_its_connection_asks_the_subscription_again_after_an_interval() {
     let t0 = Timestamp::ZERO;
     let mut t = subscribed(t0);
     t.sent(Due::Push { terminating: false }, CONN, 2);
@@ -115,12 +118,47 @@ fn a_request_lost_with_its_connection_asks_the_subscription_again_elsewhere() {
     assert!(t.owns(2), "another connection's loss changes nothing");
     t.conn_gone(CONN, t0);
     assert_eq!(t.sticky(), None);
-    assert!(matches!(t.due(t0 + MS(100)), Some(Due::Subscription(id)) if id != [0; 16]));
+    assert_eq!(t.due(t0 + MS(999)), None, "not before an interval");
+    assert!(matches!(t.due(t0 + MS(1000)), Some(Due::Subscription(id)) if id != [0; 16]));
     t.pushed(2, &pushed(0), t0);
     assert!(
-        matches!(t.due(t0 + MS(100)), Some(Due::Subscription(_))),
+        matches!(t.due(t0 + MS(1000)), Some(Due::Subscription(_))),
         "a late answer to a lost request is ignored"
     );
+}
+
+#[test]
+fn three_requests_lost_in_a_row_stop_telemetry_and_an_answer_resets_the_count() {
+    let t0 = Timestamp::ZERO;
+    let mut t = subscribed(t0);
+    let mut tag = 10;
+    let mut lose = |t: &mut Telemetry| {
+        let due = t.due(Timestamp::from_millis(1_000_000)).expect("due");
+        tag += 1;
+        t.sent(due, CONN, tag);
+        t.lost(tag, t0);
+    };
+    lose(&mut t);
+    lose(&mut t);
+    let due = t.due(Timestamp::from_millis(1_000_000)).unwrap();
+    t.sent(due, CONN, 50);
+    t.subscribed(50, &answer(&["*"], 1000), t0);
+    lose(&mut t);
+    lose(&mut t);
+    assert!(!t.is_done(), "the answer reset the count");
+    lose(&mut t);
+    assert!(t.is_done(), "three in a row");
+}
+
+#[test]
+fn an_answer_with_a_zero_instance_id_stops_telemetry() {
+    let t0 = Timestamp::ZERO;
+    let mut t = Telemetry::new(true, MS(100), t0, 0);
+    t.sent(Due::Subscription([0; 16]), CONN, 1);
+    let mut zero = answer(&["*"], 1000);
+    zero.client_instance_id = [0; 16];
+    t.subscribed(1, &zero, t0);
+    assert!(t.is_done());
 }
 
 #[test]
@@ -128,7 +166,7 @@ fn closing_sends_one_terminating_push_under_a_subscription_and_nothing_without_o
     let t0 = Timestamp::ZERO;
     let mut t = subscribed(t0);
     t.sent(Due::Push { terminating: false }, CONN, 2);
-    t.close();
+    t.close(Closing::Within(None), t0);
     assert_eq!(
         t.due(t0),
         Some(Due::Push { terminating: true }),
@@ -141,12 +179,12 @@ fn closing_sends_one_terminating_push_under_a_subscription_and_nothing_without_o
     assert!(t.is_done());
 
     let mut fresh = Telemetry::new(true, MS(100), t0, 0);
-    fresh.close();
+    fresh.close(Closing::Within(None), t0);
     assert!(fresh.is_done(), "no subscription: nothing to push");
 
     let mut off = Telemetry::new(false, MS(100), t0, 0);
     assert_eq!((off.due(t0), off.poll_timeout()), (None, None));
-    off.close();
+    off.close(Closing::Within(None), t0);
     assert!(off.is_done());
 
     let mut waiting = subscribed(t0);
@@ -164,7 +202,45 @@ fn closing_sends_one_terminating_push_under_a_subscription_and_nothing_without_o
     );
 
     let mut stranded = subscribed(t0);
-    stranded.close();
+    stranded.close(Closing::Within(None), t0);
     stranded.no_connection();
     assert!(stranded.is_done(), "no connection at close: given up");
+
+    let mut resubscribing = subscribed(t0);
+    resubscribing.sent(Due::Subscription([1; 16]), CONN, 4);
+    resubscribing.close(Closing::Within(None), t0);
+    assert_eq!(
+        resubscribing.due(t0),
+        Some(Due::Push { terminating: true }),
+        "a subscription request in flight: pushed under the one held"
+    );
+}
+
+/// A forced close sends nothing; a graceful one waits for its push until the close's
+/// timeout or `request.timeout.ms` (here 100 ms), whichever comes first.
+#[test]
+fn a_forced_close_pushes_nothing_and_a_graceful_one_waits_a_bounded_time() {
+    let t0 = Timestamp::ZERO;
+    let mut forced = subscribed(t0);
+    forced.close(Closing::Forced, t0);
+    assert!(forced.is_done());
+    assert_eq!(forced.due(t0), None);
+
+    for (deadline, give_up) in [
+        (None, MS(100)),
+        (Some(MS(40)), MS(40)),
+        (Some(MS(500)), MS(100)),
+    ] {
+        let mut t = subscribed(t0);
+        t.close(Closing::Within(deadline.map(|d| t0 + d)), t0);
+        t.sent(Due::Push { terminating: true }, CONN, 9);
+        assert_eq!(t.poll_timeout(), Some(t0 + give_up), "{deadline:?}");
+        t.expire(t0 + (give_up - MS(1)));
+        assert!(!t.is_done());
+        t.expire(t0 + give_up);
+        assert!(t.is_done(), "{deadline:?}: given up at {give_up:?}");
+    }
+    let mut late = subscribed(t0);
+    late.close(Closing::Within(Some(t0)), t0);
+    assert!(late.is_done(), "no time left: nothing is sent");
 }

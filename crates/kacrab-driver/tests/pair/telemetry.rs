@@ -37,8 +37,10 @@ pub struct TelemetryPlugin {
     pub push_errors: VecDeque<i16>,
     /// Every subscription request's client instance id, in order.
     pub subscription_requests: Vec<[u8; 16]>,
-    /// Every push received, in order.
+    /// Every push accepted, in order.
     pub pushes: Vec<Push>,
+    /// The error code of every push refused, in order.
+    pub refused: Vec<i16>,
 }
 
 /// One push as received.
@@ -67,6 +69,7 @@ impl TelemetryPlugin {
             push_errors: VecDeque::new(),
             subscription_requests: Vec::new(),
             pushes: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -97,7 +100,9 @@ impl TelemetryPlugin {
         } else {
             self.push_errors.pop_front().unwrap_or(0)
         };
-        if code == 0 {
+        if code != 0 {
+            self.refused.push(code);
+        } else {
             self.pushes.push(Push {
                 client_instance_id: *r.client_instance_id.as_bytes(),
                 subscription_id: r.subscription_id,
