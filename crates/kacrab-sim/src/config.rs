@@ -80,8 +80,10 @@ pub struct SimConfig {
     /// The brokers' `max.message.bytes`: a larger batch is refused with
     /// MESSAGE_TOO_LARGE. Kafka's default is 1,048,588.
     pub max_message_bytes: usize,
-    /// The epoch InitProducerId hands out with a new producer id (0 in Kafka). Close to
-    /// `i16::MAX`, a few epoch bumps exhaust it and the producer needs a new id.
+    /// The epoch InitProducerId hands out with a new producer id (0 in Kafka), and the
+    /// one the coordinator hands a transactional id new to it. Close to `i16::MAX`, a
+    /// few epoch bumps exhaust it and the producer needs a new id (a long-lived producer
+    /// or transactional id; under TV2 every transaction bumps the epoch).
     pub initial_producer_epoch: i16,
     /// `producer.id.expiration.ms` of the brokers: a producer whose last batch on a
     /// partition is older than this (by its max timestamp) is forgotten there at the

@@ -179,11 +179,16 @@ fn coordinator_crash_moves_the_coordinator() {
 }
 
 /// Runs `n` transactions under faults, then checks every property.
-fn chaos(seed: u64, version: i16, rate: f64, n: u32, k: u32) -> Cluster {
+fn chaos(seed: u64, version: i16, rate: f64, n: u32, k: u32, first_epoch: i16) -> Cluster {
     let mut faults = FaultRates::uniform(rate);
     // A broker crash takes leadership with it; keep those rarer than the lies.
     faults.broker_crash = rate / 4.0;
-    let mut c = cluster(seed, version, faults);
+    let mut sim = SimConfig::transactional(seed, "tx-1", version);
+    sim.partitions = 4;
+    sim.faults = faults;
+    sim.trace = true;
+    sim.initial_producer_epoch = first_epoch;
+    let mut c = Cluster::new(sim);
     c.init_transactions(MAX)
         .expect("init_transactions under faults");
     let outcomes = c.run_transactions(n, k, 0.6, MAX);
@@ -208,7 +213,7 @@ fn chaos_violations(c: &Cluster) -> Vec<String> {
 fn chaos_smoke() {
     for seed in 0..10 {
         for version in [1, 2] {
-            let c = chaos(seed, version, 0.05, 10, 5);
+            let c = chaos(seed, version, 0.05, 10, 5, 0);
             let v = chaos_violations(&c);
             assert!(v.is_empty(), "seed {seed} v{version}: {v:#?}");
         }
@@ -250,8 +255,13 @@ proptest! {
         rate in 0.0f64..0.08,
         n in 1u32..8,
         k in 1u32..6,
+        history in 0u8..16,
     ) {
-        let c = chaos(seed, if v2 { 2 } else { 1 }, rate, n, k);
+        // One run in four starts its transactional id's epochs near the end: under TV2
+        // each transaction bumps the epoch, so the run exhausts it and rotates the
+        // producer id (under TV1 only a fence or an abortable error's bump does).
+        let first_epoch = if history < 4 { i16::MAX - i16::from(history) } else { 0 };
+        let c = chaos(seed, if v2 { 2 } else { 1 }, rate, n, k, first_epoch);
         let v = chaos_violations(&c);
         prop_assert!(v.is_empty(), "seed {} v2 {} rate {}: {:#?}", seed, v2, rate, v);
         prop_assert_eq!(c.transactions().count(|o| *o == TxnOutcome::Open), 0);
@@ -316,7 +326,7 @@ fn transactional_backoff_has_a_timer() {
 /// abort ends with EndTxn.
 #[test]
 fn abort_after_an_unanswered_add_partitions_still_ends_the_transaction() {
-    let c = chaos(2339805845713263625, 1, 0.06908471513408998, 4, 2);
+    let c = chaos(2339805845713263625, 1, 0.06908471513408998, 4, 2, 0);
     assert_eq!(violations(&c, &[]), Vec::<String>::new());
 }
 
@@ -515,7 +525,7 @@ fn chaos_counts_every_coordinator_fault() {
     let mut total = kacrab_sim::FaultCounts::default();
     for seed in 0..100 {
         for version in [1, 2] {
-            let c = chaos(seed, version, 0.06, 8, 3);
+            let c = chaos(seed, version, 0.06, 8, 3, 0);
             assert_eq!(
                 chaos_violations(&c),
                 Vec::<String>::new(),
@@ -655,6 +665,50 @@ fn a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator() {
     assert_clean(&mut c, &[ViolationKind::Fatal]);
 }
 
+/// TV2 bumps the epoch at every EndTxn; at `i16::MAX - 1` the bump rotates the producer
+/// id: the coordinator writes the markers with the old id at the last epoch and answers
+/// EndTxn with a new producer id at epoch 0 (`TransactionMetadata.prepareAbortOrCommit`,
+/// `TransactionCoordinator.endTransaction`, KAFKA-20090). The producer takes the new id
+/// from the answer, restarts every partition's sequences at 0, and the transactions after
+/// the rotation commit as before: the log holds each committed record once, in order,
+/// under gap-free sequences per (producer id, epoch).
+#[test]
+fn tv2_epoch_exhaustion_rotates_the_producer_id() {
+    for (seed, first_epoch) in [(31, i16::MAX - 3), (32, i16::MAX - 1), (33, i16::MAX - 5)] {
+        let mut sim = SimConfig::transactional(seed, "tx-1", 2);
+        sim.partitions = 4;
+        sim.trace = true;
+        sim.initial_producer_epoch = first_epoch;
+        let mut c = Cluster::new(sim);
+        c.init_transactions(MAX).unwrap();
+        let first = c.producer().producer_id();
+        let mut ids = vec![first];
+        for i in 0..6 {
+            let commit = i % 3 != 1;
+            let expected = if commit {
+                TxnOutcome::Committed
+            } else {
+                TxnOutcome::Aborted
+            };
+            assert_eq!(
+                txn(&mut c, 3, commit),
+                expected,
+                "first epoch {first_epoch}"
+            );
+            let now = c.producer().producer_id();
+            if ids.last() != Some(&now) {
+                ids.push(now);
+            }
+        }
+        assert!(
+            ids.windows(2).any(|w| w[0].id != w[1].id),
+            "first epoch {first_epoch}: the producer id never rotated: {ids:?}"
+        );
+        assert_eq!(visible(&c), 4 * 3, "first epoch {first_epoch}");
+        assert_clean(&mut c, &[]);
+    }
+}
+
 /// A transactional operation still pending at the end of the run is a liveness
 /// violation: here the coordinator moves and takes an hour to load, so the commit
 /// cannot complete within the wait.
@@ -717,7 +771,7 @@ fn a_batch_on_the_wire_when_fenced_is_reported_possibly_written() {
 /// the open transaction, under another transaction version.
 #[test]
 fn long_run_case_tv1_version_latch() {
-    let c = chaos(15164349242064106279, 1, 0.07405367490121166, 6, 2);
+    let c = chaos(15164349242064106279, 1, 0.07405367490121166, 6, 2, 0);
     let v = chaos_violations(&c);
     assert!(v.is_empty(), "{v:#?}");
     assert_eq!(c.transactions().count(|o| *o == TxnOutcome::Open), 0);

@@ -213,11 +213,24 @@ impl Cluster {
             self.obs.txns().txns.last().map(|t| &t.outcome),
             Some(TxnOutcome::Failed(_))
         );
+        // The coordinator's abort bumps the epoch, so the producer's next request is
+        // fenced; at an exhausted epoch under TV2 it also rotates the producer id
+        // (KAFKA-20090), and the old id is then unknown: INVALID_PRODUCER_ID_MAPPING,
+        // fatal since KAFKA-18019.
+        let rotated_away = self
+            .config
+            .producer
+            .transactional_id()
+            .and_then(|id| self.world.coordinator().producer_id_and_epoch(id))
+            .is_some_and(|(pid, _)| pid != self.driver.producer().producer_id().id.0);
         let fenced_by_abort = self.world.faults().get(FaultKind::CoordinatorAbort) > 0
-            && matches!(
-                self.obs.txns().txns.last().map(|t| &t.outcome),
-                Some(TxnOutcome::Failed(TxnError::ProducerFenced))
-            );
+            && match self.obs.txns().txns.last().map(|t| &t.outcome) {
+                Some(TxnOutcome::Failed(TxnError::ProducerFenced)) => true,
+                Some(TxnOutcome::Failed(TxnError::Fatal(KafkaError::InvalidProducerIdMapping))) => {
+                    rotated_away
+                }
+                _ => false,
+            };
         let fenced_by_rival = self.world.faults().get(FaultKind::RivalProducer) > 0 && last_failed;
         let forgotten = self.world.faults().get(FaultKind::TransactionalIdExpiry) > 0
             && matches!(

@@ -128,6 +128,7 @@ pub struct TransactionCoordinator {
     next_producer_id: i64,
     coordinator_epoch: i32,
     max_timeout_ms: u64,
+    first_epoch: i16,
     hold_markers: bool,
     unavailable: Option<i16>,
     denied: BTreeSet<String>,
@@ -143,6 +144,7 @@ impl TransactionCoordinator {
             next_producer_id: first_producer_id,
             coordinator_epoch: 0,
             max_timeout_ms: DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+            first_epoch: 0,
             hold_markers: false,
             unavailable: None,
             denied: BTreeSet::new(),
@@ -181,6 +183,16 @@ impl TransactionCoordinator {
         } else {
             self.denied.insert(txn_id.to_owned());
         }
+    }
+
+    /// The epoch the first InitProducerId of a transactional id new to this coordinator
+    /// hands out: 0 in Kafka for an id with no history. A value close to `i16::MAX`
+    /// stands for an id with a long history (each TV2 transaction bumps the epoch, so a
+    /// busy id reaches the end in about 32,000 transactions): a few bumps later the epoch
+    /// is exhausted and the producer id rotates (`TransactionMetadata.prepareFenceProducerEpoch`,
+    /// `prepareAbortOrCommit` under TV2, KAFKA-20090), which a run from epoch 0 never reaches.
+    pub fn set_first_epoch(&mut self, epoch: i16) {
+        self.first_epoch = epoch.max(0);
     }
 
     /// While `true`, markers stay outstanding (the transaction stays in
@@ -259,7 +271,11 @@ impl TransactionCoordinator {
         let expected = expected.filter(|&(pid, epoch)| pid >= 0 && epoch >= 0);
         if !matches!(self.txns.get(txn_id), Some(m) if m.state != TxnState::Dead) {
             let pid = allocate(&mut self.next_producer_id);
-            let meta = TxnMetadata::new(txn_id, pid, timeout_ms, now_ms);
+            let mut meta = TxnMetadata::new(txn_id, pid, timeout_ms, now_ms);
+            if self.first_epoch > 0 {
+                // The history's last epoch, completed: the bump below hands out `first_epoch`.
+                meta.producer_epoch = self.first_epoch - 1;
+            }
             self.txns.insert(txn_id.to_owned(), meta);
         }
         let Some(meta) = self.txns.get_mut(txn_id) else {
@@ -313,7 +329,7 @@ impl TransactionCoordinator {
     }
 
     /// AddPartitionsToTxn (TV1): one code for every partition. A pending
-    /// transition is `CONCURRENT_TRANSACTIONS`, another producer id
+    /// transition is `CONCURRENT_TRANSACTIONS` (checked first), another producer id
     /// `INVALID_PRODUCER_ID_MAPPING`, another epoch `PRODUCER_FENCED`;
     /// otherwise the partitions join the transaction (which becomes
     /// `Ongoing`).
@@ -568,7 +584,7 @@ impl TransactionCoordinator {
         add: impl FnOnce(&mut TxnMetadata),
     ) -> i16 {
         let added = self.live_mut(txn_id).and_then(|meta| {
-            meta.check_producer(pid, epoch)?;
+            meta.check_add(pid, epoch)?;
             meta.begin(now_ms, version);
             add(meta);
             Ok(())

@@ -123,9 +123,23 @@ impl TxnMetadata {
         })
     }
 
-    /// Request order for adds and verification: the producer id, then the
-    /// epoch, then a pending transition or outstanding markers
-    /// (`handleAddPartitionsToTransaction`, `handleVerifyPartitionsInTransaction`).
+    /// Request order for adds: a pending transition or outstanding markers
+    /// first, then the producer id, then the epoch
+    /// (`handleAddPartitionsToTransaction`). While markers are written the
+    /// transition to Complete* is pending (`prepareComplete` runs before EndTxn
+    /// answers), and under TV2 a rotated producer already uses the new id the
+    /// answer carried: it must be told to retry, not that its id is unknown.
+    pub(super) fn check_add(&self, pid: i64, epoch: i16) -> Result<(), i16> {
+        if self.state.is_prepare() {
+            Err(CONCURRENT_TRANSACTIONS)
+        } else {
+            self.check_producer(pid, epoch)
+        }
+    }
+
+    /// Request order for verification: the producer id, then the epoch, then
+    /// a pending transition or outstanding markers
+    /// (`handleVerifyPartitionsInTransaction`).
     pub(super) fn check_producer(&self, pid: i64, epoch: i16) -> Result<(), i16> {
         if self.producer_id != pid {
             Err(INVALID_PRODUCER_ID_MAPPING)
@@ -280,13 +294,16 @@ pub(super) fn end_txn_v2(
         && epoch == i16::MAX - 1
         && meta.producer_epoch == 0;
     let is_retry = retry_on_bump || retry_on_overflow;
-    if meta.producer_id != pid && !retry_on_overflow {
-        return Err(INVALID_PRODUCER_ID_MAPPING);
-    }
     // A pending transition answers before the epoch check (KAFKA-18464), so
-    // that an EndTxn right after a completion is retried, not fenced.
+    // that an EndTxn right after a completion is retried, not fenced; and
+    // before the producer id check (KAFKA-18660), so that after a rotation the
+    // new id, which the previous EndTxn answered with while its markers are
+    // still being written, is told to retry, not that it is unknown.
     if meta.state.is_prepare() {
         return Err(CONCURRENT_TRANSACTIONS);
+    }
+    if meta.producer_id != pid && !retry_on_overflow {
+        return Err(INVALID_PRODUCER_ID_MAPPING);
     }
     let valid_epoch = match meta.state {
         TxnState::Ongoing | TxnState::Empty => epoch == meta.producer_epoch,

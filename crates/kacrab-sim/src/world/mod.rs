@@ -244,7 +244,7 @@ impl World {
             reply_generation: 0,
             next_expiry_check: Timestamp::ZERO + config.producer_id_expiration_check_interval,
             purgatory: Vec::new(),
-            coordinator: txn_faults::asynchronous_coordinator(),
+            coordinator: txn_faults::asynchronous_coordinator(config.initial_producer_epoch),
             coordinator_node,
             txn_env: txn_faults::TxnEnv::new(config.seed, config.transaction_version),
             config: config.clone(),

@@ -38,10 +38,12 @@ use crate::faults::FaultKind;
 use crate::observers::Observers;
 use crate::rng::Rng;
 
-/// A model coordinator whose markers are written only when the cluster releases them.
-pub(crate) fn asynchronous_coordinator() -> TransactionCoordinator {
+/// A model coordinator whose markers are written only when the cluster releases them,
+/// handing a new transactional id `first_epoch` first.
+pub(crate) fn asynchronous_coordinator(first_epoch: i16) -> TransactionCoordinator {
     let mut c = TransactionCoordinator::new(500_000);
     c.set_hold_markers(true);
+    c.set_first_epoch(first_epoch);
     c
 }
 

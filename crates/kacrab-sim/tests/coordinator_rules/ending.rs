@@ -331,6 +331,52 @@ fn tv2_timeout_at_an_exhausted_epoch_rotates_the_producer_id() {
     assert!(w.committed(0).is_empty());
 }
 
+/// TV2 EndTxn at an exhausted epoch answers with the new producer id while the
+/// markers (the old id at the last epoch) are still being written. An add from the new
+/// id in that window is CONCURRENT_TRANSACTIONS, retried until the markers land:
+/// `handleAddPartitionsToTransaction` checks a pending transition before the producer
+/// id (since Kafka 4.0, KAFKA-18660), and `endTransaction` sets the transition to
+/// Complete* (`prepareComplete`) before it answers, so the window always has one. An add at an older epoch in the window is
+/// CONCURRENT_TRANSACTIONS too, for the same reason. Verification (TV1,
+/// `handleVerifyPartitionsInTransaction`) keeps the other order: producer id, epoch,
+/// then the pending transition.
+#[test]
+fn tv2_add_from_the_rotated_id_waits_for_the_markers() {
+    let mut w = World::new();
+    let old = w.init_to_epoch(i16::MAX - 1);
+    let e = i16::MAX - 1;
+    w.coord.set_hold_markers(true);
+    assert_eq!(w.coord.add_partition_implicit(ID, old, e, &tp(0), 0), NONE);
+    w.produce(0, old, e, 0, 1).unwrap();
+    let new = FIRST_PID + 1;
+    assert_eq!(w.end(old, e, true, true), Ok(Some((new, 0))));
+    assert_eq!(w.state(), TxnState::PrepareCommit);
+    assert_eq!(
+        w.coord.add_partition_implicit(ID, new, 0, &tp(1), 0),
+        CONCURRENT_TRANSACTIONS
+    );
+    assert_eq!(
+        w.coord.add_partition_implicit(ID, old, e - 1, &tp(1), 0),
+        CONCURRENT_TRANSACTIONS
+    );
+    assert_eq!(
+        w.coord.verify_partition(ID, new, 0, &tp(1)),
+        INVALID_PRODUCER_ID_MAPPING
+    );
+    // An EndTxn from the new id (an empty abort) waits the same way: the pending
+    // transition is checked before the producer id (`endTransaction`, KAFKA-18660).
+    assert_eq!(w.end(new, 0, false, true), Err(CONCURRENT_TRANSACTIONS));
+    assert_eq!(w.release(), 1);
+    assert_eq!(w.coord.producer_id_and_epoch(ID), Some((new, 0)));
+    assert_eq!(w.coord.add_partition_implicit(ID, new, 0, &tp(1), 0), NONE);
+    w.produce(1, new, 0, 0, 1).unwrap();
+    // Markers are no longer held: this EndTxn writes them at once.
+    assert_eq!(w.end(new, 0, true, true), Ok(Some((new, 1))));
+    assert_eq!(w.state(), TxnState::CompleteCommit);
+    assert_eq!(w.committed(0), [format!("{old}:{e}:0")]);
+    assert_eq!(w.committed(1), [format!("{new}:0:0")]);
+}
+
 // ---------------------------------------------------------------- markers, availability
 
 /// A marker that fails to land stays outstanding (the transaction stays in
@@ -425,12 +471,12 @@ fn an_expired_transactional_id_starts_afresh() {
 
 /// The coordinator's own abort of an open transaction (what its timeout does,
 /// `TransactionCoordinator.abortTimedOutTransactions`), with the markers held as
-/// the simulator holds them: the abort bumps the epoch at once, so the old epoch
-/// is PRODUCER_FENCED whether the markers are outstanding or written (adds and
-/// verification check the producer id and epoch before the outstanding markers,
-/// `handleAddPartitionsToTransaction`, `handleVerifyPartitionsInTransaction`; red
-/// team r3: the model answered CONCURRENT_TRANSACTIONS until the markers were
-/// written), and a TV1 verification of the old producer says the same.
+/// the simulator holds them: the abort bumps the epoch at once. While the markers
+/// are outstanding an add is CONCURRENT_TRANSACTIONS whatever its epoch (since Kafka
+/// 4.0 `handleAddPartitionsToTransaction` checks the pending transition first,
+/// KAFKA-18660); a TV1 verification of the old epoch is PRODUCER_FENCED
+/// (`handleVerifyPartitionsInTransaction` checks the epoch first); once the markers
+/// are written, the old epoch is PRODUCER_FENCED everywhere.
 #[test]
 fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
     let mut w = World::new();
@@ -441,7 +487,7 @@ fn coordinator_abort_is_concurrent_until_its_markers_are_written_then_fenced() {
     assert!(w.coordinator_abort());
     assert_eq!(w.state(), TxnState::PrepareAbort);
     assert_eq!(w.meta().producer_epoch, 1);
-    assert_eq!(w.add(pid, 0, &[0]), PRODUCER_FENCED);
+    assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
     assert_eq!(w.add(pid, 1, &[0]), CONCURRENT_TRANSACTIONS);
     // TV1 EndTxn checks the epoch before the pending transition
     // (`TransactionCoordinator.handleEndTransaction`).

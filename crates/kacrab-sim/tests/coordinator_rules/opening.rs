@@ -152,10 +152,11 @@ fn init_with_an_invalid_timeout_is_rejected() {
 
 /// `handleAddPartitionsToTransaction`: unknown id or another producer id is
 /// INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED; a good add opens
-/// the transaction. The producer id and epoch are checked before a pending
-/// transition or outstanding markers (CONCURRENT_TRANSACTIONS), and so are they by
-/// `handleVerifyPartitionsInTransaction` (the model answered
-/// CONCURRENT_TRANSACTIONS to a stale epoch while markers were outstanding).
+/// the transaction. Since Kafka 4.0 (KAFKA-18660) an add checks a pending
+/// transition or outstanding markers (CONCURRENT_TRANSACTIONS) before the producer
+/// id and epoch, so that a TV2 producer whose id rotated retries rather than fails;
+/// `handleVerifyPartitionsInTransaction` keeps the older order (producer id, epoch,
+/// then the markers).
 #[test]
 fn add_partitions_error_codes() {
     let mut w = World::new();
@@ -176,8 +177,8 @@ fn add_partitions_error_codes() {
     w.coord.set_hold_markers(true);
     assert_eq!(w.end(pid, 0, false, false), Ok(None));
     assert_eq!(w.add(pid, 0, &[0]), CONCURRENT_TRANSACTIONS);
-    assert_eq!(w.add(pid, 1, &[0]), PRODUCER_FENCED);
-    assert_eq!(w.add(pid + 1, 0, &[0]), INVALID_PRODUCER_ID_MAPPING);
+    assert_eq!(w.add(pid, 1, &[0]), CONCURRENT_TRANSACTIONS);
+    assert_eq!(w.add(pid + 1, 0, &[0]), CONCURRENT_TRANSACTIONS);
     assert_eq!(
         w.coord.verify_partition(ID, pid, 0, &tp(0)),
         CONCURRENT_TRANSACTIONS
@@ -186,6 +187,9 @@ fn add_partitions_error_codes() {
         w.coord.verify_partition(ID, pid, 1, &tp(0)),
         PRODUCER_FENCED
     );
+    assert_eq!(w.release(), 2);
+    assert_eq!(w.add(pid, 1, &[0]), PRODUCER_FENCED);
+    assert_eq!(w.add(pid + 1, 0, &[0]), INVALID_PRODUCER_ID_MAPPING);
 }
 
 /// KIP-890 (`AddPartitionsToTxnManager`): the implicit add of a TV2 Produce
