@@ -356,6 +356,27 @@ mod tests {
         assert_eq!(near, CompressionRatio(2_000));
     }
 
+    /// Attribute bits 0-2 carry Kafka's codec ids (`CompressionType`), and each codec
+    /// reads back from its own bits; names are `compression.type`'s spellings, and a
+    /// `Compression`'s Debug names its codec.
+    #[test]
+    fn codec_ids_and_names_are_kafkas() {
+        let ids: Vec<i16> = Codec::ALL.iter().map(|c| c.attribute_bits()).collect();
+        assert_eq!(ids, [1, 2, 3, 4]);
+        let names: Vec<&str> = Codec::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["gzip", "snappy", "lz4", "zstd"]);
+        for c in Codec::ALL {
+            assert_eq!(Codec::from_attribute_bits(c.attribute_bits()), Some(c));
+            assert_eq!(
+                Codec::from_attribute_bits(c.attribute_bits() | 0x08),
+                Some(c)
+            );
+        }
+        assert_eq!(Codec::from_attribute_bits(0), None);
+        assert_eq!(Codec::from_attribute_bits(5), None);
+        assert_eq!(alloc::format!("{:?}", Compression::None), "None");
+    }
+
     #[test]
     fn estimate_includes_javas_safety_factor() {
         assert_eq!(CompressionRatio::ONE.estimate(10_000), 10_500);

@@ -225,11 +225,10 @@ impl Producer {
                     return Head::NotReady;
                 }
                 if b.stamp.is_some() {
-                    // Only the lowest outstanding sequence may be resent.
+                    // A resend (only an idempotent producer stamps batches, so the
+                    // in-flight window bounds it already): only the lowest outstanding
+                    // sequence may go.
                     if part.seq.inflight().front() != Some(&head) {
-                        return Head::NotReady;
-                    }
-                    if !idempotent && part.on_wire.len() >= max_in_flight {
                         return Head::NotReady;
                     }
                 } else if !new_batch_allowed() {

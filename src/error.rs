@@ -553,6 +553,14 @@ mod tests {
         );
         assert_eq!(KafkaError::NotEnoughReplicas.class(), ErrorClass::Retriable);
         assert_eq!(
+            KafkaError::OutOfOrderSequenceNumber.class(),
+            ErrorClass::OutOfOrder
+        );
+        assert_eq!(
+            KafkaError::UnknownProducerId.class(),
+            ErrorClass::UnknownProducer
+        );
+        assert_eq!(
             KafkaError::DuplicateSequenceNumber.class(),
             ErrorClass::Duplicate
         );

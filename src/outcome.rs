@@ -170,3 +170,57 @@ pub(crate) fn push_events(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::RecordError;
+    use alloc::string::ToString;
+
+    /// KIP-467: a batch of five whose records 1 and 2 the broker named gets one event per
+    /// run of records sharing an error, in batch order: [0], [1], [2] (a named record's
+    /// error carries its index), then [3, 4]; every record once (Java's `Sender.failBatch`
+    /// fails each record with its own exception).
+    #[test]
+    fn per_record_errors_give_one_event_per_run() {
+        let tp = TopicPartition::new("t", 0);
+        let answer = PartitionResponse::error(tp.clone(), KafkaError::InvalidRecord)
+            .with_record_errors(alloc::vec![
+                RecordError::new(2, Some("bad key".to_string())),
+                RecordError::new(1, Some("bad key".to_string())),
+            ]);
+        let failure = Failure::from_answer(tp.clone(), &answer, 5);
+        let mut events = VecDeque::new();
+        let records: Vec<RecordId> = (10..15).map(RecordId).collect();
+        push_events(&mut events, tp, records, Outcome::Failed(failure), false);
+        let runs: Vec<Vec<u64>> = events
+            .iter()
+            .map(|e| match e {
+                Event::Failed { records, .. } => records.iter().map(|r| r.0).collect(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                alloc::vec![10],
+                alloc::vec![11],
+                alloc::vec![12],
+                alloc::vec![13, 14]
+            ]
+        );
+    }
+
+    /// An error answer built by `PartitionResponse::error` knows no offsets: Kafka's -1
+    /// (`ProduceResponse.INVALID_OFFSET`) for the base offset, the log start and the
+    /// append time, so an embedder's error answer never reads as an offset.
+    #[test]
+    fn an_error_answer_carries_no_offsets() {
+        let r =
+            PartitionResponse::error(TopicPartition::new("t", 0), KafkaError::NotEnoughReplicas);
+        assert_eq!(
+            (r.base_offset, r.log_start_offset, r.log_append_time),
+            (-1, -1, -1)
+        );
+    }
+}

@@ -323,6 +323,14 @@ id_type!(
 mod tests {
     use super::*;
 
+    /// Ids print as their bare numbers (a broker as Kafka's logs name it: `node 7`).
+    #[test]
+    fn ids_display_as_numbers() {
+        assert_eq!(alloc::format!("node {}", NodeId(7)), "node 7");
+        assert_eq!(alloc::format!("{}", NodeId(-1)), "-1");
+        assert_eq!(alloc::format!("{}", RecordId(12)), "12");
+    }
+
     #[test]
     fn a_topic_is_made_from_every_string_form_alike() {
         let name = alloc::string::String::from("orders");

@@ -1118,3 +1118,34 @@ fn too_large_batches_are_safely_removed() {
     assert_eq!(h.state(0).in_flight_batches, 0);
     assert!(h.p.is_idle());
 }
+
+/// A batch that fails for good with OUT_OF_ORDER_SEQUENCE_NUMBER (here its retries are
+/// spent) leaves the broker's sequence for the partition unknown; the idempotent producer
+/// bumps its epoch so that the partition restarts at sequence 0 (Java's
+/// `TransactionManager.handleFailedBatch` → `requestIdempotentEpochBumpForPartition`,
+/// KIP-360), and the next record goes under the new epoch.
+#[test]
+fn a_batch_failed_out_of_order_bumps_the_epoch() {
+    let mut c = config();
+    c.retries(1);
+    let mut h = Harness::new(c.build().unwrap());
+    h.warm(0);
+    let a = h.send(0, "a");
+    for _ in 0..4 {
+        if h.failed(a).is_some() {
+            break;
+        }
+        let r = h.outstanding.front().expect("a outstanding").clone();
+        h.respond(r.id, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
+        h.advance(60);
+    }
+    assert!(
+        h.failed(a).is_some(),
+        "retries=1: the second refusal fails it"
+    );
+    h.send(0, "b");
+    let w = wire(h.outstanding.back().expect("b sent"));
+    assert!(w[0].epoch > 0, "{w:?}");
+    assert_eq!(w[0].base_sequence, 0);
+    assert_eq!(u64::try_from(w[0].epoch).unwrap(), h.p.stats().epoch_bumps);
+}

@@ -351,6 +351,13 @@ fn has_room_for_follows_kafka() {
     assert!(!b.has_room_for(&small, exact - 1));
     b.append(&small);
     assert_eq!(b.size_in_bytes(), exact);
+    // Full (`MemoryRecordsBuilder.isFull`): a record in it and its size at the limit.
+    assert!(b.is_full(exact));
+    assert!(!b.is_full(exact + 1));
+    assert!(
+        !BatchBuilder::new(Compression::None, 0).is_full(0),
+        "an empty batch is never full"
+    );
 }
 
 #[test]
