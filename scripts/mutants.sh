@@ -12,8 +12,9 @@
 # refresh), judged by kacrab-driver's tests.
 # diff: both scopes, restricted to the lines the diff BASE..HEAD touched (BASE defaults to
 # KACRAB_MUTANTS_BASE, else HEAD^: the change a commit makes), at most
-# KACRAB_MUTANTS_MAX (default 4) mutants, a round-robin sample when more are touched, so CI
-# stays within its time budget. Fails on a surviving mutant that docs/mutants.md does not
+# KACRAB_MUTANTS_MAX (default 4) mutants per scope, a round-robin sample when more are
+# touched, so CI stays within its time budget; KACRAB_MUTANTS_SCOPES (default "core
+# session") narrows the scopes. Fails on a surviving mutant that docs/mutants.md does not
 # list as equivalent.
 #
 # A full run mutates a copy of the tree under cargo-mutants' own output dir; the diff mode
@@ -82,7 +83,7 @@ case "$mode" in
     diff_file="$out/change.diff"
     git diff "$base" HEAD -- src crates/kacrab-driver/src > "$diff_file"
     failed=0
-    for mode in core session; do
+    for mode in ${KACRAB_MUTANTS_SCOPES:-core session}; do
       if [ "$mode" = core ]; then scope=("${core[@]}"); else scope=("${session[@]}"); fi
       n=$(cargo mutants "${scope[@]}" --in-diff "$diff_file" --list | wc -l)
       if [ "$n" = 0 ]; then echo "mutants.sh diff: $base..HEAD touches no $mode mutant"; continue; fi
