@@ -24,10 +24,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 version=27.1.0
-if ! cargo mutants --version 2>/dev/null | grep -q "$version"; then
-  echo "mutants.sh: installing cargo-mutants $version (cargo install --locked)"
-  cargo install cargo-mutants --version "$version" --locked --quiet
-fi
+install() {
+  if ! cargo mutants --version 2>/dev/null | grep -q "$version"; then
+    echo "mutants.sh: installing cargo-mutants $version (cargo install --locked)"
+    cargo install cargo-mutants --version "$version" --locked --quiet
+  fi
+}
 
 out=${KACRAB_MUTANTS_OUT:-target/mutants}
 mkdir -p "$out"
@@ -63,6 +65,7 @@ mode=${1:-}
 shift || true
 case "$mode" in
   core | session)
+    install
     if [ "$mode" = core ]; then scope=("${core[@]}"); else scope=("${session[@]}"); fi
     cargo mutants "${scope[@]}" --sharding round-robin --no-shuffle \
       --minimum-test-timeout 60 -o "$out/$mode" "$@" || status=$?
@@ -84,7 +87,12 @@ case "$mode" in
     git diff "$base" HEAD -- src crates/kacrab-driver/src > "$diff_file"
     failed=0
     for mode in ${KACRAB_MUTANTS_SCOPES:-core session}; do
-      if [ "$mode" = core ]; then scope=("${core[@]}"); else scope=("${session[@]}"); fi
+      if [ "$mode" = core ]; then dir=src; scope=("${core[@]}"); else dir=crates/kacrab-driver/src; scope=("${session[@]}"); fi
+      if git diff --quiet "$base" HEAD -- "$dir"; then
+        echo "mutants.sh diff: $base..HEAD changes nothing under $dir: no $mode mutant to test"
+        continue
+      fi
+      install
       n=$(cargo mutants "${scope[@]}" --in-diff "$diff_file" --list | wc -l)
       if [ "$n" = 0 ]; then echo "mutants.sh diff: $base..HEAD touches no $mode mutant"; continue; fi
       shards=$(( (n + max - 1) / max ))
