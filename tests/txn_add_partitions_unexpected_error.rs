@@ -13,26 +13,11 @@ use support::*;
 /// longer commit, only abort.
 #[test]
 fn an_unexpected_partition_error_makes_the_transaction_abortable() {
-    let mut cfg = config();
-    cfg.transactional_id("tx-1");
-    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
-    h.p.handle_transaction_version(1);
-    h.p.init_transactions().unwrap();
-    h.pump();
-    let Some(Request::InitProducerId(r)) = h.txn_requests.pop_front() else {
-        panic!("InitProducerId expected")
-    };
-    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(7, 1)), h.now)
-        .unwrap();
-    h.pump();
+    let mut h = Harness::transactional(1);
+    h.init_transactions_as(ProducerIdAndEpoch::new(7, 1));
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    let Some(Request::AddPartitionsToTxn(r)) = h.txn_requests.pop_front() else {
-        panic!("AddPartitionsToTxn expected")
-    };
-    h.p.handle_add_partitions(r.id, &[(tp(0), KafkaError::UnknownServerError)], h.now)
-        .unwrap();
-    h.pump();
+    h.answer_add_partitions(0, KafkaError::UnknownServerError);
 
     assert_eq!(
         h.p.transaction_state(),

@@ -9,19 +9,6 @@ mod support;
 use kacrab_idempotence::*;
 use support::*;
 
-fn txn_v1() -> Harness {
-    let mut cfg = config();
-    cfg.transactional_id("tx-1");
-    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
-    h.p.handle_transaction_version(1);
-    h
-}
-
-fn next_txn(h: &mut Harness) -> Request {
-    h.pump();
-    h.txn_requests.pop_front().expect("a transactional request")
-}
-
 /// KAFKA-14831 (`TransactionManager.transitionTo`, `maybeFailWithError`): while the
 /// commit's EndTxn is on the wire, a send the application reports refused makes the
 /// transaction abortable (`KafkaProducer.doSend` → `maybeTransitionToErrorState`, legal
@@ -30,28 +17,17 @@ fn next_txn(h: &mut Harness) -> Request {
 /// with INVALID_TXN_STATE instead of silently reporting a usable, committed state.
 #[test]
 fn a_commit_answer_after_the_transaction_turned_abortable_is_fatal() {
-    let mut h = txn_v1();
-    h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
-        panic!("InitProducerId expected")
-    };
-    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(7, 1)), h.now)
-        .unwrap();
-    h.pump();
+    let mut h = Harness::transactional(1);
+    h.init_transactions_as(ProducerIdAndEpoch::new(7, 1));
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
-        panic!("AddPartitionsToTxn expected")
-    };
-    h.p.handle_add_partitions(r.id, &[(tp(0), KafkaError::None)], h.now)
-        .unwrap();
-    h.pump();
+    h.answer_add_partitions(0, KafkaError::None);
     let produce = h.outstanding.front().expect("the batch is sent").id;
     h.respond(produce, &[(0, KafkaError::None, 0)]);
     assert_eq!(h.delivered(a), Some(Some(0)));
 
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(end) = next_txn(&mut h) else {
+    let Request::EndTxn(end) = h.next_txn() else {
         panic!("EndTxn expected")
     };
     assert!(end.commit);

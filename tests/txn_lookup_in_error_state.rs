@@ -14,23 +14,13 @@ use support::*;
 /// never resent.
 #[test]
 fn not_coordinator_in_an_abortable_state_looks_the_coordinator_up_again() {
-    let mut cfg = config();
-    cfg.transactional_id("tx-1");
-    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
-    h.p.handle_transaction_version(1);
-    h.p.init_transactions().unwrap();
-    h.pump();
-    let Some(Request::InitProducerId(r)) = h.txn_requests.pop_front() else {
-        panic!("InitProducerId expected")
-    };
-    h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(7, 1)), h.now)
-        .unwrap();
-    h.pump();
+    let mut h = Harness::transactional(1);
+    h.init_transactions_as(ProducerIdAndEpoch::new(7, 1));
     assert_eq!(h.lookups, vec![CoordinatorType::Transaction]);
 
     h.p.begin_transaction().unwrap();
     h.send(0, "a");
-    let Some(Request::AddPartitionsToTxn(add)) = h.txn_requests.pop_front() else {
+    let Request::AddPartitionsToTxn(add) = h.next_txn() else {
         panic!("AddPartitionsToTxn expected")
     };
     // The transaction turns abortable while the AddPartitionsToTxn is out.

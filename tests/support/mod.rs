@@ -117,6 +117,46 @@ impl Harness {
         self.events.clear();
     }
 
+    /// A transactional producer (`transactional.id` = "tx-1") on brokers at
+    /// `transaction.version` = `version`, with no producer id yet.
+    pub fn transactional(version: i16) -> Self {
+        let mut cfg = config();
+        cfg.transactional_id("tx-1");
+        let mut h = Self::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
+        h.p.handle_transaction_version(version);
+        h
+    }
+
+    /// Drains every output, then takes the oldest transactional request the core sent.
+    pub fn next_txn(&mut self) -> Request {
+        self.pump();
+        self.txn_requests
+            .pop_front()
+            .expect("a transactional request")
+    }
+
+    /// `init_transactions`, its InitProducerId answered with `id`.
+    pub fn init_transactions_as(&mut self, id: ProducerIdAndEpoch) {
+        self.p.init_transactions().unwrap();
+        let Request::InitProducerId(r) = self.next_txn() else {
+            panic!("InitProducerId expected")
+        };
+        self.p.handle_producer_id(r.id, Ok(id), self.now).unwrap();
+        self.pump();
+    }
+
+    /// Answers the next transactional request, an AddPartitionsToTxn for `partition`
+    /// alone, with `error`.
+    pub fn answer_add_partitions(&mut self, partition: i32, error: KafkaError) {
+        let Request::AddPartitionsToTxn(r) = self.next_txn() else {
+            panic!("AddPartitionsToTxn expected")
+        };
+        self.p
+            .handle_add_partitions(r.id, &[(tp(partition), error)], self.now)
+            .unwrap();
+        self.pump();
+    }
+
     pub fn send(&mut self, partition: i32, value: &str) -> RecordId {
         let id = self
             .p
