@@ -117,7 +117,11 @@ fn a_retry_counts_in_record_retry_total_and_a_throttled_answer_in_produce_thrott
 #[test]
 fn an_epoch_bump_counts_as_a_bump_and_an_epoch_change() {
     let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
-    first_produce_fails(&mut p, broker::OUT_OF_ORDER_SEQUENCE_NUMBER, 0);
+    first_produce_fails(
+        &mut p,
+        kacrab_broker_model::broker::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        0,
+    );
     let before = producer(&mut p);
     assert_eq!(before.epoch_bump_total, 0.0);
     let outcome = p.send_settled("t", 0, "a");

@@ -271,8 +271,7 @@ fn run(case: &Case) {
     // The logs against the outcomes.
     let mut in_log: BTreeMap<String, (i32, i64)> = BTreeMap::new();
     for partition in 0..case.partitions {
-        let log = &p.cluster.partition("t", partition).log;
-        for r in log {
+        for r in p.cluster.partition("t", partition).log() {
             let v = String::from_utf8(r.value.clone().unwrap_or_default().to_vec()).unwrap();
             let previous = in_log.insert(v.clone(), (partition, r.offset));
             assert!(previous.is_none(), "{v} is in the log twice");
@@ -533,7 +532,7 @@ fn run_txn(case: &TxnCase) {
     }
     let mut in_log = BTreeMap::new();
     for partition in 0..3 {
-        for r in &p.cluster.partition("t", partition).log {
+        for r in p.cluster.partition("t", partition).log() {
             let v = String::from_utf8(r.value.clone().unwrap_or_default().to_vec()).unwrap();
             assert!(
                 in_log.insert(v.clone(), (partition, r.offset)).is_none(),

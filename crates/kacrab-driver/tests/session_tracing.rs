@@ -248,7 +248,10 @@ fn a_connection_and_a_retry_with_its_cause_are_logged() {
 fn an_epoch_bump_is_logged_with_both_epochs() {
     let seen = logged(|| {
         let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
-        first_produce_fails(&mut p, broker::OUT_OF_ORDER_SEQUENCE_NUMBER);
+        first_produce_fails(
+            &mut p,
+            kacrab_broker_model::broker::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        );
         let id = p.send("t", 0, "a");
         p.settle(Duration::from_secs(10));
         assert!(p.outcome(id).is_some_and(Result::is_ok));

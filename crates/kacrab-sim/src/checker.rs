@@ -560,8 +560,6 @@ impl Checker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::LoggedRecord;
-    use bytes::Bytes;
 
     #[test]
     fn value_round_trip() {
@@ -569,95 +567,5 @@ mod tests {
         assert_eq!(v.len(), 20);
         assert_eq!(decode_value(&v), Some((3, 77)));
         assert_eq!(decode_value(&[1, 2, 3]), None);
-    }
-
-    /// A partition whose leader log holds record #0 of partition 0.
-    fn logged_once() -> PartitionState {
-        let mut p = PartitionState::new();
-        append_record_0(&mut p);
-        p
-    }
-
-    fn append_record_0(p: &mut PartitionState) {
-        let record = LoggedRecord {
-            offset: 0,
-            key: None,
-            value: Some(encode_value(0, 0, 16)),
-            headers: Vec::new(),
-            producer_id: 7,
-            producer_epoch: 0,
-            sequence: 0,
-            transactional: false,
-        };
-        p.log
-            .append_batch(7, 0, 0, 0, false, 0, Bytes::new(), vec![record]);
-    }
-
-    fn truncate_all(p: &mut PartitionState) {
-        let removed = p.log.truncate_to_entries(0);
-        let journal = p.log.take_journal();
-        p.log.set_journal(journal, removed);
-    }
-
-    #[test]
-    fn a_truncated_unacknowledged_record_may_be_written_again() {
-        let tp = TopicPartition::new("t", 0);
-        let mut c = Checker::new(vec![tp.clone()]);
-        c.on_sent(RecordId(0), 0, 0);
-        let mut p = logged_once();
-        c.scan_logs([&p]);
-        truncate_all(&mut p);
-        c.scan_logs([&p]);
-        assert_eq!(c.truncated_records(), 1);
-        append_record_0(&mut p);
-        c.scan_logs([&p]);
-        c.on_event(&Event::Delivered {
-            partition: tp,
-            records: vec![RecordId(0)],
-            base_offset: Some(0),
-            log_append_time: None,
-        });
-        assert_eq!(c.violations(), &[], "no duplicate, nothing lost");
-    }
-
-    #[test]
-    fn an_acknowledged_record_truncated_is_lost() {
-        let tp = TopicPartition::new("t", 0);
-        let mut c = Checker::new(vec![tp.clone()]);
-        c.on_sent(RecordId(0), 0, 0);
-        let mut p = logged_once();
-        c.scan_logs([&p]);
-        c.on_event(&Event::Delivered {
-            partition: tp,
-            records: vec![RecordId(0)],
-            base_offset: Some(0),
-            log_append_time: None,
-        });
-        assert!(c.violations().is_empty());
-        truncate_all(&mut p);
-        c.scan_logs([&p]);
-        assert_eq!(c.violations()[0].kind, ViolationKind::Lost);
-    }
-
-    #[test]
-    fn ack_of_unlogged_record_is_lost() {
-        let tp = TopicPartition::new("t", 0);
-        let mut c = Checker::new(vec![tp.clone()]);
-        c.on_sent(RecordId(0), 0, 0);
-        c.on_event(&Event::Delivered {
-            partition: tp.clone(),
-            records: vec![RecordId(0)],
-            base_offset: Some(0),
-            log_append_time: None,
-        });
-        assert_eq!(c.violations()[0].kind, ViolationKind::Lost);
-        c.on_event(&Event::Delivered {
-            partition: tp,
-            records: vec![RecordId(0)],
-            base_offset: Some(0),
-            log_append_time: None,
-        });
-        assert_eq!(c.violations()[1].kind, ViolationKind::ResolvedTwice);
-        assert_eq!(c.tally(None).lost, 1);
     }
 }

@@ -3,15 +3,20 @@
 //! real response frames, following Kafka's broker rules for what the tests exercise:
 //! ApiVersions (an UNSUPPORTED_VERSION answer is a v0 body, as `ApiVersionsRequest`
 //! handling in Kafka's `KafkaApis` does), Metadata, leadership (NOT_LEADER_OR_FOLLOWER
-//! with the KIP-951 `current_leader` and `node_endpoints`), and the idempotent
-//! producer's sequence rules of `ProducerStateManager` / `ProducerAppendInfo` (a batch
-//! equal to one of the last five of its producer is a duplicate, answered with the
-//! offset it got the first time; a gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch
-//! is INVALID_PRODUCER_EPOCH; a newer one must start at sequence 0).
+//! with the KIP-951 `current_leader` and `node_endpoints`), and `LogValidator`'s key check
+//! on compacted topics. Each partition's log and the idempotent producer's rules
+//! (`ProducerStateManager`, `ProducerAppendInfo`, `UnifiedLog`'s dedup) are the workspace's
+//! one model of Kafka's broker, `kacrab_broker_model::broker::PartitionState`, the one
+//! the simulator answers from.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kacrab_broker_model::broker::{PartitionState, CORRUPT_MESSAGE};
+/// Kafka error codes the model answers with, as the model broker names them.
+pub use kacrab_broker_model::broker::{
+    INVALID_RECORD, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+};
 use kacrab_driver::ConnId;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
@@ -43,23 +48,10 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
 
-/// Kafka error codes the model answers with.
-pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 /// A partition without a leader (also: a topic being auto-created).
 pub const LEADER_NOT_AVAILABLE: i16 = 5;
-/// The broker is not the partition's leader.
-pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 /// ApiVersions at a version the broker does not speak.
 pub const UNSUPPORTED_VERSION: i16 = 35;
-/// A sequence gap.
-pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-/// An epoch older than the broker's.
-pub const INVALID_PRODUCER_EPOCH: i16 = 47;
-/// `LogValidator` refused a record (KIP-467).
-pub const INVALID_RECORD: i16 = 87;
-/// How many batches per producer the broker remembers for duplicate detection
-/// (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
-const BATCHES_RETAINED: usize = 5;
 
 /// One model broker.
 #[derive(Clone, Debug)]
@@ -132,13 +124,6 @@ pub struct Logged {
     pub sequence: i32,
 }
 
-#[derive(Clone, Debug, Default)]
-struct ProducerEntry {
-    epoch: i16,
-    /// `(first sequence, last sequence, base offset)` of the last batches, oldest first.
-    batches: VecDeque<(i32, i32, i64)>,
-}
-
 /// One partition.
 #[derive(Clone, Debug)]
 pub struct Partition {
@@ -146,11 +131,36 @@ pub struct Partition {
     pub leader: i32,
     /// The leader epoch.
     pub leader_epoch: i32,
-    /// The log.
-    pub log: Vec<Logged>,
     /// The topic's config, as the partition's log applies it.
     pub config: TopicConfig,
-    producers: BTreeMap<i64, ProducerEntry>,
+    /// The log and its producers' state, by Kafka's broker rules.
+    state: PartitionState,
+}
+
+impl Partition {
+    /// An empty partition led by `leader`, at leader epoch 0.
+    fn new(leader: i32) -> Self {
+        Self {
+            leader,
+            leader_epoch: 0,
+            config: TopicConfig::default(),
+            state: PartitionState::new(),
+        }
+    }
+
+    /// The records in the log, in offset order.
+    pub fn log(&self) -> Vec<Logged> {
+        self.state
+            .records()
+            .map(|r| Logged {
+                offset: r.offset,
+                value: r.value.clone(),
+                producer_id: r.producer_id,
+                producer_epoch: r.producer_epoch,
+                sequence: r.sequence,
+            })
+            .collect()
+    }
 }
 
 /// The topic configs the model's log validation follows (Kafka's `LogValidator`).
@@ -230,6 +240,9 @@ pub struct Seen {
 /// The model cluster: brokers, topics, producer ids.
 #[derive(Debug)]
 pub struct Cluster {
+    /// Broker time in milliseconds (the harness's virtual clock), for the log's append
+    /// times.
+    pub now_ms: u64,
     /// Brokers by node id.
     pub brokers: BTreeMap<i32, BrokerSpec>,
     /// Topics and their partitions.
@@ -283,6 +296,7 @@ impl Cluster {
     /// `brokers` brokers, nodes `0..brokers` at `b{n}:9092`, no topics.
     pub fn new(brokers: i32) -> Self {
         Self {
+            now_ms: 0,
             brokers: (0..brokers)
                 .map(|n| (n, BrokerSpec::new(format!("b{n}:9092"))))
                 .collect(),
@@ -322,15 +336,7 @@ impl Cluster {
     pub fn recreate_topic(&mut self, topic: &str, partitions: i32, leader: i32) {
         let id = self.new_topic_id();
         self.topic_ids.insert(topic.to_owned(), id);
-        let parts = (0..partitions)
-            .map(|_| Partition {
-                leader,
-                leader_epoch: 0,
-                log: Vec::new(),
-                config: TopicConfig::default(),
-                producers: BTreeMap::new(),
-            })
-            .collect();
+        let parts = (0..partitions).map(|_| Partition::new(leader)).collect();
         self.topics.insert(topic.to_owned(), parts);
     }
 
@@ -338,15 +344,7 @@ impl Cluster {
     /// `p % brokers`.
     pub fn with_topic(mut self, topic: &str, partitions: i32) -> Self {
         let n = self.brokers.len() as i32;
-        let parts = (0..partitions)
-            .map(|p| Partition {
-                leader: p % n,
-                leader_epoch: 0,
-                log: Vec::new(),
-                config: TopicConfig::default(),
-                producers: BTreeMap::new(),
-            })
-            .collect();
+        let parts = (0..partitions).map(|p| Partition::new(p % n)).collect();
         self.topics.insert(topic.to_owned(), parts);
         let id = self.new_topic_id();
         self.topic_ids.insert(topic.to_owned(), id);
@@ -356,13 +354,10 @@ impl Cluster {
     /// Adds a partition to `topic`, led by node `leader` (Kafka's
     /// `kafka-topics --alter --partitions`).
     pub fn add_partition(&mut self, topic: &str, leader: i32) {
-        self.topics.get_mut(topic).expect("topic").push(Partition {
-            leader,
-            leader_epoch: 0,
-            log: Vec::new(),
-            config: TopicConfig::default(),
-            producers: BTreeMap::new(),
-        });
+        self.topics
+            .get_mut(topic)
+            .expect("topic")
+            .push(Partition::new(leader));
     }
 
     /// Sets the config of every partition of `topic`.
@@ -387,7 +382,7 @@ impl Cluster {
     /// The log's values, as strings.
     pub fn values(&self, topic: &str, partition: i32) -> Vec<String> {
         self.partition(topic, partition)
-            .log
+            .log()
             .iter()
             .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
             .collect()
@@ -708,7 +703,7 @@ impl Cluster {
                     continue;
                 }
                 let records = pd.records.clone().unwrap_or_default();
-                match append(p, records) {
+                match append(p, &records, self.now_ms) {
                     Ok(base) => parts.push(
                         answer
                             .with_base_offset(base)
@@ -875,17 +870,14 @@ impl From<i16> for Refusal {
     }
 }
 
-/// Appends the batches of one partition's records; the base offset or why not.
-fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, Refusal> {
-    let sets = RecordBatchDecoder::decode_all(&mut records).map_err(|_| 2_i16)?; // CORRUPT_MESSAGE;
-    let mut first_base = None;
-    for set in sets {
-        let Some(first) = set.records.first() else {
-            continue;
-        };
-        if p.config.compacted {
-            // `LogValidator` validates every record before anything is appended, so
-            // the whole batch is refused, before the producer-state checks.
+/// Appends one partition's records at broker time `now_ms`: `LogValidator`'s checks of
+/// the topic's config first (they refuse the whole batch before producer state is
+/// looked at), then the model broker's producer-state rules. The base offset or why not.
+fn append(p: &mut Partition, records: &Bytes, now_ms: u64) -> Result<i64, Refusal> {
+    if p.config.compacted {
+        let sets =
+            RecordBatchDecoder::decode_all(&mut records.clone()).map_err(|_| CORRUPT_MESSAGE)?;
+        for set in sets {
             let keyless: Vec<i32> = (0..)
                 .zip(&set.records)
                 .filter(|(_, r)| r.key.is_none())
@@ -895,63 +887,11 @@ fn append(p: &mut Partition, mut records: Bytes) -> Result<i64, Refusal> {
                 return Err(Refusal::InvalidRecords(keyless));
             }
         }
-        let (pid, epoch, seq) = (first.producer_id, first.producer_epoch, first.sequence);
-        let count = set.records.len() as i32;
-        let last = seq + count - 1;
-        let base = if pid >= 0 {
-            // No state for this producer (a new partition, a recreated topic, state
-            // expired): Kafka accepts any sequence (`ProducerAppendInfo.checkSequence`
-            // when the entry has no epoch).
-            let stateless = !p.producers.contains_key(&pid);
-            let entry = p.producers.entry(pid).or_insert_with(|| ProducerEntry {
-                epoch,
-                batches: VecDeque::new(),
-            });
-            if epoch < entry.epoch {
-                return Err(INVALID_PRODUCER_EPOCH.into());
-            }
-            if let Some(&(_, _, offset)) = entry
-                .batches
-                .iter()
-                .find(|&&(f, l, _)| f == seq && l == last && epoch == entry.epoch)
-            {
-                // A duplicate: answered with the offset it was written at.
-                first_base.get_or_insert(offset);
-                continue;
-            }
-            let expected = if epoch > entry.epoch || entry.batches.is_empty() {
-                0
-            } else {
-                entry.batches.back().map_or(0, |&(_, l, _)| l + 1)
-            };
-            if seq != expected && !stateless {
-                return Err(OUT_OF_ORDER_SEQUENCE_NUMBER.into());
-            }
-            if epoch > entry.epoch {
-                entry.epoch = epoch;
-                entry.batches.clear();
-            }
-            let base = p.log.len() as i64;
-            entry.batches.push_back((seq, last, base));
-            if entry.batches.len() > BATCHES_RETAINED {
-                entry.batches.pop_front();
-            }
-            base
-        } else {
-            p.log.len() as i64
-        };
-        for (i, r) in set.records.iter().enumerate() {
-            p.log.push(Logged {
-                offset: base + i as i64,
-                value: r.value.clone(),
-                producer_id: pid,
-                producer_epoch: epoch,
-                sequence: seq + i as i32,
-            });
-        }
-        first_base.get_or_insert(base);
     }
-    Ok(first_base.unwrap_or(-1))
+    p.state
+        .append(records, now_ms)
+        .map(|appended| appended.base_offset())
+        .map_err(|refused| Refusal::Code(refused.code))
 }
 
 /// A message body at `version`.

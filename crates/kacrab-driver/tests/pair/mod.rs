@@ -922,6 +922,7 @@ impl Pair {
                 ));
             }
         }
+        self.cluster.now_ms = self.now.as_millis();
         let mut verdict = Verdict::Answer;
         for hook in &mut self.hooks {
             if let Some(v) = hook(&inc, &self.cluster) {

@@ -123,11 +123,7 @@ pub(crate) fn new_followers(leader: NodeId, config: &SimConfig) -> Vec<Follower>
 /// An empty replica whose high watermark is tracked and whose segments roll every
 /// `SimConfig::segment_entries` entries.
 pub(crate) fn tracked_state(config: &SimConfig) -> PartitionState {
-    let mut s = PartitionState::new();
-    s.log.set_high_watermark(0);
-    s.snapshots =
-        crate::replica::Snapshots::rolling_every(config.segment_entries, config.rebuild_snapshots);
-    s
+    PartitionState::tracked(config.segment_entries, config.rebuild_snapshots)
 }
 
 impl World {
@@ -222,7 +218,7 @@ impl World {
             isr_min >= old,
             "an in-sync replica is below the high watermark"
         );
-        part.state.log.set_high_watermark(isr_min.max(old));
+        part.state.set_high_watermark(isr_min.max(old));
     }
 
     /// Markers the coordinator wrote since the last input are replicated at once (it
@@ -391,15 +387,7 @@ impl World {
         let mut f = part.followers.remove(fi);
         std::mem::swap(&mut part.state, &mut f.state);
         // `f.state` is now the old leader's replica.
-        let old_hw = f.state.high_watermark();
-        let journal = f.state.log.take_journal();
-        let keep = f.state.log().common_prefix(part.state.log());
-        debug_assert_eq!(
-            keep,
-            part.state.entries().len(),
-            "an in-sync replica's log is a prefix of its leader's"
-        );
-        let truncated: Vec<LogEntry> = f.state.entries()[keep..].to_vec();
+        let truncated = part.state.take_over_from(&mut f.state);
         let truncated_records: usize = truncated
             .iter()
             .map(|e| match e {
@@ -408,10 +396,6 @@ impl World {
             })
             .sum();
         let truncated_entries = truncated.len();
-        part.state.log.set_journal(journal, truncated);
-        part.state.log.set_high_watermark(old_hw);
-        part.state.verifications.clear();
-        f.state.verifications.clear();
         f.node = old_leader;
         f.isr = if old_up {
             IsrState::InSync

@@ -123,6 +123,38 @@ fn replay<'a>(states: &mut ProducerStates, entries: impl IntoIterator<Item = &'a
 }
 
 impl PartitionState {
+    /// An empty replica of a cluster: its high watermark is tracked and its segments
+    /// roll every `segment_entries` entries, each roll taking a producer-state
+    /// snapshot; the snapshots a rebuild takes are kept if `keep_rebuilt`.
+    pub fn tracked(segment_entries: usize, keep_rebuilt: bool) -> Self {
+        let mut s = PartitionState::new();
+        s.log.set_high_watermark(0);
+        s.snapshots = Snapshots::rolling_every(segment_entries, keep_rebuilt);
+        s
+    }
+
+    /// A leader change: this in-sync replica, whose log is a prefix of `old`'s, takes
+    /// over from the old leader. It carries on the old leader's journal (the audit
+    /// trail of the partition's leader log), recording as truncated the entries the
+    /// old leader had beyond this log, and its high watermark. Verification state,
+    /// the leader's memory only, is gone on both. Returns the truncated entries.
+    pub fn take_over_from(&mut self, old: &mut PartitionState) -> Vec<LogEntry> {
+        let old_hw = old.high_watermark();
+        let journal = old.log.take_journal();
+        let keep = old.log.common_prefix(&self.log);
+        debug_assert_eq!(
+            keep,
+            self.log.entries().len(),
+            "an in-sync replica's log is a prefix of its leader's"
+        );
+        let truncated: Vec<LogEntry> = old.log.entries()[keep..].to_vec();
+        self.log.set_journal(journal, truncated.clone());
+        self.log.set_high_watermark(old_hw);
+        self.verifications.clear();
+        old.verifications.clear();
+        truncated
+    }
+
     /// A follower fetches from `leader`: first truncates to where the two logs
     /// diverge (KIP-279), then copies every entry it lacks. Returns how many entries
     /// it truncated.
@@ -188,8 +220,10 @@ impl PartitionState {
         self.verifications.clear();
     }
 
-    /// The newest snapshot at or below this replica's log end (see [`Snapshots`]).
-    pub(crate) fn newest_snapshot(&self) -> usize {
+    /// The newest producer-state snapshot at or below this replica's log end, in log
+    /// entries (snapshots are taken at every segment roll and at the end of every
+    /// rebuild; 0: none, a reload replays the log from the start).
+    pub fn newest_snapshot(&self) -> usize {
         self.snapshots.newest_at_or_below(self.log.entries().len())
     }
 
