@@ -20,7 +20,27 @@
 //! Verification starts only when the producer has no transaction open here at the
 //! batch's epoch (`UnifiedLog.hasOngoingTransaction(producerId, producerEpoch)`).
 
-use crate::broker::{PartitionState, Rejection, OUT_OF_ORDER_SEQUENCE_NUMBER};
+use crate::batch;
+use crate::broker::{
+    check_producer_epoch, PartitionState, Rejection, OUT_OF_ORDER_SEQUENCE_NUMBER,
+};
+
+/// What the partition leader must ask the transaction coordinator before it appends a
+/// batch ([`PartitionState::begin_append`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoordinatorCheck {
+    /// Nothing: the batch is not transactional, or its producer has a transaction open
+    /// here at the batch's epoch.
+    None,
+    /// Whether this producer's transaction includes the partition (TV1:
+    /// `verifyOnly`), or to add it (TV2: the implicit add of Produce v12).
+    Verify {
+        /// The batch's producer id.
+        producer_id: i64,
+        /// The batch's epoch.
+        producer_epoch: i16,
+    },
+}
 
 /// Kafka's `VerificationStateEntry` (the `VerificationGuard` itself is not needed:
 /// verification and append are one step in the model).
@@ -91,6 +111,43 @@ pub(crate) fn check_lowest_sequence(
 }
 
 impl PartitionState {
+    /// The leader's steps before appending the batch `raw` of a Produce request at
+    /// broker time `now_ms`, `tv2` for Produce v12 (`ReplicaManager.handleProduceAppend`
+    /// and `UnifiedLog.maybeStartTransactionVerification`, KIP-890 part 1): a
+    /// transactional batch with a stale epoch is refused before verification starts
+    /// (KAFKA-19690, INVALID_PRODUCER_EPOCH); otherwise verification state is started
+    /// and the answer says whether the coordinator must be asked. A batch whose header
+    /// can not be read is left to [`PartitionState::append`] to refuse.
+    pub fn begin_append(
+        &mut self,
+        raw: &[u8],
+        now_ms: u64,
+        tv2: bool,
+    ) -> Result<CoordinatorCheck, Rejection> {
+        let Some(h) = batch::decode_header(raw)
+            .ok()
+            .filter(|h| h.is_transactional() && h.producer_id >= 0)
+        else {
+            return Ok(CoordinatorCheck::None);
+        };
+        check_producer_epoch(self.producer(h.producer_id), h.producer_epoch)?;
+        let verify = self.start_verification(
+            h.producer_id,
+            h.base_sequence,
+            h.producer_epoch,
+            now_ms,
+            tv2,
+        );
+        Ok(if verify {
+            CoordinatorCheck::Verify {
+                producer_id: h.producer_id,
+                producer_epoch: h.producer_epoch,
+            }
+        } else {
+            CoordinatorCheck::None
+        })
+    }
+
     /// Kafka's `maybeStartTransactionVerification`: for a transactional batch of a
     /// producer with no transaction open here at the batch's epoch, create (or update)
     /// its verification state with the batch's first sequence and epoch. Returns

@@ -12,11 +12,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kacrab_broker_model::broker::{PartitionState, CORRUPT_MESSAGE};
+use kacrab_broker_model::broker::{PartitionState, TxnMarker, CORRUPT_MESSAGE, NONE};
 /// Kafka error codes the model answers with, as the model broker names them.
 pub use kacrab_broker_model::broker::{
     INVALID_RECORD, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 };
+use kacrab_broker_model::coordinator::{produce_error_from_coordinator, TransactionCoordinator};
+use kacrab_broker_model::verification::CoordinatorCheck;
 use kacrab_driver::ConnId;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
@@ -288,8 +290,9 @@ pub struct Cluster {
     /// Topic ids (KIP-516) of the topics created with one (`with_topic`,
     /// `recreate_topic`); others are answered with Kafka's zero UUID.
     pub topic_ids: BTreeMap<String, [u8; 16]>,
-    next_producer_id: i64,
-    txn_producers: BTreeMap<String, (i64, i16)>,
+    /// The transaction coordinator's state and rules (and the producer ids it hands
+    /// out): the model's.
+    pub txn_coordinator: TransactionCoordinator,
 }
 
 impl Cluster {
@@ -316,8 +319,7 @@ impl Cluster {
             committed_offsets: Vec::new(),
             sasl: None,
             telemetry: None,
-            next_producer_id: 1000,
-            txn_producers: BTreeMap::new(),
+            txn_coordinator: TransactionCoordinator::new(1000),
             topic_ids: BTreeMap::new(),
         }
     }
@@ -510,28 +512,56 @@ impl Cluster {
             Req::EndTxn(r) => encode(&self.end_txn(r, v), v),
             Req::AddOffsetsToTxn(r) => {
                 self.offset_groups.push(r.group_id.0.to_string());
-                encode(&AddOffsetsToTxnResponse::default(), v)
+                let code = self.txn_coordinator.add_offsets(
+                    &r.transactional_id.0,
+                    r.producer_id.0,
+                    r.producer_epoch,
+                    &r.group_id.0,
+                    self.now_ms,
+                );
+                encode(&AddOffsetsToTxnResponse::default().with_error_code(code), v)
             }
             Req::TxnOffsetCommit(r) => {
+                let mut offsets = Vec::new();
+                for t in &r.topics {
+                    for p in &t.partitions {
+                        let tp = (t.name.0.to_string(), p.partition_index);
+                        self.committed_offsets
+                            .push((tp.0.clone(), tp.1, p.committed_offset));
+                        offsets.push((tp, p.committed_offset));
+                    }
+                }
+                // TxnOffsetCommit v5 is transaction version 2's (the group joins
+                // implicitly, KIP-890).
+                let codes = self.txn_coordinator.txn_offset_commit(
+                    &r.transactional_id.0,
+                    &r.group_id.0,
+                    r.producer_id.0,
+                    r.producer_epoch,
+                    &offsets,
+                    v >= 5,
+                    self.now_ms,
+                );
                 let topics = r
                     .topics
                     .iter()
                     .map(|t| {
-                        for p in &t.partitions {
-                            self.committed_offsets.push((
-                                t.name.0.to_string(),
-                                p.partition_index,
-                                p.committed_offset,
-                            ));
-                        }
                         TxnOffsetCommitResponseTopic::default()
                             .with_name(t.name.clone())
                             .with_partitions(
                                 t.partitions
                                     .iter()
                                     .map(|p| {
+                                        let code = codes
+                                            .iter()
+                                            .find(|((n, i), _)| {
+                                                n.as_str() == t.name.0.as_str()
+                                                    && *i == p.partition_index
+                                            })
+                                            .map_or(NONE, |(_, c)| *c);
                                         TxnOffsetCommitResponsePartition::default()
                                             .with_partition_index(p.partition_index)
+                                            .with_error_code(code)
                                     })
                                     .collect(),
                             )
@@ -703,6 +733,28 @@ impl Cluster {
                     continue;
                 }
                 let records = pd.records.clone().unwrap_or_default();
+                // KIP-890 part 1: a transactional batch's producer is checked with the
+                // coordinator before anything is appended.
+                let checked = p
+                    .state
+                    .begin_append(&records, self.now_ms, version >= 12)
+                    .map_err(|refused| refused.code)
+                    .and_then(|check| {
+                        let tp = (name.clone(), pd.index);
+                        let coordinator = &mut self.txn_coordinator;
+                        Self::check_with_coordinator(
+                            coordinator,
+                            r,
+                            version,
+                            check,
+                            &tp,
+                            self.now_ms,
+                        )
+                    });
+                if let Err(code) = checked {
+                    parts.push(answer.with_error_code(code));
+                    continue;
+                }
                 match append(p, &records, self.now_ms) {
                     Ok(base) => parts.push(
                         answer
@@ -761,29 +813,33 @@ impl Cluster {
     }
 
     fn init_producer_id(&mut self, r: &InitProducerIdRequest) -> InitProducerIdResponse {
-        let (id, epoch) = match &r.transactional_id {
+        let answer = match &r.transactional_id {
             Some(t) => {
-                let next = self.next_producer_id;
-                let e = self
-                    .txn_producers
-                    .entry(t.0.to_string())
-                    .and_modify(|(_, epoch)| *epoch += 1)
-                    .or_insert((next, 0));
-                let pe = *e;
-                if pe.0 == next {
-                    self.next_producer_id += 1;
-                }
-                pe
+                let timeout = u64::try_from(r.transaction_timeout_ms).unwrap_or(0);
+                let expected = Some((r.producer_id.0, r.producer_epoch));
+                let (now, topics) = (self.now_ms, &mut self.topics);
+                self.txn_coordinator.init_producer_id(
+                    &t.0,
+                    timeout,
+                    expected,
+                    now,
+                    &mut marker_writer(topics, now),
+                )
             }
-            None if r.producer_id.0 >= 0 => (r.producer_id.0, r.producer_epoch + 1),
-            None => {
-                self.next_producer_id += 1;
-                (self.next_producer_id - 1, 0)
-            }
+            // Without a transactional id Kafka hands out a new producer id at epoch 0,
+            // whatever id and epoch the request names (`TransactionCoordinator.
+            // handleInitProducerId`).
+            None => Ok(self.txn_coordinator.init_idempotent()),
         };
-        InitProducerIdResponse::default()
-            .with_producer_id(ProducerId(id))
-            .with_producer_epoch(epoch)
+        match answer {
+            Ok((id, epoch)) => InitProducerIdResponse::default()
+                .with_producer_id(ProducerId(id))
+                .with_producer_epoch(epoch),
+            Err(code) => InitProducerIdResponse::default()
+                .with_error_code(code)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        }
     }
 
     fn find_coordinator(
@@ -819,16 +875,28 @@ impl Cluster {
             .v3_and_below_topics
             .iter()
             .map(|t| {
-                for &p in &t.partitions {
-                    self.txn_partitions.insert((t.name.0.to_string(), p));
-                }
+                let partitions: Vec<(String, i32)> = t
+                    .partitions
+                    .iter()
+                    .map(|&p| (t.name.0.to_string(), p))
+                    .collect();
+                self.txn_partitions.extend(partitions.iter().cloned());
+                let codes = self.txn_coordinator.add_partitions(
+                    &r.v3_and_below_transactional_id.0,
+                    r.v3_and_below_producer_id.0,
+                    r.v3_and_below_producer_epoch,
+                    &partitions,
+                    self.now_ms,
+                );
                 AddPartitionsToTxnTopicResult::default()
                     .with_name(t.name.clone())
                     .with_results_by_partition(
-                        t.partitions
-                            .iter()
-                            .map(|&p| {
-                                AddPartitionsToTxnPartitionResult::default().with_partition_index(p)
+                        codes
+                            .into_iter()
+                            .map(|((_, p), code)| {
+                                AddPartitionsToTxnPartitionResult::default()
+                                    .with_partition_index(p)
+                                    .with_partition_error_code(code)
                             })
                             .collect(),
                     )
@@ -839,20 +907,79 @@ impl Cluster {
 
     fn end_txn(&mut self, r: &EndTxnRequest, version: i16) -> EndTxnResponse {
         self.end_txns.push(r.committed);
-        let mut answer = EndTxnResponse::default()
+        let (now, topics) = (self.now_ms, &mut self.topics);
+        // EndTxn v5 is transaction version 2's: every transaction ends with a new epoch
+        // (KIP-890), which the answer carries.
+        let ended = self.txn_coordinator.end_txn(
+            &r.transactional_id.0,
+            r.producer_id.0,
+            r.producer_epoch,
+            r.committed,
+            version >= 5,
+            now,
+            &mut marker_writer(topics, now),
+        );
+        let answer = EndTxnResponse::default()
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1);
-        if version >= 5 {
-            // Transaction version 2: every transaction ends with a new epoch (KIP-890).
-            let epoch = r.producer_epoch + 1;
-            if let Some(e) = self.txn_producers.get_mut(r.transactional_id.0.as_str()) {
-                e.1 = epoch;
-            }
-            answer = answer
-                .with_producer_id(r.producer_id)
-                .with_producer_epoch(epoch);
+        match ended {
+            Ok(Some((id, epoch))) => answer
+                .with_producer_id(ProducerId(id))
+                .with_producer_epoch(epoch),
+            Ok(None) => answer,
+            Err(code) => answer.with_error_code(code),
         }
-        answer
+    }
+
+    /// The leader's question to the coordinator before it appends a transactional
+    /// batch (KIP-890: TV1 verifies the partition is in the transaction, TV2 adds it);
+    /// the Produce error code when the coordinator refuses.
+    fn check_with_coordinator(
+        coordinator: &mut TransactionCoordinator,
+        r: &ProduceRequest,
+        version: i16,
+        check: CoordinatorCheck,
+        tp: &(String, i32),
+        now_ms: u64,
+    ) -> Result<(), i16> {
+        let CoordinatorCheck::Verify {
+            producer_id,
+            producer_epoch,
+        } = check
+        else {
+            return Ok(());
+        };
+        let Some(txn_id) = r.transactional_id.as_ref() else {
+            return Ok(());
+        };
+        let code = if version >= 12 {
+            coordinator.add_partition_implicit(&txn_id.0, producer_id, producer_epoch, tp, now_ms)
+        } else {
+            coordinator.verify_partition(&txn_id.0, producer_id, producer_epoch, tp)
+        };
+        if code == NONE {
+            Ok(())
+        } else {
+            Err(produce_error_from_coordinator(code, version))
+        }
+    }
+}
+
+/// Writes the coordinator's transaction markers to the model's partitions at broker time
+/// `now_ms`.
+fn marker_writer(
+    topics: &mut BTreeMap<String, Vec<Partition>>,
+    now_ms: u64,
+) -> impl FnMut(&(String, i32), &TxnMarker) -> Result<(), i16> + '_ {
+    move |(topic, index), marker| {
+        let p = topics
+            .get_mut(topic)
+            .and_then(|ps| ps.get_mut(usize::try_from(*index).ok()?))
+            .ok_or(UNKNOWN_TOPIC_OR_PARTITION)?;
+        p.state
+            .append_marker(marker, now_ms)
+            .map(|_| ())
+            .map_err(|e| e.code)
     }
 }
 

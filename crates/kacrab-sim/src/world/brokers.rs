@@ -21,6 +21,7 @@ use crate::failure_bound::FaultScope;
 use crate::faults::{FaultKind, PartitionFault, Script};
 use crate::net::{ToBroker, ToClient};
 use crate::observers::Observers;
+use crate::verification::CoordinatorCheck;
 
 impl World {
     /// The request at the head of `node`'s connection reaches the broker: it is lost
@@ -518,32 +519,19 @@ impl World {
                     continue;
                 }
             }
-            // KIP-890 part 1 (`UnifiedLog.maybeStartTransactionVerification`): a stale
-            // epoch is refused before verification starts (KAFKA-19690); a transaction
-            // already open here at the batch's epoch needs no coordinator.
-            let mut verify = false;
-            if let Some(h) = batch::decode_header(&pb.data)
-                .ok()
-                .filter(|h| h.is_transactional() && h.producer_id >= 0)
-            {
-                let state = &mut self.partitions[gp].state;
-                if let Err(e) =
-                    broker::check_producer_epoch(state.producer(h.producer_id), h.producer_epoch)
-                {
+            // KIP-890 part 1: a stale epoch is refused before verification starts; a
+            // transaction already open here at the batch's epoch needs no coordinator.
+            let state = &mut self.partitions[gp].state;
+            let verify = match state.begin_append(&pb.data, now_ms, r.transaction_v2) {
+                Ok(check) => check != CoordinatorCheck::None,
+                Err(e) => {
                     obs.stats_mut().invalid_epoch_answers += 1;
                     let mut pr = PartitionResponse::error(tp, KafkaError::from_code(e.code));
                     pr.log_start_offset = state.log_start_offset();
                     resp.partitions.push(pr);
                     continue;
                 }
-                verify = state.start_verification(
-                    h.producer_id,
-                    h.base_sequence,
-                    h.producer_epoch,
-                    now_ms,
-                    r.transaction_v2,
-                );
-            }
+            };
             if let Some(error) = self.txn_produce_check(obs, r, &pb.data, &tp, verify) {
                 let mut pr = PartitionResponse::error(tp, error);
                 pr.log_start_offset = self.partitions[gp].state.log_start_offset();
