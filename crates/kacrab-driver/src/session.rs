@@ -638,6 +638,9 @@ impl Session {
                 (Some(conn), Some(request)) => {
                     let tag = self.net.send_telemetry(&mut self.core, conn, request, now);
                     self.telemetry.sent(due, conn, tag);
+                    if let Some((node, addr)) = self.net.peer(conn) {
+                        self.telemetry.sent_to(node, addr);
+                    }
                     // A request that could not be encoded is reported lost at once.
                     self.take_telemetry_events(now);
                 }
@@ -658,6 +661,9 @@ impl Session {
                 TelemetryEvent::Lost(tag) => self.telemetry.lost(tag, now),
                 TelemetryEvent::ConnGone(conn) => self.telemetry.conn_gone(conn, now),
             }
+        }
+        if let Some(why) = self.telemetry.take_stopped() {
+            crate::trace::telemetry_stopped(self.telemetry.last_broker(), why);
         }
     }
 

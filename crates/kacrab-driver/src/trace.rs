@@ -29,6 +29,7 @@ use crate::completion::Completion;
 use crate::connection_error::ConnectionError;
 use crate::network::Streak;
 use crate::output::{CloseReason, ConnId, Output};
+use crate::telemetry::Stopped;
 use crate::topics::TopicState;
 
 /// One `tracing` event with target `kacrab`; nothing without the feature.
@@ -118,6 +119,27 @@ pub(crate) fn connection_failed(
         }
         Streak::Repeat => {
             event!(debug, conn = conn.0, broker = %broker, addr = %addr, kind = ?kind, error = %error, "connection to broker failed again");
+        }
+    }
+}
+
+/// KIP-714 client telemetry stopped for good before the producer closed, `why`, after
+/// its last request went to `broker` (node, `None` for a bootstrap address, and
+/// address): at WARN, once, since no metric reaches the cluster for the rest of the
+/// session.
+pub(crate) fn telemetry_stopped(broker: Option<(Option<i32>, &str)>, why: Stopped) {
+    let node = match broker {
+        Some((Some(n), _)) => format!("node {n}"),
+        Some((None, _)) => "bootstrap".to_owned(),
+        None => "none".to_owned(),
+    };
+    let addr = broker.map_or("", |(_, a)| a);
+    match why {
+        Stopped::Refused(code) => {
+            event!(warn, broker = %node, addr = %addr, error_code = code, cause = %why, "client telemetry stopped");
+        }
+        Stopped::NoClientInstanceId | Stopped::Unanswered(_) => {
+            event!(warn, broker = %node, addr = %addr, cause = %why, "client telemetry stopped");
         }
     }
 }

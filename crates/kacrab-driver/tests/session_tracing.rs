@@ -485,3 +485,67 @@ fn a_broker_lost_after_it_was_ready_warns_again() {
     addrs.dedup();
     assert_eq!(addrs.len(), all, "{warned:#?}");
 }
+
+/// Telemetry that stops for good warns once, naming its cause: the broker and address
+/// that refused it and Kafka's error code (here INVALID_RECORD, 87, on a push, which
+/// Java's `ClientTelemetryReporter` treats as terminal too).
+#[test]
+fn telemetry_stopped_for_good_warns_naming_the_broker_and_the_code() {
+    let seen = logged(|| {
+        let mut plugin = pair::telemetry::TelemetryPlugin::new(&["*"], 500);
+        plugin.push_errors.push_back(87);
+        let mut cluster = Cluster::new(1).with_topic("t", 1);
+        cluster.telemetry = Some(plugin);
+        let mut p = Pair::new(cluster, &[]);
+        p.run_for(Duration::from_secs(3));
+    });
+    let stopped = find(&seen, "client telemetry stopped");
+    assert_eq!(stopped.len(), 1, "{seen:#?}");
+    let s = stopped[0];
+    assert_eq!(s.level, Level::WARN);
+    // The one broker is reached through its bootstrap address.
+    assert_eq!(s.field("broker"), Some("bootstrap"), "{s:#?}");
+    assert_eq!(s.field("addr"), Some("b0:9092"), "{s:#?}");
+    assert_eq!(s.field("error_code"), Some("87"), "{s:#?}");
+}
+
+/// Telemetry whose requests go unanswered three times in a row stops with a warning
+/// naming how many were lost and the broker the last one went to.
+#[test]
+fn telemetry_stopped_after_lost_requests_warns_naming_the_broker() {
+    let seen = logged(|| {
+        let plugin = pair::telemetry::TelemetryPlugin::new(&["*"], 500);
+        let mut cluster = Cluster::new(1).with_topic("t", 1);
+        cluster.telemetry = Some(plugin);
+        let mut p = Pair::new(cluster, &[("request.timeout.ms", "1000")]);
+        // The first subscription is answered (a 500 ms interval); every telemetry
+        // request after it is ignored until it times out.
+        let mut answered = false;
+        p.hook(move |inc, _| {
+            let telemetry =
+                inc.api == ApiKey::GetTelemetrySubscriptions || inc.api == ApiKey::PushTelemetry;
+            if !telemetry {
+                return None;
+            }
+            if !answered {
+                answered = true;
+                return None;
+            }
+            Some(Verdict::Ignore)
+        });
+        // Records keep a connection open (telemetry never dials one of its own).
+        for _ in 0..30 {
+            p.send("t", 0, "x");
+            p.run_for(Duration::from_secs(1));
+        }
+    });
+    let stopped = find(&seen, "client telemetry stopped");
+    assert_eq!(stopped.len(), 1, "{seen:#?}");
+    let s = stopped[0];
+    assert_eq!(s.level, Level::WARN);
+    assert_eq!(s.field("addr"), Some("b0:9092"), "{s:#?}");
+    assert!(
+        s.field("cause").is_some_and(|c| c.contains("3 requests")),
+        "{s:#?}"
+    );
+}

@@ -72,6 +72,15 @@ impl Network {
         tag
     }
 
+    /// The broker (`None` for a bootstrap address) and address of live connection
+    /// `conn`.
+    pub(crate) fn peer(&self, conn: ConnId) -> Option<(Option<i32>, &str)> {
+        self.conns
+            .iter()
+            .find(|c| c.id == conn)
+            .map(|c| (c.node, c.addr.as_str()))
+    }
+
     /// The telemetry events since the last call, in order.
     pub(crate) fn take_telemetry_events(&mut self) -> Vec<TelemetryEvent> {
         std::mem::take(&mut self.telemetry_events)

@@ -56,10 +56,7 @@ use crate::output::ConnId;
 /// gave no usable interval.
 const DEFAULT_PUSH_INTERVAL: Duration = Duration::from_secs(300);
 
-const UNSUPPORTED_VERSION: i16 = 35;
-const INVALID_REQUEST: i16 = 42;
 const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
-const INVALID_RECORD: i16 = 87;
 const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
 const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
 const TELEMETRY_TOO_LARGE: i16 = 118;
@@ -90,7 +87,7 @@ pub(crate) struct Subscription {
 /// Where the schedule stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
-    /// `enable.metrics.push=false`, or the feature is off.
+    /// `enable.metrics.push=false`.
     Off,
     /// A GetTelemetrySubscriptions is due at `at`.
     SubscriptionNeeded { at: Timestamp },
@@ -106,6 +103,31 @@ enum State {
     TerminatingPushNeeded,
     /// The producer closed, or the broker refused telemetry for good.
     Done,
+}
+
+/// Why telemetry stopped for good before the producer closed: the cause a warning names
+/// (non-negotiable: a failure names its cause).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// The broker refused a request with this Kafka error code, one Kafka's client
+    /// treats as terminal.
+    Refused(i16),
+    /// The broker's subscription named no client instance id.
+    NoClientInstanceId,
+    /// This many requests in a row got no answer.
+    Unanswered(u32),
+}
+
+impl core::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Refused(code) => write!(f, "the broker refused it with error code {code}"),
+            Self::NoClientInstanceId => {
+                f.write_str("the broker's subscription named no client instance id")
+            }
+            Self::Unanswered(n) => write!(f, "{n} requests in a row got no answer"),
+        }
+    }
 }
 
 /// Which request is in flight.
@@ -144,6 +166,11 @@ pub(crate) struct Telemetry {
     give_up: Option<Timestamp>,
     /// The due request found no connection: it is retried on the next input.
     waiting_for_connection: bool,
+    /// Why telemetry stopped for good, until the session takes it to log it.
+    stopped: Option<Stopped>,
+    /// The broker (node, `None` for a bootstrap address) and address the last request
+    /// went to: the one a stop names.
+    last_broker: Option<(Option<i32>, String)>,
     /// The counters' values at the last push (delta temporality).
     ledger: otlp::Ledger,
     /// The session's clock and the wall clock (ms since the Unix epoch) at its start:
@@ -173,6 +200,8 @@ impl Telemetry {
             losses: 0,
             give_up: None,
             waiting_for_connection: false,
+            stopped: None,
+            last_broker: None,
             ledger: otlp::Ledger::default(),
             clock_origin: now,
             wall_origin_ms: unix_ms,
@@ -316,7 +345,7 @@ impl Telemetry {
             return;
         }
         if answer.client_instance_id == [0; 16] {
-            self.state = State::Done;
+            self.stop(Stopped::NoClientInstanceId);
             return;
         }
         let push_interval = u64::try_from(answer.push_interval_ms)
@@ -379,11 +408,41 @@ impl Telemetry {
         self.losses += 1;
         self.state = match kind {
             RequestKind::TerminatingPush => State::Done,
-            _ if self.losses >= LOSSES_TOLERATED => State::Done,
+            _ if self.losses >= LOSSES_TOLERATED => {
+                return self.stop(Stopped::Unanswered(self.losses))
+            }
             RequestKind::Subscription | RequestKind::Push => State::SubscriptionNeeded {
                 at: now + self.interval(),
             },
         };
+    }
+
+    /// Telemetry stops for good, `why`.
+    fn stop(&mut self, why: Stopped) {
+        self.state = State::Done;
+        self.stopped = Some(why);
+    }
+
+    /// Why telemetry stopped for good, once: the session logs it.
+    pub(crate) fn take_stopped(&mut self) -> Option<Stopped> {
+        self.stopped.take()
+    }
+
+    /// The request just sent went to broker `node` (`None`: a bootstrap address) at
+    /// `addr`.
+    pub(crate) fn sent_to(&mut self, node: Option<i32>, addr: &str) {
+        if self
+            .last_broker
+            .as_ref()
+            .is_none_or(|(n, a)| *n != node || a != addr)
+        {
+            self.last_broker = Some((node, addr.to_owned()));
+        }
+    }
+
+    /// The broker and address the last request went to, if any went.
+    pub(crate) fn last_broker(&self) -> Option<(Option<i32>, &str)> {
+        self.last_broker.as_ref().map(|(n, a)| (*n, a.as_str()))
     }
 
     /// Connection `conn` went: a request on it is lost, and it is no longer preferred.
@@ -442,7 +501,9 @@ impl Telemetry {
             .map_or(DEFAULT_PUSH_INTERVAL, |s| s.push_interval)
     }
 
-    /// The broker refused a request with `code` (see the module documentation).
+    /// The broker refused a request with `code` (see the module documentation). Java's
+    /// table names UNSUPPORTED_VERSION, INVALID_REQUEST and INVALID_RECORD as terminal
+    /// and treats any code it does not know the same way, so both end here.
     fn refused(&mut self, code: i16, now: Timestamp) {
         self.state = match code {
             UNKNOWN_SUBSCRIPTION_ID | UNSUPPORTED_COMPRESSION_TYPE => {
@@ -451,8 +512,7 @@ impl Telemetry {
             TELEMETRY_TOO_LARGE | THROTTLING_QUOTA_EXCEEDED => State::SubscriptionNeeded {
                 at: now + self.interval(),
             },
-            UNSUPPORTED_VERSION | INVALID_REQUEST | INVALID_RECORD => State::Done,
-            _ => State::Done,
+            _ => return self.stop(Stopped::Refused(code)),
         };
     }
 

@@ -85,9 +85,9 @@ fn push_errors_refetch_now_later_or_stop_for_good() {
         (UNSUPPORTED_COMPRESSION_TYPE, Some(MS(0))),
         (TELEMETRY_TOO_LARGE, Some(MS(1000))),
         (THROTTLING_QUOTA_EXCEEDED, Some(MS(1000))),
-        (INVALID_RECORD, None),
-        (INVALID_REQUEST, None),
-        (UNSUPPORTED_VERSION, None),
+        (87, None), // INVALID_RECORD
+        (42, None), // INVALID_REQUEST
+        (35, None), // UNSUPPORTED_VERSION
         (3, None),
     ] {
         let mut t = subscribed(t0);
@@ -104,7 +104,18 @@ fn push_errors_refetch_now_later_or_stop_for_good() {
                 }
                 assert!(!t.is_done());
             }
-            None => assert!(t.is_done(), "code {code} stops telemetry"),
+            None => {
+                assert!(t.is_done(), "code {code} stops telemetry");
+                assert_eq!(t.take_stopped(), Some(Stopped::Refused(code)));
+                assert_eq!(t.take_stopped(), None, "the cause is taken once");
+            }
+        }
+        if next.is_some() {
+            assert_eq!(
+                t.take_stopped(),
+                None,
+                "code {code} does not stop telemetry"
+            );
         }
     }
 }
@@ -146,8 +157,10 @@ fn three_requests_lost_in_a_row_stop_telemetry_and_an_answer_resets_the_count() 
     lose(&mut t);
     lose(&mut t);
     assert!(!t.is_done(), "the answer reset the count");
+    assert_eq!(t.take_stopped(), None);
     lose(&mut t);
     assert!(t.is_done(), "three in a row");
+    assert_eq!(t.take_stopped(), Some(Stopped::Unanswered(3)));
 }
 
 #[test]
@@ -159,6 +172,7 @@ fn an_answer_with_a_zero_instance_id_stops_telemetry() {
     zero.client_instance_id = [0; 16];
     t.subscribed(1, &zero, t0);
     assert!(t.is_done());
+    assert_eq!(t.take_stopped(), Some(Stopped::NoClientInstanceId));
 }
 
 #[test]
