@@ -64,4 +64,11 @@ fn an_out_of_order_failure_bumps_the_epoch_even_after_a_later_ack() {
     );
     h.respond(r.id, &[(0, KafkaError::None, 3)]);
     assert_eq!(h.delivered(c), Some(Some(3)));
+    // The bump kept the producer id: the counters tell an epoch change from a new id.
+    let stats = h.p.stats();
+    assert_eq!(
+        (stats.epoch_changes, stats.producer_id_changes),
+        (1, 1),
+        "one id (the first), one epoch change"
+    );
 }
