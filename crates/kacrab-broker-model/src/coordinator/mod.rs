@@ -272,10 +272,9 @@ impl TransactionCoordinator {
         if !matches!(self.txns.get(txn_id), Some(m) if m.state != TxnState::Dead) {
             let pid = allocate(&mut self.next_producer_id);
             let mut meta = TxnMetadata::new(txn_id, pid, timeout_ms, now_ms);
-            if self.first_epoch > 0 {
-                // The history's last epoch, completed: the bump below hands out `first_epoch`.
-                meta.producer_epoch = self.first_epoch - 1;
-            }
+            // The history's last epoch, completed: the bump below hands out `first_epoch`
+            // (from 0, the last epoch is NO_PRODUCER_EPOCH, a new id's own).
+            meta.producer_epoch = self.first_epoch - 1;
             self.txns.insert(txn_id.to_owned(), meta);
         }
         let Some(meta) = self.txns.get_mut(txn_id) else {
