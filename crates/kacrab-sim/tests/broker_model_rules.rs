@@ -6,6 +6,8 @@ use std::time::Duration;
 use kacrab_sim::broker::*;
 use kacrab_sim::{Cluster, FaultRates, SimConfig};
 
+// The model crate's rule tests share their v2 batch encoder with these.
+#[path = "../../kacrab-broker-model/tests/common/mod.rs"]
 mod common;
 use common::*;
 

@@ -2,6 +2,8 @@
 //! acknowledged may be written again, an acknowledged one must never be truncated
 //! (`Checker::scan_logs`), and an acknowledgement of a record no log holds is a loss.
 
+// The model crate's rule tests share their v2 batch encoder with these.
+#[path = "../../kacrab-broker-model/tests/common/mod.rs"]
 mod common;
 
 use common::{encode, TBatch, TRecord};

@@ -5,9 +5,9 @@
 //! Batches are built by a small encoder written here from the v2 format, so
 //! the oracle depends on neither the core's writer nor the reader under test.
 
-use kacrab_sim::batch::{self, BatchError};
-use kacrab_sim::broker::*;
-use kacrab_sim::log::{LogEntry, MarkerKind};
+use kacrab_broker_model::batch::{self, BatchError};
+use kacrab_broker_model::broker::*;
+use kacrab_broker_model::log::{LogEntry, MarkerKind};
 
 mod common;
 use common::*;

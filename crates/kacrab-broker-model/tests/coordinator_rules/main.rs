@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use kacrab_sim::broker::*;
-use kacrab_sim::coordinator::*;
-use kacrab_sim::log::{ControlMarker, LogEntry, MarkerKind};
+use kacrab_broker_model::broker::*;
+use kacrab_broker_model::coordinator::*;
+use kacrab_broker_model::log::{ControlMarker, LogEntry, MarkerKind};
 
 mod ending;
 mod opening;
@@ -145,7 +145,7 @@ impl World {
             .collect()
     }
 
-    fn values(records: Vec<&kacrab_sim::log::LoggedRecord>) -> Vec<String> {
+    fn values(records: Vec<&kacrab_broker_model::log::LoggedRecord>) -> Vec<String> {
         records
             .iter()
             .map(|r| String::from_utf8(r.value.as_ref().expect("value").to_vec()).expect("utf8"))

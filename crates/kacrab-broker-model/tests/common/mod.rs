@@ -2,8 +2,8 @@
 //! so that the oracle depends on neither the core's writer nor the reader under test.
 #![allow(dead_code)]
 
-use kacrab_sim::broker::*;
-use kacrab_sim::log::MarkerKind;
+use kacrab_broker_model::broker::*;
+use kacrab_broker_model::log::MarkerKind;
 
 // ---------------------------------------------------------------- encoder
 
