@@ -14,7 +14,7 @@ fn txn_ready() -> Harness {
     let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
     h.p.handle_transaction_version(1);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("InitProducerId expected")
     };
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 1)), h.now)
@@ -23,34 +23,6 @@ fn txn_ready() -> Harness {
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
     h.events.clear();
     h
-}
-
-fn next_txn(h: &mut Harness) -> Request {
-    h.pump();
-    h.txn_requests.pop_front().expect("a transactional request")
-}
-
-fn completions(h: &Harness) -> Vec<(TxnOp, Result<(), TxnError>)> {
-    h.events
-        .iter()
-        .filter_map(|e| match e {
-            Event::TransactionCompleted { op, result } => Some((*op, result.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn add_all(h: &mut Harness) {
-    let Request::AddPartitionsToTxn(r) = next_txn(h) else {
-        panic!("AddPartitionsToTxn expected")
-    };
-    let answers: Vec<_> = r
-        .partitions
-        .iter()
-        .map(|tp| (tp.clone(), KafkaError::None))
-        .collect();
-    h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
-    h.pump();
 }
 
 /// After `abort()` (the forced close) a record never sent is reported failed, not
@@ -80,7 +52,7 @@ fn commit_after_forced_close_is_refused_and_nothing_is_sent() {
 /// One record sent and acknowledged in the transaction on partition 0.
 fn add_all_after_send(h: &mut Harness) {
     let a = h.send(0, "sent");
-    add_all(h);
+    h.add_all_partitions();
     let r = h.outstanding.front().expect("produce").id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     assert_eq!(h.delivered(a), Some(Some(0)));
@@ -95,13 +67,13 @@ fn forced_close_completes_the_pending_commit_with_closed() {
     h.p.begin_transaction().unwrap();
     add_all_after_send(&mut h);
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn expected")
     };
     h.p.abort();
     h.pump();
     assert_eq!(
-        completions(&h),
+        h.txn_completions(),
         vec![(TxnOp::Commit, Err(TxnError::Closed))]
     );
     assert!(h.p.handle_end_txn(e.id, Ok(None), h.now).is_err());
@@ -119,7 +91,7 @@ fn close_with_open_transaction_aborts_it() {
     add_all_after_send(&mut h);
     let unsent = h.p.send(&tp(1), &record("unsent"), h.now).unwrap();
     h.p.close();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn(ABORT) expected on close")
     };
     assert!(!e.commit);
@@ -131,7 +103,7 @@ fn close_with_open_transaction_aborts_it() {
     h.pump();
     assert!(h.p.is_closed());
     assert!(
-        completions(&h).is_empty(),
+        h.txn_completions().is_empty(),
         "no application operation was pending"
     );
 }
@@ -144,14 +116,14 @@ fn close_during_commit_lets_the_commit_finish() {
     add_all_after_send(&mut h);
     h.p.commit_transaction().unwrap();
     h.p.close();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn expected")
     };
     assert!(e.commit);
     assert!(!h.p.is_closed());
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
     h.pump();
-    assert_eq!(completions(&h), vec![(TxnOp::Commit, Ok(()))]);
+    assert_eq!(h.txn_completions(), vec![(TxnOp::Commit, Ok(()))]);
     assert!(h.p.is_closed());
 }
 
@@ -165,7 +137,7 @@ fn add_partitions_answer_omitting_a_partition_does_not_add_it() {
     h.p.begin_transaction().unwrap();
     let a = h.p.send(&tp(0), &record("a"), h.now).unwrap();
     let b = h.p.send(&tp(1), &record("b"), h.now).unwrap();
-    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(r) = h.next_txn() else {
         panic!("AddPartitionsToTxn expected")
     };
     assert_eq!(r.partitions.len(), 2);
@@ -193,7 +165,7 @@ fn add_partitions_answer_omitting_a_partition_does_not_add_it() {
         h.respond(r.id, &[(0, KafkaError::None, 0)]);
     }
     let _ = a;
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn(ABORT): partition 0 is in the transaction")
     };
     assert!(!e.commit);

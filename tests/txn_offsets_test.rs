@@ -11,23 +11,14 @@ use support::*;
 const PID: i64 = 13131;
 
 fn txn(v2: bool) -> Harness {
-    let mut cfg = config();
-    cfg.transactional_id("tx-1");
-    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
-    h.p.handle_transaction_version(if v2 { 2 } else { 1 });
-    h
-}
-
-fn next_txn(h: &mut Harness) -> Request {
-    h.pump();
-    h.txn_requests.pop_front().expect("a transactional request")
+    Harness::transactional(if v2 { 2 } else { 1 })
 }
 
 /// Initialized and in a transaction, with nothing added to it yet.
 fn in_empty_txn(v2: bool) -> Harness {
     let mut h = txn(v2);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("InitProducerId expected")
     };
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 0)), h.now)
@@ -37,13 +28,6 @@ fn in_empty_txn(v2: bool) -> Harness {
     h.events.clear();
     h.p.begin_transaction().unwrap();
     h
-}
-
-fn completed(h: &Harness, op: TxnOp) -> Option<Result<(), TxnError>> {
-    h.events.iter().rev().find_map(|e| match e {
-        Event::TransactionCompleted { op: o, result } if *o == op => Some(result.clone()),
-        _ => None,
-    })
 }
 
 fn completions(h: &Harness, op: TxnOp) -> usize {
@@ -82,7 +66,7 @@ fn empty_offsets_send_nothing_and_the_empty_commit_ends_locally() {
             "tv2 {v2}: nothing sent for empty offsets, got {:?}",
             h.txn_requests
         );
-        assert_eq!(completed(&h, TxnOp::SendOffsets), Some(Ok(())), "tv2 {v2}");
+        assert_eq!(h.completed(TxnOp::SendOffsets), Some(Ok(())), "tv2 {v2}");
         assert_eq!(
             completions(&h, TxnOp::SendOffsets),
             1,
@@ -99,13 +83,13 @@ fn empty_offsets_send_nothing_and_the_empty_commit_ends_locally() {
             "tv2 {v2}: no EndTxn for a transaction nothing joined, got {:?}",
             h.txn_requests
         );
-        assert_eq!(completed(&h, TxnOp::Commit), Some(Ok(())), "tv2 {v2}");
+        assert_eq!(h.completed(TxnOp::Commit), Some(Ok(())), "tv2 {v2}");
         assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
         // The producer goes on: the next transaction's record is produced and committed.
         h.p.begin_transaction().unwrap();
         h.send(0, "a");
         if !v2 {
-            let Request::AddPartitionsToTxn(a) = next_txn(&mut h) else {
+            let Request::AddPartitionsToTxn(a) = h.next_txn() else {
                 panic!("AddPartitionsToTxn")
             };
             h.p.handle_add_partitions(a.id, &[(tp(0), KafkaError::None)], h.now)
@@ -115,7 +99,7 @@ fn empty_offsets_send_nothing_and_the_empty_commit_ends_locally() {
         let r = h.outstanding.front().expect("the record goes out").id;
         h.respond(r, &[(0, KafkaError::None, 0)]);
         h.p.commit_transaction().unwrap();
-        let Request::EndTxn(e) = next_txn(&mut h) else {
+        let Request::EndTxn(e) = h.next_txn() else {
             panic!("EndTxn for the transaction the record joined")
         };
         assert!(e.commit);
@@ -134,15 +118,15 @@ fn empty_offsets_leave_a_started_transaction_to_its_end_txn() {
         .unwrap();
     h.pump();
     assert!(h.txn_requests.is_empty(), "{:?}", h.txn_requests);
-    assert_eq!(completed(&h, TxnOp::SendOffsets), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::SendOffsets), Some(Ok(())));
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn")
     };
     h.p.handle_end_txn(e.id, Ok(Some(ProducerIdAndEpoch::new(PID, 1))), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::Commit), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::Commit), Some(Ok(())));
 }
 
 /// Empty offsets are still refused where non-empty ones are: outside a transaction, and
@@ -212,7 +196,7 @@ fn group_metadata_with_a_generation_but_no_member_id_is_refused() {
 fn offsets_commit(h: &mut Harness, n: i32) -> TxnOffsetCommitRequest {
     let offsets = (0..n).map(|p| OffsetToCommit::new(input(p), 10)).collect();
     h.p.send_offsets_to_transaction(offsets, group()).unwrap();
-    let Request::TxnOffsetCommit(c) = next_txn(h) else {
+    let Request::TxnOffsetCommit(c) = h.next_txn() else {
         panic!("TxnOffsetCommit")
     };
     c
@@ -240,7 +224,7 @@ fn answer_offsets(h: &mut Harness, answers: &[(i32, KafkaError)]) -> Outcome {
     let answers: Vec<_> = answers.iter().map(|&(p, e)| (input(p), e)).collect();
     h.p.handle_txn_offset_commit(c.id, &answers, h.now).unwrap();
     h.pump();
-    match completed(h, TxnOp::SendOffsets) {
+    match h.completed(TxnOp::SendOffsets) {
         Some(Ok(())) => return Outcome::Committed,
         Some(Err(TxnError::Abortable(e))) => {
             assert_eq!(
@@ -401,7 +385,7 @@ fn a_lookup_error_before_the_deciding_one_forgets_the_group_coordinator() {
     let outcome = answer_offsets(&mut h, &[(0, E::NotCoordinator), (1, E::IllegalGeneration)]);
     assert_eq!(outcome, Outcome::Abortable(E::IllegalGeneration));
     h.p.abort_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn(ABORT): the TxnOffsetCommit v5 started the transaction")
     };
     assert!(!e.commit);

@@ -20,7 +20,7 @@ fn txn_harness(version_level: i16) -> Harness {
 fn txn_ready(version_level: i16) -> Harness {
     let mut h = txn_harness(version_level);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("InitProducerId expected")
     };
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 1)), h.now)
@@ -29,34 +29,6 @@ fn txn_ready(version_level: i16) -> Harness {
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
     h.events.clear();
     h
-}
-
-fn next_txn(h: &mut Harness) -> Request {
-    h.pump();
-    h.txn_requests.pop_front().expect("a transactional request")
-}
-
-fn completions(h: &Harness) -> Vec<(TxnOp, Result<(), TxnError>)> {
-    h.events
-        .iter()
-        .filter_map(|e| match e {
-            Event::TransactionCompleted { op, result } => Some((*op, result.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn add_all(h: &mut Harness) {
-    let Request::AddPartitionsToTxn(r) = next_txn(h) else {
-        panic!("AddPartitionsToTxn expected")
-    };
-    let answers: Vec<_> = r
-        .partitions
-        .iter()
-        .map(|tp| (tp.clone(), KafkaError::None))
-        .collect();
-    h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
-    h.pump();
 }
 
 /// `close()` while `init_transactions` waits for its InitProducerId: Java's Sender keeps
@@ -68,7 +40,7 @@ fn add_all(h: &mut Harness) {
 fn graceful_close_waits_for_a_pending_init_transactions() {
     let mut h = txn_harness(1);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("InitProducerId expected")
     };
     h.p.close();
@@ -76,12 +48,12 @@ fn graceful_close_waits_for_a_pending_init_transactions() {
     assert!(
         !h.p.is_closed(),
         "closed while init_transactions is pending: {:?}",
-        completions(&h)
+        h.txn_completions()
     );
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 1)), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completions(&h), vec![(TxnOp::InitTransactions, Ok(()))]);
+    assert_eq!(h.txn_completions(), vec![(TxnOp::InitTransactions, Ok(()))]);
     assert!(h.p.is_closed());
 }
 
@@ -93,7 +65,7 @@ fn graceful_close_waits_for_the_abort_epoch_bump() {
     let mut h = txn_ready(1);
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    add_all(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().expect("produce").id;
     h.respond(r, &[(0, KafkaError::InvalidRecord, -1)]);
     assert!(h.failed(a).is_some());
@@ -102,26 +74,29 @@ fn graceful_close_waits_for_the_abort_epoch_bump() {
         Some(TransactionState::AbortableError)
     );
     h.p.abort_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn(ABORT) expected")
     };
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
     h.pump();
-    assert!(completions(&h).is_empty(), "the abort waits for its bump");
+    assert!(
+        h.txn_completions().is_empty(),
+        "the abort waits for its bump"
+    );
     h.p.close();
     h.pump();
     assert!(
         !h.p.is_closed(),
         "closed while the abort (and its bump) is pending"
     );
-    let Request::InitProducerId(b) = next_txn(&mut h) else {
+    let Request::InitProducerId(b) = h.next_txn() else {
         panic!("InitProducerId(bump) expected")
     };
     assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
+    assert_eq!(h.txn_completions(), vec![(TxnOp::Abort, Ok(()))]);
     assert!(h.p.is_closed());
 }
 
@@ -139,7 +114,7 @@ fn tv1_abort_with_a_possibly_written_failure_bumps_the_epoch() {
     let mut h = txn_ready(1);
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "lost on the wire");
-    add_all(&mut h);
+    h.add_all_partitions();
     let r1 = h.outstanding.front().expect("produce").id;
     h.p.abort_transaction().unwrap();
     h.pump();
@@ -157,7 +132,7 @@ fn tv1_abort_with_a_possibly_written_failure_bumps_the_epoch() {
     }) else {
         panic!("a fails possibly written: {:?}", h.events)
     };
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn(ABORT) expected")
     };
     assert!(!e.commit);
@@ -172,13 +147,13 @@ fn tv1_abort_with_a_possibly_written_failure_bumps_the_epoch() {
     };
     assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
     assert!(
-        completions(&h).is_empty(),
+        h.txn_completions().is_empty(),
         "the abort completes after its bump"
     );
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
+    assert_eq!(h.txn_completions(), vec![(TxnOp::Abort, Ok(()))]);
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
 }
 
@@ -192,7 +167,7 @@ fn add_partitions_answered_operation_not_attempted_adds_nothing() {
     let mut h = txn_ready(1);
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(r) = h.next_txn() else {
         panic!("AddPartitionsToTxn expected")
     };
     let answers: Vec<_> = r
@@ -220,7 +195,7 @@ fn add_partitions_answered_operation_not_attempted_adds_nothing() {
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completions(&h), vec![(TxnOp::Abort, Ok(()))]);
+    assert_eq!(h.txn_completions(), vec![(TxnOp::Abort, Ok(()))]);
 }
 
 /// TV1: an EndTxn(COMMIT) attempt is lost on the wire (the coordinator may still have
@@ -237,12 +212,12 @@ fn tv1_end_txn_lost_on_the_wire_bumps_the_epoch_after_the_transaction() {
     let mut h = txn_ready(1);
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    add_all(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().expect("produce").id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     assert!(h.delivered(a).is_some());
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e1) = next_txn(&mut h) else {
+    let Request::EndTxn(e1) = h.next_txn() else {
         panic!("EndTxn expected")
     };
     h.p.handle_request_failed(e1.id, RequestFailure::Disconnected, h.now)
@@ -260,12 +235,12 @@ fn tv1_end_txn_lost_on_the_wire_bumps_the_epoch_after_the_transaction() {
     };
     assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
     assert!(
-        completions(&h).is_empty(),
+        h.txn_completions().is_empty(),
         "the commit completes after the bump"
     );
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completions(&h), vec![(TxnOp::Commit, Ok(()))]);
+    assert_eq!(h.txn_completions(), vec![(TxnOp::Commit, Ok(()))]);
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
 }

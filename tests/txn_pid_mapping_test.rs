@@ -15,7 +15,7 @@ fn in_txn_v1() -> Harness {
     let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
     h.p.handle_transaction_version(1);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("InitProducerId expected")
     };
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(7, 0)), h.now)
@@ -24,18 +24,6 @@ fn in_txn_v1() -> Harness {
     h.events.clear();
     h.p.begin_transaction().unwrap();
     h
-}
-
-fn next_txn(h: &mut Harness) -> Request {
-    h.pump();
-    h.txn_requests.pop_front().expect("a transactional request")
-}
-
-fn completed(h: &Harness, op: TxnOp) -> Option<Result<(), TxnError>> {
-    h.events.iter().rev().find_map(|e| match e {
-        Event::TransactionCompleted { op: o, result } if *o == op => Some(result.clone()),
-        _ => None,
-    })
 }
 
 const FATAL: TxnError = TxnError::Fatal(KafkaError::InvalidProducerIdMapping);
@@ -50,7 +38,7 @@ fn assert_fatal(h: &Harness) {
 fn invalid_producer_id_mapping_in_add_partitions_is_fatal() {
     let mut h = in_txn_v1();
     h.send(0, "a");
-    let Request::AddPartitionsToTxn(a) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(a) = h.next_txn() else {
         panic!("AddPartitionsToTxn")
     };
     h.p.handle_add_partitions(
@@ -71,13 +59,13 @@ fn invalid_producer_id_mapping_in_add_offsets_is_fatal() {
     let offsets = vec![OffsetToCommit::new(TopicPartition::new("in", 0), 3)];
     let group = ConsumerGroupMetadata::new("g").with_member(1, "m");
     h.p.send_offsets_to_transaction(offsets, group).unwrap();
-    let Request::AddOffsetsToTxn(a) = next_txn(&mut h) else {
+    let Request::AddOffsetsToTxn(a) = h.next_txn() else {
         panic!("AddOffsetsToTxn")
     };
     h.p.handle_add_offsets(a.id, KafkaError::InvalidProducerIdMapping, h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::SendOffsets), Some(Err(FATAL)));
+    assert_eq!(h.completed(TxnOp::SendOffsets), Some(Err(FATAL)));
     assert_fatal(&h);
 }
 
@@ -86,7 +74,7 @@ fn invalid_producer_id_mapping_in_add_offsets_is_fatal() {
 fn invalid_producer_id_mapping_in_end_txn_is_fatal() {
     let mut h = in_txn_v1();
     h.send(0, "a");
-    let Request::AddPartitionsToTxn(a) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(a) = h.next_txn() else {
         panic!("AddPartitionsToTxn")
     };
     h.p.handle_add_partitions(a.id, &[(tp(0), KafkaError::None)], h.now)
@@ -95,12 +83,12 @@ fn invalid_producer_id_mapping_in_end_txn_is_fatal() {
     let r = h.outstanding.front().expect("the record goes out").id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn")
     };
     h.p.handle_end_txn(e.id, Err(KafkaError::InvalidProducerIdMapping), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::Commit), Some(Err(FATAL)));
+    assert_eq!(h.completed(TxnOp::Commit), Some(Err(FATAL)));
     assert_fatal(&h);
 }

@@ -13,21 +13,12 @@ use support::*;
 const PID: i64 = 13131;
 
 fn txn(v2: bool) -> Harness {
-    let mut cfg = config();
-    cfg.transactional_id("tx-1");
-    let mut h = Harness::with_pid(cfg.build().unwrap(), ProducerIdAndEpoch::NONE);
-    h.p.handle_transaction_version(if v2 { 2 } else { 1 });
-    h
-}
-
-fn next_txn(h: &mut Harness) -> Request {
-    h.pump();
-    h.txn_requests.pop_front().expect("a transactional request")
+    Harness::transactional(if v2 { 2 } else { 1 })
 }
 
 fn init(h: &mut Harness, epoch: i16) {
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("InitProducerId expected")
     };
     assert_eq!(r.node, Some(NodeId(COORDINATOR)));
@@ -36,27 +27,9 @@ fn init(h: &mut Harness, epoch: i16) {
         .unwrap();
     h.pump();
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
-    assert!(completed(h, TxnOp::InitTransactions).is_some_and(|r| r.is_ok()));
-}
-
-fn completed(h: &Harness, op: TxnOp) -> Option<Result<(), TxnError>> {
-    h.events.iter().rev().find_map(|e| match e {
-        Event::TransactionCompleted { op: o, result } if *o == op => Some(result.clone()),
-        _ => None,
-    })
-}
-
-fn ok_partitions(h: &mut Harness) {
-    let Request::AddPartitionsToTxn(r) = next_txn(h) else {
-        panic!("AddPartitionsToTxn expected")
-    };
-    let answers: Vec<_> = r
-        .partitions
-        .iter()
-        .map(|tp| (tp.clone(), KafkaError::None))
-        .collect();
-    h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
-    h.pump();
+    assert!(h
+        .completed(TxnOp::InitTransactions)
+        .is_some_and(|r| r.is_ok()));
 }
 
 /// Port of `TransactionManagerTest.testBasicTransaction` (TV1): FindCoordinator,
@@ -72,7 +45,7 @@ fn basic_transaction() {
         h.outstanding.is_empty(),
         "no produce before the partition is added"
     );
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let r = h
         .outstanding
         .front()
@@ -87,19 +60,19 @@ fn basic_transaction() {
     );
     h.respond(r.id, &[(0, KafkaError::None, 0)]);
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn expected")
     };
     assert!(e.commit && !e.transaction_v2);
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::Commit), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::Commit), Some(Ok(())));
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
     assert_eq!(h.delivered(a), Some(Some(0)));
     // TV1: sequences continue into the next transaction.
     h.p.begin_transaction().unwrap();
     h.send(0, "b");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     assert_eq!(wire(h.outstanding.back().unwrap())[0].base_sequence, 1);
 }
 
@@ -111,7 +84,7 @@ fn end_txn_not_sent_if_incomplete_batches() {
     init(&mut h, 1);
     h.p.begin_transaction().unwrap();
     h.send(0, "a");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     h.p.commit_transaction().unwrap();
     h.pump();
     assert!(
@@ -120,7 +93,7 @@ fn end_txn_not_sent_if_incomplete_batches() {
     );
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
-    assert!(matches!(next_txn(&mut h), Request::EndTxn(_)));
+    assert!(matches!(h.next_txn(), Request::EndTxn(_)));
 }
 
 /// Port of `TransactionManagerTest.testFlushPendingPartitionsOnCommit`: AddPartitions,
@@ -132,11 +105,11 @@ fn flush_pending_partitions_on_commit() {
     h.p.begin_transaction().unwrap();
     h.p.send(&tp(0), &record("a"), h.now).unwrap();
     h.p.commit_transaction().unwrap();
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().expect("produce second").id;
     assert!(h.txn_requests.is_empty());
     h.respond(r, &[(0, KafkaError::None, 0)]);
-    assert!(matches!(next_txn(&mut h), Request::EndTxn(_)));
+    assert!(matches!(h.next_txn(), Request::EndTxn(_)));
 }
 
 /// Port of `TransactionManagerTest.testTransactionV2AddPartitionAndOffsets` and
@@ -158,7 +131,7 @@ fn transaction_v2_add_partition_and_offsets() {
     let group = ConsumerGroupMetadata::new("g").with_member(3, "m");
     let offsets = vec![OffsetToCommit::new(TopicPartition::new("in", 0), 42)];
     h.p.send_offsets_to_transaction(offsets, group).unwrap();
-    let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+    let Request::TxnOffsetCommit(c) = h.next_txn() else {
         panic!("TxnOffsetCommit without AddOffsets")
     };
     assert!(c.transaction_v2);
@@ -169,9 +142,9 @@ fn transaction_v2_add_partition_and_offsets() {
     )
     .unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::SendOffsets), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::SendOffsets), Some(Ok(())));
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn")
     };
     assert!(e.transaction_v2);
@@ -194,32 +167,32 @@ fn disallow_commit_on_produce_failure() {
     init(&mut h, 1);
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     h.p.commit_transaction().unwrap();
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::OutOfOrderSequenceNumber, -1)]);
     assert!(h.failed(a).is_some());
     assert_eq!(
-        completed(&h, TxnOp::Commit),
+        h.completed(TxnOp::Commit),
         Some(Err(TxnError::Abortable(
             KafkaError::OutOfOrderSequenceNumber
         )))
     );
     assert!(h.txn_requests.is_empty(), "no EndTxn(COMMIT)");
     h.p.abort_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn")
     };
     assert!(!e.commit);
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
-    let Request::InitProducerId(b) = next_txn(&mut h) else {
+    let Request::InitProducerId(b) = h.next_txn() else {
         panic!("the bump")
     };
     assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::Abort), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::Abort), Some(Ok(())));
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
 }
 
@@ -232,7 +205,7 @@ fn bump_transactional_epoch_on_abortable_error() {
     init(&mut h, 1);
     h.p.begin_transaction().unwrap();
     h.send(0, "a");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::TopicAuthorizationFailed, -1)]);
     assert_eq!(
@@ -244,18 +217,18 @@ fn bump_transactional_epoch_on_abortable_error() {
         Err(TxnError::Abortable(_))
     ));
     h.p.abort_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn")
     };
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
-    let Request::InitProducerId(b) = next_txn(&mut h) else {
+    let Request::InitProducerId(b) = h.next_txn() else {
         panic!("the bump")
     };
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.p.begin_transaction().unwrap();
     h.send(0, "b");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let w = wire(h.outstanding.back().unwrap());
     assert_eq!((w[0].epoch, w[0].base_sequence), (2, 0));
 }
@@ -266,14 +239,14 @@ fn bump_transactional_epoch_on_abortable_error() {
 fn producer_fenced_in_init_producer_id() {
     let mut h = txn(false);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!()
     };
     h.p.handle_producer_id(r.id, Err(KafkaError::ProducerFenced), h.now)
         .unwrap();
     h.pump();
     assert_eq!(
-        completed(&h, TxnOp::InitTransactions),
+        h.completed(TxnOp::InitTransactions),
         Some(Err(TxnError::ProducerFenced))
     );
     assert_eq!(h.p.transaction_state(), Some(TransactionState::FatalError));
@@ -296,11 +269,11 @@ fn retry_commit_transaction() {
     init(&mut h, 1);
     h.p.begin_transaction().unwrap();
     h.send(0, "a");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!()
     };
     h.p.handle_request_failed(e.id, RequestFailure::Disconnected, h.now)
@@ -313,7 +286,7 @@ fn retry_commit_transaction() {
             pending: TxnOp::Commit
         })
     );
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn again")
     };
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
@@ -352,13 +325,13 @@ fn retry_commit_transaction() {
 fn lookup_coordinator_on_not_coordinator_error() {
     let mut h = txn(false);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!()
     };
     h.p.handle_producer_id(r.id, Err(KafkaError::NotCoordinator), h.now)
         .unwrap();
     h.advance(60); // the lookup backs off
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("resent after a new lookup")
     };
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 0)), h.now)
@@ -396,7 +369,7 @@ fn cancel_unsent_add_partitions_and_produce_on_abort() {
     h.pump();
     assert!(h.txn_requests.is_empty(), "no AddPartitions, no EndTxn");
     assert_eq!(h.failed(a), Some(DeliveryError::Aborted));
-    assert_eq!(completed(&h, TxnOp::Abort), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::Abort), Some(Ok(())));
 }
 
 /// Port of `TransactionManagerTest.testAbortResendsProduceRequestIfRetried`: a batch
@@ -407,7 +380,7 @@ fn abort_resends_produce_request_if_retried() {
     init(&mut h, 1);
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::RequestTimedOut, -1)]);
     h.p.abort_transaction().unwrap();
@@ -417,7 +390,7 @@ fn abort_resends_produce_request_if_retried() {
     h.respond(r, &[(0, KafkaError::None, 0)]);
     assert_eq!(h.delivered(a), Some(Some(0)));
     assert!(matches!(
-        next_txn(&mut h),
+        h.next_txn(),
         Request::EndTxn(EndTxnRequest { commit: false, .. })
     ));
     let _ = Duration::ZERO;
@@ -456,7 +429,7 @@ fn transactional_id_authorization_failure_in_find_coordinator() {
 fn topic_authorization_failure_in_add_partitions() {
     let mut h = in_txn_with_partition(false);
     let a = h.send(0, "a");
-    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(r) = h.next_txn() else {
         panic!()
     };
     h.p.handle_add_partitions(
@@ -477,7 +450,7 @@ fn topic_authorization_failure_in_add_partitions() {
     assert!(h.failed(a).is_some());
     h.p.abort_transaction().unwrap();
     assert!(
-        matches!(next_txn(&mut h), Request::InitProducerId(_)),
+        matches!(h.next_txn(), Request::InitProducerId(_)),
         "nothing was added: no EndTxn, only the epoch bump"
     );
 }
@@ -492,7 +465,7 @@ fn invalid_txn_state_and_fencing_in_add_partitions() {
     ] {
         let mut h = in_txn_with_partition(false);
         h.send(0, "a");
-        let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+        let Request::AddPartitionsToTxn(r) = h.next_txn() else {
             panic!()
         };
         h.p.handle_add_partitions(r.id, &[(tp(0), error)], h.now)
@@ -514,41 +487,41 @@ fn invalid_txn_state_and_fencing_in_add_partitions() {
 fn retriable_errors_are_retried() {
     let mut h = txn(false);
     h.p.init_transactions().unwrap();
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!()
     };
     h.p.handle_producer_id(r.id, Err(KafkaError::CoordinatorLoadInProgress), h.now)
         .unwrap();
     h.advance(60);
-    let Request::InitProducerId(r) = next_txn(&mut h) else {
+    let Request::InitProducerId(r) = h.next_txn() else {
         panic!("retried")
     };
     h.p.handle_producer_id(r.id, Ok(ProducerIdAndEpoch::new(PID, 1)), h.now)
         .unwrap();
     h.p.begin_transaction().unwrap();
     h.send(0, "a");
-    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(r) = h.next_txn() else {
         panic!()
     };
     h.p.handle_add_partitions(r.id, &[(tp(0), KafkaError::ConcurrentTransactions)], h.now)
         .unwrap();
     h.advance(60);
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!()
     };
     h.p.handle_end_txn(e.id, Err(KafkaError::ConcurrentTransactions), h.now)
         .unwrap();
     h.advance(60);
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn retried")
     };
     h.p.handle_end_txn(e.id, Ok(None), h.now).unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::Commit), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::Commit), Some(Ok(())));
 }
 
 /// Port of `TransactionManagerTest.testAbortableErrorIsConvertedToFatalErrorDuringAbort`:
@@ -557,22 +530,22 @@ fn retriable_errors_are_retried() {
 fn abortable_error_is_converted_to_fatal_error_during_abort() {
     let mut h = in_txn_with_partition(false);
     h.send(0, "a");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!()
     };
     h.p.handle_end_txn(e.id, Err(KafkaError::TransactionAbortable), h.now)
         .unwrap();
     h.pump();
     assert_eq!(
-        completed(&h, TxnOp::Commit),
+        h.completed(TxnOp::Commit),
         Some(Err(TxnError::Abortable(KafkaError::TransactionAbortable)))
     );
     h.p.abort_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!()
     };
     h.p.handle_end_txn(e.id, Err(KafkaError::TransactionAbortable), h.now)
@@ -588,7 +561,7 @@ fn abortable_error_is_converted_to_fatal_error_during_abort() {
 fn bump_epoch_on_recoverable_add_partition_error() {
     let mut h = in_txn_with_partition(false);
     h.send(0, "a");
-    let Request::AddPartitionsToTxn(r) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(r) = h.next_txn() else {
         panic!()
     };
     h.p.handle_add_partitions(r.id, &[(tp(0), KafkaError::UnknownProducerId)], h.now)
@@ -599,14 +572,14 @@ fn bump_epoch_on_recoverable_add_partition_error() {
         Some(TransactionState::AbortableError)
     );
     h.p.abort_transaction().unwrap();
-    let Request::InitProducerId(b) = next_txn(&mut h) else {
+    let Request::InitProducerId(b) = h.next_txn() else {
         panic!("only the bump, no EndTxn")
     };
     assert_eq!(b.current, ProducerIdAndEpoch::new(PID, 1));
     h.p.handle_producer_id(b.id, Ok(ProducerIdAndEpoch::new(PID, 2)), h.now)
         .unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::Abort), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::Abort), Some(Ok(())));
     assert_eq!(h.p.transaction_state(), Some(TransactionState::Ready));
 }
 
@@ -622,13 +595,13 @@ fn send_offsets_v1_retries_only_the_failed_partition() {
         .map(|p| OffsetToCommit::new(TopicPartition::new("in", p), 10))
         .collect();
     h.p.send_offsets_to_transaction(offsets, group).unwrap();
-    let Request::AddOffsetsToTxn(a) = next_txn(&mut h) else {
+    let Request::AddOffsetsToTxn(a) = h.next_txn() else {
         panic!("AddOffsetsToTxn first")
     };
     assert_eq!(a.group_id, "g");
     h.p.handle_add_offsets(a.id, KafkaError::None, h.now)
         .unwrap();
-    let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+    let Request::TxnOffsetCommit(c) = h.next_txn() else {
         panic!()
     };
     assert_eq!(c.offsets.len(), 2);
@@ -645,7 +618,7 @@ fn send_offsets_v1_retries_only_the_failed_partition() {
     )
     .unwrap();
     h.advance(60);
-    let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+    let Request::TxnOffsetCommit(c) = h.next_txn() else {
         panic!("retried")
     };
     assert_eq!(c.offsets.len(), 1, "only the failed partition");
@@ -656,7 +629,7 @@ fn send_offsets_v1_retries_only_the_failed_partition() {
     )
     .unwrap();
     h.pump();
-    assert_eq!(completed(&h, TxnOp::SendOffsets), Some(Ok(())));
+    assert_eq!(h.completed(TxnOp::SendOffsets), Some(Ok(())));
 }
 
 /// Port of `TransactionManagerTest.testUnknownMemberIdInTxnOffsetCommitByGroupMetadata`
@@ -672,14 +645,14 @@ fn group_errors_in_txn_offset_commit_are_abortable() {
         let group = ConsumerGroupMetadata::new("g").with_member(1, "m");
         let offsets = vec![OffsetToCommit::new(TopicPartition::new("in", 0), 1)];
         h.p.send_offsets_to_transaction(offsets, group).unwrap();
-        let Request::TxnOffsetCommit(c) = next_txn(&mut h) else {
+        let Request::TxnOffsetCommit(c) = h.next_txn() else {
             panic!()
         };
         h.p.handle_txn_offset_commit(c.id, &[(TopicPartition::new("in", 0), error)], h.now)
             .unwrap();
         h.pump();
         assert_eq!(
-            completed(&h, TxnOp::SendOffsets),
+            h.completed(TxnOp::SendOffsets),
             Some(Err(TxnError::Abortable(error)))
         );
         assert_eq!(
@@ -698,7 +671,7 @@ fn producer_id_update_after_overflow_from_end_txn_in_v2() {
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::None, 0)]);
     h.p.commit_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!()
     };
     h.p.handle_end_txn(e.id, Ok(Some(ProducerIdAndEpoch::new(PID + 1, 0))), h.now)
@@ -743,10 +716,10 @@ fn foreground_invalid_state_transition_is_recoverable() {
 fn add_partitions_requeued_after_an_abortable_error_is_not_resent() {
     let mut h = in_txn_with_partition(false);
     h.send(0, "a");
-    ok_partitions(&mut h);
+    h.add_all_partitions();
     let produce = h.outstanding.front().expect("partition 0's batch").id;
     h.send(1, "b");
-    let Request::AddPartitionsToTxn(add) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(add) = h.next_txn() else {
         panic!("AddPartitionsToTxn for partition 1")
     };
     h.respond(produce, &[(0, KafkaError::TopicAuthorizationFailed, -1)]);
@@ -764,7 +737,7 @@ fn add_partitions_requeued_after_an_abortable_error_is_not_resent() {
         h.txn_requests
     );
     h.p.abort_transaction().unwrap();
-    let Request::EndTxn(e) = next_txn(&mut h) else {
+    let Request::EndTxn(e) = h.next_txn() else {
         panic!("the abort's EndTxn")
     };
     assert!(!e.commit);
@@ -780,7 +753,7 @@ fn add_partitions_requeued_after_an_abortable_error_is_not_resent() {
 fn a_topic_authorization_failure_yields_to_a_coordinator_error_in_one_answer() {
     let mut h = in_txn_with_partition(false);
     h.send(0, "a");
-    let Request::AddPartitionsToTxn(first) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(first) = h.next_txn() else {
         panic!("AddPartitionsToTxn for partition 0")
     };
     // Retried after a backoff, with partition 1 sent to meanwhile: one request for both.
@@ -792,7 +765,7 @@ fn a_topic_authorization_failure_yields_to_a_coordinator_error_in_one_answer() {
     .unwrap();
     h.send(1, "b");
     h.advance(1000);
-    let Request::AddPartitionsToTxn(add) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(add) = h.next_txn() else {
         panic!("AddPartitionsToTxn for partitions 0 and 1")
     };
     assert_eq!(add.partitions.len(), 2, "{:?}", add.partitions);
@@ -811,7 +784,7 @@ fn a_topic_authorization_failure_yields_to_a_coordinator_error_in_one_answer() {
     );
     h.advance(1000);
     // The harness answers the lookup itself; the request goes out again.
-    let Request::AddPartitionsToTxn(again) = next_txn(&mut h) else {
+    let Request::AddPartitionsToTxn(again) = h.next_txn() else {
         panic!("AddPartitionsToTxn again, after the lookup")
     };
     assert_eq!(again.partitions, add.partitions);

@@ -157,6 +157,42 @@ impl Harness {
         self.pump();
     }
 
+    /// Answers the next transactional request, an AddPartitionsToTxn, with no error for
+    /// every partition it names.
+    pub fn add_all_partitions(&mut self) {
+        let Request::AddPartitionsToTxn(r) = self.next_txn() else {
+            panic!("AddPartitionsToTxn expected")
+        };
+        let answers: Vec<_> = r
+            .partitions
+            .iter()
+            .map(|tp| (tp.clone(), KafkaError::None))
+            .collect();
+        self.p
+            .handle_add_partitions(r.id, &answers, self.now)
+            .unwrap();
+        self.pump();
+    }
+
+    /// The result of the newest completion of transactional operation `op`, if any.
+    pub fn completed(&self, op: TxnOp) -> Option<Result<(), TxnError>> {
+        self.events.iter().rev().find_map(|e| match e {
+            Event::TransactionCompleted { op: o, result } if *o == op => Some(result.clone()),
+            _ => None,
+        })
+    }
+
+    /// Every transactional completion so far, in order.
+    pub fn txn_completions(&self) -> Vec<(TxnOp, Result<(), TxnError>)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TransactionCompleted { op, result } => Some((*op, result.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn send(&mut self, partition: i32, value: &str) -> RecordId {
         let id = self
             .p
