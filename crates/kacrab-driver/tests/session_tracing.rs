@@ -507,6 +507,11 @@ fn telemetry_stopped_for_good_warns_naming_the_broker_and_the_code() {
     assert_eq!(s.field("broker"), Some("bootstrap"), "{s:#?}");
     assert_eq!(s.field("addr"), Some("b0:9092"), "{s:#?}");
     assert_eq!(s.field("error_code"), Some("87"), "{s:#?}");
+    assert_eq!(
+        s.field("cause"),
+        Some("the broker refused it with INVALID_RECORD (87)"),
+        "{s:#?}"
+    );
 }
 
 /// Telemetry whose requests go unanswered three times in a row stops with a warning

@@ -121,7 +121,11 @@ pub(crate) enum Stopped {
 impl core::fmt::Display for Stopped {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Self::Refused(code) => write!(f, "the broker refused it with error code {code}"),
+            Self::Refused(code) => write!(
+                f,
+                "the broker refused it with {}",
+                kacrab_idempotence::KafkaError::from_code(*code)
+            ),
             Self::NoClientInstanceId => {
                 f.write_str("the broker's subscription named no client instance id")
             }
