@@ -46,7 +46,9 @@ session_files=(
   'crates/kacrab-driver/src/topics.rs' 'crates/kacrab-driver/src/send_slots.rs'
   'crates/kacrab-driver/src/waiters.rs'
 )
-session=(--package kacrab-driver --test-package kacrab-driver)
+# With `tracing`: a decision whose only output is a log line (a warning naming a failure's
+# cause) is observable to session_tracing's tests only with it.
+session=(--package kacrab-driver --test-package kacrab-driver --features tracing)
 for f in "${session_files[@]}"; do session+=(--file "$f"); done
 
 # Survivors docs/mutants.md lists as equivalent (a line "- `file:line:col: description`"
