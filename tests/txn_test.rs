@@ -208,14 +208,7 @@ fn bump_transactional_epoch_on_abortable_error() {
     h.add_all_partitions();
     let r = h.outstanding.front().unwrap().id;
     h.respond(r, &[(0, KafkaError::TopicAuthorizationFailed, -1)]);
-    assert_eq!(
-        h.p.transaction_state(),
-        Some(TransactionState::AbortableError)
-    );
-    assert!(matches!(
-        h.p.commit_transaction(),
-        Err(TxnError::Abortable(_))
-    ));
+    h.assert_only_abortable();
     h.p.abort_transaction().unwrap();
     let Request::EndTxn(e) = h.next_txn() else {
         panic!("EndTxn")

@@ -31,14 +31,7 @@ fn expired_and_only_abortable(h: &mut Harness, records: &[RecordId]) {
         );
         assert_eq!(h.possibly_written(id), Some(false), "never written");
     }
-    assert_eq!(
-        h.p.transaction_state(),
-        Some(TransactionState::AbortableError)
-    );
-    assert!(matches!(
-        h.p.commit_transaction(),
-        Err(TxnError::Abortable(_))
-    ));
+    h.assert_only_abortable();
     h.p.abort_transaction().unwrap();
 }
 

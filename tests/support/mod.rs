@@ -174,6 +174,19 @@ impl Harness {
         self.pump();
     }
 
+    /// The transaction can only be aborted: it is in `AbortableError` and a commit is
+    /// refused as abortable.
+    pub fn assert_only_abortable(&mut self) {
+        assert_eq!(
+            self.p.transaction_state(),
+            Some(TransactionState::AbortableError)
+        );
+        assert!(matches!(
+            self.p.commit_transaction(),
+            Err(TxnError::Abortable(_))
+        ));
+    }
+
     /// The result of the newest completion of transactional operation `op`, if any.
     pub fn completed(&self, op: TxnOp) -> Option<Result<(), TxnError>> {
         self.events.iter().rev().find_map(|e| match e {
