@@ -46,9 +46,10 @@ session_files=(
   'crates/kacrab-driver/src/topics.rs' 'crates/kacrab-driver/src/send_slots.rs'
   'crates/kacrab-driver/src/waiters.rs'
 )
-# With `tracing`: a decision whose only output is a log line (a warning naming a failure's
-# cause) is observable to session_tracing's tests only with it.
-session=(--package kacrab-driver --test-package kacrab-driver --features tracing)
+# With `tracing` and `metrics`: a decision whose only output is a log line (a warning
+# naming a failure's cause) or a published metric (the publish timer) is observable to
+# session_tracing's and session_metrics_publish's tests only with them.
+session=(--package kacrab-driver --test-package kacrab-driver --features tracing,metrics)
 for f in "${session_files[@]}"; do session+=(--file "$f"); done
 
 # Survivors docs/mutants.md lists as equivalent (a line "- `file:line:col: description`"
