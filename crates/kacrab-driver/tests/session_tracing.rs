@@ -554,3 +554,23 @@ fn telemetry_stopped_after_lost_requests_warns_naming_the_broker() {
         "{s:#?}"
     );
 }
+
+/// Brokers without a telemetry plugin do not advertise KIP-714's APIs, and the session
+/// never asks them: no telemetry request is tried, so none is lost and no warning is
+/// logged, however long the producer runs (Java's `ClientTelemetryReporter` sends only
+/// to a node whose ApiVersions lists both APIs).
+#[test]
+fn brokers_without_a_telemetry_plugin_are_never_asked() {
+    let seen = logged(|| {
+        let mut p = Pair::new(Cluster::new(1).with_topic("t", 1), &[]);
+        for _ in 0..20 {
+            p.send("t", 0, "x");
+            p.run_for(Duration::from_secs(60));
+        }
+        assert_eq!(p.cluster.count(ApiKey::GetTelemetrySubscriptions), 0);
+    });
+    assert!(
+        find(&seen, "client telemetry stopped").is_empty(),
+        "{seen:#?}"
+    );
+}
