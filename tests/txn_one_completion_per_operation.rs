@@ -167,16 +167,7 @@ fn add_partitions_answered_operation_not_attempted_adds_nothing() {
     let mut h = txn_ready(1);
     h.p.begin_transaction().unwrap();
     let a = h.send(0, "a");
-    let Request::AddPartitionsToTxn(r) = h.next_txn() else {
-        panic!("AddPartitionsToTxn expected")
-    };
-    let answers: Vec<_> = r
-        .partitions
-        .iter()
-        .map(|tp| (tp.clone(), KafkaError::OperationNotAttempted))
-        .collect();
-    h.p.handle_add_partitions(r.id, &answers, h.now).unwrap();
-    h.pump();
+    h.answer_all_add_partitions(KafkaError::OperationNotAttempted);
     assert!(
         h.outstanding.is_empty(),
         "a drained to a partition not added"

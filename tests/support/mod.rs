@@ -160,14 +160,16 @@ impl Harness {
     /// Answers the next transactional request, an AddPartitionsToTxn, with no error for
     /// every partition it names.
     pub fn add_all_partitions(&mut self) {
+        self.answer_all_add_partitions(KafkaError::None);
+    }
+
+    /// Answers the next transactional request, an AddPartitionsToTxn, with `error` for
+    /// every partition it names.
+    pub fn answer_all_add_partitions(&mut self, error: KafkaError) {
         let Request::AddPartitionsToTxn(r) = self.next_txn() else {
             panic!("AddPartitionsToTxn expected")
         };
-        let answers: Vec<_> = r
-            .partitions
-            .iter()
-            .map(|tp| (tp.clone(), KafkaError::None))
-            .collect();
+        let answers: Vec<_> = r.partitions.iter().map(|tp| (tp.clone(), error)).collect();
         self.p
             .handle_add_partitions(r.id, &answers, self.now)
             .unwrap();

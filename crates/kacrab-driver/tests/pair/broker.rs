@@ -542,6 +542,8 @@ impl Cluster {
                     v >= 5,
                     self.now_ms,
                 );
+                // The coordinator answers one code per offset, in request order.
+                let mut codes = codes.into_iter().map(|(_, code)| code);
                 let topics = r
                     .topics
                     .iter()
@@ -552,16 +554,9 @@ impl Cluster {
                                 t.partitions
                                     .iter()
                                     .map(|p| {
-                                        let code = codes
-                                            .iter()
-                                            .find(|((n, i), _)| {
-                                                n.as_str() == t.name.0.as_str()
-                                                    && *i == p.partition_index
-                                            })
-                                            .map_or(NONE, |(_, c)| *c);
                                         TxnOffsetCommitResponsePartition::default()
                                             .with_partition_index(p.partition_index)
-                                            .with_error_code(code)
+                                            .with_error_code(codes.next().unwrap_or(NONE))
                                     })
                                     .collect(),
                             )
