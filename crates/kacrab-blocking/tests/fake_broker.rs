@@ -3,7 +3,7 @@
 //! lying proxy), run against the blocking producer. FakeBroker runs on the testkit's own
 //! Tokio runtime; the producer under test uses none.
 
-mod support;
+use crate::support;
 
 // Kacrab acknowledges every record under injected sequence errors (Java's rule), so the
 // strict variants run too.

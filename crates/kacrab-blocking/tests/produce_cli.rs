@@ -1,11 +1,11 @@
 //! The command line both `produce` examples share: flags, properties and the summary line.
 
 #[path = "../../../examples/support/produce_cli.rs"]
-mod produce_cli;
+mod cli;
 
 use std::time::Duration;
 
-use produce_cli::Args;
+use cli::Args;
 
 fn parse(line: &str) -> Result<Args, String> {
     Args::parse(line.split_whitespace().map(str::to_owned))
@@ -82,11 +82,11 @@ fn records_are_checkable_and_the_summary_line_is_fixed() {
     );
     let mut latencies = vec![3000, 1000, 2000, 4000];
     assert_eq!(
-        produce_cli::summary(4, 4, 0, Duration::from_millis(2000), &mut latencies),
+        cli::summary(4, 4, 0, Duration::from_millis(2000), &mut latencies),
         "produce: records=4 acked=4 failed=0 elapsed_ms=2000 records_per_s=2 p50_ms=2.0 p99_ms=4.0"
     );
     assert_eq!(
-        produce_cli::summary(1, 0, 1, Duration::from_millis(10), &mut []),
+        cli::summary(1, 0, 1, Duration::from_millis(10), &mut []),
         "produce: records=1 acked=0 failed=1 elapsed_ms=10 records_per_s=100 p50_ms=0.0 p99_ms=0.0"
     );
 }
@@ -102,12 +102,12 @@ fn stats_is_a_flag_without_a_value() {
 
 #[test]
 fn a_progress_line_has_the_rate_now_and_overall() {
-    let first = produce_cli::progress(Duration::from_secs(1), 100, 50, 0, None);
+    let first = cli::progress(Duration::from_secs(1), 100, 50, 0, None);
     assert_eq!(
         first,
         "produce: 1s acked=50/100 failed=0 (50 records/s now, 50 records/s overall)"
     );
-    let later = produce_cli::progress(
+    let later = cli::progress(
         Duration::from_secs(2),
         100,
         60,
@@ -131,7 +131,7 @@ fn a_java_properties_file_reads_as_kafka_keys_in_order() {
                 \x20   required username=\"u\" password=\"p=q\";\n\
                 ssl.endpoint.identification.algorithm=\n";
     assert_eq!(
-        produce_cli::parse_properties(text).unwrap(),
+        cli::parse_properties(text).unwrap(),
         vec![
             ("security.protocol".to_owned(), "SASL_SSL".to_owned()),
             ("sasl.mechanism".to_owned(), "PLAIN".to_owned()),
@@ -147,8 +147,8 @@ fn a_java_properties_file_reads_as_kafka_keys_in_order() {
             ),
         ]
     );
-    assert!(produce_cli::parse_properties("no separator here").is_err());
-    assert!(produce_cli::parse_properties("=value").is_err());
+    assert!(cli::parse_properties("no separator here").is_err());
+    assert!(cli::parse_properties("=value").is_err());
 }
 
 #[test]

@@ -1,13 +1,11 @@
 //! Red-team tests of the session's application half: close(timeout) semantics, the
 //! backlog under close and abort, and every command completing exactly once.
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair, Verdict};
 use kacrab_driver::{Completion, ProduceError};
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, Pair, Verdict};
 
 const MS: Duration = Duration::from_millis(1);
 

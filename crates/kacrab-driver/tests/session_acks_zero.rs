@@ -7,14 +7,12 @@
 //! under `request.timeout.ms` from the hand-off (`InFlightRequest.sendTimeMs`,
 //! `NetworkClient.handleTimedOutRequests`).
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair, Req, Verdict};
 use bytes::Bytes;
 use kacrab_driver::CloseReason;
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, Pair, Req, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 

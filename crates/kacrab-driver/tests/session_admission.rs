@@ -7,17 +7,15 @@
 //! `IllegalArgumentException`) before the transaction is touched. One test per refusal
 //! path of the session and the core.
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair, Verdict};
 use bytes::Bytes;
 use kacrab_driver::{
     Completion, Partitioner, ProduceError, ProducerRecord, SendId, TopicPartitions,
 };
 use kacrab_idempotence::{KafkaError, SendError, TxnError};
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -4,7 +4,7 @@
 //! `Sender.failBatch` with `recordExceptions`), against model brokers that answer as
 //! Kafka's `LogValidator` does.
 
-mod pair;
+use crate::pair;
 
 use std::time::Duration;
 
@@ -13,8 +13,8 @@ use kacrab_driver::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use pair::broker::TopicConfig;
-use pair::{Cluster, Pair};
+use crate::pair::broker::TopicConfig;
+use crate::pair::{Cluster, Pair};
 
 const SECOND: Duration = Duration::from_secs(1);
 

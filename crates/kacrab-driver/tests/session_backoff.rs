@@ -6,7 +6,7 @@
 //! topic's metadata costs neither a reconnect storm nor a queue of lookups. And a
 //! connection idle for `connections.max.idle.ms` is closed (Java's `Selector`).
 
-mod pair;
+use crate::pair;
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -15,7 +15,7 @@ use std::time::Duration;
 use kacrab_driver::{CloseReason, ConnId, ProducerRecord, Timestamp};
 use kafka_protocol::messages::ApiKey;
 
-use pair::{Cluster, ConnectPolicy, Pair, Verdict};
+use crate::pair::{Cluster, ConnectPolicy, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -5,13 +5,11 @@
 //! `Metadata.handleMetadataResponse` asking again for a topic answered
 //! UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE).
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, ConnectPolicy, Pair};
 use kacrab_driver::SendId;
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, ConnectPolicy, Pair};
 
 const SECOND: Duration = Duration::from_secs(1);
 

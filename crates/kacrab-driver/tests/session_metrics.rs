@@ -3,17 +3,15 @@
 //! `produce-throttle-time-*`, an epoch bump in kacrab's own counters, request latency
 //! and the transaction timers follow the time inputs, rates cover Kafka's windows.
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::broker::{self, Incoming, Req};
+use crate::pair::{Cluster, Pair, Verdict};
 use bytes::Bytes;
 use kacrab_driver::metrics::{NodeMetrics, ProducerMetrics, TopicMetrics};
 use kacrab_driver::{Completion, ProducerRecord, Timestamp};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceResponse};
-use pair::broker::{self, Incoming, Req};
-use pair::{Cluster, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 /// Kafka's NOT_ENOUGH_REPLICAS: retriable, nothing appended.

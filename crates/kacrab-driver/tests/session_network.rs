@@ -2,14 +2,14 @@
 //! re-routing, version negotiation, reconnects, KIP-951 leader endpoints, malformed
 //! answers.
 
-mod pair;
+use crate::pair;
 
 use std::time::Duration;
 
+use crate::pair::broker::{self, with_correlation, with_header};
+use crate::pair::{Cluster, Pair, Verdict};
 use kacrab_driver::{CloseReason, Completion};
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
-use pair::broker::{self, with_correlation, with_header};
-use pair::{Cluster, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 

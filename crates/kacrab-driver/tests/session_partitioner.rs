@@ -3,8 +3,6 @@
 //! partitioner (KIP-794) or the application's [`Partitioner`] decides; refused and
 //! invalid topics fail at once.
 
-mod pair;
-
 use std::time::Duration;
 
 use kacrab_driver::{
@@ -15,8 +13,8 @@ use kafka_protocol::messages::ApiKey;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use pair::broker::Req;
-use pair::{Cluster, Pair};
+use crate::pair::broker::Req;
+use crate::pair::{Cluster, Pair};
 
 const SECOND: Duration = Duration::from_secs(1);
 

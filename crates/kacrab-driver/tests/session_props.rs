@@ -7,13 +7,11 @@
 //!
 //! `KACRAB_SIM_CASES` sets the number of cases (default 64).
 
-mod pair;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair, Rng, Verdict};
 use kacrab_driver::{Completion, OpId, SendId};
-use pair::{Cluster, Pair, Rng, Verdict};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

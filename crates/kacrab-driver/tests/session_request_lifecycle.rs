@@ -7,13 +7,11 @@
 //! sendTimeMs`, `NetworkClient.handleTimedOutRequests`) and completes an `acks=0` send
 //! once written (`NetworkClient.handleCompletedSends`).
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, ConnectPolicy, Pair};
 use kacrab_driver::{CloseReason, Completion};
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, ConnectPolicy, Pair};
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -6,18 +6,18 @@
 //! connection attempt, one `Completion::ConnectionFailed` naming the broker, nothing
 //! reported written) when the broker refuses it.
 
-mod pair;
+use crate::pair;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::pair::sasl::{SaslFault, SaslListener};
+use crate::pair::{Cluster, Pair};
 use kacrab_driver::{
     CloseReason, Completion, ConnectFailure, NonceSeed, SaslError, SaslMechanism, Session,
     SessionConfig, SessionConfigError,
 };
 use kafka_protocol::messages::ApiKey;
-use pair::sasl::{SaslFault, SaslListener};
-use pair::{Cluster, Pair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 

@@ -3,14 +3,14 @@
 //! rules are Kafka's client's (`ClientTelemetryReporter`, `ClientTelemetryUtils`): see
 //! the session's `telemetry` module.
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::broker::{Incoming, Req};
+use crate::pair::telemetry::{
+    decode_metrics, TelemetryPlugin, INSTANCE_ID, UNKNOWN_SUBSCRIPTION_ID,
+};
+use crate::pair::{Cluster, Pair, Verdict};
 use kafka_protocol::messages::ApiKey;
-use pair::broker::{Incoming, Req};
-use pair::telemetry::{decode_metrics, TelemetryPlugin, INSTANCE_ID, UNKNOWN_SUBSCRIPTION_ID};
-use pair::{Cluster, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 const PREFIX: &str = "org.apache.kafka.producer.";

@@ -2,14 +2,12 @@
 //! core's and the session's own), connection setup, the `max.block.ms` backlog, flush
 //! ids, close with a timeout, partition lookups.
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, ConnectPolicy, Pair, Verdict};
 use kacrab_driver::{CloseReason, Completion, ProduceError};
 use kacrab_idempotence::SendError;
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, ConnectPolicy, Pair, Verdict};
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);

@@ -7,15 +7,15 @@
 //! Each failure is final and names the broker: one connection attempt, one
 //! `Completion::ConnectionFailed`, no record reported possibly written.
 
-mod pair;
+use crate::pair;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair};
 use kacrab_driver::{
     CloseReason, Completion, ConnectFailure, SessionConfig, SessionConfigError, TlsFailure,
 };
-use pair::{Cluster, Pair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 

@@ -7,16 +7,14 @@
 //! tests) from the TLS fixtures (`tests/fixtures/tls/make.sh`), in a directory of the
 //! test's own.
 
-mod pair;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair};
 use kacrab_driver::security::TrustAnchors;
 use kacrab_driver::{SessionConfig, SessionConfigError};
-use pair::{Cluster, Pair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 

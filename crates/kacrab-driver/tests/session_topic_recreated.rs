@@ -4,12 +4,10 @@
 //! (Java's `Metadata.updateLatestMetadata`). Records sent after the recreation land in
 //! the new topic's log, once each; nothing of the old log is mixed in.
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair};
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, Pair};
 
 #[test]
 fn records_after_a_topic_is_recreated_reach_the_new_topics_leader() {

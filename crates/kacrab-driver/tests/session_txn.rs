@@ -1,13 +1,11 @@
 //! The session's transactional commands against model brokers: ordering behind the
 //! backlog, joined calls, close with an open transaction.
 
-mod pair;
-
 use std::time::Duration;
 
+use crate::pair::{Cluster, Pair, Verdict};
 use kacrab_driver::Completion;
 use kafka_protocol::messages::ApiKey;
-use pair::{Cluster, Pair, Verdict};
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -7,9 +7,7 @@ use kacrab_sim::broker::*;
 use kacrab_sim::{Cluster, FaultRates, SimConfig};
 
 // The model crate's rule tests share their v2 batch encoder with these.
-#[path = "../../kacrab-broker-model/tests/common/mod.rs"]
-mod common;
-use common::*;
+use crate::common::*;
 
 const MAX: Duration = Duration::from_secs(60);
 

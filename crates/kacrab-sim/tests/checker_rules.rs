@@ -3,10 +3,8 @@
 //! (`Checker::scan_logs`), and an acknowledgement of a record no log holds is a loss.
 
 // The model crate's rule tests share their v2 batch encoder with these.
-#[path = "../../kacrab-broker-model/tests/common/mod.rs"]
-mod common;
 
-use common::{encode, TBatch, TRecord};
+use crate::common::{encode, TBatch, TRecord};
 use kacrab_idempotence::{Event, RecordId, TopicPartition};
 use kacrab_sim::broker::PartitionState;
 use kacrab_sim::oracle::encode_value;

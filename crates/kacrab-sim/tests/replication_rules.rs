@@ -10,9 +10,7 @@ use kacrab_sim::checker::decode_value;
 use kacrab_sim::{Cluster, FaultKind, FaultRates, Outcome, PartitionFault, Script, SimConfig};
 
 // The model crate's rule tests share their v2 batch encoder with these.
-#[path = "../../kacrab-broker-model/tests/common/mod.rs"]
-mod common;
-use common::*;
+use crate::common::*;
 
 // ---------------------------------------------------------------- one replica
 

@@ -3,19 +3,17 @@
 //! never awaits a delivery still cannot make the producer hold more than a bounded
 //! amount; `abort` fails what is left at once.
 
-mod scripted;
-
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use crate::scripted::{Action, Broker, ADDR, TOPIC};
 use kacrab_tokio::{
     DeliveryError, DeliveryFuture, ProduceError, Producer, ProducerRecord, RecordMetadata,
     SendError,
 };
-use scripted::{Action, Broker, ADDR, TOPIC};
 use tokio::time::Instant;
 
 /// A producer on `broker`: no linger, 100 ms backoff, 1 s request timeout, unless

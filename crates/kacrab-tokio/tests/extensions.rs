@@ -1,18 +1,16 @@
 //! What an application plugs into the Tokio producer's builder: any SASL configuration
 //! (an OAUTHBEARER token provider), a partitioner, interceptors.
 
-mod scripted;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::scripted::{Broker, ADDR, TOPIC};
 use kacrab_testkit::extensions::{Broken, LastPartition, Seen, Tracer};
 use kacrab_tokio::{
     OAuthBearerToken, OAuthBearerTokenHandle, OAuthBearerTokenProvider, ProduceError, Producer,
     ProducerRecord, Secret,
 };
-use scripted::{Broker, ADDR, TOPIC};
 
 /// Hands out `token-1`, `token-2`, ...: one fresh token per authentication.
 #[derive(Default)]

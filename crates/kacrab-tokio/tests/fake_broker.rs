@@ -2,7 +2,7 @@
 //! The producer runs on its own runtime inside the `TestProducer` impl; the scenarios run
 //! on plain test threads.
 
-mod support;
+use crate::support;
 
 // Kacrab acknowledges every record under injected sequence errors (Java's rule), so the
 // strict variants run too.

@@ -2,12 +2,10 @@
 //! in-memory broker: virtual time only moves when every task is idle, so each assertion
 //! about *when* something happened is exact.
 
-mod scripted;
-
 use std::time::Duration;
 
+use crate::scripted::{Action, Broker, ConnectAction, ADDR, TOPIC};
 use kacrab_tokio::{DeliveryError, ProduceError, Producer, ProducerRecord, SendError};
-use scripted::{Action, Broker, ConnectAction, ADDR, TOPIC};
 use tokio::time::Instant;
 
 /// A producer on `broker`: no linger, 100 ms backoff, 1 s request timeout, 10 s delivery
