@@ -25,8 +25,9 @@ case "${1:-}" in
 esac
 
 # The tool, from this tree (with --workspace the features resolve as the test step's
-# build did, so that build is reused).
-cargo build -q --workspace --bin api_listing
+# build did, and --profile test is its profile, so that build is reused; the test
+# profile's output directory is debug).
+cargo build -q --workspace --profile test --bin api_listing
 tool="$target/debug/api_listing"
 
 src=$PWD

@@ -61,8 +61,10 @@ if [ -n "${KACRAB_E2E_EXAMPLES:-}" ]; then
   examples=$KACRAB_E2E_EXAMPLES
 else
   # Build first, so the timeouts below time the runs only. `--workspace` resolves
-  # features as `cargo test --workspace` does, so CI reuses the examples that step built.
-  cargo build -q --workspace --examples
+  # features as `cargo test --workspace` does and `--profile test` is that step's
+  # profile, so CI reuses the examples that step built (a dev-profile build would
+  # build the whole graph once more); its output directory is target/debug too.
+  cargo build -q --workspace --profile test --examples
   examples="${CARGO_TARGET_DIR:-target}/debug/examples"
 fi
 bash scripts/kafka.sh create-topic "$plain" "$topic" 3 "$rf" >/dev/null
