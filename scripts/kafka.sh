@@ -25,6 +25,7 @@
 #   scripts/kafka.sh consume <bootstrap> <topic> <max-records> [--isolation read_committed]
 #   scripts/kafka.sh perf <bootstrap> <topic> <records> <size> [--throughput N] [--transactional-id ID] [--property k=v]...
 #   scripts/kafka.sh end-offsets <bootstrap> <topic-regex>   # "topic<TAB>sum of end offsets" lines
+#   scripts/kafka.sh partition-end-offsets <bootstrap> <topic>   # "partition<TAB>end offset" lines
 #   scripts/kafka.sh group-offsets <bootstrap> <group>   # "topic<TAB>partition<TAB>committed offset" lines
 #   scripts/kafka.sh txn-coordinator <bootstrap> <transactional-id>   # the coordinator's node id
 #   scripts/kafka.sh produce-keyed <bootstrap> <topic>   # stdin: key<TAB>value lines
@@ -979,6 +980,16 @@ cmd_end_offsets() {
     | awk -F: 'NF>=3 {sum[$1]+=$NF} END {for (t in sum) printf "%s\t%d\n", t, sum[t]}' | sort
 }
 
+# partition-end-offsets: each partition's end offset of one topic (Kafka's
+# GetOffsetShell, latest offsets), one "partition<TAB>offset" line each, sorted.
+cmd_partition_end_offsets() {
+  [ $# -eq 2 ] || die "partition-end-offsets <bootstrap> <topic>"
+  ensure_fetched
+  run_tool admin org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$1" \
+    --topic "$2" --time -1 \
+    | awk -F: -v t="$2" 'NF>=3 && $1 == t {printf "%d\t%d\n", $2, $3}' | sort -n
+}
+
 # group-offsets: the offsets a consumer group has committed (Kafka's
 # ConsumerGroupCommand --describe --offsets), one "topic<TAB>partition<TAB>offset" line
 # per partition, sorted; "-" for a partition without a committed offset.
@@ -1063,6 +1074,7 @@ main() {
     consume) cmd_consume "$@" ;;
     perf) cmd_perf "$@" ;;
     end-offsets) cmd_end_offsets "$@" ;;
+    partition-end-offsets) cmd_partition_end_offsets "$@" ;;
     group-offsets) cmd_group_offsets "$@" ;;
     txn-coordinator) cmd_txn_coordinator "$@" ;;
     produce-keyed) cmd_produce_keyed "$@" ;;

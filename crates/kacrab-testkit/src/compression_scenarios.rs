@@ -14,7 +14,7 @@ use bytes::Bytes;
 use crate::burst::{self, Burst, BurstResult, Step};
 use crate::checker::{check, Expect, LogRecord};
 use crate::real_kafka::{
-    consume, consume_isolated, create_topic, env_or_skip, fresh_topic, real_props, records,
+    consume_isolated, consume_whole, create_topic, env_or_skip, fresh_topic, real_props, records,
     skipped, txn_props, ReadCommittedTxns,
 };
 use crate::scenarios::{build, run_fake, Report, Shape};
@@ -241,18 +241,13 @@ fn write_and_read_codecs(
     for (codec, burst) in bursts {
         results.push((codec, burst.map_err(|e| format!("{codec}: {e}"))?));
     }
-    // Ask for more than was written so that duplicates are read too; a read that comes
-    // back short is repeated once with a long idle timeout (see `produce_and_verify`).
+    // The whole log, duplicates included (`consume_whole`: no transaction writes to
+    // this topic).
     let acked: usize = results
         .iter()
         .map(|(_, r)| r.outcomes.iter().filter(|o| o.is_ok()).count())
         .sum();
-    let sent: usize = results.iter().map(|(_, r)| r.outcomes.len()).sum();
-    let max = (2 * sent + 10) as u64;
-    let mut logs = consume(bootstrap, &spec.topic, max, 8_000)?;
-    if logs.values().map(Vec::len).sum::<usize>() < acked {
-        logs = consume(bootstrap, &spec.topic, max, 30_000)?;
-    }
+    let logs = consume_whole(bootstrap, &spec.topic, "read_uncommitted", acked)?;
     Ok((results, logs, produced))
 }
 

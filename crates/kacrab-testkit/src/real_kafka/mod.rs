@@ -116,19 +116,10 @@ fn parse_leaders(describe: &str) -> BTreeMap<i32, i32> {
         .collect()
 }
 
-/// Reads `topic` from the beginning with Kafka's console consumer until it has been idle
-/// for `idle_ms` (or has read `max` records); returns each partition's records.
-pub fn consume(
-    bootstrap: &str,
-    topic: &str,
-    max: u64,
-    idle_ms: u64,
-) -> Result<BTreeMap<i32, Vec<LogRecord>>, String> {
-    consume_isolated(bootstrap, topic, max, idle_ms, "read_uncommitted")
-}
-
-/// [`consume`] with an isolation level: `read_committed` hides aborted and open
-/// transactions, `read_uncommitted` shows every data record.
+/// Reads `topic` from the beginning with Kafka's console consumer at an isolation level
+/// (`read_committed` hides aborted and open transactions, `read_uncommitted` shows
+/// every data record) until it has been idle for `idle_ms` or has read `max` records;
+/// returns each partition's records.
 pub fn consume_isolated(
     bootstrap: &str,
     topic: &str,
@@ -159,6 +150,66 @@ pub fn consume_isolated(
         return read(idle_ms.max(30_000));
     }
     Ok(logs)
+}
+
+/// Every record of `topic`, a topic no transaction wrote to, read with Kafka's console
+/// consumer at `isolation`, for a run that had `acked` records acknowledged.
+///
+/// Kafka's GetOffsetShell first gives each partition's end offset. With no control
+/// records in the log the offsets count the records, so the consumer is asked for
+/// exactly that many and stops once it has them, instead of after an idle timeout
+/// (which every read used to wait out). That read is kept only if it holds each
+/// partition's offsets from 0 to its end, each once; otherwise (a write landed between
+/// the two, or the topic is empty) the topic is read as before: until the consumer has
+/// been idle for 8 s, asking for more than the offsets count so that nothing is cut
+/// off, and once more with 30 s if that read is short of `acked`.
+pub fn consume_whole(
+    bootstrap: &str,
+    topic: &str,
+    isolation: &str,
+    acked: usize,
+) -> Result<BTreeMap<i32, Vec<LogRecord>>, String> {
+    let ends = partition_end_offsets(bootstrap, topic)?;
+    let total: i64 = ends.values().sum();
+    if total > 0 {
+        // The idle timeout only ends a read that falls short, which the check below
+        // then refuses.
+        let logs = consume_isolated(bootstrap, topic, total as u64, 30_000, isolation)?;
+        if reads_to_the_end(&logs, &ends) {
+            return Ok(logs);
+        }
+    }
+    let max = 2 * (total.max(0) as u64).max(acked as u64) + 10;
+    let logs = consume_isolated(bootstrap, topic, max, 8_000, isolation)?;
+    if logs.values().map(Vec::len).sum::<usize>() < acked {
+        return consume_isolated(bootstrap, topic, max, 30_000, isolation);
+    }
+    Ok(logs)
+}
+
+/// Each partition's end offset of `topic` (Kafka's GetOffsetShell, latest offsets).
+pub fn partition_end_offsets(bootstrap: &str, topic: &str) -> Result<BTreeMap<i32, i64>, String> {
+    let out = script(&["partition-end-offsets", bootstrap, topic])?;
+    out.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let mut f = l.split('\t');
+            match (f.next().map(str::parse), f.next().map(str::parse)) {
+                (Some(Ok(p)), Some(Ok(o))) => Ok((p, o)),
+                _ => Err(format!("unexpected GetOffsetShell line {l:?}")),
+            }
+        })
+        .collect()
+}
+
+/// Whether `logs` holds, for every partition of `ends`, exactly the offsets from 0 to
+/// its end offset, each once (the records of a topic that has only data records).
+fn reads_to_the_end(logs: &BTreeMap<i32, Vec<LogRecord>>, ends: &BTreeMap<i32, i64>) -> bool {
+    logs.keys().all(|p| ends.contains_key(p))
+        && ends.iter().all(|(p, &end)| {
+            let read = logs.get(p).map_or(&[][..], Vec::as_slice);
+            read.len() as i64 == end && read.iter().zip(0..).all(|(r, o)| r.offset == o)
+        })
 }
 
 fn parse_consumed(out: &str) -> Result<BTreeMap<i32, Vec<LogRecord>>, String> {
@@ -265,29 +316,16 @@ pub(crate) fn produce_and_verify_with(
     let producer = build(factory, &props).map_err(fail)?;
     let result = burst::run(producer, &burst_spec, hook).map_err(fail)?;
     after_flush().map_err(fail)?;
-    let sent = result.outcomes.len() as u64;
-    // Ask for more than was sent so that duplicates are read too; the consumer stops once
-    // it has been idle for 8 s. Its idle clock also runs while it joins its group, which
-    // on a loaded machine can take longer than that: a read that comes back short of the
-    // acknowledged count is repeated once with a long idle timeout before the check
-    // (records really missing are then still missing, and reported).
+    // The whole log, duplicates included: bounded by its end offsets, or by idleness
+    // when those do not bound it (`consume_whole`).
     let acked = result.outcomes.iter().filter(|o| o.is_ok()).count();
-    let mut logs = consume(
+    let logs = consume_whole(
         bootstrap_for_consumer,
         &burst_spec.topic,
-        sent * 2 + 10,
-        8_000,
+        "read_uncommitted",
+        acked,
     )
     .map_err(fail)?;
-    if logs.values().map(Vec::len).sum::<usize>() < acked {
-        logs = consume(
-            bootstrap_for_consumer,
-            &burst_spec.topic,
-            sent * 2 + 10,
-            30_000,
-        )
-        .map_err(fail)?;
-    }
     let expect = Expect::strict(burst_spec.partitions, burst_spec.value_size);
     let checked = check(&result.outcomes, &logs, &expect);
     let mut errors: Vec<String> = result.problems.clone();
@@ -600,6 +638,49 @@ mod tests {
         assert_eq!(java_hash_code("polygenelubricants"), i32::MIN);
         assert_eq!(txn_state_partition("polygenelubricants", 50), 0);
         assert_eq!(txn_state_partition("hello", 50), 99_162_322 % 50);
+    }
+
+    /// A read bounded by the end offsets is kept only when it is the whole log.
+    #[test]
+    fn a_bounded_read_is_kept_only_when_it_reaches_every_end_once() {
+        let read = |offsets: &[(i32, &[i64])]| -> BTreeMap<i32, Vec<LogRecord>> {
+            offsets
+                .iter()
+                .map(|&(p, os)| {
+                    let records = os
+                        .iter()
+                        .map(|&offset| LogRecord {
+                            offset,
+                            key: Bytes::new(),
+                            value: Bytes::new(),
+                            producer_id: -1,
+                        })
+                        .collect();
+                    (p, records)
+                })
+                .collect()
+        };
+        let ends = BTreeMap::from([(0, 3), (1, 2), (2, 0)]);
+        assert!(reads_to_the_end(
+            &read(&[(0, &[0, 1, 2]), (1, &[0, 1])]),
+            &ends
+        ));
+        // A partition short of its end: the consumer stopped on another's records.
+        assert!(!reads_to_the_end(
+            &read(&[(0, &[0, 1]), (1, &[0, 1])]),
+            &ends
+        ));
+        assert!(!reads_to_the_end(&read(&[(0, &[0, 1, 2])]), &ends));
+        // The right count, but one offset twice and one missing.
+        assert!(!reads_to_the_end(
+            &read(&[(0, &[0, 1, 1]), (1, &[0, 1])]),
+            &ends
+        ));
+        // Records of a partition GetOffsetShell did not list.
+        assert!(!reads_to_the_end(
+            &read(&[(0, &[0, 1, 2]), (1, &[0, 1]), (3, &[0])]),
+            &ends
+        ));
     }
 
     #[test]
