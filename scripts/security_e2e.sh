@@ -60,11 +60,9 @@ t0=$(date +%s)
 if [ -n "${KACRAB_E2E_EXAMPLES:-}" ]; then
   examples=$KACRAB_E2E_EXAMPLES
 else
-  # Build first, so the timeouts below time the runs only. `--workspace` resolves
-  # features as `cargo test --workspace` does and `--profile test` is that step's
-  # profile, so CI reuses the examples that step built (a dev-profile build would
-  # build the whole graph once more); its output directory is target/debug too.
-  cargo build -q --workspace --profile test --examples
+  # Build first, so the timeouts below time the runs only (CI names the test step's
+  # builds in KACRAB_E2E_EXAMPLES instead).
+  cargo build -q --workspace --examples
   examples="${CARGO_TARGET_DIR:-target}/debug/examples"
 fi
 bash scripts/kafka.sh create-topic "$plain" "$topic" 3 "$rf" >/dev/null
