@@ -7,6 +7,7 @@
 #   scripts/api_check.sh                 # check every published crate (CI)
 #   scripts/api_check.sh --update        # the decision: baselines from the working tree
 #   scripts/api_check.sh --from-tag TAG  # baselines from a git tag (a release)
+#   KACRAB_API_LISTING=<path>            # the listing tool already built (CI: the test step's)
 #
 # rustdoc's JSON output is unstable (RUSTC_BOOTSTRAP=1 on a stable toolchain); the
 # listing depends only on what it says, not on its format version, but a new toolchain
