@@ -159,8 +159,9 @@ pub fn consume_isolated(
 /// records in the log the offsets count the records, so the consumer is asked for
 /// exactly that many and stops once it has them, instead of after an idle timeout
 /// (which every read used to wait out). That read is kept only if it holds each
-/// partition's offsets from 0 to its end, each once; otherwise (a write landed between
-/// the two, or the topic is empty) the topic is read as before: until the consumer has
+/// partition's offsets from 0 to its end, each once, and the end offsets are the same
+/// when asked again after the read; otherwise (a write landed meanwhile, or the topic
+/// is empty) the topic is read as before: until the consumer has
 /// been idle for 8 s, asking for more than the offsets count so that nothing is cut
 /// off, and once more with 30 s if that read is short of `acked`.
 pub fn consume_whole(
@@ -175,7 +176,9 @@ pub fn consume_whole(
         // The idle timeout only ends a read that falls short, which the check below
         // then refuses.
         let logs = consume_isolated(bootstrap, topic, total as u64, 30_000, isolation)?;
-        if reads_to_the_end(&logs, &ends) {
+        // The end offsets asked again after the read: a write that landed (or a high
+        // watermark that moved) meanwhile would be cut off, so the read then falls back.
+        if reads_to_the_end(&logs, &ends) && partition_end_offsets(bootstrap, topic)? == ends {
             return Ok(logs);
         }
     }
